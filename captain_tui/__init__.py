@@ -1,0 +1,1 @@
+"""captain: the CLI, the tmux runtime and the cockpit."""

@@ -1,0 +1,5 @@
+import sys
+
+from captain_tui.cli import main
+
+sys.exit(main())

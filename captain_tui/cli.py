@@ -1,0 +1,399 @@
+"""The ``captain`` command line: captain-side and crew-side commands over one home.
+
+The crew-side path (check, ask, done, inbox) imports only ``state``: it runs inside agent
+panes on every tool call, so it must start fast and never pull in textual or libtmux.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from state.errors import CaptainError
+
+PROG = "captain"
+CREW_SIDE = frozenset({"check", "ask", "done", "inbox"})
+
+
+# -- output ---------------------------------------------------------------------------------
+
+
+class Out:
+    """Prints for people, or one JSON object for programs."""
+
+    def __init__(self, as_json: bool) -> None:
+        self.json = as_json
+
+    def ok(self, payload: dict, human: str) -> None:
+        if self.json:
+            print(json.dumps({"ok": True, **payload}, ensure_ascii=False), flush=True)
+        else:
+            print(human, flush=True)
+
+    def refuse(self, err: CaptainError) -> None:
+        if self.json:
+            print(json.dumps({"ok": False, "error": err.as_json()}, ensure_ascii=False),
+                  flush=True)
+            return
+        print(f"{PROG}: [{err.code}] {err.message}", file=sys.stderr, flush=True)
+        for message in err.extra.get("messages", []):
+            print(_message_block(message), flush=True)
+
+
+def _when(stamp) -> str:
+    return str(stamp).replace("T", " ")[:19] if stamp else "-"
+
+
+def _message_block(m: dict) -> str:
+    head = f"── {m['message_id']}  {m['kind']}  {_when(m['queued_at'])}"
+    if m.get("question_id"):
+        head += f"  (answers {m['question_id']})"
+    body = "\n".join("   " + line for line in m["text"].splitlines() or [""])
+    return f"{head}\n{body}"
+
+
+def _table(rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
+
+
+# -- commands -------------------------------------------------------------------------------
+
+
+def _home(args):
+    from state.home import Home, default_home
+
+    return Home(Path(args.home) if args.home else default_home())
+
+
+def _ctx():
+    from state.protocol import Context
+
+    return Context.from_env()
+
+
+def cmd_crew(args, out: Out) -> int:
+    from state import protocol
+
+    if args.cwd is not None and not Path(args.cwd).is_dir():
+        raise CaptainError("invalid_path", f"--cwd {args.cwd} is not a directory.")
+    home = _home(args)
+    r = protocol.recruit(home, args.name, args.task, owns=args.owns, allow=args.allow,
+                         handoff=args.handoff, cwd=args.cwd, ctx=_ctx())
+    env_lines = "\n".join(f"  {k}={v}" for k, v in r.env.items())
+    out.ok({"crew": r.crew, "incarnation_id": r.incarnation_id, "assignment_id": r.assignment_id,
+            "message_id": r.message_id, "env": r.env},
+           f"Recruited {r.crew}: assignment {r.assignment_id}, task mailed as {r.message_id}.\n"
+           f"The crew process needs this environment:\n{env_lines}")
+    return 0
+
+
+def cmd_assign(args, out: Out) -> int:
+    from state import protocol
+
+    spec = protocol.assign(_home(args), args.name, args.task, handoff=args.handoff,
+                           owns=args.owns, allow=args.allow, ctx=_ctx())
+    out.ok({"crew": args.name, "assignment_id": spec.assignment_id,
+            "message_id": spec.message_id, "handoff_of": spec.handoff_of},
+           f"Assigned {spec.assignment_id} to {args.name} (task mailed as {spec.message_id}).")
+    return 0
+
+
+def cmd_tell(args, out: Out) -> int:
+    from state import protocol
+
+    m = protocol.tell(_home(args), args.name, args.message, assignment_id=args.assignment,
+                      ctx=_ctx())
+    out.ok({"crew": m.crew, "message_id": m.message_id, "assignment_id": m.assignment_id},
+           f"Queued {m.message_id} for {m.crew}.")
+    return 0
+
+
+def cmd_answer(args, out: Out) -> int:
+    from state import protocol
+
+    m = protocol.answer(_home(args), args.name, args.question_id, args.message,
+                        assignment_id=args.assignment, ctx=_ctx())
+    out.ok({"crew": m.crew, "message_id": m.message_id, "question_id": m.question_id,
+            "assignment_id": m.assignment_id},
+           f"Answered {m.question_id}; queued {m.message_id} for {m.crew}.")
+    return 0
+
+
+def _envelope(n, crew: str | None, assignment_id: str | None) -> dict:
+    if n is None:
+        return {"status": "timeout", "delivery_id": None, "crew": crew,
+                "assignment_id": assignment_id, "summary": "nothing to report before the timeout",
+                "queued_at": None}
+    env = {"status": n.status, "delivery_id": n.delivery_id, "crew": n.crew,
+           "assignment_id": n.assignment_id, "summary": n.summary,
+           "queued_at": n.queued_at.isoformat().replace("+00:00", "Z") if n.queued_at else None}
+    if n.question_id:
+        env["question_id"] = n.question_id
+    if n.message_id:
+        env["message_id"] = n.message_id
+    return env
+
+
+def _next_step(n) -> str:
+    if n.status == "asked":
+        return (f"answer: captain answer {n.crew} {n.question_id} \"...\" --assignment "
+                f"{n.assignment_id}")
+    if n.status == "done":
+        return f"next:   captain wait {n.crew} --ack {n.delivery_id}, then captain assign " \
+               f"{n.crew} --handoff {n.assignment_id} --task \"...\""
+    return f"ack:    captain wait {n.crew} --ack {n.delivery_id}"
+
+
+def cmd_wait(args, out: Out) -> int:
+    from state import notify
+
+    home = _home(args)
+    name = None if args.all else args.name
+    n = notify.wait(home, name, timeout=args.timeout, ack=args.ack, ctx=_ctx())
+    assignment_id = None
+    if n is None and name is not None:
+        from state import crewlog
+        from state.text import crew_key
+
+        snapshot, _ = crewlog.load(home, crew_key(name))
+        assignment_id = snapshot.assignment.assignment_id if snapshot else None
+    env = _envelope(n, name, assignment_id)
+    if n is None:
+        human = f"timeout: nothing from {name or 'any crew'} (no delivery)."
+    else:
+        summary = "\n".join("  " + line for line in n.summary.splitlines() or [""])
+        human = f"{n.status}  {n.crew}  {n.delivery_id}  ({n.assignment_id})\n{summary}\n" \
+                f"  {_next_step(n)}"
+    out.ok(env, human)
+    return 0
+
+
+def cmd_status(args, out: Out) -> int:
+    from state import protocol
+
+    rows = protocol.crew_status(_home(args), include_dismissed=args.all)
+    if not rows:
+        out.ok({"crew": []}, "No crew yet. Recruit one: captain crew NAME --task \"...\"")
+        return 0
+    table = [["NAME", "AGENT", "STATE", "ASSIGNMENT", "UNREAD", "QUESTION", "UNACKED"]]
+    for r in rows:
+        table.append([r["name"], r["agent"], r["state"], r["assignment_id"], str(r["unread"]),
+                      r["question_id"] or "-", str(r["unacknowledged"])])
+    out.ok({"crew": rows}, _table(table))
+    return 0
+
+
+def cmd_dismiss(args, out: Out) -> int:
+    from state import protocol
+
+    bounced = protocol.dismiss(_home(args), args.name, ctx=_ctx())
+    ids = [b.message_id for b in bounced]
+    extra = f"; {len(ids)} unread message(s) bounced" if ids else ""
+    out.ok({"crew": args.name, "bounced": ids}, f"Dismissed {args.name}{extra}.")
+    return 0
+
+
+def cmd_check(args, out: Out) -> int:
+    from state import protocol
+
+    verdict = protocol.check(_home(args), args.name, args.action, args.paths,
+                             assignment_id=args.assignment, ctx=_ctx())
+    if not verdict.allowed:
+        raise CaptainError("grant_denied", verdict.reason)
+    out.ok({"allowed": True, "reason": verdict.reason}, f"granted: {verdict.reason}")
+    return 0
+
+
+def cmd_ask(args, out: Out) -> int:
+    from state import protocol
+
+    event = protocol.ask(_home(args), args.name, args.question, assignment_id=args.assignment,
+                         ctx=_ctx())
+    out.ok({"question_id": event.question_id, "delivery_id": event.delivery_id,
+            "assignment_id": event.assignment_id},
+           f"Question {event.question_id} is with the captain. Stop here: the answer "
+           "arrives as mail.")
+    return 0
+
+
+def cmd_done(args, out: Out) -> int:
+    from state import protocol
+
+    event = protocol.done(_home(args), args.name, args.report, assignment_id=args.assignment,
+                          ctx=_ctx())
+    out.ok({"assignment_id": event.assignment_id, "delivery_id": event.delivery_id},
+           f"Done: {event.assignment_id} is finished and the captain is told.")
+    return 0
+
+
+def cmd_inbox(args, out: Out) -> int:
+    from state import protocol
+
+    def deliver(batch) -> None:
+        dumped = [m.model_dump(mode="json", by_alias=True) for m in batch]
+        if out.json:
+            out.ok({"crew": args.name, "messages": dumped}, "")
+        elif not batch:
+            print(f"No unread mail for {args.name}.", flush=True)
+        else:
+            print("\n".join(_message_block(m) for m in dumped), flush=True)
+
+    protocol.inbox(_home(args), args.name, deliver=deliver, ctx=_ctx())
+    return 0
+
+
+# -- parser ---------------------------------------------------------------------------------
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a number of seconds >= 0")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # usage errors: exit 2, one clear line, no traceback
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--home", metavar="DIR",
+                        help="the captain home (default: $CAPTAIN_HOME, else the user state dir)")
+    common.add_argument("--json", action="store_true", help="print one JSON object")
+
+    parser = _Parser(prog=PROG, description="Run a crew of coding agents from one cockpit.",
+                     epilog="Crew-side commands (check, ask, done, inbox) read CAPTAIN_* from "
+                            "the crew's environment. See README.md for the protocol.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    def add(name: str, help_text: str, func) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, parents=[common], help=help_text, description=help_text)
+        p.set_defaults(func=func)
+        return p
+
+    def grants(p, inherit: bool) -> None:
+        tail = " (omitted: inherit from the handoff)" if inherit else ""
+        p.add_argument("--owns", action="append", metavar="PATH",
+                       help="a path this crew owns; repeatable" + tail)
+        p.add_argument("--allow", action="append", metavar="ACTION",
+                       help="a granted action (read, search, edit, test, build, format, commit, "
+                            "version, delete); repeatable" + tail)
+
+    p = add("crew", "Recruit a crew member with its first assignment.", cmd_crew)
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--task", required=True, metavar="TEXT", help="the first assignment")
+    grants(p, inherit=True)
+    p.add_argument("--handoff", metavar="ID",
+                   help="re-recruit a dismissed name: its last assignment ID")
+    p.add_argument("--cwd", metavar="DIR", help="the project directory (default: here)")
+    p.add_argument("--no-launch", action="store_true",
+                   help="record the crew only; start its process yourself with the printed env")
+
+    p = add("assign", "Start the next assignment after acknowledged completion.", cmd_assign)
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--task", required=True, metavar="TEXT")
+    p.add_argument("--handoff", required=True, metavar="ID", help="the finished assignment's ID")
+    grants(p, inherit=True)
+
+    p = add("tell", "Append a follow-up message to the crew's active assignment.", cmd_tell)
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("message", metavar="MESSAGE")
+    p.add_argument("--assignment", required=True, metavar="ID")
+
+    p = add("answer", "Answer the crew's pending question.", cmd_answer)
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("question_id", metavar="QUESTION_ID")
+    p.add_argument("message", metavar="MESSAGE")
+    p.add_argument("--assignment", required=True, metavar="ID")
+
+    p = add("wait", "Wait for the next notification from a crew (returned once; then --ack).",
+            cmd_wait)
+    who = p.add_mutually_exclusive_group(required=True)
+    who.add_argument("name", nargs="?", metavar="NAME")
+    who.add_argument("--all", action="store_true", help="any crew")
+    p.add_argument("--timeout", type=_seconds, metavar="SECONDS",
+                   help="give up after this long (0 polls once; default [crew] wait_timeout, "
+                        "86400)")
+    p.add_argument("--ack", metavar="DELIVERY_ID", help="acknowledge this delivery first")
+
+    p = add("status", "List the crew and what each is waiting on.", cmd_status)
+    p.add_argument("--all", action="store_true", help="include dismissed crew")
+
+    p = add("dismiss", "Retire a crew member; its unread mail bounces.", cmd_dismiss)
+    p.add_argument("name", metavar="NAME")
+
+    p = add("check", "Crew: is ACTION on PATHs granted? Executes nothing; exit 0 yes, 1 no.",
+            cmd_check)
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("action", metavar="ACTION")
+    p.add_argument("paths", nargs="*", metavar="PATH")
+    p.add_argument("--assignment", metavar="ID")
+
+    p = add("ask", "Crew: ask the captain one question, then stop.", cmd_ask)
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("question", metavar="QUESTION")
+    p.add_argument("--assignment", metavar="ID")
+
+    p = add("done", "Crew: finish the assignment with a report.", cmd_done)
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--report", metavar="TEXT", help="what changed and how it was checked")
+    p.add_argument("--assignment", metavar="ID")
+
+    p = add("inbox", "Crew: print unread mail oldest first, then mark it read.", cmd_inbox)
+    p.add_argument("name", metavar="NAME")
+    return parser
+
+
+def _warn_quarantined() -> None:
+    from state.store import Store
+
+    for path, reason in Store.reported():
+        print(f"{PROG}: warning: quarantined {path}: {reason} (see quarantine/ in the home)",
+              file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError):
+            pass
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    out = Out(getattr(args, "json", False))
+    try:
+        return args.func(args, out)
+    except CaptainError as err:
+        out.refuse(err)
+        if err.after_report is not None:
+            err.after_report()
+        return 1
+    except OSError as exc:
+        out.refuse(CaptainError("store_error", f"{exc.strerror or exc} ({exc.filename or 'home'})."))
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # noqa: BLE001 - no traceback ever reaches a person
+        out.refuse(CaptainError("internal_error", f"unexpected {type(exc).__name__}: {exc}"))
+        return 1
+    finally:
+        _warn_quarantined()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,38 @@
+"""Refusals: a stable code and a sentence a person understands."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Stable codes. Add new ones at the end; never rename or reuse one.
+CODES = frozenset(
+    {
+        "invalid_name", "unknown_crew", "crew_exists", "crew_dismissed", "crew_forbidden",
+        "missing_context", "stale_assignment", "stale_incarnation", "ownership_overlap",
+        "grant_denied", "question_pending", "unknown_question", "unread_mail",
+        "report_required", "duplicate_message", "handoff_mismatch", "assignment_active",
+        "unacknowledged", "unknown_delivery", "message_conflict", "store_error",
+        "tmux_unavailable",
+        # added by the foundation
+        "unknown_action", "message_too_large", "invalid_text", "invalid_path",
+        "assignment_done", "question_answered", "invalid_home", "invalid_argument",
+        "internal_error",
+    }
+)
+
+
+class CaptainError(Exception):
+    """A refusal. ``extra`` lands in the JSON error object beside code and message."""
+
+    def __init__(self, code: str, message: str, **extra: Any) -> None:
+        assert code in CODES, code
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.extra = extra
+        # Called by whoever showed the refusal to a person, after it was shown (done's
+        # unread mail counts as read only once it was actually printed).
+        self.after_report = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, **self.extra}

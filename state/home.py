@@ -1,0 +1,142 @@
+"""Where the home is, whether it is safe to use, and where each record lives in it."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+
+from state.errors import CaptainError
+from state.models import HomeMeta, now
+from state.store import DIR_MODE, Store, encode
+
+MOUNTINFO = "/proc/self/mountinfo"
+# flock does not exclude across clients on these, so two captains could both "hold" a lock.
+NETWORK_FILESYSTEMS = frozenset(
+    {"nfs", "nfs4", "cifs", "smb", "smb2", "smb3", "smbfs", "afs", "ncpfs", "fuse.sshfs",
+     "9p", "ceph", "glusterfs", "fuse.glusterfs", "lustre"}
+)
+DEFAULT_WAIT_TIMEOUT = 86400.0
+
+
+def default_home() -> Path:
+    env = os.environ.get("CAPTAIN_HOME")
+    if env:
+        return Path(env)
+    import platformdirs  # only here: it costs start-up time on the crew-side path
+
+    return platformdirs.user_state_path("captain")
+
+
+def filesystem_type(path: Path, mountinfo: str | None = None) -> str:
+    """The filesystem type of the mount that holds ``path`` (from mountinfo)."""
+    if mountinfo is None:
+        try:
+            mountinfo = Path(MOUNTINFO).read_text()
+        except OSError:
+            return "unknown"
+    target = os.path.realpath(path)
+    best, best_type = "", "unknown"
+    for line in mountinfo.splitlines():
+        left, sep, right = line.partition(" - ")
+        fields = left.split()
+        if not sep or len(fields) < 5 or not right.split():
+            continue
+        mount_point = fields[4].replace("\\040", " ")
+        inside = target == mount_point or target.startswith(mount_point.rstrip("/") + "/")
+        if inside and len(mount_point) >= len(best):
+            best, best_type = mount_point, right.split()[0]
+    return best_type
+
+
+def check_filesystem(path: Path, mountinfo: str | None = None) -> None:
+    fstype = filesystem_type(path, mountinfo)
+    if fstype in NETWORK_FILESYSTEMS or fstype.startswith("nfs"):
+        raise CaptainError(
+            "invalid_home",
+            f"the home {path} is on a network filesystem ({fstype}), where file locks do not "
+            "exclude; choose a local directory with --home or CAPTAIN_HOME.",
+        )
+
+
+class Home:
+    """A captain home: the store plus the layout documented in docs/store.md."""
+
+    def __init__(self, root: Path, *, mountinfo: str | None = None) -> None:
+        self.root = Path(os.path.abspath(root))
+        self._open(mountinfo)
+        self.store = Store(self.root)
+        self._config: dict | None = None
+
+    def _open(self, mountinfo: str | None) -> None:
+        root = self.root
+        if os.path.lexists(root) and not root.is_dir():
+            raise CaptainError("invalid_home", f"the home {root} exists and is not a directory.")
+        fresh = not root.exists()
+        if fresh:
+            root.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.mkdir(root, DIR_MODE)
+            except FileExistsError:
+                pass
+        check_filesystem(root, mountinfo)
+        marker = root / "home.json"
+        if not marker.exists():
+            if not fresh and any(not n.startswith(".") for n in os.listdir(root)):
+                raise CaptainError(
+                    "invalid_home",
+                    f"{root} is not empty and is not a captain home; refusing to write into "
+                    "it. Choose an empty or new directory.",
+                )
+            Store(root).create_once(marker, encode(HomeMeta(created_at=now())),
+                                    same=lambda a, b: True)
+        if root.stat().st_uid == os.getuid() and root.stat().st_mode & 0o077:
+            os.chmod(root, DIR_MODE)
+
+    # -- layout: one place that says where each record kind lives ------------------------
+
+    def events_dir(self, key: str):
+        return self.store.dir("crew", key, "events")
+
+    def snapshot_path(self, key: str):
+        return self.store.dir("crew", key) / "state.json"
+
+    def mail_dir(self, key: str):
+        return self.store.dir("mail", key)
+
+    def receipts_dir(self, key: str):
+        return self.store.dir("receipts", key)
+
+    def bounces_dir(self, key: str):
+        return self.store.dir("bounces", key)
+
+    def notifications_dir(self, key: str):
+        return self.store.dir("notifications", key)
+
+    def acks_dir(self, key: str):
+        return self.store.dir("acks", key)
+
+    def returned_dir(self, key: str):
+        return self.store.dir("returned", key)
+
+    def crew_keys(self) -> list[str]:
+        return self.store.names(self.store.dir("crew"), suffix="")
+
+    # -- settings ------------------------------------------------------------------------
+
+    def config(self) -> dict:
+        """``config.toml`` in the home; a broken one is reported and ignored."""
+        if self._config is None:
+            self._config = {}
+            path = self.root / "config.toml"
+            try:
+                data = self.store.read_bytes(path)
+                if data is not None:
+                    self._config = tomllib.loads(data.decode("utf-8"))
+            except Exception as exc:  # noqa: BLE001 - a bad settings file never stops work
+                self.store.quarantine(path, f"is not valid TOML: {exc}")
+        return self._config
+
+    def wait_timeout(self) -> float:
+        value = self.config().get("crew", {}).get("wait_timeout", DEFAULT_WAIT_TIMEOUT)
+        return float(value) if isinstance(value, (int, float)) and value >= 0 else DEFAULT_WAIT_TIMEOUT

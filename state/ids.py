@@ -1,0 +1,30 @@
+"""Identifiers: time-ordered, random, prefixed by kind, never reused."""
+
+from __future__ import annotations
+
+import secrets
+import time
+
+_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"  # Crockford base32
+
+
+def _b32(value: int, length: int) -> str:
+    out = []
+    for _ in range(length):
+        value, digit = divmod(value, 32)
+        out.append(_ALPHABET[digit])
+    return "".join(reversed(out))
+
+
+def new_id(prefix: str) -> str:
+    """``prefix_`` + 10 chars of milliseconds + 16 random chars (80 bits), ULID-style."""
+    millis = time.time_ns() // 1_000_000
+    return f"{prefix}_{_b32(millis, 10)}{_b32(secrets.randbits(80), 16)}"
+
+
+# Prefixes, one per kind, so an ID pasted into the wrong place is recognisable.
+INCARNATION = "inc"
+ASSIGNMENT = "asg"
+MESSAGE = "msg"
+QUESTION = "q"
+DELIVERY = "dlv"

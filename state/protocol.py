@@ -1,0 +1,462 @@
+"""The assignment protocol: recruit, assign, tell, answer, ask, done, check, inbox, dismiss.
+
+Every function takes the home, the caller's ``Context`` and plain arguments, writes through
+the store's rules and raises ``CaptainError`` with a stable code to refuse. Mail is durable
+before anything else happens; ringing a pane is the runtime's business, not this module's.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+
+from state import crewlog, mailbox
+from state.errors import CaptainError
+from state.home import Home
+from state.ids import ASSIGNMENT, DELIVERY, INCARNATION, MESSAGE, QUESTION, new_id
+from state.models import (
+    PATH_ACTIONS, Asked, Assigned, AssignmentSpec, BouncedMail, CrewSnapshot, Dismissed,
+    Finished, Message, Recruited, now,
+)
+from state.store import encode
+from state.text import (
+    check_actions, check_text, crew_key, is_within, normalise_path, overlaps, summarize,
+)
+
+
+@dataclass(frozen=True)
+class Context:
+    """Who is calling: the captain, or a crew process (from its CAPTAIN_* environment)."""
+
+    role: str = "captain"
+    crew: str | None = None
+    incarnation: str | None = None
+    assignment: str | None = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] = os.environ) -> Context:
+        if env.get("CAPTAIN_ROLE") != "crew":
+            return cls()
+        return cls("crew", env.get("CAPTAIN_CREW") or None,
+                   env.get("CAPTAIN_INCARNATION") or None, env.get("CAPTAIN_ASSIGNMENT") or None)
+
+
+CAPTAIN = Context()
+
+
+@dataclass
+class Recruit:
+    crew: str
+    incarnation_id: str
+    assignment_id: str
+    message_id: str
+    env: dict[str, str] = field(default_factory=dict)
+
+
+# -- guards: each rule in one place ---------------------------------------------------------
+
+
+def _require_captain(ctx: Context, command: str) -> None:
+    if ctx.role == "crew":
+        raise CaptainError(
+            "crew_forbidden",
+            f"'{command}' is a captain command; crew {ctx.crew or '(unnamed)'} may not run it.",
+        )
+
+
+def _existing(home: Home, key: str, name: str, snapshot: CrewSnapshot | None) -> CrewSnapshot:
+    if snapshot is None:
+        raise CaptainError("unknown_crew", f"there is no crew named {name}.")
+    if snapshot.dismissed_at is not None:
+        raise CaptainError(
+            "crew_dismissed",
+            f"{snapshot.name} was dismissed; recruit again with --handoff "
+            f"{snapshot.assignment.assignment_id}.",
+        )
+    return snapshot
+
+
+def _live(snapshot: CrewSnapshot) -> str:
+    return f"{snapshot.name}'s live assignment is {snapshot.assignment.assignment_id}"
+
+
+def _same_assignment(snapshot: CrewSnapshot, assignment_id: str) -> None:
+    if assignment_id != snapshot.assignment.assignment_id:
+        raise CaptainError("stale_assignment",
+                           f"{assignment_id} is not current; {_live(snapshot)}.")
+
+
+def _crew_identity(ctx: Context, snapshot: CrewSnapshot) -> None:
+    """A crew process may act only as itself, in its current incarnation."""
+    if ctx.role != "crew":
+        return
+    if not ctx.crew or not ctx.incarnation:
+        missing = "CAPTAIN_CREW" if not ctx.crew else "CAPTAIN_INCARNATION"
+        raise CaptainError("missing_context",
+                           f"{missing} is not set in this crew environment; {_live(snapshot)}.")
+    if ctx.crew.lower() != snapshot.name.lower():
+        raise CaptainError("crew_forbidden",
+                           f"this process is crew {ctx.crew}; it may not act for {snapshot.name}.")
+    if ctx.incarnation != snapshot.incarnation_id:
+        raise CaptainError(
+            "stale_incarnation",
+            f"incarnation {ctx.incarnation} is not {snapshot.name}'s current one "
+            f"({snapshot.incarnation_id}); {_live(snapshot)}.",
+        )
+
+
+def _crew_assignment(ctx: Context, snapshot: CrewSnapshot, explicit: str | None) -> str:
+    """Resolve the assignment a crew-side command is about, and insist it is live."""
+    _crew_identity(ctx, snapshot)
+    assignment_id = explicit or (ctx.assignment if ctx.role == "crew" else None)
+    if not assignment_id:
+        where = "CAPTAIN_ASSIGNMENT is not set" if ctx.role == "crew" else \
+            "the captain must name the assignment"
+        raise CaptainError("missing_context",
+                           f"{where}; pass --assignment. {_live(snapshot)}.")
+    _same_assignment(snapshot, assignment_id)
+    return assignment_id
+
+
+def _not_done(snapshot: CrewSnapshot) -> None:
+    if snapshot.done_at is not None:
+        raise CaptainError(
+            "assignment_done",
+            f"{snapshot.assignment.assignment_id} is done; start the next one with "
+            f"captain assign {snapshot.name} --handoff {snapshot.assignment.assignment_id}.",
+        )
+
+
+def _all_acknowledged(home: Home, key: str, assignment_id: str) -> None:
+    owed = mailbox.unacknowledged(home, key, assignment_id)
+    if owed:
+        first = owed[0]
+        raise CaptainError(
+            "unacknowledged",
+            f"{len(owed)} notification(s) of {assignment_id} are not acknowledged, first "
+            f"{first.delivery_id} ({first.status}): {summarize(first.summary)[:200]}. "
+            f"Acknowledge with captain wait {first.crew} --ack {first.delivery_id}.",
+            delivery_id=first.delivery_id, status=first.status,
+        )
+
+
+def _grant(home: Home, key: str, owns: list[str] | None, allow: list[str] | None,
+           project_dir: str, inherit: AssignmentSpec | None) -> tuple[list[str], list[str]]:
+    actions = check_actions(allow) if allow is not None else \
+        (list(inherit.allow) if inherit else [])
+    if owns is None:
+        paths = list(inherit.owns) if inherit else []
+    else:
+        paths = []
+        for p in owns:
+            n = normalise_path(p, project_dir)
+            if n not in paths:
+                paths.append(n)
+    for other in home.crew_keys():
+        if other == key:
+            continue
+        snap, _ = crewlog.load(home, other)
+        if snap is None or snap.dismissed_at is not None or snap.done_at is not None:
+            continue
+        for mine in paths:
+            for theirs in snap.assignment.owns:
+                if overlaps(mine, theirs):
+                    raise CaptainError(
+                        "ownership_overlap",
+                        f"{mine} overlaps {theirs}, owned by {snap.name} on "
+                        f"{snap.assignment.assignment_id}.",
+                        crew=snap.name,
+                    )
+    return paths, actions
+
+
+def _spec(task: str, paths: list[str], actions: list[str], project_dir: str,
+          handoff: str | None) -> AssignmentSpec:
+    return AssignmentSpec(assignment_id=new_id(ASSIGNMENT), message_id=new_id(MESSAGE),
+                          task=task, owns=paths, allow=actions, project_dir=project_dir,
+                          handoff_of=handoff)
+
+
+def _locked(home: Home, *keys: str) -> ExitStack:
+    """Take locks in one global order: the home, then the crew."""
+    stack = ExitStack()
+    for key in keys:
+        stack.enter_context(home.store.lock("home" if key == "" else crewlog.lock_name(key)))
+    return stack
+
+
+# -- captain side ---------------------------------------------------------------------------
+
+
+def recruit(home: Home, name: str, task: str, *, owns: list[str] | None = None,
+            allow: list[str] | None = None, handoff: str | None = None,
+            cwd: str | None = None, agent: str = "shell", ctx: Context = CAPTAIN) -> Recruit:
+    _require_captain(ctx, "crew")
+    key = crew_key(name)
+    check_text(task, "task")
+    project_dir = os.path.abspath(cwd or os.getcwd())
+    with _locked(home, "", key):
+        snapshot = crewlog.open_locked(home, key)
+        inherit = None
+        if snapshot is not None and snapshot.dismissed_at is None:
+            raise CaptainError("crew_exists",
+                               f"{snapshot.name} is already on the crew ({_live(snapshot)}).")
+        if snapshot is not None:
+            last = snapshot.assignment.assignment_id
+            if handoff is None:
+                raise CaptainError(
+                    "crew_dismissed",
+                    f"{snapshot.name} was dismissed; to recruit that name again pass "
+                    f"--handoff {last}.")
+            if handoff != last:
+                raise CaptainError("handoff_mismatch",
+                                   f"{handoff} is not {snapshot.name}'s last assignment ({last}).")
+            _all_acknowledged(home, key, last)
+            inherit = snapshot.assignment
+        elif handoff is not None:
+            raise CaptainError("handoff_mismatch",
+                               f"{name} has no earlier assignment to hand off from.")
+        paths, actions = _grant(home, key, owns, allow, project_dir, inherit)
+        spec = _spec(task, paths, actions, project_dir, handoff)
+        event = Recruited(seq=(snapshot.seq + 1) if snapshot else 1, at=now(), actor="captain",
+                          name=name, incarnation_id=new_id(INCARNATION), agent=agent,
+                          assignment=spec)
+        crewlog.append(home, key, snapshot, event)
+    env = {"CAPTAIN_HOME": str(home.root), "CAPTAIN_ROLE": "crew", "CAPTAIN_CREW": name,
+           "CAPTAIN_INCARNATION": event.incarnation_id, "CAPTAIN_ASSIGNMENT": spec.assignment_id}
+    return Recruit(name, event.incarnation_id, spec.assignment_id, spec.message_id, env)
+
+
+def assign(home: Home, name: str, task: str, *, handoff: str, owns: list[str] | None = None,
+           allow: list[str] | None = None, ctx: Context = CAPTAIN) -> AssignmentSpec:
+    _require_captain(ctx, "assign")
+    key = crew_key(name)
+    check_text(task, "task")
+    with _locked(home, "", key):
+        snapshot = _existing(home, key, name, crewlog.open_locked(home, key))
+        current = snapshot.assignment
+        if handoff != current.assignment_id:
+            raise CaptainError(
+                "handoff_mismatch",
+                f"--handoff {handoff} is not {snapshot.name}'s current assignment "
+                f"({current.assignment_id}); pass that exact ID.")
+        if snapshot.done_at is None:
+            raise CaptainError(
+                "assignment_active",
+                f"{current.assignment_id} is not done yet; {snapshot.name} finishes it with "
+                "captain done before it can be handed off.")
+        _all_acknowledged(home, key, current.assignment_id)
+        paths, actions = _grant(home, key, owns, allow, current.project_dir, current)
+        spec = _spec(task, paths, actions, current.project_dir, handoff)
+        crewlog.append(home, key, snapshot, Assigned(seq=snapshot.seq + 1, at=now(),
+                                                     actor="captain", assignment=spec))
+    return spec
+
+
+def _write_mail(home: Home, key: str, snapshot: CrewSnapshot, kind: str, text: str,
+                message_id: str, question_id: str | None = None) -> Message:
+    message = Message(message_id=message_id, crew=snapshot.name,
+                      incarnation_id=snapshot.incarnation_id,
+                      assignment_id=snapshot.assignment.assignment_id, kind=kind, text=text,
+                      question_id=question_id, queued_at=now())
+    home.store.create_once(home.mail_dir(key) / f"{message_id}.json", encode(message))
+    return message
+
+
+def tell(home: Home, name: str, text: str, *, assignment_id: str,
+         ctx: Context = CAPTAIN) -> Message:
+    _require_captain(ctx, "tell")
+    key = crew_key(name)
+    check_text(text, "message")
+    with _locked(home, key):
+        snapshot = _existing(home, key, name, crewlog.open_locked(home, key))
+        _same_assignment(snapshot, assignment_id)
+        _not_done(snapshot)
+        last = mailbox.last_message(home, key, assignment_id)
+        if last is not None and last.text == text:
+            raise CaptainError(
+                "duplicate_message",
+                f"that text repeats the last message on {assignment_id} ({last.message_id}); "
+                "nothing was sent.", message_id=last.message_id)
+        return _write_mail(home, key, snapshot, "tell", text, new_id(MESSAGE))
+
+
+def answer(home: Home, name: str, question_id: str, text: str, *, assignment_id: str,
+           ctx: Context = CAPTAIN) -> Message:
+    _require_captain(ctx, "answer")
+    key = crew_key(name)
+    check_text(text, "answer")
+    with _locked(home, key):
+        snapshot = _existing(home, key, name, crewlog.open_locked(home, key))
+        _same_assignment(snapshot, assignment_id)
+        question = snapshot.question
+        if question is None or question.question_id != question_id:
+            pending = mailbox.pending_question(home, key, snapshot)
+            hint = f"its pending question is {pending.question_id}" if pending else \
+                "it has no pending question"
+            raise CaptainError("unknown_question",
+                               f"{question_id} is not {snapshot.name}'s question on "
+                               f"{assignment_id}; {hint}.")
+        if mailbox.is_answered(home, key, question_id):
+            raise CaptainError("question_answered",
+                               f"{question_id} was already answered; use captain tell to add more.")
+        return _write_mail(home, key, snapshot, "answer", text,
+                           mailbox.answer_id(question_id), question_id=question_id)
+
+
+def dismiss(home: Home, name: str, *, reason: str = "crew dismissed",
+            ctx: Context = CAPTAIN) -> list[BouncedMail]:
+    """Retire the crew; its unread mail bounces, each with a ``bounced`` notification."""
+    _require_captain(ctx, "dismiss")
+    key = crew_key(name)
+    with _locked(home, key):
+        snapshot = _existing(home, key, name, crewlog.open_locked(home, key))
+        bounced = [BouncedMail(message_id=m.message_id, delivery_id=new_id(DELIVERY),
+                               queued_at=m.queued_at, summary=summarize(m.text)[:200])
+                   for m in mailbox.unread(home, key, snapshot)]
+        crewlog.append(home, key, snapshot, Dismissed(
+            seq=snapshot.seq + 1, at=now(), actor="captain",
+            assignment_id=snapshot.assignment.assignment_id, reason=reason, bounced=bounced))
+    return bounced
+
+
+# -- crew side ------------------------------------------------------------------------------
+
+
+def ask(home: Home, name: str, text: str, *, assignment_id: str | None = None,
+        ctx: Context = CAPTAIN) -> Asked:
+    key = crew_key(name)
+    check_text(text, "question")
+    with _locked(home, key):
+        snapshot = _existing(home, key, name, crewlog.open_locked(home, key))
+        assignment_id = _crew_assignment(ctx, snapshot, assignment_id)
+        _not_done(snapshot)
+        pending = mailbox.pending_question(home, key, snapshot)
+        if pending is not None:
+            raise CaptainError(
+                "question_pending",
+                f"{pending.question_id} is still waiting for an answer; one question at a "
+                "time. Stop and wait for the answer mail.", question_id=pending.question_id)
+        last = mailbox.last_message(home, key, assignment_id)
+        event = Asked(seq=snapshot.seq + 1, at=now(), actor=_actor(ctx),
+                      assignment_id=assignment_id, question_id=new_id(QUESTION),
+                      delivery_id=new_id(DELIVERY), text=text,
+                      queued_at=last.queued_at if last else None)
+        crewlog.append(home, key, snapshot, event)
+    return event
+
+
+def done(home: Home, name: str, report: str | None, *, assignment_id: str | None = None,
+         ctx: Context = CAPTAIN) -> Finished:
+    """Finish the assignment. Unread mail refuses it; the refusal carries that mail, and
+    ``err.after_report()`` (called once the caller has shown it) writes its receipts."""
+    key = crew_key(name)
+    if report is None or not report.strip():
+        raise CaptainError("report_required",
+                           "done needs --report: say what changed and how it was checked.")
+    check_text(report, "report")
+    with _locked(home, key):
+        snapshot = _existing(home, key, name, crewlog.open_locked(home, key))
+        assignment_id = _crew_assignment(ctx, snapshot, assignment_id)
+        _not_done(snapshot)
+        pending = mailbox.pending_question(home, key, snapshot)
+        if pending is not None:
+            raise CaptainError(
+                "question_pending",
+                f"{pending.question_id} is not answered yet; wait for the answer mail, act "
+                "on it, then run done again.", question_id=pending.question_id)
+        waiting = mailbox.unread(home, key, snapshot)
+        if waiting:
+            err = CaptainError(
+                "unread_mail",
+                f"{len(waiting)} unread message(s) came in; they are shown here and now count "
+                "as read. Act on them, then run done again.",
+                messages=[m.model_dump(mode="json", by_alias=True) for m in waiting])
+            err.after_report = lambda: mailbox.mark_read(home, key, waiting, "done")
+            raise err
+        last = mailbox.last_message(home, key, assignment_id)
+        event = Finished(seq=snapshot.seq + 1, at=now(), actor=_actor(ctx),
+                         assignment_id=assignment_id, delivery_id=new_id(DELIVERY),
+                         report=report, queued_at=last.queued_at if last else None)
+        crewlog.append(home, key, snapshot, event)
+    return event
+
+
+@dataclass(frozen=True)
+class Verdict:
+    allowed: bool
+    reason: str
+
+
+def check(home: Home, name: str, action: str, paths: list[str], *,
+          assignment_id: str | None = None, ctx: Context = CAPTAIN) -> Verdict:
+    """Validate a grant; executes nothing. Refusals of the grant itself are a Verdict."""
+    key = crew_key(name)
+    check_actions([action])
+    snapshot, _ = crewlog.load(home, key)
+    snapshot = _existing(home, key, name, snapshot)
+    _crew_assignment(ctx, snapshot, assignment_id)
+    spec = snapshot.assignment
+    if snapshot.done_at is not None:
+        return Verdict(False, f"{spec.assignment_id} is done; nothing is granted after done.")
+    if action not in spec.allow:
+        granted = ", ".join(spec.allow) or "nothing"
+        return Verdict(False, f"{action} is not granted on {spec.assignment_id} "
+                              f"(granted: {granted}).")
+    if action in PATH_ACTIONS:
+        for raw in paths:
+            path = normalise_path(raw, spec.project_dir)
+            if not any(is_within(path, owned) for owned in spec.owns):
+                owned = ", ".join(spec.owns) or "no paths"
+                return Verdict(False, f"{raw} is outside the paths {snapshot.name} owns "
+                                      f"({owned}).")
+    shown = f" on {', '.join(paths)}" if paths else ""
+    return Verdict(True, f"{action}{shown} is granted on {spec.assignment_id}.")
+
+
+def inbox(home: Home, name: str, *, deliver: Callable[[list[Message]], None],
+          ctx: Context = CAPTAIN) -> list[Message]:
+    """Hand queued mail (oldest first) to ``deliver``; receipts only after it returns."""
+    key = crew_key(name)
+    snapshot, _ = crewlog.load(home, key)
+    snapshot = _existing(home, key, name, snapshot)
+    _crew_identity(ctx, snapshot)
+    waiting = mailbox.unread(home, key, snapshot)
+    deliver(waiting)
+    mailbox.mark_read(home, key, waiting, "inbox")
+    return waiting
+
+
+def _actor(ctx: Context) -> str:
+    return "crew" if ctx.role == "crew" else "captain"
+
+
+def crew_status(home: Home, include_dismissed: bool = False) -> list[dict]:
+    """One row per crew for ``status``: who, on what, and what it waits on."""
+    rows = []
+    for key in home.crew_keys():
+        snapshot, _ = crewlog.load(home, key)
+        if snapshot is None or (snapshot.dismissed_at and not include_dismissed):
+            continue
+        pending = mailbox.pending_question(home, key, snapshot)
+        queued = [] if snapshot.dismissed_at else mailbox.unread(home, key, snapshot)
+        if snapshot.dismissed_at:
+            state = "dismissed"
+        elif snapshot.done_at:
+            state = "done"
+        elif pending:
+            state = "asked"
+        else:
+            state = "assigned"
+        rows.append({
+            "name": snapshot.name, "agent": snapshot.agent, "state": state,
+            "incarnation_id": snapshot.incarnation_id,
+            "assignment_id": snapshot.assignment.assignment_id,
+            "unread": len(queued),
+            "question_id": pending.question_id if pending else None,
+            "unacknowledged": len(mailbox.unacknowledged(home, key)),
+            "owns": snapshot.assignment.owns, "allow": snapshot.assignment.allow,
+        })
+    return rows

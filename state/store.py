@@ -1,0 +1,315 @@
+"""The home's writing rules, implemented once.
+
+Every write in captain goes through this module:
+
+1. never in place: a dot-prefixed temp file in the same directory, flushed and fsynced,
+   then published, then the directory fsynced;
+2. create-once records are published with ``os.link`` (EEXIST means "already there");
+   ``os.replace`` only for mutable snapshots;
+3. read-modify-write happens under ``flock`` on a separate, never-deleted lock file;
+4. readers skip temp files and sweep stale ones;
+5. a file that fails to parse or validate is moved to ``quarantine/`` with a reason;
+6. symlinks inside the home are never followed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import secrets
+import stat
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from state.errors import CaptainError
+
+TEMP_PREFIX = ".tmp-"
+STALE_TEMP_SECONDS = 60.0
+MAX_RECORD_BYTES = 1024 * 1024  # a record larger than this is not ours: quarantine it
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class Quarantined(Exception):
+    """Raised inside the store when a file is unreadable; never escapes ``read``."""
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_temp(directory: Path, data: bytes) -> Path:
+    """Write ``data`` to a fresh, fsynced, 0600 temp file in ``directory``."""
+    tmp = directory / f"{TEMP_PREFIX}{os.getpid()}-{secrets.token_hex(6)}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
+    try:
+        os.fchmod(fd, FILE_MODE)  # umask must not loosen it
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    os.close(fd)
+    return tmp
+
+
+def encode(record: BaseModel) -> bytes:
+    return record.model_dump_json(by_alias=True, exclude_none=False).encode() + b"\n"
+
+
+class Store:
+    """One home directory and the only code that writes into it."""
+
+    _reported: list[tuple[str, str]] = []  # process-wide, drained by the CLI to warn
+
+    @classmethod
+    def reported(cls) -> list[tuple[str, str]]:
+        out, cls._reported[:] = list(cls._reported), []
+        return out
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.quarantined: list[tuple[str, str]] = []  # (relative path, reason) this run
+        self._safe_dirs: set[Path] = set()
+
+    # -- directories -------------------------------------------------------------------
+
+    def dir(self, *parts: str, create: bool = True) -> Path:
+        """Return ``root/parts``, refusing any symlinked component, creating it 0700."""
+        path = self.root.joinpath(*parts)
+        if path in self._safe_dirs:
+            return path
+        current = self.root
+        for part in parts:
+            current = current / part
+            try:
+                st = os.lstat(current)
+            except FileNotFoundError:
+                if not create:
+                    return path
+                try:
+                    os.mkdir(current, DIR_MODE)
+                except FileExistsError:
+                    pass
+                os.chmod(current, DIR_MODE, follow_symlinks=False)
+                st = os.lstat(current)
+            if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+                raise CaptainError(
+                    "store_error",
+                    f"{current} is a symlink or not a directory; captain never follows "
+                    "links inside its home. Move it away and try again.",
+                )
+        self._safe_dirs.add(path)
+        return path
+
+    # -- writing -----------------------------------------------------------------------
+
+    def publish(self, path: Path, data: bytes) -> None:
+        """Atomically replace a mutable snapshot (rule 1)."""
+        directory = path.parent
+        tmp = _write_temp(directory, data)
+        try:
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        _fsync_dir(directory)
+
+    def create_once(
+        self,
+        path: Path,
+        data: bytes,
+        same: Callable[[bytes, bytes], bool] | None = None,
+    ) -> bool:
+        """Publish a create-once record with ``os.link`` (rule 2).
+
+        Returns True when this call created it, False when an identical record was already
+        there. A different record under the same name raises ``message_conflict``.
+        """
+        directory = path.parent
+        tmp = _write_temp(directory, data)
+        try:
+            os.link(tmp, path, follow_symlinks=False)
+            created = True
+        except FileExistsError:
+            created = False
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        _fsync_dir(directory)
+        if created:
+            return True
+        existing = self.read_bytes(path)
+        if existing == data or (same is not None and existing is not None and same(existing, data)):
+            return False
+        raise CaptainError(
+            "message_conflict",
+            f"{path.name} already exists in {path.parent.name}/ with different content; "
+            "nothing was overwritten.",
+        )
+
+    @contextlib.contextmanager
+    def lock(self, name: str) -> Iterator[None]:
+        """Exclusive ``flock`` on ``locks/<name>.lock`` (rule 3); the file is never deleted."""
+        path = self.dir("locks") / f"{name}.lock"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the flock
+
+    # -- reading -----------------------------------------------------------------------
+
+    def read_bytes(self, path: Path) -> bytes | None:
+        """Bytes of a regular file, never through a symlink; None when absent."""
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise Quarantined("is a symlink (never followed)") from None
+            raise
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise Quarantined("is not a regular file")
+            if st.st_size > MAX_RECORD_BYTES:
+                raise Quarantined(f"is {st.st_size} bytes, larger than any record")
+            chunks = []
+            while chunk := os.read(fd, 1 << 16):
+                chunks.append(chunk)
+            return b"".join(chunks)
+        finally:
+            os.close(fd)
+
+    def read(self, path: Path, model: type[M]) -> M | None:
+        """Parse and validate one record; quarantine it (rule 5) when that fails."""
+        try:
+            data = self.read_bytes(path)
+            if data is None:
+                return None
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                raise Quarantined("is not UTF-8") from None
+            try:
+                return model.model_validate_json(text)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first.get("loc", ())) or "record"
+                raise Quarantined(f"does not validate as {model.__name__}: {where}: {first['msg']}") from None
+        except Quarantined as bad:
+            self.quarantine(path, str(bad))
+            return None
+
+    def read_json(self, path: Path) -> dict | None:
+        """Parse a JSON object that has no model (settings); quarantine garbage."""
+        try:
+            data = self.read_bytes(path)
+            if data is None:
+                return None
+            try:
+                value = json.loads(data.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError):
+                raise Quarantined("is not UTF-8 JSON") from None
+            if not isinstance(value, dict):
+                raise Quarantined("is not a JSON object")
+            return value
+        except Quarantined as bad:
+            self.quarantine(path, str(bad))
+            return None
+
+    def names(self, directory: Path, suffix: str = ".json") -> list[str]:
+        """Record names in ``directory`` (sorted), skipping and sweeping temp files (rule 4)."""
+        try:
+            entries = list(os.scandir(directory))
+        except FileNotFoundError:
+            return []
+        out = []
+        now = time.time()
+        for entry in entries:
+            name = entry.name
+            if name.startswith("."):
+                if name.startswith(TEMP_PREFIX):
+                    self._sweep_one(Path(entry.path), now)
+                continue
+            if name.endswith(suffix):
+                out.append(name[: -len(suffix)] if suffix else name)
+        out.sort()
+        return out
+
+    def records(self, directory: Path, model: type[M]) -> list[M]:
+        """Every valid record in ``directory``, in name order; bad ones quarantined."""
+        out = []
+        for name in self.names(directory):
+            record = self.read(directory / f"{name}.json", model)
+            if record is not None:
+                out.append(record)
+        return out
+
+    # -- hygiene -----------------------------------------------------------------------
+
+    def _sweep_one(self, path: Path, now: float) -> None:
+        with contextlib.suppress(OSError):
+            if now - os.lstat(path).st_mtime > STALE_TEMP_SECONDS:
+                os.unlink(path)
+
+    def sweep(self) -> int:
+        """Remove stale temp files left by killed writers anywhere in the home."""
+        removed = 0
+        now = time.time()
+        for dirpath, dirnames, filenames in os.walk(self.root, followlinks=False):
+            if Path(dirpath) == self.root / "quarantine":
+                dirnames[:] = []
+                continue
+            for name in filenames:
+                if name.startswith(TEMP_PREFIX):
+                    path = Path(dirpath) / name
+                    before = path.exists()
+                    self._sweep_one(path, now)
+                    removed += before and not os.path.lexists(path)
+        return removed
+
+    def quarantine(self, path: Path, reason: str) -> None:
+        """Move a bad file aside with a reason file; never raises (rule 5)."""
+        try:
+            rel = path.relative_to(self.root)
+        except ValueError:
+            rel = Path(path.name)
+        flat = "__".join(rel.parts)
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        qdir = self.dir("quarantine")
+        target = qdir / f"{stamp}-{secrets.token_hex(3)}-{flat}"
+        try:
+            os.rename(path, target)  # renames a symlink itself, never its target
+        except FileNotFoundError:
+            return  # someone else moved it first
+        except OSError as exc:
+            reason = f"{reason} (could not move it: {exc.strerror})"
+            target = path
+        note = {"schema": 1, "path": str(rel), "reason": reason, "moved_to": target.name,
+                "at": time.time()}
+        with contextlib.suppress(OSError):
+            self.publish(qdir / f"{target.name}.reason", json.dumps(note).encode() + b"\n")
+        self.quarantined.append((str(rel), reason))
+        Store._reported.append((str(rel), reason))

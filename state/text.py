@@ -1,0 +1,90 @@
+"""Rules for what people type: crew names, message text, paths and grants."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import PurePosixPath
+
+from state.errors import CaptainError
+from state.models import ACTIONS, SUMMARY_MAX
+
+NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,31}")
+MAX_TEXT_BYTES = 64 * 1024
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # everything but \t and \n
+
+
+def _has_surrogate(text: str) -> bool:
+    """Undecodable bytes reach us as lone surrogates (surrogateescape); JSON can't hold them."""
+    return any(0xD800 <= ord(c) <= 0xDFFF for c in text)
+
+
+def crew_key(name: str) -> str:
+    """The case-insensitive key a crew name is stored under; refuses bad names."""
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
+        shown = repr(name) if name else "an empty name"
+        raise CaptainError(
+            "invalid_name",
+            f"{shown} is not a crew name: use a letter, then up to 31 letters, digits, "
+            "'_' or '-'.",
+        )
+    return name.lower()
+
+
+def check_text(text: str, what: str, *, required: bool = True) -> str:
+    """Refuse oversized text and control characters (newline and tab are fine)."""
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES:
+        raise CaptainError(
+            "message_too_large",
+            f"the {what} is {len(text.encode('utf-8', 'surrogatepass'))} bytes; the limit is "
+            f"{MAX_TEXT_BYTES} (64 KiB). Put long material in a file and refer to it.",
+        )
+    bad = _CONTROL.search(text)
+    if bad or _has_surrogate(text):
+        char = bad.group() if bad else "a lone surrogate"
+        raise CaptainError(
+            "invalid_text",
+            f"the {what} contains the control character {char!r}; only newline and tab "
+            "are allowed.",
+        )
+    if required and not text.strip():
+        raise CaptainError("invalid_text", f"the {what} is empty.")
+    return text
+
+
+def summarize(text: str) -> str:
+    """A notification summary: at most SUMMARY_MAX characters, marked when cut."""
+    if len(text) <= SUMMARY_MAX:
+        return text
+    return text[: SUMMARY_MAX - 1] + "…"
+
+
+def check_actions(actions: list[str]) -> list[str]:
+    out: list[str] = []
+    for action in actions:
+        if action not in ACTIONS:
+            raise CaptainError(
+                "unknown_action",
+                f"{action!r} is not an action; use one of: {', '.join(ACTIONS)}.",
+            )
+        if action not in out:
+            out.append(action)
+    return out
+
+
+def normalise_path(path: str, project_dir: str) -> str:
+    """An absolute, lexically normalised path; relative ones are against the project."""
+    if not path or _CONTROL.search(path) or _has_surrogate(path):
+        raise CaptainError("invalid_path", f"{path!r} is not a usable path.")
+    joined = os.path.join(project_dir, os.path.expanduser(path))
+    return os.path.normpath(joined).replace("//", "/")
+
+
+def is_within(path: str, owner: str) -> bool:
+    """True when ``path`` equals ``owner`` or lies inside it, component by component."""
+    p, o = PurePosixPath(path).parts, PurePosixPath(owner).parts
+    return p[: len(o)] == o
+
+
+def overlaps(a: str, b: str) -> bool:
+    return is_within(a, b) or is_within(b, a)

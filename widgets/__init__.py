@@ -1,0 +1,1 @@
+"""The cockpit's Textual widgets (arrive with the cockpit issue)."""
