@@ -8,6 +8,8 @@ writer settles the newest event before appending the next, so all older ones are
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 from state.errors import CaptainError
@@ -61,7 +63,7 @@ def load(home: Home, key: str, *, repair: bool = False) -> tuple[CrewSnapshot | 
     ``repair`` (callers holding the crew lock) a behind snapshot is republished.
     """
     store = home.store
-    if not (store.root / "crew" / key).is_dir():
+    if not crew_dir_exists(home, key):
         return None, None
     seqs = _event_seqs(home, key)
     snapshot = store.read(home.snapshot_path(key), CrewSnapshot)
@@ -70,7 +72,8 @@ def load(home: Home, key: str, *, repair: bool = False) -> tuple[CrewSnapshot | 
     start = snapshot.seq if snapshot is not None else 0
     last = None
     for seq in seqs:
-        if seq <= start and seq != seqs[-1]:
+        # the newest event is read even when cached, for writers that settle it (repair)
+        if seq <= start and not (repair and seq == seqs[-1]):
             continue
         event = _read_event(home, key, seq)
         if event is None:
@@ -99,7 +102,6 @@ def settle(home: Home, key: str, snapshot: CrewSnapshot, event) -> None:
     ``snapshot`` is the crew as of (at least) ``event``: it supplies name and incarnation,
     which no later event changes without a new ``recruited``.
     """
-    store = home.store
     if event is None or snapshot is None:
         return
     name = snapshot.name
@@ -108,7 +110,7 @@ def settle(home: Home, key: str, snapshot: CrewSnapshot, event) -> None:
         message = Message(message_id=spec.message_id, crew=name,
                           incarnation_id=snapshot.incarnation_id, assignment_id=spec.assignment_id,
                           kind="assignment", text=spec.task, queued_at=event.at)
-        store.create_once(home.mail_dir(key) / f"{spec.message_id}.json", encode(message))
+        _ensure(home, home.mail_dir(key) / f"{spec.message_id}.json", message)
     elif isinstance(event, Asked):
         _notify(home, key, Notification(
             delivery_id=event.delivery_id, status="asked", crew=name,
@@ -123,8 +125,7 @@ def settle(home: Home, key: str, snapshot: CrewSnapshot, event) -> None:
         for mail in event.bounced:
             bounce = Bounce(message_id=mail.message_id, crew=name, delivery_id=mail.delivery_id,
                             reason=event.reason, bounced_at=event.at)
-            store.create_once(home.bounces_dir(key) / f"{mail.message_id}.json", encode(bounce),
-                              same=lambda old, new: True)  # a bounce is a bounce, whoever wrote it
+            _ensure(home, home.bounces_dir(key) / f"{mail.message_id}.json", bounce)
             _notify(home, key, Notification(
                 delivery_id=mail.delivery_id, status="bounced", crew=name,
                 assignment_id=event.assignment_id,
@@ -133,8 +134,14 @@ def settle(home: Home, key: str, snapshot: CrewSnapshot, event) -> None:
 
 
 def _notify(home: Home, key: str, notification: Notification) -> None:
-    home.store.create_once(home.notifications_dir(key) / f"{notification.delivery_id}.json",
-                           encode(notification))
+    _ensure(home, home.notifications_dir(key) / f"{notification.delivery_id}.json", notification)
+
+
+def _ensure(home: Home, path: Path, record) -> None:
+    """Create a derived record unless it exists. Settling runs often (every writer, every
+    waiter's rescan), so an existing record costs one stat, not a write."""
+    if not os.path.lexists(path):
+        home.store.create_once(path, encode(record), same=lambda old, new: True)
 
 
 def open_locked(home: Home, key: str) -> CrewSnapshot | None:
@@ -159,4 +166,8 @@ def lock_name(key: str) -> str:
 
 
 def crew_dir_exists(home: Home, key: str) -> bool:
-    return Path(home.root, "crew", key).is_dir()
+    """A real directory (never a symlink) for this crew key."""
+    try:
+        return stat.S_ISDIR(os.lstat(Path(home.root, "crew", key)).st_mode)
+    except FileNotFoundError:
+        return False

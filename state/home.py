@@ -72,6 +72,7 @@ class Home:
         root = self.root
         if os.path.lexists(root) and not root.is_dir():
             raise CaptainError("invalid_home", f"the home {root} exists and is not a directory.")
+        check_filesystem(root, mountinfo)  # before anything is created there
         fresh = not root.exists()
         if fresh:
             root.parent.mkdir(parents=True, exist_ok=True)
@@ -79,7 +80,6 @@ class Home:
                 os.mkdir(root, DIR_MODE)
             except FileExistsError:
                 pass
-        check_filesystem(root, mountinfo)
         marker = root / "home.json"
         if not marker.exists():
             if not fresh and any(not n.startswith(".") for n in os.listdir(root)):
@@ -120,7 +120,19 @@ class Home:
         return self.store.dir("returned", key)
 
     def crew_keys(self) -> list[str]:
-        return self.store.names(self.store.dir("crew"), suffix="")
+        """Keys of every crew directory; anything else found in crew/ is quarantined."""
+        from state.text import NAME_RE
+
+        keys = []
+        for entry in os.scandir(self.store.dir("crew")):
+            if entry.name.startswith("."):
+                continue
+            if entry.is_dir(follow_symlinks=False) and NAME_RE.fullmatch(entry.name) \
+                    and entry.name == entry.name.lower():
+                keys.append(entry.name)
+            else:
+                self.store.quarantine(Path(entry.path), "is not a crew directory")
+        return sorted(keys)
 
     # -- settings ------------------------------------------------------------------------
 

@@ -27,7 +27,10 @@ def now() -> datetime:
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    # defer_build: a crew-side command validates two or three kinds of record; building
+    # every schema at import would cost it most of its start-up budget.
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True,
+                              defer_build=True)
 
 
 class Record(Strict):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timezone
 
 from state import crewlog, mailbox
 from state.errors import CaptainError
@@ -16,6 +16,10 @@ from state.store import encode
 from state.text import crew_key, summarize
 
 POLL_SECONDS = 0.05
+REPAIR_SECONDS = 1.0  # how often a running wait re-settles the crew it watches
+# Signals a crew's runtime may raise; asked/done/bounced come only from protocol events,
+# and a timeout is never a notification.
+SIGNALS = frozenset({"working", "idle", "awaiting_approval", "held", "error"})
 
 
 def _scope(home: Home, name: str | None) -> list[str]:
@@ -107,17 +111,21 @@ def wait(home: Home, name: str | None, *, timeout: float | None = None,
     _require_captain(ctx, "wait")
     if timeout is None:
         timeout = home.wait_timeout()
-    keys = _scope(home, name)
-    for key in keys:  # repair anything a crashed writer left unsettled
-        with home.store.lock(crewlog.lock_name(key)):
-            crewlog.open_locked(home, key)
+    if timeout > 0:  # a long-running waiter is a start-up: clear killed writers' debris
+        home.store.sweep()
+    _repair(home, _scope(home, name))
     if ack is not None:
         idle = acknowledge(home, name, ack, ctx)
         if idle is not None:
             return idle
     deadline = time.monotonic() + timeout
+    next_repair = time.monotonic() + REPAIR_SECONDS
     while True:
-        found = take(home, _scope(home, name))
+        keys = _scope(home, name)
+        if time.monotonic() >= next_repair:
+            _repair(home, keys)
+            next_repair = time.monotonic() + REPAIR_SECONDS
+        found = take(home, keys)
         if found is not None:
             return found
         left = deadline - time.monotonic()
@@ -126,12 +134,26 @@ def wait(home: Home, name: str | None, *, timeout: float | None = None,
         sleep(min(POLL_SECONDS, left))
 
 
+def _repair(home: Home, keys: list[str]) -> None:
+    """Settle every crew in scope: a writer killed between its event and the notification
+    the event implies leaves that notification for the next writer or waiter to make."""
+    for key in keys:
+        with home.store.lock(crewlog.lock_name(key)):
+            crewlog.open_locked(home, key)
+
+
 def signal(home: Home, name: str, status: str, summary: str, *, at: datetime,
            message_id: str | None = None) -> Notification | None:
     """Record a crew signal (idle, working, awaiting_approval, held, error ...).
 
-    A signal older than the newest mail it could be answering is stale and ignored.
+    A signal older than the newest mail it could be answering is stale and ignored, and
+    ``idle`` is raised at most once per delivered message.
     """
+    if status not in SIGNALS:
+        raise CaptainError("invalid_argument",
+                           f"{status!r} is not a crew signal; use one of {', '.join(sorted(SIGNALS))}.")
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=timezone.utc)
     key = crew_key(name)
     with home.store.lock(crewlog.lock_name(key)):
         snapshot = crewlog.open_locked(home, key)
@@ -140,9 +162,14 @@ def signal(home: Home, name: str, status: str, summary: str, *, at: datetime,
         last = mailbox.last_message(home, key, snapshot.assignment.assignment_id)
         if last is not None and at < last.queued_at:
             return None
+        queued_at = last.queued_at if last else None
+        if status == "idle" and any(
+                n.status == "idle" and n.assignment_id == snapshot.assignment.assignment_id
+                and n.queued_at == queued_at for n in mailbox.notifications(home, key)):
+            return None
         n = Notification(delivery_id=new_id(DELIVERY), status=status, crew=snapshot.name,
                          assignment_id=snapshot.assignment.assignment_id,
-                         summary=summarize(summary), queued_at=last.queued_at if last else None,
+                         summary=summarize(summary), queued_at=queued_at,
                          created_at=now(), message_id=message_id)
         home.store.create_once(home.notifications_dir(key) / f"{n.delivery_id}.json", encode(n))
         return n

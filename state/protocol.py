@@ -420,12 +420,12 @@ def inbox(home: Home, name: str, *, deliver: Callable[[list[Message]], None],
           ctx: Context = CAPTAIN) -> list[Message]:
     """Hand queued mail (oldest first) to ``deliver``; receipts only after it returns."""
     key = crew_key(name)
-    snapshot, _ = crewlog.load(home, key)
-    snapshot = _existing(home, key, name, snapshot)
-    _crew_identity(ctx, snapshot)
-    waiting = mailbox.unread(home, key, snapshot)
-    deliver(waiting)
-    mailbox.mark_read(home, key, waiting, "inbox")
+    with _locked(home, key):  # so a dismissal cannot bounce what is being read
+        snapshot = _existing(home, key, name, crewlog.open_locked(home, key))
+        _crew_identity(ctx, snapshot)
+        waiting = mailbox.unread(home, key, snapshot)
+        deliver(waiting)
+        mailbox.mark_read(home, key, waiting, "inbox")
     return waiting
 
 
