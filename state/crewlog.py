@@ -57,7 +57,9 @@ def _read_event(home: Home, key: str, seq: int):
 
 
 def load(home: Home, key: str, *, repair: bool = False) -> tuple[CrewSnapshot | None, object]:
-    """The crew's current snapshot and newest event (None, None for an unknown key).
+    """The crew's current snapshot (None for an unknown key) and, with ``repair``, its
+    newest event (for the caller to settle); without ``repair`` the event is the newest one
+    folded here, or None when the snapshot was current.
 
     The snapshot is trusted up to its ``seq``; newer events are folded on top. With
     ``repair`` (callers holding the crew lock) a behind snapshot is republished.

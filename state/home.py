@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from pathlib import Path
 
@@ -42,7 +43,7 @@ def filesystem_type(path: Path, mountinfo: str | None = None) -> str:
         fields = left.split()
         if not sep or len(fields) < 5 or not right.split():
             continue
-        mount_point = fields[4].replace("\\040", " ")
+        mount_point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
         inside = target == mount_point or target.startswith(mount_point.rstrip("/") + "/")
         if inside and len(mount_point) >= len(best):
             best, best_type = mount_point, right.split()[0]
@@ -80,6 +81,7 @@ class Home:
                 os.mkdir(root, DIR_MODE)
             except FileExistsError:
                 pass
+            os.chmod(root, DIR_MODE)  # before home.json: a umask of 277 would leave 0500
         marker = root / "home.json"
         if not marker.exists():
             if not fresh and any(not n.startswith(".") for n in os.listdir(root)):
@@ -90,8 +92,9 @@ class Home:
                 )
             Store(root).create_once(marker, encode(HomeMeta(created_at=now())),
                                     same=lambda a, b: True)
-        if root.stat().st_uid == os.getuid() and root.stat().st_mode & 0o077:
-            os.chmod(root, DIR_MODE)
+        st = root.stat()
+        if st.st_uid == os.getuid() and (st.st_mode & 0o777) != DIR_MODE:
+            os.chmod(root, DIR_MODE)  # 0700 whatever the umask made of it
 
     # -- layout: one place that says where each record kind lives ------------------------
 
@@ -150,5 +153,8 @@ class Home:
         return self._config
 
     def wait_timeout(self) -> float:
-        value = self.config().get("crew", {}).get("wait_timeout", DEFAULT_WAIT_TIMEOUT)
-        return float(value) if isinstance(value, (int, float)) and value >= 0 else DEFAULT_WAIT_TIMEOUT
+        crew = self.config().get("crew")
+        value = crew.get("wait_timeout") if isinstance(crew, dict) else None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+            return DEFAULT_WAIT_TIMEOUT  # absent or nonsense: the documented default
+        return float(value)

@@ -87,15 +87,14 @@ class Store:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.quarantined: list[tuple[str, str]] = []  # (relative path, reason) this run
-        self._safe_dirs: set[Path] = set()
 
     # -- directories -------------------------------------------------------------------
 
     def dir(self, *parts: str, create: bool = True) -> Path:
         """Return ``root/parts``, refusing any symlinked component, creating it 0700."""
+        # Checked on every call, not cached: a long-lived process (the cockpit) must notice
+        # a directory swapped for a link after its first use. A few lstats are cheap.
         path = self.root.joinpath(*parts)
-        if path in self._safe_dirs:
-            return path
         current = self.root
         for part in parts:
             current = current / part
@@ -116,7 +115,6 @@ class Store:
                     f"{current} is a symlink or not a directory; captain never follows "
                     "links inside its home. Move it away and try again.",
                 )
-        self._safe_dirs.add(path)
         return path
 
     # -- writing -----------------------------------------------------------------------
@@ -157,7 +155,13 @@ class Store:
         _fsync_dir(directory)
         if created:
             return True
-        existing = self.read_bytes(path)
+        try:
+            existing = self.read_bytes(path)
+        except Quarantined as bad:
+            raise CaptainError(
+                "store_error",
+                f"{path} is taken by something that {bad}; nothing was written. Move it away "
+                "and try again.") from None
         if existing == data or (same is not None and existing is not None and same(existing, data)):
             return False
         raise CaptainError(
@@ -185,6 +189,8 @@ class Store:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except FileNotFoundError:
             return None
+        except PermissionError:
+            raise Quarantined("is not readable") from None
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 raise Quarantined("is a symlink (never followed)") from None
