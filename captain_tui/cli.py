@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,6 +21,16 @@ CREW_SIDE = frozenset({"check", "ask", "done", "inbox"})
 
 
 # -- output ---------------------------------------------------------------------------------
+
+
+_SINGLE_POSITIONALS = ("name", "message", "question", "question_id", "action")
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _printable(text: str) -> str:
+    """A refusal is one line: any control character a person typed into an ID is shown
+    escaped, never sent to the terminal (no escape sequences, no forged lines)."""
+    return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode(), text)
 
 
 class Out:
@@ -39,7 +50,7 @@ class Out:
             print(json.dumps({"ok": False, "error": err.as_json()}, ensure_ascii=False),
                   flush=True)
             return
-        print(f"{PROG}: [{err.code}] {err.message}", file=sys.stderr, flush=True)
+        print(f"{PROG}: [{err.code}] {_printable(err.message)}", file=sys.stderr, flush=True)
         for message in err.extra.get("messages", []):
             print(_message_block(message), flush=True)
 
@@ -360,7 +371,8 @@ def _warn_quarantined() -> None:
     from state.store import Store
 
     for path, reason in Store.reported():
-        print(f"{PROG}: warning: quarantined {path}: {reason} (see quarantine/ in the home)",
+        print(f"{PROG}: warning: quarantined {_printable(path)}: {_printable(reason)} "
+              "(see quarantine/ in the home)",
               file=sys.stderr)
 
 
@@ -372,6 +384,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             pass
     parser = build_parser()
     args = parser.parse_args(argv)
+    for dest in _SINGLE_POSITIONALS:
+        # CPython 3.11's argparse strips a literal "--" that follows "--" and hands over []
+        if isinstance(getattr(args, dest, None), list):
+            setattr(args, dest, " ".join(getattr(args, dest)) or "--")
     if args.command is None:
         parser.print_help()
         return 0

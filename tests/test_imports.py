@@ -1,0 +1,129 @@
+"""Import hygiene: the crew-side path and ``state/`` never load textual, libtmux or
+watchfiles, the dependency direction holds, and the wheel ships all three packages."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+import textwrap
+import tomllib
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+HEAVY = ("textual", "libtmux", "watchfiles")
+
+
+def run_python(code: str, *, cwd: Path, env: dict[str, str] | None = None) -> dict:
+    """Run ``code`` in a fresh interpreter; it prints one JSON object as its last line."""
+    import os
+
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("CAPTAIN_")}
+    full_env["PYTHONPATH"] = str(REPO)
+    full_env.update(env or {})
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=cwd, env=full_env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_crew_side_commands_import_no_ui_or_tmux(cli, project: Path):
+    recruited = cli("crew", "Jack", "--task", "T", "--owns", "src", "--allow", "edit", "--json")
+    assert recruited.code == 0, recruited.err
+    env = recruited.json["env"]
+
+    code = """
+        import contextlib, io, json, runpy, sys
+
+        HEAVY = ("textual", "libtmux", "watchfiles")
+        codes = {}
+
+        def run(name, argv):
+            sink = io.StringIO()
+            with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+                from captain_tui.cli import main
+                codes[name] = main(argv)
+
+        # the real entry point first: python -m captain_tui check ...
+        sys.argv = ["captain", "check", "Jack", "edit", "src/x.py"]
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                runpy.run_module("captain_tui", run_name="__main__")
+        except SystemExit as exc:
+            codes["-m check"] = exc.code
+        run("check denied", ["check", "Jack", "edit", "elsewhere/x.py"])
+        run("inbox", ["inbox", "Jack", "--json"])
+        run("ask", ["ask", "Jack", "which one?", "--json"])
+        run("done", ["done", "Jack", "--report", "R"])  # refused: the question is pending
+        print(json.dumps({"codes": codes,
+                          "loaded": sorted(m for m in sys.modules
+                                           if m.split(".")[0] in HEAVY)}))
+    """
+    result = run_python(code, cwd=project, env=env)
+    # the commands really ran (so their imports really happened)
+    assert result["codes"] == {"-m check": 0, "check denied": 1, "inbox": 0, "ask": 0,
+                               "done": 1}, result
+    assert result["loaded"] == [], result["loaded"]
+
+
+def _state_modules() -> list[str]:
+    return sorted(f"state.{p.stem}" for p in (REPO / "state").glob("*.py")
+                  if p.stem != "__init__")
+
+
+def test_every_state_module_imports_no_ui_or_tmux(tmp_path: Path):
+    modules = _state_modules()
+    assert "state.protocol" in modules and "state.store" in modules
+    code = f"""
+        import importlib, json, sys
+        for name in {modules!r}:
+            importlib.import_module(name)
+        print(json.dumps({{"loaded": sorted(m for m in sys.modules
+                                            if m.split(".")[0] in {HEAVY!r}),
+                          "ui": sorted(m for m in sys.modules
+                                       if m.split(".")[0] in ("captain_tui", "widgets"))}}))
+    """
+    result = run_python(code, cwd=tmp_path)
+    assert result["loaded"] == []
+    assert result["ui"] == [], "state must not import captain_tui or widgets"
+
+
+def _imported_roots(path: Path) -> set[str]:
+    """Top-level packages a file imports anywhere (including inside functions)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    roots = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            roots.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            roots.add(node.module.split(".")[0])
+    return roots
+
+
+@pytest.mark.parametrize("package, forbidden", [
+    ("state", set(HEAVY) | {"captain_tui", "widgets"}),
+    ("widgets", {"captain_tui", "libtmux"}),
+])
+def test_dependency_direction_in_source(package: str, forbidden: set[str]):
+    """Lazy imports inside functions count too: state never reaches up or out."""
+    offenders = {}
+    for path in sorted((REPO / package).rglob("*.py")):
+        bad = _imported_roots(path) & forbidden
+        if bad:
+            offenders[str(path.relative_to(REPO))] = sorted(bad)
+    assert offenders == {}
+
+
+def test_wheel_ships_state_captain_tui_and_widgets():
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())
+    packages = config["tool"]["hatch"]["build"]["targets"]["wheel"]["packages"]
+    assert {"state", "captain_tui", "widgets"} <= set(packages)
+    for name in ("state", "captain_tui", "widgets"):
+        assert (REPO / name / "__init__.py").is_file(), name
+    assert config["project"]["scripts"]["captain"] == "captain_tui.cli:main"
+    deps = " ".join(config["project"]["dependencies"]).lower()
+    assert "pydantic" in deps and "platformdirs" in deps
