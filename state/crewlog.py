@@ -52,8 +52,7 @@ def _event_seqs(home: Home, key: str) -> list[int]:
 
 
 def _read_event(home: Home, key: str, seq: int):
-    wrapped = home.store.read(home.events_dir(key) / f"{EVENT_NAME.format(seq)}.json", EventFile)
-    return None if wrapped is None else wrapped.root
+    return home.store.read(home.events_dir(key) / f"{EVENT_NAME.format(seq)}.json", EventFile)
 
 
 def load(home: Home, key: str, *, repair: bool = False) -> tuple[CrewSnapshot | None, object]:
@@ -91,7 +90,7 @@ def load(home: Home, key: str, *, repair: bool = False) -> tuple[CrewSnapshot | 
 def append(home: Home, key: str, snapshot: CrewSnapshot | None, event) -> CrewSnapshot:
     """Append ``event`` (caller holds the crew lock), settle it, refresh the snapshot."""
     path = home.events_dir(key) / f"{EVENT_NAME.format(event.seq)}.json"
-    home.store.create_once(path, encode(EventFile(event)))
+    home.store.create_once(path, encode(event))
     snapshot = fold(snapshot, event)
     settle(home, key, snapshot, event)
     home.store.publish(home.snapshot_path(key), encode(snapshot))

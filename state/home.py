@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from pathlib import Path
 
 from state.errors import CaptainError
@@ -147,6 +146,8 @@ class Home:
             try:
                 data = self.store.read_bytes(path)
                 if data is not None:
+                    import tomllib  # only commands that read settings pay for the parser
+
                     self._config = tomllib.loads(data.decode("utf-8"))
             except Exception as exc:  # noqa: BLE001 - a bad settings file never stops work
                 self.store.quarantine(path, f"is not valid TOML: {exc}")

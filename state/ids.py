@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import secrets
+import os
 import time
 
 _ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"  # Crockford base32
@@ -19,7 +19,7 @@ def _b32(value: int, length: int) -> str:
 def new_id(prefix: str) -> str:
     """``prefix_`` + 10 chars of milliseconds + 16 random chars (80 bits), ULID-style."""
     millis = time.time_ns() // 1_000_000
-    return f"{prefix}_{_b32(millis, 10)}{_b32(secrets.randbits(80), 16)}"
+    return f"{prefix}_{_b32(millis, 10)}{_b32(int.from_bytes(os.urandom(10), 'big'), 16)}"
 
 
 # Prefixes, one per kind, so an ID pasted into the wrong place is recognisable.

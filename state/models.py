@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel
+from pydantic import BaseModel, ConfigDict, Field
 
 SUMMARY_MAX = 1600
 
@@ -101,8 +101,22 @@ CrewEvent = Annotated[Union[Recruited, Assigned, Asked, Finished, Dismissed],
                       Field(discriminator="type")]
 
 
-class EventFile(RootModel[CrewEvent]):
-    pass
+class EventFile:
+    """Reads any crew event (a discriminated union on ``type``).
+
+    Not a RootModel: a parametrised RootModel builds its validator at import, which every
+    crew-side command would pay for; this builds it on first use.
+    """
+
+    _adapter = None
+
+    @classmethod
+    def model_validate_json(cls, text: str):
+        if cls._adapter is None:
+            from pydantic import TypeAdapter
+
+            cls._adapter = TypeAdapter(CrewEvent)
+        return cls._adapter.validate_json(text)
 
 
 class Question(Strict):

@@ -19,7 +19,6 @@ import errno
 import fcntl
 import json
 import os
-import secrets
 import stat
 import time
 from collections.abc import Callable, Iterator
@@ -53,7 +52,7 @@ def _fsync_dir(directory: Path) -> None:
 
 def _write_temp(directory: Path, data: bytes) -> Path:
     """Write ``data`` to a fresh, fsynced, 0600 temp file in ``directory``."""
-    tmp = directory / f"{TEMP_PREFIX}{os.getpid()}-{secrets.token_hex(6)}"
+    tmp = directory / f"{TEMP_PREFIX}{os.getpid()}-{os.urandom(6).hex()}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
     try:
         os.fchmod(fd, FILE_MODE)  # umask must not loosen it
@@ -305,7 +304,7 @@ class Store:
         flat = "__".join(rel.parts)
         stamp = time.strftime("%Y%m%dT%H%M%S")
         qdir = self.dir("quarantine")
-        target = qdir / f"{stamp}-{secrets.token_hex(3)}-{flat}"
+        target = qdir / f"{stamp}-{os.urandom(3).hex()}-{flat}"
         try:
             os.rename(path, target)  # renames a symlink itself, never its target
         except FileNotFoundError:

@@ -333,8 +333,8 @@ def test_random_sigkill_loses_nothing_duplicates_nothing_tears_nothing(tmp_path:
             key = e["crew"].lower()
             event = store.read(root / "crew" / key / "events" / f"{e['seq']:08d}.json",
                                EventFile)
-            assert event is not None and isinstance(event.root, Asked)
-            assert event.root.question_id == e["question_id"]
+            assert event is not None and isinstance(event, Asked)
+            assert event.question_id == e["question_id"]
             note = store.read(root / "notifications" / key / f"{e['delivery_id']}.json",
                               Notification)
             assert note is not None and note.question_id == e["question_id"], e
@@ -356,8 +356,8 @@ def test_random_sigkill_loses_nothing_duplicates_nothing_tears_nothing(tmp_path:
         events = [store.read(root / "crew" / key / "events" / f"{n}.json", EventFile)
                   for n in names]
         assert all(ev is not None for ev in events), f"crew {key} {where}"
-        assert [ev.root.seq for ev in events] == list(range(1, len(names) + 1))
-        assert isinstance(events[0].root, Recruited)
+        assert [ev.seq for ev in events] == list(range(1, len(names) + 1))
+        assert isinstance(events[0], Recruited)
         longest = max(longest, len(names))
         snapshot, _ = crewlog.load(home, key)
         assert snapshot is not None and snapshot.seq == len(names)

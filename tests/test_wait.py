@@ -62,7 +62,7 @@ def write_event_by_hand(home: Home, key: str, event) -> None:
     """What a writer killed right after appending its event leaves behind: the event file,
     no side records, and a snapshot cache that is behind."""
     path = home.events_dir(key) / f"{crewlog.EVENT_NAME.format(event.seq)}.json"
-    home.store.create_once(path, encode(EventFile(event)))
+    home.store.create_once(path, encode(event))
 
 
 def current_seq(home: Home, key: str) -> int:
