@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -376,12 +377,36 @@ def _warn_quarantined() -> None:
               file=sys.stderr)
 
 
+def _hook(argv: list[str]) -> int:
+    """``captain hook AGENT EVENT [PAYLOAD]``, run by agent CLIs, never by people.
+
+    Outside argparse on purpose: a hook fails open. Whatever goes wrong, the agent gets
+    exit 0 (for Claude Code, exit 2 would block it) and a line on stderr.
+    """
+    try:
+        from captain_tui.hooks import run_hook
+
+        agent = argv[0] if argv else ""
+        event = argv[1] if len(argv) > 1 else ""
+        payload = argv[2] if len(argv) > 2 else None
+        return run_hook(agent, event, payload, sys.stdin, sys.stdout, os.environ)
+    except BaseException as exc:  # noqa: BLE001 - fail open, always
+        try:
+            print(f"{PROG}: hook failed open: {type(exc).__name__}: {exc}", file=sys.stderr)
+        except Exception:  # noqa: BLE001
+            pass
+        return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.reconfigure(errors="backslashreplace")
         except (AttributeError, ValueError):
             pass
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["hook"]:
+        return _hook(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     for dest in _SINGLE_POSITIONALS:
