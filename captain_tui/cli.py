@@ -88,51 +88,115 @@ def _ctx():
     return Context.from_env()
 
 
+def _launcher(home, args, key: str, cwd: str):
+    """The tmux launch ``recruit`` runs under its locks, once every rule has passed."""
+    from captain_tui import agents
+    from captain_tui.tmux import Tmux, resolve_socket
+
+    tmux = Tmux(resolve_socket(args.socket))  # tmux_unavailable before anything is written
+
+    def launch(env: dict[str, str]):
+        command = agents.command_for(args.agent, home, key, args.program)
+        locator = tmux.open_window(args.session, args.name, cwd, agents.pane_env(env), command)
+        return locator, lambda: tmux.kill_pane(locator)
+
+    return launch
+
+
+def _doorbell(home, name: str) -> dict | None:
+    """Try one ring right after writing mail; the mail is durable whatever happens here."""
+    from captain_tui import doorbell
+
+    try:
+        o = doorbell.ring(home, name)
+    except CaptainError as err:
+        return {"action": "held", "gate": "tmux_unavailable", "detail": err.message}
+    if o.action == "skipped":
+        return None
+    return {"action": o.action, "gate": o.gate, "detail": o.detail}
+
+
+def _doorbell_line(bell: dict | None, name: str) -> str:
+    if bell is None:
+        return ""
+    if bell["action"] == "rang":
+        return f"\nRang {name}'s doorbell ({bell['detail']})."
+    if bell["action"] == "held":
+        return (f"\nThe doorbell is held ({bell['gate']}): {bell['detail']}. It rings when "
+                f"that clears while a captain wait or watch runs.")
+    if bell["action"] == "bounced":
+        return f"\nBounced: {bell['detail']}."
+    return ""
+
+
 def cmd_crew(args, out: Out) -> int:
     from state import protocol
+    from state.text import crew_key
 
     if args.cwd is not None and not Path(args.cwd).is_dir():
         raise CaptainError("invalid_path", f"--cwd {args.cwd} is not a directory.")
+    args.agent = args.agent or ("program" if args.program else "shell")
     home = _home(args)
+    cwd = str(Path(args.cwd or ".").resolve())
+    launch = None if args.no_launch else _launcher(home, args, crew_key(args.name), cwd)
     r = protocol.recruit(home, args.name, args.task, owns=args.owns, allow=args.allow,
-                         handoff=args.handoff, cwd=args.cwd, ctx=_ctx())
-    env_lines = "\n".join(f"  {k}={v}" for k, v in r.env.items())
+                         handoff=args.handoff, cwd=cwd, agent=args.agent, ctx=_ctx(),
+                         launch=launch)
+    from state import crewlog
+
+    snapshot, _ = crewlog.load(home, crew_key(args.name))
+    pane = snapshot.pane.model_dump() if snapshot and snapshot.pane else None
+    if pane:
+        where = (f"in tmux pane {pane['pane_id']} (session {pane['session']}, socket "
+                 f"{pane['socket']}).\nArm a wait so held doorbells are retried: captain wait "
+                 f"{r.crew}")
+    else:
+        env_lines = "\n".join(f"  {k}={v}" for k, v in r.env.items())
+        where = f"(not launched). The crew process needs this environment:\n{env_lines}"
     out.ok({"crew": r.crew, "incarnation_id": r.incarnation_id, "assignment_id": r.assignment_id,
-            "message_id": r.message_id, "env": r.env},
-           f"Recruited {r.crew}: assignment {r.assignment_id}, task mailed as {r.message_id}.\n"
-           f"The crew process needs this environment:\n{env_lines}")
+            "message_id": r.message_id, "agent": args.agent, "pane": pane, "env": r.env},
+           f"Recruited {r.crew}: assignment {r.assignment_id}, task mailed as {r.message_id}, "
+           f"{where}")
     return 0
 
 
 def cmd_assign(args, out: Out) -> int:
     from state import protocol
 
-    spec = protocol.assign(_home(args), args.name, args.task, handoff=args.handoff,
+    home = _home(args)
+    spec = protocol.assign(home, args.name, args.task, handoff=args.handoff,
                            owns=args.owns, allow=args.allow, ctx=_ctx())
+    bell = _doorbell(home, args.name)
     out.ok({"crew": args.name, "assignment_id": spec.assignment_id,
-            "message_id": spec.message_id, "handoff_of": spec.handoff_of},
-           f"Assigned {spec.assignment_id} to {args.name} (task mailed as {spec.message_id}).")
+            "message_id": spec.message_id, "handoff_of": spec.handoff_of, "doorbell": bell},
+           f"Assigned {spec.assignment_id} to {args.name} (task mailed as {spec.message_id})."
+           + _doorbell_line(bell, args.name))
     return 0
 
 
 def cmd_tell(args, out: Out) -> int:
     from state import protocol
 
-    m = protocol.tell(_home(args), args.name, args.message, assignment_id=args.assignment,
-                      ctx=_ctx())
-    out.ok({"crew": m.crew, "message_id": m.message_id, "assignment_id": m.assignment_id},
-           f"Queued {m.message_id} for {m.crew}.")
+    home = _home(args)
+    m = protocol.tell(home, args.name, args.message, assignment_id=args.assignment, ctx=_ctx())
+    bell = _doorbell(home, m.crew)
+    out.ok({"crew": m.crew, "message_id": m.message_id, "assignment_id": m.assignment_id,
+            "doorbell": bell},
+           f"Queued {m.message_id} for {m.crew}." + _doorbell_line(bell, m.crew))
     return 0
 
 
 def cmd_answer(args, out: Out) -> int:
     from state import protocol
 
-    m = protocol.answer(_home(args), args.name, args.question_id, args.message,
+    home = _home(args)
+    m = protocol.answer(home, args.name, args.question_id, args.message,
                         assignment_id=args.assignment, ctx=_ctx())
+    bell = _doorbell(home, m.crew)
     out.ok({"crew": m.crew, "message_id": m.message_id, "question_id": m.question_id,
-            "assignment_id": m.assignment_id},
-           f"Answered {m.question_id}; queued {m.message_id} for {m.crew}.")
+            "assignment_id": m.assignment_id, "doorbell": bell},
+           f"Answered {m.question_id}; queued {m.message_id} for {m.crew}."
+           + _doorbell_line(bell, m.crew))
     return 0
 
 
@@ -164,9 +228,20 @@ def _next_step(n) -> str:
 def cmd_wait(args, out: Out) -> int:
     from state import notify
 
+    from captain_tui.runner import Runner
+
     home = _home(args)
     name = None if args.all else args.name
-    n = notify.wait(home, name, timeout=args.timeout, ack=args.ack, ctx=_ctx())
+    ctx = _ctx()
+    from state.protocol import check_captain
+
+    check_captain(ctx, "wait")  # before a watcher starts: a crew may not wait
+    runner = Runner(home, name)
+    try:
+        n = notify.wait(home, name, timeout=args.timeout, ack=args.ack, ctx=ctx,
+                        sleep=runner.sleep)
+    finally:
+        runner.close()
     assignment_id = None
     if n is None and name is not None:
         from state import crewlog
@@ -188,14 +263,27 @@ def cmd_wait(args, out: Out) -> int:
 def cmd_status(args, out: Out) -> int:
     from state import protocol
 
-    rows = protocol.crew_status(_home(args), include_dismissed=args.all)
+    from captain_tui import doorbell
+
+    home = _home(args)
+    rows = protocol.crew_status(home, include_dismissed=args.all)
+    for row in rows:
+        stamp = doorbell.read_stamp(home, row["name"].lower())
+        live = stamp is not None and stamp.incarnation_id == row["incarnation_id"]
+        row["doorbell"] = {
+            "gate": stamp.gate if live else None,
+            "held_since": stamp.held_since.isoformat() if live and stamp.held_since else None,
+            "head": stamp.head if live else None}
     if not rows:
         out.ok({"crew": []}, "No crew yet. Recruit one: captain crew NAME --task \"...\"")
         return 0
-    table = [["NAME", "AGENT", "STATE", "ASSIGNMENT", "UNREAD", "QUESTION", "UNACKED"]]
+    table = [["NAME", "AGENT", "STATE", "ASSIGNMENT", "UNREAD", "QUESTION", "UNACKED", "PANE",
+              "DOORBELL"]]
     for r in rows:
         table.append([r["name"], r["agent"], r["state"], r["assignment_id"], str(r["unread"]),
-                      r["question_id"] or "-", str(r["unacknowledged"])])
+                      r["question_id"] or "-", str(r["unacknowledged"]),
+                      (r["pane"] or {}).get("pane_id", "-"),
+                      f"held: {r['doorbell']['gate']}" if r["doorbell"]["gate"] else "-"])
     out.ok({"crew": rows}, _table(table))
     return 0
 
@@ -203,10 +291,28 @@ def cmd_status(args, out: Out) -> int:
 def cmd_dismiss(args, out: Out) -> int:
     from state import protocol
 
-    bounced = protocol.dismiss(_home(args), args.name, ctx=_ctx())
+    from state import crewlog
+    from state.text import crew_key
+
+    home = _home(args)
+    ctx = _ctx()
+    protocol.check_captain(ctx, "dismiss")
+    snapshot, _ = crewlog.load(home, crew_key(args.name))
+    stopped = None
+    if snapshot is not None and snapshot.dismissed_at is None and snapshot.pane is not None:
+        from captain_tui.tmux import Tmux
+
+        try:
+            stopped = Tmux(snapshot.pane.socket).kill_pane(snapshot.pane)
+        except CaptainError:
+            stopped = False
+    bounced = protocol.dismiss(home, args.name, ctx=ctx)
     ids = [b.message_id for b in bounced]
     extra = f"; {len(ids)} unread message(s) bounced" if ids else ""
-    out.ok({"crew": args.name, "bounced": ids}, f"Dismissed {args.name}{extra}.")
+    pane = {True: "; its pane is closed", False: "; its pane could NOT be confirmed closed",
+            None: ""}[stopped]
+    out.ok({"crew": args.name, "bounced": ids, "pane_stopped": stopped},
+           f"Dismissed {args.name}{extra}{pane}.")
     return 0
 
 
@@ -257,6 +363,33 @@ def cmd_inbox(args, out: Out) -> int:
 
     protocol.inbox(_home(args), args.name, deliver=deliver, ctx=_ctx())
     return 0
+
+
+def cmd_watch(args, out: Out) -> int:
+    """Ring, check panes and print every new notification as one JSON line, until ^C."""
+    from captain_tui.runner import Runner
+    from state import mailbox
+    from state.protocol import check_captain
+
+    check_captain(_ctx(), "watch")
+    home = _home(args)
+    runner = Runner(home)
+    seen: set[str] = set()
+    try:
+        while True:
+            for key in home.crew_keys():
+                acked = mailbox.acked(home, key)
+                for n in mailbox.notifications(home, key):
+                    if n.delivery_id in seen or n.delivery_id in acked:
+                        continue
+                    seen.add(n.delivery_id)
+                    print(json.dumps(_envelope(n, n.crew, n.assignment_id), ensure_ascii=False),
+                          flush=True)
+            runner.sleep(1.0)
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        runner.close()
 
 
 # -- parser ---------------------------------------------------------------------------------
@@ -310,6 +443,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--handoff", metavar="ID",
                    help="re-recruit a dismissed name: its last assignment ID")
     p.add_argument("--cwd", metavar="DIR", help="the project directory (default: here)")
+    p.add_argument("--agent", choices=("claude", "codex", "shell"),
+                   help="what runs in the pane (default: shell; claude gets captain's hooks)")
+    p.add_argument("--command", dest="program", metavar="CMD",
+                   help="run this program instead (hookless)")
+    p.add_argument("--socket", metavar="NAME|PATH",
+                   help="tmux server (default: $CAPTAIN_TMUX_SOCKET, the current tmux, "
+                        "else 'captain')")
+    p.add_argument("--session", default="captain", metavar="NAME",
+                   help="tmux session for crew windows (default: captain)")
     p.add_argument("--no-launch", action="store_true",
                    help="record the crew only; start its process yourself with the printed env")
 
@@ -339,6 +481,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="give up after this long (0 polls once; default [crew] wait_timeout, "
                         "86400)")
     p.add_argument("--ack", metavar="DELIVERY_ID", help="acknowledge this delivery first")
+
+    add("watch", "Ring doorbells, check panes and print each new notification as a JSON "
+                 "line, until interrupted.", cmd_watch)
 
     p = add("status", "List the crew and what each is waiting on.", cmd_status)
     p.add_argument("--all", action="store_true", help="include dismissed crew")

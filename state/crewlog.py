@@ -29,7 +29,7 @@ def fold(snapshot: CrewSnapshot | None, event) -> CrewSnapshot:
     if isinstance(event, Recruited):
         return CrewSnapshot(seq=event.seq, name=event.name, incarnation_id=event.incarnation_id,
                             agent=event.agent, recruited_at=event.at,
-                            assignment=event.assignment, assigned_at=event.at)
+                            assignment=event.assignment, assigned_at=event.at, pane=event.pane)
     if snapshot is None:
         raise CaptainError("store_error", f"crew history starts with {event.type}, not recruited")
     if isinstance(event, Assigned):

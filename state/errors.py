@@ -16,7 +16,7 @@ CODES = frozenset(
         # added by the foundation
         "unknown_action", "message_too_large", "invalid_text", "invalid_path",
         "assignment_done", "question_answered", "invalid_home", "invalid_argument",
-        "internal_error",
+        "internal_error", "agent_not_found",
     }
 )
 

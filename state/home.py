@@ -121,6 +121,9 @@ class Home:
     def returned_dir(self, key: str):
         return self.store.dir("returned", key)
 
+    def ring_stamp_path(self, key: str):
+        return self.store.dir("doorbell") / f"{key}.json"
+
     def crew_keys(self) -> list[str]:
         """Keys of every crew directory; anything else found in crew/ is quarantined."""
         from state.text import NAME_RE

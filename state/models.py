@@ -19,7 +19,7 @@ STATUSES = ("working", "idle", "asked", "awaiting_approval", "done", "held", "bo
             "timeout", "error")
 Status = Literal["working", "idle", "asked", "awaiting_approval", "done", "held", "bounced",
                  "timeout", "error"]
-Agent = Literal["claude", "codex", "shell"]
+Agent = Literal["claude", "codex", "shell", "program"]  # program: any --command
 
 
 def now() -> datetime:
@@ -47,6 +47,16 @@ class AssignmentSpec(Strict):
     handoff_of: str | None = None
 
 
+class PaneLocator(Strict):
+    """Where a crew runs: enough to find its pane again, or to prove it is gone."""
+
+    socket: str  # the tmux server's socket path
+    session: str
+    window_id: str
+    pane_id: str
+    pane_pid: int | None = None
+
+
 class _Event(Record):
     seq: int = Field(ge=1)
     at: datetime
@@ -59,6 +69,7 @@ class Recruited(_Event):
     incarnation_id: str
     agent: Agent
     assignment: AssignmentSpec
+    pane: PaneLocator | None = None  # None: recorded only (--no-launch)
 
 
 class Assigned(_Event):
@@ -139,6 +150,7 @@ class CrewSnapshot(Record):
     report: str | None = None
     question: Question | None = None  # the last question asked on this assignment
     dismissed_at: datetime | None = None
+    pane: PaneLocator | None = None
 
 
 class Message(Record):
@@ -198,3 +210,21 @@ class Returned(Record):
 class HomeMeta(Record):
     created_at: datetime
     kind: Literal["captain-home"] = "captain-home"
+
+
+class RingStamp(Record):
+    """The doorbell's memory for one crew (``doorbell/<key>.json``, a mutable snapshot)."""
+
+    crew: str
+    incarnation_id: str
+    head: str | None = None  # newest unread message when we last rang
+    rung_at: datetime | None = None
+    landed: bool | None = None  # the typed text showed up on the composer and was submitted
+    typed: str | None = None  # exactly what we typed last, to recognise it on the composer
+    body_landed: bool = False  # a hookless crew's first ring (with the body) has landed
+    gate: str | None = None  # what holds the next ring, None when nothing does
+    held_since: datetime | None = None  # when the current gate started holding this head
+    held_head: str | None = None
+    held_notified: str | None = None  # head for which the 300 s 'held' notice was raised
+    approval_seen: bool = False  # an approval prompt is up and was already reported
+    checked_at: datetime | None = None

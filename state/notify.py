@@ -11,7 +11,7 @@ from state.errors import CaptainError
 from state.home import Home
 from state.ids import DELIVERY, new_id
 from state.models import Notification, Returned, now
-from state.protocol import CAPTAIN, Context, _require_captain
+from state.protocol import CAPTAIN, Context, check_captain
 from state.store import encode
 from state.text import crew_key, summarize
 
@@ -46,7 +46,7 @@ def acknowledge(home: Home, name: str | None, delivery_id: str,
                 ctx: Context = CAPTAIN) -> Notification | None:
     """Ack one delivery. Acking a ``done`` yields one ``idle`` notification, returned and
     acknowledged at once, so the captain's wait does not sleep on a finished crew."""
-    _require_captain(ctx, "wait")
+    check_captain(ctx, "wait")
     key, notification = _find(home, _scope(home, name), delivery_id)
     mailbox.write_ack(home, key, notification)
     if notification.status != "done":
@@ -108,7 +108,7 @@ def wait(home: Home, name: str | None, *, timeout: float | None = None,
          ack: str | None = None, ctx: Context = CAPTAIN,
          sleep: Callable[[float], None] = time.sleep) -> Notification | None:
     """Block until a notification arrives (None on timeout). ``timeout=0`` polls once."""
-    _require_captain(ctx, "wait")
+    check_captain(ctx, "wait")
     if timeout is None:
         timeout = home.wait_timeout()
     if timeout > 0:  # a long-running waiter is a start-up: clear killed writers' debris
@@ -143,7 +143,8 @@ def _repair(home: Home, keys: list[str]) -> None:
 
 
 def signal(home: Home, name: str, status: str, summary: str, *, at: datetime,
-           message_id: str | None = None) -> Notification | None:
+           message_id: str | None = None,
+           incarnation_id: str | None = None) -> Notification | None:
     """Record a crew signal (idle, working, awaiting_approval, held, error ...).
 
     A signal older than the newest mail it could be answering is stale and ignored, and
@@ -159,6 +160,8 @@ def signal(home: Home, name: str, status: str, summary: str, *, at: datetime,
         snapshot = crewlog.open_locked(home, key)
         if snapshot is None or snapshot.dismissed_at is not None:
             return None
+        if incarnation_id is not None and incarnation_id != snapshot.incarnation_id:
+            return None  # an old pane of a re-recruited name speaks for nobody
         last = mailbox.last_message(home, key, snapshot.assignment.assignment_id)
         if last is not None and at < last.queued_at:
             return None

@@ -17,8 +17,8 @@ from state.errors import CaptainError
 from state.home import Home
 from state.ids import ASSIGNMENT, DELIVERY, INCARNATION, MESSAGE, QUESTION, new_id
 from state.models import (
-    PATH_ACTIONS, Asked, Assigned, AssignmentSpec, BouncedMail, CrewSnapshot, Dismissed,
-    Finished, Message, Recruited, now,
+    PATH_ACTIONS, Asked, Assigned, AssignmentSpec, Bounce, BouncedMail, CrewSnapshot,
+    Dismissed, Finished, Message, Notification, PaneLocator, Recruited, now,
 )
 from state.store import encode
 from state.text import (
@@ -58,7 +58,7 @@ class Recruit:
 # -- guards: each rule in one place ---------------------------------------------------------
 
 
-def _require_captain(ctx: Context, command: str) -> None:
+def check_captain(ctx: Context, command: str) -> None:
     if ctx.role == "crew":
         raise CaptainError(
             "crew_forbidden",
@@ -190,10 +190,21 @@ def _locked(home: Home, *keys: str) -> ExitStack:
 # -- captain side ---------------------------------------------------------------------------
 
 
+Launch = Callable[[dict[str, str]], tuple[PaneLocator, Callable[[], None]]]
+
+
 def recruit(home: Home, name: str, task: str, *, owns: list[str] | None = None,
             allow: list[str] | None = None, handoff: str | None = None,
-            cwd: str | None = None, agent: str = "shell", ctx: Context = CAPTAIN) -> Recruit:
-    _require_captain(ctx, "crew")
+            cwd: str | None = None, agent: str = "shell", ctx: Context = CAPTAIN,
+            launch: Launch | None = None) -> Recruit:
+    """Record a new crew and its first assignment.
+
+    ``launch`` (the tmux runtime) is called with the crew's environment once every rule has
+    passed, still under the locks, and returns the pane's locator and an undo. Only a
+    launched crew is recorded, and a crew whose record cannot be written is not left
+    running: nothing is ever half-recruited.
+    """
+    check_captain(ctx, "crew")
     key = crew_key(name)
     check_text(task, "task")
     project_dir = os.path.abspath(cwd or os.getcwd())
@@ -220,18 +231,25 @@ def recruit(home: Home, name: str, task: str, *, owns: list[str] | None = None,
                                f"{name} has no earlier assignment to hand off from.")
         paths, actions = _grant(home, key, owns, allow, project_dir, inherit)
         spec = _spec(task, paths, actions, project_dir, handoff)
+        incarnation = new_id(INCARNATION)
+        env = {"CAPTAIN_HOME": str(home.root), "CAPTAIN_ROLE": "crew", "CAPTAIN_CREW": name,
+               "CAPTAIN_INCARNATION": incarnation, "CAPTAIN_ASSIGNMENT": spec.assignment_id}
+        pane, undo = launch(env) if launch is not None else (None, None)
         event = Recruited(seq=(snapshot.seq + 1) if snapshot else 1, at=now(), actor="captain",
-                          name=name, incarnation_id=new_id(INCARNATION), agent=agent,
-                          assignment=spec)
-        crewlog.append(home, key, snapshot, event)
-    env = {"CAPTAIN_HOME": str(home.root), "CAPTAIN_ROLE": "crew", "CAPTAIN_CREW": name,
-           "CAPTAIN_INCARNATION": event.incarnation_id, "CAPTAIN_ASSIGNMENT": spec.assignment_id}
-    return Recruit(name, event.incarnation_id, spec.assignment_id, spec.message_id, env)
+                          name=name, incarnation_id=incarnation, agent=agent,
+                          assignment=spec, pane=pane)
+        try:
+            crewlog.append(home, key, snapshot, event)
+        except BaseException:
+            if undo is not None:
+                undo()
+            raise
+    return Recruit(name, incarnation, spec.assignment_id, spec.message_id, env)
 
 
 def assign(home: Home, name: str, task: str, *, handoff: str, owns: list[str] | None = None,
            allow: list[str] | None = None, ctx: Context = CAPTAIN) -> AssignmentSpec:
-    _require_captain(ctx, "assign")
+    check_captain(ctx, "assign")
     key = crew_key(name)
     check_text(task, "task")
     with _locked(home, "", key):
@@ -267,7 +285,7 @@ def _write_mail(home: Home, key: str, snapshot: CrewSnapshot, kind: str, text: s
 
 def tell(home: Home, name: str, text: str, *, assignment_id: str,
          ctx: Context = CAPTAIN) -> Message:
-    _require_captain(ctx, "tell")
+    check_captain(ctx, "tell")
     key = crew_key(name)
     check_text(text, "message")
     with _locked(home, key):
@@ -285,7 +303,7 @@ def tell(home: Home, name: str, text: str, *, assignment_id: str,
 
 def answer(home: Home, name: str, question_id: str, text: str, *, assignment_id: str,
            ctx: Context = CAPTAIN) -> Message:
-    _require_captain(ctx, "answer")
+    check_captain(ctx, "answer")
     key = crew_key(name)
     check_text(text, "answer")
     with _locked(home, key):
@@ -309,7 +327,7 @@ def answer(home: Home, name: str, question_id: str, text: str, *, assignment_id:
 def dismiss(home: Home, name: str, *, reason: str = "crew dismissed",
             ctx: Context = CAPTAIN) -> list[BouncedMail]:
     """Retire the crew; its unread mail bounces, each with a ``bounced`` notification."""
-    _require_captain(ctx, "dismiss")
+    check_captain(ctx, "dismiss")
     key = crew_key(name)
     with _locked(home, key):
         snapshot = _existing(home, key, name, crewlog.open_locked(home, key))
@@ -320,6 +338,38 @@ def dismiss(home: Home, name: str, *, reason: str = "crew dismissed",
             seq=snapshot.seq + 1, at=now(), actor="captain",
             assignment_id=snapshot.assignment.assignment_id, reason=reason, bounced=bounced))
     return bounced
+
+
+def bounce(home: Home, name: str, reason: str) -> list[Bounce]:
+    """Mark every unread message of a live crew bounced (its pane or server is confirmed
+    gone), each with a ``bounced`` notification naming the message and why.
+
+    The bounce record carries its delivery ID, so a bouncer killed between the two writes
+    is completed by the next one: undeliverable mail is reported, never parked.
+    """
+    key = crew_key(name)
+    out = []
+    with _locked(home, key):
+        snapshot = _existing(home, key, name, crewlog.open_locked(home, key))
+        for m in mailbox.unread(home, key, snapshot):
+            record = Bounce(message_id=m.message_id, crew=snapshot.name,
+                            delivery_id=new_id(DELIVERY), reason=reason, bounced_at=now())
+            home.store.create_once(home.bounces_dir(key) / f"{m.message_id}.json",
+                                   encode(record), same=lambda old, new: True)
+            out.append(record)
+        by_id = {m.message_id: m for m in mailbox.messages(home, key, snapshot.incarnation_id)}
+        for record in home.store.records(home.bounces_dir(key), Bounce):
+            m = by_id.get(record.message_id)
+            path = home.notifications_dir(key) / f"{record.delivery_id}.json"
+            if m is None or path.exists():
+                continue
+            n = Notification(delivery_id=record.delivery_id, status="bounced", crew=snapshot.name,
+                             assignment_id=m.assignment_id, queued_at=m.queued_at,
+                             created_at=record.bounced_at, message_id=m.message_id,
+                             summary=summarize(f"{m.message_id} bounced ({record.reason}): "
+                                               f"{m.text}"))
+            home.store.create_once(path, encode(n), same=lambda old, new: True)
+    return out
 
 
 # -- crew side ------------------------------------------------------------------------------
@@ -417,7 +467,7 @@ def check(home: Home, name: str, action: str, paths: list[str], *,
 
 
 def inbox(home: Home, name: str, *, deliver: Callable[[list[Message]], None],
-          ctx: Context = CAPTAIN) -> list[Message]:
+          ctx: Context = CAPTAIN, via: str = "inbox") -> list[Message]:
     """Hand queued mail (oldest first) to ``deliver``; receipts only after it returns."""
     key = crew_key(name)
     with _locked(home, key):  # so a dismissal cannot bounce what is being read
@@ -425,7 +475,7 @@ def inbox(home: Home, name: str, *, deliver: Callable[[list[Message]], None],
         _crew_identity(ctx, snapshot)
         waiting = mailbox.unread(home, key, snapshot)
         deliver(waiting)
-        mailbox.mark_read(home, key, waiting, "inbox")
+        mailbox.mark_read(home, key, waiting, via)
     return waiting
 
 
@@ -458,5 +508,6 @@ def crew_status(home: Home, include_dismissed: bool = False) -> list[dict]:
             "question_id": pending.question_id if pending else None,
             "unacknowledged": len(mailbox.unacknowledged(home, key)),
             "owns": snapshot.assignment.owns, "allow": snapshot.assignment.allow,
+            "pane": snapshot.pane.model_dump() if snapshot.pane else None,
         })
     return rows

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -15,6 +16,18 @@ from state.home import Home
 from state.protocol import Context
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_tmux_server():
+    """Every crew any test recruits lands on a tmux server of this run's own, never on the
+    developer's: ``CAPTAIN_TMUX_SOCKET`` is the documented override. Killed at the end."""
+    path = f"/tmp/tmux-{os.getuid()}/captain-tests-{os.getpid()}"
+    os.environ["CAPTAIN_TMUX_SOCKET"] = path
+    yield path
+    tmux = shutil.which("tmux")
+    if tmux:
+        subprocess.run([tmux, "-S", path, "kill-server"], capture_output=True)
 
 
 @pytest.fixture
@@ -53,7 +66,8 @@ class Cli:
         self.cwd = cwd
 
     def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CAPTAIN_")}
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("CAPTAIN_") or k == "CAPTAIN_TMUX_SOCKET"}
         env["CAPTAIN_HOME"] = str(self.home)
         env["PYTHONPATH"] = str(REPO)
         env.update(extra or {})

@@ -1,0 +1,176 @@
+"""The tmux side of captain: which server, crew windows, reading and typing into panes.
+
+Everything here talks to a real tmux through libtmux. Answers about a pane are three-way
+on purpose: ``alive``, ``gone`` (confirmed: the server answered and the pane is not there,
+or no server listens on the socket) and ``unknown`` (we could not tell) — mail bounces
+only on a confirmed ``gone``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from state.errors import CaptainError
+from state.models import PaneLocator
+
+DEFAULT_SOCKET = "captain"
+DEFAULT_SESSION = "captain"
+ALIVE, GONE, UNKNOWN = "alive", "gone", "unknown"
+TMUX_TIMEOUT = 5.0
+
+
+def tmux_binary() -> str:
+    found = shutil.which("tmux")
+    if not found:
+        raise CaptainError("tmux_unavailable",
+                           "tmux is not installed or not on PATH; install it (e.g. apt-get "
+                           "install tmux) or recruit with --no-launch.")
+    return found
+
+
+def socket_path_for(name: str) -> str:
+    """Where tmux puts ``-L NAME``: $TMUX_TMPDIR (or /tmp)/tmux-UID/NAME."""
+    base = os.environ.get("TMUX_TMPDIR") or "/tmp"
+    return str(Path(base) / f"tmux-{os.getuid()}" / name)
+
+
+def resolve_socket(arg: str | None = None, env: dict[str, str] | None = None) -> str:
+    """--socket NAME > $CAPTAIN_TMUX_SOCKET > the current $TMUX server > ``captain``.
+
+    Returns a socket path; a NAME without a slash is a ``-L`` name.
+    """
+    env = os.environ if env is None else env
+    choice = arg or env.get("CAPTAIN_TMUX_SOCKET")
+    if not choice and env.get("TMUX"):
+        return env["TMUX"].split(",")[0]
+    choice = choice or DEFAULT_SOCKET
+    return choice if "/" in choice else socket_path_for(choice)
+
+
+@dataclass(frozen=True)
+class PaneInfo:
+    state: str
+    activity: float | None = None  # the window's last activity (epoch seconds)
+    cursor: tuple[int, int] | None = None
+    height: int | None = None
+    dead: bool = False
+
+
+class Tmux:
+    """One tmux server, addressed by socket path."""
+
+    def __init__(self, socket: str) -> None:
+        self.socket = socket
+        self.binary = tmux_binary()
+
+    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        try:
+            proc = subprocess.run([self.binary, "-S", self.socket, *args], capture_output=True,
+                                  text=True, timeout=TMUX_TIMEOUT, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise CaptainError("tmux_unavailable",
+                               f"tmux on {self.socket} did not answer within {TMUX_TIMEOUT:.0f} s.") from None
+        if check and proc.returncode != 0:
+            raise CaptainError("tmux_unavailable",
+                               f"tmux {args[0]} failed on {self.socket}: "
+                               f"{proc.stderr.strip() or proc.returncode}")
+        return proc
+
+    def server_alive(self) -> bool | None:
+        """True/False when known; None when the socket exists but tmux will not say."""
+        if not os.path.exists(self.socket):
+            return False
+        proc = self.run("list-sessions", "-F", "#{session_name}", check=False)
+        if proc.returncode == 0:
+            return True
+        err = proc.stderr.lower()
+        if "no server running" in err or "error connecting" in err or "no such file" in err \
+                or "connection refused" in err:
+            return False
+        return None
+
+    # -- crew windows -------------------------------------------------------------------
+
+    def open_window(self, session: str, name: str, cwd: str, env: dict[str, str],
+                    command: str, *, width: int = 200, height: int = 50) -> PaneLocator:
+        """A new window named after the crew (one window per crew: activity is per crew)."""
+        import libtmux
+        from libtmux import exc
+
+        server = libtmux.Server(socket_path=self.socket, tmux_bin=self.binary)
+        try:
+            sessions = server.sessions.filter(session_name=session)
+            if sessions:
+                window = sessions[0].new_window(window_name=name, start_directory=cwd,
+                                                environment=env, window_shell=command)
+            else:
+                created = server.new_session(session_name=session, window_name=name,
+                                             start_directory=cwd, environment=env,
+                                             window_command=command, x=width, y=height)
+                window = created.windows[0]
+            pane = window.panes[0]
+            window.set_option("remain-on-exit", "on")  # a crashed agent stays readable
+            return PaneLocator(socket=self.socket, session=session,
+                               window_id=window.window_id or "", pane_id=pane.pane_id or "",
+                               pane_pid=int(pane.pane_pid) if pane.pane_pid else None)
+        except exc.ObjectDoesNotExist as e:
+            raise CaptainError("tmux_unavailable", f"tmux lost the new window: {e}") from None
+        except exc.LibTmuxException as e:
+            raise CaptainError("tmux_unavailable", f"tmux could not open a window: {e}") from None
+
+    def pane(self, locator: PaneLocator) -> PaneInfo:
+        alive = self.server_alive()
+        if alive is False:
+            return PaneInfo(GONE)
+        if alive is None:
+            return PaneInfo(UNKNOWN)
+        proc = self.run("display-message", "-p", "-t", locator.pane_id, "-F",
+                        "#{pane_id}\t#{window_activity}\t#{cursor_x}\t#{cursor_y}\t"
+                        "#{pane_height}\t#{pane_dead}", check=False)
+        if proc.returncode != 0:
+            err = proc.stderr.lower()
+            if "can't find pane" in err or "can't find window" in err:
+                return PaneInfo(GONE)
+            return PaneInfo(UNKNOWN)
+        fields = proc.stdout.rstrip("\n").split("\t")
+        if len(fields) != 6 or fields[0] != locator.pane_id:
+            return PaneInfo(GONE if fields and fields[0] != locator.pane_id else UNKNOWN)
+        try:
+            return PaneInfo(ALIVE, activity=float(fields[1] or 0),
+                            cursor=(int(fields[2]), int(fields[3])), height=int(fields[4]),
+                            dead=fields[5] == "1")
+        except ValueError:
+            return PaneInfo(UNKNOWN)
+
+    def capture(self, locator: PaneLocator, *, ansi: bool = False) -> str:
+        args = ["capture-pane", "-p", "-t", locator.pane_id]
+        if ansi:
+            args.append("-e")
+        return self.run(*args).stdout
+
+    def send_literal(self, locator: PaneLocator, text: str) -> None:
+        self.run("send-keys", "-t", locator.pane_id, "-l", "--", text)
+
+    def send_enter(self, locator: PaneLocator) -> None:
+        self.run("send-keys", "-t", locator.pane_id, "Enter")
+
+    def kill_pane(self, locator: PaneLocator, *, timeout: float = 3.0) -> bool:
+        """Kill the crew's window and confirm it is gone (True) or say we cannot (False)."""
+        info = self.pane(locator)
+        if info.state == GONE:
+            return True
+        self.run("kill-window", "-t", locator.window_id or locator.pane_id, check=False)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.pane(locator).state == GONE:
+                return True
+            time.sleep(0.05)
+        return False
+
+    def switch_to(self, locator: PaneLocator) -> None:
+        self.run("switch-client", "-t", locator.pane_id)

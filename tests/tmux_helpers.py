@@ -1,0 +1,77 @@
+"""Real tmux on a private socket, and the simulated crew in it, for the doorbell tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from captain_tui.tmux import socket_path_for
+
+TMUX = shutil.which("tmux")
+needs_tmux = pytest.mark.skipif(TMUX is None, reason="tmux is not installed (.ci/run installs it)")
+
+
+def poll(predicate, timeout: float = 10.0, interval: float = 0.05, what: str = "condition"):
+    """Return the first truthy value of ``predicate()``; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)
+
+
+class PrivateTmux:
+    """A tmux server of our own (``-L captain-test-...``); killed at teardown."""
+
+    def __init__(self) -> None:
+        self.name = f"captain-test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.socket = socket_path_for(self.name)
+
+    def tmux(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        return subprocess.run([TMUX, "-S", self.socket, *args], capture_output=True, text=True,
+                              check=check, timeout=10)
+
+    def capture(self, pane: str) -> str:
+        return self.tmux("capture-pane", "-p", "-t", pane).stdout
+
+    def type(self, pane: str, text: str) -> None:
+        """Keys a person types: literal text, no Enter."""
+        self.tmux("send-keys", "-t", pane, "-l", "--", text)
+
+    def key(self, pane: str, *keys: str) -> None:
+        self.tmux("send-keys", "-t", pane, *keys)
+
+    def kill(self) -> None:
+        self.tmux("kill-server", check=False)
+
+
+class SimLog:
+    """What the simulated crew received: one JSON line per line it read."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def lines(self, kind: str = "line") -> list[str]:
+        if not self.path.exists():
+            return []
+        out = []
+        for raw in self.path.read_text().splitlines():
+            entry = json.loads(raw)
+            if entry["kind"] == kind:
+                out.append(entry["text"])
+        return out
+
+
+def sim_command(log: Path) -> str:
+    return f"{sys.executable} -m captain_tui.simcrew --log {log}"
