@@ -87,15 +87,25 @@ def _draft_is(screen_draft: str | None, typed: str | None) -> bool:
     return bool(screen_draft and typed) and _flat(screen_draft) == _flat(typed)
 
 
+def _squash(text: str) -> str:
+    """Whitespace-free text: a long line wrapped by the terminal still matches itself."""
+    return "".join(text.split())
+
+
+def _copies(capture: str, text: str) -> int:
+    return _squash(screens.strip_ansi(capture)).count(_squash(text))
+
+
 def _poll(tmux: Tmux, snapshot: CrewSnapshot, until, seconds: float) -> screens.Screen | None:
+    """Re-read the pane until ``until(screen, capture)`` holds; None on timeout or loss."""
     deadline = time.monotonic() + seconds
     while True:
         info = tmux.pane(snapshot.pane)
         if info.state != ALIVE:
             return None
-        seen = screens.read_screen(tmux.capture(snapshot.pane, ansi=True), snapshot.agent,
-                                   cursor=info.cursor)
-        if until(seen):
+        capture = tmux.capture(snapshot.pane, ansi=True)
+        seen = screens.read_screen(capture, snapshot.agent, cursor=info.cursor)
+        if until(seen, capture):
             return seen
         if time.monotonic() >= deadline:
             return None
@@ -165,14 +175,14 @@ def _ring_locked(home: Home, key: str, at: datetime) -> Outcome:
     if stamp.rung_at is not None and at - stamp.rung_at < COOLDOWN:
         return hold("cooldown", "rung less than 5 s ago")
     try:
-        text = tmux.capture(snapshot.pane, ansi=True)
+        capture = tmux.capture(snapshot.pane, ansi=True)
         # window_activity has one-second steps: when it is recent, watch the screen itself
         if info.activity is None or time.time() - info.activity < QUIET_CERTAIN:
             time.sleep(QUIET_SAMPLE)
             again = tmux.capture(snapshot.pane, ansi=True)
-            if again != text:
+            if again != capture:
                 return hold("not_quiescent", "the pane is still printing")
-        seen = screens.read_screen(text, snapshot.agent, cursor=info.cursor)
+        seen = screens.read_screen(capture, snapshot.agent, cursor=info.cursor)
     except CaptainError as err:
         return hold("tmux_unavailable", err.message)
     if seen.approval:
@@ -189,12 +199,17 @@ def _ring_locked(home: Home, key: str, at: datetime) -> Outcome:
         return hold("human_draft", "someone is typing on the composer")
     else:
         text = ring_text(snapshot, stamp, unread)
+    # Landed means one more copy of the text on screen than before (an earlier ring of the
+    # same line may still show in the transcript), or the composer reading exactly it.
+    before = _copies(capture, text)
+    if not _draft_is(seen.draft, text):
         tmux.send_literal(snapshot.pane, text)
-    landed = _poll(tmux, snapshot, lambda s: _draft_is(s.draft, text), LANDED_WAIT) is not None
+    landed = _poll(tmux, snapshot, lambda s, cap: _draft_is(s.draft, text)
+                   or _copies(cap, text) > before, LANDED_WAIT) is not None
     if landed:
         tmux.send_enter(snapshot.pane)
-        submitted = _poll(tmux, snapshot, lambda s: s.working or s.draft == "" or
-                          not s.composer_readable, SUBMIT_WAIT)
+        submitted = _poll(tmux, snapshot, lambda s, cap: s.working or s.draft == ""
+                          or not _draft_is(s.draft, text), SUBMIT_WAIT)
         landed = submitted is not None
     body = stamp.body_landed or (landed and snapshot.agent not in HOOKED)
     _save(home, key, stamp.model_copy(update=dict(

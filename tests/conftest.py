@@ -28,6 +28,7 @@ def private_tmux_server():
     tmux = shutil.which("tmux")
     if tmux:
         subprocess.run([tmux, "-S", path, "kill-server"], capture_output=True)
+    Path(path).unlink(missing_ok=True)
 
 
 @pytest.fixture

@@ -233,8 +233,9 @@ def test_a_pane_killed_mid_wait_bounces_the_mail(crew, tmux, cli):
 def test_a_killed_tmux_server_is_reported_and_nothing_is_lost(crew, tmux):
     home = crew["home"]
     tmux.kill()
-    outcome = doorbell.ring(home, "Sim")
-    assert outcome.action == "bounced"
+    # while the server is still going down tmux may not answer at all: that holds (fail
+    # closed), and the bounce comes once the server is confirmed gone
+    outcome = ring_until(home, "Sim", "bounced", timeout=5)
     assert "server" in outcome.detail
     n = notify.wait(home, "Sim", timeout=0)
     assert n.status == "bounced" and "tmux server is gone" in n.summary
@@ -261,3 +262,43 @@ def test_tell_rings_once_right_after_writing_the_mail(crew, tmux, cli):
     assert r.code == 0, r.err
     assert r.json["doorbell"]["action"] == "rang", r.json
     poll(lambda: doorbell.inbox_line("Sim") in crew["log"].lines(), what="the ring")
+
+
+def test_a_plain_shell_crew_is_rung_with_a_comment_never_a_command(tmp_path, cli, tmux):
+    """Typed into a shell, text runs: the ring must be inert there, whatever the mail says."""
+    marker = tmp_path / "executed"
+    task = f"touch {marker} $(touch {marker}) `touch {marker}`"
+    r = cli("crew", "Sh", "--task", task, "--agent", "shell", "--socket", tmux.socket,
+            "--json", env={"SHELL": "/bin/sh"})
+    assert r.code == 0, r.err
+    pane = r.json["pane"]["pane_id"]
+    home = Home(cli.home)
+    poll(lambda: tmux.capture(pane).strip(), what="the shell prompt")
+    assert ring_until(home, "Sh", "rang", timeout=6).detail == "landed"
+    tmux.type(pane, "echo done-$((40+2))")
+    tmux.key(pane, "Enter")
+    poll(lambda: "done-42" in tmux.capture(pane), what="the shell to run a later command: "
+         + tmux.capture(pane)[:600])
+    assert not marker.exists(), "the ring text was executed by the shell"
+    assert mailbox.unread(home, "sh", crewlog.load(home, "sh")[0])  # a comment reads nothing
+
+
+def test_a_missing_agent_program_refuses_and_leaves_nothing(cli, tmux):
+    r = cli("crew", "Ghost", "--task", "T", "--command", "no-such-agent-xyz --flag",
+            "--socket", tmux.socket, "--json")
+    assert r.code == 1 and r.json["error"]["code"] == "agent_not_found"
+    assert not (cli.home / "crew" / "ghost").exists()
+    windows = tmux.tmux("list-windows", "-a", "-F", "#{window_name}", check=False).stdout
+    assert "Ghost" not in windows
+
+
+def test_a_missing_tmux_refuses_and_leaves_nothing(cli, tmp_path):
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    r = cli("crew", "Jack", "--task", "T", "--json", env={"PATH": str(bare)})
+    assert r.code == 1 and r.json["error"]["code"] == "tmux_unavailable"
+    assert "tmux" in r.json["error"]["message"]
+    assert not (cli.home / "crew" / "jack").exists()
+    # --no-launch needs no tmux at all
+    r = cli("crew", "Jack", "--task", "T", "--json", "--no-launch", env={"PATH": str(bare)})
+    assert r.code == 0 and r.json["pane"] is None

@@ -54,6 +54,7 @@ class PrivateTmux:
 
     def kill(self) -> None:
         self.tmux("kill-server", check=False)
+        Path(self.socket).unlink(missing_ok=True)  # a killed server can leave its socket
 
 
 class SimLog:
