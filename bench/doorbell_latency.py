@@ -1,0 +1,163 @@
+"""Doorbell and wait latencies against real tmux (budgets in DESIGN.md).
+
+1. mail written, gates clear -> the keys arrive in the crew's pane (p95 <= 500 ms);
+2. a held gate clears (a person clears their draft) -> the held mail lands (<= 2 s),
+   with a real `captain wait` retrying the doorbell, as in use;
+3. a notification written -> a running `captain wait` returns it (p95 <= 100 ms).
+
+The crew is the simulated agent (captain_tui.simcrew), which logs the time each line
+reaches it. The per-crew cooldown is a gate, not latency: it is set to 0 here.
+
+    python bench/doorbell_latency.py [--rounds 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from datetime import timedelta
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from captain_tui import doorbell  # noqa: E402
+from captain_tui.tmux import socket_path_for  # noqa: E402
+from state import crewlog, mailbox, notify, protocol  # noqa: E402
+from state.home import Home  # noqa: E402
+
+
+def _until(pred, timeout=15.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = pred()
+        if value:
+            return value
+        time.sleep(0.005)
+    raise TimeoutError("condition not met")
+
+
+def _received(log: Path, after: float) -> float | None:
+    if not log.exists():
+        return None
+    for raw in log.read_text().splitlines():
+        entry = json.loads(raw)
+        if entry["kind"] == "line" and entry["at"] > after:
+            return entry["at"]
+    return None
+
+
+def pct(values, p):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=20)
+    args = parser.parse_args()
+    if not shutil.which("tmux"):
+        print("tmux is not installed")
+        return 1
+    doorbell.COOLDOWN = timedelta(0)
+    socket = socket_path_for(f"captain-bench-{uuid.uuid4().hex[:8]}")
+    tmp = Path(tempfile.mkdtemp())
+    env = {**os.environ, "CAPTAIN_HOME": str(tmp / "home"), "PYTHONPATH": str(REPO)}
+    log = tmp / "sim.log"
+    try:
+        out = subprocess.run(
+            [sys.executable, "-m", "captain_tui", "crew", "Sim", "--task", "bench",
+             "--command", f"{sys.executable} -m captain_tui.simcrew --log {log}",
+             "--socket", socket, "--json"], env=env, capture_output=True, text=True)
+        recruit = json.loads(out.stdout)
+        pane = recruit["pane"]["pane_id"]
+        home = Home(tmp / "home")
+        time.sleep(doorbell.DEFAULT_GRACE + 0.5)
+        _until(lambda: doorbell.ring(home, "Sim").action == "rang")
+
+        def unread():
+            return mailbox.unread(home, "sim", crewlog.load(home, "sim")[0])
+
+        def settled():
+            """No unread mail, and every inbox run a ring started has finished (a late one
+            would read the next round's mail)."""
+            entries = [json.loads(x) for x in log.read_text().splitlines()]
+            asked = sum(e["kind"] == "line" and "captain inbox" in e["text"] for e in entries)
+            done = sum(e["kind"] == "inbox" for e in entries)
+            return not unread() and asked == done
+
+        ring_ms = []
+        for i in range(args.rounds):
+            _until(settled)
+            time.sleep(2.1)  # let window_activity age, as for a crew that sat idle
+            start = time.time()
+            protocol.tell(home, "Sim", f"round {i}", assignment_id=recruit["assignment_id"])
+            doorbell.ring(home, "Sim")  # what `captain tell` does right after writing
+            got = _until(lambda: _received(log, start))
+            ring_ms.append((got - start) * 1000)
+
+        release_ms = []
+        for i in range(max(3, args.rounds // 4)):
+            _until(settled)
+            subprocess.run(["tmux", "-S", socket, "send-keys", "-t", pane, "-l", "draft"])
+            time.sleep(0.5)
+            protocol.tell(home, "Sim", f"held {i}", assignment_id=recruit["assignment_id"])
+            waiter = subprocess.Popen([sys.executable, "-m", "captain_tui", "wait", "Sim",
+                                       "--timeout", "20", "--json"], env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True)
+            try:
+                _until(lambda: doorbell.read_stamp(home, "sim").gate == "human_draft")
+            except TimeoutError:
+                waiter.kill()
+                print("stamp:", doorbell.read_stamp(home, "sim"), "waiter:",
+                      waiter.communicate(), file=sys.stderr)
+                raise
+            cleared = time.time()
+            subprocess.run(["tmux", "-S", socket, "send-keys", "-t", pane, "C-u"])
+            got = _until(lambda: _received(log, cleared))
+            release_ms.append((got - cleared) * 1000)
+            waiter.kill()
+            waiter.wait()
+
+        wait_ms = []
+        previous = None
+        for i in range(args.rounds):
+            cmd = [sys.executable, "-m", "captain_tui", "wait", "Sim", "--timeout", "30",
+                   "--json"] + (["--ack", previous] if previous else [])
+            waiter = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True)
+            time.sleep(1.0)  # the waiter is up and sleeping on inotify
+            start = time.time()
+            notify.signal(home, "Sim", "error", f"bench {i}", at=notify.now())
+            line = waiter.stdout.readline()
+            wait_ms.append((time.time() - start) * 1000)
+            previous = json.loads(line)["delivery_id"]
+            waiter.wait()
+    finally:
+        subprocess.run(["tmux", "-S", socket, "kill-server"], capture_output=True)
+        Path(socket).unlink(missing_ok=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    print(f"machine: {os.uname().machine}, {os.cpu_count()} cores\n")
+    print("| what | runs | p50 ms | p95 ms | max ms | budget |")
+    print("|---|---|---|---|---|---|")
+    for name, values, budget in (
+            ("mail written -> keys in the pane (gates clear)", ring_ms, "p95 <= 500 ms"),
+            ("draft cleared -> held mail lands (captain wait running)", release_ms,
+             "<= 2000 ms"),
+            ("notification written -> captain wait returns", wait_ms, "p95 <= 100 ms")):
+        print(f"| {name} | {len(values)} | {statistics.median(values):.0f} | "
+              f"{pct(values, 95):.0f} | {max(values):.0f} | {budget} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
