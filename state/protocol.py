@@ -66,7 +66,7 @@ def check_captain(ctx: Context, command: str) -> None:
         )
 
 
-def _existing(home: Home, key: str, name: str, snapshot: CrewSnapshot | None) -> CrewSnapshot:
+def _existing(name: str, snapshot: CrewSnapshot | None) -> CrewSnapshot:
     if snapshot is None:
         raise CaptainError("unknown_crew", f"there is no crew named {name}.")
     if snapshot.dismissed_at is not None:
@@ -253,7 +253,7 @@ def assign(home: Home, name: str, task: str, *, handoff: str, owns: list[str] | 
     key = crew_key(name)
     check_text(task, "task")
     with _locked(home, "", key):
-        snapshot = _existing(home, key, name, crewlog.open_locked(home, key))
+        snapshot = _existing(name, crewlog.open_locked(home, key))
         current = snapshot.assignment
         if handoff != current.assignment_id:
             raise CaptainError(
@@ -289,7 +289,7 @@ def tell(home: Home, name: str, text: str, *, assignment_id: str,
     key = crew_key(name)
     check_text(text, "message")
     with _locked(home, key):
-        snapshot = _existing(home, key, name, crewlog.open_locked(home, key))
+        snapshot = _existing(name, crewlog.open_locked(home, key))
         _same_assignment(snapshot, assignment_id)
         _not_done(snapshot)
         last = mailbox.last_message(home, key, assignment_id)
@@ -307,7 +307,7 @@ def answer(home: Home, name: str, question_id: str, text: str, *, assignment_id:
     key = crew_key(name)
     check_text(text, "answer")
     with _locked(home, key):
-        snapshot = _existing(home, key, name, crewlog.open_locked(home, key))
+        snapshot = _existing(name, crewlog.open_locked(home, key))
         _same_assignment(snapshot, assignment_id)
         question = snapshot.question
         if question is None or question.question_id != question_id:
@@ -330,7 +330,7 @@ def dismiss(home: Home, name: str, *, reason: str = "crew dismissed",
     check_captain(ctx, "dismiss")
     key = crew_key(name)
     with _locked(home, key):
-        snapshot = _existing(home, key, name, crewlog.open_locked(home, key))
+        snapshot = _existing(name, crewlog.open_locked(home, key))
         bounced = [BouncedMail(message_id=m.message_id, delivery_id=new_id(DELIVERY),
                                queued_at=m.queued_at, summary=summarize(m.text)[:200])
                    for m in mailbox.unread(home, key, snapshot)]
@@ -350,7 +350,7 @@ def bounce(home: Home, name: str, reason: str) -> list[Bounce]:
     key = crew_key(name)
     out = []
     with _locked(home, key):
-        snapshot = _existing(home, key, name, crewlog.open_locked(home, key))
+        snapshot = _existing(name, crewlog.open_locked(home, key))
         for m in mailbox.unread(home, key, snapshot):
             record = Bounce(message_id=m.message_id, crew=snapshot.name,
                             delivery_id=new_id(DELIVERY), reason=reason, bounced_at=now())
@@ -375,20 +375,29 @@ def bounce(home: Home, name: str, reason: str) -> list[Bounce]:
 # -- crew side ------------------------------------------------------------------------------
 
 
+def _crew_turn(home: Home, key: str, name: str, ctx: Context, assignment_id: str | None,
+               pending_hint: str) -> tuple[CrewSnapshot, str]:
+    """The crew, acting as itself on its live, unfinished assignment with no question
+    pending (caller holds the crew lock)."""
+    snapshot = _existing(name, crewlog.open_locked(home, key))
+    assignment_id = _crew_assignment(ctx, snapshot, assignment_id)
+    _not_done(snapshot)
+    pending = mailbox.pending_question(home, key, snapshot)
+    if pending is not None:
+        raise CaptainError("question_pending", f"{pending.question_id} {pending_hint}",
+                           question_id=pending.question_id)
+    return snapshot, assignment_id
+
+
 def ask(home: Home, name: str, text: str, *, assignment_id: str | None = None,
         ctx: Context = CAPTAIN) -> Asked:
     key = crew_key(name)
     check_text(text, "question")
     with _locked(home, key):
-        snapshot = _existing(home, key, name, crewlog.open_locked(home, key))
-        assignment_id = _crew_assignment(ctx, snapshot, assignment_id)
-        _not_done(snapshot)
-        pending = mailbox.pending_question(home, key, snapshot)
-        if pending is not None:
-            raise CaptainError(
-                "question_pending",
-                f"{pending.question_id} is still waiting for an answer; one question at a "
-                "time. Stop and wait for the answer mail.", question_id=pending.question_id)
+        snapshot, assignment_id = _crew_turn(
+            home, key, name, ctx, assignment_id,
+            "is still waiting for an answer; one question at a time. Stop and wait for the "
+            "answer mail.")
         last = mailbox.last_message(home, key, assignment_id)
         event = Asked(seq=snapshot.seq + 1, at=now(), actor=_actor(ctx),
                       assignment_id=assignment_id, question_id=new_id(QUESTION),
@@ -408,15 +417,9 @@ def done(home: Home, name: str, report: str | None, *, assignment_id: str | None
                            "done needs --report: say what changed and how it was checked.")
     check_text(report, "report")
     with _locked(home, key):
-        snapshot = _existing(home, key, name, crewlog.open_locked(home, key))
-        assignment_id = _crew_assignment(ctx, snapshot, assignment_id)
-        _not_done(snapshot)
-        pending = mailbox.pending_question(home, key, snapshot)
-        if pending is not None:
-            raise CaptainError(
-                "question_pending",
-                f"{pending.question_id} is not answered yet; wait for the answer mail, act "
-                "on it, then run done again.", question_id=pending.question_id)
+        snapshot, assignment_id = _crew_turn(
+            home, key, name, ctx, assignment_id,
+            "is not answered yet; wait for the answer mail, act on it, then run done again.")
         waiting = mailbox.unread(home, key, snapshot)
         if waiting:
             err = CaptainError(
@@ -446,7 +449,7 @@ def check(home: Home, name: str, action: str, paths: list[str], *,
     key = crew_key(name)
     check_actions([action])
     snapshot, _ = crewlog.load(home, key)
-    snapshot = _existing(home, key, name, snapshot)
+    snapshot = _existing(name, snapshot)
     _crew_assignment(ctx, snapshot, assignment_id)
     spec = snapshot.assignment
     if snapshot.done_at is not None:
@@ -471,7 +474,7 @@ def inbox(home: Home, name: str, *, deliver: Callable[[list[Message]], None],
     """Hand queued mail (oldest first) to ``deliver``; receipts only after it returns."""
     key = crew_key(name)
     with _locked(home, key):  # so a dismissal cannot bounce what is being read
-        snapshot = _existing(home, key, name, crewlog.open_locked(home, key))
+        snapshot = _existing(name, crewlog.open_locked(home, key))
         _crew_identity(ctx, snapshot)
         waiting = mailbox.unread(home, key, snapshot)
         deliver(waiting)
