@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
 from datetime import timedelta
 
@@ -302,3 +303,53 @@ def test_a_missing_tmux_refuses_and_leaves_nothing(cli, tmp_path):
     # --no-launch needs no tmux at all
     r = cli("crew", "Jack", "--task", "T", "--json", "--no-launch", env={"PATH": str(bare)})
     assert r.code == 0 and r.json["pane"] is None
+
+
+def test_held_behind_a_draft_for_300_s_raises_one_held_notice(crew, tmux):
+    home, pane = crew["home"], crew["pane"]
+    tmux.type(pane, "a long think")
+    first = poll(lambda: (lambda o: o if o.gate == "human_draft" else None)(
+        doorbell.ring(home, "Sim")), timeout=5, what="the human_draft gate")
+    assert first.action == "held"
+    since = doorbell.read_stamp(home, "sim").held_since
+    assert doorbell.ring(home, "Sim", at=since + timedelta(seconds=299)).gate == "human_draft"
+    assert [n for n in mailbox.notifications(home, "sim") if n.status == "held"] == []
+    doorbell.ring(home, "Sim", at=since + timedelta(seconds=301))
+    doorbell.ring(home, "Sim", at=since + timedelta(seconds=400))
+    held = [n for n in mailbox.notifications(home, "sim") if n.status == "held"]
+    assert len(held) == 1 and "human draft" in held[0].summary
+    assert notify.wait(home, "Sim", timeout=0).status == "held"
+    assert crew["log"].lines() == []  # and still nothing typed over the draft
+
+
+def test_an_approval_modal_on_a_hookless_pane_is_reported_once(crew, tmux):
+    home, pane = crew["home"], crew["pane"]
+    assert doorbell.check_approval(home, "Sim") is False
+    tmux.type(pane, "/approve")
+    tmux.key(pane, "Enter")
+    poll(lambda: "Press enter to confirm" in tmux.capture(pane), what="the approval modal")
+    assert doorbell.check_approval(home, "Sim") is True
+    assert doorbell.check_approval(home, "Sim") is True  # still up: not reported again
+    raised = [n for n in mailbox.notifications(home, "sim") if n.status == "awaiting_approval"]
+    assert len(raised) == 1
+    tmux.type(pane, "2")
+    tmux.key(pane, "Enter")
+    poll(lambda: doorbell.check_approval(home, "Sim") is False, timeout=5,
+         what="the modal to be gone")
+    assert not doorbell.read_stamp(home, "sim").approval_seen
+
+
+def test_the_runner_sleeps_on_inotify_and_wakes_on_a_write(home):
+    from captain_tui.runner import Runner
+
+    runner = Runner(home, ring=False)
+    try:
+        runner.sleep(0.01)  # starts the watcher; nothing has happened yet
+        before = runner.changes
+        writer = threading.Timer(0.3, lambda: (home.root / "poke.json").write_text("{}"))
+        writer.start()
+        poll(lambda: (runner.sleep(1.0), runner.changes > before)[1], timeout=5,
+             what="the watcher to report the write")
+        writer.join()
+    finally:
+        runner.close()
