@@ -63,3 +63,19 @@ def pane_env(crew_env: dict[str, str]) -> dict[str, str]:
     if bin_dir not in path.split(os.pathsep):
         path = bin_dir + os.pathsep + path
     return {**crew_env, "PATH": path}
+
+
+def launcher(home, name: str, key: str, *, agent: str, program: str | None, socket: str,
+             session: str, cwd: str):
+    """The launch ``protocol.recruit`` runs under its locks, once every rule has passed:
+    open the crew's window and hand back its locator and an undo (close it)."""
+    from captain_tui.tmux import Tmux
+
+    tmux = Tmux(socket)  # tmux_unavailable here, before anything is written
+
+    def launch(env: dict[str, str]):
+        command = command_for(agent, home, key, program)
+        locator = tmux.open_window(session, name, cwd, pane_env(env), command)
+        return locator, lambda: tmux.kill_pane(locator)
+
+    return launch

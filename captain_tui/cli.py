@@ -88,21 +88,6 @@ def _ctx():
     return Context.from_env()
 
 
-def _launcher(home, args, key: str, cwd: str):
-    """The tmux launch ``recruit`` runs under its locks, once every rule has passed."""
-    from captain_tui import agents
-    from captain_tui.tmux import Tmux, resolve_socket
-
-    tmux = Tmux(resolve_socket(args.socket))  # tmux_unavailable before anything is written
-
-    def launch(env: dict[str, str]):
-        command = agents.command_for(args.agent, home, key, args.program)
-        locator = tmux.open_window(args.session, args.name, cwd, agents.pane_env(env), command)
-        return locator, lambda: tmux.kill_pane(locator)
-
-    return launch
-
-
 def _doorbell(home, name: str) -> dict | None:
     """Try one ring right after writing mail; the mail is durable whatever happens here."""
     from captain_tui import doorbell
@@ -138,7 +123,14 @@ def cmd_crew(args, out: Out) -> int:
     args.agent = args.agent or ("program" if args.program else "shell")
     home = _home(args)
     cwd = str(Path(args.cwd or ".").resolve())
-    launch = None if args.no_launch else _launcher(home, args, crew_key(args.name), cwd)
+    launch = None
+    if not args.no_launch:
+        from captain_tui import agents
+        from captain_tui.tmux import resolve_socket
+
+        launch = agents.launcher(home, args.name, crew_key(args.name), agent=args.agent,
+                                 program=args.program, socket=resolve_socket(args.socket),
+                                 session=args.session, cwd=cwd)
     r = protocol.recruit(home, args.name, args.task, owns=args.owns, allow=args.allow,
                          handoff=args.handoff, cwd=cwd, agent=args.agent, ctx=_ctx(),
                          launch=launch)
@@ -365,6 +357,12 @@ def cmd_inbox(args, out: Out) -> int:
     return 0
 
 
+def cmd_demo(args, out: Out) -> int:
+    from captain_tui.demo import run_demo
+
+    return run_demo(keep=args.keep)
+
+
 def cmd_watch(args, out: Out) -> int:
     """Ring, check panes and print every new notification as one JSON line, until ^C."""
     from captain_tui.runner import Runner
@@ -481,6 +479,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="give up after this long (0 polls once; default [crew] wait_timeout, "
                         "86400)")
     p.add_argument("--ack", metavar="DELIVERY_ID", help="acknowledge this delivery first")
+
+    p = add("demo", "Try captain: three simulated crew in a private tmux, and the cockpit.",
+            cmd_demo)
+    p.add_argument("--keep", action="store_true", help="keep the demo home afterwards")
 
     add("watch", "Ring doorbells, check panes and print each new notification as a JSON "
                  "line, until interrupted.", cmd_watch)

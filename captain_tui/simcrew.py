@@ -46,11 +46,64 @@ def _busy(seconds: float) -> None:
     sys.stdout.write("\r" + " " * 40 + "\r")
 
 
+class Auto:
+    """The demo's crew: acts on its mail like an agent would.
+
+    An assignment: work a while, then ask the captain one question (``--ask``) or finish.
+    An answer: work a little more, then finish with ``captain done``.
+    """
+
+    def __init__(self, name: str, question: str | None, work: float) -> None:
+        self.name = name
+        self.question = question
+        self.work = work
+        self.asked = False
+
+    def on_mail(self, messages: list[dict]) -> None:
+        kinds = {m["kind"] for m in messages}
+        if not messages:
+            return
+        _busy(self.work)
+        if "assignment" in kinds:
+            self.asked = False
+        if self.question and not self.asked and "answer" not in kinds:
+            proc = _captain("ask", self.name, self.question)
+            self.asked = proc.returncode == 0
+            print(proc.stdout.strip() or proc.stderr.strip())
+            return
+        report = "Done: " + "; ".join(m["text"].splitlines()[0][:60] for m in messages)
+        proc = _captain("done", self.name, "--report", report)
+        print(proc.stdout.strip() or proc.stderr.strip())
+
+
+def _inbox(name: str) -> list[dict]:
+    proc = _captain("inbox", name, "--json")
+    try:
+        return json.loads(proc.stdout).get("messages", [])
+    except ValueError:
+        print(proc.stderr.strip())
+        return []
+
+
+def _show(messages: list[dict]) -> None:
+    for m in messages:
+        print(f"── {m['kind']} {m['message_id']}")
+        for line in m["text"].splitlines():
+            print(f"   {line}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--log", help="append every line received to this file (JSON lines)")
+    parser.add_argument("--auto", action="store_true",
+                        help="act on mail by itself: work, ask, finish (the demo's crew)")
+    parser.add_argument("--ask", metavar="QUESTION",
+                        help="with --auto: the question to ask about each assignment")
+    parser.add_argument("--work", type=float, default=3.0, metavar="SECONDS",
+                        help="with --auto: how long each piece of work takes")
     args = parser.parse_args(argv)
     name = os.environ.get("CAPTAIN_CREW", "crew")
+    auto = Auto(name, args.ask, args.work) if args.auto else None
     print(f"simulated crew {name} — type a message, or /busy N, /approve, /noprompt N")
     while True:
         try:
@@ -68,9 +121,11 @@ def main(argv: list[str] | None = None) -> int:
             print("(composer hidden)")
             time.sleep(float(line.split()[1]) if len(line.split()) > 1 else 3)
         elif "captain inbox" in line:
-            proc = _captain("inbox", name)
-            _log(args.log, "inbox", proc.stdout)
-            print(proc.stdout.rstrip() or proc.stderr.rstrip())
+            messages = _inbox(name)
+            _log(args.log, "inbox", json.dumps(messages))
+            _show(messages)
+            if auto is not None:
+                auto.on_mail(messages)
         elif line.strip():
             print(f"received: {line}")
     return 0
