@@ -12,6 +12,7 @@ from state.errors import CaptainError
 
 AGENTS = ("claude", "codex", "shell", "program")
 HOOKED = frozenset({"claude"})  # delivery by hooks: every ring is the fixed wake line
+WAKE_LINE = "mail from the captain is waiting; keep working"
 
 
 def captain_command() -> list[str]:
@@ -46,7 +47,9 @@ def command_for(agent: str, home, key: str, command: str | None = None) -> str:
         settings = home.store.dir("agents", key) / "claude-settings.json"
         home.store.publish(settings, json.dumps(hook_settings(captain_command()),
                                                 indent=2).encode() + b"\n")
-        return shlex.join([program, "--settings", str(settings)])
+        # The wake line is also the first prompt: SessionStart injects the task, but only a
+        # prompt starts a turn, and by then the task is read, so no ring would follow.
+        return shlex.join([program, "--settings", str(settings), WAKE_LINE])
     if agent == "codex":
         from captain_tui.claude_settings import codex_notify_args
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from captain_tui import screen as screens
-from captain_tui.agents import HOOKED
+from captain_tui.agents import HOOKED, WAKE_LINE
 from captain_tui.tmux import ALIVE, GONE, Tmux
 from state import crewlog, mailbox, notify, protocol
 from state.errors import CaptainError
@@ -20,7 +20,6 @@ from state.home import Home
 from state.models import CrewSnapshot, Message, RingStamp, now
 from state.store import encode
 
-WAKE_LINE = "mail from the captain is waiting; keep working"
 GATES = ("approval_prompt", "human_draft", "unreadable_composer", "not_quiescent",
          "launch_grace", "cooldown", "tmux_unavailable")
 LAUNCH_GRACE = {"claude": 6.0, "codex": 6.0}  # seconds after launch before the first ring
