@@ -416,9 +416,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the captain home (default: $CAPTAIN_HOME, else the user state dir)")
     common.add_argument("--json", action="store_true", help="print one JSON object")
 
-    parser = _Parser(prog=PROG, description="Run a crew of coding agents from one cockpit.",
+    parser = _Parser(prog=PROG, description="Run a crew of coding agents from one cockpit. "
+                                            "With no command, open the cockpit.",
                      epilog="Crew-side commands (check, ask, done, inbox) read CAPTAIN_* from "
                             "the crew's environment. See README.md for the protocol.")
+    parser.add_argument("--home", dest="main_home", metavar="DIR",
+                        help="with no command: open the cockpit on this home")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     def add(name: str, help_text: str, func) -> argparse.ArgumentParser:
@@ -524,6 +527,20 @@ def _warn_quarantined() -> None:
               file=sys.stderr)
 
 
+def _cockpit(home_arg: str | None) -> int:
+    """``captain`` alone: the cockpit on the home."""
+    from state.home import Home, default_home
+
+    try:
+        home = Home(Path(home_arg) if home_arg else default_home())
+    except CaptainError as err:
+        Out(False).refuse(err)
+        return 1
+    from captain_tui.app import run_cockpit
+
+    return run_cockpit(home)
+
+
 def _hook(argv: list[str]) -> int:
     """``captain hook AGENT EVENT [PAYLOAD]``, run by agent CLIs, never by people.
 
@@ -561,8 +578,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(getattr(args, dest, None), list):
             setattr(args, dest, " ".join(getattr(args, dest)) or "--")
     if args.command is None:
-        parser.print_help()
-        return 0
+        return _cockpit(args.main_home)
     out = Out(getattr(args, "json", False))
     try:
         return args.func(args, out)
