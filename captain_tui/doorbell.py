@@ -175,17 +175,19 @@ def _ring_locked(home: Home, key: str, at: datetime) -> Outcome:
         return hold("cooldown", "rung less than 5 s ago")
     try:
         capture = tmux.capture(snapshot.pane, ansi=True)
+        seen = screens.read_screen(capture, snapshot.agent, cursor=info.cursor)
+        # An approval prompt first: its blinking bullet would otherwise make the gate flip
+        # to not_quiescent and back, and status would show the wrong gate and start time.
+        if seen.approval:
+            return hold("approval_prompt", seen.reason)
         # window_activity has one-second steps: when it is recent, watch the screen itself
         if info.activity is None or time.time() - info.activity < QUIET_CERTAIN:
             time.sleep(QUIET_SAMPLE)
             again = tmux.capture(snapshot.pane, ansi=True)
             if again != capture:
                 return hold("not_quiescent", "the pane is still printing")
-        seen = screens.read_screen(capture, snapshot.agent, cursor=info.cursor)
     except CaptainError as err:
         return hold("tmux_unavailable", err.message)
-    if seen.approval:
-        return hold("approval_prompt", seen.reason)
     if seen.working:
         return hold("not_quiescent", seen.reason)
     if not seen.composer_readable:
