@@ -1,0 +1,112 @@
+"""What the cockpit's commands do to the home, as plain functions (run in thread workers).
+
+Each one goes through ``state``'s protocol functions, so the cockpit obeys exactly the
+rules the CLI does: a refusal is a ``CaptainError`` raised before anything is written, and
+the app shows its code and message. Each returns the sentence the cockpit confirms with.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from state import notify, protocol
+from state.errors import CaptainError
+from state.home import Home
+from state.text import crew_key
+
+from captain_tui import launch
+
+
+def answer(home: Home, crew: str, question_id: str, assignment_id: str, text: str) -> str:
+    m = protocol.answer(home, crew, question_id, text, assignment_id=assignment_id)
+    return f"Answered {m.crew}'s question; the answer is queued as {m.message_id}."
+
+
+def tell(home: Home, crew: str, assignment_id: str, text: str) -> str:
+    m = protocol.tell(home, crew, text, assignment_id=assignment_id)
+    return f"Told {m.crew}; queued as {m.message_id}."
+
+
+def assign(home: Home, crew: str, handoff: str, task: str, owns: list[str] | None,
+           allow: list[str] | None) -> str:
+    spec = protocol.assign(home, crew, task, handoff=handoff, owns=owns, allow=allow)
+    return f"{crew} has its next assignment, {spec.assignment_id}."
+
+
+def acknowledge(home: Home, crew: str, delivery_id: str) -> str:
+    notify.acknowledge(home, crew, delivery_id)
+    return f"Acknowledged {delivery_id}."
+
+
+@dataclass(frozen=True)
+class RecruitForm:
+    name: str
+    task: str
+    agent: str = "shell"  # shell | claude | codex | program
+    command: str | None = None  # for agent "program"
+    owns: tuple[str, ...] = ()
+    allow: tuple[str, ...] = ()
+    cwd: str | None = None
+    launch: bool = True  # False: record only, like --no-launch
+
+
+def recruit(home: Home, form: RecruitForm) -> str:
+    if form.cwd and not os.path.isdir(os.path.expanduser(form.cwd)):
+        raise CaptainError("invalid_path", f"{form.cwd} is not a directory.")
+    cwd = os.path.abspath(os.path.expanduser(form.cwd or "."))
+    agent = "program" if form.command else form.agent
+    if agent == "program" and not form.command:
+        raise CaptainError("invalid_argument", "a program crew needs a command to run.")
+    start = None
+    if form.launch:
+        start = launch.launcher(home, name=form.name, key=crew_key(form.name), agent=agent,
+                                program=form.command, cwd=cwd)
+    r = protocol.recruit(home, form.name, form.task, owns=list(form.owns),
+                         allow=list(form.allow), cwd=cwd, agent=agent, launch=start)
+    where = "in a new tmux window" if form.launch else "(not launched: start it yourself)"
+    return f"Recruited {r.crew} {where}; assignment {r.assignment_id}."
+
+
+def dismiss(home: Home, crew: str) -> str:
+    """Close the window first (like ``captain dismiss``), then retire the crew."""
+    from state import crewlog
+
+    snapshot, _ = crewlog.load(home, crew_key(crew))
+    closed = None
+    if snapshot is not None and snapshot.dismissed_at is None:
+        closed = launch.close_pane(snapshot.pane)
+    bounced = protocol.dismiss(home, crew)
+    extra = f"; {len(bounced)} unread message(s) bounced" if bounced else ""
+    pane = {True: "; its window is closed", False: "; its window could NOT be confirmed "
+            "closed", None: ""}[closed]
+    return f"Dismissed {crew}{extra}{pane}."
+
+
+def ring(home: Home, crew: str) -> str | None:
+    """One doorbell attempt right after writing mail. Returns a sentence only when the
+    captain should know (held or bounced); the mail is durable whatever happens here."""
+    from captain_tui import doorbell
+
+    try:
+        o = doorbell.ring(home, crew)
+    except CaptainError as err:
+        return f"{crew}'s doorbell is held (tmux_unavailable): {err.message}"
+    if o.action == "held":
+        return f"{crew}'s doorbell is held ({o.gate}): {o.detail}. It rings when that clears."
+    if o.action == "bounced":
+        return f"Mail to {crew} bounced: {o.detail}."
+    return None
+
+
+def jump(pane, env=None) -> str | None:
+    """Switch this tmux client to the crew's pane; returns the attach command instead when
+    the cockpit is not inside tmux, or inside another tmux server."""
+    from captain_tui.tmux import Tmux
+
+    env = os.environ if env is None else env
+    inside = env.get("TMUX", "").split(",")[0]
+    if inside and os.path.realpath(inside) == os.path.realpath(pane.socket):
+        Tmux(pane.socket).switch_to(pane)
+        return None
+    return launch.attach_command(pane)

@@ -1,0 +1,107 @@
+"""Every cockpit command, once: the footer bindings, the command palette and the help
+screen are all generated from ``COMMANDS``, so a key, a label or a description is changed
+in exactly one place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.binding import Binding
+
+
+@dataclass(frozen=True)
+class Command:
+    id: str  # stable: the binding id (keymaps) and the palette entry
+    keys: str  # Textual key names, comma-separated
+    label: str  # the footer's word
+    description: str  # the palette's help line, the footer tooltip, the help screen
+    action: str  # App.action_<action>
+    needs: str | None = None  # what must be selected for it to apply (see CaptainApp.why_not)
+    group: str = "Crew"  # help screen section
+    show: bool = True  # in the footer
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command("answer", "a", "Answer",
+            "Answer the question highlighted in Questions (the oldest one unless you pick "
+            "another).", "answer", needs="question"),
+    Command("tell", "t", "Tell",
+            "Send the selected crew a follow-up message on its current assignment.", "tell",
+            needs="working_crew"),
+    Command("assign", "n", "Next task",
+            "Give the selected crew its next assignment; the finished one is handed off.",
+            "assign", needs="done_crew"),
+    Command("acknowledge", "x", "Ack",
+            "Acknowledge the notification highlighted in Notifications (the newest unless "
+            "you pick another).", "acknowledge", needs="notification"),
+    Command("recruit", "r", "Recruit",
+            "Recruit a new crew member with its first task, in a new tmux window.", "recruit"),
+    Command("dismiss", "d", "Dismiss",
+            "Retire the selected crew: its window closes and its unread mail bounces "
+            "(asks first).", "dismiss", needs="crew"),
+    Command("jump", "enter", "Jump",
+            "Go to the selected crew's tmux pane (or show the command that attaches to it).",
+            "jump", needs="pane"),
+    Command("rescan", "ctrl+r", "Rescan",
+            "Read the whole home again now (it also happens every 30 s by itself).", "rescan",
+            group="Cockpit", show=False),
+    Command("preview", "p", "Preview",
+            "Show or hide the pane preview of the selected crew.", "toggle_preview",
+            group="Cockpit", show=False),
+    Command("settings", "s", "Settings",
+            "Alerts (toast, bell, desktop notice) and the theme.", "settings", group="Cockpit",
+            show=False),
+    Command("help", "question_mark,f1", "Help", "Every key, and what the panels mean.", "help",
+            group="Cockpit"),
+)
+
+BY_ID = {c.id: c for c in COMMANDS}
+BY_ACTION = {c.action: c for c in COMMANDS}
+
+# Keys Textual or the lists provide; listed on the help screen so it tells the whole story.
+BUILT_IN = (
+    ("tab / shift+tab", "Move between panels"),
+    ("j / k, ↓ / ↑", "Move in a list"),
+    ("ctrl+p", "Command palette: every command, searchable"),
+    ("ctrl+s", "In a form: send it"),
+    ("escape", "In a form: cancel, nothing is sent"),
+    ("ctrl+q", "Quit"),
+)
+
+
+def bindings() -> list[Binding]:
+    return [Binding(c.keys, c.action, c.label, show=c.show, tooltip=c.description, id=c.id)
+            for c in COMMANDS]
+
+
+def key_label(command: Command) -> str:
+    names = {"question_mark": "?", "enter": "enter", "ctrl+r": "ctrl+r"}
+    return " / ".join(names.get(k, k) for k in command.keys.split(","))
+
+
+def help_markdown() -> str:
+    """The help screen, generated: a key the registry does not know cannot appear here."""
+    out = ["# captain — the cockpit", "",
+           "Your crew works in tmux panes; this screen shows what each one needs from you. "
+           "Everything you do here is written to the home first, then the crew's doorbell "
+           "rings — nothing is typed over a person's draft, nothing is lost.", ""]
+    for group in dict.fromkeys(c.group for c in COMMANDS):
+        out += [f"## {group}", ""]
+        out += [f"- `{key_label(c)}` **{c.label}** — {c.description}"
+                for c in COMMANDS if c.group == group]
+        out.append("")
+    out += ["## Everywhere", ""]
+    out += [f"- `{k}` {d}" for k, d in BUILT_IN]
+    out += ["", "## The panels", "",
+            "- **Crew** — one row per crew: its state (*assigned*, *asked*, *approval*, "
+            "*done*), its task, unread mail, last activity and what holds its doorbell.",
+            "- **Questions** — pending questions, the one waiting longest first. Press "
+            f"`{key_label(BY_ID['answer'])}`.",
+            "- **Doorbells** — mail that could not be rung in yet, and why (a human draft on "
+            "the composer, an approval prompt, …). It rings by itself once that clears.",
+            "- **Notifications** — what crews reported, newest first; acknowledge each once "
+            "you have seen it. A finished crew gets its next task after its *done* is "
+            "acknowledged.",
+            "- **Pane** — the selected crew's tmux pane, live.", ""]
+    return "\n".join(out)

@@ -1,0 +1,449 @@
+"""The cockpit's data feed: the home, read into panel rows, kept current cheaply.
+
+``Feed`` reads the home only through ``state`` (crewlog, mailbox, the store's readers) and
+keeps a small per-crew cache. A full ``rescan`` runs on start, after a watcher error and
+periodically; between rescans, ``apply`` takes the paths the watcher saw and re-reads only
+what each one touched (docs/store.md says which directory holds what; ``route`` is that map
+turned around). watchfiles is a hint, never a log: a dropped event costs at most one rescan
+period, never state.
+
+Records are create-once, so the cache never re-parses a file it has seen; mail that was read
+(or bounced) and notifications that were acknowledged are known by name only and never
+parsed at all, which keeps a home with 50k messages cheap to watch.
+
+``FeedPump`` owns a ``Feed`` on one thread and serialises everything done to it; ``watch``
+feeds the pump from ``watchfiles.awatch``. Neither knows about Textual: the app hands the
+pump a ``publish`` callback that posts a message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import queue
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from state import crewlog, mailbox
+from state.errors import CaptainError
+from state.home import Home
+from state.models import CrewSnapshot, Message, Notification, RingStamp
+from widgets.rows import (
+    ALERT_STATUSES, CrewRow, CrewView, DoorbellRow, HomeView, NotificationRow, QuestionRow,
+)
+
+RESCAN_SECONDS = 30.0
+DEBOUNCE_MS = 20  # watchfiles' default (1600 ms) would blow the 100 ms event-to-row budget
+STEP_MS = 20  # the watcher thread wakes this often while idle: latency against idle CPU
+PROGRESS_SECONDS = 0.1  # during a long first scan, show what is read so far this often
+RETRY_SECONDS = 1.0  # a watcher that failed is restarted after this long
+
+# -- which panel a changed path touches ------------------------------------------------------
+
+# top-level directory (docs/store.md) -> the part of a crew's cache it holds
+_KINDS = {
+    "crew": "crew",  # crew/<key>/events/*, crew/<key>/state.json
+    "mail": "mail",  # mail/<key>/<message-id>.json
+    "receipts": "read",
+    "bounces": "read",
+    "notifications": "note",  # notifications/<key>/<delivery-id>.json
+    "acks": "acks",
+}
+
+
+@dataclass(frozen=True)
+class Route:
+    kind: str  # crew | mail | read | note | acks | bell | quarantine
+    key: str | None
+    name: str | None = None  # the record's name (message or delivery ID) where it matters
+
+
+def route(root: Path, path: str) -> Route | None:
+    """Which part of the cockpit a changed path touches; None for what no panel shows
+    (locks, returned markers, agent settings, temp files)."""
+    try:
+        parts = Path(path).relative_to(root).parts
+    except ValueError:
+        return None
+    if not parts or parts[-1].startswith("."):
+        return None  # temp files are published under another name; that event follows
+    top = parts[0]
+    if top == "doorbell" and len(parts) == 2 and parts[1].endswith(".json"):
+        return Route("bell", parts[1][: -len(".json")])
+    if top == "quarantine" and len(parts) == 2 and parts[1].endswith(".reason"):
+        return Route("quarantine", None, parts[1])
+    kind = _KINDS.get(top)
+    if kind is None or len(parts) < 2:
+        return None
+    name = parts[2][: -len(".json")] if len(parts) == 3 and parts[2].endswith(".json") else None
+    return Route(kind, parts[1], name)
+
+
+# -- alerts ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Alert:
+    """Something that needs the captain now, seen for the first time since start-up."""
+
+    kind: str  # asked | awaiting_approval | bounced | quarantine
+    title: str
+    body: str
+
+
+def _alert_for(n: Notification) -> Alert:
+    title = {"asked": f"{n.crew} asks", "awaiting_approval": f"{n.crew} needs approval",
+             "bounced": f"Mail to {n.crew} bounced"}[n.status]
+    return Alert(n.status, title, n.summary)
+
+
+@dataclass
+class Update:
+    view: HomeView
+    alerts: list[Alert] = field(default_factory=list)
+    full: bool = False  # a rescan (or part of one), not an event
+    scanned: bool = True  # False while the first scan is still under way
+
+
+# -- the per-crew cache ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Mail:
+    incarnation_id: str
+    queued_at: datetime
+
+
+@dataclass
+class _CrewCache:
+    snapshot: CrewSnapshot | None = None
+    mail: dict[str, _Mail | None] = field(default_factory=dict)  # None: read, not parsed
+    read: set[str] = field(default_factory=set)  # receipts and bounces, by message ID
+    notes: dict[str, Notification | None] = field(default_factory=dict)  # None: acked
+    acked: set[str] = field(default_factory=set)
+    stamp: RingStamp | None = None
+
+
+class Feed:
+    """The home as panel rows. Not thread-safe: one thread (the pump's) owns it."""
+
+    def __init__(self, home: Home) -> None:
+        self.home = home
+        self.view = HomeView()
+        self.scanned = False  # the first full scan has finished: from now on, new is news
+        self._cache: dict[str, _CrewCache] = {}
+
+    # -- whole home ----------------------------------------------------------------------
+
+    def rescan(self, progress: Callable[[Update], None] | None = None) -> Update:
+        """Read every crew again (only files not seen before are parsed)."""
+        alerts: list[Alert] = []
+        crews: dict[str, CrewView] = {}
+        shown = time.monotonic()
+        keys = self.home.crew_keys()
+        for key in keys:
+            view = self._refresh_crew(key, alerts)
+            if view is not None:
+                crews[key] = view
+            if progress is not None and not self.scanned \
+                    and time.monotonic() - shown >= PROGRESS_SECONDS:
+                progress(Update(HomeView(dict(crews)), full=True, scanned=False))
+                shown = time.monotonic()
+        for gone in set(self._cache) - set(keys):
+            del self._cache[gone]
+        self.view = HomeView(crews)
+        self.scanned = True
+        return Update(self.view, alerts, full=True)
+
+    def apply(self, paths: Iterable[str]) -> Update | None:
+        """Re-read what these changed paths touched; None when nothing shown changed."""
+        by_key: dict[str, list[Route]] = {}
+        alerts: list[Alert] = []
+        for path in paths:
+            r = route(self.home.root, path)
+            if r is None:
+                continue
+            if r.kind == "quarantine":
+                alert = self._quarantine_alert(r.name)
+                if alert is not None:
+                    alerts.append(alert)
+            elif r.key:
+                by_key.setdefault(r.key, []).append(r)
+        crews = dict(self.view.crews)
+        for key, routes in by_key.items():
+            view = self._refresh(key, routes, alerts)
+            if view is None:
+                crews.pop(key, None)
+            else:
+                crews[key] = view
+        if crews == self.view.crews and not alerts:
+            return None
+        self.view = HomeView(crews)
+        return Update(self.view, alerts)
+
+    # -- one crew ------------------------------------------------------------------------
+
+    def _refresh(self, key: str, routes: list[Route], alerts: list[Alert]) -> CrewView | None:
+        if key not in self._cache:
+            return self._refresh_crew(key, alerts)  # a new crew: read all of it once
+        cache = self._cache[key]
+        kinds = {r.kind for r in routes}
+        if "crew" in kinds:
+            cache.snapshot = self._snapshot(key)
+        if "read" in kinds:
+            self._sync_read(key, cache)
+        if "acks" in kinds:
+            self._sync_acks(key, cache)
+        if "bell" in kinds:
+            cache.stamp = self.home.store.read(self.home.ring_stamp_path(key), RingStamp)
+        for r in routes:
+            if r.kind == "mail":
+                self._one_mail(key, cache, r.name) if r.name else self._sync_mail(key, cache)
+            elif r.kind == "note":
+                self._one_note(key, cache, r.name, alerts) if r.name else \
+                    self._sync_notes(key, cache, alerts)
+        return _crew_view(key, cache)
+
+    def _refresh_crew(self, key: str, alerts: list[Alert]) -> CrewView | None:
+        cache = self._cache.setdefault(key, _CrewCache())
+        cache.snapshot = self._snapshot(key)
+        if cache.snapshot is None:
+            del self._cache[key]
+            return None
+        self._sync_read(key, cache)
+        self._sync_mail(key, cache)
+        self._sync_acks(key, cache)
+        self._sync_notes(key, cache, alerts)
+        cache.stamp = self.home.store.read(self.home.ring_stamp_path(key), RingStamp)
+        return _crew_view(key, cache)
+
+    def _snapshot(self, key: str) -> CrewSnapshot | None:
+        try:
+            snapshot, _ = crewlog.load(self.home, key)
+        except CaptainError:
+            return None  # e.g. a symlinked crew directory: refused by the store, not shown
+        return snapshot
+
+    # mail: unread needs each message's incarnation; read mail is known by name only
+
+    def _sync_read(self, key: str, cache: _CrewCache) -> None:
+        store = self.home.store
+        cache.read = set(store.names(self.home.receipts_dir(key))) \
+            | set(store.names(self.home.bounces_dir(key)))
+        for message_id in cache.read & cache.mail.keys():
+            cache.mail[message_id] = None
+
+    def _sync_mail(self, key: str, cache: _CrewCache) -> None:
+        names = set(self.home.store.names(self.home.mail_dir(key)))
+        for gone in cache.mail.keys() - names:
+            del cache.mail[gone]
+        for name in names - cache.mail.keys():
+            self._one_mail(key, cache, name)
+
+    def _one_mail(self, key: str, cache: _CrewCache, message_id: str) -> None:
+        path = self.home.mail_dir(key) / f"{message_id}.json"
+        if not os.path.lexists(path):
+            cache.mail.pop(message_id, None)
+        elif message_id in cache.mail:
+            pass  # create-once: what we parsed is what is there
+        elif message_id in cache.read:
+            cache.mail[message_id] = None  # read mail counts by name; no need to parse it
+        else:
+            m = self.home.store.read(path, Message)  # a bad file is quarantined, not raised
+            if m is not None:
+                cache.mail[message_id] = _Mail(m.incarnation_id, m.queued_at)
+
+    # notifications: an acknowledged one is never parsed
+
+    def _sync_acks(self, key: str, cache: _CrewCache) -> None:
+        cache.acked = set(self.home.store.names(self.home.acks_dir(key)))
+        for delivery_id in cache.acked & cache.notes.keys():
+            cache.notes[delivery_id] = None
+
+    def _sync_notes(self, key: str, cache: _CrewCache, alerts: list[Alert]) -> None:
+        names = set(self.home.store.names(self.home.notifications_dir(key)))
+        for gone in cache.notes.keys() - names:
+            del cache.notes[gone]
+        for name in sorted(names - cache.notes.keys()):
+            self._one_note(key, cache, name, alerts)
+
+    def _one_note(self, key: str, cache: _CrewCache, delivery_id: str,
+                  alerts: list[Alert]) -> None:
+        path = self.home.notifications_dir(key) / f"{delivery_id}.json"
+        if not os.path.lexists(path):
+            cache.notes.pop(delivery_id, None)
+            return
+        if delivery_id in cache.notes:
+            return
+        if delivery_id in cache.acked:
+            cache.notes[delivery_id] = None
+            return
+        n = self.home.store.read(path, Notification)
+        if n is None:
+            return
+        cache.notes[delivery_id] = n
+        if self.scanned and n.status in ALERT_STATUSES:
+            alerts.append(_alert_for(n))
+
+    def _quarantine_alert(self, name: str | None) -> Alert | None:
+        if not self.scanned or not name:
+            return None
+        note = self.home.store.read_json(self.home.store.dir("quarantine") / name)
+        if note is None:
+            return None
+        return Alert("quarantine", "A file in the home was quarantined",
+                     f"{note.get('path', name)}: {note.get('reason', 'unreadable')} "
+                     "(see quarantine/ in the home)")
+
+
+def _crew_view(key: str, cache: _CrewCache) -> CrewView | None:
+    """The rows one crew contributes to each panel (the rules are state's: see below)."""
+    s = cache.snapshot
+    if s is None or s.dismissed_at is not None:
+        return None
+    # mailbox.unread: this incarnation's mail, neither read nor bounced
+    unread = [m for mid, m in cache.mail.items()
+              if m is not None and mid not in cache.read and m.incarnation_id == s.incarnation_id]
+    # mailbox.pending_question: the snapshot's question, unless its answer mail exists
+    q = s.question
+    pending = q if q is not None and mailbox.answer_id(q.question_id) not in cache.mail else None
+    notes = sorted((n for n in cache.notes.values() if n is not None),
+                   key=lambda n: (n.created_at, n.delivery_id))
+    live_stamp = cache.stamp if cache.stamp is not None \
+        and cache.stamp.incarnation_id == s.incarnation_id else None
+    gate = live_stamp.gate if live_stamp is not None and unread else None
+    if s.done_at is not None:
+        state = "done"
+    elif pending is not None:
+        state = "asked"
+    elif any(n.status == "awaiting_approval" and n.assignment_id == s.assignment.assignment_id
+             for n in notes):
+        state = "approval"
+    else:
+        state = "assigned"
+    moments = [s.recruited_at, s.assigned_at, s.done_at, q.asked_at if q else None,
+               live_stamp.rung_at if live_stamp else None]
+    moments += [m.queued_at for m in unread] + [n.created_at for n in notes[-1:]]
+    crew = CrewRow(key=key, name=s.name, agent=s.agent, state=state,
+                   assignment_id=s.assignment.assignment_id, incarnation_id=s.incarnation_id,
+                   task=s.assignment.task, unread=len(unread),
+                   last_activity=max(t for t in moments if t is not None), gate=gate,
+                   pane=s.pane, unacknowledged=len(notes), owns=tuple(s.assignment.owns),
+                   allow=tuple(s.assignment.allow))
+    question = QuestionRow(key, s.name, pending.question_id, s.assignment.assignment_id,
+                           pending.text, pending.asked_at) if pending is not None else None
+    doorbell = DoorbellRow(key, s.name, gate, live_stamp.held_since) if gate else None
+    rows = tuple(NotificationRow(key, n.crew, n.delivery_id, n.status, n.assignment_id,
+                                 n.summary, n.created_at) for n in notes)
+    return CrewView(crew, question, doorbell, rows)
+
+
+# -- the pump: one thread owns the feed ------------------------------------------------------
+
+_RESCAN = object()
+_STOP = object()
+
+
+class FeedPump:
+    """Serialises everything done to a ``Feed``: watcher batches, rescans, the clock.
+
+    ``run`` blocks (call it in a thread worker). Requests that pile up while a batch is
+    being read are coalesced into one: many events, one read of each touched crew. A read
+    that fails (the home unreadable for a moment, a disk error) is reported and retried
+    with a rescan; the pump itself never dies of it.
+    """
+
+    def __init__(self, feed: Feed, publish: Callable[[Update], None], *,
+                 rescan_every: float = RESCAN_SECONDS,
+                 report: Callable[[Exception], None] | None = None) -> None:
+        self.feed = feed
+        self.publish = publish
+        self.report = report or (lambda exc: None)
+        self.rescan_every = rescan_every
+        self._queue: queue.Queue = queue.Queue()
+        self._stopped = False
+
+    def request(self, paths: Iterable[str]) -> None:
+        self._queue.put(list(paths))
+
+    def request_rescan(self) -> None:
+        self._queue.put(_RESCAN)
+
+    def stop(self) -> None:
+        self._stopped = True
+        self._queue.put(_STOP)
+
+    def run(self) -> None:
+        next_rescan = 0.0  # the start-up scan
+        while not self._stopped:
+            items = self._next_batch(next_rescan)
+            if any(item is _STOP for item in items):
+                return
+            rescan = any(item is _RESCAN for item in items) or not self.feed.scanned
+            try:
+                if rescan:
+                    update = self.feed.rescan(progress=self.publish)
+                    next_rescan = time.monotonic() + self.rescan_every
+                else:
+                    update = self.feed.apply(p for item in items if isinstance(item, list)
+                                             for p in item)
+            except Exception as exc:  # noqa: BLE001 - report, and let a rescan repair it
+                self.report(exc)
+                next_rescan = time.monotonic() + RETRY_SECONDS
+                continue
+            if update is not None:
+                self.publish(update)
+
+    def _next_batch(self, next_rescan: float) -> list:
+        """Everything queued, waiting until the next rescan is due (then: a rescan)."""
+        wait = next_rescan - time.monotonic()
+        if wait <= 0:
+            items = [_RESCAN]
+        else:
+            try:
+                items = [self._queue.get(timeout=wait)]
+            except queue.Empty:
+                items = [_RESCAN]  # the periodic rescan: repairs whatever the watcher missed
+        while True:
+            try:
+                items.append(self._queue.get_nowait())
+            except queue.Empty:
+                return items
+
+
+def _interesting(change, path: str) -> bool:
+    """Skip what no panel shows before it even reaches the pump."""
+    name = os.path.basename(path)
+    return not name.startswith(".") and f"{os.sep}locks{os.sep}" not in path
+
+
+async def watch(root: Path, pump: FeedPump, *, stop: asyncio.Event | None = None) -> None:
+    """Feed the pump from watchfiles until cancelled. A watcher error asks for a rescan
+    (the watcher may have missed anything) and starts a new watcher, backing off while it
+    keeps failing (each failure costs a rescan)."""
+    retry = RETRY_SECONDS
+    while stop is None or not stop.is_set():
+        try:
+            async for batch in awatch(root, watch_filter=_interesting, debounce=DEBOUNCE_MS,
+                                      step=STEP_MS, stop_event=stop):
+                retry = RETRY_SECONDS
+                pump.request(path for _, path in batch)
+            return  # only a stop ends the watcher without an error
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            raise
+        except Exception:  # noqa: BLE001 - any watcher failure: rescan and watch again
+            pump.request_rescan()
+            await asyncio.sleep(retry)
+            retry = min(retry * 2, RESCAN_SECONDS)
+
+
+async def awatch(*args, **kwargs):
+    """``watchfiles.awatch``, imported late (a module attribute so tests can replace it)."""
+    import watchfiles
+
+    async for batch in watchfiles.awatch(*args, **kwargs):
+        yield batch
+

@@ -1,0 +1,85 @@
+"""Driving the cockpit in tests: homes built with the protocol, and waiting without sleeping.
+
+pytest-asyncio is not used: each test is a plain ``def`` that runs its scenario with
+``asyncio.run`` (see ``drive``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from state import protocol
+from state.home import Home
+from state.protocol import Context
+
+from captain_tui.app import CaptainApp
+
+SIZE = (120, 36)
+
+
+def crew(home: Home, name: str, task: str = "Fix the login bug", project: Path | None = None,
+         **kwargs):
+    """A crew recorded only (--no-launch): no tmux needed."""
+    return protocol.recruit(home, name, task, cwd=str(project) if project else None, **kwargs)
+
+
+def as_crew(recruit) -> Context:
+    return Context.from_env(recruit.env)
+
+
+def drive(app: CaptainApp, scenario: Callable, *, size=SIZE) -> None:
+    """Run ``scenario(pilot)`` against ``app`` to completion, in a fresh event loop."""
+
+    async def main() -> None:
+        async with app.run_test(size=size, notifications=True) as pilot:
+            await until(pilot, lambda: app.scanned and app.last_refresh is not None,
+                        what="the first scan of the home")
+            await scenario(pilot)
+
+    asyncio.run(main())
+
+
+async def until(pilot, predicate: Callable[[], object], *, timeout: float = 10.0,
+                what: str = "condition"):
+    """Let the app run until ``predicate()`` is truthy; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        await pilot.pause(0.02)
+
+
+def toasts(app: CaptainApp) -> list[str]:
+    return [f"{n.title}: {n.message}" if n.title else n.message for n in app._notifications]
+
+
+async def type_text(pilot, text: str) -> None:
+    """Type like a person: newlines are Enter."""
+    for line_no, line in enumerate(text.split("\n")):
+        if line_no:
+            await pilot.press("enter")
+        if line:
+            await pilot.press(*line)
+
+
+async def focus_panel(pilot, panel_id: str) -> None:
+    pilot.app.query_one(f"#{panel_id}").table.focus()
+    await pilot.pause()
+
+
+async def select_row(pilot, panel_id: str, key: str) -> None:
+    """Move the cursor of a panel to the row with this key, with keys, as a person would."""
+    panel = pilot.app.query_one(f"#{panel_id}")
+    await until(pilot, lambda: key in panel._keys, what=f"row {key} in {panel_id}")
+    panel.table.focus()
+    await pilot.press("g", *["j"] * panel._keys.index(key))
+    assert panel.current_key == key
+
+
+Scenario = Callable[..., Awaitable[None]]

@@ -1,0 +1,287 @@
+"""The cockpit stays current: records written by other processes reach the right panel, a
+bad or vanished file never crashes it, and the periodic rescan repairs missed events."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from captain_tui import feed
+from captain_tui.app import CaptainApp
+from cockpit_helpers import as_crew, crew, drive, toasts, until
+from conftest import REPO
+from state import crewlog, protocol
+from state.home import Home
+from state.models import RingStamp, now
+from state.protocol import crew_status
+from state.store import encode
+from tmux_helpers import PrivateTmux, needs_tmux
+
+
+@pytest.fixture(autouse=True)
+def private_config(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("CAPTAIN_CONFIG_DIR", str(tmp_path / "config"))
+
+
+def cockpit(home: Home, **knobs) -> CaptainApp:
+    app = CaptainApp(home, run_doorbell=False)
+    for name, value in knobs.items():
+        setattr(app, name, value)
+    return app
+
+
+async def captain_cli(home: Home, cwd: Path, *args: str, env: dict | None = None) -> None:
+    """Another process writes into the home: the real CLI (run off the event loop, so the
+    cockpit keeps running meanwhile)."""
+    full = {k: v for k, v in os.environ.items() if not k.startswith("CAPTAIN_")}
+    full.update({"CAPTAIN_HOME": str(home.root), "PYTHONPATH": str(REPO), **(env or {})})
+    proc = await asyncio.to_thread(
+        subprocess.run, [sys.executable, "-m", "captain_tui", *args], cwd=cwd, env=full,
+        capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+
+
+# -- other processes -------------------------------------------------------------------------
+
+
+def test_records_from_other_processes_reach_the_right_panels(home: Home, project: Path):
+    jack = crew(home, "Jack", project=project)
+    app = cockpit(home)
+
+    async def scenario(pilot):
+        assert app.view.questions() == []
+        # a crew process asks: Questions and Notifications, and Jack's state
+        await captain_cli(home, project, "ask", "Jack", "Squash the commits?", env=jack.env)
+        await until(pilot, lambda: app.view.questions(), what="the question row")
+        assert app.view.questions()[0].text == "Squash the commits?"
+        assert [n.status for n in app.view.notifications()] == ["asked"]
+        assert app.view.crew("jack").state == "asked"
+        panel = app.query_one("#questions")
+        assert panel._keys == [app.view.questions()[0].question_id]  # on screen, not only data
+        # the captain answers from a shell: the question goes, Jack's unread mail goes up
+        q = app.view.questions()[0]
+        await captain_cli(home, project, "answer", "Jack", q.question_id, "Yes",
+                    "--assignment", jack.assignment_id)
+        await until(pilot, lambda: not app.view.questions(), what="the question to go")
+        await until(pilot, lambda: app.view.crew("jack").unread == 2, what="2 unread")
+        # another captain recruits: a new crew row
+        await captain_cli(home, project, "crew", "Gibbs", "--task", "Docs", "--no-launch")
+        await until(pilot, lambda: app.view.crew("gibbs"), what="Gibbs's row")
+        assert "gibbs" in app.query_one("#crew")._keys
+
+    drive(app, scenario)
+
+
+def test_a_held_doorbell_shows_in_doorbells_and_in_the_crew_row(home: Home, project: Path):
+    jack = crew(home, "Jack", project=project)
+    app = cockpit(home)
+
+    async def scenario(pilot):
+        assert app.view.doorbells() == []
+        stamp = RingStamp(crew="Jack", incarnation_id=jack.incarnation_id, gate="human_draft",
+                          held_since=now(), held_head=jack.message_id)
+        home.store.publish(home.ring_stamp_path("jack"), encode(stamp))
+        await until(pilot, lambda: app.view.doorbells(), what="the held doorbell")
+        assert app.view.doorbells()[0].gate == "human_draft"
+        assert app.view.crew("jack").gate == "human_draft"
+        home.store.publish(home.ring_stamp_path("jack"),
+                           encode(stamp.model_copy(update=dict(gate=None, held_since=None))))
+        await until(pilot, lambda: not app.view.doorbells(), what="the gate to clear")
+
+    drive(app, scenario)
+
+
+def test_an_event_updates_only_the_crew_it_touched(home: Home, project: Path, monkeypatch):
+    crew(home, "Jack", project=project)
+    gibbs = crew(home, "Gibbs", "Docs", project=project)
+    f = feed.Feed(home)
+    first = f.rescan()
+    assert set(first.view.crews) == {"jack", "gibbs"}
+    message = protocol.tell(home, "Gibbs", "More", assignment_id=gibbs.assignment_id)
+
+    loads: list[str] = []
+    real_load = crewlog.load
+    monkeypatch.setattr(crewlog, "load", lambda h, key, **kw: loads.append(key) or
+                        real_load(h, key, **kw))
+    monkeypatch.setattr(home, "crew_keys", lambda: pytest.fail("a full rescan for one event"))
+    update = f.apply([str(home.mail_dir("gibbs") / f"{message.message_id}.json")])
+    assert update is not None
+    assert update.view.crews["gibbs"].crew.unread == 2
+    assert update.view.crews["jack"] is first.view.crews["jack"]  # untouched, shared
+    assert loads == []  # mail does not re-read the crew's history
+    assert f.apply([str(home.root / "locks" / "crew-gibbs.lock")]) is None
+
+
+def test_the_feed_agrees_with_crew_status(home: Home, project: Path):
+    """The feed keeps its own cache; its counts must be state's (mailbox's) answers."""
+    jack = crew(home, "Jack", project=project)
+    gibbs = crew(home, "Gibbs", "Docs", project=project)
+    crew(home, "Anne", "Tests", project=project)
+    protocol.tell(home, "Jack", "One", assignment_id=jack.assignment_id)
+    protocol.inbox(home, "Gibbs", deliver=lambda batch: None, ctx=as_crew(gibbs))
+    q = protocol.ask(home, "Gibbs", "Why?", ctx=as_crew(gibbs))
+    protocol.dismiss(home, "Anne")
+    view = feed.Feed(home).rescan().view
+    for row in crew_status(home):
+        shown = view.crews[row["name"].lower()]
+        assert shown.crew.unread == row["unread"], row["name"]
+        assert (shown.question.question_id if shown.question else None) == row["question_id"]
+        assert shown.crew.unacknowledged == row["unacknowledged"]
+    assert "anne" not in view.crews
+    assert view.questions()[0].question_id == q.question_id
+
+
+# -- bad and vanishing files -----------------------------------------------------------------
+
+
+def test_a_deleted_record_and_a_quarantined_one_do_not_crash_the_cockpit(home: Home,
+                                                                        project: Path):
+    jack = crew(home, "Jack", project=project)
+    asked = protocol.ask(home, "Jack", "Which?", ctx=as_crew(jack))
+    app = cockpit(home)
+
+    async def scenario(pilot):
+        await until(pilot, lambda: app.view.notifications(), what="the notification")
+        # a record vanishes under the cockpit
+        (home.notifications_dir("jack") / f"{asked.delivery_id}.json").unlink()
+        await until(pilot, lambda: not app.view.notifications(), what="the row to go")
+        # garbage appears where mail lives: quarantined, reported, the rest still served
+        (home.mail_dir("jack") / "msg_garbage.json").write_bytes(b"\xff not json")
+        await until(pilot, lambda: any("quarantined" in t for t in toasts(app)),
+                    what="the quarantine toast")
+        assert list(home.mail_dir("jack").glob("msg_garbage*")) == []
+        assert app.view.crew("jack").unread == 1 and app.view.questions()
+        # and a whole crew directory that is not a crew
+        (home.root / "crew" / "NotAKey").mkdir()
+        protocol.tell(home, "Jack", "still here", assignment_id=jack.assignment_id)
+        await until(pilot, lambda: app.view.crew("jack").unread == 2, what="later mail")
+
+    drive(app, scenario)
+    assert app.return_code in (None, 0)
+    reasons = [json.loads(p.read_text()) for p in (home.root / "quarantine").glob("*.reason")]
+    assert any("msg_garbage" in r["path"] for r in reasons)
+
+
+# -- the rescan repairs what the watcher missed -----------------------------------------------
+
+
+def test_a_missed_event_is_repaired_by_the_periodic_rescan(home: Home, project: Path):
+    jack = crew(home, "Jack", project=project)
+    app = cockpit(home, watch_home=False, rescan_every=0.3)  # a watcher that hears nothing
+
+    async def scenario(pilot):
+        protocol.ask(home, "Jack", "Anyone there?", ctx=as_crew(jack))
+        await until(pilot, lambda: app.view.questions(), what="the rescan to find it")
+
+    drive(app, scenario)
+
+
+def test_a_watcher_error_triggers_a_rescan(home: Home, project: Path, monkeypatch):
+    jack = crew(home, "Jack", project=project)
+    written = []
+    app = cockpit(home, rescan_every=3600.0)  # no periodic rescan within the test
+
+    async def broken_awatch(*args, **kwargs):
+        while not app.scanned:  # after the start-up scan, so only a later rescan can help
+            await asyncio.sleep(0.01)
+        protocol.ask(home, "Jack", "Hello?", ctx=as_crew(jack))
+        written.append(True)
+        raise RuntimeError("inotify watch limit reached")
+        yield  # pragma: no cover - makes this an async generator
+
+    monkeypatch.setattr(feed, "awatch", broken_awatch)
+    monkeypatch.setattr(feed, "RETRY_SECONDS", 30.0)  # no second watcher within the test
+
+    async def scenario(pilot):
+        await until(pilot, lambda: written, what="the watcher to fail")
+        await until(pilot, lambda: app.view.questions(), what="the rescan after the error")
+
+    drive(app, scenario)
+
+
+def test_the_route_map_follows_the_store_layout(home: Home):
+    root = home.root
+    assert feed.route(root, str(root / "mail/jack/msg_1.json")) == feed.Route("mail", "jack",
+                                                                              "msg_1")
+    assert feed.route(root, str(root / "receipts/jack/msg_1.json")).kind == "read"
+    assert feed.route(root, str(root / "bounces/jack/msg_1.json")).kind == "read"
+    assert feed.route(root, str(root / "notifications/jack/dlv_1.json")).kind == "note"
+    assert feed.route(root, str(root / "acks/jack/dlv_1.json")).kind == "acks"
+    assert feed.route(root, str(root / "crew/jack/events/00000001.json")).kind == "crew"
+    assert feed.route(root, str(root / "crew/jack/state.json")).kind == "crew"
+    assert feed.route(root, str(root / "doorbell/jack.json")) == feed.Route("bell", "jack")
+    assert feed.route(root, str(root / "quarantine/x.reason")).kind == "quarantine"
+    for ignored in ("locks/crew-jack.lock", "returned/jack/dlv_1.json", "home.json",
+                    "mail/jack/.tmp-1-abc", "agents/jack/claude-settings.json"):
+        assert feed.route(root, str(root / ignored)) is None, ignored
+    assert feed.route(root, "/elsewhere/mail/jack/msg_1.json") is None
+
+
+# -- the pane preview ------------------------------------------------------------------------
+
+
+@needs_tmux
+def test_the_pane_preview_shows_the_selected_crews_pane_in_colour(home: Home, project: Path):
+    from captain_tui.launch import launcher
+
+    server = PrivateTmux()
+    script = project / "paint.sh"
+    script.write_text("printf '\\033[31mRED-MARK\\033[0m plain\\n'; exec sleep 600\n")
+    start = launcher(home, name="Jack", key="jack", agent="program",
+                     program=f"sh {script}", cwd=str(project), socket=server.socket)
+    try:
+        protocol.recruit(home, "Jack", "Paint", cwd=str(project), agent="program",
+                         launch=start)
+        app = cockpit(home, preview_every=0.2)
+
+        async def scenario(pilot):
+            screen = app.query_one("#preview #screen")
+            await until(pilot, lambda: "RED-MARK" in str(getattr(screen.content, "plain", "")),
+                        what="the pane's text in the preview")
+            text = screen.content
+            red = [span for span in text.spans if "RED" in text.plain[span.start:span.end]]
+            assert red and red[0].style.color.number == 1  # ANSI red, as the pane printed it
+
+        drive(app, scenario)
+    finally:
+        server.kill()
+
+
+def test_queued_views_coalesce_but_alerts_are_never_dropped():
+    from captain_tui.app import FeedUpdated
+    from widgets.rows import HomeView
+
+    quiet = FeedUpdated(feed.Update(HomeView()))
+    loud = FeedUpdated(feed.Update(HomeView(), alerts=[feed.Alert("asked", "t", "b")]))
+    assert quiet.can_replace(FeedUpdated(feed.Update(HomeView())))  # only the newest matters
+    assert not loud.can_replace(quiet)  # an alert must still be raised
+
+
+def test_a_home_that_cannot_be_read_is_reported_and_read_again(home: Home, project: Path,
+                                                                monkeypatch):
+    from state.errors import CaptainError
+
+    crew(home, "Jack", project=project)
+    real = home.crew_keys
+    calls = []
+
+    def flaky() -> list[str]:
+        calls.append(1)
+        if len(calls) == 1:
+            raise CaptainError("store_error", "crew/ is a symlink (never followed)")
+        return real()
+
+    monkeypatch.setattr(home, "crew_keys", flaky)
+    app = cockpit(home)
+
+    async def scenario(pilot):
+        assert app.view.crew("jack") is not None  # the retry read it
+        assert any("could not be read" in t and "symlink" in t for t in toasts(app))
+
+    drive(app, scenario)

@@ -1,0 +1,144 @@
+"""What the cockpit looks like, pinned: the main screen, each modal, the empty state and the
+help screen, on a fixed home at a fixed time (pytest-textual-snapshot).
+
+Regenerate after a deliberate UI change with
+``pytest tests/test_app_snapshots.py --snapshot-update`` and look at the SVGs in
+``tests/__snapshots__/test_app_snapshots/`` before committing them.
+"""
+
+from __future__ import annotations
+
+import itertools
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from captain_tui.app import CaptainApp
+from cockpit_helpers import SIZE, until
+from state import mailbox, notify, protocol
+from state.home import Home
+from state.models import RingStamp
+from state.protocol import Context
+from state.store import encode
+
+NOW = datetime(2026, 11, 29, 14, 30, 0, tzinfo=timezone.utc)
+PROJECT = "/work/ship"  # recorded, never touched: owned paths show in the assign form
+
+
+@pytest.fixture(autouse=True)
+def private_config(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("CAPTAIN_CONFIG_DIR", str(tmp_path / "config"))
+
+
+class FixedTime:
+    """Record times and IDs the same on every run."""
+
+    def __init__(self, monkeypatch) -> None:
+        self.at = NOW
+        counter = itertools.count(1)
+        ids = lambda prefix: f"{prefix}_{next(counter):026d}"  # noqa: E731
+        for module in (protocol, notify, mailbox):
+            monkeypatch.setattr(module, "now", lambda: self.at)
+        for module in (protocol, notify):
+            monkeypatch.setattr(module, "new_id", ids)
+
+    def ago(self, **delta) -> None:
+        self.at = NOW - timedelta(**delta)
+
+
+@pytest.fixture
+def crewed_home(home: Home, monkeypatch) -> Home:
+    """Four crew, each in a different situation."""
+    t = FixedTime(monkeypatch)
+    t.ago(hours=2)
+    jack = protocol.recruit(home, "Jack", "Fix the login bug: sessions expire after 5 "
+                            "minutes instead of 30.", owns=["src/auth"],
+                            allow=["edit", "test"], cwd=PROJECT, agent="claude")
+    gibbs = protocol.recruit(home, "Gibbs", "Write the 2.0 changelog", owns=["CHANGELOG.md"],
+                             allow=["edit"], cwd=PROJECT, agent="codex")
+    anamaria = protocol.recruit(home, "Anamaria", "Profile the [slow] search endpoint",
+                                cwd=PROJECT)
+    protocol.recruit(home, "Elizabeth", "Review the billing refactor", cwd=PROJECT,
+                     agent="program")
+    t.ago(minutes=50)
+    protocol.inbox(home, "Gibbs", deliver=lambda batch: None, ctx=Context.from_env(gibbs.env))
+    protocol.inbox(home, "Jack", deliver=lambda batch: None, ctx=Context.from_env(jack.env))
+    t.ago(minutes=12)
+    protocol.ask(home, "Jack", "Keep the old session format, or migrate everyone on their "
+                 "next login?", ctx=Context.from_env(jack.env))
+    t.ago(minutes=9)
+    protocol.done(home, "Gibbs", "Changelog written; every link checked.",
+                  ctx=Context.from_env(gibbs.env))
+    t.ago(minutes=4)
+    protocol.tell(home, "Anamaria", "Also check the cache hit rate.",
+                  assignment_id=anamaria.assignment_id)
+    home.store.publish(home.ring_stamp_path("anamaria"), encode(RingStamp(
+        crew="Anamaria", incarnation_id=anamaria.incarnation_id, gate="human_draft",
+        held_since=NOW - timedelta(minutes=4), held_head=None)))
+    t.ago(minutes=1)
+    notify.signal(home, "Elizabeth", "awaiting_approval",
+                  "Elizabeth is waiting at an approval prompt: run rm -rf build/?",
+                  at=NOW - timedelta(minutes=1))
+    return home
+
+
+def cockpit(home: Home) -> CaptainApp:
+    return CaptainApp(home, run_doorbell=False, clock=lambda: NOW)
+
+
+def ready(*keys: str):
+    """run_before: wait for the first scan, press keys, and stop cursors blinking."""
+
+    async def run_before(pilot) -> None:
+        app = pilot.app
+        await until(pilot, lambda: app.scanned and app.last_refresh is not None,
+                    what="the first scan")
+        if keys:
+            await pilot.press(*keys)
+            await until(pilot, lambda: len(app.screen_stack) > 1, what="the modal")
+        for widget in app.screen.query("Input, TextArea"):
+            widget.cursor_blink = False
+        await pilot.pause()
+
+    return run_before
+
+
+def test_main_screen(snap_compare, crewed_home: Home):
+    assert snap_compare(cockpit(crewed_home), terminal_size=SIZE, run_before=ready())
+
+
+def test_empty_home(snap_compare, home: Home):
+    assert snap_compare(cockpit(home), terminal_size=SIZE, run_before=ready())
+
+
+def test_help_screen(snap_compare, home: Home):
+    assert snap_compare(cockpit(home), terminal_size=SIZE, run_before=ready("f1"))
+
+
+def test_answer_form(snap_compare, crewed_home: Home):
+    assert snap_compare(cockpit(crewed_home), terminal_size=SIZE, run_before=ready("a"))
+
+
+def test_tell_form(snap_compare, crewed_home: Home):
+    # Anamaria is the first crew row
+    assert snap_compare(cockpit(crewed_home), terminal_size=SIZE, run_before=ready("t"))
+
+
+def test_assign_form(snap_compare, crewed_home: Home):
+    # down to Gibbs, who is done (its done is not acknowledged yet: the form says so)
+    assert snap_compare(cockpit(crewed_home), terminal_size=SIZE,
+                        run_before=ready("j", "j", "n"))
+
+
+def test_recruit_form(snap_compare, home: Home):
+    assert snap_compare(cockpit(home), terminal_size=SIZE, run_before=ready("r"))
+
+
+def test_dismiss_confirmation(snap_compare, crewed_home: Home):
+    assert snap_compare(cockpit(crewed_home), terminal_size=SIZE, run_before=ready("d"))
+
+
+def test_settings_screen(snap_compare, home: Home):
+    assert snap_compare(cockpit(home), terminal_size=SIZE, run_before=ready("s"))
+

@@ -1,0 +1,64 @@
+"""The pane preview: the selected crew's tmux pane, as it looks, colours and all.
+
+It renders what the app captured (``tmux capture-pane -e``); it never talks to tmux.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Static
+
+
+class PanePreview(Vertical):
+    DEFAULT_CSS = """
+    PanePreview {
+        border: round $panel-lighten-2;
+        border-title-color: $text-muted;
+        border-title-style: bold;
+        height: 1fr;
+    }
+    PanePreview > #screen {
+        height: 1fr;
+        overflow: hidden;
+    }
+    PanePreview > .empty {
+        color: $text-muted;
+        padding: 1 2;
+    }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="screen", markup=False)
+        yield Static("Select a crew to see its pane.", classes="empty", markup=False)
+
+    def on_mount(self) -> None:
+        self.border_title = "Pane"
+        self.query_one("#screen").display = False
+
+    _shown: tuple | None = None
+
+    def show_capture(self, crew: str, capture: str) -> None:
+        """The bottom of the pane (where the composer and the latest output are)."""
+        if self._shown == (crew, capture, self.size):
+            return  # an idle pane: nothing to re-render
+        self._shown = (crew, capture, self.size)
+        lines = capture.rstrip("\n").split("\n")
+        while lines and not lines[-1].strip():
+            lines.pop()  # an idle agent leaves the pane's lower half blank
+        height = max(self.size.height - 2, 1)
+        text = Text.from_ansi("\n".join(lines[-height:]), no_wrap=True, overflow="crop")
+        self.border_title = f"Pane · {crew}"
+        screen = self.query_one("#screen", Static)
+        screen.update(text)
+        screen.display = True
+        self.query_one(".empty").display = False
+
+    def show_message(self, title: str, message: str) -> None:
+        self._shown = None
+        self.border_title = title
+        self.query_one("#screen").display = False
+        empty = self.query_one(".empty", Static)
+        empty.update(message)
+        empty.display = True

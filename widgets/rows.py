@@ -1,0 +1,118 @@
+"""What the cockpit's panels show, as plain immutable data.
+
+The feed (``captain_tui.feed``) builds these from the home; the panels render them. They are
+frozen so one ``HomeView`` can be handed from the feed's thread to the UI without copying:
+an update replaces the ``CrewView`` of the crew it touched and shares every other one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from state.models import PaneLocator
+
+# Statuses that need the captain now: they raise an alert (toast, bell, desktop notice).
+ALERT_STATUSES = frozenset({"asked", "awaiting_approval", "bounced"})
+
+
+@dataclass(frozen=True)
+class CrewRow:
+    key: str  # the crew name in lower case: the row key in every panel
+    name: str
+    agent: str
+    state: str  # assigned | asked | approval | done
+    assignment_id: str
+    incarnation_id: str
+    task: str
+    unread: int
+    last_activity: datetime | None
+    gate: str | None  # what holds the doorbell, None when nothing does
+    pane: PaneLocator | None
+    unacknowledged: int = 0  # notifications of this crew not yet acknowledged
+    owns: tuple[str, ...] = ()  # the assignment's grants, offered again for the next one
+    allow: tuple[str, ...] = ()
+
+    @property
+    def done(self) -> bool:
+        return self.state == "done"
+
+
+@dataclass(frozen=True)
+class QuestionRow:
+    key: str
+    crew: str
+    question_id: str
+    assignment_id: str
+    text: str
+    asked_at: datetime
+
+
+@dataclass(frozen=True)
+class DoorbellRow:
+    key: str
+    crew: str
+    gate: str
+    held_since: datetime | None
+
+
+@dataclass(frozen=True)
+class NotificationRow:
+    key: str
+    crew: str
+    delivery_id: str
+    status: str
+    assignment_id: str
+    summary: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class CrewView:
+    """Everything the cockpit shows about one crew."""
+
+    crew: CrewRow
+    question: QuestionRow | None = None
+    doorbell: DoorbellRow | None = None
+    notifications: tuple[NotificationRow, ...] = ()
+
+
+@dataclass(frozen=True)
+class HomeView:
+    """The whole cockpit's data at one moment. ``crews`` is never mutated after creation."""
+
+    crews: dict[str, CrewView] = field(default_factory=dict)
+
+    def crew_rows(self) -> list[CrewRow]:
+        return [self.crews[k].crew for k in sorted(self.crews)]
+
+    def questions(self) -> list[QuestionRow]:
+        """Pending questions, oldest first (the one that has waited longest on top)."""
+        found = [v.question for v in self.crews.values() if v.question is not None]
+        return sorted(found, key=lambda q: (q.asked_at, q.question_id))
+
+    def doorbells(self) -> list[DoorbellRow]:
+        """Held rings, longest held first."""
+        found = [v.doorbell for v in self.crews.values() if v.doorbell is not None]
+        return sorted(found, key=lambda d: (d.held_since is None, d.held_since or 0, d.key))
+
+    def notifications(self) -> list[NotificationRow]:
+        """Unacknowledged notifications, newest first."""
+        found = [n for v in self.crews.values() for n in v.notifications]
+        return sorted(found, key=lambda n: (n.created_at, n.delivery_id), reverse=True)
+
+    def crew(self, key: str | None) -> CrewRow | None:
+        view = self.crews.get(key) if key else None
+        return view.crew if view else None
+
+    def notification(self, delivery_id: str | None) -> NotificationRow | None:
+        for n in self.notifications():
+            if n.delivery_id == delivery_id:
+                return n
+        return None
+
+    def question(self, question_id: str | None) -> QuestionRow | None:
+        for q in self.questions():
+            if q.question_id == question_id:
+                return q
+        return None
