@@ -125,12 +125,11 @@ def cmd_crew(args, out: Out) -> int:
     cwd = str(Path(args.cwd or ".").resolve())
     launch = None
     if not args.no_launch:
-        from captain_tui import agents
-        from captain_tui.tmux import resolve_socket
+        from captain_tui.launch import launcher
 
-        launch = agents.launcher(home, args.name, crew_key(args.name), agent=args.agent,
-                                 program=args.program, socket=resolve_socket(args.socket),
-                                 session=args.session, cwd=cwd)
+        launch = launcher(home, name=args.name, key=crew_key(args.name), agent=args.agent,
+                          program=args.program, socket=args.socket, session=args.session,
+                          cwd=cwd)
     r = protocol.recruit(home, args.name, args.task, owns=args.owns, allow=args.allow,
                          handoff=args.handoff, cwd=cwd, agent=args.agent, ctx=_ctx(),
                          launch=launch)
@@ -291,13 +290,10 @@ def cmd_dismiss(args, out: Out) -> int:
     protocol.check_captain(ctx, "dismiss")
     snapshot, _ = crewlog.load(home, crew_key(args.name))
     stopped = None
-    if snapshot is not None and snapshot.dismissed_at is None and snapshot.pane is not None:
-        from captain_tui.tmux import Tmux
+    if snapshot is not None and snapshot.dismissed_at is None:
+        from captain_tui.launch import close_pane
 
-        try:
-            stopped = Tmux(snapshot.pane.socket).kill_pane(snapshot.pane)
-        except CaptainError:
-            stopped = False
+        stopped = close_pane(snapshot.pane)
     bounced = protocol.dismiss(home, args.name, ctx=ctx)
     ids = [b.message_id for b in bounced]
     extra = f"; {len(ids)} unread message(s) bounced" if ids else ""

@@ -1,8 +1,4 @@
-"""Starting and stopping a crew's tmux window from the cockpit.
-
-This mirrors ``captain_tui.cli._launcher`` and the pane half of ``cli.cmd_dismiss`` (the CLI
-is edited elsewhere; the two should become one helper).
-"""
+"""Starting and stopping a crew's tmux window, for the cockpit and the CLI alike."""
 
 from __future__ import annotations
 
@@ -12,22 +8,13 @@ from state.models import PaneLocator
 
 def launcher(home, *, name: str, key: str, agent: str, program: str | None, cwd: str,
              socket: str | None = None, session: str = "captain"):
-    """The launch ``protocol.recruit`` runs under its locks once every rule has passed.
-
-    The tmux server is resolved now, so ``tmux_unavailable`` comes before anything is
-    written.
-    """
+    """``agents.launcher`` on the server ``socket`` resolves to (flag > env > tmux > captain);
+    resolved now, so ``tmux_unavailable`` comes before anything is written."""
     from captain_tui import agents
-    from captain_tui.tmux import Tmux, resolve_socket
+    from captain_tui.tmux import resolve_socket
 
-    tmux = Tmux(resolve_socket(socket))
-
-    def launch(env: dict[str, str]):
-        command = agents.command_for(agent, home, key, program)
-        locator = tmux.open_window(session, name, cwd, agents.pane_env(env), command)
-        return locator, lambda: tmux.kill_pane(locator)
-
-    return launch
+    return agents.launcher(home, name, key, agent=agent, program=program,
+                           socket=resolve_socket(socket), session=session, cwd=cwd)
 
 
 def close_pane(pane: PaneLocator | None) -> bool | None:
