@@ -4,7 +4,8 @@ Threads and messages, in one place:
 
 - the feed pump (a thread worker) owns the ``Feed``; it reads the home and posts
   ``FeedUpdated`` with a fresh immutable ``HomeView``;
-- the watcher (an async worker) turns ``watchfiles.awatch`` batches into pump requests;
+- the watcher (a thread worker running ``watchfiles.awatch`` on an event loop of its own,
+  see ``feed.Watcher``) turns change batches into pump requests;
 - the doorbell (a thread worker) runs ``Runner.tick`` like ``captain wait`` does, so held
   mail rings in while the cockpit is open;
 - every action runs its protocol call in a thread worker and reports back with
@@ -105,6 +106,7 @@ class CaptainApp(App):
         self.drafts: dict[str, dict[str, Any]] = {}  # cancelled forms' text, by draft key
         self._jobs: dict[FormScreen, tuple[Callable[[dict], str], str | None]] = {}
         self._pump: feed.FeedPump | None = None
+        self._watcher: feed.Watcher | None = None
         self._stopping = False
         self._last_problem: str | None = None
 
@@ -134,9 +136,6 @@ class CaptainApp(App):
                                    report=lambda exc: self.post_message(FeedProblem(exc)))
         self.run_worker(self._pump.run, thread=True, name="feed", group="feed",
                         exit_on_error=False)
-        if self.watch_home:
-            self.run_worker(feed.watch(self.home.root, self._pump), name="watcher",
-                            group="feed", exit_on_error=False)
         if self.run_doorbell:
             self.run_worker(self._doorbell_loop, thread=True, name="doorbell",
                             group="doorbell", exit_on_error=False)
@@ -147,6 +146,8 @@ class CaptainApp(App):
         self._stopping = True
         if self._pump is not None:
             self._pump.stop()
+        if self._watcher is not None:
+            self._watcher.stop()
 
     @property
     def _closing_down(self) -> bool:
@@ -165,6 +166,11 @@ class CaptainApp(App):
         if self._closing_down:
             return
         self._show()
+        if self.watch_home and self._watcher is None:
+            # after the first rows are painted (see feed.Watcher); once up, it rescans
+            self._watcher = feed.Watcher(self.home.root, self._pump)
+            self.run_worker(self._watcher.run, thread=True, name="watcher", group="feed",
+                            exit_on_error=False)
         for alert in update.alerts:
             self._alert(alert)
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import os
 import queue
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -38,8 +39,10 @@ from widgets.rows import (
 RESCAN_SECONDS = 30.0
 DEBOUNCE_MS = 20  # watchfiles' default (1600 ms) would blow the 100 ms event-to-row budget
 STEP_MS = 20  # the watcher thread wakes this often while idle: latency against idle CPU
-PROGRESS_SECONDS = 0.1  # during a long first scan, show what is read so far this often
+PROGRESS_FIRST = 0.1  # during a long first scan, show the rows read so far this soon,
+PROGRESS_LATER = 0.5  # then this often (each showing re-renders every panel)
 RETRY_SECONDS = 1.0  # a watcher that failed is restarted after this long
+WAKE_MS = 1000  # an idle watcher says it is alive this often (the first time: it is up)
 
 # -- which panel a changed path touches ------------------------------------------------------
 
@@ -104,7 +107,6 @@ def _alert_for(n: Notification) -> Alert:
 class Update:
     view: HomeView
     alerts: list[Alert] = field(default_factory=list)
-    full: bool = False  # a rescan (or part of one), not an event
     scanned: bool = True  # False while the first scan is still under way
 
 
@@ -142,21 +144,22 @@ class Feed:
         """Read every crew again (only files not seen before are parsed)."""
         alerts: list[Alert] = []
         crews: dict[str, CrewView] = {}
-        shown = time.monotonic()
+        shown, pause = time.monotonic(), PROGRESS_FIRST
         keys = self.home.crew_keys()
         for key in keys:
             view = self._refresh_crew(key, alerts)
             if view is not None:
                 crews[key] = view
             if progress is not None and not self.scanned \
-                    and time.monotonic() - shown >= PROGRESS_SECONDS:
-                progress(Update(HomeView(dict(crews)), full=True, scanned=False))
+                    and time.monotonic() - shown >= pause:
+                progress(Update(HomeView(dict(crews)), scanned=False))
                 shown = time.monotonic()
+                pause = PROGRESS_LATER  # the first rows soon, then let the scan get on
         for gone in set(self._cache) - set(keys):
             del self._cache[gone]
         self.view = HomeView(crews)
         self.scanned = True
-        return Update(self.view, alerts, full=True)
+        return Update(self.view, alerts)
 
     def apply(self, paths: Iterable[str]) -> Update | None:
         """Re-read what these changed paths touched; None when nothing shown changed."""
@@ -237,24 +240,28 @@ class Feed:
             cache.mail[message_id] = None
 
     def _sync_mail(self, key: str, cache: _CrewCache) -> None:
-        names = set(self.home.store.names(self.home.mail_dir(key)))
+        directory = self.home.mail_dir(key)
+        names = set(self.home.store.names(directory))
         for gone in cache.mail.keys() - names:
             del cache.mail[gone]
         for name in names - cache.mail.keys():
-            self._one_mail(key, cache, name)
+            self._add_mail(directory, cache, name)
 
     def _one_mail(self, key: str, cache: _CrewCache, message_id: str) -> None:
-        path = self.home.mail_dir(key) / f"{message_id}.json"
-        if not os.path.lexists(path):
+        """An event about one message: it may be new, or gone (quarantined)."""
+        directory = self.home.mail_dir(key)
+        if not os.path.lexists(directory / f"{message_id}.json"):
             cache.mail.pop(message_id, None)
-        elif message_id in cache.mail:
-            pass  # create-once: what we parsed is what is there
-        elif message_id in cache.read:
+        elif message_id not in cache.mail:  # create-once: what we parsed is what is there
+            self._add_mail(directory, cache, message_id)
+
+    def _add_mail(self, directory: Path, cache: _CrewCache, message_id: str) -> None:
+        if message_id in cache.read:
             cache.mail[message_id] = None  # read mail counts by name; no need to parse it
-        else:
-            m = self.home.store.read(path, Message)  # a bad file is quarantined, not raised
-            if m is not None:
-                cache.mail[message_id] = _Mail(m.incarnation_id, m.queued_at)
+            return
+        m = self.home.store.read(directory / f"{message_id}.json", Message)
+        if m is not None:  # a bad file is quarantined (and reported), never raised
+            cache.mail[message_id] = _Mail(m.incarnation_id, m.queued_at)
 
     # notifications: an acknowledged one is never parsed
 
@@ -264,24 +271,27 @@ class Feed:
             cache.notes[delivery_id] = None
 
     def _sync_notes(self, key: str, cache: _CrewCache, alerts: list[Alert]) -> None:
-        names = set(self.home.store.names(self.home.notifications_dir(key)))
+        directory = self.home.notifications_dir(key)
+        names = set(self.home.store.names(directory))
         for gone in cache.notes.keys() - names:
             del cache.notes[gone]
         for name in sorted(names - cache.notes.keys()):
-            self._one_note(key, cache, name, alerts)
+            self._add_note(directory, cache, name, alerts)
 
     def _one_note(self, key: str, cache: _CrewCache, delivery_id: str,
                   alerts: list[Alert]) -> None:
-        path = self.home.notifications_dir(key) / f"{delivery_id}.json"
-        if not os.path.lexists(path):
+        directory = self.home.notifications_dir(key)
+        if not os.path.lexists(directory / f"{delivery_id}.json"):
             cache.notes.pop(delivery_id, None)
-            return
-        if delivery_id in cache.notes:
-            return
+        elif delivery_id not in cache.notes:
+            self._add_note(directory, cache, delivery_id, alerts)
+
+    def _add_note(self, directory: Path, cache: _CrewCache, delivery_id: str,
+                  alerts: list[Alert]) -> None:
         if delivery_id in cache.acked:
-            cache.notes[delivery_id] = None
+            cache.notes[delivery_id] = None  # acknowledged: never shown, never parsed
             return
-        n = self.home.store.read(path, Notification)
+        n = self.home.store.read(directory / f"{delivery_id}.json", Notification)
         if n is None:
             return
         cache.notes[delivery_id] = n
@@ -421,23 +431,71 @@ def _interesting(change, path: str) -> bool:
 
 
 async def watch(root: Path, pump: FeedPump, *, stop: asyncio.Event | None = None) -> None:
-    """Feed the pump from watchfiles until cancelled. A watcher error asks for a rescan
-    (the watcher may have missed anything) and starts a new watcher, backing off while it
-    keeps failing (each failure costs a rescan)."""
+    """Feed the pump from watchfiles until ``stop`` (or cancellation). A watcher error asks
+    for a rescan (the watcher may have missed anything) and starts a new watcher, backing
+    off while it keeps failing (each failure costs a rescan)."""
+    stop = stop or asyncio.Event()
     retry = RETRY_SECONDS
-    while stop is None or not stop.is_set():
+    while not stop.is_set():
         try:
+            up = False
             async for batch in awatch(root, watch_filter=_interesting, debounce=DEBOUNCE_MS,
-                                      step=STEP_MS, stop_event=stop):
-                retry = RETRY_SECONDS
-                pump.request(path for _, path in batch)
+                                      step=STEP_MS, stop_event=stop, yield_on_timeout=True,
+                                      rust_timeout=WAKE_MS):
+                if not up:
+                    # the first yield (an empty one if nothing happened) means inotify is
+                    # set up: rescan once for what changed while it was being set up
+                    up = True
+                    pump.request_rescan()
+                if batch:
+                    retry = RETRY_SECONDS
+                    pump.request(path for _, path in batch)
             return  # only a stop ends the watcher without an error
         except (asyncio.CancelledError, KeyboardInterrupt):
             raise
         except Exception:  # noqa: BLE001 - any watcher failure: rescan and watch again
             pump.request_rescan()
-            await asyncio.sleep(retry)
+            try:
+                await asyncio.wait_for(stop.wait(), retry)
+            except asyncio.TimeoutError:
+                pass
             retry = min(retry * 2, RESCAN_SECONDS)
+
+
+class Watcher:
+    """``watch`` on an event loop of its own; ``run`` blocks (call it in a thread worker).
+
+    Not on the app's loop: watchfiles sets up inotify on the whole home before it yields
+    anything, synchronously and holding the GIL, which on a big home takes long enough
+    (about a second for 100 crew and 200k files) to stall the screen. The app starts it
+    after the first rows are on screen.
+    """
+
+    def __init__(self, root: Path, pump: FeedPump) -> None:
+        self.root = root
+        self.pump = pump
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._stopped = False
+
+    def run(self) -> None:
+        loop = asyncio.new_event_loop()
+        with self._lock:
+            if self._stopped:
+                loop.close()
+                return
+            self._loop, self._stop = loop, asyncio.Event()
+        try:
+            loop.run_until_complete(watch(self.root, self.pump, stop=self._stop))
+        finally:
+            loop.close()
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopped = True
+            if self._loop is not None and not self._loop.is_closed():
+                self._loop.call_soon_threadsafe(self._stop.set)
 
 
 async def awatch(*args, **kwargs):

@@ -285,3 +285,27 @@ def test_a_home_that_cannot_be_read_is_reported_and_read_again(home: Home, proje
         assert any("could not be read" in t and "symlink" in t for t in toasts(app))
 
     drive(app, scenario)
+
+
+def test_events_arrive_through_the_watcher_not_a_rescan(home: Home, project: Path,
+                                                         monkeypatch):
+    jack = crew(home, "Jack", project=project)
+    finished_rescans = []
+    real = feed.Feed.rescan
+
+    def counted(self, progress=None):
+        update = real(self, progress)
+        finished_rescans.append(1)
+        return update
+
+    monkeypatch.setattr(feed.Feed, "rescan", counted)
+    app = cockpit(home, rescan_every=3600.0)
+
+    async def scenario(pilot):
+        # start-up scan, then the one the watcher asks for once inotify is set up
+        await until(pilot, lambda: len(finished_rescans) >= 2, what="the watcher to be up")
+        protocol.ask(home, "Jack", "Heard me?", ctx=as_crew(jack))
+        await until(pilot, lambda: app.view.questions(), what="the watcher's event")
+        assert len(finished_rescans) == 2
+
+    drive(app, scenario)

@@ -303,8 +303,24 @@ FLAGS = ["--json", "--all", "--timeout", "--ack", "--task", "--owns", "--allow",
 tokens = st.one_of(st.sampled_from(COMMANDS + FLAGS + ["Jack", "0", "src", "edit"]), any_text)
 
 
+# Commands that run until a person quits: the cockpit (no command), the demo, watch.
+INTERACTIVE = (None, "demo", "watch")
+
+
+def _interactive(argv: list[str]) -> bool:
+    sink = io.StringIO()
+    with redirect_stdout(sink), redirect_stderr(sink):
+        try:
+            return getattr(build_parser().parse_args(argv), "command", None) in INTERACTIVE
+        except SystemExit:
+            return False  # a usage error: exits 2 without running anything
+
+
 def _dangerous(argv: list[str]) -> bool:
-    """Args we must not fuzz: a --home anywhere on disk, or a long real wait."""
+    """Args we must not fuzz: a --home anywhere on disk, a long real wait, or a command
+    that runs until a person quits."""
+    if _interactive(argv):
+        return True
     for i, arg in enumerate(argv):
         if arg.startswith("--ho"):
             return True
