@@ -95,6 +95,12 @@ def _copies(capture: str, text: str) -> int:
     return _squash(screens.strip_ansi(capture)).count(_squash(text))
 
 
+def _look(tmux: Tmux, snapshot: CrewSnapshot, info) -> tuple[str, screens.Screen]:
+    """One capture of the crew's pane (with colours) and what the screen reader makes of it."""
+    capture = tmux.capture(snapshot.pane, ansi=True)
+    return capture, screens.read_screen(capture, snapshot.agent, cursor=info.cursor)
+
+
 def _poll(tmux: Tmux, snapshot: CrewSnapshot, until, seconds: float) -> screens.Screen | None:
     """Re-read the pane until ``until(screen, capture)`` holds; None on timeout or loss."""
     deadline = time.monotonic() + seconds
@@ -102,8 +108,7 @@ def _poll(tmux: Tmux, snapshot: CrewSnapshot, until, seconds: float) -> screens.
         info = tmux.pane(snapshot.pane)
         if info.state != ALIVE:
             return None
-        capture = tmux.capture(snapshot.pane, ansi=True)
-        seen = screens.read_screen(capture, snapshot.agent, cursor=info.cursor)
+        capture, seen = _look(tmux, snapshot, info)
         if until(seen, capture):
             return seen
         if time.monotonic() >= deadline:
@@ -174,8 +179,7 @@ def _ring_locked(home: Home, key: str, at: datetime) -> Outcome:
     if stamp.rung_at is not None and at - stamp.rung_at < COOLDOWN:
         return hold("cooldown", "rung less than 5 s ago")
     try:
-        capture = tmux.capture(snapshot.pane, ansi=True)
-        seen = screens.read_screen(capture, snapshot.agent, cursor=info.cursor)
+        capture, seen = _look(tmux, snapshot, info)
         # An approval prompt first: its blinking bullet would otherwise make the gate flip
         # to not_quiescent and back, and status would show the wrong gate and start time.
         if seen.approval:
@@ -242,8 +246,7 @@ def check_approval(home: Home, name: str) -> bool:
         info = tmux.pane(snapshot.pane)
         if info.state != ALIVE:
             return False
-        seen = screens.read_screen(tmux.capture(snapshot.pane, ansi=True), snapshot.agent,
-                                   cursor=info.cursor)
+        _, seen = _look(tmux, snapshot, info)
     except CaptainError:
         return False
     with home.store.lock(f"ring-{key}"):

@@ -19,7 +19,7 @@ from state.models import (
     Notification, Question, Recruited,
 )
 from state.store import encode
-from state.text import summarize
+from state.text import bounce_summary, summarize
 
 EVENT_NAME = "{:08d}"
 
@@ -130,7 +130,7 @@ def settle(home: Home, key: str, snapshot: CrewSnapshot, event) -> None:
             _notify(home, key, Notification(
                 delivery_id=mail.delivery_id, status="bounced", crew=name,
                 assignment_id=event.assignment_id,
-                summary=summarize(f"{mail.message_id} bounced ({event.reason}): {mail.summary}"),
+                summary=bounce_summary(mail.message_id, event.reason, mail.summary),
                 queued_at=mail.queued_at, created_at=event.at, message_id=mail.message_id))
 
 

@@ -22,7 +22,8 @@ from state.models import (
 )
 from state.store import encode
 from state.text import (
-    check_actions, check_text, crew_key, is_within, normalise_path, overlaps, summarize,
+    bounce_summary, check_actions, check_text, crew_key, is_within, normalise_path, overlaps,
+    summarize,
 )
 
 
@@ -366,8 +367,7 @@ def bounce(home: Home, name: str, reason: str) -> list[Bounce]:
             n = Notification(delivery_id=record.delivery_id, status="bounced", crew=snapshot.name,
                              assignment_id=m.assignment_id, queued_at=m.queued_at,
                              created_at=record.bounced_at, message_id=m.message_id,
-                             summary=summarize(f"{m.message_id} bounced ({record.reason}): "
-                                               f"{m.text}"))
+                             summary=bounce_summary(m.message_id, record.reason, m.text))
             home.store.create_once(path, encode(n), same=lambda old, new: True)
     return out
 

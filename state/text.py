@@ -59,6 +59,11 @@ def summarize(text: str) -> str:
     return text[: SUMMARY_MAX - 1] + "…"
 
 
+def bounce_summary(message_id: str, reason: str, text: str) -> str:
+    """What a ``bounced`` notification says, whoever bounced the mail."""
+    return summarize(f"{message_id} bounced ({reason}): {text}")
+
+
 def check_actions(actions: list[str]) -> list[str]:
     out: list[str] = []
     for action in actions:
