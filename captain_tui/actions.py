@@ -58,13 +58,17 @@ def recruit(home: Home, form: RecruitForm) -> str:
     agent = "program" if form.command else form.agent
     if agent == "program" and not form.command:
         raise CaptainError("invalid_argument", "a program crew needs a command to run.")
-    start = None
+    start = later = None
     if form.launch:
         start = launch.launcher(home, name=form.name, key=crew_key(form.name), agent=agent,
                                 program=form.command, cwd=cwd)
+        later = launch.later(program=form.command, cwd=cwd)
     r = protocol.recruit(home, form.name, form.task, owns=list(form.owns),
-                         allow=list(form.allow), cwd=cwd, agent=agent, launch=start)
+                         allow=list(form.allow), cwd=cwd, agent=agent, launch=start,
+                         later=later)
     where = "in a new tmux window" if form.launch else "(not launched: start it yourself)"
+    if r.queued:
+        where = "queued: every ledger slot is held; its window opens when one frees"
     return f"Recruited {r.crew} {where}; assignment {r.assignment_id}."
 
 
@@ -76,7 +80,7 @@ def dismiss(home: Home, crew: str) -> str:
     closed = None
     if snapshot is not None and snapshot.dismissed_at is None:
         closed = launch.close_pane(snapshot.pane)
-    bounced = protocol.dismiss(home, crew)
+    bounced = protocol.dismiss(home, crew, stopped=closed)
     extra = f"; {len(bounced)} unread message(s) bounced" if bounced else ""
     pane = {True: "; its window is closed", False: "; its window could NOT be confirmed "
             "closed", None: ""}[closed]

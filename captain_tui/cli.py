@@ -123,21 +123,27 @@ def cmd_crew(args, out: Out) -> int:
     args.agent = args.agent or ("program" if args.program else "shell")
     home = _home(args)
     cwd = str(Path(args.cwd or ".").resolve())
-    launch = None
+    launch = later = None
     if not args.no_launch:
-        from captain_tui.launch import launcher
+        from captain_tui import launch as runtime
 
-        launch = launcher(home, name=args.name, key=crew_key(args.name), agent=args.agent,
-                          program=args.program, socket=args.socket, session=args.session,
-                          cwd=cwd)
+        launch = runtime.launcher(home, name=args.name, key=crew_key(args.name),
+                                  agent=args.agent, program=args.program, socket=args.socket,
+                                  session=args.session, cwd=cwd)
+        later = runtime.later(program=args.program, cwd=cwd, socket=args.socket,
+                              session=args.session)
     r = protocol.recruit(home, args.name, args.task, owns=args.owns, allow=args.allow,
                          handoff=args.handoff, cwd=cwd, agent=args.agent, ctx=_ctx(),
-                         launch=launch)
+                         launch=launch, later=later)
     from state import crewlog
 
     snapshot, _ = crewlog.load(home, crew_key(args.name))
     pane = snapshot.pane.model_dump() if snapshot and snapshot.pane else None
-    if pane:
+    if r.queued:
+        where = (f"queued: every ledger slot is held, so its pane starts when one frees "
+                 f"(work item {r.work_id}; see captain work list --state queued). A running "
+                 "captain watch, wait or the cockpit starts it.")
+    elif pane:
         where = (f"in tmux pane {pane['pane_id']} (session {pane['session']}, socket "
                  f"{pane['socket']}).\nArm a wait so held doorbells are retried: captain wait "
                  f"{r.crew}")
@@ -145,7 +151,8 @@ def cmd_crew(args, out: Out) -> int:
         env_lines = "\n".join(f"  {k}={v}" for k, v in r.env.items())
         where = f"(not launched). The crew process needs this environment:\n{env_lines}"
     out.ok({"crew": r.crew, "incarnation_id": r.incarnation_id, "assignment_id": r.assignment_id,
-            "message_id": r.message_id, "agent": args.agent, "pane": pane, "env": r.env},
+            "message_id": r.message_id, "agent": args.agent, "pane": pane, "env": r.env,
+            "work_id": r.work_id, "queued": r.queued},
            f"Recruited {r.crew}: assignment {r.assignment_id}, task mailed as {r.message_id}, "
            f"{where}")
     return 0
@@ -294,7 +301,7 @@ def cmd_dismiss(args, out: Out) -> int:
         from captain_tui.launch import close_pane
 
         stopped = close_pane(snapshot.pane)
-    bounced = protocol.dismiss(home, args.name, ctx=ctx)
+    bounced = protocol.dismiss(home, args.name, ctx=ctx, stopped=stopped)
     ids = [b.message_id for b in bounced]
     extra = f"; {len(ids)} unread message(s) bounced" if ids else ""
     pane = {True: "; its pane is closed", False: "; its pane could NOT be confirmed closed",
@@ -511,6 +518,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("inbox", "Crew: print unread mail oldest first, then mark it read.", cmd_inbox)
     p.add_argument("name", metavar="NAME")
+
+    from captain_tui import cli_work
+
+    cli_work.add_commands(sub, common, _Parser)
     return parser
 
 

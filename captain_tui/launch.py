@@ -17,6 +17,15 @@ def launcher(home, *, name: str, key: str, agent: str, program: str | None, cwd:
                            socket=resolve_socket(socket), session=session, cwd=cwd)
 
 
+def later(*, program: str | None, cwd: str, socket: str | None = None,
+          session: str = "captain"):
+    """How to launch the crew later, should every ledger slot be held now."""
+    from captain_tui.tmux import resolve_socket
+    from state.models import LaunchSpec
+
+    return LaunchSpec(program=program, cwd=cwd, socket=resolve_socket(socket), session=session)
+
+
 def close_pane(pane: PaneLocator | None) -> bool | None:
     """Kill a crew's window and confirm it is gone: True closed, False not confirmed,
     None when it had no pane."""

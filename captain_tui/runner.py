@@ -13,6 +13,7 @@ from state.home import Home
 
 RING_EVERY = 0.5  # seconds between doorbell rounds while waiting
 APPROVAL_EVERY = 30.0  # hookless panes are checked for a modal this often
+LEDGER_EVERY = 5.0  # heartbeats, lease verdicts and dispatch (leases last 60 s by default)
 WAKE_MS = 250  # the longest one sleep lasts without an event
 
 
@@ -26,6 +27,7 @@ class Runner:
         self._gen = None
         self._next_ring = 0.0
         self._next_approval = 0.0
+        self._next_ledger = 0.0
         self.changes = 0
 
     def _watcher(self):
@@ -50,6 +52,11 @@ class Runner:
                 doorbell.ring_all(self.home)
             else:
                 _quietly(doorbell.ring, self.home, self.crew)
+        if clock >= self._next_ledger:
+            self._next_ledger = clock + LEDGER_EVERY
+            from captain_tui import ledger_runtime
+
+            ledger_runtime.round(self.home)
         if clock >= self._next_approval:
             self._next_approval = clock + APPROVAL_EVERY
             for key in ([self.crew.lower()] if self.crew else self.home.crew_keys()):

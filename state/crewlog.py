@@ -12,10 +12,11 @@ import os
 import stat
 from pathlib import Path
 
+from state import ledger_settle
 from state.errors import CaptainError
 from state.home import Home
 from state.models import (
-    Asked, Assigned, Bounce, CrewSnapshot, Dismissed, EventFile, Finished, Message,
+    Asked, Assigned, Bounce, CrewSnapshot, Dismissed, EventFile, Finished, Launched, Message,
     Notification, Question, Recruited,
 )
 from state.store import encode
@@ -42,6 +43,8 @@ def fold(snapshot: CrewSnapshot | None, event) -> CrewSnapshot:
         changes = dict(done_at=event.at, report=event.report)
     elif isinstance(event, Dismissed):
         changes = dict(dismissed_at=event.at)
+    elif isinstance(event, Launched):
+        changes = dict(pane=event.pane)
     else:  # pragma: no cover - the union is closed
         raise CaptainError("store_error", f"unknown event {event!r}")
     return snapshot.model_copy(update=dict(seq=event.seq, **changes))
@@ -112,6 +115,7 @@ def settle(home: Home, key: str, snapshot: CrewSnapshot, event) -> None:
                           incarnation_id=snapshot.incarnation_id, assignment_id=spec.assignment_id,
                           kind="assignment", text=spec.task, queued_at=event.at)
         _ensure(home, home.mail_dir(key) / f"{spec.message_id}.json", message)
+        ledger_settle.accepted(home, snapshot, event)
     elif isinstance(event, Asked):
         _notify(home, key, Notification(
             delivery_id=event.delivery_id, status="asked", crew=name,
@@ -122,6 +126,7 @@ def settle(home: Home, key: str, snapshot: CrewSnapshot, event) -> None:
             delivery_id=event.delivery_id, status="done", crew=name,
             assignment_id=event.assignment_id, summary=summarize(event.report),
             queued_at=event.queued_at, created_at=event.at))
+        ledger_settle.finished(home, event)
     elif isinstance(event, Dismissed):
         for mail in event.bounced:
             bounce = Bounce(message_id=mail.message_id, crew=name, delivery_id=mail.delivery_id,

@@ -17,6 +17,10 @@ CODES = frozenset(
         "unknown_action", "message_too_large", "invalid_text", "invalid_path",
         "assignment_done", "question_answered", "invalid_home", "invalid_argument",
         "internal_error", "agent_not_found",
+        # added by the work ledger
+        "unknown_work", "stale_generation", "not_running", "not_queued", "no_capacity",
+        "not_finished", "payload_expired", "evidence_required", "invalid_filter",
+        "not_reconciling", "delivery_conflict", "unknown_endpoint",
     }
 )
 

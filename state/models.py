@@ -57,6 +57,15 @@ class PaneLocator(Strict):
     pane_pid: int | None = None
 
 
+class LaunchSpec(Strict):
+    """How to start a crew's pane later, when its recruitment waits for a ledger slot."""
+
+    program: str | None = None
+    cwd: str
+    socket: str | None = None
+    session: str = "captain"
+
+
 class _Event(Record):
     seq: int = Field(ge=1)
     at: datetime
@@ -69,7 +78,8 @@ class Recruited(_Event):
     incarnation_id: str
     agent: Agent
     assignment: AssignmentSpec
-    pane: PaneLocator | None = None  # None: recorded only (--no-launch)
+    pane: PaneLocator | None = None  # None: recorded only (--no-launch), or waiting
+    launch: LaunchSpec | None = None  # set when the pane waits for a ledger slot
 
 
 class Assigned(_Event):
@@ -108,7 +118,14 @@ class Dismissed(_Event):
     bounced: list[BouncedMail]
 
 
-CrewEvent = Annotated[Union[Recruited, Assigned, Asked, Finished, Dismissed],
+class Launched(_Event):
+    """The crew's pane started after its recruitment waited for a ledger slot."""
+
+    type: Literal["launched"] = "launched"
+    pane: PaneLocator
+
+
+CrewEvent = Annotated[Union[Recruited, Assigned, Asked, Finished, Dismissed, Launched],
                       Field(discriminator="type")]
 
 

@@ -12,13 +12,14 @@ from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 
-from state import crewlog, mailbox
+from state import crewlog, ledger, ledger_settle, mailbox
 from state.errors import CaptainError
 from state.home import Home
 from state.ids import ASSIGNMENT, DELIVERY, INCARNATION, MESSAGE, QUESTION, new_id
 from state.models import (
     PATH_ACTIONS, Asked, Assigned, AssignmentSpec, Bounce, BouncedMail, CrewSnapshot,
-    Dismissed, Finished, Message, Notification, PaneLocator, Recruited, now,
+    Dismissed, Finished, Launched, LaunchSpec, Message, Notification, PaneLocator, Recruited,
+    now,
 )
 from state.store import encode
 from state.text import (
@@ -54,6 +55,8 @@ class Recruit:
     assignment_id: str
     message_id: str
     env: dict[str, str] = field(default_factory=dict)
+    work_id: str | None = None
+    queued: bool = False  # every ledger slot was held: the pane starts when one frees
 
 
 # -- guards: each rule in one place ---------------------------------------------------------
@@ -191,19 +194,29 @@ def _locked(home: Home, *keys: str) -> ExitStack:
 # -- captain side ---------------------------------------------------------------------------
 
 
+def crew_env(home: Home, name: str, incarnation: str, assignment_id: str) -> dict[str, str]:
+    """What a crew process needs to act as itself."""
+    return {"CAPTAIN_HOME": str(home.root), "CAPTAIN_ROLE": "crew", "CAPTAIN_CREW": name,
+            "CAPTAIN_INCARNATION": incarnation, "CAPTAIN_ASSIGNMENT": assignment_id}
+
+
 Launch = Callable[[dict[str, str]], tuple[PaneLocator, Callable[[], None]]]
 
 
 def recruit(home: Home, name: str, task: str, *, owns: list[str] | None = None,
             allow: list[str] | None = None, handoff: str | None = None,
             cwd: str | None = None, agent: str = "shell", ctx: Context = CAPTAIN,
-            launch: Launch | None = None) -> Recruit:
+            launch: Launch | None = None, later: LaunchSpec | None = None) -> Recruit:
     """Record a new crew and its first assignment.
 
     ``launch`` (the tmux runtime) is called with the crew's environment once every rule has
     passed, still under the locks, and returns the pane's locator and an undo. Only a
     launched crew is recorded, and a crew whose record cannot be written is not left
     running: nothing is ever half-recruited.
+
+    The assignment is a work item. When every ledger slot is held, the crew is recorded
+    with ``later`` (how to launch it) and its item waits in the queue; the runner's
+    dispatch launches it when a slot frees (``Recruit.queued``).
     """
     check_captain(ctx, "crew")
     key = crew_key(name)
@@ -233,19 +246,26 @@ def recruit(home: Home, name: str, task: str, *, owns: list[str] | None = None,
         paths, actions = _grant(home, key, owns, allow, project_dir, inherit)
         spec = _spec(task, paths, actions, project_dir, handoff)
         incarnation = new_id(INCARNATION)
-        env = {"CAPTAIN_HOME": str(home.root), "CAPTAIN_ROLE": "crew", "CAPTAIN_CREW": name,
-               "CAPTAIN_INCARNATION": incarnation, "CAPTAIN_ASSIGNMENT": spec.assignment_id}
-        pane, undo = launch(env) if launch is not None else (None, None)
-        event = Recruited(seq=(snapshot.seq + 1) if snapshot else 1, at=now(), actor="captain",
-                          name=name, incarnation_id=incarnation, agent=agent,
-                          assignment=spec, pane=pane)
-        try:
-            crewlog.append(home, key, snapshot, event)
-        except BaseException:
-            if undo is not None:
-                undo()
-            raise
-    return Recruit(name, incarnation, spec.assignment_id, spec.message_id, env)
+        env = crew_env(home, name, incarnation, spec.assignment_id)
+        with home.store.lock("ledger"):
+            free = len(ledger.held(home)) < ledger.slots(home)
+            pane, undo = launch(env) if launch is not None and free else (None, None)
+            event = Recruited(seq=(snapshot.seq + 1) if snapshot else 1, at=now(),
+                              actor="captain", name=name, incarnation_id=incarnation,
+                              agent=agent, assignment=spec, pane=pane,
+                              launch=later if launch is not None and not free else None)
+            try:
+                crewlog.append(home, key, snapshot, event)
+                ledger.crash_point("recruit:after-crew")
+                if free:
+                    ledger_settle.claim_if_free(home, spec.assignment_id, pane)
+            except BaseException:
+                if undo is not None:
+                    undo()
+                raise
+    return Recruit(name, incarnation, spec.assignment_id, spec.message_id, env,
+                   work_id=ledger_settle.work_id(spec.assignment_id),
+                   queued=launch is not None and not free)
 
 
 def assign(home: Home, name: str, task: str, *, handoff: str, owns: list[str] | None = None,
@@ -269,8 +289,10 @@ def assign(home: Home, name: str, task: str, *, handoff: str, owns: list[str] | 
         _all_acknowledged(home, key, current.assignment_id)
         paths, actions = _grant(home, key, owns, allow, current.project_dir, current)
         spec = _spec(task, paths, actions, current.project_dir, handoff)
-        crewlog.append(home, key, snapshot, Assigned(seq=snapshot.seq + 1, at=now(),
-                                                     actor="captain", assignment=spec))
+        with home.store.lock("ledger"):
+            snapshot = crewlog.append(home, key, snapshot, Assigned(
+                seq=snapshot.seq + 1, at=now(), actor="captain", assignment=spec))
+            ledger_settle.claim_if_free(home, spec.assignment_id, snapshot.pane)
     return spec
 
 
@@ -326,8 +348,13 @@ def answer(home: Home, name: str, question_id: str, text: str, *, assignment_id:
 
 
 def dismiss(home: Home, name: str, *, reason: str = "crew dismissed",
-            ctx: Context = CAPTAIN) -> list[BouncedMail]:
-    """Retire the crew; its unread mail bounces, each with a ``bounced`` notification."""
+            ctx: Context = CAPTAIN, stopped: bool | None = None) -> list[BouncedMail]:
+    """Retire the crew; its unread mail bounces, each with a ``bounced`` notification.
+
+    ``stopped`` is the runtime's word on the crew's pane (True: confirmed closed). The
+    assignment's work item is cancelled only on a confirmed stop; otherwise it goes to
+    needs_reconciliation, never to cancelled on a guess.
+    """
     check_captain(ctx, "dismiss")
     key = crew_key(name)
     with _locked(home, key):
@@ -338,6 +365,11 @@ def dismiss(home: Home, name: str, *, reason: str = "crew dismissed",
         crewlog.append(home, key, snapshot, Dismissed(
             seq=snapshot.seq + 1, at=now(), actor="captain",
             assignment_id=snapshot.assignment.assignment_id, reason=reason, bounced=bounced))
+        ledger.crash_point("dismiss:after-crew")
+        work_id = ledger_settle.work_id(snapshot.assignment.assignment_id)
+        if ledger.exists(home, work_id):
+            ledger.cancel(home, work_id, actor="captain", reason=reason,
+                          stop=lambda attempt: stopped)
     return bounced
 
 
@@ -429,6 +461,7 @@ def done(home: Home, name: str, report: str | None, *, assignment_id: str | None
                 messages=[m.model_dump(mode="json", by_alias=True) for m in waiting])
             err.after_report = lambda: mailbox.mark_read(home, key, waiting, "done")
             raise err
+        ledger_settle.check_reportable(home, assignment_id)
         last = mailbox.last_message(home, key, assignment_id)
         event = Finished(seq=snapshot.seq + 1, at=now(), actor=_actor(ctx),
                          assignment_id=assignment_id, delivery_id=new_id(DELIVERY),

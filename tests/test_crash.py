@@ -24,8 +24,9 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from state import crewlog
+from state import crewlog, ledger
 from state.home import Home
+from state.ledger_models import WorkEvent, WorkItem
 from state.models import (
     Asked, Assigned, CrewSnapshot, EventFile, HomeMeta, Message, Notification, Receipt,
     Recruited,
@@ -373,6 +374,11 @@ def test_random_sigkill_loses_nothing_duplicates_nothing_tears_nothing(tmp_path:
                 mid = event.assignment.message_id
                 assert (root / "mail" / key / f"{mid}.json").is_file(), \
                     f"{key}: event {event.seq} has no assignment mail after repair {where}"
+                # every assignment is a work item, accepted even when a kill came between
+                item = ledger.load(home, ledger.work_id_for_assignment(
+                    event.assignment.assignment_id))
+                assert item is not None and item.source == "assignment", \
+                    f"{key}: assignment {event.assignment.assignment_id} has no work item {where}"
             if isinstance(event, Asked):
                 assert (root / "notifications" / key / f"{event.delivery_id}.json").is_file(), \
                     f"{key}: question {event.question_id} has no notification after repair"
@@ -400,6 +406,16 @@ def test_random_sigkill_loses_nothing_duplicates_nothing_tears_nothing(tmp_path:
                 assert store.read(path, CrewSnapshot) is not None, f"{rel / name} {where}"
             elif len(parts) == 3 and parts[0] == "crew" and parts[2] == "events":
                 assert store.read(path, EventFile) is not None, f"{rel / name} {where}"
+            elif parts == ("ledger", "open"):
+                assert name.startswith("wrk_") and path.stat().st_size == 0, name
+            elif len(parts) == 2 and parts[0] == "work":
+                assert name in ("item.json", "input.json"), f"unexpected file {rel / name}"
+                if name == "item.json":
+                    assert store.read(path, WorkItem) is not None, f"{rel / name} {where}"
+                else:
+                    assert store.read_json(path) is not None, f"{rel / name} {where}"
+            elif len(parts) == 3 and parts[0] == "work" and parts[2] == "events":
+                assert store.read(path, WorkEvent) is not None, f"{rel / name} {where}"
             elif len(parts) == 2 and parts[0] in MODELS:
                 assert name.endswith(".json"), f"unexpected file {rel / name}"
                 assert store.read(path, MODELS[parts[0]]) is not None, f"{rel / name} {where}"

@@ -1,0 +1,235 @@
+"""Inbound webhook deliveries: recorded before anything is dispatched, deduped by identity.
+
+Identity is (endpoint, source delivery id) — never a signature. The delivery ID is derived
+from it, so recording is one create-once: the same identity with the same body is a
+duplicate, with another body a conflict. The raw body lives in its own file until its
+retention ends; the record keeps the body's hash and size forever, so "received, can no
+longer replay" stays distinct from "never seen".
+
+Endpoints are configured in the home's ``config.toml``::
+
+    [endpoints.github]
+    events = ["push", "pull_request"]   # which events create work (absent: every event)
+    retention_days = 7                  # how long the raw body is kept
+    max_attempts = 1                    # retries for a repeatable failure
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from state import ledger
+from state.errors import CaptainError
+from state.home import Home
+from state.ledger_models import Delivery
+from state.models import now
+from state.store import encode
+
+PREFIX = "whd"
+DEFAULT_RETENTION_DAYS = 7.0
+MAX_BODY_BYTES = 1024 * 1024 - 1  # the store's record cap: a body must stay readable
+ENDPOINT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+SOURCE_ID_MAX = 200
+
+
+def _endpoints(home: Home) -> dict:
+    table = home.config().get("endpoints")
+    return table if isinstance(table, dict) else {}
+
+
+def endpoint(home: Home, endpoint_id: str) -> dict:
+    if not isinstance(endpoint_id, str) or not ENDPOINT_RE.fullmatch(endpoint_id):
+        raise CaptainError("unknown_endpoint", f"{endpoint_id!r} is not an endpoint name.")
+    config = _endpoints(home).get(endpoint_id)
+    if not isinstance(config, dict):
+        known = ", ".join(sorted(_endpoints(home))) or "none configured"
+        raise CaptainError("unknown_endpoint",
+                           f"there is no endpoint {endpoint_id} (known: {known}); add "
+                           f"[endpoints.{endpoint_id}] to config.toml in the home.")
+    return config
+
+
+def delivery_id_for(endpoint_id: str, source_delivery_id: str) -> str:
+    digest = hashlib.sha256(f"{endpoint_id}\0{source_delivery_id}".encode()).digest()
+    return f"{PREFIX}_{base64.b32encode(digest[:20]).decode().rstrip('=')}"
+
+
+def work_id_for(delivery_id: str) -> str:
+    """The work item a delivery creates: derivable, so a crash between the record and the
+    item is repaired by the next look."""
+    return f"{ledger.WORK}_{delivery_id.split('_', 1)[1]}"
+
+
+def _dir(home: Home) -> Path:
+    return home.store.dir("deliveries")
+
+
+def _body_path(home: Home, delivery_id: str) -> Path:
+    return home.store.dir("delivery-bodies") / f"{delivery_id}.body"
+
+
+def _number(config: dict, name: str, default: float, minimum: float) -> float:
+    value = config.get(name)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= minimum:
+        return default
+    return float(value)
+
+
+def _filter(config: dict, event: str | None) -> str | None:
+    events = config.get("events")
+    if events is None:
+        return None
+    if not isinstance(events, list) or event not in events:
+        shown = ", ".join(str(e) for e in events) if isinstance(events, list) else "none"
+        return f"event {event or '(none)'} is not one this endpoint acts on ({shown})"
+    return None
+
+
+@dataclass(frozen=True)
+class Intake:
+    delivery: Delivery
+    duplicate: bool
+
+
+def ingest(home: Home, endpoint_id: str, source_delivery_id: str, body: bytes, *,
+           event: str | None = None, at: datetime | None = None) -> Intake:
+    """Record one delivery durably, then (unless filtered) create its work item."""
+    config = endpoint(home, endpoint_id)
+    if not source_delivery_id or len(source_delivery_id) > SOURCE_ID_MAX \
+            or not source_delivery_id.isprintable():
+        raise CaptainError("invalid_argument", "the source delivery id must be 1 to "
+                                               f"{SOURCE_ID_MAX} printable characters.")
+    if event is not None and (not event.isprintable() or len(event) > 100):
+        raise CaptainError("invalid_argument", "the event name must be printable, at most "
+                                               "100 characters.")
+    if len(body) > MAX_BODY_BYTES:
+        raise CaptainError("message_too_large", f"the body is {len(body)} bytes; at most "
+                                                f"{MAX_BODY_BYTES} are accepted.")
+    at = at or now()
+    delivery_id = delivery_id_for(endpoint_id, source_delivery_id)
+    sha = hashlib.sha256(body).hexdigest()
+    path = _dir(home) / f"{delivery_id}.json"
+    existing = home.store.read(path, Delivery)
+    if existing is not None:
+        return _same(home, existing, sha)
+    reason = _filter(config, event)
+    expires = at + timedelta(days=_number(config, "retention_days", DEFAULT_RETENTION_DAYS, 0))
+    record = Delivery(delivery_id=delivery_id, endpoint_id=endpoint_id,
+                      source_delivery_id=source_delivery_id, event=event, received_at=at,
+                      body_sha256=sha, body_bytes=len(body), raw_body_expires_at=expires,
+                      filter_reason=reason,
+                      work_id=None if reason else work_id_for(delivery_id))
+    # the body first: a record that says the body is held always has it
+    home.store.create_once(_body_path(home, delivery_id), body, same=lambda old, new: True)
+    ledger.crash_point("delivery:after-body")
+    try:
+        created = home.store.create_once(path, encode(record))
+    except CaptainError as err:
+        if err.code != "message_conflict":
+            raise
+        return _same(home, home.store.read(path, Delivery), sha)
+    if not created:
+        return Intake(record, duplicate=True)
+    ledger.crash_point("delivery:after-record")
+    _dispatch(home, record, config)
+    return Intake(record, duplicate=False)
+
+
+def _same(home: Home, existing: Delivery | None, sha: str) -> Intake:
+    if existing is None:
+        raise CaptainError("store_error", "a delivery record could not be read back.")
+    if existing.body_sha256 != sha:
+        raise CaptainError(
+            "delivery_conflict",
+            f"delivery {existing.source_delivery_id} on endpoint {existing.endpoint_id} was "
+            f"already received ({existing.delivery_id}) with a different body; nothing new "
+            "was recorded.", delivery_id=existing.delivery_id)
+    _dispatch(home, existing, _endpoints(home).get(existing.endpoint_id) or {})
+    return Intake(existing, duplicate=True)
+
+
+def _dispatch(home: Home, record: Delivery, config: dict) -> None:
+    """Create the delivery's work item if it should have one (idempotent)."""
+    if record.work_id is None or ledger.exists(home, record.work_id):
+        return
+    ledger.accept(home, source="webhook", work_id=record.work_id,
+                  input={"delivery_id": record.delivery_id, "endpoint_id": record.endpoint_id,
+                         "event": record.event, "body_sha256": record.body_sha256},
+                  requester=f"webhook:{record.endpoint_id}", delivery_id=record.delivery_id,
+                  max_attempts=int(_number(config, "max_attempts", 1, 1)), at=record.received_at)
+
+
+def get(home: Home, delivery_id: str) -> Delivery:
+    if not (isinstance(delivery_id, str) and delivery_id.startswith(PREFIX + "_")
+            and delivery_id[4:].isalnum() and len(delivery_id) <= 64):
+        raise CaptainError("unknown_delivery", f"{delivery_id!r} is not a delivery ID (whd_...).")
+    record = home.store.read(_dir(home) / f"{delivery_id}.json", Delivery)
+    if record is None:
+        raise CaptainError("unknown_delivery", f"there is no delivery {delivery_id}.")
+    return record
+
+
+def raw_body_available(home: Home, record: Delivery, at: datetime | None = None) -> bool:
+    if (at or now()) >= record.raw_body_expires_at:
+        return False
+    return os.path.lexists(_body_path(home, record.delivery_id))
+
+
+def raw_body(home: Home, record: Delivery) -> bytes | None:
+    """The raw body while it is retained (for a replay's worker); never printed or served."""
+    if not raw_body_available(home, record):
+        return None
+    return home.store.read_bytes(_body_path(home, record.delivery_id))
+
+
+def purge(home: Home, at: datetime | None = None) -> int:
+    """Delete bodies past their retention; the records stay."""
+    removed = 0
+    at = at or now()
+    for name in home.store.names(_dir(home)):
+        record = home.store.read(_dir(home) / f"{name}.json", Delivery)
+        if record is not None and at >= record.raw_body_expires_at:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(_body_path(home, record.delivery_id))
+                removed += 1
+    return removed
+
+
+def public(home: Home, record: Delivery) -> dict:
+    row = record.model_dump(mode="json", exclude={"schema_"})
+    row["raw_body_available"] = raw_body_available(home, record)
+    return row
+
+
+def page(home: Home, *, endpoint_id: str | None = None, source_delivery_id: str | None = None,
+         limit: int = 50, after: str | None = None) -> tuple[list[Delivery], str | None]:
+    """Newest last, keyset-paginated by (received_at, delivery_id). The identity question
+    (endpoint + source delivery id) answers a page of zero or one."""
+    if source_delivery_id is not None and endpoint_id is None:
+        raise CaptainError("invalid_filter", "a source delivery id is only unique within an "
+                                             "endpoint: pass --endpoint with it.")
+    if not 1 <= limit <= ledger.PAGE_MAX:
+        raise CaptainError("invalid_filter", f"limit must be between 1 and {ledger.PAGE_MAX}.")
+    if endpoint_id is not None and source_delivery_id is not None:
+        with contextlib.suppress(CaptainError):
+            return [get(home, delivery_id_for(endpoint_id, source_delivery_id))], None
+        return [], None
+    records = [r for r in home.store.records(_dir(home), Delivery)
+               if endpoint_id is None or r.endpoint_id == endpoint_id]
+    records.sort(key=lambda r: (r.received_at, r.delivery_id))
+    if after is not None:
+        ids = [r.delivery_id for r in records]
+        if after not in ids:
+            raise CaptainError("invalid_filter", f"--after {after!r} is not a cursor from a "
+                                                 "previous page.")
+        records = records[ids.index(after) + 1:]
+    if len(records) > limit:
+        return records[:limit], records[limit - 1].delivery_id
+    return records, None

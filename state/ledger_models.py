@@ -1,0 +1,131 @@
+"""The work ledger's records (docs/ledger.md): work items, their events, leases, deliveries.
+
+A work item is event-sourced like a crew: ``work/<id>/events/*`` is the truth,
+``work/<id>/item.json`` a cache folded from it. The lease is a separate mutable snapshot
+(heartbeats would otherwise grow the history forever); it never changes the item's state.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import Field
+
+from state.models import PaneLocator, Record, Strict
+
+WORK_STATES = ("queued", "running", "succeeded", "failed", "cancelled",
+               "needs_reconciliation")
+WorkState = Literal["queued", "running", "succeeded", "failed", "cancelled",
+                    "needs_reconciliation"]
+SOURCES = ("assignment", "chat", "webhook")
+Source = Literal["assignment", "chat", "webhook"]
+TERMINAL = frozenset({"succeeded", "failed", "cancelled"})
+HOLDS_SLOT = frozenset({"running", "needs_reconciliation"})
+EVENT_TYPES = ("accepted", "claimed", "succeeded", "failed", "retry_queued",
+               "cancel_requested", "cancelled", "needs_reconciliation", "resolved")
+CANCEL_OUTCOMES = ("cancelled", "already_terminal", "stop_unconfirmed")
+
+
+class WorkEvent(Record):
+    """One transition. ``detail`` is stored and never printed or served."""
+
+    seq: int = Field(ge=1)
+    at: datetime
+    type: Literal["accepted", "claimed", "succeeded", "failed", "retry_queued",
+                  "cancel_requested", "cancelled", "needs_reconciliation", "resolved"]
+    generation: int = Field(ge=0)
+    actor: str
+    state: WorkState  # the item's state after this event
+    detail: str | None = None
+    # accepted
+    source: Source | None = None
+    requester: str | None = None
+    target_revision: str | None = None
+    input_sha256: str | None = None
+    replay_of: str | None = None
+    reason: str | None = None  # replay, cancel and resolve reasons
+    crew: str | None = None
+    assignment_id: str | None = None
+    delivery_id: str | None = None
+    max_attempts: int | None = Field(default=None, ge=1)
+    # claimed
+    run_id: str | None = None
+    lease_holder: str | None = None
+    lease_expires_at: datetime | None = None
+    runtime_locator: PaneLocator | None = None
+    # reports
+    cost_usd: float | None = Field(default=None, ge=0)
+    # resolved
+    runtime_stopped: bool | None = None
+
+
+class Attempt(Strict):
+    run_id: str
+    generation: int
+    started_at: datetime
+    lease_holder: str
+    lease_expires_at: datetime
+    heartbeat_at: datetime | None = None
+    runtime_locator: PaneLocator | None = None
+    cost_usd: float | None = None  # None: unknown, never an invented zero
+    ended_at: datetime | None = None
+    outcome: str | None = None
+
+
+class Resolution(Strict):
+    operator: str
+    reason: str
+    to: WorkState
+    runtime_stopped: bool
+    at: datetime
+
+
+class WorkItem(Record):
+    """A cache folded from ``work/<id>/events``; rebuilt whenever it is behind."""
+
+    work_id: str
+    seq: int
+    source: Source
+    state: WorkState
+    generation: int
+    target_revision: str | None
+    input_sha256: str
+    replay_of: str | None = None
+    replay_reason: str | None = None
+    requester: str
+    crew: str | None = None
+    assignment_id: str | None = None
+    delivery_id: str | None = None
+    max_attempts: int = 1
+    created_at: datetime
+    updated_at: datetime
+    attempts: list[Attempt] = []
+    cancel_requested: list[int] = []  # generations a cancel was recorded for
+    resolution: Resolution | None = None
+
+
+class Lease(Record):
+    """``work/<id>/lease.json``: the live lease of the current attempt (mutable)."""
+
+    work_id: str
+    run_id: str
+    generation: int
+    holder: str
+    expires_at: datetime
+    heartbeat_at: datetime
+
+
+class Delivery(Record):
+    """One inbound webhook delivery, recorded before anything is dispatched."""
+
+    delivery_id: str
+    endpoint_id: str
+    source_delivery_id: str
+    event: str | None
+    received_at: datetime
+    body_sha256: str
+    body_bytes: int
+    raw_body_expires_at: datetime
+    filter_reason: str | None  # why no work was created; None when it was
+    work_id: str | None
