@@ -211,7 +211,8 @@ def cmd_report(args, out) -> int:
     _captain_only("work report")
     home = _home(args)
     detail = sys.stdin.read() if args.detail_stdin else None
-    item = ledger.report(home, args.work_id, args.generation, args.outcome, actor=actor(),
+    item = ledger.report(home, args.work_id, args.generation, args.outcome,
+                         actor=args.holder or actor(),
                          cost_usd=args.cost_usd, detail=detail, repeatable=args.repeatable)
     out.ok({"item": ledger.public(home, item)}, f"{item.work_id} is {item.state}.")
     return 0
@@ -371,6 +372,7 @@ def add_commands(sub, common, parser_class) -> None:
     p.add_argument("--cost-usd", type=_cost, metavar="USD", help="omit when unknown")
     p.add_argument("--repeatable", action="store_true",
                    help="a failure worth retrying (same work id, new run id) if attempts remain")
+    p.add_argument("--holder", metavar="NAME", help="who reports (default: you)")
     p.add_argument("--detail-stdin", action="store_true",
                    help="store stdin as the transition's detail (never printed)")
 

@@ -21,7 +21,7 @@ from state.models import CrewSnapshot, Message, RingStamp, now
 from state.store import encode
 
 GATES = ("approval_prompt", "human_draft", "unreadable_composer", "not_quiescent",
-         "launch_grace", "cooldown", "tmux_unavailable")
+         "launch_grace", "cooldown", "tmux_unavailable", "queued")
 LAUNCH_GRACE = {"claude": 6.0, "codex": 6.0}  # seconds after launch before the first ring
 DEFAULT_GRACE = 1.0
 COOLDOWN = timedelta(seconds=5)  # between two rings of one crew
@@ -132,6 +132,13 @@ def _hold(home: Home, key: str, snapshot: CrewSnapshot, stamp: RingStamp, gate: 
     return Outcome(snapshot.name, "held", gate, detail)
 
 
+def _queued(home: Home, snapshot: CrewSnapshot) -> bool:
+    """An assignment handed over while every ledger slot was held waits to be claimed."""
+    from state import ledger_settle
+
+    return ledger_settle.is_queued(home, snapshot.assignment.assignment_id)
+
+
 def ring(home: Home, name: str, *, at: datetime | None = None) -> Outcome:
     """One doorbell attempt for one crew. Only one process rings a crew at a time."""
     key = name.lower()
@@ -173,8 +180,10 @@ def _ring_locked(home: Home, key: str, at: datetime) -> Outcome:
     if info.state != ALIVE:
         return hold("tmux_unavailable", "tmux did not say whether the pane is there")
 
+    if _queued(home, snapshot):
+        return hold("queued", "its assignment waits for a free ledger slot")
     grace = LAUNCH_GRACE.get(snapshot.agent, DEFAULT_GRACE)
-    if (at - snapshot.recruited_at).total_seconds() < grace:
+    if (at - (snapshot.launched_at or snapshot.recruited_at)).total_seconds() < grace:
         return hold("launch_grace", f"the agent started less than {grace:.0f} s ago")
     if stamp.rung_at is not None and at - stamp.rung_at < COOLDOWN:
         return hold("cooldown", "rung less than 5 s ago")

@@ -30,7 +30,8 @@ def fold(snapshot: CrewSnapshot | None, event) -> CrewSnapshot:
     if isinstance(event, Recruited):
         return CrewSnapshot(seq=event.seq, name=event.name, incarnation_id=event.incarnation_id,
                             agent=event.agent, recruited_at=event.at,
-                            assignment=event.assignment, assigned_at=event.at, pane=event.pane)
+                            assignment=event.assignment, assigned_at=event.at, pane=event.pane,
+                            launched_at=event.at if event.pane is not None else None)
     if snapshot is None:
         raise CaptainError("store_error", f"crew history starts with {event.type}, not recruited")
     if isinstance(event, Assigned):
@@ -44,7 +45,7 @@ def fold(snapshot: CrewSnapshot | None, event) -> CrewSnapshot:
     elif isinstance(event, Dismissed):
         changes = dict(dismissed_at=event.at)
     elif isinstance(event, Launched):
-        changes = dict(pane=event.pane)
+        changes = dict(pane=event.pane, launched_at=event.at)
     else:  # pragma: no cover - the union is closed
         raise CaptainError("store_error", f"unknown event {event!r}")
     return snapshot.model_copy(update=dict(seq=event.seq, **changes))

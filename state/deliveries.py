@@ -1,8 +1,8 @@
 """Inbound webhook deliveries: recorded before anything is dispatched, deduped by identity.
 
-Identity is (endpoint, source delivery id) — never a signature. The delivery ID is derived
-from it, so recording is one create-once: the same identity with the same body is a
-duplicate, with another body a conflict. The raw body lives in its own file until its
+Identity is (endpoint, source delivery id) — never a signature. It is claimed once
+(``deliveries/by-identity/``), naming the delivery's time-ordered ID: the same identity
+with the same body is a duplicate, with another body a conflict. The raw body lives in its own file until its
 retention ends; the record keeps the body's hash and size forever, so "received, can no
 longer replay" stays distinct from "never seen".
 
@@ -28,8 +28,9 @@ from pathlib import Path
 from state import ledger
 from state.errors import CaptainError
 from state.home import Home
+from state.ids import new_id
 from state.ledger_models import Delivery
-from state.models import now
+from state.models import Record, now
 from state.store import encode
 
 PREFIX = "whd"
@@ -56,9 +57,10 @@ def endpoint(home: Home, endpoint_id: str) -> dict:
     return config
 
 
-def delivery_id_for(endpoint_id: str, source_delivery_id: str) -> str:
+def identity_key(endpoint_id: str, source_delivery_id: str) -> str:
+    """The file name that stands for (endpoint, source delivery id)."""
     digest = hashlib.sha256(f"{endpoint_id}\0{source_delivery_id}".encode()).digest()
-    return f"{PREFIX}_{base64.b32encode(digest[:20]).decode().rstrip('=')}"
+    return base64.b32encode(digest[:20]).decode().rstrip("=").lower()
 
 
 def work_id_for(delivery_id: str) -> str:
@@ -69,6 +71,11 @@ def work_id_for(delivery_id: str) -> str:
 
 def _dir(home: Home) -> Path:
     return home.store.dir("deliveries")
+
+
+def _identity_path(home: Home, endpoint_id: str, source_delivery_id: str) -> Path:
+    return home.store.dir("deliveries", "by-identity") / \
+        f"{identity_key(endpoint_id, source_delivery_id)}.json"
 
 
 def _body_path(home: Home, delivery_id: str) -> Path:
@@ -92,6 +99,14 @@ def _filter(config: dict, event: str | None) -> str | None:
     return None
 
 
+class Identity(Record):
+    """``deliveries/by-identity/<key>.json``: which delivery an identity is."""
+
+    delivery_id: str
+    endpoint_id: str
+    source_delivery_id: str
+
+
 @dataclass(frozen=True)
 class Intake:
     delivery: Delivery
@@ -113,8 +128,20 @@ def ingest(home: Home, endpoint_id: str, source_delivery_id: str, body: bytes, *
         raise CaptainError("message_too_large", f"the body is {len(body)} bytes; at most "
                                                 f"{MAX_BODY_BYTES} are accepted.")
     at = at or now()
-    delivery_id = delivery_id_for(endpoint_id, source_delivery_id)
     sha = hashlib.sha256(body).hexdigest()
+    # The identity is claimed first (create-once, naming a fresh time-ordered ID), so two
+    # concurrent intakes of one delivery agree on a single record; a kill after the claim
+    # leaves an identity with no record, which the next intake of it completes.
+    claim = Identity(delivery_id=new_id(PREFIX), endpoint_id=endpoint_id,
+                     source_delivery_id=source_delivery_id)
+    ident_path = _identity_path(home, endpoint_id, source_delivery_id)
+    home.store.create_once(ident_path, encode(claim), same=lambda old, new: True)
+    ident = home.store.read(ident_path, Identity)
+    if ident is None or (ident.endpoint_id, ident.source_delivery_id) != \
+            (endpoint_id, source_delivery_id):
+        raise CaptainError("store_error", "a delivery identity record could not be read back.")
+    ledger.crash_point("delivery:after-identity")
+    delivery_id = ident.delivery_id
     path = _dir(home) / f"{delivery_id}.json"
     existing = home.store.read(path, Delivery)
     if existing is not None:
@@ -126,7 +153,7 @@ def ingest(home: Home, endpoint_id: str, source_delivery_id: str, body: bytes, *
                       body_sha256=sha, body_bytes=len(body), raw_body_expires_at=expires,
                       filter_reason=reason,
                       work_id=None if reason else work_id_for(delivery_id))
-    # the body first: a record that says the body is held always has it
+    # the body before the record: a record that says the body is held always has it
     home.store.create_once(_body_path(home, delivery_id), body, same=lambda old, new: True)
     ledger.crash_point("delivery:after-body")
     try:
@@ -218,8 +245,11 @@ def page(home: Home, *, endpoint_id: str | None = None, source_delivery_id: str 
     if not 1 <= limit <= ledger.PAGE_MAX:
         raise CaptainError("invalid_filter", f"limit must be between 1 and {ledger.PAGE_MAX}.")
     if endpoint_id is not None and source_delivery_id is not None:
+        ident = home.store.read(_identity_path(home, endpoint_id, source_delivery_id),
+                                Identity) if ENDPOINT_RE.fullmatch(endpoint_id) else None
         with contextlib.suppress(CaptainError):
-            return [get(home, delivery_id_for(endpoint_id, source_delivery_id))], None
+            if ident is not None:
+                return [get(home, ident.delivery_id)], None
         return [], None
     records = [r for r in home.store.records(_dir(home), Delivery)
                if endpoint_id is None or r.endpoint_id == endpoint_id]

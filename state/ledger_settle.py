@@ -59,6 +59,11 @@ def check_reportable(home: Home, assignment_id: str) -> None:
                        "nothing can be reported for it any more.", work_id=item.work_id)
 
 
+def is_queued(home: Home, assignment_id: str) -> bool:
+    item = ledger.load(home, work_id(assignment_id))
+    return item is not None and item.state == "queued"
+
+
 def claim_if_free(home: Home, assignment_id: str, locator: PaneLocator | None) -> bool:
     """Claim the assignment's item now if a slot is free (caller holds the ledger lock)."""
     wid = work_id(assignment_id)

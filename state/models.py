@@ -168,6 +168,7 @@ class CrewSnapshot(Record):
     question: Question | None = None  # the last question asked on this assignment
     dismissed_at: datetime | None = None
     pane: PaneLocator | None = None
+    launched_at: datetime | None = None  # when its pane started (None: not launched)
 
 
 class Message(Record):
