@@ -272,8 +272,12 @@ def cmd_status(args, out: Out) -> int:
             "gate": stamp.gate if live else None,
             "held_since": stamp.held_since.isoformat() if live and stamp.held_since else None,
             "head": stamp.head if live else None}
+    from state import tokens
+
+    workspace = tokens.workspace_id(home)
     if not rows:
-        out.ok({"crew": []}, "No crew yet. Recruit one: captain crew NAME --task \"...\"")
+        out.ok({"crew": [], "workspace_id": workspace},
+               "No crew yet. Recruit one: captain crew NAME --task \"...\"")
         return 0
     table = [["NAME", "AGENT", "STATE", "ASSIGNMENT", "UNREAD", "QUESTION", "UNACKED", "PANE",
               "DOORBELL"]]
@@ -282,7 +286,7 @@ def cmd_status(args, out: Out) -> int:
                       r["question_id"] or "-", str(r["unacknowledged"]),
                       (r["pane"] or {}).get("pane_id", "-"),
                       f"held: {r['doorbell']['gate']}" if r["doorbell"]["gate"] else "-"])
-    out.ok({"crew": rows}, _table(table))
+    out.ok({"crew": rows, "workspace_id": workspace}, _table(table))
     return 0
 
 
@@ -522,6 +526,9 @@ def build_parser() -> argparse.ArgumentParser:
     from captain_tui import cli_work
 
     cli_work.add_commands(sub, common, _Parser)
+    from captain_tui import cli_serve
+
+    cli_serve.add_commands(sub, common, _Parser)
     return parser
 
 

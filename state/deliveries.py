@@ -193,6 +193,36 @@ def _dispatch(home: Home, record: Delivery, config: dict) -> None:
                   max_attempts=int(_number(config, "max_attempts", 1, 1)), at=record.received_at)
 
 
+class Rejection(Record):
+    """A delivery refused at the door (bad signature, no delivery id): on record, never
+    dispatched, and it claims no identity (a forger cannot block the real delivery)."""
+
+    rejection_id: str
+    endpoint_id: str
+    source_delivery_id: str | None
+    event: str | None
+    received_at: datetime
+    reason: str
+    body_sha256: str
+    body_bytes: int
+
+
+def reject(home: Home, endpoint_id: str, source_delivery_id: str | None, body: bytes,
+           reason: str, *, event: str | None = None) -> Rejection:
+    record = Rejection(rejection_id=new_id("whr"), endpoint_id=endpoint_id,
+                       source_delivery_id=(source_delivery_id or None) and
+                       source_delivery_id[:SOURCE_ID_MAX],
+                       event=event and event[:100], received_at=now(), reason=reason,
+                       body_sha256=hashlib.sha256(body).hexdigest(), body_bytes=len(body))
+    home.store.create_once(home.store.dir("deliveries", "rejected") /
+                           f"{record.rejection_id}.json", encode(record))
+    return record
+
+
+def rejections(home: Home) -> list[Rejection]:
+    return home.store.records(home.store.dir("deliveries", "rejected"), Rejection)
+
+
 def get(home: Home, delivery_id: str) -> Delivery:
     if not (isinstance(delivery_id, str) and delivery_id.startswith(PREFIX + "_")
             and delivery_id[4:].isalnum() and len(delivery_id) <= 64):
@@ -241,7 +271,7 @@ def page(home: Home, *, endpoint_id: str | None = None, source_delivery_id: str 
     (endpoint + source delivery id) answers a page of zero or one."""
     if source_delivery_id is not None and endpoint_id is None:
         raise CaptainError("invalid_filter", "a source delivery id is only unique within an "
-                                             "endpoint: pass --endpoint with it.")
+                                             "endpoint: name the endpoint with it (--endpoint, ?endpoint_id=).")
     if not 1 <= limit <= ledger.PAGE_MAX:
         raise CaptainError("invalid_filter", f"limit must be between 1 and {ledger.PAGE_MAX}.")
     if endpoint_id is not None and source_delivery_id is not None:
@@ -257,7 +287,7 @@ def page(home: Home, *, endpoint_id: str | None = None, source_delivery_id: str 
     if after is not None:
         ids = [r.delivery_id for r in records]
         if after not in ids:
-            raise CaptainError("invalid_filter", f"--after {after!r} is not a cursor from a "
+            raise CaptainError("invalid_filter", f"after={after!r} is not a cursor from a "
                                                  "previous page.")
         records = records[ids.index(after) + 1:]
     if len(records) > limit:

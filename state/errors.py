@@ -21,6 +21,8 @@ CODES = frozenset(
         "unknown_work", "stale_generation", "not_running", "not_queued", "no_capacity",
         "not_finished", "payload_expired", "evidence_required", "invalid_filter",
         "not_reconciling", "delivery_conflict", "unknown_endpoint",
+        # added by the HTTP API
+        "unknown_token", "unauthorized", "forbidden", "bad_signature", "unknown_workspace",
     }
 )
 

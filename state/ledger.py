@@ -617,7 +617,7 @@ def _expire(home: Home, work_id: str, generation: int, verdict: str, holder: str
 
 def _cursor_ok(after: str | None) -> None:
     if after is not None and not (after.startswith(WORK + "_") and after[4:].isalnum()):
-        raise CaptainError("invalid_filter", f"--after {after!r} is not a cursor from a "
+        raise CaptainError("invalid_filter", f"after={after!r} is not a cursor from a "
                                              "previous page (a wrk_... ID).")
 
 

@@ -1,0 +1,171 @@
+"""What the HTTP API answers, as response models: only declared fields ever leave.
+
+The ledger's ``public()`` views are validated through these, so a field added to a record
+is not served until it is declared here, and the OpenAPI document is the contract
+schemathesis checks every response against. No model here has a place for input text,
+transition detail, raw bodies, credentials or model output.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+State = Literal["queued", "running", "succeeded", "failed", "cancelled", "needs_reconciliation"]
+Source = Literal["assignment", "chat", "webhook"]
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # an unrecognised field is a 400, not ignored
+
+
+class CancelBody(_In):
+    reason: str | None = Field(default=None, max_length=2000)
+
+
+class ReplayBody(_In):
+    reason: str = Field(min_length=1, max_length=2000)
+    target_revision: str | None = Field(default=None, max_length=200)
+
+
+class ResolveBody(_In):
+    generation: int = Field(ge=0, le=2**31 - 1)
+    to: Literal["succeeded", "failed", "cancelled"]
+    reason: str | None = Field(default=None, max_length=2000)
+    runtime_stopped: bool = False
+
+
+class ErrorBody(BaseModel):
+    code: str
+    message: str
+
+
+class ErrorOut(BaseModel):
+    error: ErrorBody
+
+
+class Workspace(BaseModel):
+    workspace_id: str
+    role: Literal["member", "manager"]
+
+
+class Workspaces(BaseModel):
+    workspaces: list[Workspace]
+
+
+class Locator(BaseModel):
+    socket: str
+    session: str
+    window_id: str
+    pane_id: str
+    pane_pid: int | None = None
+
+
+class Resolution(BaseModel):
+    operator: str
+    reason: str
+    to: State
+    runtime_stopped: bool
+    at: datetime
+
+
+class WorkItem(BaseModel):
+    work_id: str
+    source: Source
+    state: State
+    generation: int
+    target_revision: str | None
+    input_sha256: str
+    replay_of: str | None
+    replay_reason: str | None
+    requester: str
+    crew: str | None
+    assignment_id: str | None
+    delivery_id: str | None
+    max_attempts: int
+    created_at: datetime
+    updated_at: datetime
+    resolution: Resolution | None
+    slot: bool  # holds a ledger slot (running or needs_reconciliation)
+
+
+class Attempt(BaseModel):
+    run_id: str
+    generation: int
+    started_at: datetime
+    lease_holder: str
+    lease_expires_at: datetime
+    heartbeat_at: datetime | None
+    runtime_locator: Locator | None
+    cost_usd: float | None
+    ended_at: datetime | None
+    outcome: str | None
+
+
+class Event(BaseModel):
+    seq: int
+    at: datetime
+    type: str
+    generation: int
+    actor: str
+    state: State
+    source: Source | None = None
+    requester: str | None = None
+    target_revision: str | None = None
+    input_sha256: str | None = None
+    replay_of: str | None = None
+    reason: str | None = None
+    crew: str | None = None
+    assignment_id: str | None = None
+    delivery_id: str | None = None
+    max_attempts: int | None = None
+    run_id: str | None = None
+    lease_holder: str | None = None
+    lease_expires_at: datetime | None = None
+    runtime_locator: Locator | None = None
+    cost_usd: float | None = None
+    runtime_stopped: bool | None = None
+
+
+class WorkItemDetail(WorkItem):
+    attempts: list[Attempt]
+    events: list[Event]
+
+
+class WorkPage(BaseModel):
+    items: list[WorkItem]
+    next_cursor: str | None
+
+
+class CancelOut(BaseModel):
+    item: WorkItem
+    state: State
+    outcome: Literal["cancelled", "already_terminal", "stop_unconfirmed"]
+
+
+class Delivery(BaseModel):
+    delivery_id: str
+    endpoint_id: str
+    source_delivery_id: str
+    event: str | None
+    received_at: datetime
+    body_sha256: str
+    body_bytes: int
+    raw_body_available: bool
+    raw_body_expires_at: datetime
+    filter_reason: str | None
+    work_id: str | None
+
+
+class DeliveryPage(BaseModel):
+    deliveries: list[Delivery]
+    next_cursor: str | None
+
+
+class Receipt(BaseModel):
+    """The webhook door's answer: a receipt, which grants nothing."""
+
+    delivery_id: str
+    duplicate: bool
