@@ -8,14 +8,13 @@ raw webhook body.
 from __future__ import annotations
 
 import argparse
-import getpass
 import sys
-
-from state.errors import CaptainError
 
 
 def actor() -> str:
     """Who the captain-side caller is, as recorded on what they request."""
+    import getpass  # not at import: every command builds this module's parsers
+
     try:
         return f"captain:{getpass.getuser()}"
     except Exception:  # noqa: BLE001 - no user name is not a reason to refuse

@@ -12,7 +12,6 @@ import os
 import stat
 from pathlib import Path
 
-from state import ledger_settle
 from state.errors import CaptainError
 from state.home import Home
 from state.models import (
@@ -116,6 +115,8 @@ def settle(home: Home, key: str, snapshot: CrewSnapshot, event) -> None:
                           incarnation_id=snapshot.incarnation_id, assignment_id=spec.assignment_id,
                           kind="assignment", text=spec.task, queued_at=event.at)
         _ensure(home, home.mail_dir(key) / f"{spec.message_id}.json", message)
+        from state import ledger_settle  # here: most crew-side commands never need it
+
         ledger_settle.accepted(home, snapshot, event)
     elif isinstance(event, Asked):
         _notify(home, key, Notification(
@@ -127,6 +128,8 @@ def settle(home: Home, key: str, snapshot: CrewSnapshot, event) -> None:
             delivery_id=event.delivery_id, status="done", crew=name,
             assignment_id=event.assignment_id, summary=summarize(event.report),
             queued_at=event.queued_at, created_at=event.at))
+        from state import ledger_settle
+
         ledger_settle.finished(home, event)
     elif isinstance(event, Dismissed):
         for mail in event.bounced:

@@ -12,13 +12,13 @@ from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 
-from state import crewlog, ledger, ledger_settle, mailbox
+from state import crewlog, mailbox
 from state.errors import CaptainError
 from state.home import Home
 from state.ids import ASSIGNMENT, DELIVERY, INCARNATION, MESSAGE, QUESTION, new_id
 from state.models import (
     PATH_ACTIONS, Asked, Assigned, AssignmentSpec, Bounce, BouncedMail, CrewSnapshot,
-    Dismissed, Finished, Launched, LaunchSpec, Message, Notification, PaneLocator, Recruited,
+    Dismissed, Finished, LaunchSpec, Message, Notification, PaneLocator, Recruited,
     now,
 )
 from state.store import encode
@@ -218,6 +218,8 @@ def recruit(home: Home, name: str, task: str, *, owns: list[str] | None = None,
     with ``later`` (how to launch it) and its item waits in the queue; the runner's
     dispatch launches it when a slot frees (``Recruit.queued``).
     """
+    from state import ledger, ledger_settle  # not at import: crew-side commands skip it
+
     check_captain(ctx, "crew")
     key = crew_key(name)
     check_text(task, "task")
@@ -270,6 +272,8 @@ def recruit(home: Home, name: str, task: str, *, owns: list[str] | None = None,
 
 def assign(home: Home, name: str, task: str, *, handoff: str, owns: list[str] | None = None,
            allow: list[str] | None = None, ctx: Context = CAPTAIN) -> AssignmentSpec:
+    from state import ledger_settle  # not at import: crew-side commands skip it
+
     check_captain(ctx, "assign")
     key = crew_key(name)
     check_text(task, "task")
@@ -355,6 +359,8 @@ def dismiss(home: Home, name: str, *, reason: str = "crew dismissed",
     assignment's work item is cancelled only on a confirmed stop; otherwise it goes to
     needs_reconciliation, never to cancelled on a guess.
     """
+    from state import ledger, ledger_settle  # not at import: crew-side commands skip it
+
     check_captain(ctx, "dismiss")
     key = crew_key(name)
     with _locked(home, key):
@@ -443,6 +449,8 @@ def done(home: Home, name: str, report: str | None, *, assignment_id: str | None
          ctx: Context = CAPTAIN) -> Finished:
     """Finish the assignment. Unread mail refuses it; the refusal carries that mail, and
     ``err.after_report()`` (called once the caller has shown it) writes its receipts."""
+    from state import ledger_settle  # not at import: crew-side commands skip it
+
     key = crew_key(name)
     if report is None or not report.strip():
         raise CaptainError("report_required",
