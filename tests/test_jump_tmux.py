@@ -1,0 +1,62 @@
+"""`enter` (jump) from a cockpit running inside tmux switches the person's tmux client.
+
+A real client is needed for switch-client: an outer private tmux server runs
+`tmux attach` to the crew's server in one of its panes, so the crew's server has exactly
+one attached client — the person's terminal, as far as tmux can tell.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from captain_tui import actions
+from captain_tui.launch import launcher
+from state import crewlog, protocol
+from state.home import Home
+from tests.tmux_helpers import TMUX, PrivateTmux, needs_tmux, poll
+
+
+def _client_window(server: PrivateTmux) -> str:
+    out = server.tmux("list-clients", "-F", "#{window_id}", check=False).stdout.split()
+    return out[0] if len(out) == 1 else ""
+
+
+@needs_tmux
+def test_jump_inside_tmux_switches_the_client_to_the_crews_window(home: Home, project: Path):
+    crews, outer = PrivateTmux(), PrivateTmux()
+    try:
+        crews.tmux("new-session", "-d", "-s", "desk", "-x", "100", "-y", "30", "sleep 600")
+        start = launcher(home, name="Jack", key="jack", agent="program", program="sleep 600",
+                         cwd=str(project), socket=crews.socket, session="desk")
+        protocol.recruit(home, "Jack", "Wait", cwd=str(project), agent="program", launch=start)
+        pane = crewlog.load(home, "jack")[0].pane
+        desk = crews.tmux("display-message", "-p", "-t", "desk:0", "#{window_id}").stdout.strip()
+        assert desk and desk != pane.window_id
+
+        # the person's terminal: a client of the crews' server, looking at the desk window
+        outer.tmux("new-session", "-d", "-s", "term", "-x", "100", "-y", "30",
+                   f"env -u TMUX {TMUX} -S {crews.socket} attach -t desk:0")
+        poll(lambda: _client_window(crews) == desk, what="the client to attach to the desk")
+
+        inside = {"TMUX": f"{crews.socket},1,0"}  # what tmux sets for the cockpit's pane
+        assert actions.jump(pane, env=inside) is None  # switched: nothing to show
+        poll(lambda: _client_window(crews) == pane.window_id,
+             what="the client to show the crew's window")
+    finally:
+        outer.kill()
+        crews.kill()
+
+
+@needs_tmux
+def test_jump_from_another_tmux_server_gives_the_attach_command(home: Home, project: Path):
+    crews = PrivateTmux()
+    try:
+        crews.tmux("new-session", "-d", "-s", "desk", "sleep 600")
+        start = launcher(home, name="Jack", key="jack", agent="program", program="sleep 600",
+                         cwd=str(project), socket=crews.socket, session="desk")
+        protocol.recruit(home, "Jack", "Wait", cwd=str(project), agent="program", launch=start)
+        pane = crewlog.load(home, "jack")[0].pane
+        command = actions.jump(pane, env={"TMUX": "/tmp/some-other-tmux,1,0"})
+        assert command == f"tmux -S {pane.socket} attach -t {pane.pane_id}"
+    finally:
+        crews.kill()
