@@ -291,6 +291,13 @@ def _generation(text: str) -> int:
     return value
 
 
+def _attempts(text: str) -> int:
+    value = _generation(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1 attempt")
+    return value
+
+
 def _limit(text: str) -> int:
     try:
         return int(text)
@@ -353,7 +360,7 @@ def add_commands(sub, common, parser_class) -> None:
     p = add("submit", "Queue a chat work item with this input.", cmd_submit)
     p.add_argument("--text", required=True, metavar="TEXT")
     p.add_argument("--target-revision", metavar="REV")
-    p.add_argument("--max-attempts", type=_generation, default=1, metavar="N")
+    p.add_argument("--max-attempts", type=_attempts, default=1, metavar="N")
     p = add("claim", "Worker: claim the oldest queued item (or WORK_ID) into a free slot.",
             cmd_claim)
     p.add_argument("work_id", nargs="?", metavar="WORK_ID")

@@ -24,13 +24,17 @@ def holder() -> str:
 
 
 def probe(locator: PaneLocator) -> str:
-    """alive | gone | unknown: only a confirmed answer is ever 'gone'."""
-    from captain_tui.tmux import Tmux
+    """alive | gone | unknown: only a confirmed answer is ever 'gone'.
+
+    A dead pane (crew windows keep one readable after their process exits) is 'gone': tmux
+    confirms the process ended, so its lease must not be renewed."""
+    from captain_tui.tmux import ALIVE, GONE, Tmux
 
     try:
-        return Tmux(locator.socket).pane(locator).state
+        info = Tmux(locator.socket).pane(locator)
     except CaptainError:
         return "unknown"
+    return GONE if info.state == ALIVE and info.dead else info.state
 
 
 def stop(attempt: Attempt) -> bool | None:

@@ -78,8 +78,9 @@ def _identity_path(home: Home, endpoint_id: str, source_delivery_id: str) -> Pat
         f"{identity_key(endpoint_id, source_delivery_id)}.json"
 
 
-def _body_path(home: Home, delivery_id: str) -> Path:
-    return home.store.dir("delivery-bodies") / f"{delivery_id}.body"
+def _body_path(home: Home, delivery_id: str, sha256: str) -> Path:
+    # named by its hash too: a body left by a killed intake never stands in for another
+    return home.store.dir("delivery-bodies") / f"{delivery_id}-{sha256[:32]}.body"
 
 
 def _number(config: dict, name: str, default: float, minimum: float) -> float:
@@ -154,7 +155,7 @@ def ingest(home: Home, endpoint_id: str, source_delivery_id: str, body: bytes, *
                       filter_reason=reason,
                       work_id=None if reason else work_id_for(delivery_id))
     # the body before the record: a record that says the body is held always has it
-    home.store.create_once(_body_path(home, delivery_id), body, same=lambda old, new: True)
+    home.store.create_once(_body_path(home, delivery_id, sha), body, same=lambda old, new: True)
     ledger.crash_point("delivery:after-body")
     try:
         created = home.store.create_once(path, encode(record))
@@ -236,14 +237,14 @@ def get(home: Home, delivery_id: str) -> Delivery:
 def raw_body_available(home: Home, record: Delivery, at: datetime | None = None) -> bool:
     if (at or now()) >= record.raw_body_expires_at:
         return False
-    return os.path.lexists(_body_path(home, record.delivery_id))
+    return os.path.lexists(_body_path(home, record.delivery_id, record.body_sha256))
 
 
 def raw_body(home: Home, record: Delivery) -> bytes | None:
     """The raw body while it is retained (for a replay's worker); never printed or served."""
     if not raw_body_available(home, record):
         return None
-    return home.store.read_bytes(_body_path(home, record.delivery_id))
+    return home.store.read_bytes(_body_path(home, record.delivery_id, record.body_sha256))
 
 
 def purge(home: Home, at: datetime | None = None) -> int:
@@ -254,7 +255,7 @@ def purge(home: Home, at: datetime | None = None) -> int:
         record = home.store.read(_dir(home) / f"{name}.json", Delivery)
         if record is not None and at >= record.raw_body_expires_at:
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(_body_path(home, record.delivery_id))
+                os.unlink(_body_path(home, record.delivery_id, record.body_sha256))
                 removed += 1
     return removed
 

@@ -97,6 +97,18 @@ def check_work_id(work_id: str) -> str:
     return work_id
 
 
+def check_shown(reason: str | None = None, target_revision: str | None = None) -> None:
+    """Reasons and revisions are printed for people: no control characters, ever."""
+    from state.text import check_text
+
+    if reason is not None:
+        check_text(reason, "reason", required=False)
+    if target_revision is not None and not (target_revision.isprintable()
+                                            and len(target_revision) <= 200):
+        raise CaptainError("invalid_argument", "a target revision is at most 200 printable "
+                                               "characters on one line.")
+
+
 def work_id_for_assignment(assignment_id: str) -> str:
     """An assignment's work item shares its ID's time and randomness: derivable, so the
     crew log can settle it after a crash without a lookup table."""
@@ -341,6 +353,7 @@ def accept(home: Home, *, source: str, input, requester: str, work_id: str | Non
     if source not in SOURCES:
         raise CaptainError("invalid_filter", f"source {source!r} is not one of "
                                              f"{', '.join(SOURCES)}.")
+    check_shown(reason, target_revision)
     work_id = check_work_id(work_id or new_id(WORK))
     data = _canonical({"input": input})
     with _lock(home, work_id):
@@ -372,11 +385,23 @@ def claim(home: Home, work_id: str | None = None, *, holder: str,
     """
     with home.store.lock("ledger"):
         if work_id is None:
-            waiting = [i for i in queued(home) if source is None or i.source == source]
+            # a crew's assignment is started by a runner's dispatch (its pane is launched),
+            # never handed to a worker asking for the oldest item
+            waiting = [i for i in queued(home) if (source is None or i.source == source)
+                       and i.crew is None]
             if not waiting:
                 raise CaptainError("not_queued", "no work item is queued"
-                                   + (f" from source {source}." if source else "."))
+                                   + (f" from source {source}" if source else "")
+                                   + " for a worker (crew assignments start when a runner "
+                                     "launches their pane).")
             work_id = waiting[0].work_id
+        else:
+            item = load(home, check_work_id(work_id))
+            if item is not None and item.crew is not None and start is None:
+                raise CaptainError(
+                    "invalid_argument",
+                    f"{work_id} is crew {item.crew}'s assignment; a runner (the cockpit, "
+                    "captain watch or wait) launches its pane when a slot frees.")
         return claim_held(home, work_id, holder=holder, locator=locator, run_id=run_id, at=at,
                           start=start)
 
@@ -473,6 +498,7 @@ def cancel(home: Home, work_id: str, *, actor: str, reason: str | None = None,
     ``stop`` (the runtime); only a confirmed stop cancels it, anything else sends it to
     needs_reconciliation. The request is recorded once per generation.
     """
+    check_shown(reason)
     with home.store.lock("ledger"), _lock(home, check_work_id(work_id)):
         item = _locked_item(home, work_id)
         if item.state in TERMINAL:
@@ -548,6 +574,7 @@ def resolve(home: Home, work_id: str, *, generation: int, to: str, reason: str |
         raise CaptainError("evidence_required",
                            "cancelled means a confirmed stop: pass --runtime-stopped to attest "
                            "that the process is no longer running.")
+    check_shown(reason)
     with home.store.lock("ledger"), _lock(home, check_work_id(work_id)):
         item = _locked_item(home, work_id)
         if item.state != "needs_reconciliation":
