@@ -35,7 +35,7 @@ STATUS = {
     "store_error": 503,
 }
 SIGNATURE_TOLERANCE = 300  # seconds a captain-style signature's timestamp may be off
-ERRORS = {code: {"model": out.ErrorOut} for code in (400, 401, 403, 404, 409)}
+ERRORS = {code: {"model": out.ErrorOut} for code in (400, 401, 403, 404, 409, 503)}
 
 bearer = HTTPBearer(auto_error=False, description="A token from `captain tokens create`.")
 
@@ -57,6 +57,19 @@ def build_app(home: Home) -> FastAPI:
     app = FastAPI(title="captain", version="1",
                   description="The work ledger of one captain home (one workspace).")
 
+    def document() -> dict:
+        # validation answers 400 with the error body (on_invalid), never FastAPI's 422
+        if app.openapi_schema is None:
+            schema = FastAPI.openapi(app)
+            for operations in schema["paths"].values():
+                for operation in operations.values():
+                    operation["responses"].pop("422", None)
+            for name in ("HTTPValidationError", "ValidationError"):
+                schema.get("components", {}).get("schemas", {}).pop(name, None)
+        return app.openapi_schema
+
+    app.openapi = document
+
     @app.exception_handler(CaptainError)
     async def on_refusal(_: Request, err: CaptainError):
         return _refuse(err)
@@ -71,7 +84,9 @@ def build_app(home: Home) -> FastAPI:
     @app.exception_handler(StarletteHTTPException)
     async def on_http(_: Request, exc: StarletteHTTPException):
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-        return _error(exc.status_code, code, str(exc.detail))
+        response = _error(exc.status_code, code, str(exc.detail))
+        response.headers.update(exc.headers or {})  # a 405 keeps its Allow header
+        return response
 
     def caller(credentials: Annotated[HTTPAuthorizationCredentials | None,
                                       Depends(bearer)]) -> tokens.Token:
@@ -101,9 +116,11 @@ def build_app(home: Home) -> FastAPI:
         return {"workspaces": [{"workspace_id": workspace, "role": who.role}]}
 
     @app.get(base + "/work", response_model=out.WorkPage, responses=ERRORS)
-    def list_work(who: Member, state: str | None = None, source: str | None = None,
+    def list_work(who: Member, request: Request, state: str | None = None,
+                  source: str | None = None,
                   limit: Annotated[int, Query(ge=1, le=ledger.PAGE_MAX)] = 50,
                   after: str | None = None):
+        _known_query(request, "state", "source", "limit", "after")
         items, cursor = ledger.page(home, state=state, source=source, limit=limit, after=after)
         return {"items": [ledger.public(home, i) for i in items], "next_cursor": cursor}
 
@@ -135,10 +152,11 @@ def build_app(home: Home) -> FastAPI:
         return ledger.public(home, item)
 
     @app.get(base + "/deliveries", response_model=out.DeliveryPage, responses=ERRORS)
-    def list_deliveries(who: Member, endpoint_id: str | None = None,
+    def list_deliveries(who: Member, request: Request, endpoint_id: str | None = None,
                         source_delivery_id: str | None = None,
                         limit: Annotated[int, Query(ge=1, le=ledger.PAGE_MAX)] = 50,
                         after: str | None = None):
+        _known_query(request, "endpoint_id", "source_delivery_id", "limit", "after")
         records, cursor = deliveries.page(home, endpoint_id=endpoint_id,
                                           source_delivery_id=source_delivery_id, limit=limit,
                                           after=after)
@@ -156,6 +174,20 @@ def build_app(home: Home) -> FastAPI:
         return await _door(home, endpoint_id, request, body)
 
     return app
+
+
+def _known_query(request: Request, *names: str) -> None:
+    """A misspelt filter (``?stat=running``) or a repeated one (``?state=a&state=b``, which
+    would silently mean only the last) is a 400, never a page that answers something else."""
+    params = request.query_params
+    unknown = sorted(set(params) - set(names))
+    if unknown:
+        raise CaptainError("invalid_filter", f"{unknown[0]!r} is not a parameter here "
+                                             f"(known: {', '.join(names)}).")
+    repeated = sorted(name for name in set(params) if len(params.getlist(name)) > 1)
+    if repeated:
+        raise CaptainError("invalid_filter", f"{repeated[0]} is given more than once; each "
+                                             "parameter takes one value.")
 
 
 def _work_id(text: str) -> str:

@@ -31,10 +31,12 @@ class ReplayBody(_In):
 
 
 class ResolveBody(_In):
-    generation: int = Field(ge=0, le=2**31 - 1)
+    # strict: a generation is a JSON integer (not true, "1" or 1.0), and the attestation a
+    # JSON boolean (not "yes")
+    generation: int = Field(ge=0, le=2**31 - 1, strict=True)
     to: Literal["succeeded", "failed", "cancelled"]
     reason: str | None = Field(default=None, max_length=2000)
-    runtime_stopped: bool = False
+    runtime_stopped: bool = Field(default=False, strict=True)
 
 
 class ErrorBody(BaseModel):

@@ -593,6 +593,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             setattr(args, dest, " ".join(getattr(args, dest)) or "--")
     if args.command is None:
         return _cockpit(args.main_home)
+    if args.main_home and not getattr(args, "home", None):
+        args.home = args.main_home  # `captain --home DIR status` means what it says
     out = Out(getattr(args, "json", False))
     try:
         return args.func(args, out)

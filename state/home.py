@@ -67,6 +67,7 @@ class Home:
         self._open(mountinfo)
         self.store = Store(self.root)
         self._config: dict | None = None
+        self._config_stamp = None
 
     def _open(self, mountinfo: str | None) -> None:
         root = self.root
@@ -143,9 +144,15 @@ class Home:
 
     def config(self) -> dict:
         """``config.toml`` in the home; a broken one is reported and ignored."""
-        if self._config is None:
+        path = self.root / "config.toml"
+        try:  # long-lived processes (the cockpit, serve) see an edited file without a restart
+            st = os.lstat(path)
+            stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
+        except OSError:
+            stamp = None
+        if self._config is None or stamp != self._config_stamp:
             self._config = {}
-            path = self.root / "config.toml"
+            self._config_stamp = stamp
             try:
                 data = self.store.read_bytes(path)
                 if data is not None:

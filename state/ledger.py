@@ -550,7 +550,8 @@ def replay(home: Home, work_id: str, *, actor: str, reason: str,
     The new item belongs to no crew assignment: a worker claims it (``captain work
     claim``); to give a crew the same task again, assign it."""
     if not reason or not reason.strip():
-        raise CaptainError("evidence_required", "a replay needs --reason: why run it again.")
+        raise CaptainError("evidence_required",
+                           "a replay needs a reason (--reason): why run it again.")
     original = get(home, check_work_id(work_id))
     check_replay(home, original)
     return accept(home, source=original.source, input=input_of(home, work_id),
@@ -565,15 +566,17 @@ def resolve(home: Home, work_id: str, *, generation: int, to: str, reason: str |
     """A person's verdict on an item needing reconciliation; frees its slot, starts
     nothing. ``runtime_stopped`` is the operator's attestation, never a probe."""
     if to not in TERMINAL:
-        raise CaptainError("invalid_argument", f"--to must be succeeded, failed or cancelled, "
+        raise CaptainError("invalid_argument", "the target state must be succeeded, failed or "
+                                               "cancelled, "
                                                f"not {to!r}.")
     if not reason or not reason.strip():
         raise CaptainError("evidence_required",
-                           "resolve needs --reason: what you checked and what you found.")
+                           "resolve needs a reason (--reason): what you checked and what you "
+                           "found.")
     if to == "cancelled" and not runtime_stopped:
         raise CaptainError("evidence_required",
-                           "cancelled means a confirmed stop: pass --runtime-stopped to attest "
-                           "that the process is no longer running.")
+                           "cancelled means a confirmed stop: attest that the process is no "
+                           "longer running (runtime_stopped, --runtime-stopped).")
     check_shown(reason)
     with home.store.lock("ledger"), _lock(home, check_work_id(work_id)):
         item = _locked_item(home, work_id)
