@@ -368,14 +368,18 @@ def dismiss(home: Home, name: str, *, reason: str = "crew dismissed",
         bounced = [BouncedMail(message_id=m.message_id, delivery_id=new_id(DELIVERY),
                                queued_at=m.queued_at, summary=summarize(m.text)[:200])
                    for m in mailbox.unread(home, key, snapshot)]
-        crewlog.append(home, key, snapshot, Dismissed(
-            seq=snapshot.seq + 1, at=now(), actor="captain",
-            assignment_id=snapshot.assignment.assignment_id, reason=reason, bounced=bounced))
-        ledger.crash_point("dismiss:after-crew")
+        # The work item before the crew's record: killed in between, the crew is still
+        # live and dismissing it again finishes the job (cancel is idempotent). The other
+        # order left a dismissed crew whose item stayed running, which nothing revisits.
         work_id = ledger_settle.work_id(snapshot.assignment.assignment_id)
         if ledger.exists(home, work_id):
             ledger.cancel(home, work_id, actor="captain", reason=reason,
                           stop=lambda attempt: stopped)
+        ledger.crash_point("dismiss:after-work")
+        crewlog.append(home, key, snapshot, Dismissed(
+            seq=snapshot.seq + 1, at=now(), actor="captain",
+            assignment_id=snapshot.assignment.assignment_id, reason=reason, bounced=bounced))
+        ledger.crash_point("dismiss:after-crew")
     return bounced
 
 
