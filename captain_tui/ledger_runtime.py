@@ -106,6 +106,10 @@ def round(home: Home) -> list[str]:  # noqa: A001 - one round of the runner
     """Heartbeats and lease verdicts, then dispatch. Never raises a refusal."""
     changes: list[str] = []
     try:
+        from state import deliveries
+
+        changes += [f"{n} webhook intake(s) finished" for n in [deliveries.settle_pending(home)]
+                    if n]
         changes += ledger.examine(home, probe, holder=holder())
     except CaptainError:
         pass

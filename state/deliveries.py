@@ -143,6 +143,8 @@ def ingest(home: Home, endpoint_id: str, source_delivery_id: str, body: bytes, *
         raise CaptainError("store_error", "a delivery identity record could not be read back.")
     ledger.crash_point("delivery:after-identity")
     delivery_id = ident.delivery_id
+    pending = _pending_dir(home) / delivery_id
+    home.store.create_once(pending, b"", same=lambda old, new: True)
     path = _dir(home) / f"{delivery_id}.json"
     existing = home.store.read(path, Delivery)
     if existing is not None:
@@ -167,6 +169,7 @@ def ingest(home: Home, endpoint_id: str, source_delivery_id: str, body: bytes, *
         return Intake(record, duplicate=True)
     ledger.crash_point("delivery:after-record")
     _dispatch(home, record, config)
+    _settled(home, delivery_id)
     return Intake(record, duplicate=False)
 
 
@@ -180,7 +183,32 @@ def _same(home: Home, existing: Delivery | None, sha: str) -> Intake:
             f"already received ({existing.delivery_id}) with a different body; nothing new "
             "was recorded.", delivery_id=existing.delivery_id)
     _dispatch(home, existing, _endpoints(home).get(existing.endpoint_id) or {})
+    _settled(home, existing.delivery_id)
     return Intake(existing, duplicate=True)
+
+
+def _pending_dir(home: Home) -> Path:
+    # deliveries/pending/<id>: recorded (or being recorded), its work item not yet sure
+    return home.store.dir("deliveries", "pending")
+
+
+def _settled(home: Home, delivery_id: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(_pending_dir(home) / delivery_id)
+
+
+def settle_pending(home: Home) -> int:
+    """Finish intakes killed between the record and its work item (runners call this):
+    the item is created from the record; returns how many were finished."""
+    done = 0
+    for delivery_id in home.store.names(_pending_dir(home), suffix=""):
+        record = home.store.read(_dir(home) / f"{delivery_id}.json", Delivery)
+        if record is None:
+            continue  # killed before the record: the sender's redelivery completes it
+        _dispatch(home, record, _endpoints(home).get(record.endpoint_id) or {})
+        _settled(home, delivery_id)
+        done += 1
+    return done
 
 
 def _dispatch(home: Home, record: Delivery, config: dict) -> None:

@@ -380,6 +380,8 @@ def every_file_parses(home: Home) -> None:
                 assert name.endswith(".lock"), where
             elif parts == ("ledger", "open"):
                 assert name.startswith("wrk_") and path.stat().st_size == 0, where
+            elif parts == ("deliveries", "pending"):
+                assert name.startswith("whd_") and path.stat().st_size == 0, where
             elif parts[0] == "work" and len(parts) == 2:
                 model = {"item.json": WorkItem, "lease.json": Lease}.get(name)
                 if model is not None:
@@ -503,6 +505,9 @@ def check_ingest(home: Home, s: Scenario, work_id: str, kwargs: dict, before: se
     identities = list((home.root / "deliveries" / "by-identity").glob("*.json"))
     assert len(identities) == 1, identities
     claimed = home.store.read(identities[0], deliveries.Identity)
+    if s.step == "delivery:after-record":  # a runner finishes it without a redelivery
+        assert deliveries.settle_pending(home) == 1
+        assert ledger.load(home, records[0].work_id).state == "queued"
     intake = retry(home, "ingest", {}, frozenset())
     assert intake.duplicate == recorded
     record = deliveries.get(home, intake.delivery.delivery_id)
@@ -515,6 +520,7 @@ def check_ingest(home: Home, s: Scenario, work_id: str, kwargs: dict, before: se
     assert [r.delivery_id for r in deliveries.page(home)[0]] == [record.delivery_id]
     again = deliveries.ingest(home, "hook", "delivery-1", BODY, event="push", at=T1)
     assert again.duplicate and ledger.all_ids(home) == [record.work_id]
+    assert not list((home.root / "deliveries" / "pending").iterdir()), "an intake left open"
 
 
 def check_recruit(home: Home, s: Scenario, work_id: str, kwargs: dict, before: set[str],
