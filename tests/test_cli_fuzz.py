@@ -32,7 +32,10 @@ SETTINGS = settings(max_examples=150, deadline=None, derandomize=False,
                     suppress_health_check=[HealthCheck.too_slow])
 
 COMMANDS = ["crew", "assign", "tell", "answer", "wait", "status", "dismiss", "check", "ask",
-            "done", "inbox"]
+            "done", "inbox", "work", "deliveries", "tokens"]
+# the ledger's and tokens' own subcommands, so the fuzzer reaches past `work`/`deliveries`
+SUBCOMMANDS = ["list", "show", "cancel", "replay", "resolve", "submit", "claim", "heartbeat",
+               "report", "ingest", "create", "revoke"]
 REAL = "<the real assignment>"  # replaced by the live assignment ID of Jack
 
 # Any character at all, lone surrogates included (argv from a real shell can carry
@@ -299,12 +302,15 @@ def test_wait_on_a_real_crew(world, timeout, ack, name, as_json):
 # -- anything at all ------------------------------------------------------------------------
 
 FLAGS = ["--json", "--all", "--timeout", "--ack", "--task", "--owns", "--allow", "--handoff",
-         "--assignment", "--report", "--cwd", "--no-launch", "--", "-h"]
-tokens = st.one_of(st.sampled_from(COMMANDS + FLAGS + ["Jack", "0", "src", "edit"]), any_text)
+         "--assignment", "--report", "--cwd", "--no-launch", "--", "-h", "--state",
+         "--source", "--limit", "--after", "--generation", "--to", "--reason", "--outcome",
+         "--endpoint", "--delivery-id", "--role", "wrk_0", "whd_0"]
+tokens = st.one_of(st.sampled_from(COMMANDS + SUBCOMMANDS + FLAGS + ["Jack", "0", "src", "edit"]),
+                   any_text)
 
 
-# Commands that run until a person quits: the cockpit (no command), the demo, watch.
-INTERACTIVE = (None, "demo", "watch")
+# Commands that run until a person quits: the cockpit (no command), the demo, watch, serve.
+INTERACTIVE = (None, "demo", "watch", "serve")
 
 
 def _interactive(argv: list[str]) -> bool:
