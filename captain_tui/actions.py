@@ -87,6 +87,54 @@ def dismiss(home: Home, crew: str) -> str:
     return f"Dismissed {crew}{extra}{pane}."
 
 
+# -- the work ledger ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Said:
+    """A confirmation that is not plain good news: shown with this toast severity."""
+
+    text: str
+    severity: str = "information"
+
+
+def cancel_work(home: Home, work_id: str) -> Said:
+    """``captain work cancel``: the runtime stops the attempt; the outcome says what happened."""
+    from captain_tui import cli_work, ledger_runtime
+    from state import ledger
+
+    result = ledger.cancel(home, work_id, actor=cli_work.actor(), stop=ledger_runtime.stop)
+    item = result.item
+    if result.outcome == "cancelled":
+        return Said(f"Cancelled {work_id}: the stop is confirmed.")
+    if result.outcome == "already_terminal":
+        return Said(f"{work_id} had already finished ({item.state}); nothing was done.",
+                    "warning")
+    return Said(f"The stop of {work_id} could NOT be confirmed: it needs reconciliation "
+                f"(generation {item.generation}) and keeps its slot. Check its process, then "
+                "resolve it.", "error")
+
+
+def replay_work(home: Home, work_id: str, reason: str, target_revision: str | None) -> str:
+    from captain_tui import cli_work
+    from state import ledger
+
+    item = ledger.replay(home, work_id, actor=cli_work.actor(), reason=reason,
+                         target_revision=target_revision)
+    return (f"Replayed {work_id} as {item.work_id}: queued, target revision "
+            f"{item.target_revision or 'none'}.")
+
+
+def resolve_work(home: Home, work_id: str, generation: int, to: str, reason: str,
+                 runtime_stopped: bool) -> str:
+    from captain_tui import cli_work
+    from state import ledger
+
+    item = ledger.resolve(home, work_id, generation=generation, to=to, reason=reason,
+                          operator=cli_work.actor(), runtime_stopped=runtime_stopped)
+    return f"Resolved {work_id} to {item.state}; its slot is free."
+
+
 def ring(home: Home, crew: str) -> str | None:
     """One doorbell attempt right after writing mail. Returns a sentence only when the
     captain should know (held or bounced); the mail is durable whatever happens here."""

@@ -24,12 +24,14 @@ from typing import Any
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header
 from textual.worker import get_current_worker
 
 from captain_tui import actions, alerts, commands, feed, settings
+from captain_tui.app_work import WorkCommands, reconciling_text
 from captain_tui.commands import BY_ACTION, COMMANDS, Command
 from state.errors import CaptainError
 from state.home import Home
@@ -45,6 +47,7 @@ from widgets.rows import CrewRow, HomeView, NotificationRow, QuestionRow
 from widgets.settings import SettingsScreen
 from widgets.table import Panel
 from widgets.text import age
+from widgets.work import WorkPanel
 
 DOORBELL_EVERY = 0.25  # the runner keeps its own clocks; this is how often it is asked
 AGES_EVERY = 5.0  # "4m ago" columns are re-rendered from the view (no I/O) this often
@@ -83,11 +86,12 @@ def _local_now() -> datetime:
     return datetime.now().astimezone()
 
 
-class CaptainApp(App):
+class CaptainApp(WorkCommands, App):
     CSS_PATH = "cockpit.tcss"
     TITLE = "captain"
     BINDINGS = commands.bindings()
     NOTIFICATION_TIMEOUT = 6
+    _loud = ""  # the title line's "2 need reconciliation" (see format_title)
 
     def __init__(self, home: Home, *, run_doorbell: bool = True,
                  clock: Callable[[], datetime] | None = None) -> None:
@@ -121,7 +125,9 @@ class CaptainApp(App):
                 yield QuestionsPanel(id="questions", keys=keys)
                 yield NotificationsPanel(id="notifications", keys=keys)
                 yield DoorbellsPanel(id="doorbells", keys=keys)
-            yield PanePreview(id="preview")
+            with Vertical(id="side"):
+                yield WorkPanel(id="work", keys=keys)
+                yield PanePreview(id="preview")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -183,11 +189,24 @@ class CaptainApp(App):
         self.query_one(QuestionsPanel).show(self.view.questions(), now)
         self.query_one(DoorbellsPanel).show(self.view.doorbells(), now)
         self.query_one(NotificationsPanel).show(self.view.notifications(), now)
+        self.query_one(WorkPanel).show_view(self.view, now)
         count = len(self.view.crews)
         reading = "" if self.scanned else " · reading the home…"
-        self.sub_title = (f"{count} crew · refreshed {self.last_refresh:%H:%M:%S}{reading}")
+        self._loud = reconciling_text(self.view.reconciling())
+        loud = f" · {self._loud}" if self._loud else ""
+        self.sub_title = (f"{count} crew · refreshed {self.last_refresh:%H:%M:%S}{reading}{loud}")
         self.refresh_bindings()
         self._refresh_preview()
+
+    def format_title(self, title: str, sub_title: str) -> Content:
+        """The title line; work that needs reconciliation is said loudly at its end."""
+        loud = self._loud
+        if not loud or not sub_title.endswith(loud):
+            return super().format_title(title, sub_title)
+        quiet = sub_title[: -len(loud)]
+        colour = self.theme_variables.get("error", "red")
+        return Content.assemble(Content(title), (" — ", "dim"), Content(quiet).stylize("dim"),
+                                (f" ⚠ {loud} ", f"bold {colour} reverse"))
 
     def on_feed_problem(self, message: FeedProblem) -> None:
         exc = message.error
@@ -224,8 +243,9 @@ class CaptainApp(App):
                         timeout=10)
             return
         if self.settings.alert_toast:
+            loud = alert.kind in ("bounced", "needs_reconciliation")
             self.notify(alert.body[:400], title=alert.title, markup=False, timeout=10,
-                        severity="error" if alert.kind == "bounced" else "warning")
+                        severity="error" if loud else "warning")
         if self.settings.alert_bell:
             self.emit_to_terminal("\a")
         if self.settings.alert_desktop:
@@ -267,6 +287,8 @@ class CaptainApp(App):
         need = command.needs
         if need is None:
             return None
+        if need.endswith("_work"):
+            return self.why_not_work(need)
         if need == "question":
             return None if self.selected_question() else "No question is waiting."
         if need == "notification":
@@ -437,7 +459,7 @@ class CaptainApp(App):
     def _form_cancelled(self, event: FormScreen.Cancelled) -> None:
         self._jobs.pop(event.form, None)
         if any(str(v).strip() for k, v in event.draft.items() if k in ("answer", "message",
-                                                                          "task")):
+                                                                          "task", "reason")):
             self.drafts[event.form.draft_key] = event.draft
             self.notify("Nothing was sent. Your text is kept for next time.", timeout=3)
 
@@ -462,13 +484,17 @@ class CaptainApp(App):
         self.notify(said, markup=False)
 
     @work(thread=True, group="actions", exit_on_error=False)
-    def _in_worker(self, job: Callable[[], str]) -> None:
+    def _in_worker(self, job: Callable[[], str | actions.Said]) -> None:
         try:
             said = _attempt(lambda _: job(), None)
         except CaptainError as err:
             self.call_from_thread(self._refused, err)
             return
-        self.call_from_thread(self.notify, said, markup=False)
+        if isinstance(said, actions.Said):
+            self.call_from_thread(self.notify, said.text, severity=said.severity, markup=False,
+                                  timeout=10 if said.severity == "error" else 6)
+        else:
+            self.call_from_thread(self.notify, said, markup=False)
 
     def _refused(self, err: CaptainError, form: FormScreen | None = None) -> None:
         text = f"[{err.code}] {err.message}"

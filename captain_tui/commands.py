@@ -43,6 +43,23 @@ COMMANDS: tuple[Command, ...] = (
     Command("jump", "enter", "Jump",
             "Go to the selected crew's tmux pane (or show the command that attaches to it).",
             "jump", needs="pane"),
+    Command("cancel_work", "c", "Cancel",
+            "Cancel the work item highlighted in Work (asks first). A queued item is cancelled "
+            "at once; a running one only when its pane's stop is confirmed, else it needs "
+            "reconciliation. It never undoes what the work already did.", "cancel_work",
+            needs="live_work", group="Work"),
+    Command("replay_work", "R", "Replay",
+            "Run a finished work item's input again as a new item, with your reason (and "
+            "another target revision if you name one). The original stays as it was.",
+            "replay_work", needs="finished_work", group="Work"),
+    Command("resolve_work", "v", "Resolve",
+            "Give your verdict on the highlighted work item that needs reconciliation: what "
+            "it became, what you checked, and whether its process is stopped. Frees its slot; "
+            "starts nothing.", "resolve_work", needs="reconciling_work", group="Work"),
+    Command("work_filter", "f", "Filter work",
+            "Show all work, or only queued, running, needing reconciliation, or finished "
+            "(the Work panel's title says which).", "cycle_work_filter", group="Work",
+            show=False),
     Command("rescan", "ctrl+r", "Rescan",
             "Read the whole home again now (it also happens every 30 s by itself).", "rescan",
             group="Cockpit", show=False),
@@ -103,5 +120,15 @@ def help_markdown() -> str:
             "- **Notifications** — what crews reported, newest first; acknowledge each once "
             "you have seen it. A finished crew gets its next task after its *done* is "
             "acknowledged.",
+            "- **Work** — the work ledger: every assignment, chat and webhook run is a work "
+            "item with a *state* (queued, running, succeeded, failed, cancelled, "
+            "**needs reconciliation**), a *generation* (bumped on every claim: the fence "
+            "against a stale worker) and its *source*; *Since* is how long it has been in "
+            "that state. An item **needs reconciliation** when its process may still be "
+            "alive but nobody could verify it: it is listed first in red, counted in the "
+            "title line, and keeps its slot until you press "
+            f"`{key_label(BY_ID['resolve_work'])}` — no timer clears it. "
+            f"`{key_label(BY_ID['work_filter'])}` cycles the filter: all, queued, running, "
+            "needs reconciliation, finished.",
             "- **Pane** — the selected crew's tmux pane, live.", ""]
     return "\n".join(out)

@@ -19,8 +19,10 @@ pump a ``publish`` callback that posts a message.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import queue
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -28,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from captain_tui.work_feed import WorkFeed
 from state import crewlog, mailbox
 from state.errors import CaptainError
 from state.home import Home
@@ -40,7 +43,9 @@ RESCAN_SECONDS = 30.0
 DEBOUNCE_MS = 20  # watchfiles' default (1600 ms) would blow the 100 ms event-to-row budget
 STEP_MS = 20  # the watcher thread wakes this often while idle: latency against idle CPU
 PROGRESS_FIRST = 0.1  # during a long first scan, show the rows read so far this soon,
-PROGRESS_LATER = 0.5  # then this often (each showing re-renders every panel)
+PROGRESS_LATER = 1.0  # then after this long, twice as long each time after (each showing
+# re-renders every panel on the screen's thread, which slows the scan itself down: on a big
+# home, showing every 0.5 s doubled the time to the whole home on screen)
 RETRY_SECONDS = 1.0  # a watcher that failed is restarted after this long
 WAKE_MS = 1000  # an idle watcher says it is alive this often (the first time: it is up)
 
@@ -57,9 +62,13 @@ _KINDS = {
 }
 
 
+# work/<id>/... files no panel shows: the input (its events follow) and the lease (heartbeats)
+_WORK_QUIET = frozenset({"input.json", "lease.json"})
+
+
 @dataclass(frozen=True)
 class Route:
-    kind: str  # crew | mail | read | note | acks | bell | quarantine
+    kind: str  # crew | mail | read | note | acks | bell | quarantine | work (name: work ID)
     key: str | None
     name: str | None = None  # the record's name (message or delivery ID) where it matters
 
@@ -78,6 +87,10 @@ def route(root: Path, path: str) -> Route | None:
         return Route("bell", parts[1][: -len(".json")])
     if top == "quarantine" and len(parts) == 2 and parts[1].endswith(".reason"):
         return Route("quarantine", None, parts[1])
+    if top == "work" and len(parts) >= 3 and parts[2] not in _WORK_QUIET:
+        return Route("work", None, parts[1])  # work/<id>/events/*, work/<id>/item.json
+    if top == "ledger" and len(parts) == 3 and parts[1] == "open":
+        return Route("work", None, parts[2])  # ledger/open/<id>: opened or closed
     kind = _KINDS.get(top)
     if kind is None or len(parts) < 2:
         return None
@@ -92,7 +105,7 @@ def route(root: Path, path: str) -> Route | None:
 class Alert:
     """Something that needs the captain now, seen for the first time since start-up."""
 
-    kind: str  # asked | awaiting_approval | bounced | quarantine
+    kind: str  # asked | awaiting_approval | bounced | quarantine | needs_reconciliation
     title: str
     body: str
 
@@ -137,6 +150,7 @@ class Feed:
         self.view = HomeView()
         self.scanned = False  # the first full scan has finished: from now on, new is news
         self._cache: dict[str, _CrewCache] = {}
+        self._work = WorkFeed(home)
 
     # -- whole home ----------------------------------------------------------------------
 
@@ -154,10 +168,12 @@ class Feed:
                     and time.monotonic() - shown >= pause:
                 progress(Update(HomeView(dict(crews)), scanned=False))
                 shown = time.monotonic()
-                pause = PROGRESS_LATER  # the first rows soon, then let the scan get on
+                # the first rows soon, then let the scan get on
+                pause = PROGRESS_LATER if pause < PROGRESS_LATER else pause * 2
         for gone in set(self._cache) - set(keys):
             del self._cache[gone]
-        self.view = HomeView(crews)
+        work = self._work.rescan(alerts, announce=self.scanned)
+        self.view = HomeView(crews, work)
         self.scanned = True
         return Update(self.view, alerts)
 
@@ -165,11 +181,14 @@ class Feed:
         """Re-read what these changed paths touched; None when nothing shown changed."""
         by_key: dict[str, list[Route]] = {}
         alerts: list[Alert] = []
+        work_ids: list[str] = []
         for path in paths:
             r = route(self.home.root, path)
             if r is None:
                 continue
-            if r.kind == "quarantine":
+            if r.kind == "work":
+                work_ids.append(r.name)
+            elif r.kind == "quarantine":
                 alert = self._quarantine_alert(r.name)
                 if alert is not None:
                     alerts.append(alert)
@@ -182,9 +201,10 @@ class Feed:
                 crews.pop(key, None)
             else:
                 crews[key] = view
-        if crews == self.view.crews and not alerts:
+        work = self._work.apply(work_ids, alerts, announce=self.scanned) if work_ids else None
+        if crews == self.view.crews and work is None and not alerts:
             return None
-        self.view = HomeView(crews)
+        self.view = HomeView(crews, self.view.work if work is None else work)
         return Update(self.view, alerts)
 
     # -- one crew ------------------------------------------------------------------------
@@ -465,10 +485,11 @@ async def watch(root: Path, pump: FeedPump, *, stop: asyncio.Event | None = None
 class Watcher:
     """``watch`` on an event loop of its own; ``run`` blocks (call it in a thread worker).
 
-    Not on the app's loop: watchfiles sets up inotify on the whole home before it yields
-    anything, synchronously and holding the GIL, which on a big home takes long enough
-    (about a second for 100 crew and 200k files) to stall the screen. The app starts it
-    after the first rows are on screen.
+    watchfiles sets up inotify on the whole home before it yields anything, synchronously
+    and holding the GIL: 2-3.5 s for 100 crew and 250k files on a 2-core machine, during
+    which no thread of this process runs — a thread of its own does not help, so ``awatch``
+    runs watchfiles in a child process. The app starts the watcher after the first rows are
+    on screen.
     """
 
     def __init__(self, root: Path, pump: FeedPump) -> None:
@@ -498,10 +519,46 @@ class Watcher:
                 self._loop.call_soon_threadsafe(self._stop.set)
 
 
-async def awatch(*args, **kwargs):
-    """``watchfiles.awatch``, imported late (a module attribute so tests can replace it)."""
-    import watchfiles
+# The watcher process: watchfiles on the home, one JSON line per batch ([] when a quiet
+# ``rust_timeout`` passed). When the cockpit is gone, its next write fails and it exits.
+_BATCH_LIMIT = 64 * 1024 * 1024  # one line is one batch: thousands of paths after a burst
+_WATCHER = """
+import json, sys, watchfiles
+root, debounce, step, timeout = sys.argv[1], *map(int, sys.argv[2:])
+for batch in watchfiles.watch(root, debounce=debounce, step=step, rust_timeout=timeout,
+                              yield_on_timeout=True, watch_filter=None, raise_interrupt=False):
+    print(json.dumps([[int(change), path] for change, path in batch]), flush=True)
+"""
 
-    async for batch in watchfiles.awatch(*args, **kwargs):
-        yield batch
+
+async def awatch(root: Path, *, watch_filter, debounce: int, step: int,
+                 stop_event: asyncio.Event, yield_on_timeout: bool, rust_timeout: int):
+    """``watchfiles.awatch``'s batches, from a child process (see ``Watcher``: in this
+    process the set-up would stop every thread for seconds on a big home). A child that
+    dies ends the stream with an error, which ``watch`` answers with a rescan and a new
+    watcher. A module attribute, so tests can replace it."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _WATCHER, str(root), str(debounce), str(step), str(rust_timeout),
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL, start_new_session=True, limit=_BATCH_LIMIT)
+    stopped = asyncio.ensure_future(stop_event.wait())
+    try:
+        while True:
+            line = asyncio.ensure_future(proc.stdout.readline())
+            await asyncio.wait({line, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            if stopped.done():
+                line.cancel()
+                return
+            raw = line.result()
+            if not raw:
+                raise RuntimeError(f"the watcher process exited ({await proc.wait()})")
+            changes = json.loads(raw)
+            batch = {(change, path) for change, path in changes if watch_filter(change, path)}
+            if batch or (not changes and yield_on_timeout):
+                yield batch
+    finally:
+        stopped.cancel()
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
 

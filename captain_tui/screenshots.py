@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import itertools
 import os
 import sys
 import tempfile
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from state import notify, protocol
+from state import ledger, notify, protocol
 from state.home import Home
 from state.protocol import Context
 
@@ -25,8 +27,30 @@ SIZE = (120, 36)
 CLOCK = datetime(2026, 11, 29, 9, 30, tzinfo=timezone.utc)
 
 
+@contextlib.contextmanager
+def fixed_ids():
+    """IDs are shown (the Work panel): the same on every run, time-ordered like real ones."""
+    from state import ids
+
+    counter = itertools.count(1)
+    millis = int(CLOCK.timestamp() * 1000)
+    fixed = lambda prefix: (f"{prefix}_{ids._b32(millis, 10)}"  # noqa: E731
+                            f"{ids._b32(next(counter) * 0x9E3779B97F4A7C15 % 2**80, 16)}")
+    modules = (protocol, notify, ledger)
+    saved = [m.new_id for m in modules]
+    for m in modules:
+        m.new_id = fixed
+    try:
+        yield
+    finally:
+        for m, original in zip(modules, saved):
+            m.new_id = original
+
+
 def build_home(root: Path) -> Home:
-    """Three crew: one asking, one working with unread mail, one finished."""
+    """Three crew: one asking, one working with unread mail, one finished; and beside their
+    work items, a chat item queued and one a worker ran whose stop could not be confirmed
+    (it needs reconciliation)."""
     home = Home(root / "home")
     project = root / "project"
     project.mkdir(parents=True, exist_ok=True)
@@ -46,6 +70,13 @@ def build_home(root: Path) -> Home:
                   ctx=Context.from_env(cy.env))
     notify.signal(home, "Brook", "awaiting_approval", "permission prompt: Bash: rm -rf build/",
                   at=notify.now())
+    ago = lambda minutes: CLOCK - timedelta(minutes=minutes)  # noqa: E731
+    ledger.accept(home, source="chat", input={"text": "Draft the release notes"},
+                  requester="captain:demo", target_revision="v2.3.0", at=ago(3))
+    stuck = ledger.accept(home, source="chat", input={"text": "Re-run the flaky e2e suite"},
+                          requester="captain:demo", at=ago(40))
+    ledger.claim(home, stuck.work_id, holder="worker:ci", at=ago(38))
+    ledger.cancel(home, stuck.work_id, actor="captain:demo", at=ago(6))  # no stop confirmed
     return home
 
 
@@ -56,10 +87,10 @@ async def _shoot(home: Home, out: Path) -> list[Path]:
     written = []
     async with app.run_test(size=SIZE) as pilot:
         for _ in range(200):  # the first scan runs in a worker
-            if app.scanned:
+            if app.scanned and app.last_refresh is not None:
                 break
             await pilot.pause(0.05)
-        await pilot.pause(0.2)
+        await pilot.pause(0.5)  # the footer and the panels settle (a busy machine is slow)
         written.append(_save(app.export_screenshot(title="captain"), out / "cockpit.svg"))
         await pilot.press("question_mark")
         await pilot.pause(0.3)
@@ -90,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("CAPTAIN_CONFIG_DIR", tempfile.mkdtemp())  # default settings
     with tempfile.TemporaryDirectory() as tmp:
-        home = build_home(Path(tmp))
+        with fixed_ids():
+            home = build_home(Path(tmp))
         for svg in asyncio.run(_shoot(home, args.out)):
             png = _png(svg)
             print(f"wrote {svg}" + (f" and {png}" if png else ""))

@@ -16,7 +16,7 @@ import pytest
 
 from captain_tui.app import CaptainApp
 from cockpit_helpers import SIZE, until
-from state import mailbox, notify, protocol
+from state import ledger, mailbox, notify, protocol
 from state.home import Home
 from state.models import RingStamp
 from state.protocol import Context
@@ -38,9 +38,9 @@ class FixedTime:
         self.at = NOW
         counter = itertools.count(1)
         ids = lambda prefix: f"{prefix}_{next(counter):026d}"  # noqa: E731
-        for module in (protocol, notify, mailbox):
+        for module in (protocol, notify, mailbox, ledger):
             monkeypatch.setattr(module, "now", lambda: self.at)
-        for module in (protocol, notify):
+        for module in (protocol, notify, ledger):
             monkeypatch.setattr(module, "new_id", ids)
 
     def ago(self, **delta) -> None:
@@ -49,7 +49,9 @@ class FixedTime:
 
 @pytest.fixture
 def crewed_home(home: Home, monkeypatch) -> Home:
-    """Four crew, each in a different situation."""
+    """Four crew, each in a different situation; and their work: two running, Gibbs's
+    succeeded, Elizabeth's needing reconciliation (a cancel whose stop was not confirmed),
+    and a chat item queued."""
     t = FixedTime(monkeypatch)
     t.ago(hours=2)
     jack = protocol.recruit(home, "Jack", "Fix the login bug: sessions expire after 5 "
@@ -59,8 +61,8 @@ def crewed_home(home: Home, monkeypatch) -> Home:
                              allow=["edit"], cwd=PROJECT, agent="codex")
     anamaria = protocol.recruit(home, "Anamaria", "Profile the [slow] search endpoint",
                                 cwd=PROJECT)
-    protocol.recruit(home, "Elizabeth", "Review the billing refactor", cwd=PROJECT,
-                     agent="program")
+    elizabeth = protocol.recruit(home, "Elizabeth", "Review the billing refactor",
+                                 cwd=PROJECT, agent="program")
     t.ago(minutes=50)
     protocol.inbox(home, "Gibbs", deliver=lambda batch: None, ctx=Context.from_env(gibbs.env))
     protocol.inbox(home, "Jack", deliver=lambda batch: None, ctx=Context.from_env(jack.env))
@@ -76,10 +78,15 @@ def crewed_home(home: Home, monkeypatch) -> Home:
     home.store.publish(home.ring_stamp_path("anamaria"), encode(RingStamp(
         crew="Anamaria", incarnation_id=anamaria.incarnation_id, gate="human_draft",
         held_since=NOW - timedelta(minutes=4), held_head=None)))
+    t.ago(minutes=3)
+    ledger.accept(home, source="chat", input={"text": "Summarise yesterday's incidents"},
+                  requester="captain:ops", target_revision="9f3c2e1")
     t.ago(minutes=1)
     notify.signal(home, "Elizabeth", "awaiting_approval",
                   "Elizabeth is waiting at an approval prompt: run rm -rf build/?",
                   at=NOW - timedelta(minutes=1))
+    ledger.cancel(home, ledger.work_id_for_assignment(elizabeth.assignment_id),
+                  actor="captain:ops", stop=lambda attempt: None)
     return home
 
 
@@ -97,8 +104,16 @@ def ready(*keys: str):
         if keys:
             await pilot.press(*keys)
             await until(pilot, lambda: len(app.screen_stack) > 1, what="the modal")
+            for _ in range(50):  # a form's first field takes focus (its cursor shows) soon
+                if app.screen.focused is not None:
+                    break
+                await pilot.pause(0.02)
         for widget in app.screen.query("Input, TextArea"):
             widget.cursor_blink = False
+            # TextArea caches a line drawn in the blink's "off" phase under the same key as
+            # a steady cursor: drop that cache, or the cursor is missing at random
+            widget.notify_style_update()
+            widget.refresh()
         await pilot.pause()
 
     return run_before
@@ -141,4 +156,24 @@ def test_dismiss_confirmation(snap_compare, crewed_home: Home):
 
 def test_settings_screen(snap_compare, home: Home):
     assert snap_compare(cockpit(home), terminal_size=SIZE, run_before=ready("s"))
+
+
+def test_resolve_form(snap_compare, crewed_home: Home):
+    # Elizabeth's item needs reconciliation: first in Work, so v resolves it from anywhere
+    assert snap_compare(cockpit(crewed_home), terminal_size=SIZE, run_before=ready("v"))
+
+
+def test_replay_form(snap_compare, crewed_home: Home):
+    # f four times: the finished filter, where Gibbs's succeeded item is the only row
+    assert snap_compare(cockpit(crewed_home), terminal_size=SIZE,
+                        run_before=ready("f", "f", "f", "f", "R"))
+
+
+def test_work_filtered_to_running(snap_compare, crewed_home: Home):
+    async def run_before(pilot) -> None:
+        await ready()(pilot)
+        await pilot.press("f", "f")
+        await pilot.pause()
+
+    assert snap_compare(cockpit(crewed_home), terminal_size=SIZE, run_before=run_before)
 

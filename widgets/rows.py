@@ -10,10 +10,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from state.ledger_models import TERMINAL
 from state.models import PaneLocator
 
 # Statuses that need the captain now: they raise an alert (toast, bell, desktop notice).
 ALERT_STATUSES = frozenset({"asked", "awaiting_approval", "bounced"})
+
+RECONCILE = "needs_reconciliation"
+# The Work panel's filters, in the order its key cycles them ("finished": any terminal state)
+WORK_FILTERS = ("all", "queued", "running", RECONCILE, "finished")
+FINISHED_SHOWN = 100  # finished work piles up forever: the panel shows the newest this many
 
 
 @dataclass(frozen=True)
@@ -68,6 +74,36 @@ class NotificationRow:
 
 
 @dataclass(frozen=True)
+class WorkRow:
+    """One work item as the Work panel shows it (never its input, never an event detail)."""
+
+    work_id: str
+    key: str | None  # the crew's key when the item is an assignment: the pane preview follows
+    state: str  # queued | running | succeeded | failed | cancelled | needs_reconciliation
+    source: str  # assignment | chat | webhook
+    crew: str | None
+    generation: int
+    created_at: datetime
+    updated_at: datetime  # when it entered its current state
+    target_revision: str | None = None
+    replay_of: str | None = None
+    pane: str | None = None  # the current attempt's pane ID, where it has one
+    why: str | None = None  # why it needs reconciliation (the transition's reason)
+
+    @property
+    def finished(self) -> bool:
+        return self.state in TERMINAL
+
+    @property
+    def reconciling(self) -> bool:
+        return self.state == RECONCILE
+
+
+# Work panel order: what needs a person first, then what runs, what waits, what ended.
+_WORK_RANK = {RECONCILE: 0, "running": 1, "queued": 2}
+
+
+@dataclass(frozen=True)
 class CrewView:
     """Everything the cockpit shows about one crew."""
 
@@ -79,9 +115,11 @@ class CrewView:
 
 @dataclass(frozen=True)
 class HomeView:
-    """The whole cockpit's data at one moment. ``crews`` is never mutated after creation."""
+    """The whole cockpit's data at one moment. ``crews`` and ``work`` are never mutated after
+    creation."""
 
     crews: dict[str, CrewView] = field(default_factory=dict)
+    work: dict[str, WorkRow] = field(default_factory=dict)  # by work ID
 
     def crew_rows(self) -> list[CrewRow]:
         return [self.crews[k].crew for k in sorted(self.crews)]
@@ -116,3 +154,25 @@ class HomeView:
             if q.question_id == question_id:
                 return q
         return None
+
+    def work_rows(self, state: str = "all") -> tuple[list[WorkRow], int]:
+        """The Work panel's rows under a filter (see ``WORK_FILTERS``): needs_reconciliation
+        first, then running, queued and finished, newest first within each; and how many
+        matched (finished rows beyond ``FINISHED_SHOWN`` are left out)."""
+        if state == "all":
+            found = list(self.work.values())
+        elif state == "finished":
+            found = [w for w in self.work.values() if w.finished]
+        else:
+            found = [w for w in self.work.values() if w.state == state]
+        found.sort(key=lambda w: (w.updated_at, w.work_id), reverse=True)
+        found.sort(key=lambda w: _WORK_RANK.get(w.state, 3))
+        live = [w for w in found if not w.finished]
+        return live + [w for w in found if w.finished][:FINISHED_SHOWN], len(found)
+
+    def work_item(self, work_id: str | None) -> WorkRow | None:
+        return self.work.get(work_id) if work_id else None
+
+    def reconciling(self) -> int:
+        """How many work items need a person's verdict."""
+        return sum(1 for w in self.work.values() if w.reconciling)
