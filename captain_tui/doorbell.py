@@ -7,6 +7,7 @@ confirmed gone bounces the mail, and text is never typed over a person's draft.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -232,14 +233,66 @@ def _ring_locked(home: Home, key: str, at: datetime) -> Outcome:
     return Outcome(snapshot.name, "rang", detail="landed" if landed else "typed; not confirmed")
 
 
-def ring_all(home: Home) -> list[Outcome]:
+def ring_all(home: Home, quiet: dict | None = None) -> list[Outcome]:
+    """One attempt for every crew. ``quiet`` is the caller's memory between rounds (a
+    runner's): a crew whose last attempt had nothing to do (no live pane, no unread mail,
+    or its newest mail already rung) is not attempted again while none of the files that
+    attempt read has changed, for up to ``QUIET_RECHECK``. New mail, a receipt, a crew
+    event or a stamp changes its directory's (or file's) mtime, so it is rung in the same
+    round as before; a held ring is never remembered, so it is retried every round."""
     out = []
-    for key in home.crew_keys():
+    clock = time.monotonic()
+    keys = home.crew_keys()
+    for key in keys:
+        sig = _signature(home, key) if quiet is not None else None
+        if sig is not None:
+            seen = quiet.get(key)
+            if seen is not None and seen[0] == sig and clock < seen[1]:
+                out.append(seen[2])
+                continue
         try:
-            out.append(ring(home, key))
+            outcome = ring(home, key)
         except CaptainError as err:
-            out.append(Outcome(key, "held", "tmux_unavailable", err.message))
+            outcome = Outcome(key, "held", "tmux_unavailable", err.message)
+        out.append(outcome)
+        if quiet is not None:
+            if sig is not None and outcome.action in ("nothing", "skipped"):
+                quiet[key] = (sig, clock + QUIET_RECHECK, outcome)
+            else:
+                quiet.pop(key, None)
+    if quiet:
+        for gone in quiet.keys() - set(keys):
+            del quiet[gone]
     return out
+
+
+QUIET_RECHECK = 30.0  # a remembered crew is attempted again after this long regardless
+RACY_NS = 1_000_000_000  # an mtime this recent may hide a second change in the same tick
+
+
+def _signature(home: Home, key: str) -> tuple | None:
+    """What a "nothing to do" attempt read, as (inode, mtime, size) of each place: the
+    crew's history and snapshot, its mail, receipts and bounces, and its ring stamp.
+    Records are created once (a new name changes the directory's mtime) and snapshots are
+    replaced (a new inode). None when anything changed too recently to trust its mtime."""
+    root = str(home.root)
+    places = (f"{root}/crew/{key}", f"{root}/crew/{key}/events",
+              f"{root}/crew/{key}/state.json", f"{root}/mail/{key}", f"{root}/receipts/{key}",
+              f"{root}/bounces/{key}", f"{root}/doorbell/{key}.json")
+    recent = time.time_ns() - RACY_NS
+    sig = []
+    for place in places:
+        try:
+            st = os.lstat(place)
+        except FileNotFoundError:
+            sig.append(None)
+            continue
+        except OSError:
+            return None
+        if st.st_mtime_ns >= recent:
+            return None
+        sig.append((st.st_ino, st.st_mtime_ns, st.st_size))
+    return tuple(sig)
 
 
 def check_approval(home: Home, name: str) -> bool:

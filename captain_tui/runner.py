@@ -28,6 +28,7 @@ class Runner:
         self._next_ring = 0.0
         self._next_approval = 0.0
         self._next_ledger = 0.0
+        self._quiet: dict = {}  # doorbell.ring_all's memory: crews with nothing to ring
         self.changes = 0
 
     def _watcher(self):
@@ -49,7 +50,7 @@ class Runner:
         if clock >= self._next_ring:
             self._next_ring = clock + RING_EVERY
             if self.crew is None:
-                doorbell.ring_all(self.home)
+                doorbell.ring_all(self.home, self._quiet)
             else:
                 _quietly(doorbell.ring, self.home, self.crew)
         if clock >= self._next_ledger:

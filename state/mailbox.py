@@ -17,10 +17,23 @@ def messages(home: Home, key: str, incarnation_id: str | None = None) -> list[Me
 
 
 def unread(home: Home, key: str, snapshot: CrewSnapshot) -> list[Message]:
-    """Queued mail: this incarnation's, neither read nor bounced, oldest first."""
+    """Queued mail: this incarnation's, neither read nor bounced, oldest first.
+
+    Receipts and bounces are named after their message, so read mail is skipped by name
+    and only queued mail is parsed (the doorbell asks this of every crew, every round)."""
     store = home.store
     done = set(store.names(home.receipts_dir(key))) | set(store.names(home.bounces_dir(key)))
-    return [m for m in messages(home, key, snapshot.incarnation_id) if m.message_id not in done]
+    directory = home.mail_dir(key)
+    found = []
+    for name in store.names(directory):
+        if name in done:
+            continue
+        m = store.read(directory / f"{name}.json", Message)
+        if m is not None and m.incarnation_id == snapshot.incarnation_id \
+                and m.message_id not in done:
+            found.append(m)
+    found.sort(key=lambda m: (m.queued_at, m.message_id))
+    return found
 
 
 def last_message(home: Home, key: str, assignment_id: str) -> Message | None:
