@@ -1,0 +1,859 @@
+"""The cockpit against its budgets (DESIGN.md, "Budgets"), as numbers.
+
+1. store event -> row visible: the real ``CaptainApp``, headless, on a home of 20 crew. A
+   separate writer process (as a crew's CLI would be) writes each record through the
+   ``state`` protocol — a ``tell`` (the crew row's Mail cell), a crew's ``ask`` (a row in
+   Questions) or a crew ``signal`` (a row in Notifications), in turn. Latency runs from
+   the moment the record is published under its name (the writer's ``os.link`` or
+   ``os.replace`` returned) to the end of the first screen refresh after the row reached
+   its panel's DataTable: that moment is taken inside ``Panel.show``, the only way rows get
+   in (no polling, so the bench does not compete with the app), and reported too. Between
+   events the record is tidied away untimed (answered, acknowledged), so panels keep their
+   size.
+2. a big home (default: 100 crew, 50k messages, 50k notifications; mostly read and
+   acknowledged, some not), written straight in the store's on-disk format and cached for
+   reuse (``--big-home PATH``): the cockpit's first paint in a fresh process (first crew
+   rows, and the first full scan done, both from process start), its peak RSS, and the
+   cost of one new event there against the small home (20 crew, 500 messages).
+3. idle CPU with 20 crew (the doorbell running, as in ``captain``): CPU time of a fresh
+   cockpit process over ``--idle-seconds``, as % of one core; once with crew recorded
+   without panes (``--no-launch``) and, when tmux is installed, once with every crew in a
+   live tmux pane (the doorbell then reads each crew's mail).
+
+Prints one Markdown table and the machine; ``--json PATH`` also writes every number (and
+the table's rows, under ``rows``).
+
+    python bench/cockpit.py [--events 200] [--paint-runs 3] [--idle-seconds 30]
+                            [--big-home PATH] [--quick] [--json PATH]
+"""
+
+from __future__ import annotations
+
+# Only light imports at the top: the first-paint driver re-runs this file and its clock
+# starts before the interpreter does.
+import argparse
+import asyncio
+import json
+import os
+import platform
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+SIZE = (160, 50)
+EVENT_TIMEOUT = 15.0
+KINDS = ("tell", "signal", "ask")
+SPEC_VERSION = 1
+UNREAD_FRAC = 0.01  # of each crew's mail, newest first, left unread
+UNACKED_FRAC = 0.01  # of each crew's notifications, newest first, left unacknowledged
+
+
+def pct(values, p):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+
+
+def _log(text: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+
+class _Others:
+    """How many cores the rest of the machine kept busy meanwhile (the machine is shared):
+    all busy CPU time (/proc/stat) minus this bench's own and its reaped children's."""
+
+    def __init__(self) -> None:
+        self.start = self._sample()
+
+    @staticmethod
+    def _sample() -> tuple[float, float, float]:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        busy = (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+        t = os.times()
+        return time.monotonic(), busy, t.user + t.system + t.children_user + t.children_system
+
+    def cores(self) -> float:
+        wall, busy, ours = (b - a for a, b in zip(self.start, self._sample()))
+        return max(busy - ours, 0.0) / wall if wall > 0 else 0.0
+
+
+def _phase(results: dict, name: str, run):
+    """Run one phase, noting how busy the rest of the machine was meanwhile."""
+    others = _Others()
+    value = run()
+    results.setdefault("others_cores", {})[name] = round(others.cores(), 2)
+    _log(f"  (other processes kept {others.cores():.2f} cores busy meanwhile)")
+    return value
+
+
+# -- homes, written straight in the on-disk format (docs/store.md) ---------------------------
+
+_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"  # Crockford base32, as state.ids
+
+
+def _b32(value: int, length: int) -> str:
+    out = []
+    for _ in range(length):
+        value, digit = divmod(value, 32)
+        out.append(_ALPHABET[digit])
+    return "".join(reversed(out))
+
+
+def _id(prefix: str, at: datetime, rng: random.Random) -> str:
+    """An ID of the store's shape whose time part is ``at`` (a backdated record)."""
+    return f"{prefix}_{_b32(int(at.timestamp() * 1000), 10)}{_b32(rng.getrandbits(80), 16)}"
+
+
+def _put(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+_WORDS = ("the login form", "retry logic", "flaky test", "config loader", "migration",
+          "error message", "README", "benchmark", "cache", "parser", "CLI flag", "timeout")
+
+
+def _text(rng: random.Random, i: int) -> str:
+    words = " ".join(rng.choice(_WORDS) for _ in range(rng.randint(4, 30)))
+    return f"Note {i}: please look at {words}."
+
+
+def build_home(root: Path, crews: int, messages: int, notifications: int, *,
+               unread_frac: float = UNREAD_FRAC, unacked_frac: float = UNACKED_FRAC,
+               launch=None, seed: int = 1) -> dict:
+    """Recruit ``crews`` through the protocol (a real history each), then write their
+    mail, receipts, notifications, acks and returned markers directly, backdated over the
+    last 30 days. The newest ``unread_frac`` of each crew's mail stays unread and the
+    newest ``unacked_frac`` of its notifications unacknowledged."""
+    from state import crewlog, protocol
+    from state.home import Home
+    from state.models import Ack, Message, Notification, Receipt, Returned
+    from state.store import encode
+
+    rng = random.Random(seed)
+    home = Home(root)
+    project = root.parent / "project"
+    project.mkdir(parents=True, exist_ok=True)
+    now = datetime.now(timezone.utc)
+    start = now - timedelta(days=30)
+    per_mail = max(messages // crews - 1, 0)  # the recruit wrote each crew's task mail
+    per_note = notifications // crews
+    unread_n = round((per_mail + 1) * unread_frac)
+    unacked_n = round(per_note * unacked_frac)
+    statuses_acked = ("working", "idle", "done", "asked", "error", "held", "working")
+    statuses_open = ("working", "idle", "error", "held")
+    began = time.monotonic()
+    for c in range(crews):
+        name = f"Crew{c + 1:03d}"
+        key = name.lower()
+        kwargs = {"launch": launch(home, name, key)} if launch else {}
+        protocol.recruit(home, name, f"Task {c + 1}: {_text(rng, c)}", cwd=str(project),
+                         agent="program" if launch else "shell", **kwargs)
+        snap, _ = crewlog.load(home, key)
+        asg, inc = snap.assignment.assignment_id, snap.incarnation_id
+        mail, receipts = home.mail_dir(key), home.receipts_dir(key)
+        notes, acks, returned = (home.notifications_dir(key), home.acks_dir(key),
+                                 home.returned_dir(key))
+        read_at = now - timedelta(minutes=5)
+        if unread_n == 0:  # the task mail was read too
+            _put(receipts / f"{snap.assignment.message_id}.json", encode(Receipt(
+                message_id=snap.assignment.message_id, crew=name, assignment_id=asg,
+                read_at=read_at, via="inbox")))
+        step = (now - start - timedelta(hours=1)) / max(per_mail, 1)
+        for j in range(per_mail):
+            at = start + step * j
+            mid = _id("msg", at, rng)
+            _put(mail / f"{mid}.json", encode(Message(
+                message_id=mid, crew=name, incarnation_id=inc, assignment_id=asg, kind="tell",
+                text=_text(rng, j), queued_at=at)))
+            if j < per_mail - max(unread_n - 1, 0):
+                _put(receipts / f"{mid}.json", encode(Receipt(
+                    message_id=mid, crew=name, assignment_id=asg, read_at=at + step / 2,
+                    via=rng.choice(("inbox", "hook")))))
+        step = (now - start - timedelta(hours=1)) / max(per_note, 1)
+        for j in range(per_note):
+            at = start + step * j
+            did = _id("dlv", at, rng)
+            acked = j < per_note - unacked_n
+            status = rng.choice(statuses_acked if acked else statuses_open)
+            _put(notes / f"{did}.json", encode(Notification(
+                delivery_id=did, status=status, crew=name, assignment_id=asg,
+                summary=_text(rng, j)[:300], queued_at=at, created_at=at)))
+            if acked:
+                _put(returned / f"{did}.json", encode(Returned(
+                    delivery_id=did, crew=name, returned_at=at + step / 3)))
+                _put(acks / f"{did}.json", encode(Ack(delivery_id=did, crew=name,
+                                                      acked_at=at + step / 2)))
+        if crews >= 50 and (c + 1) % 10 == 0:
+            _log(f"built {c + 1}/{crews} crew ({time.monotonic() - began:.0f} s)")
+    return {"crews": crews, "messages": messages, "notifications": notifications,
+            "unread_frac": unread_frac, "unacked_frac": unacked_frac,
+            "build_s": round(time.monotonic() - began, 1)}
+
+
+def census(root: Path) -> dict:
+    """What is in the home right now (the event phases add a little to it)."""
+    def count(top: str) -> int:
+        base = root / top
+        if not base.is_dir():
+            return 0
+        return sum(sum(1 for e in os.scandir(d.path) if e.name.endswith(".json"))
+                   for d in os.scandir(base) if d.is_dir())
+
+    out = {top: count(top) for top in ("mail", "receipts", "notifications", "acks",
+                                       "returned")}
+    out["crew"] = sum(1 for d in os.scandir(root / "crew") if d.is_dir())
+    out["unread"] = out["mail"] - out["receipts"]
+    out["unacknowledged"] = out["notifications"] - out["acks"]
+    return out
+
+
+def big_home(path: Path, crews: int, messages: int, notifications: int,
+             rebuild: bool) -> Path:
+    """``path/home``, built once and reused while ``path/spec.json`` matches."""
+    spec = {"version": SPEC_VERSION, "crews": crews, "messages": messages,
+            "notifications": notifications, "unread_frac": UNREAD_FRAC,
+            "unacked_frac": UNACKED_FRAC}
+    spec_file, root = path / "spec.json", path / "home"
+    if spec_file.exists():
+        try:
+            have = json.loads(spec_file.read_text())
+        except ValueError:
+            have = {}
+        if not rebuild and {k: have.get(k) for k in spec} == spec \
+                and (root / "home.json").exists():
+            _log(f"reusing the big home at {root}")
+            return root
+        shutil.rmtree(path / "home", ignore_errors=True)
+        shutil.rmtree(path / "project", ignore_errors=True)
+        spec_file.unlink()
+    elif path.exists() and any(path.iterdir()):
+        raise SystemExit(f"{path} is not empty and holds no bench spec.json; refusing to "
+                         "build a home there (give an empty or new directory).")
+    path.mkdir(parents=True, exist_ok=True)
+    _log(f"building the big home at {root} ({crews} crew, {messages} messages, "
+         f"{notifications} notifications); reuse it with --big-home {path}")
+    built = build_home(root, crews, messages, notifications)
+    spec_file.write_text(json.dumps({**spec, "build_s": built["build_s"]}) + "\n")
+    _log(f"built in {built['build_s']} s")
+    return root
+
+
+# -- the writer: another process writing through the protocol --------------------------------
+
+
+def writer_main(root: str) -> int:
+    """Reads one JSON request a line, does it through ``state``, answers one JSON line with
+    ``t``: time.monotonic() right after the first record was published under its name."""
+    from state import crewlog, notify, protocol
+    from state.home import Home
+    from state.models import now
+    from state.protocol import Context
+
+    published: list[float] = []
+    real_link, real_replace = os.link, os.replace
+
+    def link(*args, **kwargs):
+        real_link(*args, **kwargs)
+        published.append(time.monotonic())
+
+    def replace(*args, **kwargs):
+        real_replace(*args, **kwargs)
+        published.append(time.monotonic())
+
+    os.link, os.replace = link, replace  # state.store calls os.link / os.replace
+    home = Home(Path(root))
+    for line in sys.stdin:
+        req = json.loads(line)
+        published.clear()
+        try:
+            snap, _ = crewlog.load(home, req["key"])
+            asg = snap.assignment.assignment_id
+            op = req["op"]
+            out: dict = {}
+            if op == "tell":
+                out["id"] = protocol.tell(home, snap.name, req["text"], assignment_id=asg
+                                          ).message_id
+            elif op == "ask":
+                ctx = Context("crew", snap.name, snap.incarnation_id, asg)
+                event = protocol.ask(home, snap.name, req["text"], ctx=ctx)
+                out.update(id=event.question_id, delivery_id=event.delivery_id)
+            elif op == "signal":
+                n = notify.signal(home, snap.name, "working", req["text"], at=now())
+                out["id"] = n.delivery_id if n else None
+            elif op == "answer":
+                protocol.answer(home, snap.name, req["question_id"], "Yes, go ahead.",
+                                assignment_id=asg)
+            elif op == "ack":
+                notify.acknowledge(home, snap.name, req["delivery_id"])
+            out["t"] = published[0] if published else None
+        except Exception as exc:  # noqa: BLE001 - reported to the bench, which stops
+            out = {"error": f"{type(exc).__name__}: {exc}"}
+        print(json.dumps(out), flush=True)
+    return 0
+
+
+# -- 1 and 2b: event -> row in the real app ---------------------------------------------------
+
+
+class _RescanCounter:
+    """Counts ``Feed.rescan`` calls (start-up, watcher up, periodic, or: a bug)."""
+
+    def __init__(self) -> None:
+        from captain_tui import feed
+
+        self.feed = feed
+        self.real = feed.Feed.rescan
+        self.runs: list[tuple[float, float]] = []  # (start, seconds)
+        counter = self
+
+        def rescan(feed_self, progress=None):
+            t = time.monotonic()
+            try:
+                return counter.real(feed_self, progress)
+            finally:
+                counter.runs.append((t, time.monotonic() - t))
+
+        feed.Feed.rescan = rescan
+
+    def restore(self) -> None:
+        self.feed.Feed.rescan = self.real
+
+
+async def _wait(predicate, timeout: float, what: str, every: float = 0.05):
+    """Untimed waiting (set-up, tidying): a slow poll, so the bench stays out of the way."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
+        await asyncio.sleep(every)
+
+
+class _Shown:
+    """Timed waiting, without polling: every ``Panel.show`` (the only way rows reach a
+    panel's DataTable) runs the pending checks; the first time one holds, the moment is
+    noted (``data``) and so is the end of the next screen refresh after it (``painted``:
+    the row is on screen)."""
+
+    def __init__(self) -> None:
+        from widgets.table import Panel
+
+        self.panel_class = Panel
+        self.real = Panel.show
+        self.checks: dict = {}
+        self.data: dict[str, float] = {}
+        self.painted: dict[str, float] = {}
+        self.events: dict[str, asyncio.Event] = {}
+        shown = self
+
+        def show(panel, rows, now, **kwargs):
+            shown.real(panel, rows, now, **kwargs)
+            for name, check in list(shown.checks.items()):
+                if check(panel):
+                    del shown.checks[name]
+                    shown.data[name] = time.monotonic()
+                    panel.app.call_after_refresh(shown._painted, name)
+
+        Panel.show = show
+
+    def _painted(self, name: str) -> None:
+        self.painted[name] = time.monotonic()
+        self.events[name].set()
+
+    def expect(self, name: str, check) -> None:
+        self.data.pop(name, None)
+        self.painted.pop(name, None)
+        self.events[name] = asyncio.Event()
+        self.checks[name] = check
+
+    async def wait(self, name: str, timeout: float) -> bool:
+        try:
+            await asyncio.wait_for(self.events[name].wait(), timeout)
+            return True
+        except asyncio.TimeoutError:
+            self.checks.pop(name, None)
+            return False
+
+    def restore(self) -> None:
+        self.panel_class.show = self.real
+
+
+async def _events(root: Path, n_events: int, label: str) -> dict:
+    from captain_tui.app import CaptainApp
+    from state.home import Home
+    from widgets.crew import CrewPanel
+    from widgets.notifications import NotificationsPanel
+    from widgets.questions import QuestionsPanel
+
+    rescans = _RescanCounter()
+    app = CaptainApp(Home(root), run_doorbell=False)
+    writer = await asyncio.create_subprocess_exec(
+        sys.executable, __file__, "--writer", str(root), stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(REPO)})
+
+    async def ask(req: dict) -> dict:
+        writer.stdin.write((json.dumps(req) + "\n").encode())
+        await writer.stdin.drain()
+        reply = json.loads(await writer.stdout.readline())
+        if "error" in reply:
+            raise RuntimeError(f"writer refused {req}: {reply['error']}")
+        return reply
+
+    latencies: dict[str, list[float]] = {k: [] for k in KINDS}  # to the painted screen
+    in_table: dict[str, list[float]] = {k: [] for k in KINDS}  # to the DataTable
+    missed = 0
+    shown = _Shown()
+    rng = random.Random(7)
+    try:
+        async with app.run_test(size=SIZE, notifications=True):
+            await _wait(lambda: app.scanned and len(rescans.runs) >= 2, 300,
+                        "the first scan and the watcher's")
+            await asyncio.sleep(1.0)
+            crew_panel = app.query_one(CrewPanel)
+            q_panel, n_panel = app.query_one(QuestionsPanel), app.query_one(NotificationsPanel)
+            keys = sorted(app.view.crews)
+            before_rescans = len(rescans.runs)
+            began = time.monotonic()
+
+            for i in range(n_events):
+                kind, key = KINDS[i % len(KINDS)], keys[i % len(keys)]
+                text = f"bench {label} {i} at {time.time_ns()}"
+                if kind == "tell":
+                    want = str(app.view.crew(key).unread + 1)
+
+                    def seen(panel, key=key, want=want):
+                        return panel is crew_panel \
+                            and crew_panel.table.get_cell(key, "unread").plain == want
+                else:
+                    target = q_panel if kind == "ask" else n_panel
+                    before = set(target._keys)
+
+                    def seen(panel, target=target, before=before):
+                        return panel is target and any(k not in before for k in panel._keys)
+                shown.expect("row", seen)
+                reply = await ask({"op": kind, "key": key, "text": text})
+                if not await shown.wait("row", EVENT_TIMEOUT) or reply.get("t") is None:
+                    missed += 1
+                else:
+                    latencies[kind].append((shown.painted["row"] - reply["t"]) * 1000)
+                    in_table[kind].append((shown.data["row"] - reply["t"]) * 1000)
+                # tidy up, untimed: every panel back to its size before the next event
+                if kind == "ask":
+                    await ask({"op": "answer", "key": key, "question_id": reply["id"]})
+                    await ask({"op": "ack", "key": key, "delivery_id": reply["delivery_id"]})
+                    await _wait(lambda r=reply: r["id"] not in q_panel._keys
+                                and r["delivery_id"] not in n_panel._keys, 30,
+                                "the answered question to go", every=0.01)
+                elif kind == "signal" and reply.get("id"):
+                    await ask({"op": "ack", "key": key, "delivery_id": reply["id"]})
+                    await _wait(lambda r=reply: r["id"] not in n_panel._keys, 30,
+                                "the acknowledged notification to go", every=0.01)
+                await asyncio.sleep(rng.uniform(0.03, 0.08))  # off the watcher's phase
+            elapsed = time.monotonic() - began
+            during = rescans.runs[before_rescans:]
+    finally:
+        rescans.restore()
+        shown.restore()
+        writer.stdin.close()
+        await writer.wait()
+    every = [v for values in latencies.values() for v in values]
+    return {
+        "events": len(every), "missed": missed,
+        "p50_ms": statistics.median(every), "p95_ms": pct(every, 95), "max_ms": max(every),
+        "by_kind": {k: {"n": len(v), "p50_ms": statistics.median(v), "p95_ms": pct(v, 95),
+                        "max_ms": max(v)} for k, v in latencies.items() if v},
+        "seconds": round(elapsed, 1),
+        "rescans_during": len(during),
+        "rescan_ms": [round(s * 1000) for _, s in during],
+        "first_scan_ms": round(rescans.runs[0][1] * 1000) if rescans.runs else None,
+        "in_table_p50_ms": statistics.median(v for vs in in_table.values() for v in vs),
+        "in_table_p95_ms": pct([v for vs in in_table.values() for v in vs], 95),
+        "samples_ms": {k: [round(x, 2) for x in v] for k, v in latencies.items()},
+    }
+
+
+def event_phase(root: Path, n_events: int, label: str) -> dict:
+    _log(f"event -> row on the {label} home: {n_events} events")
+    return asyncio.run(_events(root, n_events, label))
+
+
+# -- 2a: first paint and RSS, in a fresh process ---------------------------------------------
+
+
+def _status_kb(field: str) -> int | None:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def _children() -> list[int]:
+    """This process's live children (the watcher process, tmux clients in flight)."""
+    me, out = str(os.getpid()), []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                stat = Path(f"/proc/{pid}/stat").read_text()
+            except OSError:
+                continue
+            if stat.rsplit(")", 1)[1].split()[1] == me:
+                out.append(int(pid))
+    return out
+
+
+def _cpu_of(pid: int) -> float:
+    """utime + stime of a live process, in seconds (0 when it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _hwm_of(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def paint_driver(root: str, settle: float) -> int:
+    """Start the cockpit as ``captain`` does (doorbell on) and report when the first crew
+    rows and the full first scan reached the Crew panel's table, and peak RSS."""
+    from captain_tui.app import CaptainApp
+    from state.home import Home
+    from widgets.crew import CrewPanel
+
+    rescans = _RescanCounter()
+    marks: dict = {}
+
+    async def main() -> None:
+        app = CaptainApp(Home(Path(root)))
+        shown = _Shown()
+        first: list[int] = []
+
+        def rows(panel) -> bool:
+            if isinstance(panel, CrewPanel) and panel.table.row_count > 0:
+                first.append(panel.table.row_count)
+                return True
+            return False
+
+        shown.expect("rows", rows)
+        shown.expect("scan", lambda panel: isinstance(panel, CrewPanel) and app.scanned
+                     and panel.table.row_count == len(app.view.crews))
+        async with app.run_test(size=SIZE, notifications=True):
+            if not (await shown.wait("rows", 300) and await shown.wait("scan", 300)):
+                raise TimeoutError("the crew rows did not come")
+            marks.update(t_rows=shown.painted["rows"], t_scan=shown.painted["scan"],
+                         rows_first=first[0], rows=app.query_one(CrewPanel).table.row_count)
+            await _wait(lambda: len(rescans.runs) >= 2, 300, "the watcher")
+            marks["t_watch"] = time.monotonic()
+            await asyncio.sleep(settle)
+            marks["vmhwm_kb"] = _status_kb("VmHWM")
+            marks["vmrss_kb"] = _status_kb("VmRSS")
+            marks["children_hwm_kb"] = sum(_hwm_of(pid) for pid in _children())
+            marks["rescan_ms"] = [round(s * 1000) for _, s in rescans.runs]
+            print(json.dumps(marks), flush=True)
+            os._exit(0)  # the numbers are out; tearing down threads is not measured
+
+    asyncio.run(main())
+    return 0
+
+
+def paint_phase(root: Path, runs: int, settle: float) -> dict:
+    _log(f"first paint on the big home: {runs} fresh processes")
+    out = []
+    for _ in range(runs):
+        t0 = time.monotonic()
+        proc = subprocess.run([sys.executable, __file__, "--paint-driver", str(root),
+                               "--settle", str(settle)], capture_output=True, text=True,
+                              env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=900)
+        if proc.returncode != 0:
+            raise RuntimeError(f"paint driver failed: {proc.stderr[-2000:]}")
+        marks = json.loads(proc.stdout.strip().splitlines()[-1])
+        out.append({"rows_ms": (marks["t_rows"] - t0) * 1000,
+                    "scan_ms": (marks["t_scan"] - t0) * 1000,
+                    "watch_ms": (marks["t_watch"] - t0) * 1000,
+                    "rows_first": marks["rows_first"], "rows": marks["rows"],
+                    "vmhwm_mb": marks["vmhwm_kb"] / 1024,
+                    "watcher_hwm_mb": marks["children_hwm_kb"] / 1024,
+                    "rescan_ms": marks["rescan_ms"]})
+        _log(f"  first rows {out[-1]['rows_ms']:.0f} ms ({marks['rows_first']} crew), full "
+             f"scan {out[-1]['scan_ms']:.0f} ms, watcher up {out[-1]['watch_ms']:.0f} ms, "
+             f"peak RSS {out[-1]['vmhwm_mb']:.0f} MB (+ {out[-1]['watcher_hwm_mb']:.0f} MB "
+             "watcher process)")
+    return {"runs": out,
+            "rows_ms": statistics.median(r["rows_ms"] for r in out),
+            "scan_ms": statistics.median(r["scan_ms"] for r in out),
+            "watch_ms": statistics.median(r["watch_ms"] for r in out),
+            "peak_rss_mb": max(r["vmhwm_mb"] for r in out),
+            "watcher_rss_mb": max(r["watcher_hwm_mb"] for r in out),
+            "median_rss_mb": statistics.median(r["vmhwm_mb"] for r in out)}
+
+
+# -- 3: idle CPU ----------------------------------------------------------------------------
+
+
+def idle_driver(root: str, seconds: float, doorbell: bool) -> int:
+    """A cockpit as ``captain`` runs it, left alone: CPU time over ``seconds`` (this
+    process's threads, plus the tmux clients it ran and waited for)."""
+    from captain_tui.app import CaptainApp
+    from state.home import Home
+
+    rescans = _RescanCounter()
+
+    async def main() -> None:
+        app = CaptainApp(Home(Path(root)), run_doorbell=doorbell)
+        async with app.run_test(size=SIZE, notifications=True):
+            await _wait(lambda: app.scanned and len(rescans.runs) >= 2, 300,
+                        "the first scan and the watcher's")
+            await asyncio.sleep(3.0)  # start-up work done: now it is idle
+            live = {pid: _cpu_of(pid) for pid in _children()}  # the watcher process
+            t0, c0, w0 = os.times(), time.process_time(), time.monotonic()
+            await asyncio.sleep(seconds)
+            t1, c1, w1 = os.times(), time.process_time(), time.monotonic()
+            own = c1 - c0  # every thread of this process, in ns steps
+            watcher = sum(_cpu_of(pid) - before for pid, before in live.items())
+            waited = (t1.children_user - t0.children_user) \
+                + (t1.children_system - t0.children_system)  # tmux clients run and reaped
+            print(json.dumps({"wall_s": w1 - w0, "cpu_s": own, "watcher_cpu_s": watcher,
+                              "children_cpu_s": waited,
+                              "pct": 100 * (own + watcher + waited) / (w1 - w0)}), flush=True)
+            os._exit(0)
+
+    asyncio.run(main())
+    return 0
+
+
+def idle_phase(root: Path, seconds: float, label: str) -> dict:
+    _log(f"idle CPU, {label}: {seconds:.0f} s")
+    proc = subprocess.run([sys.executable, __file__, "--idle-driver", str(root), "--seconds",
+                           str(seconds)], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=seconds + 600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"idle driver failed: {proc.stderr[-2000:]}")
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    _log(f"  {out['pct']:.2f} % of one core")
+    return out
+
+
+class _TmuxPanes:
+    """A private tmux server; ``launch`` opens each crew's window on it (the real launcher,
+    running a program that just sleeps)."""
+
+    def __init__(self) -> None:
+        from captain_tui.tmux import socket_path_for
+
+        self.socket = socket_path_for(f"captain-bench-{os.getpid()}")
+
+    def launch(self, home, name: str, key: str):
+        from captain_tui import agents
+
+        return agents.launcher(home, name, key, agent="program", program="sleep 1000000",
+                               socket=self.socket, session="bench", cwd=str(home.root.parent))
+
+    def kill(self) -> None:
+        subprocess.run(["tmux", "-S", self.socket, "kill-server"], capture_output=True)
+        Path(self.socket).unlink(missing_ok=True)
+
+
+# -- the report -----------------------------------------------------------------------------
+
+
+def _verdict(ok: bool) -> str:
+    return "meets" if ok else "**missed**"
+
+
+def _latency(ev: dict) -> str:
+    missed = f", {ev['missed']} missed" if ev["missed"] else ""
+    return (f"p50 {ev['p50_ms']:.0f} ms, p95 {ev['p95_ms']:.0f} ms, max {ev['max_ms']:.0f} ms"
+            f"{missed} (in the DataTable: p50 {ev['in_table_p50_ms']:.0f}, p95 "
+            f"{ev['in_table_p95_ms']:.0f})")
+
+
+def report(results: dict) -> str:
+    m = results["machine"]
+    others = results.get("others_cores", {})
+    busy = ", ".join(f"{k} {v:.2f}" for k, v in others.items())
+    lines = [f"machine: {m['platform']}, {m['nproc']} cores, Python {m['python']}, "
+             f"textual {m['textual']}; load average (1, 5, 15 min) {m['loadavg']} at the "
+             f"start, {m.get('loadavg_end', '?')} at the end; cores kept busy by other "
+             f"processes during each phase: {busy or '?'}", ""]
+    small, big = results["small"], results["big"]
+    lines += ["| what | measured | budget | verdict |", "|---|---|---|---|"]
+    ev = results["events_small"]
+    sc = small["census"]
+    lines.append(
+        f"| store event -> row on screen, {sc['crew']} crew ({sc['mail']} messages, "
+        f"{sc['notifications']} notifications); {ev['events']} events | {_latency(ev)} | "
+        f"p95 <= 100 ms | {_verdict(ev['p95_ms'] <= 100 and not ev['missed'])} |")
+    bc = big["census"]
+    size = (f"{bc['crew']} crew, {bc['mail'] // 1000}k messages ({bc['unread']} unread), "
+            f"{bc['notifications'] // 1000}k notifications ({bc['unacknowledged']} "
+            "unacknowledged)")
+    p = results["paint"]
+    runs = len(p["runs"])
+    lines.append(f"| big home ({size}): first paint, first crew rows on screen, from process "
+                 f"start (median of {runs}) | {p['rows_ms']:.0f} ms | <= 2000 ms | "
+                 f"{_verdict(p['rows_ms'] <= 2000)} |")
+    lines.append(f"| big home: first full scan shown, from process start (median of {runs}) | "
+                 f"{p['scan_ms']:.0f} ms | <= 2000 ms (first paint) | "
+                 f"{_verdict(p['scan_ms'] <= 2000)} |")
+    rss = p["peak_rss_mb"] + p["watcher_rss_mb"]
+    lines.append(f"| big home: peak RSS, cockpit process + its watcher process (max of "
+                 f"{runs}) | {p['peak_rss_mb']:.0f} + {p['watcher_rss_mb']:.0f} MB | <= 250 MB | "
+                 f"{_verdict(rss <= 250)} |")
+    eb = results["events_big"]
+    lines.append(f"| big home: watcher up (events arrive without a rescan), from process "
+                 f"start (median of {runs}) | {p['watch_ms']:.0f} ms | — | info |")
+    lines.append(f"| big home: store event -> row on screen; {eb['events']} events | "
+                 f"{_latency(eb)} | p95 <= 100 ms | "
+                 f"{_verdict(eb['p95_ms'] <= 100 and not eb['missed'])} |")
+    r50, r95 = eb["p50_ms"] / ev["p50_ms"], eb["p95_ms"] / ev["p95_ms"]
+    periodic = eb["seconds"] / 30.0
+    lines.append(f"| one new event, big home / small home | p50 x{r50:.2f}, p95 x{r95:.2f}; "
+                 f"{eb['rescans_during']} full rescans in {eb['seconds']:.0f} s of events "
+                 f"(the periodic one, every 30 s) | must not grow with home size (p50 ratio "
+                 f"<= 1.5); no full rescan per event | "
+                 f"{_verdict(r50 <= 1.5 and eb['rescans_during'] <= periodic + 1)} |")
+    for item in results["idle"]:
+        part = {k: 100 * item[k] / item["wall_s"] for k in ("cpu_s", "watcher_cpu_s",
+                                                             "children_cpu_s")}
+        lines.append(f"| cockpit idle, {item['label']}, over {item['wall_s']:.0f} s | "
+                     f"{item['pct']:.2f} % of one core (cockpit {part['cpu_s']:.2f}, watcher "
+                     f"process {part['watcher_cpu_s']:.2f}, tmux clients "
+                     f"{part['children_cpu_s']:.2f}) | <= 3 % | {_verdict(item['pct'] <= 3)} |")
+    results["rows"] = [dict(zip(("what", "measured", "budget", "verdict"),
+                                (c.strip() for c in line.strip("|").split(" | "))))
+                       for line in lines if line.startswith("| ") and not
+                       line.startswith("| what |")]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=None,
+                        help="events per event -> row run (default 200; --quick 45)")
+    parser.add_argument("--paint-runs", type=int, default=None,
+                        help="fresh cockpit processes for first paint (default 3; --quick 1)")
+    parser.add_argument("--idle-seconds", type=float, default=None,
+                        help="idle CPU window (default 30; --quick 6)")
+    parser.add_argument("--big-home", type=Path, default=None,
+                        help="where the big home is built and cached (default: a fixed "
+                             "directory in the temp dir, reused while its spec matches)")
+    parser.add_argument("--big-crew", type=int, default=100)
+    parser.add_argument("--big-messages", type=int, default=None,
+                        help="default 50000 (--quick: 10000)")
+    parser.add_argument("--big-notifications", type=int, default=None,
+                        help="default 50000 (--quick: 10000)")
+    parser.add_argument("--rebuild", action="store_true", help="build the big home afresh")
+    parser.add_argument("--no-tmux", action="store_true",
+                        help="skip the idle run with crew in live tmux panes")
+    parser.add_argument("--quick", action="store_true", help="a short run")
+    parser.add_argument("--json", type=Path, default=None, help="also write results here")
+    # internal: the processes the bench starts
+    parser.add_argument("--writer", help=argparse.SUPPRESS)
+    parser.add_argument("--paint-driver", help=argparse.SUPPRESS)
+    parser.add_argument("--idle-driver", help=argparse.SUPPRESS)
+    parser.add_argument("--settle", type=float, default=2.0, help=argparse.SUPPRESS)
+    parser.add_argument("--seconds", type=float, default=30.0, help=argparse.SUPPRESS)
+    parser.add_argument("--no-doorbell", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.writer:
+        return writer_main(args.writer)
+    if args.paint_driver:
+        return paint_driver(args.paint_driver, args.settle)
+    if args.idle_driver:
+        return idle_driver(args.idle_driver, args.seconds, not args.no_doorbell)
+
+    quick = args.quick
+    events = args.events or (45 if quick else 200)
+    paint_runs = args.paint_runs or (1 if quick else 3)
+    idle_seconds = args.idle_seconds or (6.0 if quick else 30.0)
+    big_messages = args.big_messages or (10_000 if quick else 50_000)
+    big_notes = args.big_notifications or (10_000 if quick else 50_000)
+    big_path = args.big_home or Path(tempfile.gettempdir()) / (
+        f"captain-bench-cockpit-{args.big_crew}x{big_messages}x{big_notes}")
+
+    import textual
+
+    results: dict = {"machine": {
+        "platform": platform.platform(), "machine": platform.machine(),
+        "nproc": os.cpu_count(), "python": platform.python_version(),
+        "textual": textual.__version__,
+        "loadavg": " ".join(f"{x:.2f}" for x in os.getloadavg())},
+        "args": {"events": events, "paint_runs": paint_runs, "idle_seconds": idle_seconds,
+                 "quick": quick}}
+    tmp = Path(tempfile.mkdtemp(prefix="captain-bench-cockpit-"))
+    # the cockpit's own settings (theme, alerts) stay out of the person's config
+    os.environ["CAPTAIN_CONFIG_DIR"] = str(tmp / "config")
+    os.environ.pop("CAPTAIN_HOME", None)
+    panes = None
+    try:
+        small_root = tmp / "small" / "home"
+        small_root.parent.mkdir()
+        results["small"] = {"spec": build_home(small_root, 20, 500, 500)}
+        results["small"]["census"] = census(small_root)
+        results["events_small"] = _phase(results, "events_small",
+                                         lambda: event_phase(small_root, events, "small"))
+
+        big_root = big_home(big_path, args.big_crew, big_messages, big_notes, args.rebuild)
+        results["big"] = {"path": str(big_root), "census": census(big_root)}
+        results["paint"] = _phase(results, "paint",
+                                  lambda: paint_phase(big_root, paint_runs, args.settle))
+        results["events_big"] = _phase(results, "events_big",
+                                       lambda: event_phase(big_root, events, "big"))
+
+        results["idle"] = []
+        idle_root = tmp / "idle" / "home"
+        idle_root.parent.mkdir()
+        build_home(idle_root, 20, 500, 500)
+        idle = _phase(results, "idle_no_panes",
+                      lambda: idle_phase(idle_root, idle_seconds, "no panes"))
+        results["idle"].append({"label": "20 crew without panes (--no-launch), doorbell on",
+                                **idle})
+        if shutil.which("tmux") and not args.no_tmux:
+            panes = _TmuxPanes()
+            panes_root = tmp / "panes" / "home"
+            panes_root.parent.mkdir()
+            build_home(panes_root, 20, 500, 500, launch=panes.launch, unread_frac=0.0)
+            idle = _phase(results, "idle_tmux",
+                          lambda: idle_phase(panes_root, idle_seconds, "tmux panes"))
+            results["idle"].append({
+                "label": "20 crew in live tmux panes (500 messages, all read), doorbell on",
+                **idle})
+    finally:
+        if panes is not None:
+            panes.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    results["machine"]["loadavg_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    table = report(results)
+    print(table)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2, default=str) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
