@@ -113,6 +113,7 @@ class CaptainApp(WorkCommands, App):
         self._watcher: feed.Watcher | None = None
         self._stopping = False
         self._last_problem: str | None = None
+        self._footer_state: tuple[bool, ...] | None = None
 
     # -- layout ------------------------------------------------------------------------
 
@@ -195,8 +196,17 @@ class CaptainApp(WorkCommands, App):
         self._loud = reconciling_text(self.view.reconciling())
         loud = f" · {self._loud}" if self._loud else ""
         self.sub_title = (f"{count} crew · refreshed {self.last_refresh:%H:%M:%S}{reading}{loud}")
-        self.refresh_bindings()
+        self._refresh_footer()
         self._refresh_preview()
+
+    def _refresh_footer(self) -> None:
+        """Recompose the footer only when a key's dimming changes: ``refresh_bindings``
+        lays the whole screen out again, and doing it on every feed update and every age
+        tick was most of the cost of an event reaching the screen, and of idling."""
+        state = tuple(self.why_not(c) is None for c in COMMANDS)
+        if state != self._footer_state:
+            self._footer_state = state
+            self.refresh_bindings()
 
     def format_title(self, title: str, sub_title: str) -> Content:
         """The title line; work that needs reconciliation is said loudly at its end."""
@@ -315,7 +325,7 @@ class CaptainApp(WorkCommands, App):
     def _selection_moved(self) -> None:
         if self._closing_down:
             return
-        self.refresh_bindings()
+        self._refresh_footer()  # a table refilled by the feed moves its cursor too
         self._refresh_preview()
 
     def on_descendant_focus(self) -> None:
