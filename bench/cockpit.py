@@ -96,19 +96,11 @@ def _phase(results: dict, name: str, run):
 
 # -- homes, written straight in the on-disk format (docs/store.md) ---------------------------
 
-_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"  # Crockford base32, as state.ids
-
-
-def _b32(value: int, length: int) -> str:
-    out = []
-    for _ in range(length):
-        value, digit = divmod(value, 32)
-        out.append(_ALPHABET[digit])
-    return "".join(reversed(out))
-
 
 def _id(prefix: str, at: datetime, rng: random.Random) -> str:
     """An ID of the store's shape whose time part is ``at`` (a backdated record)."""
+    from state.ids import _b32  # the same alphabet and layout as every real ID
+
     return f"{prefix}_{_b32(int(at.timestamp() * 1000), 10)}{_b32(rng.getrandbits(80), 16)}"
 
 
