@@ -4,17 +4,7 @@ from __future__ import annotations
 
 import sys
 
-
-def _home(args):
-    from captain_tui.cli import _home as home
-
-    return home(args)
-
-
-def _captain_only(command: str) -> None:
-    from state.protocol import Context, check_captain
-
-    check_captain(Context.from_env(), command)
+from captain_tui.cli_work import _captain_only, _home
 
 
 def cmd_serve(args, out) -> int:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from captain_tui.cli import _home, _table, _when  # cli imports this module only once loaded
+
 
 def actor() -> str:
     """Who the captain-side caller is, as recorded on what they request."""
@@ -19,21 +21,6 @@ def actor() -> str:
         return f"captain:{getpass.getuser()}"
     except Exception:  # noqa: BLE001 - no user name is not a reason to refuse
         return "captain"
-
-
-def _when(stamp) -> str:
-    return str(stamp).replace("T", " ")[:19] if stamp else "-"
-
-
-def _table(rows: list[list[str]]) -> str:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
-
-
-def _home(args):
-    from captain_tui.cli import _home as home
-
-    return home(args)
 
 
 def _captain_only(command: str) -> None:

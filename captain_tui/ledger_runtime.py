@@ -95,7 +95,7 @@ def dispatch(home: Home) -> list[str]:
                 return pane
 
             with home.store.lock("ledger"):
-                if len(ledger.held(home)) >= ledger.slots(home):
+                if not ledger.has_free_slot(home):
                     break
                 ledger.claim_held(home, item.work_id, holder="captain", start=start)
                 claimed.append(item.work_id)

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from state import ledger
 from state.errors import CaptainError
-from state.home import Home
+from state.home import Home, number_in
 from state.ids import new_id
 from state.ledger_models import Delivery
 from state.models import Record, now
@@ -81,13 +81,6 @@ def _identity_path(home: Home, endpoint_id: str, source_delivery_id: str) -> Pat
 def _body_path(home: Home, delivery_id: str, sha256: str) -> Path:
     # named by its hash too: a body left by a killed intake never stands in for another
     return home.store.dir("delivery-bodies") / f"{delivery_id}-{sha256[:32]}.body"
-
-
-def _number(config: dict, name: str, default: float, minimum: float) -> float:
-    value = config.get(name)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= minimum:
-        return default
-    return float(value)
 
 
 def _filter(config: dict, event: str | None) -> str | None:
@@ -150,7 +143,8 @@ def ingest(home: Home, endpoint_id: str, source_delivery_id: str, body: bytes, *
     if existing is not None:
         return _same(home, existing, sha)
     reason = _filter(config, event)
-    expires = at + timedelta(days=_number(config, "retention_days", DEFAULT_RETENTION_DAYS, 0))
+    days = number_in(config, "retention_days", DEFAULT_RETENTION_DAYS, 0)
+    expires = at + timedelta(days=days)
     record = Delivery(delivery_id=delivery_id, endpoint_id=endpoint_id,
                       source_delivery_id=source_delivery_id, event=event, received_at=at,
                       body_sha256=sha, body_bytes=len(body), raw_body_expires_at=expires,
@@ -219,7 +213,7 @@ def _dispatch(home: Home, record: Delivery, config: dict) -> None:
                   input={"delivery_id": record.delivery_id, "endpoint_id": record.endpoint_id,
                          "event": record.event, "body_sha256": record.body_sha256},
                   requester=f"webhook:{record.endpoint_id}", delivery_id=record.delivery_id,
-                  max_attempts=int(_number(config, "max_attempts", 1, 1)), at=record.received_at)
+                  max_attempts=int(number_in(config, "max_attempts", 1, 1)), at=record.received_at)
 
 
 class Rejection(Record):

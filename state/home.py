@@ -163,9 +163,18 @@ class Home:
                 self.store.quarantine(path, f"is not valid TOML: {exc}")
         return self._config
 
+    def number(self, table: str, name: str, default: float, minimum: float) -> float:
+        """``[table] name`` from config.toml; absent or nonsense: the documented default."""
+        section = self.config().get(table)
+        return number_in(section if isinstance(section, dict) else {}, name, default, minimum)
+
     def wait_timeout(self) -> float:
-        crew = self.config().get("crew")
-        value = crew.get("wait_timeout") if isinstance(crew, dict) else None
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-            return DEFAULT_WAIT_TIMEOUT  # absent or nonsense: the documented default
-        return float(value)
+        return self.number("crew", "wait_timeout", DEFAULT_WAIT_TIMEOUT, 0)
+
+
+def number_in(section: dict, name: str, default: float, minimum: float) -> float:
+    """One settings rule: a real number at least ``minimum`` (a bool is not a number)."""
+    value = section.get(name)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= minimum:
+        return default
+    return float(value)

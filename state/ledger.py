@@ -55,20 +55,12 @@ def crash_point(step: str) -> None:
 # -- settings ---------------------------------------------------------------------------------
 
 
-def _setting(home: Home, name: str, default: float, minimum: float) -> float:
-    table = home.config().get("ledger")
-    value = table.get(name) if isinstance(table, dict) else None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= minimum:
-        return default
-    return value
-
-
 def slots(home: Home) -> int:
-    return int(_setting(home, "slots", DEFAULT_SLOTS, 1))
+    return int(home.number("ledger", "slots", DEFAULT_SLOTS, 1))
 
 
 def lease_seconds(home: Home) -> float:
-    return float(_setting(home, "lease_seconds", DEFAULT_LEASE_SECONDS, 1))
+    return home.number("ledger", "lease_seconds", DEFAULT_LEASE_SECONDS, 1)
 
 
 # -- paths -------------------------------------------------------------------------------------
@@ -286,26 +278,29 @@ def all_ids(home: Home) -> list[str]:
                   and e.is_dir(follow_symlinks=False))
 
 
-def held(home: Home) -> list[WorkItem]:
-    """Items holding a slot (running or needing reconciliation)."""
+def _open_items(home: Home, states) -> list[WorkItem]:
     out = []
     for work_id in open_ids(home):
         with contextlib.suppress(CaptainError):
             item = load(home, work_id)
-            if item is not None and item.state in HOLDS_SLOT:
+            if item is not None and item.state in states:
                 out.append(item)
     return out
+
+
+def held(home: Home) -> list[WorkItem]:
+    """Items holding a slot (running or needing reconciliation)."""
+    return _open_items(home, HOLDS_SLOT)
 
 
 def queued(home: Home) -> list[WorkItem]:
     """Queued items, oldest first: the order slots are handed out in."""
-    out = []
-    for work_id in open_ids(home):
-        with contextlib.suppress(CaptainError):
-            item = load(home, work_id)
-            if item is not None and item.state == "queued":
-                out.append(item)
-    return out
+    return _open_items(home, ("queued",))
+
+
+def has_free_slot(home: Home) -> bool:
+    """The capacity rule, in one place (callers that act on it hold the ledger lock)."""
+    return len(held(home)) < slots(home)
 
 
 # -- writing -----------------------------------------------------------------------------------
@@ -411,9 +406,8 @@ def claim_held(home: Home, work_id: str, *, holder: str, locator: PaneLocator | 
                start: Callable[[WorkItem], PaneLocator | None] | None = None) -> WorkItem:
     """``claim`` for a caller that already holds the ledger lock."""
     at = at or now()
-    holding = held(home)
-    limit = slots(home)
-    if len(holding) >= limit:
+    if not has_free_slot(home):
+        holding, limit = held(home), slots(home)
         raise CaptainError(
             "no_capacity",
             f"all {limit} slots are held ({', '.join(i.work_id for i in holding[:8])}); "

@@ -67,7 +67,7 @@ def is_queued(home: Home, assignment_id: str) -> bool:
 def claim_if_free(home: Home, assignment_id: str, locator: PaneLocator | None) -> bool:
     """Claim the assignment's item now if a slot is free (caller holds the ledger lock)."""
     wid = work_id(assignment_id)
-    if len(ledger.held(home)) >= ledger.slots(home):
+    if not ledger.has_free_slot(home):
         return False
     ledger.claim_held(home, wid, holder=HOLDER, locator=locator)
     return True

@@ -250,7 +250,7 @@ def recruit(home: Home, name: str, task: str, *, owns: list[str] | None = None,
         incarnation = new_id(INCARNATION)
         env = crew_env(home, name, incarnation, spec.assignment_id)
         with home.store.lock("ledger"):
-            free = len(ledger.held(home)) < ledger.slots(home)
+            free = ledger.has_free_slot(home)
             pane, undo = launch(env) if launch is not None and free else (None, None)
             event = Recruited(seq=(snapshot.seq + 1) if snapshot else 1, at=now(),
                               actor="captain", name=name, incarnation_id=incarnation,
@@ -260,7 +260,8 @@ def recruit(home: Home, name: str, task: str, *, owns: list[str] | None = None,
                 crewlog.append(home, key, snapshot, event)
                 ledger.crash_point("recruit:after-crew")
                 if free:
-                    ledger_settle.claim_if_free(home, spec.assignment_id, pane)
+                    ledger.claim_held(home, ledger_settle.work_id(spec.assignment_id),
+                                      holder=ledger_settle.HOLDER, locator=pane)
             except BaseException:
                 if undo is not None:
                     undo()
