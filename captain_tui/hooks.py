@@ -20,7 +20,9 @@ Every hook fails open: whatever goes wrong, exit 0, nothing on stdout that could
 one line on stderr. Signals are stamped with the moment the hook started, so one older
 than the mail it would answer is dropped by ``state.notify.signal``.
 
-Imports stay lean (stdlib and ``state`` only): Claude Code runs this on every prompt.
+Imports stay lean (stdlib and ``state`` only): Claude Code runs this on every prompt and
+every stop. A Stop with no mail waiting is answered from ``state.crew_fast`` without
+pydantic; everything else imports the protocol when it runs.
 """
 
 from __future__ import annotations
@@ -28,16 +30,18 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, NamedTuple
 
-from state import crewlog, mailbox, notify, protocol
+from state import rules
 from state.errors import CaptainError
 from state.home import Home
-from state.models import CrewSnapshot, Message, now
-from state.text import crew_key
+from state.rules import Context
+from state.vocab import now
+
+if TYPE_CHECKING:
+    from state.models import CrewSnapshot, Message
 
 CLAUDE_EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "Notification", "PermissionRequest")
 CODEX_TURN_COMPLETE = "agent-turn-complete"
@@ -47,8 +51,7 @@ class FailOpen(Exception):
     """Nothing to do, and the agent must carry on: the reason goes to stderr."""
 
 
-@dataclass
-class Call:
+class Call(NamedTuple):  # not a dataclass: that import alone costs every hook ~9 ms
     agent: str
     event: str
     payload: str | None
@@ -88,9 +91,9 @@ def _note(call: Call, text: str) -> None:
 # -- the crew this process is ---------------------------------------------------------------
 
 
-def _crew(env: Mapping[str, str]) -> tuple[Home, protocol.Context]:
+def _crew(env: Mapping[str, str]) -> tuple[Home, Context]:
     """The home and crew identity from the pane's CAPTAIN_* environment, or FailOpen."""
-    ctx = protocol.Context.from_env(env)
+    ctx = Context.from_env(env)
     if ctx.role != "crew" or not ctx.crew or not ctx.incarnation:
         raise FailOpen("not a crew environment (CAPTAIN_ROLE=crew, CAPTAIN_CREW and "
                        "CAPTAIN_INCARNATION are required)")
@@ -103,20 +106,17 @@ def _crew(env: Mapping[str, str]) -> tuple[Home, protocol.Context]:
     return Home(Path(root)), ctx
 
 
-def _current(home: Home, ctx: protocol.Context) -> tuple[str, CrewSnapshot]:
+def _current(home: Home, ctx: Context) -> tuple[str, CrewSnapshot]:
     """This crew's live snapshot, refusing unknown, dismissed or stale incarnations."""
-    key = crew_key(ctx.crew)
-    snapshot, _ = crewlog.load(home, key)
-    if snapshot is None:
-        raise CaptainError("unknown_crew", f"there is no crew named {ctx.crew}.")
-    if snapshot.dismissed_at is not None:
-        raise CaptainError("crew_dismissed", f"{snapshot.name} was dismissed.")
-    protocol._crew_identity(ctx, snapshot)
-    return key, snapshot
+    from state import crewlog
+
+    return rules.current_crew(ctx, lambda key: crewlog.load(home, key)[0])
 
 
-def _inbox(home: Home, ctx: protocol.Context, deliver: Callable[[list[Message]], None]) -> None:
+def _inbox(home: Home, ctx: Context, deliver: Callable[[list[Message]], None]) -> None:
     """``protocol.inbox``: the crew lock, then ``deliver``, then receipts (only if it returned)."""
+    from state import protocol
+
     protocol.inbox(home, ctx.crew, deliver=deliver, ctx=ctx, via="hook")
 
 
@@ -195,6 +195,33 @@ def _claude_stop(call: Call) -> None:
     if data.get("stop_hook_active"):
         return  # already continuing because of a Stop hook: never hold it twice
     home, ctx = _crew(call.env)
+    from state import crew_fast
+
+    try:
+        key, snapshot = crew_fast.crew(home, ctx)
+        crew_fast.no_mail(home, key, snapshot)
+    except crew_fast.Unsure:
+        found = _stop_on_mail(call, home, ctx)
+        if found is None:
+            return
+        key, snapshot = found
+    if snapshot is None or snapshot.dismissed_at is not None or snapshot.done_at is not None:
+        return
+    if rules.pending_question(home, key, snapshot) is not None:
+        return  # it asked and waits for the answer: stopping is right
+    name, spec = snapshot.name, snapshot.assignment
+    _emit(call.stdout, {"decision": "block", "reason": (
+        f"Assignment {spec.assignment_id} is not finished, and no question is pending. "
+        f"If the work is done, run: captain done {name} --report \"what changed and how it "
+        f"was checked\". If you are blocked, run: captain ask {name} \"your question\" and "
+        "then stop. Otherwise keep working on it.")})
+
+
+def _stop_on_mail(call: Call, home: Home, ctx: Context):
+    """The full path: deliver unread mail as the block's reason (None: it blocked), else
+    the crew as it is after the inbox settled it."""
+    from state import crewlog
+
     key, _ = _current(home, ctx)
     blocked = False
 
@@ -206,19 +233,7 @@ def _claude_stop(call: Call) -> None:
             blocked = True
 
     _inbox(home, ctx, deliver)
-    if blocked:
-        return
-    snapshot, _ = crewlog.load(home, key)
-    if snapshot is None or snapshot.dismissed_at is not None or snapshot.done_at is not None:
-        return
-    if mailbox.pending_question(home, key, snapshot) is not None:
-        return  # it asked and waits for the answer: stopping is right
-    name, spec = snapshot.name, snapshot.assignment
-    _emit(call.stdout, {"decision": "block", "reason": (
-        f"Assignment {spec.assignment_id} is not finished, and no question is pending. "
-        f"If the work is done, run: captain done {name} --report \"what changed and how it "
-        f"was checked\". If you are blocked, run: captain ask {name} \"your question\" and "
-        "then stop. Otherwise keep working on it.")})
+    return None if blocked else (key, crewlog.load(home, key)[0])
 
 
 _PERMISSION_WORDS = ("permission", "approval", "approve")
@@ -255,6 +270,8 @@ def _claude_permission_request(call: Call) -> None:
 
 def _signal(call: Call, status: str, summary: str) -> None:
     """A crew signal for ``captain wait``, stamped with when the hook started."""
+    from state import mailbox, notify
+
     home, ctx = _crew(call.env)
     key, snapshot = _current(home, ctx)
     text = f"{snapshot.name}: {summary}"

@@ -9,7 +9,6 @@ writer settles the newest event before appending the next, so all older ones are
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 
 from state.errors import CaptainError
@@ -50,10 +49,6 @@ def fold(snapshot: CrewSnapshot | None, event) -> CrewSnapshot:
     return snapshot.model_copy(update=dict(seq=event.seq, **changes))
 
 
-def _event_seqs(home: Home, key: str) -> list[int]:
-    return [int(n) for n in home.store.names(home.events_dir(key)) if n.isdigit()]
-
-
 def _read_event(home: Home, key: str, seq: int):
     return home.store.read(home.events_dir(key) / f"{EVENT_NAME.format(seq)}.json", EventFile)
 
@@ -67,9 +62,9 @@ def load(home: Home, key: str, *, repair: bool = False) -> tuple[CrewSnapshot | 
     ``repair`` (callers holding the crew lock) a behind snapshot is republished.
     """
     store = home.store
-    if not crew_dir_exists(home, key):
+    if not home.has_crew(key):
         return None, None
-    seqs = _event_seqs(home, key)
+    seqs = home.event_seqs(key)
     snapshot = store.read(home.snapshot_path(key), CrewSnapshot)
     if snapshot is not None and (not seqs or snapshot.seq > seqs[-1]):
         snapshot = None  # a cache ahead of the truth is not to be trusted
@@ -164,7 +159,7 @@ def open_locked(home: Home, key: str) -> CrewSnapshot | None:
 def events(home: Home, key: str) -> list:
     """The whole history of a crew name, oldest first (for status and tests)."""
     out = []
-    for seq in _event_seqs(home, key):
+    for seq in home.event_seqs(key):
         event = _read_event(home, key, seq)
         if event is not None:
             out.append(event)
@@ -173,11 +168,3 @@ def events(home: Home, key: str) -> list:
 
 def lock_name(key: str) -> str:
     return f"crew-{key}"
-
-
-def crew_dir_exists(home: Home, key: str) -> bool:
-    """A real directory (never a symlink) for this crew key."""
-    try:
-        return stat.S_ISDIR(os.lstat(Path(home.root, "crew", key)).st_mode)
-    except FileNotFoundError:
-        return False

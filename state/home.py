@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from pathlib import Path
 
 from state.errors import CaptainError
-from state.models import HomeMeta, now
 from state.store import DIR_MODE, Store, encode
 
 MOUNTINFO = "/proc/self/mountinfo"
@@ -90,6 +90,8 @@ class Home:
                     f"{root} is not empty and is not a captain home; refusing to write into "
                     "it. Choose an empty or new directory.",
                 )
+            from state.models import HomeMeta, now  # only a new home needs a record written
+
             Store(root).create_once(marker, encode(HomeMeta(created_at=now())),
                                     same=lambda a, b: True)
         st = root.stat()
@@ -124,6 +126,17 @@ class Home:
 
     def ring_stamp_path(self, key: str):
         return self.store.dir("doorbell") / f"{key}.json"
+
+    def has_crew(self, key: str) -> bool:
+        """A real directory (never a symlink) for this crew key."""
+        try:
+            return stat.S_ISDIR(os.lstat(Path(self.root, "crew", key)).st_mode)
+        except FileNotFoundError:
+            return False
+
+    def event_seqs(self, key: str) -> list[int]:
+        """The sequence numbers of a crew's events, oldest first."""
+        return [int(n) for n in self.store.names(self.events_dir(key)) if n.isdigit()]
 
     def crew_keys(self) -> list[str]:
         """Keys of every crew directory; anything else found in crew/ is quarantined."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from state.home import Home
 from state.models import Ack, CrewSnapshot, Message, Notification, Receipt, now
+from state.rules import answer_id, is_answered, pending_question, unread_names  # noqa: F401
 from state.store import encode
 
 
@@ -17,20 +18,14 @@ def messages(home: Home, key: str, incarnation_id: str | None = None) -> list[Me
 
 
 def unread(home: Home, key: str, snapshot: CrewSnapshot) -> list[Message]:
-    """Queued mail: this incarnation's, neither read nor bounced, oldest first.
-
-    Receipts and bounces are named after their message, so read mail is skipped by name
-    and only queued mail is parsed (the doorbell asks this of every crew, every round)."""
+    """Queued mail: this incarnation's, neither read nor bounced, oldest first (only the
+    names ``unread_names`` leaves are parsed)."""
     store = home.store
-    done = set(store.names(home.receipts_dir(key))) | set(store.names(home.bounces_dir(key)))
     directory = home.mail_dir(key)
     found = []
-    for name in store.names(directory):
-        if name in done:
-            continue
+    for name in unread_names(home, key):
         m = store.read(directory / f"{name}.json", Message)
-        if m is not None and m.incarnation_id == snapshot.incarnation_id \
-                and m.message_id not in done:
+        if m is not None and m.incarnation_id == snapshot.incarnation_id:
             found.append(m)
     found.sort(key=lambda m: (m.queued_at, m.message_id))
     return found
@@ -39,20 +34,6 @@ def unread(home: Home, key: str, snapshot: CrewSnapshot) -> list[Message]:
 def last_message(home: Home, key: str, assignment_id: str) -> Message | None:
     on_assignment = [m for m in messages(home, key) if m.assignment_id == assignment_id]
     return on_assignment[-1] if on_assignment else None
-
-
-def answer_id(question_id: str) -> str:
-    """An answer's message ID is derived from its question: one answer, exactly once."""
-    return f"msg_{question_id}"
-
-
-def is_answered(home: Home, key: str, question_id: str) -> bool:
-    return (home.mail_dir(key) / f"{answer_id(question_id)}.json").exists()
-
-
-def pending_question(home: Home, key: str, snapshot: CrewSnapshot):
-    q = snapshot.question
-    return q if q is not None and not is_answered(home, key, q.question_id) else None
 
 
 def mark_read(home: Home, key: str, batch: list[Message], via: str) -> None:

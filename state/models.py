@@ -6,24 +6,16 @@ quarantined rather than half-read.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SUMMARY_MAX = 1600
+from state.vocab import ACTIONS, PATH_ACTIONS, STATUSES, SUMMARY_MAX, now  # noqa: F401
 
-ACTIONS = ("read", "search", "edit", "test", "build", "format", "commit", "version", "delete")
-PATH_ACTIONS = frozenset({"edit", "format", "delete", "commit", "version"})
-STATUSES = ("working", "idle", "asked", "awaiting_approval", "done", "held", "bounced",
-            "timeout", "error")
 Status = Literal["working", "idle", "asked", "awaiting_approval", "done", "held", "bounced",
                  "timeout", "error"]
 Agent = Literal["claude", "codex", "shell", "program"]  # program: any --command
-
-
-def now() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 class Strict(BaseModel):

@@ -26,7 +26,7 @@ def _scope(home: Home, name: str | None) -> list[str]:
     if name is None:
         return home.crew_keys()
     key = crew_key(name)
-    if not crewlog.crew_dir_exists(home, key):
+    if not home.has_crew(key):
         raise CaptainError("unknown_crew", f"there is no crew named {name}.")
     return [key]
 

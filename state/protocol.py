@@ -8,44 +8,25 @@ before anything else happens; ringing a pane is the runtime's business, not this
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 
-from state import crewlog, mailbox
+from state import crewlog, mailbox, rules
 from state.errors import CaptainError
+from state.rules import CAPTAIN, Context, Verdict, check_captain  # noqa: F401 - re-exported
 from state.home import Home
 from state.ids import ASSIGNMENT, DELIVERY, INCARNATION, MESSAGE, QUESTION, new_id
 from state.models import (
-    PATH_ACTIONS, Asked, Assigned, AssignmentSpec, Bounce, BouncedMail, CrewSnapshot,
+    Asked, Assigned, AssignmentSpec, Bounce, BouncedMail, CrewSnapshot,
     Dismissed, Finished, LaunchSpec, Message, Notification, PaneLocator, Recruited,
     now,
 )
 from state.store import encode
 from state.text import (
-    bounce_summary, check_actions, check_text, crew_key, is_within, normalise_path, overlaps,
+    bounce_summary, check_actions, check_text, crew_key, normalise_path, overlaps,
     summarize,
 )
-
-
-@dataclass(frozen=True)
-class Context:
-    """Who is calling: the captain, or a crew process (from its CAPTAIN_* environment)."""
-
-    role: str = "captain"
-    crew: str | None = None
-    incarnation: str | None = None
-    assignment: str | None = None
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] = os.environ) -> Context:
-        if env.get("CAPTAIN_ROLE") != "crew":
-            return cls()
-        return cls("crew", env.get("CAPTAIN_CREW") or None,
-                   env.get("CAPTAIN_INCARNATION") or None, env.get("CAPTAIN_ASSIGNMENT") or None)
-
-
-CAPTAIN = Context()
 
 
 @dataclass
@@ -59,78 +40,14 @@ class Recruit:
     queued: bool = False  # every ledger slot was held: the pane starts when one frees
 
 
-# -- guards: each rule in one place ---------------------------------------------------------
+# -- guards: each rule in one place (state.rules, shared with the crew-side fast path) ------
 
-
-def check_captain(ctx: Context, command: str) -> None:
-    if ctx.role == "crew":
-        raise CaptainError(
-            "crew_forbidden",
-            f"'{command}' is a captain command; crew {ctx.crew or '(unnamed)'} may not run it.",
-        )
-
-
-def _existing(name: str, snapshot: CrewSnapshot | None) -> CrewSnapshot:
-    if snapshot is None:
-        raise CaptainError("unknown_crew", f"there is no crew named {name}.")
-    if snapshot.dismissed_at is not None:
-        raise CaptainError(
-            "crew_dismissed",
-            f"{snapshot.name} was dismissed; recruit again with --handoff "
-            f"{snapshot.assignment.assignment_id}.",
-        )
-    return snapshot
-
-
-def _live(snapshot: CrewSnapshot) -> str:
-    return f"{snapshot.name}'s live assignment is {snapshot.assignment.assignment_id}"
-
-
-def _same_assignment(snapshot: CrewSnapshot, assignment_id: str) -> None:
-    if assignment_id != snapshot.assignment.assignment_id:
-        raise CaptainError("stale_assignment",
-                           f"{assignment_id} is not current; {_live(snapshot)}.")
-
-
-def _crew_identity(ctx: Context, snapshot: CrewSnapshot) -> None:
-    """A crew process may act only as itself, in its current incarnation."""
-    if ctx.role != "crew":
-        return
-    if not ctx.crew or not ctx.incarnation:
-        missing = "CAPTAIN_CREW" if not ctx.crew else "CAPTAIN_INCARNATION"
-        raise CaptainError("missing_context",
-                           f"{missing} is not set in this crew environment; {_live(snapshot)}.")
-    if ctx.crew.lower() != snapshot.name.lower():
-        raise CaptainError("crew_forbidden",
-                           f"this process is crew {ctx.crew}; it may not act for {snapshot.name}.")
-    if ctx.incarnation != snapshot.incarnation_id:
-        raise CaptainError(
-            "stale_incarnation",
-            f"incarnation {ctx.incarnation} is not {snapshot.name}'s current one "
-            f"({snapshot.incarnation_id}); {_live(snapshot)}.",
-        )
-
-
-def _crew_assignment(ctx: Context, snapshot: CrewSnapshot, explicit: str | None) -> str:
-    """Resolve the assignment a crew-side command is about, and insist it is live."""
-    _crew_identity(ctx, snapshot)
-    assignment_id = explicit or (ctx.assignment if ctx.role == "crew" else None)
-    if not assignment_id:
-        where = "CAPTAIN_ASSIGNMENT is not set" if ctx.role == "crew" else \
-            "the captain must name the assignment"
-        raise CaptainError("missing_context",
-                           f"{where}; pass --assignment. {_live(snapshot)}.")
-    _same_assignment(snapshot, assignment_id)
-    return assignment_id
-
-
-def _not_done(snapshot: CrewSnapshot) -> None:
-    if snapshot.done_at is not None:
-        raise CaptainError(
-            "assignment_done",
-            f"{snapshot.assignment.assignment_id} is done; start the next one with "
-            f"captain assign {snapshot.name} --handoff {snapshot.assignment.assignment_id}.",
-        )
+_existing = rules.existing
+_live = rules.live
+_same_assignment = rules.same_assignment
+_crew_identity = rules.crew_identity
+_crew_assignment = rules.crew_assignment
+_not_done = rules.not_done
 
 
 def _all_acknowledged(home: Home, key: str, assignment_id: str) -> None:
@@ -483,36 +400,11 @@ def done(home: Home, name: str, report: str | None, *, assignment_id: str | None
     return event
 
 
-@dataclass(frozen=True)
-class Verdict:
-    allowed: bool
-    reason: str
-
-
 def check(home: Home, name: str, action: str, paths: list[str], *,
           assignment_id: str | None = None, ctx: Context = CAPTAIN) -> Verdict:
     """Validate a grant; executes nothing. Refusals of the grant itself are a Verdict."""
-    key = crew_key(name)
-    check_actions([action])
-    snapshot, _ = crewlog.load(home, key)
-    snapshot = _existing(name, snapshot)
-    _crew_assignment(ctx, snapshot, assignment_id)
-    spec = snapshot.assignment
-    if snapshot.done_at is not None:
-        return Verdict(False, f"{spec.assignment_id} is done; nothing is granted after done.")
-    if action not in spec.allow:
-        granted = ", ".join(spec.allow) or "nothing"
-        return Verdict(False, f"{action} is not granted on {spec.assignment_id} "
-                              f"(granted: {granted}).")
-    if action in PATH_ACTIONS:
-        for raw in paths:
-            path = normalise_path(raw, spec.project_dir)
-            if not any(is_within(path, owned) for owned in spec.owns):
-                owned = ", ".join(spec.owns) or "no paths"
-                return Verdict(False, f"{raw} is outside the paths {snapshot.name} owns "
-                                      f"({owned}).")
-    shown = f" on {', '.join(paths)}" if paths else ""
-    return Verdict(True, f"{action}{shown} is granted on {spec.assignment_id}.")
+    return rules.check(name, action, paths, lambda key: crewlog.load(home, key)[0],
+                       assignment_id=assignment_id, ctx=ctx)
 
 
 def inbox(home: Home, name: str, *, deliver: Callable[[list[Message]], None],

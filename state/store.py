@@ -23,9 +23,7 @@ import stat
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TypeVar
-
-from pydantic import BaseModel, ValidationError
+from typing import TYPE_CHECKING, TypeVar
 
 from state.errors import CaptainError
 
@@ -35,7 +33,10 @@ MAX_RECORD_BYTES = 1024 * 1024  # a record larger than this is not ours: quarant
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 
-M = TypeVar("M", bound=BaseModel)
+if TYPE_CHECKING:  # pydantic is imported where a record is validated, not at import:
+    from pydantic import BaseModel  # the crew-side fast path never loads it (~300 ms)
+
+M = TypeVar("M", bound="BaseModel")
 
 
 class Quarantined(Exception):
@@ -217,6 +218,8 @@ class Store:
                 text = data.decode("utf-8")
             except UnicodeDecodeError:
                 raise Quarantined("is not UTF-8") from None
+            from pydantic import ValidationError
+
             try:
                 return model.model_validate_json(text)
             except ValidationError as exc:

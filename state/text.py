@@ -7,7 +7,7 @@ import re
 from pathlib import PurePosixPath
 
 from state.errors import CaptainError
-from state.models import ACTIONS, SUMMARY_MAX
+from state.vocab import ACTIONS, SUMMARY_MAX
 
 NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,31}")
 MAX_TEXT_BYTES = 64 * 1024

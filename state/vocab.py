@@ -1,0 +1,20 @@
+"""The protocol's words and limits, with no pydantic behind them.
+
+``state.models`` builds its types from these; the crew-side fast path (``state.crew_fast``)
+and the text rules use them without paying pydantic's start-up.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+SUMMARY_MAX = 1600
+
+ACTIONS = ("read", "search", "edit", "test", "build", "format", "commit", "version", "delete")
+PATH_ACTIONS = frozenset({"edit", "format", "delete", "commit", "version"})
+STATUSES = ("working", "idle", "asked", "awaiting_approval", "done", "held", "bounced",
+            "timeout", "error")
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc)

@@ -1,0 +1,278 @@
+"""The crew-side fast path (``state.crew_fast`` over ``state.plain``) answers exactly as the
+protocol does, or declines (``Unsure``) and leaves the answer to it.
+
+The fast path exists for start-up time (no pydantic on a crew's common commands); these
+tests hold it to the models: its shapes are derived from them, whatever it accepts they
+accept with the same values, and on every scenario its verdicts and refusals are the
+protocol's, word for word.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel, ValidationError
+
+from conftest import crew_ctx
+from state import crew_fast, crewlog, plain, protocol, shapes_gen
+from state.errors import CaptainError
+from state.home import Home
+from state.models import CrewSnapshot
+from state.protocol import Context
+from state.shapes import SHAPES
+from state.store import encode
+
+# -- the shapes are the models' ---------------------------------------------------------------
+
+
+def test_shapes_file_is_derived_from_the_models():
+    """Regenerate with ``python -m state.shapes_gen`` when a model changes."""
+    assert SHAPES == shapes_gen.derive()
+    assert shapes_gen.TARGET.read_text() == shapes_gen.render(shapes_gen.derive())
+
+
+def test_a_constraint_the_plain_reader_cannot_check_stops_the_derivation():
+    with pytest.raises(TypeError, match="constraints"):
+        shapes_gen.derive(("Recruited",))  # seq: int = Field(ge=1)
+
+
+# -- plain accepts only what the models accept, with the same values ------------------------
+
+STAMP = st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1),
+                     timezones=st.sampled_from([timezone.utc, timezone(timedelta(hours=2))]))
+TEXT = st.text(max_size=12)
+IDS = st.text(alphabet="abcXYZ019_", min_size=1, max_size=10)
+
+
+@st.composite
+def snapshots(draw) -> CrewSnapshot:
+    spec = dict(assignment_id=draw(IDS), message_id=draw(IDS), task=draw(TEXT),
+                owns=draw(st.lists(TEXT, max_size=3)), allow=draw(st.lists(TEXT, max_size=3)),
+                project_dir=draw(TEXT), handoff_of=draw(st.none() | IDS))
+    question = draw(st.none() | st.builds(dict, question_id=IDS, text=TEXT, asked_at=STAMP))
+    pane = draw(st.none() | st.builds(dict, socket=TEXT, session=TEXT, window_id=TEXT,
+                                      pane_id=TEXT, pane_pid=st.none() | st.integers(0, 2**31)))
+    return CrewSnapshot(
+        seq=draw(st.integers(1, 10**6)), name=draw(IDS), incarnation_id=draw(IDS),
+        agent=draw(st.sampled_from(["claude", "codex", "shell", "program"])),
+        recruited_at=draw(STAMP), assignment=spec, assigned_at=draw(STAMP),
+        done_at=draw(st.none() | STAMP), report=draw(st.none() | TEXT), question=question,
+        dismissed_at=draw(st.none() | STAMP), pane=pane, launched_at=draw(st.none() | STAMP))
+
+
+def as_plain(value):
+    """A model (or its parts) as the plain reader's attributes, for comparison."""
+    if isinstance(value, BaseModel):
+        return {attr: as_plain(getattr(value, attr)) for attr in type(value).model_fields}
+    if isinstance(value, SimpleNamespace):
+        return {attr: as_plain(v) for attr, v in vars(value).items()}
+    if isinstance(value, list):
+        return [as_plain(v) for v in value]
+    return value
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(snapshots())
+def test_every_snapshot_captain_writes_is_read_plainly_with_the_same_values(snapshot):
+    data = json.loads(encode(snapshot))
+    assert as_plain(plain.parse(data, "CrewSnapshot")) == as_plain(snapshot)
+
+
+JUNK = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.floats(allow_nan=False) | TEXT
+    | st.sampled_from(["2026-11-30T01:02:03", "2026-11-30T01:02:03Z", "2026-11-30 01:02:03Z",
+                       "2026-11-30T01:02:03.1234567Z", "2026-02-30T01:02:03Z", "1", "1.0",
+                       "2026-11-30T25:02:03+00:00", "claude", "2026-11-30T01:02:03.5-07:00"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXT, inner, max_size=3),
+    max_leaves=6)
+
+
+def _paths(value, prefix=()):
+    yield prefix
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _paths(v, (*prefix, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _paths(v, (*prefix, i))
+
+
+@settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow])
+@given(snapshots(), st.data())
+def test_whatever_the_plain_reader_accepts_the_models_accept_with_the_same_values(snapshot, data):
+    """Damage a written snapshot anywhere (replace a value, drop or add a key): the plain
+    reader either declines or agrees with the models."""
+    record = json.loads(encode(snapshot))
+    path = data.draw(st.sampled_from([p for p in _paths(record) if p]))
+    *parent_path, last = path
+    parent = record
+    for step in parent_path:
+        parent = parent[step]
+    how = data.draw(st.sampled_from(["replace", "drop", "add"]))
+    if how == "replace":
+        parent[last] = data.draw(JUNK)
+    elif how == "drop" and isinstance(parent, dict):
+        del parent[last]
+    elif isinstance(parent, dict):
+        parent[data.draw(TEXT)] = data.draw(JUNK)
+    try:
+        got = plain.parse(record, "CrewSnapshot")
+    except plain.Unsure:
+        return
+    try:
+        model = CrewSnapshot.model_validate_json(json.dumps(record))
+    except ValidationError as exc:  # pragma: no cover - the failure this test exists for
+        pytest.fail(f"plain accepted what the models refuse: {exc}")
+    assert as_plain(got) == as_plain(model)
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"schema": 1, "schema": 1}',  # a key twice: the models would keep the last one
+    b'{"name": "\\ud800"}',  # an escaped lone surrogate
+    b"\xff\xfe",
+    b"[]",
+])
+def test_unusual_bytes_are_left_to_the_models(tmp_path: Path, raw: bytes):
+    home = Home(tmp_path / "home")
+    path = home.store.dir("scratch") / "x.json"
+    path.write_bytes(raw)
+    with pytest.raises(plain.Unsure):
+        plain.read(home.store, path, "CrewSnapshot")
+    assert path.exists(), "the plain reader never quarantines"
+
+
+# -- check: the same verdicts and refusals, word for word -----------------------------------
+
+
+def outcome(fn) -> tuple:
+    try:
+        verdict = fn()
+    except CaptainError as err:
+        return ("refused", err.code, err.message)
+    return ("verdict", verdict.allowed, verdict.reason)
+
+
+def hire(home: Home, project: Path, name: str = "Jack"):
+    return protocol.recruit(home, name, "Do the thing", owns=["src"], allow=["edit", "read"],
+                            cwd=str(project))
+
+
+def _done(home, r):
+    protocol.inbox(home, r.crew, deliver=lambda b: None, ctx=crew_ctx(r))
+    protocol.done(home, r.crew, "changed it", ctx=crew_ctx(r))
+
+
+SCENARIOS = {
+    # name: (setup(home, r) -> None, name, action, paths, assignment, ctx(r))
+    "granted": (None, "Jack", "edit", ["src/a.py"], None, crew_ctx),
+    "granted, another case of the name": (None, "JACK", "read", [], None, crew_ctx),
+    "outside the owned paths": (None, "Jack", "edit", ["../elsewhere/a.py"], None, crew_ctx),
+    "action not granted": (None, "Jack", "delete", ["src/a.py"], None, crew_ctx),
+    "unknown action": (None, "Jack", "fly", [], None, crew_ctx),
+    "bad path": (None, "Jack", "edit", [""], None, crew_ctx),
+    "unknown crew": (None, "Nobody", "edit", [], None, crew_ctx),
+    "invalid name": (None, "no such name!", "edit", [], None, crew_ctx),
+    "another crew's process": (None, "Jack", "edit", [], None,
+                               lambda r: Context("crew", "Jill", r.incarnation_id, r.assignment_id)),
+    "stale incarnation": (None, "Jack", "edit", [], None,
+                          lambda r: Context("crew", "Jack", "inc_OLD", r.assignment_id)),
+    "no assignment in the env": (None, "Jack", "edit", [], None,
+                                 lambda r: Context("crew", "Jack", r.incarnation_id, None)),
+    "stale assignment": (None, "Jack", "edit", [], "asg_OLD", crew_ctx),
+    "the captain names it": (None, "Jack", "edit", ["src"], "self", lambda r: Context()),
+    "the captain forgets it": (None, "Jack", "edit", ["src"], None, lambda r: Context()),
+    "after done": (_done, "Jack", "edit", ["src/a.py"], None, crew_ctx),
+    "a question pending": (lambda h, r: protocol.ask(h, "Jack", "which?", ctx=crew_ctx(r)),
+                           "Jack", "edit", ["src/a.py"], None, crew_ctx),
+    "dismissed": (lambda h, r: protocol.dismiss(h, "Jack"), "Jack", "edit", [], None,
+                  crew_ctx),
+}
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_fast_check_says_what_the_protocol_says(home: Home, project: Path, scenario: str):
+    setup, name, action, paths, assignment, ctx_of = SCENARIOS[scenario]
+    r = hire(home, project)
+    if setup is not None:
+        setup(home, r)
+    assignment = r.assignment_id if assignment == "self" else assignment
+    ctx = ctx_of(r)
+    full = outcome(lambda: protocol.check(home, name, action, paths, assignment_id=assignment,
+                                          ctx=ctx))
+    fast = outcome(lambda: crew_fast.check(home, name, action, paths, assignment_id=assignment,
+                                           ctx=ctx))
+    assert fast == full
+
+
+# -- when the fast path must decline ----------------------------------------------------------
+
+
+def test_a_snapshot_behind_its_events_is_declined_and_the_full_path_folds_them(home, project):
+    r = hire(home, project)
+    key = "jack"
+    before = home.snapshot_path(key).read_bytes()
+    protocol.ask(home, "Jack", "which?", ctx=crew_ctx(r))
+    home.snapshot_path(key).write_bytes(before)  # as if killed before the snapshot was published
+    with pytest.raises(plain.Unsure):
+        crew_fast.snapshot(home, key)
+    snapshot, _ = crewlog.load(home, key)
+    assert snapshot.question is not None
+
+
+def test_a_missing_or_damaged_snapshot_is_declined_and_quarantined_by_the_full_path(
+        home, project):
+    r = hire(home, project)
+    path = home.snapshot_path("jack")
+    path.write_bytes(b'{"schema": 1, "seq": "one"}')
+    with pytest.raises(plain.Unsure):
+        crew_fast.check(home, "Jack", "edit", ["src/a.py"], assignment_id=None, ctx=crew_ctx(r))
+    assert path.exists(), "declining is not quarantining"
+    verdict = protocol.check(home, "Jack", "edit", ["src/a.py"], ctx=crew_ctx(r))
+    assert verdict.allowed
+    assert any("state.json" in p for p, _ in home.store.quarantined)
+    assert not path.exists()  # quarantined; a reader does not republish it
+    with pytest.raises(plain.Unsure):
+        crew_fast.snapshot(home, "jack")
+
+
+def test_waiting_mail_is_declined_so_the_full_path_delivers_it(home, project):
+    r = hire(home, project)
+    with pytest.raises(plain.Unsure):  # the assignment itself is unread
+        crew_fast.inbox_is_empty(home, "Jack", crew_ctx(r))
+    protocol.inbox(home, "Jack", deliver=lambda b: None, ctx=crew_ctx(r))
+    assert crew_fast.inbox_is_empty(home, "Jack", crew_ctx(r)) is None
+    protocol.tell(home, "Jack", "one more thing", assignment_id=r.assignment_id)
+    with pytest.raises(plain.Unsure):
+        crew_fast.inbox_is_empty(home, "Jack", crew_ctx(r))
+
+
+def test_an_assignment_whose_mail_was_never_written_is_declined(home, project):
+    """A recruit killed after its event, before its mail: the snapshot can be current
+    (a reader repaired it) while the mail is missing; the full path settles it."""
+    r = hire(home, project)
+    protocol.inbox(home, "Jack", deliver=lambda b: None, ctx=crew_ctx(r))
+    mail = home.mail_dir("jack") / f"{r.message_id}.json"
+    receipt = home.receipts_dir("jack") / f"{r.message_id}.json"
+    mail.unlink()
+    receipt.unlink()
+    with pytest.raises(plain.Unsure):
+        crew_fast.inbox_is_empty(home, "Jack", crew_ctx(r))
+    got = []
+    protocol.inbox(home, "Jack", deliver=got.extend, ctx=crew_ctx(r))
+    assert [m.message_id for m in got] == [r.message_id]
+
+
+def test_the_fast_inbox_refuses_as_the_protocol_does(home, project):
+    r = hire(home, project)
+    protocol.inbox(home, "Jack", deliver=lambda b: None, ctx=crew_ctx(r))
+    stale = Context("crew", "Jack", "inc_OLD", r.assignment_id)
+    for name, ctx in (("Jack", stale), ("Nobody", crew_ctx(r))):
+        full = outcome(lambda: protocol.inbox(home, name, deliver=lambda b: None, ctx=ctx))
+        fast = outcome(lambda: crew_fast.inbox_is_empty(home, name, ctx))
+        assert fast == full and fast[0] == "refused"
