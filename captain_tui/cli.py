@@ -334,10 +334,17 @@ def cmd_check(args, out: Out) -> int:
 
 
 def cmd_ask(args, out: Out) -> int:
-    from state import protocol
+    from state import crew_fast
 
-    event = protocol.ask(_home(args), args.name, args.question, assignment_id=args.assignment,
-                         ctx=_ctx())
+    home, ctx = _home(args), _ctx()
+    try:  # plain records when nothing is unusual; otherwise the full path decides
+        event = crew_fast.ask(home, args.name, args.question, assignment_id=args.assignment,
+                              ctx=ctx)
+    except crew_fast.Unsure:
+        from state import protocol
+
+        event = protocol.ask(home, args.name, args.question, assignment_id=args.assignment,
+                             ctx=ctx)
     out.ok({"question_id": event.question_id, "delivery_id": event.delivery_id,
             "assignment_id": event.assignment_id},
            f"Question {event.question_id} is with the captain. Stop here: the answer "
@@ -368,14 +375,12 @@ def cmd_inbox(args, out: Out) -> int:
             print("\n".join(_message_block(m) for m in dumped), flush=True)
 
     home, ctx = _home(args), _ctx()
-    try:  # nothing waits: said without pydantic; mail is delivered by the full path
-        crew_fast.inbox_is_empty(home, args.name, ctx)
+    try:  # plain records when nothing is unusual; Unsure comes before anything is shown
+        crew_fast.inbox(home, args.name, deliver=deliver, ctx=ctx)
     except crew_fast.Unsure:
         from state import protocol
 
         protocol.inbox(home, args.name, deliver=deliver, ctx=ctx)
-    else:
-        deliver([])
     return 0
 
 

@@ -21,8 +21,8 @@ one line on stderr. Signals are stamped with the moment the hook started, so one
 than the mail it would answer is dropped by ``state.notify.signal``.
 
 Imports stay lean (stdlib and ``state`` only): Claude Code runs this on every prompt and
-every stop. A Stop with no mail waiting is answered from ``state.crew_fast`` without
-pydantic; everything else imports the protocol when it runs.
+every stop. Mail and the crew's snapshot are read by ``state.crew_fast`` without pydantic;
+only what it declines (and the signals) imports the protocol.
 """
 
 from __future__ import annotations
@@ -108,16 +108,35 @@ def _crew(env: Mapping[str, str]) -> tuple[Home, Context]:
 
 def _current(home: Home, ctx: Context) -> tuple[str, CrewSnapshot]:
     """This crew's live snapshot, refusing unknown, dismissed or stale incarnations."""
-    from state import crewlog
+    from state import crew_fast
 
-    return rules.current_crew(ctx, lambda key: crewlog.load(home, key)[0])
+    try:
+        return crew_fast.crew(home, ctx)
+    except crew_fast.Unsure:
+        return rules.current_crew(ctx, lambda key: _load(home, key))
+
+
+def _load(home: Home, key: str) -> CrewSnapshot | None:
+    from state import crew_fast
+
+    try:
+        return crew_fast.snapshot(home, key)
+    except crew_fast.Unsure:
+        from state import crewlog
+
+        return crewlog.load(home, key)[0]
 
 
 def _inbox(home: Home, ctx: Context, deliver: Callable[[list[Message]], None]) -> None:
     """``protocol.inbox``: the crew lock, then ``deliver``, then receipts (only if it returned)."""
-    from state import protocol
+    from state import crew_fast
 
-    protocol.inbox(home, ctx.crew, deliver=deliver, ctx=ctx, via="hook")
+    try:
+        crew_fast.inbox(home, ctx.crew, deliver=deliver, ctx=ctx, via="hook")
+    except crew_fast.Unsure:  # raised before anything was delivered
+        from state import protocol
+
+        protocol.inbox(home, ctx.crew, deliver=deliver, ctx=ctx, via="hook")
 
 
 # -- input and output -----------------------------------------------------------------------
@@ -195,33 +214,6 @@ def _claude_stop(call: Call) -> None:
     if data.get("stop_hook_active"):
         return  # already continuing because of a Stop hook: never hold it twice
     home, ctx = _crew(call.env)
-    from state import crew_fast
-
-    try:
-        key, snapshot = crew_fast.crew(home, ctx)
-        crew_fast.no_mail(home, key, snapshot)
-    except crew_fast.Unsure:
-        found = _stop_on_mail(call, home, ctx)
-        if found is None:
-            return
-        key, snapshot = found
-    if snapshot is None or snapshot.dismissed_at is not None or snapshot.done_at is not None:
-        return
-    if rules.pending_question(home, key, snapshot) is not None:
-        return  # it asked and waits for the answer: stopping is right
-    name, spec = snapshot.name, snapshot.assignment
-    _emit(call.stdout, {"decision": "block", "reason": (
-        f"Assignment {spec.assignment_id} is not finished, and no question is pending. "
-        f"If the work is done, run: captain done {name} --report \"what changed and how it "
-        f"was checked\". If you are blocked, run: captain ask {name} \"your question\" and "
-        "then stop. Otherwise keep working on it.")})
-
-
-def _stop_on_mail(call: Call, home: Home, ctx: Context):
-    """The full path: deliver unread mail as the block's reason (None: it blocked), else
-    the crew as it is after the inbox settled it."""
-    from state import crewlog
-
     key, _ = _current(home, ctx)
     blocked = False
 
@@ -233,7 +225,19 @@ def _stop_on_mail(call: Call, home: Home, ctx: Context):
             blocked = True
 
     _inbox(home, ctx, deliver)
-    return None if blocked else (key, crewlog.load(home, key)[0])
+    if blocked:
+        return
+    snapshot = _load(home, key)
+    if snapshot is None or snapshot.dismissed_at is not None or snapshot.done_at is not None:
+        return
+    if rules.pending_question(home, key, snapshot) is not None:
+        return  # it asked and waits for the answer: stopping is right
+    name, spec = snapshot.name, snapshot.assignment
+    _emit(call.stdout, {"decision": "block", "reason": (
+        f"Assignment {spec.assignment_id} is not finished, and no question is pending. "
+        f"If the work is done, run: captain done {name} --report \"what changed and how it "
+        f"was checked\". If you are blocked, run: captain ask {name} \"your question\" and "
+        "then stop. Otherwise keep working on it.")})
 
 
 _PERMISSION_WORDS = ("permission", "approval", "approve")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from state.errors import CaptainError
 from state.home import Home
+from state.rules import lock_name  # noqa: F401 - re-exported
 from state.models import (
     Asked, Assigned, Bounce, CrewSnapshot, Dismissed, EventFile, Finished, Launched, Message,
     Notification, Question, Recruited,
@@ -166,5 +167,3 @@ def events(home: Home, key: str) -> list:
     return out
 
 
-def lock_name(key: str) -> str:
-    return f"crew-{key}"

@@ -28,7 +28,7 @@ from pathlib import Path
 from state import ledger
 from state.errors import CaptainError
 from state.home import Home, number_in
-from state.ids import new_id
+from state.ids import WORK, derive, new_id
 from state.ledger_models import Delivery
 from state.models import Record, now
 from state.store import encode
@@ -66,7 +66,7 @@ def identity_key(endpoint_id: str, source_delivery_id: str) -> str:
 def work_id_for(delivery_id: str) -> str:
     """The work item a delivery creates: derivable, so a crash between the record and the
     item is repaired by the next look."""
-    return f"{ledger.WORK}_{delivery_id.split('_', 1)[1]}"
+    return derive(WORK, delivery_id)
 
 
 def _dir(home: Home) -> Path:
@@ -207,7 +207,7 @@ def settle_pending(home: Home) -> int:
 
 def _dispatch(home: Home, record: Delivery, config: dict) -> None:
     """Create the delivery's work item if it should have one (idempotent)."""
-    if record.work_id is None or ledger.exists(home, record.work_id):
+    if record.work_id is None or home.work_exists(record.work_id):
         return
     ledger.accept(home, source="webhook", work_id=record.work_id,
                   input={"delivery_id": record.delivery_id, "endpoint_id": record.endpoint_id,

@@ -138,6 +138,10 @@ class Home:
         """The sequence numbers of a crew's events, oldest first."""
         return [int(n) for n in self.store.names(self.events_dir(key)) if n.isdigit()]
 
+    def work_exists(self, work_id: str) -> bool:
+        """A work item exists once its first event does (``state.ledger``)."""
+        return os.path.lexists(Path(self.root, "work", work_id, "events", "00000001.json"))
+
     def crew_keys(self) -> list[str]:
         """Keys of every crew directory; anything else found in crew/ is quarantined."""
         from state.text import NAME_RE

@@ -22,9 +22,16 @@ def new_id(prefix: str) -> str:
     return f"{prefix}_{_b32(millis, 10)}{_b32(int.from_bytes(os.urandom(10), 'big'), 16)}"
 
 
+def derive(prefix: str, other_id: str) -> str:
+    """An ID of another kind sharing ``other_id``'s time and randomness: derivable, so a
+    record made after a crash gets the same ID without a lookup table."""
+    return f"{prefix}_{other_id.split('_', 1)[1]}"
+
+
 # Prefixes, one per kind, so an ID pasted into the wrong place is recognisable.
 INCARNATION = "inc"
 ASSIGNMENT = "asg"
 MESSAGE = "msg"
 QUESTION = "q"
 DELIVERY = "dlv"
+WORK = "wrk"

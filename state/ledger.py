@@ -29,7 +29,7 @@ from pathlib import Path
 
 from state.errors import CaptainError
 from state.home import Home
-from state.ids import new_id
+from state.ids import WORK, derive, new_id
 from state.ledger_models import (
     HOLDS_SLOT, SOURCES, TERMINAL, WORK_STATES, Attempt, Lease, Resolution, WorkEvent,
     WorkItem,
@@ -37,7 +37,6 @@ from state.ledger_models import (
 from state.models import PaneLocator, now
 from state.store import encode
 
-WORK = "wrk"
 RUN = "run"
 EVENT_NAME = "{:08d}"
 DEFAULT_SLOTS = 8
@@ -104,7 +103,7 @@ def check_shown(reason: str | None = None, target_revision: str | None = None) -
 def work_id_for_assignment(assignment_id: str) -> str:
     """An assignment's work item shares its ID's time and randomness: derivable, so the
     crew log can settle it after a crash without a lookup table."""
-    return f"{WORK}_{assignment_id.split('_', 1)[1]}"
+    return derive(WORK, assignment_id)
 
 
 def input_sha256(data: bytes) -> str:
@@ -192,16 +191,11 @@ def _event(home: Home, work_id: str, seq: int) -> WorkEvent | None:
                            WorkEvent)
 
 
-def exists(home: Home, work_id: str) -> bool:
-    return os.path.lexists(Path(home.root, "work", work_id, "events", EVENT_NAME.format(1)
-                                + ".json"))
-
-
 def load(home: Home, work_id: str, *, repair: bool = False) -> WorkItem | None:
     """The item (None when unknown), its cache trusted up to its ``seq``; with ``repair``
     (caller holds the item lock) a behind cache is republished."""
     check_work_id(work_id)
-    if not exists(home, work_id):
+    if not home.work_exists(work_id):
         return None
     store = home.store
     seqs = _seqs(home, work_id)

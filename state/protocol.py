@@ -290,7 +290,7 @@ def dismiss(home: Home, name: str, *, reason: str = "crew dismissed",
         # live and dismissing it again finishes the job (cancel is idempotent). The other
         # order left a dismissed crew whose item stayed running, which nothing revisits.
         work_id = ledger_settle.work_id(snapshot.assignment.assignment_id)
-        if ledger.exists(home, work_id):
+        if home.work_exists(work_id):
             ledger.cancel(home, work_id, actor="captain", reason=reason,
                           stop=lambda attempt: stopped)
         ledger.crash_point("dismiss:after-work")
@@ -339,14 +339,8 @@ def _crew_turn(home: Home, key: str, name: str, ctx: Context, assignment_id: str
                pending_hint: str) -> tuple[CrewSnapshot, str]:
     """The crew, acting as itself on its live, unfinished assignment with no question
     pending (caller holds the crew lock)."""
-    snapshot = _existing(name, crewlog.open_locked(home, key))
-    assignment_id = _crew_assignment(ctx, snapshot, assignment_id)
-    _not_done(snapshot)
-    pending = mailbox.pending_question(home, key, snapshot)
-    if pending is not None:
-        raise CaptainError("question_pending", f"{pending.question_id} {pending_hint}",
-                           question_id=pending.question_id)
-    return snapshot, assignment_id
+    return rules.crew_turn(home, key, name, ctx, assignment_id, pending_hint,
+                           crewlog.open_locked)
 
 
 def ask(home: Home, name: str, text: str, *, assignment_id: str | None = None,
@@ -354,10 +348,8 @@ def ask(home: Home, name: str, text: str, *, assignment_id: str | None = None,
     key = crew_key(name)
     check_text(text, "question")
     with _locked(home, key):
-        snapshot, assignment_id = _crew_turn(
-            home, key, name, ctx, assignment_id,
-            "is still waiting for an answer; one question at a time. Stop and wait for the "
-            "answer mail.")
+        snapshot, assignment_id = _crew_turn(home, key, name, ctx, assignment_id,
+                                             rules.ASK_PENDING)
         last = mailbox.last_message(home, key, assignment_id)
         event = Asked(seq=snapshot.seq + 1, at=now(), actor=_actor(ctx),
                       assignment_id=assignment_id, question_id=new_id(QUESTION),
@@ -379,9 +371,8 @@ def done(home: Home, name: str, report: str | None, *, assignment_id: str | None
                            "done needs --report: say what changed and how it was checked.")
     check_text(report, "report")
     with _locked(home, key):
-        snapshot, assignment_id = _crew_turn(
-            home, key, name, ctx, assignment_id,
-            "is not answered yet; wait for the answer mail, act on it, then run done again.")
+        snapshot, assignment_id = _crew_turn(home, key, name, ctx, assignment_id,
+                                             rules.DONE_PENDING)
         waiting = mailbox.unread(home, key, snapshot)
         if waiting:
             err = CaptainError(
@@ -410,14 +401,9 @@ def check(home: Home, name: str, action: str, paths: list[str], *,
 def inbox(home: Home, name: str, *, deliver: Callable[[list[Message]], None],
           ctx: Context = CAPTAIN, via: str = "inbox") -> list[Message]:
     """Hand queued mail (oldest first) to ``deliver``; receipts only after it returns."""
-    key = crew_key(name)
-    with _locked(home, key):  # so a dismissal cannot bounce what is being read
-        snapshot = _existing(name, crewlog.open_locked(home, key))
-        _crew_identity(ctx, snapshot)
-        waiting = mailbox.unread(home, key, snapshot)
-        deliver(waiting)
-        mailbox.mark_read(home, key, waiting, via)
-    return waiting
+    return rules.inbox(home, name, deliver=deliver, ctx=ctx, via=via,
+                       open_locked=crewlog.open_locked, unread=mailbox.unread,
+                       mark_read=mailbox.mark_read)
 
 
 def _actor(ctx: Context) -> str:

@@ -156,6 +156,49 @@ def current_crew(ctx: Context, load: Callable[[str], object]):
     return key, snapshot
 
 
+# -- the crew side's turns, whichever records back them -----------------------------------
+#
+# ``state.protocol`` passes functions over the models and ``state.crew_fast`` functions over
+# plain records: the order of the checks, and so which refusal a caller sees, is this one.
+
+ASK_PENDING = ("is still waiting for an answer; one question at a time. Stop and wait for "
+               "the answer mail.")
+DONE_PENDING = "is not answered yet; wait for the answer mail, act on it, then run done again."
+
+
+def lock_name(key: str) -> str:
+    """The crew lock: every writer of a crew's records holds it."""
+    return f"crew-{key}"
+
+
+def crew_turn(home: Home, key: str, name: str, ctx: Context, assignment_id: str | None,
+              pending_hint: str, open_locked: Callable[[Home, str], object]):
+    """The crew, acting as itself on its live, unfinished assignment with no question
+    pending (caller holds the crew lock). Returns (snapshot, assignment ID)."""
+    snapshot = existing(name, open_locked(home, key))
+    assignment_id = crew_assignment(ctx, snapshot, assignment_id)
+    not_done(snapshot)
+    pending = pending_question(home, key, snapshot)
+    if pending is not None:
+        raise CaptainError("question_pending", f"{pending.question_id} {pending_hint}",
+                           question_id=pending.question_id)
+    return snapshot, assignment_id
+
+
+def inbox(home: Home, name: str, *, deliver: Callable[[list], None], ctx: Context, via: str,
+          open_locked: Callable[[Home, str], object], unread: Callable[[Home, str, object], list],
+          mark_read: Callable[[Home, str, list, str], None]) -> list:
+    """Hand queued mail (oldest first) to ``deliver``; receipts only after it returns."""
+    key = crew_key(name)
+    with home.store.lock(lock_name(key)):  # so a dismissal cannot bounce what is being read
+        snapshot = existing(name, open_locked(home, key))
+        crew_identity(ctx, snapshot)
+        waiting = unread(home, key, snapshot)
+        deliver(waiting)
+        mark_read(home, key, waiting, via)
+    return waiting
+
+
 # -- mail a crew has not read, and the question it waits on ---------------------------------
 
 

@@ -280,7 +280,7 @@ def test_unknown_and_foreign_ids_are_404_never_403(dep):
                 assert ws not in message
     assert dep.events(mine) == ["accepted"]
     # the other workspace's item is still untouched, and is there
-    assert ledger.exists(Home(dep.home.root.parent / "other"), dep.other_work)
+    assert Home(dep.home.root.parent / "other").work_exists(dep.other_work)
 
 
 # -- cancel -------------------------------------------------------------------------------
@@ -684,7 +684,7 @@ def test_a_new_delivery_is_on_disk_when_202_arrives_and_a_redelivery_is_200(dep)
     assert (dep.home.root / "deliveries" / f"{delivery_id}.json").is_file()
     assert deliveries.raw_body(dep.home, record) == body
     assert record.body_sha256 == hashlib.sha256(body).hexdigest()
-    assert ledger.exists(dep.home, record.work_id)
+    assert dep.home.work_exists(record.work_id)
     item = ledger.get(dep.home, record.work_id)
     assert (item.source, item.state, item.requester) == ("webhook", "queued", "webhook:gh")
 
