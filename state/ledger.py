@@ -73,8 +73,8 @@ def _events_dir(home: Home, work_id: str) -> Path:
     return home.store.dir("work", work_id, "events")
 
 
-def _open_dir(home: Home) -> Path:
-    return home.store.dir("ledger", "open")
+def _open_dir(home: Home, create: bool = True) -> Path:
+    return home.store.dir("ledger", "open", create=create)
 
 
 def _lock(home: Home, work_id: str):
@@ -260,12 +260,13 @@ def input_of(home: Home, work_id: str):
 
 
 def open_ids(home: Home) -> list[str]:
-    return home.store.names(_open_dir(home), suffix="")
+    # reading never creates: a home with no work yet stays as it is (readers, the cockpit)
+    return home.store.names(_open_dir(home, create=False), suffix="")
 
 
 def all_ids(home: Home) -> list[str]:
     try:
-        entries = os.scandir(home.store.dir("work"))
+        entries = os.scandir(home.store.dir("work", create=False))
     except FileNotFoundError:
         return []
     return sorted(e.name for e in entries if e.name.startswith(WORK + "_")

@@ -735,3 +735,10 @@ def test_ledger_machine_tour(tmp_path: Path, no_fsync) -> None:
         m.teardown()
     missing = [label for label in EVERYTHING if label not in _THIS_RUN]
     assert not missing, f"the tour no longer reaches {missing}"
+
+
+def test_listing_work_in_a_home_without_any_creates_nothing(tmp_path):
+    home = Home(tmp_path / "home")
+    before = sorted(p.name for p in home.root.iterdir())
+    assert ledger.open_ids(home) == [] and ledger.all_ids(home) == []
+    assert sorted(p.name for p in home.root.iterdir()) == before
