@@ -8,9 +8,12 @@ only on a confirmed ``gone``.
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import os
 import shutil
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,7 +102,7 @@ class Tmux:
     def open_window(self, session: str, name: str, cwd: str, env: dict[str, str],
                     command: str, *, width: int = 200, height: int = 50) -> PaneLocator:
         """A new window named after the crew (one window per crew: activity is per crew)."""
-        import libtmux
+        libtmux = _libtmux()
         from libtmux import exc
 
         server = libtmux.Server(socket_path=self.socket, tmux_bin=self.binary)
@@ -174,3 +177,13 @@ class Tmux:
 
     def switch_to(self, locator: PaneLocator) -> None:
         self.run("switch-client", "-t", locator.pane_id)
+
+
+def _libtmux():
+    """libtmux, imported safely: its first import reads ``sys.stdout.encoding``, and inside
+    the cockpit ``sys.stdout`` is Textual's print capture, which has none (recruiting from
+    the cockpit failed with an AttributeError)."""
+    if "libtmux" not in sys.modules and not hasattr(sys.stdout, "encoding"):
+        with contextlib.redirect_stdout(sys.__stdout__):
+            return importlib.import_module("libtmux")
+    return importlib.import_module("libtmux")
