@@ -4,7 +4,7 @@ Threads and messages, in one place:
 
 - the feed pump (a thread worker) owns the ``Feed``; it reads the home and posts
   ``FeedUpdated`` with a fresh immutable ``HomeView``;
-- the watcher (a thread worker running ``watchfiles.awatch`` on an event loop of its own,
+- the watcher (a thread worker reading the watcher process on an event loop of its own,
   see ``feed.Watcher``) turns change batches into pump requests;
 - the doorbell (a thread worker) runs ``Runner.tick`` like ``captain wait`` does, so held
   mail rings in while the cockpit is open;
@@ -16,6 +16,7 @@ The UI thread only renders views and opens forms: it never touches the disk or t
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from datetime import datetime
 from functools import partial
@@ -27,14 +28,16 @@ from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header
+from textual.widgets import DataTable
 from textual.worker import get_current_worker
 
 from captain_tui import actions, alerts, commands, feed, settings
 from captain_tui.app_work import WorkCommands, reconciling_text
 from captain_tui.commands import BY_ACTION, COMMANDS, Command
+from captain_tui.heap import Collector
 from state.errors import CaptainError
 from state.home import Home
+from widgets.bars import CockpitFooter, CockpitHeader
 from widgets.crew import CrewPanel
 from widgets.doorbells import DoorbellsPanel
 from widgets.forms import AnswerScreen, AssignScreen, ConfirmScreen, FormScreen, RecruitScreen, \
@@ -51,7 +54,7 @@ from widgets.work import WorkPanel
 
 DOORBELL_EVERY = 0.25  # the runner keeps its own clocks; this is how often it is asked
 AGES_EVERY = 5.0  # "4m ago" columns are re-rendered from the view (no I/O) this often
-PREVIEW_EVERY = 1.0
+PREVIEW_EVERY = 1.0  # the selected crew's pane is captured again this often
 
 
 class FeedUpdated(Message):
@@ -114,11 +117,14 @@ class CaptainApp(WorkCommands, App):
         self._stopping = False
         self._last_problem: str | None = None
         self._footer_state: tuple[bool, ...] | None = None
+        self._previewed: tuple | None = None  # the crew (key, pane) the preview last asked for
+        self._heap = Collector()  # full garbage collections between events (captain_tui.heap)
+        self._updated_at = 0.0  # time.monotonic() of the last feed update
 
     # -- layout ------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        yield Header(icon="⚓")
+        yield CockpitHeader(icon="⚓")
         keys = {c.id: commands.key_label(c) for c in COMMANDS}
         yield CrewPanel(id="crew", keys=keys)
         with Horizontal(id="lower"):
@@ -129,7 +135,7 @@ class CaptainApp(WorkCommands, App):
             with Vertical(id="side"):
                 yield WorkPanel(id="work", keys=keys)
                 yield PanePreview(id="preview")
-        yield Footer()
+        yield CockpitFooter()
 
     def on_mount(self) -> None:
         if self.settings.theme in self.available_themes:
@@ -146,11 +152,14 @@ class CaptainApp(WorkCommands, App):
         if self.run_doorbell:
             self.run_worker(self._doorbell_loop, thread=True, name="doorbell",
                             group="doorbell", exit_on_error=False)
-        self.set_interval(AGES_EVERY, self._show)
+        self.set_interval(AGES_EVERY, self._show_ages)
         self.set_interval(self.preview_every, self._refresh_preview)
+        self._heap.start()
+        self.set_interval(1.0, lambda: self._heap.tick(time.monotonic() - self._updated_at))
 
     def on_unmount(self) -> None:
         self._stopping = True
+        self._heap.stop()
         if self._pump is not None:
             self._pump.stop()
         if self._watcher is not None:
@@ -166,6 +175,7 @@ class CaptainApp(WorkCommands, App):
 
     def on_feed_updated(self, message: FeedUpdated) -> None:
         update = message.update
+        self._updated_at = time.monotonic()
         self.view = update.view
         self.scanned = self.scanned or update.scanned
         self.last_refresh = self.clock()
@@ -173,6 +183,8 @@ class CaptainApp(WorkCommands, App):
         if self._closing_down:
             return
         self._show()
+        if self.scanned and not self._heap.frozen:
+            self.call_after_refresh(self._heap.freeze)  # what start-up built stays
         if self.watch_home and self._watcher is None:
             # after the first rows are painted (see feed.Watcher); once up, it rescans
             self._watcher = feed.Watcher(self.home.root, self._pump)
@@ -182,27 +194,42 @@ class CaptainApp(WorkCommands, App):
             self._alert(alert)
 
     def _show(self) -> None:
-        """Render the current view; panels change only the cells that changed."""
+        """Render the current view. Only panels whose rows changed are touched, and they
+        change only the rows and cells that changed: an event costs a row, not a screen."""
         if self.last_refresh is None or self._closing_down:
             return  # nothing read yet: panels keep saying so
         now = self.clock()
-        self.query_one(CrewPanel).show(self.view.crew_rows(), now)
-        self.query_one(QuestionsPanel).show(self.view.questions(), now)
-        self.query_one(DoorbellsPanel).show(self.view.doorbells(), now)
-        self.query_one(NotificationsPanel).show(self.view.notifications(), now)
-        self.query_one(WorkPanel).show_view(self.view, now)
-        count = len(self.view.crews)
+        view = self.view
+        for panel, rows in ((self.query_one(CrewPanel), view.crew_rows()),
+                            (self.query_one(QuestionsPanel), view.questions()),
+                            (self.query_one(DoorbellsPanel), view.doorbells()),
+                            (self.query_one(NotificationsPanel), view.notifications())):
+            if not panel.loaded or rows != panel.rows():
+                panel.show(rows, now, every_row=False)
+        self.query_one(WorkPanel).show_view(view, now)
+        count = len(view.crews)
         reading = "" if self.scanned else " · reading the home…"
-        self._loud = reconciling_text(self.view.reconciling())
+        self._loud = reconciling_text(view.reconciling())
         loud = f" · {self._loud}" if self._loud else ""
         self.sub_title = (f"{count} crew · refreshed {self.last_refresh:%H:%M:%S}{reading}{loud}")
         self._refresh_footer()
-        self._refresh_preview()
+        if self._preview_target() != self._previewed:
+            self._refresh_preview()  # the selected crew changed (or its pane); else the timer
+
+    def _show_ages(self) -> None:
+        """The clock moved: "4m" may now be "5m". Rows are the same, so only the age cells
+        that read differently are rendered again."""
+        if self.last_refresh is None or self._closing_down:
+            return
+        now = self.clock()
+        for panel in self.query(Panel):
+            if panel.loaded:
+                panel.show(panel.rows(), now)
 
     def _refresh_footer(self) -> None:
-        """Recompose the footer only when a key's dimming changes: ``refresh_bindings``
-        lays the whole screen out again, and doing it on every feed update and every age
-        tick was most of the cost of an event reaching the screen, and of idling."""
+        """Tell the footer only when a key's dimming changes: working out the keys asks
+        ``why_not`` of every command again (and a change of keys recomposes the footer,
+        see ``CockpitFooter``)."""
         state = tuple(self.why_not(c) is None for c in COMMANDS)
         if state != self._footer_state:
             self._footer_state = state
@@ -515,12 +542,18 @@ class CaptainApp(WorkCommands, App):
 
     # -- the pane preview ----------------------------------------------------------------
 
+    def _preview_target(self) -> tuple:
+        crew = self.selected_crew()
+        return (crew.key, crew.pane) if crew is not None else (None, bool(self.view.crews))
+
     def _refresh_preview(self) -> None:
         if self._closing_down:
             return
         preview = self.query_one(PanePreview)
         if not preview.display:
+            self._previewed = None  # shown again: asked again
             return
+        self._previewed = self._preview_target()
         crew = self.selected_crew()
         if crew is None:
             preview.show_message("Pane", "Each crew's tmux pane shows here, live."

@@ -4,7 +4,7 @@
 keeps a small per-crew cache. A full ``rescan`` runs on start, after a watcher error and
 periodically; between rescans, ``apply`` takes the paths the watcher saw and re-reads only
 what each one touched (docs/store.md says which directory holds what; ``route`` is that map
-turned around). watchfiles is a hint, never a log: a dropped event costs at most one rescan
+turned around). The watcher is a hint, never a log: a dropped event costs at most one rescan
 period, never state.
 
 Records are create-once, so the cache never re-parses a file it has seen; mail that was read
@@ -12,8 +12,8 @@ Records are create-once, so the cache never re-parses a file it has seen; mail t
 parsed at all, which keeps a home with 50k messages cheap to watch.
 
 ``FeedPump`` owns a ``Feed`` on one thread and serialises everything done to it; ``watch``
-feeds the pump from ``watchfiles.awatch``. Neither knows about Textual: the app hands the
-pump a ``publish`` callback that posts a message.
+feeds the pump from ``watchfiles`` in a process of its own (``awatch``). Neither knows about
+Textual: the app hands the pump a ``publish`` callback that posts a message.
 """
 
 from __future__ import annotations
@@ -40,8 +40,12 @@ from widgets.rows import (
 )
 
 RESCAN_SECONDS = 30.0
-DEBOUNCE_MS = 20  # watchfiles' default (1600 ms) would blow the 100 ms event-to-row budget
-STEP_MS = 20  # the watcher thread wakes this often while idle: latency against idle CPU
+# watchfiles passes a batch on once no change came for STEP_MS (the files of one protocol
+# call land within a few ms of each other), at most DEBOUNCE_MS after the first; its default
+# (1600 ms) would blow the 100 ms event-to-row budget. Its thread also wakes every STEP_MS
+# while idle, in the watcher's own process: latency against idle CPU.
+DEBOUNCE_MS = 20
+STEP_MS = 5
 PROGRESS_FIRST = 0.1  # during a long first scan, show the rows read so far this soon,
 PROGRESS_LATER = 1.0  # then after this long, twice as long each time after (each showing
 # re-renders every panel on the screen's thread, which slows the scan itself down: on a big

@@ -205,6 +205,38 @@ def test_a_watcher_error_triggers_a_rescan(home: Home, project: Path, monkeypatc
     drive(app, scenario)
 
 
+def test_the_watcher_process_reports_records_published_in_new_directories(tmp_path: Path):
+    """The watcher process (watchfiles) says it is up, then reports a record published by
+    rename, and one written into a directory that appeared after it started."""
+    import select
+
+    root = tmp_path / "home"
+    (root / "mail" / "jack").mkdir(parents=True)
+    proc = subprocess.Popen([sys.executable, "-c", feed._WATCHER, str(root), "20", "5", "1000"],
+                            stdout=subprocess.PIPE, text=True)
+
+    def batch() -> set[tuple[int, str]]:
+        ready, _, _ = select.select([proc.stdout], [], [], 30)
+        assert ready, "the watcher process said nothing"
+        return {(change, path) for change, path in json.loads(proc.stdout.readline())}
+
+    try:
+        assert batch() == set()  # up
+        tmp = root / "mail" / "jack" / ".tmp-1"
+        tmp.write_text("{}")
+        os.replace(tmp, root / "mail" / "jack" / "msg_1.json")
+        seen = batch()
+        assert (1, str(root / "mail" / "jack" / "msg_1.json")) in seen
+        (root / "mail" / "gibbs").mkdir()
+        (root / "mail" / "gibbs" / "msg_2.json").write_text("{}")
+        seen = set()
+        while (1, str(root / "mail" / "gibbs" / "msg_2.json")) not in seen:
+            seen |= batch()
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_the_route_map_follows_the_store_layout(home: Home):
     root = home.root
     assert feed.route(root, str(root / "mail/jack/msg_1.json")) == feed.Route("mail", "jack",
@@ -309,3 +341,28 @@ def test_events_arrive_through_the_watcher_not_a_rescan(home: Home, project: Pat
         assert len(finished_rescans) == 2
 
     drive(app, scenario)
+
+
+# -- garbage collection between events --------------------------------------------------------
+
+
+def test_a_due_full_collection_waits_for_a_quiet_moment_and_stop_restores_pythons_rule():
+    import gc
+
+    from captain_tui import heap
+
+    before = gc.get_threshold()
+    collector = heap.Collector()
+    collector.start()
+    try:
+        assert gc.get_threshold()[2] == heap.NEVER  # allocation alone never starts one
+        while gc.get_count()[2] < before[2]:  # as many young collections as Python waits for
+            gc.collect(1)
+        assert not collector.tick(quiet_for=0.0)  # an update just came: not now
+        assert collector.tick(quiet_for=heap.QUIET)  # a quiet moment: now
+        assert gc.get_count()[2] == 0
+        assert not collector.tick(quiet_for=heap.QUIET)  # and not again until due again
+    finally:
+        collector.stop()
+    assert gc.get_threshold() == before
+

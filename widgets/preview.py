@@ -37,7 +37,7 @@ class PanePreview(Vertical):
         self.border_title = "Pane"
         self.query_one("#screen").display = False
 
-    _shown: tuple | None = None
+    _shown: tuple | None = None  # what is on show: (crew, capture, size) or (title, message)
 
     def show_capture(self, crew: str, capture: str) -> None:
         """The bottom of the pane (where the composer and the latest output are)."""
@@ -51,12 +51,15 @@ class PanePreview(Vertical):
         text = Text.from_ansi("\n".join(lines[-height:]), no_wrap=True, overflow="crop")
         self.border_title = f"Pane · {crew}"
         screen = self.query_one("#screen", Static)
-        screen.update(text)
+        # its height is the panel's, not the text's: a new capture needs no layout
+        screen.update(text, layout=not screen.display)
         screen.display = True
         self.query_one(".empty").display = False
 
     def show_message(self, title: str, message: str) -> None:
-        self._shown = None
+        if self._shown == (title, message):
+            return  # asked every second: an update would lay the whole screen out again
+        self._shown = (title, message)
         self.border_title = title
         self.query_one("#screen").display = False
         empty = self.query_one(".empty", Static)

@@ -143,16 +143,19 @@ class HomeView:
         view = self.crews.get(key) if key else None
         return view.crew if view else None
 
+    # lookups, asked for every key's dimming on every update: no sorting
+
     def notification(self, delivery_id: str | None) -> NotificationRow | None:
-        for n in self.notifications():
-            if n.delivery_id == delivery_id:
-                return n
+        for v in self.crews.values():
+            for n in v.notifications:
+                if n.delivery_id == delivery_id:
+                    return n
         return None
 
     def question(self, question_id: str | None) -> QuestionRow | None:
-        for q in self.questions():
-            if q.question_id == question_id:
-                return q
+        for v in self.crews.values():
+            if v.question is not None and v.question.question_id == question_id:
+                return v.question
         return None
 
     def work_rows(self, state: str = "all") -> tuple[list[WorkRow], int]:

@@ -1,9 +1,9 @@
 """A titled panel holding one list: the base of Crew, Questions, Doorbells, Notifications.
 
-``Panel.show(rows, now)`` is the only way rows get in. It changes only what changed: cells
-of rows that are still there are updated in place, and the table is rebuilt only when rows
-come or go — keeping the cursor on the record it was on, so what you are about to act on
-never changes under you.
+``Panel.show(rows, now)`` is the only way rows get in. It changes only what changed: a cell
+that changed is re-rendered alone (its row, not the table), rows that came are added and rows
+that went are removed, never the whole table cleared and refilled — and the cursor stays on
+the record it was on, so what you are about to act on never changes under you.
 """
 
 from __future__ import annotations
@@ -13,57 +13,12 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 from rich.text import Text
-from textual.binding import Binding
 from textual.containers import Vertical
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
+from widgets.panel_table import PanelTable
 
-class PanelTable(DataTable):
-    """A row-cursor table with vim motion. Enter is left to the app (it jumps to the pane)."""
-
-    BINDINGS: ClassVar = [
-        Binding("j", "cursor_down", "Down", show=False),
-        Binding("k", "cursor_up", "Up", show=False),
-        Binding("g", "scroll_top", "Top", show=False),
-        Binding("G", "scroll_bottom", "Bottom", show=False),
-    ]
-
-    picked = False  # the person moved the cursor; until then it stays on the first row
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        # Disabled (not just hidden), so the key falls through to the app's Jump binding.
-        return action != "select_cursor"
-
-    def _pick(self) -> None:
-        self.picked = True
-
-    def action_cursor_up(self) -> None:
-        self._pick()
-        super().action_cursor_up()
-
-    def action_cursor_down(self) -> None:
-        self._pick()
-        super().action_cursor_down()
-
-    def action_page_up(self) -> None:
-        self._pick()
-        super().action_page_up()
-
-    def action_page_down(self) -> None:
-        self._pick()
-        super().action_page_down()
-
-    def action_scroll_top(self) -> None:
-        self._pick()
-        super().action_scroll_top()
-
-    def action_scroll_bottom(self) -> None:
-        self._pick()
-        super().action_scroll_bottom()
-
-    async def _on_click(self, event) -> None:
-        self._pick()
-        await super()._on_click(event)
+__all__ = ["Column", "Panel", "PanelTable"]
 
 
 @dataclass(frozen=True)
@@ -119,16 +74,19 @@ class Panel(Vertical):
         self.keys = keys or {}
         self._rows: dict[str, Any] = {}
         self._keys: list[str] = []
-        self._cells: dict[str, tuple] = {}
+        self._cells: dict[str, tuple] = {}  # the cells the table holds, by row key
         self._flex = 0
         self._now: datetime | None = None
         self._loaded = False
+        self._empty_shown: str | None = None  # the sentence on show when the list is empty
 
     def compose(self):
-        table = PanelTable(cursor_type="row", zebra_stripes=False, show_cursor=True)
-        table.display = False
-        yield table
-        yield Static(self.LOADING_TEXT, classes="empty loading", markup=False)
+        # kept: they live as long as the panel, and a DOM query on every update adds up
+        self._table = PanelTable(cursor_type="row", zebra_stripes=False, show_cursor=True)
+        self._table.display = False
+        self._empty = Static(self.LOADING_TEXT, classes="empty loading", markup=False)
+        yield self._table
+        yield self._empty
 
     def on_mount(self) -> None:
         self.border_title = self.title
@@ -136,7 +94,12 @@ class Panel(Vertical):
 
     @property
     def table(self) -> PanelTable:
-        return self.query_one(PanelTable)
+        return self._table
+
+    @property
+    def loaded(self) -> bool:
+        """Rows were shown at least once (until then it says it is reading)."""
+        return self._loaded
 
     # -- what subclasses say -------------------------------------------------------------
 
@@ -156,47 +119,91 @@ class Panel(Vertical):
 
     # -- rows in ---------------------------------------------------------------------------
 
-    def show(self, rows: list, now: datetime, *, keep: str | None = None) -> None:
+    def show(self, rows: list, now: datetime, *, keep: str | None = None,
+             every_row: bool = True) -> None:
+        """Show these rows. With ``every_row=False`` (a feed update) a row equal to the one
+        on show keeps its cells as they are: its ages are brought up to date by the next
+        ages tick, like every other age, instead of every row being re-rendered."""
         self._loaded = True
         self._now = now
-        self.border_title = self.counter(rows)
+        title = self.counter(rows)
+        if self.border_title != title:  # setting it repaints the panel, even when equal
+            self.border_title = title
         table = self.table
         keys = [self.row_key(r) for r in rows]
-        cells = {k: self.row_cells(r, now, self._flex) for k, r in zip(keys, rows)}
+        held = self._patch(table, dict(zip(keys, rows)), now, every_row)
         if keys != self._keys:
-            keep = keep or self.current_key
-            at = table.cursor_row
-            table.clear()
-            for k in keys:
-                table.add_row(*cells[k], key=k)
-            if keys:
-                # The first row is the default (oldest question, newest notification) until
-                # the person picks a row; then the cursor stays on what they picked, and if
-                # that goes away, where it was.
-                if not table.picked:
-                    target = 0
-                elif keep in keys:
-                    target = keys.index(keep)
-                else:
-                    target = min(max(at, 0), len(keys) - 1)
-                table.move_cursor(row=target, animate=False)
-        else:
-            for k in keys:
-                old = self._cells.get(k)
-                for column, value, before in zip(self.columns, cells[k], old or ()):
-                    if _sig(value) != _sig(before):
-                        table.update_cell(k, column.key, value)
+            self._move_rows(table, keys, held, keep or self.current_key)
         self._rows = dict(zip(keys, rows))
         self._keys = keys
-        self._cells = cells
-        empty = self.query_one(".empty", Static)
-        if not keys and table.has_focus:
+        self._cells = held
+        self._show_empty(table, not keys)
+
+    def _patch(self, table: PanelTable, rows: dict[str, Any], now: datetime,
+               every_row: bool) -> dict[str, tuple]:
+        """Put changed cells of rows that stay into the table; the cells it then holds,
+        by row key (a new row's are those it is to be added with)."""
+        held: dict[str, tuple] = {}
+        changes: dict[str, dict[str, Any]] = {}
+        for k, row in rows.items():
+            old = self._cells.get(k)
+            if old is not None and not every_row and self._rows.get(k) == row:
+                held[k] = old
+                continue
+            cells = self.row_cells(row, now, self._flex)
+            if old is None:
+                held[k] = cells
+                continue
+            changed = {}
+            now_held = []
+            for column, value, before in zip(self.columns, cells, old):
+                if _sig(value) != _sig(before):
+                    changed[column.key] = value
+                    now_held.append(value)
+                else:
+                    now_held.append(before)  # the object the table has (order_rows uses it)
+            if changed:
+                changes[k] = changed
+            held[k] = tuple(now_held)
+        table.patch_rows(changes)
+        return held
+
+    def _move_rows(self, table: PanelTable, keys: list[str], cells: dict[str, tuple],
+                   keep: str | None) -> None:
+        at = table.cursor_row
+        staying = set(keys)
+        for k in self._keys:
+            if k not in staying:
+                table.remove_row(k)
+        had = set(self._keys)
+        for k in keys:
+            if k not in had:
+                table.add_row(*cells[k], key=k)
+        if [k for k in self._keys if k in staying] + [k for k in keys if k not in had] != keys:
+            table.order_rows([cells[k][0] for k in keys])
+        if keys:
+            # The first row is the default (oldest question, newest notification) until the
+            # person picks a row; then the cursor stays on what they picked, and if that
+            # goes away, where it was.
+            if not table.picked:
+                target = 0
+            elif keep in staying:
+                target = keys.index(keep)
+            else:
+                target = min(max(at, 0), len(keys) - 1)
+            table.move_cursor(row=target, animate=False)
+
+    def _show_empty(self, table: PanelTable, empty_now: bool) -> None:
+        if empty_now and table.has_focus:
             self.screen.focus_next()  # an empty list cannot hold focus; keep the keys working
-        table.display = bool(keys)
-        empty.display = not keys
-        if not keys:
+        table.display = not empty_now
+        empty = self._empty
+        empty.display = empty_now
+        text = self.empty_text.format_map(self.keys)
+        if empty_now and text != self._empty_shown:  # an update lays the screen out again
+            self._empty_shown = text
             empty.remove_class("loading")
-            empty.update(self.empty_text.format_map(self.keys))
+            empty.update(text)
 
     def rows(self) -> list:
         return [self._rows[k] for k in self._keys]

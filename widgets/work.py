@@ -55,6 +55,7 @@ class WorkPanel(Panel):
         super().__init__(**kwargs)
         self.state_filter = "all"
         self.matched = 0  # rows under the filter, before finished ones were capped
+        self._refilter = False
 
     def on_mount(self) -> None:  # after Panel's (Textual calls each class's handler)
         # a loud row stays red under the cursor (the cursor keeps only its background)
@@ -62,13 +63,20 @@ class WorkPanel(Panel):
         self.border_subtitle = f"{self.keys.get('work_filter', 'f')} filter"
 
     def show_view(self, view: HomeView, now: datetime) -> None:
-        rows, self.matched = view.work_rows(self.state_filter)
+        """The view's work under the filter; nothing is touched when that did not change."""
+        rows, matched = view.work_rows(self.state_filter)
         self.set_class(view.reconciling() > 0, "-reconciling")
-        self.show(rows, now)
+        if self.loaded and not self._refilter and matched == self.matched \
+                and rows == self.rows():
+            return
+        refilter, self._refilter = self._refilter, False
+        self.matched = matched
+        self.show(rows, now, every_row=refilter)
 
     def cycle_filter(self) -> str:
         """The next filter; the cursor goes back to the first row of the new list."""
         self.state_filter = _after(self.state_filter)
+        self._refilter = True  # the title and the empty text change even if the rows do not
         self.table.picked = False
         if self.state_filter == "all":
             self.empty_text = EMPTY_ALL

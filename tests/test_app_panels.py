@@ -1,0 +1,169 @@
+"""Panels change only what changed: a patched row looks exactly like a freshly built table,
+the cursor stays on what was picked while rows come and go, and a feed update leaves the
+panels whose rows did not change alone."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from textual.app import App
+from textual.geometry import Region
+
+from captain_tui.app import CaptainApp
+from cockpit_helpers import as_crew, crew, drive, until
+from state import notify, protocol
+from state.home import Home
+from state.models import now as store_now
+from widgets.notifications import NotificationsPanel
+from widgets.rows import NotificationRow
+from widgets.table import Panel, PanelTable
+
+NOW = datetime(2026, 11, 29, 14, 30, 0, tzinfo=timezone.utc)
+
+
+@pytest.fixture(autouse=True)
+def private_config(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("CAPTAIN_CONFIG_DIR", str(tmp_path / "config"))
+
+
+def note(n: int, summary: str = "", status: str = "working") -> NotificationRow:
+    return NotificationRow(key="jack", crew="Jack", delivery_id=f"dlv_{n:04d}", status=status,
+                           assignment_id="asg_1", summary=summary or f"Report {n}",
+                           created_at=NOW - timedelta(minutes=60 - n))
+
+
+class OnePanel(App):
+    def compose(self):
+        yield NotificationsPanel(id="notifications")
+
+
+def run_panel(steps) -> tuple[str, list]:
+    """Show each (rows, now, every_row) in turn on a fresh panel; the screen afterwards, and
+    the table's lines as segments (their styles carry which row a click hits)."""
+    app = OnePanel()
+    out = {}
+
+    async def main() -> None:
+        async with app.run_test(size=(90, 14)) as pilot:
+            panel = app.query_one(NotificationsPanel)
+            await pilot.pause()
+            for rows, at, every_row in steps:
+                panel.show(rows, at, every_row=every_row)
+                await pilot.pause()
+            out["svg"] = app.export_screenshot()
+            table = panel.table
+            out["lines"] = [list(strip) for strip in table.render_lines(
+                Region(0, 0, table.size.width, table.size.height))]
+
+    asyncio.run(main())
+    return out["svg"], out["lines"]
+
+
+def test_patched_rows_render_like_a_fresh_table():
+    """``PanelTable`` re-renders only changed cells and reuses a moved row's cells (leaning
+    on how DataTable keys its caches): after cells changed, rows came, went and moved, the
+    screen, and which row each cell says it is in, must be what a fresh table shows."""
+    first = [note(5), note(4), note(3), note(2), note(1)]
+    later = [note(6), note(5), note(4, "Rewritten report"), note(2, status="error"), note(1)]
+    patched = run_panel([(first, NOW, True), (later, NOW, False),
+                         (later, NOW + timedelta(minutes=7), True)])  # the ages tick
+    fresh = run_panel([(later, NOW + timedelta(minutes=7), True)])
+    assert patched[0] == fresh[0]
+    assert patched[1] == fresh[1]
+
+
+def test_a_feed_update_keeps_unchanged_rows_as_they_are_until_the_ages_tick():
+    rows = [note(2), note(1)]
+    calls: list[set] = []
+    real = PanelTable.patch_rows
+
+    def counted(self, changes):
+        calls.append(set(changes))
+        return real(self, changes)
+
+    PanelTable.patch_rows = counted
+    try:
+        run_panel([(rows, NOW, True), ([note(2, "New words"), note(1)], NOW + timedelta(
+            minutes=5), False), ([note(2, "New words"), note(1)], NOW + timedelta(minutes=5),
+                                 True)])
+    finally:
+        PanelTable.patch_rows = real
+    # the feed update re-rendered the changed row only; the ages tick then the other one
+    assert [c for c in calls if c] == [{"dlv_0002"}, {"dlv_0001"}]
+
+
+def test_the_cursor_stays_on_the_picked_row_while_rows_come_and_go():
+    app = OnePanel()
+
+    async def main() -> None:
+        async with app.run_test(size=(90, 14)) as pilot:
+            panel = app.query_one(NotificationsPanel)
+            panel.show([note(3), note(2), note(1)], NOW)
+            panel.table.focus()
+            await pilot.pause()
+            assert panel.current_key == "dlv_0003"  # not picked: the first row
+            await pilot.press("j")
+            assert panel.current_key == "dlv_0002"
+            panel.show([note(4), note(3), note(2), note(1)], NOW, every_row=False)
+            await pilot.pause()
+            assert panel.current_key == "dlv_0002"  # a row came above: still on it
+            assert panel.rows() == [note(4), note(3), note(2), note(1)]
+            panel.show([note(4), note(3), note(1)], NOW, every_row=False)
+            await pilot.pause()
+            assert panel.current_key == "dlv_0001"  # it went: where it was
+            assert [panel.table.get_row_at(i)[3].plain for i in range(3)] == \
+                ["Report 4", "Report 3", "Report 1"]
+
+    asyncio.run(main())
+
+
+def test_an_update_to_notifications_only_leaves_the_other_tables_alone(home: Home,
+                                                                         project: Path):
+    """Acknowledging an older notification changes Notifications and nothing on screen
+    elsewhere: no other table gets a row added, removed, re-rendered or cleared."""
+    jack = crew(home, "Jack", project=project)
+    crew(home, "Gibbs", "Docs", project=project)
+    older = notify.signal(home, "Jack", "working", "First report", at=store_now())
+    notify.signal(home, "Jack", "working", "Second report",
+                  at=store_now() + timedelta(seconds=1))
+    protocol.ask(home, "Jack", "Which one?", ctx=as_crew(jack))
+    stopped = datetime.now().astimezone()
+    app = CaptainApp(home, run_doorbell=False, clock=lambda: stopped)  # ages stay put
+    touched: list[str] = []
+
+    def spy(name):
+        real = getattr(PanelTable, name)
+
+        def wrapped(self, *args, **kwargs):
+            if name != "patch_rows" or args[0]:
+                touched.append(f"{self.parent.id}.{name}")
+            return real(self, *args, **kwargs)
+        return real, wrapped
+
+    async def scenario(pilot):
+        panel = app.query_one("#notifications")
+        await until(pilot, lambda: older.delivery_id in panel._keys, what="the notifications")
+        await pilot.pause(0.3)
+        saved = {}
+        for name in ("patch_rows", "add_row", "remove_row", "clear", "sort", "update_cell"):
+            saved[name], wrapped = spy(name)
+            setattr(PanelTable, name, wrapped)
+        shown: list[str] = []
+        real_show = Panel.show
+        Panel.show = lambda self, *a, **k: shown.append(self.id) or real_show(self, *a, **k)
+        try:
+            notify.acknowledge(home, "Jack", older.delivery_id)
+            await until(pilot, lambda: older.delivery_id not in panel._keys,
+                        what="the acknowledged row to go")
+            await pilot.pause(0.3)
+        finally:
+            Panel.show = real_show
+            for name, real in saved.items():
+                setattr(PanelTable, name, real)
+        assert set(touched) == {"notifications.remove_row"}
+        assert "questions" not in shown and "doorbells" not in shown and "work" not in shown
+
+    drive(app, scenario)
