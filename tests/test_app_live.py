@@ -205,9 +205,9 @@ def test_a_watcher_error_triggers_a_rescan(home: Home, project: Path, monkeypatc
     drive(app, scenario)
 
 
-def test_the_watcher_process_reports_records_published_in_new_directories(tmp_path: Path):
-    """The watcher process (watchfiles) says it is up, then reports a record published by
-    rename, and one written into a directory that appeared after it started."""
+def test_the_watcher_process_reports_a_record_published_by_rename(tmp_path: Path):
+    """The watcher process (watchfiles in a child) says it is up, then reports a record
+    published the store's way (a temp file renamed into place) as added."""
     import select
 
     root = tmp_path / "home"
@@ -225,13 +225,13 @@ def test_the_watcher_process_reports_records_published_in_new_directories(tmp_pa
         tmp = root / "mail" / "jack" / ".tmp-1"
         tmp.write_text("{}")
         os.replace(tmp, root / "mail" / "jack" / "msg_1.json")
-        seen = batch()
-        assert (1, str(root / "mail" / "jack" / "msg_1.json")) in seen
-        (root / "mail" / "gibbs").mkdir()
-        (root / "mail" / "gibbs" / "msg_2.json").write_text("{}")
-        seen = set()
-        while (1, str(root / "mail" / "gibbs" / "msg_2.json")) not in seen:
+        wanted = (1, str(root / "mail" / "jack" / "msg_1.json"))
+        seen: set[tuple[int, str]] = set()
+        for _ in range(10):  # a quiet second reports [] ; the change comes within a few
             seen |= batch()
+            if wanted in seen:
+                break
+        assert wanted in seen, seen
     finally:
         proc.kill()
         proc.wait()
