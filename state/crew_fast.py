@@ -25,8 +25,6 @@ from state.vocab import now
 
 __all__ = ["Unsure", "ask", "check", "crew", "inbox", "snapshot"]
 
-EVENT_NAME = "{:08d}.json"
-
 
 def snapshot(home: Home, key: str) -> Rec | None:
     """The crew's current snapshot (None for an unknown crew), only when the cache is
@@ -51,7 +49,7 @@ def open_locked(home: Home, key: str) -> Rec | None:
     found = snapshot(home, key)
     if found is None:
         return None
-    event = plain.read(home.store, home.events_dir(key) / EVENT_NAME.format(found.seq), "event")
+    event = plain.read(home.store, home.event_path(key, found.seq), "event")
     if event is None:
         raise Unsure("the newest event vanished")
     if event.type in ("recruited", "assigned"):
@@ -140,8 +138,7 @@ def _append_asked(home: Home, key: str, found: Rec, event: Rec) -> None:
     """``crewlog.append`` of an ``asked`` event: the event, its notification (``settle``),
     then the snapshot (``fold``)."""
     store = home.store
-    store.create_once(home.events_dir(key) / EVENT_NAME.format(event.seq),
-                      plain.encode(event, "Asked"))
+    store.create_once(home.event_path(key, event.seq), plain.encode(event, "Asked"))
     fields = {k: v for k, v in vars(found).items() if k != "_json"}
     after = Rec(**{**fields, "seq": event.seq, "question": Rec(
         question_id=event.question_id, text=event.text, asked_at=event.at)})

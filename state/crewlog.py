@@ -21,8 +21,6 @@ from state.models import (
 from state.store import encode
 from state.text import bounce_summary, summarize
 
-EVENT_NAME = "{:08d}"
-
 
 def fold(snapshot: CrewSnapshot | None, event) -> CrewSnapshot:
     """Apply one event to a snapshot. The only place that says what an event means."""
@@ -51,7 +49,7 @@ def fold(snapshot: CrewSnapshot | None, event) -> CrewSnapshot:
 
 
 def _read_event(home: Home, key: str, seq: int):
-    return home.store.read(home.events_dir(key) / f"{EVENT_NAME.format(seq)}.json", EventFile)
+    return home.store.read(home.event_path(key, seq), EventFile)
 
 
 def load(home: Home, key: str, *, repair: bool = False) -> tuple[CrewSnapshot | None, object]:
@@ -88,7 +86,7 @@ def load(home: Home, key: str, *, repair: bool = False) -> tuple[CrewSnapshot | 
 
 def append(home: Home, key: str, snapshot: CrewSnapshot | None, event) -> CrewSnapshot:
     """Append ``event`` (caller holds the crew lock), settle it, refresh the snapshot."""
-    path = home.events_dir(key) / f"{EVENT_NAME.format(event.seq)}.json"
+    path = home.event_path(key, event.seq)
     home.store.create_once(path, encode(event))
     snapshot = fold(snapshot, event)
     settle(home, key, snapshot, event)

@@ -106,6 +106,10 @@ class Home:
     def snapshot_path(self, key: str):
         return self.store.dir("crew", key) / "state.json"
 
+    def event_path(self, key: str, seq: int):
+        """A crew's event ``seq`` (``events_dir`` lists them; ``event_seqs`` reads the names)."""
+        return self.events_dir(key) / f"{seq:08d}.json"
+
     def mail_dir(self, key: str):
         return self.store.dir("mail", key)
 

@@ -61,7 +61,7 @@ def notification_files(home: Home, key: str) -> dict[str, bytes]:
 def write_event_by_hand(home: Home, key: str, event) -> None:
     """What a writer killed right after appending its event leaves behind: the event file,
     no side records, and a snapshot cache that is behind."""
-    path = home.events_dir(key) / f"{crewlog.EVENT_NAME.format(event.seq)}.json"
+    path = home.event_path(key, event.seq)
     home.store.create_once(path, encode(event))
 
 
