@@ -128,7 +128,7 @@ def build_home(root: Path, crews: int, messages: int, notifications: int, *,
     mail, receipts, notifications, acks and returned markers directly, backdated over the
     last 30 days. The newest ``unread_frac`` of each crew's mail stays unread and the
     newest ``unacked_frac`` of its notifications unacknowledged."""
-    from state import crewlog, protocol
+    from state.crew import crewlog, protocol
     from state.home import Home
     from state.models import Ack, Message, Notification, Receipt, Returned
     from state.store import encode
@@ -248,10 +248,10 @@ def big_home(path: Path, crews: int, messages: int, notifications: int,
 def writer_main(root: str) -> int:
     """Reads one JSON request a line, does it through ``state``, answers one JSON line with
     ``t``: time.monotonic() right after the first record was published under its name."""
-    from state import crewlog, notify, protocol
+    from state.crew import crewlog, notify, protocol
+    from state.crew.protocol import Context
     from state.home import Home
     from state.models import now
-    from state.protocol import Context
 
     published: list[float] = []
     real_link, real_replace = os.link, os.replace
@@ -303,7 +303,7 @@ class _RescanCounter:
     """Counts ``Feed.rescan`` calls (start-up, watcher up, periodic, or: a bug)."""
 
     def __init__(self) -> None:
-        from captain_tui import feed
+        from captain_tui.cockpit.feed import home as feed
 
         self.feed = feed
         self.real = feed.Feed.rescan
@@ -342,7 +342,7 @@ class _Shown:
     the row is on screen)."""
 
     def __init__(self) -> None:
-        from widgets.table import Panel
+        from widgets.panels.base import Panel
 
         self.panel_class = Panel
         self.real = Panel.show
@@ -385,11 +385,11 @@ class _Shown:
 
 
 async def _events(root: Path, n_events: int, label: str) -> dict:
-    from captain_tui.app import CaptainApp
+    from captain_tui.cockpit.app import CaptainApp
     from state.home import Home
-    from widgets.crew import CrewPanel
-    from widgets.notifications import NotificationsPanel
-    from widgets.questions import QuestionsPanel
+    from widgets.panels.crew import CrewPanel
+    from widgets.panels.notifications import NotificationsPanel
+    from widgets.panels.questions import QuestionsPanel
 
     rescans = _RescanCounter()
     app = CaptainApp(Home(root), run_doorbell=False)
@@ -532,9 +532,9 @@ def _hwm_of(pid: int) -> int:
 def paint_driver(root: str, settle: float) -> int:
     """Start the cockpit as ``captain`` does (doorbell on) and report when the first crew
     rows and the full first scan reached the Crew panel's table, and peak RSS."""
-    from captain_tui.app import CaptainApp
+    from captain_tui.cockpit.app import CaptainApp
     from state.home import Home
-    from widgets.crew import CrewPanel
+    from widgets.panels.crew import CrewPanel
 
     rescans = _RescanCounter()
     marks: dict = {}
@@ -609,7 +609,7 @@ def paint_phase(root: Path, runs: int, settle: float) -> dict:
 def idle_driver(root: str, seconds: float, doorbell: bool) -> int:
     """A cockpit as ``captain`` runs it, left alone: CPU time over ``seconds`` (this
     process's threads, plus the tmux clients it ran and waited for)."""
-    from captain_tui.app import CaptainApp
+    from captain_tui.cockpit.app import CaptainApp
     from state.home import Home
 
     rescans = _RescanCounter()
@@ -654,15 +654,15 @@ class _TmuxPanes:
     running a program that just sleeps)."""
 
     def __init__(self) -> None:
-        from captain_tui.tmux import socket_path_for
+        from captain_tui.runtime.tmux import socket_path_for
 
         self.socket = socket_path_for(f"captain-bench-{os.getpid()}")
 
     def launch(self, home, name: str, key: str):
-        from captain_tui import agents
+        from captain_tui.runtime.launch import launcher
 
-        return agents.launcher(home, name, key, agent="program", program="sleep 1000000",
-                               socket=self.socket, session="bench", cwd=str(home.root.parent))
+        return launcher(home, name=name, key=key, agent="program", program="sleep 1000000",
+                        socket=self.socket, session="bench", cwd=str(home.root.parent))
 
     def kill(self) -> None:
         subprocess.run(["tmux", "-S", self.socket, "kill-server"], capture_output=True)

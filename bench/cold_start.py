@@ -29,7 +29,6 @@ import tempfile
 import time
 from pathlib import Path
 
-
 # What every command that reads a record through the models pays before doing anything.
 PYDANTIC_FLOOR = ("from pydantic import BaseModel\n"
                   "class R(BaseModel):\n    x: int\n"

@@ -5,7 +5,7 @@
    with a real `captain wait` retrying the doorbell, as in use;
 3. a notification written -> a running `captain wait` returns it (p95 <= 100 ms).
 
-The crew is the simulated agent (captain_tui.simcrew), which logs the time each line
+The crew is the simulated agent (captain_tui.cockpit.simcrew), which logs the time each line
 reaches it. The per-crew cooldown is a gate, not latency: it is set to 0 here.
 
     python bench/doorbell_latency.py [--rounds 20] [--json PATH]
@@ -29,9 +29,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from captain_tui import doorbell  # noqa: E402
-from captain_tui.tmux import socket_path_for  # noqa: E402
-from state import crewlog, mailbox, notify, protocol  # noqa: E402
+from captain_tui.runtime import doorbell  # noqa: E402
+from captain_tui.runtime.tmux import socket_path_for  # noqa: E402
+from state.crew import crewlog, mailbox, notify, protocol  # noqa: E402
 from state.home import Home  # noqa: E402
 
 
@@ -76,7 +76,7 @@ def main() -> int:
     try:
         out = subprocess.run(
             [sys.executable, "-m", "captain_tui", "crew", "Sim", "--task", "bench",
-             "--command", f"{sys.executable} -m captain_tui.simcrew --log {log}",
+             "--command", f"{sys.executable} -m captain_tui.cockpit.simcrew --log {log}",
              "--socket", socket, "--json"], env=env, capture_output=True, text=True)
         recruit = json.loads(out.stdout)
         pane = recruit["pane"]["pane_id"]

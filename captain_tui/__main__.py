@@ -1,5 +1,5 @@
 import sys
 
-from captain_tui.cli import main
+from captain_tui.cli.main import main
 
 sys.exit(main())

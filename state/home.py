@@ -90,7 +90,10 @@ class Home:
                     f"{root} is not empty and is not a captain home; refusing to write into "
                     "it. Choose an empty or new directory.",
                 )
-            from state.models import HomeMeta, now  # only a new home needs a record written
+            from state.models import (  # only a new home needs a record written
+                HomeMeta,
+                now,
+            )
 
             Store(root).create_once(marker, encode(HomeMeta(created_at=now())),
                                     same=lambda a, b: True)
@@ -143,12 +146,12 @@ class Home:
         return [int(n) for n in self.store.names(self.events_dir(key)) if n.isdigit()]
 
     def work_exists(self, work_id: str) -> bool:
-        """A work item exists once its first event does (``state.ledger``)."""
+        """A work item exists once its first event does (``state.work.ledger``)."""
         return os.path.lexists(Path(self.root, "work", work_id, "events", "00000001.json"))
 
     def crew_keys(self) -> list[str]:
         """Keys of every crew directory; anything else found in crew/ is quarantined."""
-        from state.text import NAME_RE
+        from state.inputs import NAME_RE
 
         keys = []
         for entry in os.scandir(self.store.dir("crew")):

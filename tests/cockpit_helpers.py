@@ -11,11 +11,10 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from state import protocol
+from captain_tui.cockpit.app import CaptainApp
+from state.crew import protocol
+from state.crew.protocol import Context
 from state.home import Home
-from state.protocol import Context
-
-from captain_tui.app import CaptainApp
 
 SIZE = (120, 36)
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from state.crew.protocol import Context
 from state.home import Home
-from state.protocol import Context
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -4,7 +4,7 @@ The server is the real command (``captain serve --port 0 --json --home H``) in a
 subprocess; requests are raw ``http.client`` calls (tests/api_helpers.py). Tokens are made
 with ``captain tokens create`` / ``revoke``; ledger state is built with the CLI where the
 path matters (a chat input, a report's detail, a delivery from stdin) and otherwise with
-the same ``state.ledger`` / ``state.deliveries`` functions the CLI and the server call.
+the same ``state.work.ledger`` / ``state.work.deliveries`` functions the CLI and the server call.
 
 One deployment (a home, its tokens, a second home with its own workspace and token) serves
 the module; each test makes its own work items. Pagination counts rows, so it gets a home
@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import pytest
-
 from api_helpers import Reply, Server, captain, cli_env, sign_captain, sign_github
-from state import deliveries, ledger, tokens
+
 from state.home import Home
+from state.work import deliveries, ledger, tokens
 
 GH_SECRET = "gh-webhook-secret-3b9d"
 CAP_SECRET = "cap-webhook-secret-e41a"

@@ -17,17 +17,16 @@ page cannot be said in OpenAPI, and their 400s are specified behaviour (tests/te
 
 from __future__ import annotations
 
-
 import pytest
 import schemathesis
+from api_helpers import Server, sign_github
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from schemathesis.checks import load_all_checks
 from schemathesis.specs.openapi import checks as openapi_checks
 
-from api_helpers import Server, sign_github
-from state import deliveries, ledger, tokens
 from state.home import Home
+from state.work import deliveries, ledger, replay, tokens
 
 load_all_checks()
 
@@ -89,7 +88,7 @@ def seed(home: Home) -> dict:
     ledger.cancel(home, resolved.work_id, actor=actor)
     made["resolved"] = ledger.resolve(home, resolved.work_id, generation=1, to="cancelled",
                                       reason="checked", operator=actor, runtime_stopped=True)
-    made["replay"] = ledger.replay(home, ok.work_id, actor=actor, reason="again")
+    made["replay"] = replay.replay(home, ok.work_id, actor=actor, reason="again")
     made["assignment"] = ledger.accept(home, source="assignment", input={"task": "t"},
                                        requester="captain", crew="ada",
                                        assignment_id="asg_01M8MNZ948DVX84YTWQ66N4BFQ")

@@ -8,21 +8,34 @@ import os
 from pathlib import Path
 
 import pytest
-
-from captain_tui import commands, settings
-from captain_tui.app import CaptainApp
 from cockpit_helpers import (
-    as_crew, crew, drive, focus_panel, select_row, toasts, type_text, until,
+    as_crew,
+    crew,
+    drive,
+    focus_panel,
+    select_row,
+    toasts,
+    type_text,
+    until,
 )
-from state import crewlog, mailbox, notify, protocol
+from tmux_helpers import needs_tmux
+
+from captain_tui.cockpit import commands
+from captain_tui.cockpit import prefs as settings
+from captain_tui.cockpit.app import CaptainApp
+from state.crew import crewlog, mailbox, notify, protocol
 from state.home import Home
 from state.models import Message
-from tmux_helpers import needs_tmux
-from widgets.forms import (
-    AnswerScreen, AssignScreen, ConfirmScreen, FormScreen, RecruitScreen, TellScreen,
+from widgets.screens.forms import (
+    AnswerScreen,
+    AssignScreen,
+    ConfirmScreen,
+    FormScreen,
+    RecruitScreen,
+    TellScreen,
 )
-from widgets.help import HelpScreen
-from widgets.settings import SettingsScreen
+from widgets.screens.help import HelpScreen
+from widgets.screens.settings import SettingsScreen
 
 
 @pytest.fixture(autouse=True)
@@ -346,7 +359,7 @@ def test_enter_in_a_one_line_field_submits_and_the_form_checks_what_it_can(home:
 
 @needs_tmux
 def test_r_launches_into_tmux_and_d_closes_the_window(home: Home, project: Path):
-    from captain_tui.tmux import GONE, Tmux
+    from captain_tui.runtime.tmux import GONE, Tmux
 
     app = cockpit(home)
 
@@ -413,7 +426,7 @@ def test_d_dismisses_after_confirming_and_unread_mail_bounces(home: Home, projec
 
 @needs_tmux
 def test_enter_outside_tmux_shows_the_exact_attach_command(home: Home, project: Path):
-    from captain_tui.launch import launcher
+    from captain_tui.runtime.launch import launcher
 
     start = launcher(home, name="Jack", key="jack", agent="program", program="sleep 600",
                      cwd=str(project))
@@ -430,7 +443,7 @@ def test_enter_outside_tmux_shows_the_exact_attach_command(home: Home, project: 
         drive(app, scenario)
         assert any(f"tmux -S {pane.socket} attach -t {pane.pane_id}" in t for t in toasts(app))
     finally:
-        from captain_tui.tmux import Tmux
+        from captain_tui.runtime.tmux import Tmux
 
         Tmux(pane.socket).kill_pane(pane)
 
@@ -538,7 +551,7 @@ def test_switched_off_alerts_stay_quiet(home: Home, project: Path):
 
 
 def test_desktop_notices_pick_one_protocol_and_pass_through_tmux():
-    from captain_tui.alerts import desktop_notice
+    from captain_tui.cockpit.desktop_alerts import desktop_notice
 
     plain = desktop_notice("Jack asks", "Which\x1b]0;evil\x07 one?", env={"TERM": "xterm"})
     assert plain == "\x1b]9;Jack asks: Which ]0;evil one?\x07"  # no control char survives

@@ -11,17 +11,18 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from captain_tui import feed
-from captain_tui.app import CaptainApp
 from cockpit_helpers import as_crew, crew, drive, toasts, until
 from conftest import REPO
-from state import crewlog, protocol
+from tmux_helpers import PrivateTmux, needs_tmux
+
+from captain_tui.cockpit.app import CaptainApp
+from captain_tui.cockpit.feed import alerts, routes, watcher
+from captain_tui.cockpit.feed import home as home_feed
+from state.crew import crewlog, protocol
+from state.crew.protocol import crew_status
 from state.home import Home
 from state.models import RingStamp, now
-from state.protocol import crew_status
 from state.store import encode
-from tmux_helpers import PrivateTmux, needs_tmux
 
 
 @pytest.fixture(autouse=True)
@@ -100,7 +101,7 @@ def test_a_held_doorbell_shows_in_doorbells_and_in_the_crew_row(home: Home, proj
 def test_an_event_updates_only_the_crew_it_touched(home: Home, project: Path, monkeypatch):
     crew(home, "Jack", project=project)
     gibbs = crew(home, "Gibbs", "Docs", project=project)
-    f = feed.Feed(home)
+    f = home_feed.Feed(home)
     first = f.rescan()
     assert set(first.view.crews) == {"jack", "gibbs"}
     message = protocol.tell(home, "Gibbs", "More", assignment_id=gibbs.assignment_id)
@@ -127,7 +128,7 @@ def test_the_feed_agrees_with_crew_status(home: Home, project: Path):
     protocol.inbox(home, "Gibbs", deliver=lambda batch: None, ctx=as_crew(gibbs))
     q = protocol.ask(home, "Gibbs", "Why?", ctx=as_crew(gibbs))
     protocol.dismiss(home, "Anne")
-    view = feed.Feed(home).rescan().view
+    view = home_feed.Feed(home).rescan().view
     for row in crew_status(home):
         shown = view.crews[row["name"].lower()]
         assert shown.crew.unread == row["unread"], row["name"]
@@ -195,8 +196,8 @@ def test_a_watcher_error_triggers_a_rescan(home: Home, project: Path, monkeypatc
         raise RuntimeError("inotify watch limit reached")
         yield  # pragma: no cover - makes this an async generator
 
-    monkeypatch.setattr(feed, "awatch", broken_awatch)
-    monkeypatch.setattr(feed, "RETRY_SECONDS", 30.0)  # no second watcher within the test
+    monkeypatch.setattr(watcher, "awatch", broken_awatch)
+    monkeypatch.setattr(watcher, "RETRY_SECONDS", 30.0)  # no second watcher within the test
 
     async def scenario(pilot):
         await until(pilot, lambda: written, what="the watcher to fail")
@@ -212,7 +213,7 @@ def test_the_watcher_process_reports_a_record_published_by_rename(tmp_path: Path
 
     root = tmp_path / "home"
     (root / "mail" / "jack").mkdir(parents=True)
-    proc = subprocess.Popen([sys.executable, "-c", feed._WATCHER, str(root), "20", "5", "1000"],
+    proc = subprocess.Popen([sys.executable, "-c", watcher._WATCHER, str(root), "20", "5", "1000"],
                             stdout=subprocess.PIPE, text=True)
 
     def batch() -> set[tuple[int, str]]:
@@ -239,20 +240,20 @@ def test_the_watcher_process_reports_a_record_published_by_rename(tmp_path: Path
 
 def test_the_route_map_follows_the_store_layout(home: Home):
     root = home.root
-    assert feed.route(root, str(root / "mail/jack/msg_1.json")) == feed.Route("mail", "jack",
+    assert routes.route(root, str(root / "mail/jack/msg_1.json")) == routes.Route("mail", "jack",
                                                                               "msg_1")
-    assert feed.route(root, str(root / "receipts/jack/msg_1.json")).kind == "read"
-    assert feed.route(root, str(root / "bounces/jack/msg_1.json")).kind == "read"
-    assert feed.route(root, str(root / "notifications/jack/dlv_1.json")).kind == "note"
-    assert feed.route(root, str(root / "acks/jack/dlv_1.json")).kind == "acks"
-    assert feed.route(root, str(root / "crew/jack/events/00000001.json")).kind == "crew"
-    assert feed.route(root, str(root / "crew/jack/state.json")).kind == "crew"
-    assert feed.route(root, str(root / "doorbell/jack.json")) == feed.Route("bell", "jack")
-    assert feed.route(root, str(root / "quarantine/x.reason")).kind == "quarantine"
+    assert routes.route(root, str(root / "receipts/jack/msg_1.json")).kind == "read"
+    assert routes.route(root, str(root / "bounces/jack/msg_1.json")).kind == "read"
+    assert routes.route(root, str(root / "notifications/jack/dlv_1.json")).kind == "note"
+    assert routes.route(root, str(root / "acks/jack/dlv_1.json")).kind == "acks"
+    assert routes.route(root, str(root / "crew/jack/events/00000001.json")).kind == "crew"
+    assert routes.route(root, str(root / "crew/jack/state.json")).kind == "crew"
+    assert routes.route(root, str(root / "doorbell/jack.json")) == routes.Route("bell", "jack")
+    assert routes.route(root, str(root / "quarantine/x.reason")).kind == "quarantine"
     for ignored in ("locks/crew-jack.lock", "returned/jack/dlv_1.json", "home.json",
                     "mail/jack/.tmp-1-abc", "agents/jack/claude-settings.json"):
-        assert feed.route(root, str(root / ignored)) is None, ignored
-    assert feed.route(root, "/elsewhere/mail/jack/msg_1.json") is None
+        assert routes.route(root, str(root / ignored)) is None, ignored
+    assert routes.route(root, "/elsewhere/mail/jack/msg_1.json") is None
 
 
 # -- the pane preview ------------------------------------------------------------------------
@@ -260,7 +261,7 @@ def test_the_route_map_follows_the_store_layout(home: Home):
 
 @needs_tmux
 def test_the_pane_preview_shows_the_selected_crews_pane_in_colour(home: Home, project: Path):
-    from captain_tui.launch import launcher
+    from captain_tui.runtime.launch import launcher
 
     server = PrivateTmux()
     script = project / "paint.sh"
@@ -286,12 +287,12 @@ def test_the_pane_preview_shows_the_selected_crews_pane_in_colour(home: Home, pr
 
 
 def test_queued_views_coalesce_but_alerts_are_never_dropped():
-    from captain_tui.app import FeedUpdated
-    from widgets.rows import HomeView
+    from captain_tui.cockpit.app import FeedUpdated
+    from widgets.view import HomeView
 
-    quiet = FeedUpdated(feed.Update(HomeView()))
-    loud = FeedUpdated(feed.Update(HomeView(), alerts=[feed.Alert("asked", "t", "b")]))
-    assert quiet.can_replace(FeedUpdated(feed.Update(HomeView())))  # only the newest matters
+    quiet = FeedUpdated(home_feed.Update(HomeView()))
+    loud = FeedUpdated(home_feed.Update(HomeView(), alerts=[alerts.Alert("asked", "t", "b")]))
+    assert quiet.can_replace(FeedUpdated(home_feed.Update(HomeView())))  # only the newest matters
     assert not loud.can_replace(quiet)  # an alert must still be raised
 
 
@@ -323,14 +324,14 @@ def test_events_arrive_through_the_watcher_not_a_rescan(home: Home, project: Pat
                                                          monkeypatch):
     jack = crew(home, "Jack", project=project)
     finished_rescans = []
-    real = feed.Feed.rescan
+    real = home_feed.Feed.rescan
 
     def counted(self, progress=None):
         update = real(self, progress)
         finished_rescans.append(1)
         return update
 
-    monkeypatch.setattr(feed.Feed, "rescan", counted)
+    monkeypatch.setattr(home_feed.Feed, "rescan", counted)
     app = cockpit(home, rescan_every=3600.0)
 
     async def scenario(pilot):
@@ -349,7 +350,7 @@ def test_events_arrive_through_the_watcher_not_a_rescan(home: Home, project: Pat
 def test_a_due_full_collection_waits_for_a_quiet_moment_and_stop_restores_pythons_rule():
     import gc
 
-    from captain_tui import heap
+    from captain_tui.cockpit import heap
 
     before = gc.get_threshold()
     collector = heap.Collector()

@@ -9,17 +9,17 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from cockpit_helpers import as_crew, crew, drive, until
 from textual.app import App
 from textual.geometry import Region
 
-from captain_tui.app import CaptainApp
-from cockpit_helpers import as_crew, crew, drive, until
-from state import notify, protocol
+from captain_tui.cockpit.app import CaptainApp
+from state.crew import notify, protocol
 from state.home import Home
 from state.models import now as store_now
-from widgets.notifications import NotificationsPanel
-from widgets.rows import NotificationRow
-from widgets.table import Panel, PanelTable
+from widgets.panels.base import Panel, PanelTable
+from widgets.panels.notifications import NotificationsPanel
+from widgets.view import NotificationRow
 
 NOW = datetime(2026, 11, 29, 14, 30, 0, tzinfo=timezone.utc)
 

@@ -13,14 +13,15 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-
-from captain_tui.app import CaptainApp
 from cockpit_helpers import SIZE, until
-from state import ledger, mailbox, notify, protocol
+
+from captain_tui.cockpit.app import CaptainApp
+from state.crew import mailbox, notify, protocol
+from state.crew.protocol import Context
 from state.home import Home
 from state.models import RingStamp
-from state.protocol import Context
 from state.store import encode
+from state.work import ledger
 
 NOW = datetime(2026, 11, 29, 14, 30, 0, tzinfo=timezone.utc)
 PROJECT = "/work/ship"  # recorded, never touched: owned paths show in the assign form

@@ -13,18 +13,22 @@ import sys
 from pathlib import Path
 
 import pytest
-from textual.widgets import Label
-
-from captain_tui import cli_work, commands, feed, ledger_runtime
-from captain_tui.app import CaptainApp
 from cockpit_helpers import crew, drive, select_row, toasts, type_text, until
 from conftest import REPO
-from state import ledger
+from textual.widgets import Label
+
+from captain_tui.cli import work as cli_work
+from captain_tui.cockpit import commands
+from captain_tui.cockpit.app import CaptainApp
+from captain_tui.cockpit.feed import routes
+from captain_tui.cockpit.feed.home import Feed
+from captain_tui.runtime import ledger_probe as ledger_runtime
 from state.home import Home
-from widgets.forms import ConfirmScreen, FormScreen
-from widgets.rows import WORK_FILTERS
-from widgets.work import WorkPanel
-from widgets.work_forms import ReplayScreen, ResolveScreen
+from state.work import ledger
+from widgets.panels.work import WorkPanel
+from widgets.screens.forms import ConfirmScreen, FormScreen
+from widgets.screens.work_forms import ReplayScreen, ResolveScreen
+from widgets.view import WORK_FILTERS
 
 
 @pytest.fixture(autouse=True)
@@ -95,7 +99,7 @@ def test_the_panel_lists_work_with_reconciliation_first_loud_and_counted(home: H
         assert rows[1].crew == "Jack" and rows[1].source == "assignment"
         assert {r.work_id for r in rows} >= {done.work_id, waiting.work_id}
         state = panel(app).table.get_cell_at((0, 0))
-        assert state.plain == "RECONCILE" and "bold" in str(state.style)
+        assert state.crew_side.plain == "RECONCILE" and "bold" in str(state.style)
         assert app.theme_variables["error"].lower() in str(state.style).lower()
         assert panel(app).has_class("-reconciling")
         assert "1 needs reconciliation" in app.sub_title
@@ -491,18 +495,18 @@ def test_work_written_by_another_process_appears_live(home: Home):
 
 def test_work_paths_route_to_the_item_and_only_it_is_read_again(home: Home, monkeypatch):
     root = home.root
-    assert feed.route(root, str(root / "work/wrk_1/events/00000002.json")) == feed.Route(
+    assert routes.route(root, str(root / "work/wrk_1/events/00000002.json")) == routes.Route(
         "work", None, "wrk_1")
-    assert feed.route(root, str(root / "work/wrk_1/item.json")) == feed.Route(
+    assert routes.route(root, str(root / "work/wrk_1/item.json")) == routes.Route(
         "work", None, "wrk_1")
-    assert feed.route(root, str(root / "ledger/open/wrk_1")) == feed.Route("work", None,
+    assert routes.route(root, str(root / "ledger/open/wrk_1")) == routes.Route("work", None,
                                                                           "wrk_1")
     for quiet in ("work/wrk_1/lease.json", "work/wrk_1/input.json", "work/wrk_1",
                   "work/wrk_1/events/.tmp-1", "ledger/open"):
-        assert feed.route(root, str(root / quiet)) is None, quiet
+        assert routes.route(root, str(root / quiet)) is None, quiet
 
     first, second = running(home), queued(home)
-    f = feed.Feed(home)
+    f = Feed(home)
     f.rescan()
     ledger.claim(home, second.work_id, holder="worker")
     loads: list[str] = []
@@ -521,7 +525,7 @@ def test_work_paths_route_to_the_item_and_only_it_is_read_again(home: Home, monk
 def test_a_ledger_that_cannot_be_listed_is_reported_once_and_crews_still_show(home: Home,
                                                                              project: Path):
     jack = crew(home, "Jack", project=project)
-    f = feed.Feed(home)
+    f = Feed(home)
     first = f.rescan()
     work_id = ledger.work_id_for_assignment(jack.assignment_id)
     assert set(first.view.work) == {work_id}

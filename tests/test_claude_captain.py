@@ -34,8 +34,6 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
-
-from captain_tui import doorbell
 from claude_harness import (
     ClaudePane,
     ClaudeRig,
@@ -51,7 +49,9 @@ from claude_harness import (
     start_tmux_server,
     tmux_socket_path,
 )
-from state import crewlog, mailbox, notify
+
+from captain_tui.runtime import doorbell
+from state.crew import crewlog, mailbox, notify
 from state.home import Home
 from state.models import Receipt, now
 

@@ -1,4 +1,4 @@
-"""Hostile arguments against ``captain_tui.cli.main()``, in process, with Hypothesis.
+"""Hostile arguments against ``captain_tui.cli.main.main()``, in process, with Hypothesis.
 
 Whatever the argv: no exception escapes ``main``, no traceback is printed, the exit code is
 0, 1 or 2, 2 only for usage errors (argparse's message), and every exit 1 carries a stable
@@ -22,10 +22,17 @@ from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, assume, currently_in_test_context, event, given, settings
+from hypothesis import (
+    HealthCheck,
+    assume,
+    currently_in_test_context,
+    event,
+    given,
+    settings,
+)
 from hypothesis import strategies as st
 
-from captain_tui.cli import build_parser, main
+from captain_tui.cli.main import build_parser, main
 from state.errors import CODES
 
 SETTINGS = settings(max_examples=150, deadline=None, derandomize=False,

@@ -21,17 +21,25 @@ import signal
 import subprocess
 import sys
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 
-from state import crewlog, ledger
+from state.crew import crewlog
 from state.home import Home
-from state.ledger_models import WorkEvent, WorkItem
 from state.models import (
-    Asked, Assigned, CrewSnapshot, EventFile, HomeMeta, Message, Notification, Receipt,
+    Asked,
+    Assigned,
+    CrewSnapshot,
+    EventFile,
+    HomeMeta,
+    Message,
+    Notification,
+    Receipt,
     Recruited,
 )
 from state.store import STALE_TEMP_SECONDS, TEMP_PREFIX, Store
+from state.work import ledger
+from state.work.models import WorkEvent, WorkItem
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -43,11 +51,11 @@ ZYGOTE = r'''
 import json, os, random, sys, traceback
 from pathlib import Path
 
-from state import crewlog, mailbox, protocol
+from state.crew import crewlog, mailbox, protocol
 from state.errors import CaptainError
 from state.home import Home
-from state.protocol import Context
-from state.text import crew_key
+from state.crew.protocol import Context
+from state.inputs import crew_key
 
 ROOT, LOGS, PROJECT = (Path(a) for a in sys.argv[1:4])
 # refusals that concurrent question traffic legitimately produces; anything else is a bug

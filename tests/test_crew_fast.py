@@ -1,4 +1,4 @@
-"""The crew-side fast path (``state.crew_fast`` over ``state.plain``) answers exactly as the
+"""The crew-side fast path (``state.crew_side.fast`` over ``state.crew_side.plain``) answers exactly as the
 protocol does, or declines (``Unsure``) and leaves the answer to it.
 
 The fast path exists for start-up time (no pydantic on a crew's common commands); these
@@ -16,24 +16,27 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from conftest import crew_ctx
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field, ValidationError
 
-from conftest import crew_ctx
-from state import crew_fast, crewlog, models, plain, protocol, shapes_gen
+from state import models
+from state.crew import crewlog, protocol
+from state.crew.protocol import Context
+from state.crew_side import fast as crew_fast
+from state.crew_side import plain, shapes_gen
+from state.crew_side.shapes import EVENTS, SHAPES
 from state.errors import CaptainError
 from state.home import Home
 from state.models import CrewSnapshot, Strict
-from state.protocol import Context
-from state.shapes import EVENTS, SHAPES
 from state.store import encode
 
 # -- the shapes are the models' ---------------------------------------------------------------
 
 
 def test_shapes_file_is_derived_from_the_models():
-    """Regenerate with ``python -m state.shapes_gen`` when a model changes."""
+    """Regenerate with ``python -m state.crew_side.shapes_gen`` when a model changes."""
     assert SHAPES == shapes_gen.derive()
     assert EVENTS == shapes_gen.event_types()
     assert shapes_gen.TARGET.read_text() == shapes_gen.render(shapes_gen.derive(),
@@ -139,7 +142,7 @@ def test_whatever_the_plain_reader_accepts_the_models_accept_with_the_same_value
 
 
 def _values(kind):
-    """Hypothesis values for one field kind of ``state.shapes``, as the models hold them."""
+    """Hypothesis values for one field kind of ``state.crew_side.shapes``, as the models hold them."""
     name = kind if isinstance(kind, str) else kind[0]
     if name == "str":
         return TEXT

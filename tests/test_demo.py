@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 
-from captain_tui.demo import CREW, Demo
-from captain_tui.runner import Runner
-from state import notify, protocol
 from tmux_helpers import PrivateTmux, needs_tmux
+
+from captain_tui.cockpit.demo import CREW, Demo
+from captain_tui.runtime.runner import Runner
+from state.crew import notify, protocol
 
 pytestmark = needs_tmux
 

@@ -8,8 +8,8 @@ import os
 import shutil
 from pathlib import Path
 
-from captain_tui import doorbell
-from state import protocol
+from captain_tui.runtime import doorbell
+from state.crew import protocol
 from state.home import Home
 
 

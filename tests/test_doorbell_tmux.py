@@ -14,12 +14,12 @@ import time
 from datetime import timedelta
 
 import pytest
+from tmux_helpers import PrivateTmux, SimLog, needs_tmux, poll, sim_command
 
-from captain_tui import doorbell
-from state import crewlog, mailbox, notify, protocol
+from captain_tui.runtime import doorbell
+from state.crew import crewlog, mailbox, notify, protocol
 from state.home import Home
 from state.models import now
-from tmux_helpers import PrivateTmux, SimLog, needs_tmux, poll, sim_command
 
 pytestmark = needs_tmux
 
@@ -340,7 +340,7 @@ def test_an_approval_modal_on_a_hookless_pane_is_reported_once(crew, tmux):
 
 
 def test_the_runner_sleeps_on_inotify_and_wakes_on_a_write(home):
-    from captain_tui.runner import Runner
+    from captain_tui.runtime.runner import Runner
 
     runner = Runner(home, ring=False)
     try:

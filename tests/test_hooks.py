@@ -20,11 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from captain_tui import claude_settings
-from captain_tui.hooks import run_hook
-from state import crewlog, mailbox, notify, protocol
+from captain_tui.agents import claude as claude_settings
+from captain_tui.agents import codex
+from captain_tui.agents.hooks import run_hook
+from state.crew import crewlog, mailbox, notify, protocol
+from state.crew.protocol import Context
 from state.home import Home
-from state.protocol import Context
 
 REPO = Path(__file__).resolve().parents[1]
 INJECT_EVENTS = ("SessionStart", "UserPromptSubmit")
@@ -525,7 +526,7 @@ def test_hook_path_imports_no_ui_or_tmux(jack, project: Path):
                                             "prompt": "p"}))
         out = io.StringIO()
         sys.stdout, real = out, sys.stdout
-        from captain_tui.cli import main
+        from captain_tui.cli.main import main
         code = main(["hook", "claude", "UserPromptSubmit"])
         sys.stdout = real
         heavy = [m for m in ("textual", "libtmux", "watchfiles") if m in sys.modules]
@@ -601,7 +602,7 @@ def test_settings_commands_run_through_a_shell(home: Home, jack, project: Path):
     ['we"ird\\path', "t\tab", "del\x7f", "ünï 🚀"],
 ])
 def test_codex_notify_args_parse_as_toml_and_json(captain):
-    flag, value = claude_settings.codex_notify_args(captain)
+    flag, value = codex.notify_args(captain)
     assert flag == "-c"
     key, _, raw = value.partition("=")
     assert key == "notify"
@@ -612,7 +613,7 @@ def test_codex_notify_args_parse_as_toml_and_json(captain):
 
 def test_codex_notify_argv_runs_like_codex_runs_it(home: Home, jack, project: Path):
     """Codex appends one JSON argument to the notify argv and spawns it."""
-    _, value = claude_settings.codex_notify_args(CAPTAIN)
+    _, value = codex.notify_args(CAPTAIN)
     argv = tomllib.loads(value)["notify"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("CAPTAIN_")}
     env.update(jack.env, PYTHONPATH=str(REPO))
@@ -628,4 +629,4 @@ def test_settings_refuse_an_empty_captain_command(bad):
     with pytest.raises(ValueError):
         claude_settings.hook_settings(bad)
     with pytest.raises(ValueError):
-        claude_settings.codex_notify_args(bad)
+        codex.notify_args(bad)

@@ -45,7 +45,7 @@ def test_crew_side_commands_import_no_ui_or_tmux(cli, project: Path):
         def run(name, argv):
             sink = io.StringIO()
             with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
-                from captain_tui.cli import main
+                from captain_tui.cli.main import main
                 codes[name] = main(argv)
 
         # the real entry point first: python -m captain_tui check ...
@@ -71,13 +71,13 @@ def test_crew_side_commands_import_no_ui_or_tmux(cli, project: Path):
 
 
 def _state_modules() -> list[str]:
-    return sorted(f"state.{p.stem}" for p in (REPO / "state").glob("*.py")
-                  if p.stem != "__init__")
+    return sorted(".".join(p.relative_to(REPO).with_suffix("").parts)
+                  for p in (REPO / "state").rglob("*.py") if p.stem != "__init__")
 
 
 def test_every_state_module_imports_no_ui_or_tmux(tmp_path: Path):
     modules = _state_modules()
-    assert "state.protocol" in modules and "state.store" in modules
+    assert "state.crew.protocol" in modules and "state.store" in modules
     code = f"""
         import importlib, json, sys
         for name in {modules!r}:
@@ -124,21 +124,21 @@ def test_wheel_ships_state_captain_tui_and_widgets():
     assert {"state", "captain_tui", "widgets"} <= set(packages)
     for name in ("state", "captain_tui", "widgets"):
         assert (REPO / name / "__init__.py").is_file(), name
-    assert config["project"]["scripts"]["captain"] == "captain_tui.cli:main"
+    assert config["project"]["scripts"]["captain"] == "captain_tui.cli.main:main"
     deps = " ".join(config["project"]["dependencies"]).lower()
     assert "pydantic" in deps and "platformdirs" in deps
 
 
 def test_a_crews_commands_never_load_pydantic(cli, project: Path):
     """check, ask, inbox (with mail and without) and the Stop hook run on plain records
-    (``state.crew_fast``): importing pydantic alone would cost them their start-up budget.
+    (``state.crew_side.fast``): importing pydantic alone would cost them their start-up budget.
     A record the plain reader cannot vouch for takes the full path, which loads it."""
     recruited = cli("crew", "Jack", "--task", "T", "--owns", "src", "--allow", "edit", "--json")
     assert recruited.code == 0, recruited.err
     env = recruited.json["env"]
     code = """
         import contextlib, io, json, sys
-        from captain_tui.cli import main
+        from captain_tui.cli.main import main
 
         def run(argv, stdin=""):
             sink = io.StringIO()
@@ -170,7 +170,7 @@ def test_a_crews_commands_never_load_pydantic(cli, project: Path):
     state.write_text(json.dumps(record))
     again = run_python("""
         import contextlib, io, json, sys
-        from captain_tui.cli import main
+        from captain_tui.cli.main import main
         with contextlib.redirect_stdout(io.StringIO()) as sink:
             code = main(["check", "Jack", "edit", "src/x.py"])
         print(json.dumps({"code": code, "pydantic": "pydantic" in sys.modules}))

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from captain_tui import actions
-from captain_tui.launch import launcher
-from state import crewlog, protocol
+from captain_tui.runtime import ops as actions
+from captain_tui.runtime.launch import launcher
+from state.crew import crewlog, protocol
 from state.home import Home
 from tests.tmux_helpers import TMUX, PrivateTmux, needs_tmux, poll
 

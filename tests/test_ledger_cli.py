@@ -3,7 +3,7 @@
 Every call is ``python -m captain_tui`` as a subprocess (the ``cli`` fixture). Refusals are
 checked by code and exit 1, in JSON and in the human line on stderr; usage errors exit 2.
 Only bulk set-up (a hundred items for paging) is written in-process, through the same
-``state.ledger`` functions the CLI calls.
+``state.work.ledger`` functions the CLI calls.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from state import ledger
 from state.errors import CODES
+from state.work import ledger
 
 REFUSAL_LINE = re.compile(r"^captain: \[([a-z_]+)\] \S")
 SECRET = "PLEASE-NEVER-PRINT-THIS-INPUT-7f3a"
@@ -779,7 +779,7 @@ def test_a_crew_recruited_with_every_slot_held_is_queued_and_cannot_be_done(run,
     ok(crew_done(run, a))
     assert show(run, a["work_id"])["state"] == "succeeded"
     # a runner hands the freed slot to Baker (no pane: its process is the person's)
-    from captain_tui import ledger_runtime
+    from captain_tui.runtime import ledger_probe as ledger_runtime
 
     assert ledger_runtime.dispatch(home) == [b["work_id"]]
     assert show(run, b["work_id"])["state"] == "running"
@@ -799,7 +799,7 @@ def test_a_worker_claim_never_takes_a_crews_queued_assignment(run, home):
     assert show(run, b["work_id"])["state"] == "queued"
     ok(run("work", "report", chat, "--generation", "1", "--outcome", "succeeded", "--json"))
     refused(run("work", "claim", "--source", "assignment", "--json"), "not_queued")
-    from captain_tui import ledger_runtime
+    from captain_tui.runtime import ledger_probe as ledger_runtime
 
     assert ledger_runtime.dispatch(home) == [b["work_id"]]
     assert show(run, b["work_id"])["state"] == "running"

@@ -1,6 +1,6 @@
 """Crash points: every ledger mutation SIGKILLed between its writes, then recovered.
 
-``state.ledger.crash_point(step)`` kills the process for real when ``CAPTAIN_LEDGER_CRASH``
+``state.work.crash.crash_point(step)`` kills the process for real when ``CAPTAIN_LEDGER_CRASH``
 names the step. Every step has at least one scenario (several where more than one writer
 reaches it: a worker's report and the reconciler; a chat item, a crew's assignment and a
 webhook's dispatch; ``report`` and ``done``). The parent prepares a home with the item in
@@ -36,17 +36,30 @@ from pathlib import Path
 
 import pytest
 
-from state import crewlog, deliveries, ledger, protocol
+from state.crew import crewlog, protocol
 from state.errors import CaptainError
 from state.home import Home
 from state.ids import new_id
-from state.ledger_models import (
-    EVENT_TYPES, TERMINAL, Delivery, Lease, WorkEvent, WorkItem,
-)
 from state.models import (
-    Bounce, CrewSnapshot, EventFile, HomeMeta, Message, Notification, PaneLocator,
+    Bounce,
+    CrewSnapshot,
+    EventFile,
+    HomeMeta,
+    Message,
+    Notification,
+    PaneLocator,
 )
 from state.store import TEMP_PREFIX, Store
+from state.work import deliveries, ledger, replay
+from state.work.crash import CRASH_ENV
+from state.work.models import (
+    EVENT_TYPES,
+    TERMINAL,
+    Delivery,
+    Lease,
+    WorkEvent,
+    WorkItem,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
@@ -72,7 +85,7 @@ def op_accept(home: Home, work_id: str, max_attempts: int = 1):
 
 
 def op_replay(home: Home, work_id: str):
-    return ledger.replay(home, work_id, actor="bob", reason="run it again", at=T1)
+    return replay.replay(home, work_id, actor="bob", reason="run it again", at=T1)
 
 
 def op_claim(home: Home, work_id: str):
@@ -143,7 +156,7 @@ print("the mutation finished: its crash point was never reached")
 def run_child(root: Path, step: str, op: str, kwargs: dict) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CAPTAIN_")}
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-    env[ledger.CRASH_ENV] = step
+    env[CRASH_ENV] = step
     proc = subprocess.run([sys.executable, "-c", CHILD, str(root), op, json.dumps(kwargs)],
                           env=env, cwd=root.parent, capture_output=True, text=True,
                           timeout=120)
@@ -252,7 +265,7 @@ def all_steps() -> list[str]:
     """Every crash point there is, from the sources: literal names plus one per event type
     for the two f-string steps of ``ledger._append``."""
     steps = set()
-    for path in sorted((REPO / "state").glob("*.py")):
+    for path in sorted((REPO / "state").rglob("*.py")):
         text = path.read_text()
         calls = re.findall(r"crash_point\((f?)\"([^\"]+)\"\)", text)
         assert len(calls) == len(re.findall(r"(?<!def )crash_point\(", text)), \
@@ -528,7 +541,7 @@ def check_recruit(home: Home, s: Scenario, work_id: str, kwargs: dict, before: s
     """The crew is recorded, so its assignment's item is settled by the crew log's next
     writer (accepted again if the kill came first); a claim the kill prevented is handed
     over by the next runner's dispatch. Recruiting again is refused (crew_exists)."""
-    from captain_tui import ledger_runtime
+    from captain_tui.runtime import ledger_probe as ledger_runtime
 
     snapshot, _ = crewlog.load(home, "alpha")
     assert snapshot is not None

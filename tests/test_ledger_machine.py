@@ -1,6 +1,6 @@
 """A Hypothesis state machine over the work ledger, on a real home, against an in-memory model.
 
-Every rule calls ``state.ledger`` the way a worker, the reconciler or an operator would
+Every rule calls ``state.work.ledger`` the way a worker, the reconciler or an operator would
 (accept, claim, heartbeat, the clock passing a lease, examine with a probe, report with the
 current or a stale generation, cancel twice, resolve, replay, reopening the home from disk)
 and predicts the outcome from the model first: the new state, or the exact refusal code.
@@ -34,16 +34,22 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
-    Bundle, RuleBasedStateMachine, initialize, invariant, multiple, precondition, rule,
+    Bundle,
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    multiple,
+    precondition,
+    rule,
     run_state_machine_as_test,
 )
 
-from state import ledger
 from state.errors import CaptainError
 from state.home import Home
-from state.ledger_models import HOLDS_SLOT, TERMINAL, WorkItem
 from state.models import PaneLocator
 from state.store import Store
+from state.work import ledger, replay
+from state.work.models import HOLDS_SLOT, TERMINAL, WorkItem
 
 SLOTS = 2
 LEASE = 10  # seconds
@@ -418,7 +424,7 @@ class LedgerMachine(RuleBasedStateMachine):
           target_revision=st.sampled_from([None, "rev-c"]))
     def replay(self, work_id, reason, target_revision):
         original = self.model[work_id]
-        call = lambda: ledger.replay(self.home, work_id, actor="bob",  # noqa: E731
+        call = lambda: replay.replay(self.home, work_id, actor="bob",  # noqa: E731
                                      reason=reason, target_revision=target_revision,
                                      at=self.clock)
         if not reason:

@@ -18,11 +18,12 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-
-from captain_tui import ledger_runtime
-from state import crewlog, ledger
-from state.models import PaneLocator, now
 from tmux_helpers import PrivateTmux, needs_tmux, poll
+
+from captain_tui.runtime import ledger_probe as ledger_runtime
+from state.crew import crewlog
+from state.models import PaneLocator, now
+from state.work import ledger
 
 pytestmark = needs_tmux
 

@@ -9,15 +9,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from conftest import crew_ctx
-from state import crewlog, mailbox, notify, protocol
+
+from state.crew import crewlog, mailbox, notify, protocol
+from state.crew.protocol import Context
 from state.errors import CaptainError
 from state.home import Home
+from state.inputs import MAX_TEXT_BYTES
 from state.models import SUMMARY_MAX, Message
-from state.protocol import Context
-from state.text import MAX_TEXT_BYTES
-
 
 # -- helpers --------------------------------------------------------------------------------
 

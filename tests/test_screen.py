@@ -1,4 +1,4 @@
-"""Screen reading (captain_tui.screen): real captures, variants built from them, properties.
+"""Screen reading (captain_tui.runtime.pane_reader): real captures, variants built from them, properties.
 
 The doorbell may ring only on (approval False, composer readable, draft "", not working).
 Every test here either checks a real capture reads right or that something that is not a
@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from captain_tui.screen import Screen, read_screen, strip_ansi
+from captain_tui.runtime.pane_reader import Screen, read_screen, strip_ansi
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(os.environ.get("CAPTAIN_FIXTURES", REPO.parent / "shared" / "fixtures"))
@@ -377,7 +377,7 @@ def test_claude_dim_suggestion_is_empty_in_ansi_but_a_draft_in_plain(dim, cursor
     # grey text but Claude's cursor sits after it: typed, not a suggestion
     f"\x1b[39m❯\xa0\x1b[38;5;246m{CLAUDE_SUGGESTION}\x1b[7m \x1b[27m",
     # only part of the text is dim
-    f"\x1b[39m❯\xa0Try \x1b[2m\"fix the flaky test\"\x1b[22m",
+    "\x1b[39m❯\xa0Try \x1b[2m\"fix the flaky test\"\x1b[22m",
     # near-white and near-black are ordinary text colours, not placeholder grey
     f"\x1b[39m❯\xa0\x1b[38;5;231m{CLAUDE_SUGGESTION}",
     f"\x1b[39m❯\xa0\x1b[38;5;236m{CLAUDE_SUGGESTION}",
@@ -738,7 +738,7 @@ def test_generic_choice_list_under_the_cursor_is_an_approval():
 
 
 def test_module_is_pure_stdlib():
-    tree = ast.parse((REPO / "captain_tui" / "screen.py").read_text(encoding="utf-8"))
+    tree = ast.parse((REPO / "captain_tui" / "runtime" / "pane_reader.py").read_text(encoding="utf-8"))
     imported = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):

@@ -20,7 +20,11 @@ import pytest
 from state.errors import CaptainError
 from state.models import Message, now
 from state.store import (
-    MAX_RECORD_BYTES, STALE_TEMP_SECONDS, TEMP_PREFIX, Store, encode,
+    MAX_RECORD_BYTES,
+    STALE_TEMP_SECONDS,
+    TEMP_PREFIX,
+    Store,
+    encode,
 )
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,6 +1,6 @@
 """Which tmux server a crew goes to: --socket > $CAPTAIN_TMUX_SOCKET > $TMUX > 'captain'."""
 
-from captain_tui.tmux import resolve_socket, socket_path_for
+from captain_tui.runtime.tmux import resolve_socket, socket_path_for
 
 
 def test_the_flag_wins():

@@ -1,4 +1,4 @@
-"""Notifications and ``wait`` (state/notify.py), crew signals, and crash repair of side records."""
+"""Notifications and ``wait`` (state/crew/notify.py), crew signals, and crash repair of side records."""
 
 from __future__ import annotations
 
@@ -11,19 +11,25 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, crew_ctx
-from state import crewlog, mailbox, notify, protocol
+
+from state.crew import crewlog, mailbox, notify, protocol
+from state.crew.protocol import Context
 from state.errors import CaptainError
 from state.home import DEFAULT_WAIT_TIMEOUT, Home
 from state.ids import DELIVERY, QUESTION, new_id
 from state.models import (
-    SUMMARY_MAX, Asked, Assigned, AssignmentSpec, BouncedMail, CrewSnapshot, Dismissed, EventFile,
-    Finished, now,
+    SUMMARY_MAX,
+    Asked,
+    Assigned,
+    AssignmentSpec,
+    BouncedMail,
+    CrewSnapshot,
+    Dismissed,
+    Finished,
+    now,
 )
-from state.protocol import Context
 from state.store import encode
-
 
 # -- helpers --------------------------------------------------------------------------------
 
@@ -247,7 +253,7 @@ def test_wait_blocks_until_another_process_writes(home, project):
     t = threading.Thread(target=waiter)
     t.start()
     code = ("import sys\nfrom state.home import Home\nfrom state import protocol\n"
-            "from state.protocol import Context\n"
+            "from state.crew.protocol import Context\n"
             "ev = protocol.ask(Home(sys.argv[1]), 'Jack', 'from afar?', ctx=Context.from_env())\n"
             "print(ev.delivery_id)\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("CAPTAIN_")}

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from captain_tui.tmux import socket_path_for
+from captain_tui.runtime.tmux import socket_path_for
 
 TMUX = shutil.which("tmux")
 needs_tmux = pytest.mark.skipif(TMUX is None, reason="tmux is not installed (.ci/run installs it)")
@@ -75,4 +75,4 @@ class SimLog:
 
 
 def sim_command(log: Path) -> str:
-    return f"{sys.executable} -m captain_tui.simcrew --log {log}"
+    return f"{sys.executable} -m captain_tui.cockpit.simcrew --log {log}"

@@ -26,13 +26,22 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from state import crewlog, ledger
+from stress_layout import (
+    MODELS,
+    PER_CREW,
+    Unreadable,
+    classify,
+    is_temp,
+    parse,
+    read_bytes,
+)
+
+from state.crew import crewlog
 from state.home import Home
-from state.ledger_models import HOLDS_SLOT, TERMINAL
 from state.models import Asked, Assigned, Dismissed, Finished, Recruited
 from state.store import Store
-
-from stress_layout import MODELS, PER_CREW, Unreadable, classify, is_temp, parse, read_bytes
+from state.work import ledger
+from state.work.models import HOLDS_SLOT, TERMINAL
 
 # refusals a correct run produces: (op, code). Anything else is a finding.
 EXPECTED_REFUSALS = {

@@ -22,10 +22,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from state.home import Home
-
 from stress_checks import Audit, Violation
 from stress_layout import rescan
+
+from state.home import Home
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]

@@ -16,12 +16,20 @@ import stat
 import tomllib
 from pathlib import Path
 
-from state.ledger_models import Lease, WorkEvent, WorkItem
 from state.models import (
-    Ack, Bounce, CrewSnapshot, EventFile, HomeMeta, Message, Notification, Receipt, Returned,
+    Ack,
+    Bounce,
+    CrewSnapshot,
+    EventFile,
+    HomeMeta,
+    Message,
+    Notification,
+    Receipt,
+    Returned,
     RingStamp,
 )
 from state.store import MAX_RECORD_BYTES, TEMP_PREFIX
+from state.work.models import Lease, WorkEvent, WorkItem
 
 SEQ_FILE = re.compile(r"\d{8}\.json")
 WORK_ID = re.compile(r"wrk_[0-9A-Z]+")

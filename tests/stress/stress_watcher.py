@@ -26,7 +26,6 @@ import time
 import traceback
 
 import watchfiles
-
 from stress_layout import Unreadable, digest, is_temp, read_bytes
 
 

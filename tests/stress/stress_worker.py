@@ -35,14 +35,15 @@ import traceback
 from collections import deque
 from pathlib import Path
 
-from state import crewlog, ledger, mailbox, notify, protocol
+import stress_layout
+
+from state.crew import crewlog, mailbox, notify, protocol
+from state.crew.protocol import Context
 from state.errors import CaptainError
 from state.home import Home
-from state.ledger_models import TERMINAL
-from state.protocol import Context
 from state.store import FILE_MODE, Quarantined, Store
-
-import stress_layout
+from state.work import ledger, replay
+from state.work.models import TERMINAL
 
 BREAK_ENV = "CAPTAIN_STRESS_BREAK"
 BREAKS = ("in-place", "no-fence")
@@ -514,7 +515,7 @@ class Worker:
         original = self.pick(self.finished)
         if original is None:
             return False
-        got = ledger.replay(self.home, original, actor=self.me, reason="run it again")
+        got = replay.replay(self.home, original, actor=self.me, reason="run it again")
         self.items.append(got.work_id)
         self.log("replay", work_id=got.work_id, seq=got.seq, replay_of=original)
         return True

@@ -26,15 +26,14 @@ import shutil
 from pathlib import Path
 
 import pytest
+import stress_harness
 
-from state import ledger
 from state.home import Home
 from state.ids import new_id
-from state.ledger_models import TERMINAL, Lease, WorkEvent
 from state.models import Ack, CrewSnapshot, Notification, now
 from state.store import encode
-
-import stress_harness
+from state.work import ledger
+from state.work.models import TERMINAL, Lease, WorkEvent
 
 DEFAULT_SECONDS = 90.0
 CONTROL_SECONDS = 15.0

@@ -1,0 +1,324 @@
+"""Agent CLI hooks: ``captain hook AGENT EVENT [PAYLOAD]``, run by the agent, never by people.
+
+Claude Code (registered by ``claude_settings``; the hook JSON arrives on stdin):
+
+- ``SessionStart`` / ``UserPromptSubmit``: unread mail is injected as
+  ``{"hookSpecificOutput": {"hookEventName": EVENT, "additionalContext": TEXT}}``; the read
+  receipts are written only after that line is flushed (``state.crew.protocol.inbox`` owns that
+  rule and the crew lock).
+- ``Stop``: ``{"decision": "block", "reason": TEXT}`` while the crew has unread mail (the
+  mail is the reason, and counts as read once flushed) or an unfinished assignment with no
+  question pending; never when the input says ``stop_hook_active``.
+- ``Notification`` (``notification_type`` ``permission_prompt`` / ``idle_prompt``) and
+  ``PermissionRequest``: ``awaiting_approval`` / ``idle`` signals for ``captain wait``.
+  Nothing is printed: a hook never answers a permission prompt.
+
+Codex: ``notify`` runs ``captain hook codex notify JSON``; an ``agent-turn-complete`` is an
+``idle`` signal carrying ``last-assistant-message``.
+
+Every hook fails open: whatever goes wrong, exit 0, nothing on stdout that could block,
+one line on stderr. Signals are stamped with the moment the hook started, so one older
+than the mail it would answer is dropped by ``state.crew.notify.signal``.
+
+Imports stay lean (stdlib and ``state`` only): Claude Code runs this on every prompt and
+every stop. Mail and the crew's snapshot are read by ``state.crew_side.fast`` without pydantic;
+only what it declines (and the signals) imports the protocol.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, NamedTuple
+
+from state.crew import rules
+from state.crew.rules import Context
+from state.errors import CaptainError
+from state.home import Home
+from state.vocab import now
+
+if TYPE_CHECKING:
+    from state.models import CrewSnapshot, Message
+
+CLAUDE_EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "Notification", "PermissionRequest")
+CODEX_TURN_COMPLETE = "agent-turn-complete"
+
+
+class FailOpen(Exception):
+    """Nothing to do, and the agent must carry on: the reason goes to stderr."""
+
+
+class Call(NamedTuple):  # not a dataclass: that import alone costs every hook ~9 ms
+    agent: str
+    event: str
+    payload: str | None
+    stdin: IO[str] | None
+    stdout: IO[str]
+    env: Mapping[str, str]
+    at: datetime  # when the hook started: the age of any signal it raises
+
+
+def run_hook(agent: str, event: str, payload: str | None, stdin, stdout,
+             env: Mapping[str, str]) -> int:
+    """Handle one hook call. Always returns 0 (fail open)."""
+    call = Call(agent, event, payload, stdin, stdout, env, now())
+    try:
+        handler = HANDLERS.get((agent, event))
+        if handler is None:
+            raise FailOpen(f"unknown hook {agent!r} {event!r}; nothing done")
+        handler(call)
+    except CaptainError as err:
+        _note(call, f"[{err.code}] {err.message}")
+    except FailOpen as why:
+        _note(call, str(why))
+    except Exception as exc:  # noqa: BLE001 - a hook never wedges its agent
+        _note(call, f"{type(exc).__name__}: {exc}")
+    return 0
+
+
+def _note(call: Call, text: str) -> None:
+    line = " ".join(text.split())
+    try:
+        print(f"captain: hook {call.agent} {call.event} failed open: {line}",
+              file=sys.stderr, flush=True)
+    except Exception:  # noqa: BLE001
+        pass
+
+
+# -- the crew this process is ---------------------------------------------------------------
+
+
+def _crew(env: Mapping[str, str]) -> tuple[Home, Context]:
+    """The home and crew identity from the pane's CAPTAIN_* environment, or FailOpen."""
+    ctx = Context.from_env(env)
+    if ctx.role != "crew" or not ctx.crew or not ctx.incarnation:
+        raise FailOpen("not a crew environment (CAPTAIN_ROLE=crew, CAPTAIN_CREW and "
+                       "CAPTAIN_INCARNATION are required)")
+    root = env.get("CAPTAIN_HOME")
+    if not root:
+        raise FailOpen("CAPTAIN_HOME is not set")
+    if not (Path(root) / "home.json").is_file():
+        # Home() would create a fresh home here; a hook must never do that
+        raise FailOpen(f"there is no captain home at {root}")
+    return Home(Path(root)), ctx
+
+
+def _current(home: Home, ctx: Context) -> tuple[str, CrewSnapshot]:
+    """This crew's live snapshot, refusing unknown, dismissed or stale incarnations."""
+    from state.crew_side import fast as crew_fast
+
+    try:
+        return crew_fast.crew(home, ctx)
+    except crew_fast.Unsure:
+        return rules.current_crew(ctx, lambda key: _load(home, key))
+
+
+def _load(home: Home, key: str) -> CrewSnapshot | None:
+    from state.crew_side import fast as crew_fast
+
+    try:
+        return crew_fast.snapshot(home, key)
+    except crew_fast.Unsure:
+        from state.crew import crewlog
+
+        return crewlog.load(home, key)[0]
+
+
+def _inbox(home: Home, ctx: Context, deliver: Callable[[list[Message]], None]) -> None:
+    """``protocol.inbox``: the crew lock, then ``deliver``, then receipts (only if it returned)."""
+    from state.crew_side import fast as crew_fast
+
+    try:
+        crew_fast.inbox(home, ctx.crew, deliver=deliver, ctx=ctx, via="hook")
+    except crew_fast.Unsure:  # raised before anything was delivered
+        from state.crew import protocol
+
+        protocol.inbox(home, ctx.crew, deliver=deliver, ctx=ctx, via="hook")
+
+
+# -- input and output -----------------------------------------------------------------------
+
+
+def _input(call: Call) -> dict:
+    """The hook JSON on stdin: one object, for this very event."""
+    stream = call.stdin
+    if stream is None or (hasattr(stream, "isatty") and stream.isatty()):
+        raise FailOpen("no hook input on stdin")
+    raw = stream.read()
+    try:
+        data = json.loads(raw)
+    except (TypeError, ValueError) as exc:
+        raise FailOpen(f"stdin is not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise FailOpen("stdin JSON is not an object")
+    named = data.get("hook_event_name")
+    if named is not None and named != call.event:
+        raise FailOpen(f"stdin is a {named!r} event, not {call.event}")
+    return data
+
+
+def _emit(stdout: IO[str], answer: dict) -> None:
+    """One JSON line, flushed: after this returns, the agent has it. ASCII-only, so no
+    terminal encoding can turn it into something that is not JSON."""
+    stdout.write(json.dumps(answer) + "\n")
+    stdout.flush()
+
+
+def _when(stamp: datetime) -> str:
+    return stamp.strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def _mail_text(batch: list[Message]) -> str:
+    name = batch[0].crew
+    head = (f"Mail from the captain for {name}: {len(batch)} message(s), oldest first. "
+            "Delivered here, it now counts as read.")
+    parts = [head]
+    for m in batch:
+        label = f"{m.message_id} · {m.kind}"
+        if m.question_id:
+            label += f" (answers {m.question_id})"
+        parts.append(f"[{label} · {_when(m.queued_at)}]\n{m.text}")
+    parts.append(_protocol_line(name, batch[-1].assignment_id))
+    return "\n\n".join(parts)
+
+
+def _protocol_line(name: str, assignment_id: str) -> str:
+    return (f"Protocol: you are crew {name} on assignment {assignment_id}. When it is done, "
+            f"run: captain done {name} --report \"what changed and how it was checked\". "
+            f"If you are blocked, run: captain ask {name} \"your question\" once, then stop "
+            "until the answer arrives as mail.")
+
+
+# -- Claude Code ----------------------------------------------------------------------------
+
+
+def _claude_inject(call: Call) -> None:
+    """SessionStart / UserPromptSubmit: unread mail becomes additionalContext."""
+    _input(call)
+    home, ctx = _crew(call.env)
+
+    def deliver(batch: list[Message]) -> None:
+        if batch:
+            _emit(call.stdout, {"hookSpecificOutput": {
+                "hookEventName": call.event, "additionalContext": _mail_text(batch)}})
+
+    _inbox(home, ctx, deliver)
+
+
+def _claude_stop(call: Call) -> None:
+    """Stop: block while mail is unread or the assignment is unfinished with no question."""
+    data = _input(call)
+    if data.get("stop_hook_active"):
+        return  # already continuing because of a Stop hook: never hold it twice
+    home, ctx = _crew(call.env)
+    key, _ = _current(home, ctx)
+    blocked = False
+
+    def deliver(batch: list[Message]) -> None:
+        nonlocal blocked
+        if batch:
+            _emit(call.stdout, {"decision": "block", "reason": _mail_text(batch)
+                                + "\nAct on this mail before you stop."})
+            blocked = True
+
+    _inbox(home, ctx, deliver)
+    if blocked:
+        return
+    snapshot = _load(home, key)
+    if snapshot is None or snapshot.dismissed_at is not None or snapshot.done_at is not None:
+        return
+    if rules.pending_question(home, key, snapshot) is not None:
+        return  # it asked and waits for the answer: stopping is right
+    name, spec = snapshot.name, snapshot.assignment
+    _emit(call.stdout, {"decision": "block", "reason": (
+        f"Assignment {spec.assignment_id} is not finished, and no question is pending. "
+        f"If the work is done, run: captain done {name} --report \"what changed and how it "
+        f"was checked\". If you are blocked, run: captain ask {name} \"your question\" and "
+        "then stop. Otherwise keep working on it.")})
+
+
+_PERMISSION_WORDS = ("permission", "approval", "approve")
+
+
+def _claude_notification(call: Call) -> None:
+    data = _input(call)
+    kind = data.get("notification_type")
+    message = str(data.get("message") or "").strip()
+    if kind is None:  # older Claude Code sends only the message
+        lowered = message.lower()
+        if any(word in lowered for word in _PERMISSION_WORDS):
+            kind = "permission_prompt"
+        elif "waiting for your input" in lowered:
+            kind = "idle_prompt"
+    if kind == "permission_prompt":
+        _signal(call, "awaiting_approval", message or "a permission prompt is on screen")
+    elif kind == "idle_prompt":
+        _signal(call, "idle", message or "waiting for input")
+    # other kinds (auth_success, elicitation_dialog, ...) are not the captain's business
+
+
+def _claude_permission_request(call: Call) -> None:
+    data = _input(call)
+    tool = str(data.get("tool_name") or "a tool")
+    tool_input = data.get("tool_input")
+    detail = ""
+    if isinstance(tool_input, dict):
+        shown = tool_input.get("command") or tool_input.get("file_path") or tool_input
+        detail = shown if isinstance(shown, str) else json.dumps(shown, ensure_ascii=False)
+        detail = ": " + " ".join(detail.split())[:300]
+    _signal(call, "awaiting_approval", f"permission prompt: {tool}{detail}")
+
+
+def _signal(call: Call, status: str, summary: str) -> None:
+    """A crew signal for ``captain wait``, stamped with when the hook started."""
+    from state.crew import mailbox, notify
+
+    home, ctx = _crew(call.env)
+    key, snapshot = _current(home, ctx)
+    text = f"{snapshot.name}: {summary}"
+    if status != "awaiting_approval":
+        notify.signal(home, snapshot.name, status, text, at=call.at,
+                      incarnation_id=snapshot.incarnation_id)
+        return
+    # One prompt can fire both PermissionRequest and Notification(permission_prompt):
+    # while an approval notice for the same mail is unacknowledged, do not raise another.
+    with home.store.lock(f"hook-approval-{key}"):
+        assignment_id = snapshot.assignment.assignment_id
+        last = mailbox.last_message(home, key, assignment_id)
+        queued_at = last.queued_at if last else None
+        if any(n.status == "awaiting_approval" and n.queued_at == queued_at
+               for n in mailbox.unacknowledged(home, key, assignment_id)):
+            return
+        notify.signal(home, snapshot.name, status, text, at=call.at,
+                      incarnation_id=snapshot.incarnation_id)
+
+
+# -- Codex ----------------------------------------------------------------------------------
+
+
+def _codex_notify(call: Call) -> None:
+    if call.payload is None:
+        raise FailOpen("codex notify passes its event as one JSON argument; none was given")
+    try:
+        data = json.loads(call.payload)
+    except ValueError as exc:
+        raise FailOpen(f"the notify argument is not JSON ({exc})") from None
+    if not isinstance(data, dict) or data.get("type") != CODEX_TURN_COMPLETE:
+        return  # only a finished turn means anything to the captain
+    message = data.get("last-assistant-message")
+    text = message.strip() if isinstance(message, str) and message.strip() else \
+        "finished its turn"
+    _signal(call, "idle", text)
+
+
+HANDLERS: dict[tuple[str, str], Callable[[Call], None]] = {
+    ("claude", "SessionStart"): _claude_inject,
+    ("claude", "UserPromptSubmit"): _claude_inject,
+    ("claude", "Stop"): _claude_stop,
+    ("claude", "Notification"): _claude_notification,
+    ("claude", "PermissionRequest"): _claude_permission_request,
+    ("codex", "notify"): _codex_notify,
+}

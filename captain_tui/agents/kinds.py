@@ -1,0 +1,72 @@
+"""The kinds of crew captain starts, and what every kind shares.
+
+``claude`` and ``codex`` are agent CLIs with a module each (how they are started, how they
+report back); ``shell`` is the person's ``$SHELL`` and ``program`` any command line
+(``--command``): to captain both are plain programs with no hooks.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import sys
+from pathlib import Path
+
+from state.errors import CaptainError
+
+AGENTS = ("claude", "codex", "shell", "program")
+HOOKED = frozenset({"claude"})  # delivery by hooks: every ring is the fixed wake line
+WAKE_LINE = "mail from the captain is waiting; keep working"
+
+
+def captain_command() -> list[str]:
+    """How a crew pane (or an agent's hook) runs this same captain."""
+    return [sys.executable, "-m", "captain_tui"]
+
+
+def captain_argv(captain: list[str]) -> list[str]:
+    """``captain`` checked: the argv an agent's hook configuration runs captain with."""
+    if not captain or not all(isinstance(a, str) and a for a in captain):
+        raise ValueError("captain must be a non-empty list of non-empty strings")
+    return list(captain)
+
+
+def require(program: str, agent: str) -> str:
+    """The path of ``program``, or ``agent_not_found`` saying how to go on."""
+    found = shutil.which(program)
+    if not found:
+        raise CaptainError(
+            "agent_not_found",
+            f"the {agent} agent needs '{program}' on PATH and it is not there; install it, "
+            "or pass --command to run something else.")
+    return found
+
+
+def command_for(agent: str, home, key: str, command: str | None = None) -> str:
+    """The shell command line the crew's window runs."""
+    if command is not None:
+        argv = shlex.split(command)
+        if not argv:
+            raise CaptainError("invalid_argument", "--command is empty.")
+        require(argv[0], agent)
+        return command
+    if agent == "claude":
+        from captain_tui.agents import claude
+
+        return claude.command(home, key)
+    if agent == "codex":
+        from captain_tui.agents import codex
+
+        return codex.command()
+    shell = os.environ.get("SHELL") or "/bin/sh"
+    return shlex.join([require(shell, agent)])
+
+
+def pane_env(crew_env: dict[str, str]) -> dict[str, str]:
+    """The crew's CAPTAIN_* plus a PATH on which ``captain`` is this captain."""
+    bin_dir = str(Path(sys.executable).parent)
+    path = os.environ.get("PATH", "")
+    if bin_dir not in path.split(os.pathsep):
+        path = bin_dir + os.pathsep + path
+    return {**crew_env, "PATH": path}

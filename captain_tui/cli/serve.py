@@ -1,0 +1,107 @@
+"""``captain serve`` and ``captain tokens ...``: the ledger's HTTP door and its keys."""
+
+from __future__ import annotations
+
+import sys
+
+from captain_tui.cli.work import _captain_only, _home
+
+
+def cmd_serve(args, out) -> int:
+    from captain_tui.api import routes as api
+
+    _captain_only("serve")
+    home = _home(args)
+
+    def announce(host: str, port: int, workspace: str, remote: bool) -> None:
+        if remote:
+            print(f"captain: warning: serving on {host}, which is not loopback: anyone who "
+                  "can reach it may try tokens. Prefer a reverse proxy with TLS.",
+                  file=sys.stderr, flush=True)
+        shown = f"[{host}]" if ":" in host else host
+        out.ok({"url": f"http://{shown}:{port}", "workspace_id": workspace},
+               f"Serving workspace {workspace} on http://{shown}:{port} "
+               "(the API is under /api, webhooks under /hooks; ctrl+c stops).")
+
+    return api.serve(home, args.host, args.port, allow_remote=args.allow_remote,
+                     announce=announce)
+
+
+def cmd_tokens_create(args, out) -> int:
+    from state.work import tokens
+
+    _captain_only("tokens create")
+    record, secret = tokens.create(_home(args), args.role, args.label)
+    out.ok({"token": secret, "token_id": record.token_id, "role": record.role},
+           f"{secret}\n\nThis is the only time the token is shown; it is stored hashed. "
+           f"Token {record.token_id}, role {record.role}. Send it as "
+           "'Authorization: Bearer <token>'.")
+    return 0
+
+
+def cmd_tokens_list(args, out) -> int:
+    from state.work import tokens
+
+    _captain_only("tokens list")
+    home = _home(args)
+    rows = [r.model_dump(mode="json", exclude={"schema_", "sha256"})
+            for r in tokens.records(home)]
+    if not rows:
+        out.ok({"tokens": []}, "No tokens yet: captain tokens create --role manager|member")
+        return 0
+    lines = [f"{r['token_id']}  {r['role']:<7}  created {r['created_at'][:19]}  "
+             + (f"REVOKED {r['revoked_at'][:19]}" if r["revoked_at"] else "live")
+             + (f"  {r['label']}" if r["label"] else "") for r in rows]
+    out.ok({"tokens": rows}, "\n".join(lines))
+    return 0
+
+
+def cmd_tokens_revoke(args, out) -> int:
+    from state.work import tokens
+
+    _captain_only("tokens revoke")
+    record = tokens.revoke(_home(args), args.token_id)
+    out.ok({"token_id": record.token_id, "revoked_at": record.revoked_at.isoformat()},
+           f"Revoked {record.token_id}; it is refused from now on.")
+    return 0
+
+
+def _port(text: str) -> int:
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0-65535)")
+    return value
+
+
+def add_commands(sub, common, parser_class) -> None:
+    p = sub.add_parser("serve", parents=[common],
+                       help="Serve the work ledger over HTTP, and the webhook door.",
+                       description="Serve the work ledger over HTTP (FastAPI; OpenAPI at "
+                                   "/openapi.json) and the webhook door at /hooks/ENDPOINT. "
+                                   "Loopback only unless --allow-remote.")
+    p.set_defaults(func=cmd_serve)
+    p.add_argument("--host", default="127.0.0.1", help="default 127.0.0.1")
+    p.add_argument("--port", type=_port, default=8765, help="default 8765; 0 picks a free one")
+    p.add_argument("--allow-remote", action="store_true",
+                   help="allow a non-loopback --host (prints a warning)")
+
+    t = sub.add_parser("tokens", help="API tokens: create (shown once), list, revoke.",
+                       description="API tokens: create (shown once, stored hashed), list, "
+                                   "revoke. Members read; managers may also cancel, replay "
+                                   "and resolve.")
+    inner = t.add_subparsers(dest="tokens_command", metavar="COMMAND", required=True,
+                             parser_class=parser_class)
+    p = inner.add_parser("create", parents=[common], help="Create a token; it is printed once.")
+    p.set_defaults(func=cmd_tokens_create)
+    p.add_argument("--role", required=True, choices=("manager", "member"))
+    p.add_argument("--label", metavar="TEXT", help="who or what it is for")
+    p = inner.add_parser("list", parents=[common], help="List tokens (never their secrets).")
+    p.set_defaults(func=cmd_tokens_list)
+    p = inner.add_parser("revoke", parents=[common], help="Revoke a token by its ID.")
+    p.set_defaults(func=cmd_tokens_revoke)
+    p.add_argument("token_id", metavar="TOKEN_ID")

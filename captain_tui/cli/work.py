@@ -1,0 +1,391 @@
+"""``captain work ...`` and ``captain deliveries ...``: the work ledger from the shell.
+
+Every command goes through ``state.work.ledger`` / ``state.work.deliveries`` (the same functions the
+cockpit and the HTTP API use). Nothing here prints an item's input, an event's detail or a
+raw webhook body.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from captain_tui.cli.main import (  # cli imports this module only once loaded
+    _home,
+    _table,
+    _when,
+)
+from state.work import replay
+
+
+def actor() -> str:
+    """Who the captain-side caller is, as recorded on what they request."""
+    import getpass  # not at import: every command builds this module's parsers
+
+    try:
+        return f"captain:{getpass.getuser()}"
+    except Exception:  # noqa: BLE001 - no user name is not a reason to refuse
+        return "captain"
+
+
+def _captain_only(command: str) -> None:
+    from state.crew.protocol import Context, check_captain
+
+    check_captain(Context.from_env(), command)
+
+
+def _item_line(row: dict) -> str:
+    loud = "  <- needs reconciliation: captain work resolve" \
+        if row["state"] == "needs_reconciliation" else ""
+    return (f"{row['work_id']}  {row['state']}  generation {row['generation']}  "
+            f"source {row['source']}{loud}")
+
+
+def _item_human(row: dict) -> str:
+    lines = [_item_line(row),
+             f"  requester {row['requester']}  created {_when(row['created_at'])}  "
+             f"updated {_when(row['updated_at'])}",
+             f"  input sha256 {row['input_sha256']}  target revision "
+             f"{row['target_revision'] or '-'}"]
+    if row.get("crew"):
+        lines.append(f"  crew {row['crew']}  assignment {row['assignment_id']}")
+    if row.get("replay_of"):
+        lines.append(f"  replay of {row['replay_of']}: {row['replay_reason']}")
+    if row.get("delivery_id"):
+        lines.append(f"  delivery {row['delivery_id']}")
+    if row.get("resolution"):
+        r = row["resolution"]
+        lines.append(f"  resolved to {r['to']} by {r['operator']} at {_when(r['at'])}: "
+                     f"{r['reason']} (runtime stopped: {'yes' if r['runtime_stopped'] else 'no'})")
+    for a in row.get("attempts", []):
+        cost = "unknown" if a["cost_usd"] is None else f"${a['cost_usd']:.4f}"
+        where = a["runtime_locator"]["pane_id"] if a["runtime_locator"] else "no locator"
+        lines.append(f"  attempt g{a['generation']} {a['run_id']}  {a['outcome'] or 'live'}  "
+                     f"lease {a['lease_holder']} until {_when(a['lease_expires_at'])}  "
+                     f"heartbeat {_when(a['heartbeat_at'])}  {where}  cost {cost}")
+    for e in row.get("events", []):
+        extra = f"  ({e['reason']})" if e.get("reason") else ""
+        lines.append(f"  #{e['seq']} {_when(e['at'])}  {e['type']} -> {e['state']}  "
+                     f"g{e['generation']}  by {e['actor']}{extra}")
+    return "\n".join(lines)
+
+
+# -- work -------------------------------------------------------------------------------------
+
+
+def cmd_list(args, out) -> int:
+    from state.work import ledger
+
+    home = _home(args)
+    items, cursor = ledger.page(home, state=args.state, source=args.source, limit=args.limit,
+                                after=args.after)
+    rows = [ledger.public(home, i) for i in items]
+    if not rows:
+        human = "No work items" + (" match." if args.state or args.source or args.after else
+                                   " yet. Recruiting or assigning a crew creates one.")
+    else:
+        table = [["WORK", "STATE", "GEN", "SOURCE", "CREW", "UPDATED"]]
+        for r in rows:
+            state = r["state"].upper() if r["state"] == "needs_reconciliation" else r["state"]
+            table.append([r["work_id"], state, str(r["generation"]), r["source"],
+                          r["crew"] or "-", _when(r["updated_at"])])
+        human = _table(table)
+        if cursor:
+            human += f"\nMore: captain work list --after {cursor}"
+    out.ok({"items": rows, "next_cursor": cursor}, human)
+    return 0
+
+
+def cmd_show(args, out) -> int:
+    from state.work import ledger
+
+    home = _home(args)
+    row = ledger.public(home, ledger.get(home, args.work_id), detail=True)
+    out.ok({"item": row}, _item_human(row))
+    return 0
+
+
+_CANCEL_WORDS = {
+    "cancelled": "Cancelled {id}: the stop is confirmed.",
+    "already_terminal": "{id} was already {state}; nothing was done.",
+    "stop_unconfirmed": "The stop of {id} could NOT be confirmed: it is now "
+                        "needs_reconciliation and keeps its slot. Check the process, then "
+                        "captain work resolve {id} --generation {gen} ...",
+}
+
+
+def cmd_cancel(args, out) -> int:
+    from captain_tui.runtime import ledger_probe as ledger_runtime
+    from state.work import ledger
+
+    _captain_only("work cancel")
+    home = _home(args)
+    result = ledger.cancel(home, args.work_id, actor=actor(), reason=args.reason,
+                           stop=ledger_runtime.stop)
+    row = ledger.public(home, result.item)
+    out.ok({"item": row, "outcome": result.outcome, "state": row["state"]},
+           _CANCEL_WORDS[result.outcome].format(id=row["work_id"], state=row["state"],
+                                                gen=row["generation"]))
+    return 0
+
+
+def cmd_replay(args, out) -> int:
+    from state.work import ledger
+
+    _captain_only("work replay")
+    home = _home(args)
+    item = replay.replay(home, args.work_id, actor=actor(), reason=args.reason,
+                         target_revision=args.target_revision)
+    row = ledger.public(home, item)
+    out.ok({"item": row}, f"Replayed {args.work_id} as {item.work_id} (queued, target "
+                          f"revision {item.target_revision or '-'}).")
+    return 0
+
+
+def cmd_resolve(args, out) -> int:
+    from state.work import ledger
+
+    _captain_only("work resolve")
+    home = _home(args)
+    item = ledger.resolve(home, args.work_id, generation=args.generation, to=args.to,
+                          reason=args.reason, operator=actor(),
+                          runtime_stopped=args.runtime_stopped)
+    row = ledger.public(home, item)
+    out.ok({"item": row}, f"Resolved {item.work_id} to {item.state}; its slot is free.")
+    return 0
+
+
+def cmd_submit(args, out) -> int:
+    from state.inputs import check_text
+    from state.work import ledger
+
+    _captain_only("work submit")
+    check_text(args.text, "input")
+    home = _home(args)
+    item = ledger.accept(home, source="chat", input={"text": args.text}, requester=actor(),
+                         target_revision=args.target_revision, max_attempts=args.max_attempts)
+    out.ok({"item": ledger.public(home, item)}, f"Queued {item.work_id}.")
+    return 0
+
+
+def cmd_claim(args, out) -> int:
+    from state.work import ledger
+
+    _captain_only("work claim")
+    home = _home(args)
+    item = ledger.claim(home, args.work_id, holder=args.holder or actor(), source=args.source)
+    run = item.attempts[-1]
+    out.ok({"item": ledger.public(home, item), "generation": item.generation,
+            "run_id": run.run_id},
+           f"Claimed {item.work_id}: generation {item.generation}, run {run.run_id}, lease "
+           f"until {_when(run.lease_expires_at)}. Heartbeat and report with --generation "
+           f"{item.generation}.")
+    return 0
+
+
+def cmd_heartbeat(args, out) -> int:
+    from state.work import ledger
+
+    _captain_only("work heartbeat")
+    home = _home(args)
+    item = ledger.heartbeat(home, args.work_id, args.generation, holder=args.holder)
+    live = ledger.lease(home, item)
+    out.ok({"item": ledger.public(home, item),
+            "lease_expires_at": live.expires_at.isoformat() if live else None},
+           f"Lease of {item.work_id} renewed until {_when(live.expires_at if live else None)}.")
+    return 0
+
+
+def cmd_report(args, out) -> int:
+    from state.work import ledger
+
+    _captain_only("work report")
+    home = _home(args)
+    detail = sys.stdin.read() if args.detail_stdin else None
+    item = ledger.report(home, args.work_id, args.generation, args.outcome,
+                         actor=args.holder or actor(),
+                         cost_usd=args.cost_usd, detail=detail, repeatable=args.repeatable)
+    out.ok({"item": ledger.public(home, item)}, f"{item.work_id} is {item.state}.")
+    return 0
+
+
+# -- deliveries -------------------------------------------------------------------------------
+
+
+def cmd_ingest(args, out) -> int:
+    from state.work import deliveries
+
+    _captain_only("deliveries ingest")
+    home = _home(args)
+    body = sys.stdin.buffer.read(deliveries.MAX_BODY_BYTES + 1)
+    intake = deliveries.ingest(home, args.endpoint, args.delivery_id, body, event=args.event)
+    row = deliveries.public(home, intake.delivery)
+    what = "a duplicate of" if intake.duplicate else "recorded as"
+    then = f"; work item {row['work_id']}" if row["work_id"] else \
+        f"; no work: {row['filter_reason']}"
+    out.ok({"delivery": row, "duplicate": intake.duplicate},
+           f"Delivery {args.delivery_id} on {args.endpoint}: {what} {row['delivery_id']}{then}.")
+    return 0
+
+
+def cmd_deliveries_list(args, out) -> int:
+    from state.work import deliveries
+
+    home = _home(args)
+    records, cursor = deliveries.page(home, endpoint_id=args.endpoint,
+                                      source_delivery_id=args.source_delivery_id,
+                                      limit=args.limit, after=args.after)
+    rows = [deliveries.public(home, r) for r in records]
+    if not rows:
+        human = "No deliveries match."
+    else:
+        table = [["DELIVERY", "ENDPOINT", "SOURCE ID", "EVENT", "RECEIVED", "BODY", "WORK"]]
+        for r in rows:
+            body = "held" if r["raw_body_available"] else "expired"
+            table.append([r["delivery_id"], r["endpoint_id"], r["source_delivery_id"],
+                          r["event"] or "-", _when(r["received_at"]), body,
+                          r["work_id"] or f"filtered: {r['filter_reason']}"])
+        human = _table(table)
+        if cursor:
+            human += f"\nMore: captain deliveries list --after {cursor}"
+    out.ok({"deliveries": rows, "next_cursor": cursor}, human)
+    return 0
+
+
+def cmd_deliveries_show(args, out) -> int:
+    from state.work import deliveries
+
+    home = _home(args)
+    row = deliveries.public(home, deliveries.get(home, args.delivery_id))
+    body = (f"held until {_when(row['raw_body_expires_at'])}" if row["raw_body_available"]
+            else f"expired at {_when(row['raw_body_expires_at'])} (a replay is unavailable)")
+    human = "\n".join([
+        f"{row['delivery_id']}  endpoint {row['endpoint_id']}  source id "
+        f"{row['source_delivery_id']}  event {row['event'] or '-'}",
+        f"  received {_when(row['received_at'])}  body {row['body_bytes']} bytes sha256 "
+        f"{row['body_sha256']}, {body}",
+        f"  work {row['work_id']}" if row["work_id"] else
+        f"  no work: {row['filter_reason']}"])
+    out.ok({"delivery": row}, human)
+    return 0
+
+
+# -- the parser -------------------------------------------------------------------------------
+
+
+def _generation(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a generation number") from None
+    if not 0 <= value < 2**31:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a generation number")
+    return value
+
+
+def _attempts(text: str) -> int:
+    value = _generation(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1 attempt")
+    return value
+
+
+def _limit(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+
+
+def _cost(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an amount in USD") from None
+    if not 0 <= value < 1e9:
+        raise argparse.ArgumentTypeError(f"{text!r} must be an amount >= 0 in USD")
+    return value
+
+
+def add_commands(sub, common, parser_class) -> None:
+    """Register ``work`` and ``deliveries`` (with their own subcommands) on ``sub``."""
+
+    def group(name: str, help_text: str):
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        inner = p.add_subparsers(dest=f"{name}_command", metavar="COMMAND", required=True,
+                                 parser_class=parser_class)
+
+        def add(cmd: str, text: str, func):
+            q = inner.add_parser(cmd, parents=[common], help=text, description=text)
+            q.set_defaults(func=func)
+            return q
+        return add
+
+    add = group("work", "The work ledger: every assignment, chat and webhook run as a work "
+                        "item with attempts, generations and an append-only history.")
+    p = add("list", "List work items, oldest first (at most 100 per page).", cmd_list)
+    p.add_argument("--state", metavar="STATE",
+                   help="queued, running, succeeded, failed, cancelled, needs_reconciliation")
+    p.add_argument("--source", metavar="SOURCE", help="assignment, chat or webhook")
+    p.add_argument("--limit", type=_limit, default=50, metavar="N", help="1..100 (default 50)")
+    p.add_argument("--after", metavar="CURSOR", help="the next_cursor of the previous page")
+    p = add("show", "One work item with its attempts and events (never its input).", cmd_show)
+    p.add_argument("work_id", metavar="WORK_ID")
+    p = add("cancel", "Request a cancel: stopped and confirmed, already finished, or stop not "
+                      "confirmed (then it needs reconciliation). Safe to repeat.", cmd_cancel)
+    p.add_argument("work_id", metavar="WORK_ID")
+    p.add_argument("--reason", metavar="TEXT")
+    p = add("replay", "Run a finished item's input again as a new item (a new authorization).",
+            cmd_replay)
+    p.add_argument("work_id", metavar="WORK_ID")
+    p.add_argument("--reason", required=True, metavar="TEXT", help="why it runs again")
+    p.add_argument("--target-revision", metavar="REV", help="default: the original's")
+    p = add("resolve", "Resolve an item that needs reconciliation (frees its slot, starts "
+                       "nothing).", cmd_resolve)
+    p.add_argument("work_id", metavar="WORK_ID")
+    p.add_argument("--generation", type=_generation, required=True, metavar="G",
+                   help="the generation you inspected")
+    p.add_argument("--to", required=True, choices=("succeeded", "failed", "cancelled"))
+    p.add_argument("--reason", metavar="TEXT", help="what you checked and found (required)")
+    p.add_argument("--runtime-stopped", action="store_true",
+                   help="attest that the process is no longer running (needed for cancelled)")
+    p = add("submit", "Queue a chat work item with this input.", cmd_submit)
+    p.add_argument("--text", required=True, metavar="TEXT")
+    p.add_argument("--target-revision", metavar="REV")
+    p.add_argument("--max-attempts", type=_attempts, default=1, metavar="N")
+    p = add("claim", "Worker: claim the oldest queued item (or WORK_ID) into a free slot.",
+            cmd_claim)
+    p.add_argument("work_id", nargs="?", metavar="WORK_ID")
+    p.add_argument("--source", choices=("assignment", "chat", "webhook"))
+    p.add_argument("--holder", metavar="NAME", help="who holds the lease (default: you)")
+    p = add("heartbeat", "Worker: renew the lease of the attempt at this generation.",
+            cmd_heartbeat)
+    p.add_argument("work_id", metavar="WORK_ID")
+    p.add_argument("--generation", type=_generation, required=True, metavar="G")
+    p.add_argument("--holder", metavar="NAME")
+    p = add("report", "Worker: report the attempt's result at this generation.", cmd_report)
+    p.add_argument("work_id", metavar="WORK_ID")
+    p.add_argument("--generation", type=_generation, required=True, metavar="G")
+    p.add_argument("--outcome", required=True, choices=("succeeded", "failed"))
+    p.add_argument("--cost-usd", type=_cost, metavar="USD", help="omit when unknown")
+    p.add_argument("--repeatable", action="store_true",
+                   help="a failure worth retrying (same work id, new run id) if attempts remain")
+    p.add_argument("--holder", metavar="NAME", help="who reports (default: you)")
+    p.add_argument("--detail-stdin", action="store_true",
+                   help="store stdin as the transition's detail (never printed)")
+
+    add = group("deliveries", "Inbound webhook deliveries: recorded before anything runs.")
+    p = add("ingest", "Record a delivery read from stdin, then create its work item.",
+            cmd_ingest)
+    p.add_argument("--endpoint", required=True, metavar="ENDPOINT")
+    p.add_argument("--delivery-id", required=True, metavar="ID",
+                   help="the sender's delivery id (unique within the endpoint)")
+    p.add_argument("--event", metavar="NAME")
+    p = add("list", "List deliveries; --endpoint with --source-delivery-id answers the "
+                    "identity question (zero or one).", cmd_deliveries_list)
+    p.add_argument("--endpoint", metavar="ENDPOINT")
+    p.add_argument("--source-delivery-id", metavar="ID")
+    p.add_argument("--limit", type=_limit, default=50, metavar="N")
+    p.add_argument("--after", metavar="CURSOR")
+    p = add("show", "One delivery (never its body).", cmd_deliveries_show)
+    p.add_argument("delivery_id", metavar="DELIVERY_ID")

@@ -1,0 +1,651 @@
+"""The cockpit: a Textual app over one home.
+
+Threads and messages, in one place:
+
+- the feed pump (a thread worker) owns the ``Feed``; it reads the home and posts
+  ``FeedUpdated`` with a fresh immutable ``HomeView``;
+- the watcher (a thread worker reading the watcher process on an event loop of its own,
+  see ``Watcher``) turns change batches into pump requests;
+- the doorbell (a thread worker) runs ``Runner.tick`` like ``captain wait`` does, so held
+  mail rings in while the cockpit is open;
+- every action runs its protocol call in a thread worker and reports back with
+  ``call_from_thread``; the pane preview captures tmux in a thread worker too.
+
+The UI thread only renders views and opens forms: it never touches the disk or tmux.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+from textual import on, work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DataTable
+from textual.worker import get_current_worker
+
+from captain_tui.cockpit import commands
+from captain_tui.cockpit import desktop_alerts as alerts
+from captain_tui.cockpit import prefs as settings
+from captain_tui.cockpit.commands import BY_ACTION, COMMANDS, Command
+from captain_tui.cockpit.feed.alerts import Alert
+from captain_tui.cockpit.feed.home import Feed, Update
+from captain_tui.cockpit.feed.pump import RESCAN_SECONDS, FeedPump
+from captain_tui.cockpit.feed.watcher import Watcher
+from captain_tui.cockpit.heap import Collector
+from captain_tui.cockpit.work import WorkCommands, reconciling_text
+from captain_tui.runtime import ops as actions
+from state.errors import CaptainError
+from state.home import Home
+from widgets.cells import age
+from widgets.chrome import CockpitFooter, CockpitHeader
+from widgets.panels.base import Panel
+from widgets.panels.crew import CrewPanel
+from widgets.panels.doorbells import DoorbellsPanel
+from widgets.panels.notifications import NotificationsPanel
+from widgets.panels.questions import QuestionsPanel
+from widgets.panels.work import WorkPanel
+from widgets.preview import PanePreview
+from widgets.screens.forms import (
+    AnswerScreen,
+    AssignScreen,
+    ConfirmScreen,
+    FormScreen,
+    RecruitScreen,
+    TellScreen,
+)
+from widgets.screens.help import HelpScreen
+from widgets.screens.settings import SettingsScreen
+from widgets.view import CrewRow, HomeView, NotificationRow, QuestionRow
+
+DOORBELL_EVERY = 0.25  # the runner keeps its own clocks; this is how often it is asked
+AGES_EVERY = 5.0  # "4m ago" columns are re-rendered from the view (no I/O) this often
+PREVIEW_EVERY = 1.0  # the selected crew's pane is captured again this often
+
+
+class FeedUpdated(Message):
+    """A new view of the home. Only the newest one matters, so a queued one is replaced by
+    the next — unless it carries alerts, which must each be raised."""
+
+    def __init__(self, update: Update) -> None:
+        super().__init__()
+        self.update = update
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, FeedUpdated) and not self.update.alerts
+
+
+class FeedProblem(Message):
+    """The feed could not read the home (it keeps retrying)."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__()
+        self.error = error
+
+
+class PaneCaptured(Message):
+    def __init__(self, key: str, capture: str | None, problem: str | None = None) -> None:
+        super().__init__()
+        self.key = key
+        self.capture = capture
+        self.problem = problem
+
+
+def _local_now() -> datetime:
+    return datetime.now().astimezone()
+
+
+class CaptainApp(WorkCommands, App):
+    CSS_PATH = "cockpit.tcss"
+    TITLE = "captain"
+    BINDINGS = commands.bindings()
+    NOTIFICATION_TIMEOUT = 6
+    _loud = ""  # the title line's "2 need reconciliation" (see format_title)
+
+    def __init__(self, home: Home, *, run_doorbell: bool = True,
+                 clock: Callable[[], datetime] | None = None) -> None:
+        super().__init__()
+        self.home = home
+        self.run_doorbell = run_doorbell
+        self.clock = clock or _local_now
+        self.settings = settings.load()
+        self.view = HomeView()
+        self.scanned = False  # the first full read of the home has finished
+        self.last_refresh: datetime | None = None
+        # knobs for tests and benchmarks; set them before the app runs
+        self.watch_home = True
+        self.rescan_every = RESCAN_SECONDS
+        self.preview_every = PREVIEW_EVERY
+        self.drafts: dict[str, dict[str, Any]] = {}  # cancelled forms' text, by draft key
+        self._jobs: dict[FormScreen, tuple[Callable[[dict], str], str | None]] = {}
+        self._pump: FeedPump | None = None
+        self._watcher: Watcher | None = None
+        self._stopping = False
+        self._last_problem: str | None = None
+        self._footer_state: tuple[bool, ...] | None = None
+        self._previewed: tuple | None = None  # the crew (key, pane) the preview last asked for
+        self._heap = Collector()  # full garbage collections between events (captain_tui.cockpit.heap)
+        self._updated_at = 0.0  # time.monotonic() of the last feed update
+
+    # -- layout ------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield CockpitHeader(icon="⚓")
+        keys = {c.id: commands.key_label(c) for c in COMMANDS}
+        yield CrewPanel(id="crew", keys=keys)
+        with Horizontal(id="lower"):
+            with Vertical(id="inbox"):
+                yield QuestionsPanel(id="questions", keys=keys)
+                yield NotificationsPanel(id="notifications", keys=keys)
+                yield DoorbellsPanel(id="doorbells", keys=keys)
+            with Vertical(id="side"):
+                yield WorkPanel(id="work", keys=keys)
+                yield PanePreview(id="preview")
+        yield CockpitFooter()
+
+    def on_mount(self) -> None:
+        if self.settings.theme in self.available_themes:
+            self.theme = self.settings.theme
+        self.theme_changed_signal.subscribe(self, self._theme_changed)
+        self.sub_title = "reading the home…"
+        self.query_one("#crew", CrewPanel).table.focus()
+        self._pump = FeedPump(Feed(self.home),
+                                   lambda update: self.post_message(FeedUpdated(update)),
+                                   rescan_every=self.rescan_every,
+                                   report=lambda exc: self.post_message(FeedProblem(exc)))
+        self.run_worker(self._pump.run, thread=True, name="feed", group="feed",
+                        exit_on_error=False)
+        if self.run_doorbell:
+            self.run_worker(self._doorbell_loop, thread=True, name="doorbell",
+                            group="doorbell", exit_on_error=False)
+        self.set_interval(AGES_EVERY, self._show_ages)
+        self.set_interval(self.preview_every, self._refresh_preview)
+        self._heap.start()
+        self.set_interval(1.0, lambda: self._heap.tick(time.monotonic() - self._updated_at))
+
+    def on_unmount(self) -> None:
+        self._stopping = True
+        self._heap.stop()
+        if self._pump is not None:
+            self._pump.stop()
+        if self._watcher is not None:
+            self._watcher.stop()
+
+    @property
+    def _closing_down(self) -> bool:
+        """Late messages (a worker's result, a highlight) can arrive while the app shuts
+        down; with no screen left there is nothing to show them on."""
+        return self._stopping or self._closing or not self._running or not self.screen_stack
+
+    # -- the feed ------------------------------------------------------------------------
+
+    def on_feed_updated(self, message: FeedUpdated) -> None:
+        update = message.update
+        self._updated_at = time.monotonic()
+        self.view = update.view
+        self.scanned = self.scanned or update.scanned
+        self.last_refresh = self.clock()
+        self._last_problem = None  # the home reads again: a new problem is news
+        if self._closing_down:
+            return
+        self._show()
+        if self.scanned and not self._heap.frozen:
+            self.call_after_refresh(self._heap.freeze)  # what start-up built stays
+        if self.watch_home and self._watcher is None:
+            # after the first rows are painted (see Watcher); once up, it rescans
+            self._watcher = Watcher(self.home.root, self._pump)
+            self.run_worker(self._watcher.run, thread=True, name="watcher", group="feed",
+                            exit_on_error=False)
+        for alert in update.alerts:
+            self._alert(alert)
+
+    def _show(self) -> None:
+        """Render the current view. Only panels whose rows changed are touched, and they
+        change only the rows and cells that changed: an event costs a row, not a screen."""
+        if self.last_refresh is None or self._closing_down:
+            return  # nothing read yet: panels keep saying so
+        now = self.clock()
+        view = self.view
+        for panel, rows in ((self.query_one(CrewPanel), view.crew_rows()),
+                            (self.query_one(QuestionsPanel), view.questions()),
+                            (self.query_one(DoorbellsPanel), view.doorbells()),
+                            (self.query_one(NotificationsPanel), view.notifications())):
+            if not panel.loaded or rows != panel.rows():
+                panel.show(rows, now, every_row=False)
+        self.query_one(WorkPanel).show_view(view, now)
+        count = len(view.crews)
+        reading = "" if self.scanned else " · reading the home…"
+        self._loud = reconciling_text(view.reconciling())
+        loud = f" · {self._loud}" if self._loud else ""
+        self.sub_title = (f"{count} crew · refreshed {self.last_refresh:%H:%M:%S}{reading}{loud}")
+        self._refresh_footer()
+        if self._preview_target() != self._previewed:
+            self._refresh_preview()  # the selected crew changed (or its pane); else the timer
+
+    def _show_ages(self) -> None:
+        """The clock moved: "4m" may now be "5m". Rows are the same, so only the age cells
+        that read differently are rendered again."""
+        if self.last_refresh is None or self._closing_down:
+            return
+        now = self.clock()
+        for panel in self.query(Panel):
+            if panel.loaded:
+                panel.show(panel.rows(), now)
+
+    def _refresh_footer(self) -> None:
+        """Tell the footer only when a key's dimming changes: working out the keys asks
+        ``why_not`` of every command again (and a change of keys recomposes the footer,
+        see ``CockpitFooter``)."""
+        state = tuple(self.why_not(c) is None for c in COMMANDS)
+        if state != self._footer_state:
+            self._footer_state = state
+            self.refresh_bindings()
+
+    def format_title(self, title: str, sub_title: str) -> Content:
+        """The title line; work that needs reconciliation is said loudly at its end."""
+        loud = self._loud
+        if not loud or not sub_title.endswith(loud):
+            return super().format_title(title, sub_title)
+        quiet = sub_title[: -len(loud)]
+        colour = self.theme_variables.get("error", "red")
+        return Content.assemble(Content(title), (" — ", "dim"), Content(quiet).stylize("dim"),
+                                (f" ⚠ {loud} ", f"bold {colour} reverse"))
+
+    def on_feed_problem(self, message: FeedProblem) -> None:
+        exc = message.error
+        what = exc.message if isinstance(exc, CaptainError) else f"{type(exc).__name__}: {exc}"
+        if self._closing_down or what == self._last_problem:
+            return  # the pump retries every second; say it once, not every second
+        self._last_problem = what
+        self.notify(f"{what}\nShowing what was read last; trying again.", markup=False,
+                    title="The home could not be read", severity="error", timeout=8)
+
+    def action_rescan(self) -> None:
+        if self._pump is not None:
+            self._pump.request_rescan()
+            self.notify("Reading the whole home again.", timeout=2)
+
+    def _doorbell_loop(self) -> None:
+        """The cockpit is one of the runners: held doorbells ring while it is open."""
+        from captain_tui.runtime.runner import Runner
+
+        worker = get_current_worker()
+        runner = Runner(self.home)
+        while not (worker.is_cancelled or self._stopping):
+            try:
+                runner.tick()
+            except Exception as exc:  # noqa: BLE001 - a doorbell problem must not stop it
+                self.log.warning(f"doorbell: {type(exc).__name__}: {exc}")
+            worker.cancelled_event.wait(DOORBELL_EVERY)
+
+    # -- alerts --------------------------------------------------------------------------
+
+    def _alert(self, alert: Alert) -> None:
+        if alert.kind == "quarantine":  # the store's report: always shown, never rung
+            self.notify(alert.body, title=alert.title, severity="warning", markup=False,
+                        timeout=10)
+            return
+        if self.settings.alert_toast:
+            loud = alert.kind in ("bounced", "needs_reconciliation")
+            self.notify(alert.body[:400], title=alert.title, markup=False, timeout=10,
+                        severity="error" if loud else "warning")
+        if self.settings.alert_bell:
+            self.emit_to_terminal("\a")
+        if self.settings.alert_desktop:
+            self.emit_to_terminal(alerts.desktop_notice(f"captain: {alert.title}", alert.body))
+
+    def emit_to_terminal(self, sequence: str) -> None:
+        """Bytes for the terminal itself (bell, desktop notices); nothing when headless."""
+        if not self.is_headless and self._driver is not None:
+            self._driver.write(sequence)
+            self._driver.flush()
+
+    # -- what is selected ----------------------------------------------------------------
+
+    def _main_focus_panel(self) -> Panel | None:
+        """The panel holding focus on the main screen (a modal or the palette on top does
+        not change what the person had selected)."""
+        node = self.screen_stack[0].focused
+        while node is not None and not isinstance(node, Panel):
+            node = node.parent
+        return node
+
+    def selected_crew(self) -> CrewRow | None:
+        """The crew of the row under the cursor in the focused panel (or in Crew)."""
+        panel = self._main_focus_panel()
+        row = panel.current if panel is not None else None
+        key = getattr(row, "key", None)
+        if key is None:
+            key = self.query_one(CrewPanel).current_key
+        return self.view.crew(key)
+
+    def selected_question(self) -> QuestionRow | None:
+        return self.view.question(self.query_one(QuestionsPanel).current_key)
+
+    def selected_notification(self) -> NotificationRow | None:
+        return self.view.notification(self.query_one(NotificationsPanel).current_key)
+
+    def why_not(self, command: Command) -> str | None:
+        """Why a command cannot run now (None: it can). Dims it in the footer."""
+        need = command.needs
+        if need is None:
+            return None
+        if need.endswith("_work"):
+            return self.why_not_work(need)
+        if need == "question":
+            return None if self.selected_question() else "No question is waiting."
+        if need == "notification":
+            return None if self.selected_notification() else "Nothing to acknowledge."
+        crew = self.selected_crew()
+        if crew is None:
+            return "No crew is selected."
+        if need == "working_crew" and crew.done:
+            return f"{crew.name} has finished; press {_key('assign')} for its next task."
+        if need == "done_crew" and not crew.done:
+            return (f"{crew.name} is still on {crew.assignment_id}; a next task is given "
+                    "once it is done.")
+        if need == "pane" and crew.pane is None:
+            return f"{crew.name} has no tmux pane (it was recorded with --no-launch)."
+        return None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        command = BY_ACTION.get(action)
+        if command is not None and self.why_not(command):
+            return None  # shown dimmed: the key is there, it just does not apply now
+        return True
+
+    @on(DataTable.RowHighlighted)
+    def _selection_moved(self) -> None:
+        if self._closing_down:
+            return
+        self._refresh_footer()  # a table refilled by the feed moves its cursor too
+        self._refresh_preview()
+
+    def on_descendant_focus(self) -> None:
+        if self._closing_down:
+            return
+        self.refresh_bindings()
+        self._refresh_preview()
+
+    # -- the command palette -------------------------------------------------------------
+
+    def get_system_commands(self, screen: Screen):
+        for command in COMMANDS:
+            why = self.why_not(command)
+            help_text = f"{commands.key_label(command)} · {command.description}"
+            if why:
+                help_text += f" (not now: {why})"
+            yield SystemCommand(command.label, help_text, partial(self._invoke, command))
+        yield from super().get_system_commands(screen)
+
+    def _invoke(self, command: Command) -> None:
+        why = self.why_not(command)
+        if why:
+            self.notify(why, severity="warning", markup=False)
+            return
+        getattr(self, f"action_{command.action}")()
+
+    # -- actions -------------------------------------------------------------------------
+
+    def _open(self, form: FormScreen, perform: Callable[[dict], str],
+              ring: str | None = None) -> None:
+        self._jobs[form] = (perform, ring)
+        self.push_screen(form)
+
+    def _draft(self, key: str) -> dict[str, Any]:
+        return {"draft_key": key, "draft": self.drafts.get(key)}
+
+    def action_answer(self) -> None:
+        q = self.selected_question()
+        if q is None:
+            return
+        asked = f"{age(q.asked_at, self.clock())} ago"
+        form = AnswerScreen(q.crew, q.text, asked, **self._draft(f"answer:{q.question_id}"))
+        self._open(form, lambda v: actions.answer(self.home, q.crew, q.question_id,
+                                                  q.assignment_id, v["text"]), ring=q.crew)
+
+    def action_tell(self) -> None:
+        crew = self.selected_crew()
+        if crew is None or crew.done:
+            return
+        form = TellScreen(crew.name, crew.task, crew.assignment_id,
+                          **self._draft(f"tell:{crew.assignment_id}"))
+        self._open(form, lambda v: actions.tell(self.home, crew.name, crew.assignment_id,
+                                                v["text"]), ring=crew.name)
+
+    def action_assign(self) -> None:
+        crew = self.selected_crew()
+        if crew is None or not crew.done:
+            return
+        owed = [n for n in self.view.notifications()
+                if n.key == crew.key and n.assignment_id == crew.assignment_id]
+        warning = ""
+        if owed:
+            warning = (f"{len(owed)} notification(s) of {crew.assignment_id} are not "
+                       "acknowledged yet; the handoff is refused until they are (press "
+                       f"{_key('acknowledge')} on each in Notifications).")
+        form = AssignScreen(crew.name, crew.assignment_id, crew.task, list(crew.owns),
+                            list(crew.allow), warning,
+                            **self._draft(f"assign:{crew.assignment_id}"))
+        self._open(form, lambda v: actions.assign(self.home, crew.name, v["handoff"],
+                                                  v["task"], v["owns"], v["allow"]),
+                   ring=crew.name)
+
+    def action_recruit(self) -> None:
+        form = RecruitScreen(**self._draft("recruit"))
+        self._open(form, lambda v: actions.recruit(self.home, actions.RecruitForm(**v)))
+
+    def action_acknowledge(self) -> None:
+        n = self.selected_notification()
+        if n is not None:
+            self._in_worker(partial(actions.acknowledge, self.home, n.crew, n.delivery_id))
+
+    def action_dismiss(self) -> None:
+        crew = self.selected_crew()
+        if crew is None:
+            return
+        bounce = (f" Its {crew.unread} unread message(s) bounce, each with a notification."
+                  if crew.unread else "")
+        window = " Its tmux window is closed." if crew.pane else ""
+        body = (f"{crew.name} is retired from {crew.assignment_id}.{window}{bounce} The name "
+                f"can be recruited again later, with a handoff of {crew.assignment_id}.")
+
+        def decided(yes: bool | None) -> None:
+            if yes:
+                self._in_worker(partial(actions.dismiss, self.home, crew.name))
+
+        self.push_screen(ConfirmScreen(f"Dismiss {crew.name}?", body, yes="Dismiss"), decided)
+
+    def action_jump(self) -> None:
+        crew = self.selected_crew()
+        if crew is None or crew.pane is None:
+            return
+        self._jump(crew)
+
+    @work(thread=True, group="actions", exit_on_error=False)
+    def _jump(self, crew: CrewRow) -> None:
+        try:
+            command = actions.jump(crew.pane)
+        except CaptainError as err:
+            self.call_from_thread(self._refused, err)
+            return
+        if command is not None:
+            self.call_from_thread(self._show_attach, crew.name, command)
+
+    def _show_attach(self, name: str, command: str) -> None:
+        self.copy_to_clipboard(command)
+        self.notify(f"{command}\n(copied to the clipboard)", markup=False, timeout=30,
+                    title=f"{name}'s pane is on another tmux: run this in another terminal")
+
+    def action_toggle_preview(self) -> None:
+        preview = self.query_one(PanePreview)
+        preview.display = not preview.display
+        self._refresh_preview()
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen(commands.help_markdown()))
+
+    def action_settings(self) -> None:
+        values = {"theme": self.theme, "alert_toast": self.settings.alert_toast,
+                  "alert_bell": self.settings.alert_bell,
+                  "alert_desktop": self.settings.alert_desktop}
+        self.push_screen(SettingsScreen(values, sorted(self.available_themes)))
+
+    # -- doing the work, off the UI thread -----------------------------------------------
+
+    @on(FormScreen.Submitted)
+    def _form_submitted(self, event: FormScreen.Submitted) -> None:
+        perform, ring = self._jobs[event.form]
+        self._run_form(event.form, perform, ring, event.values)
+
+    @on(FormScreen.Cancelled)
+    def _form_cancelled(self, event: FormScreen.Cancelled) -> None:
+        self._jobs.pop(event.form, None)
+        if any(str(v).strip() for k, v in event.draft.items() if k in ("answer", "message",
+                                                                          "task", "reason")):
+            self.drafts[event.form.draft_key] = event.draft
+            self.notify("Nothing was sent. Your text is kept for next time.", timeout=3)
+
+    @work(thread=True, group="actions", exit_on_error=False)
+    def _run_form(self, form: FormScreen, perform: Callable[[dict], str], ring: str | None,
+                  values: dict) -> None:
+        try:
+            said = _attempt(perform, values)
+        except CaptainError as err:
+            self.call_from_thread(self._refused, err, form)
+            return
+        self.call_from_thread(self._form_done, form, said)
+        if ring is not None:
+            note = actions.ring(self.home, ring)  # the mail is durable; this only speeds it
+            if note is not None:
+                self.call_from_thread(self.notify, note, severity="warning", markup=False)
+
+    def _form_done(self, form: FormScreen, said: str) -> None:
+        self._jobs.pop(form, None)
+        self.drafts.pop(form.draft_key, None)
+        form.dismiss(None)
+        self.notify(said, markup=False)
+
+    @work(thread=True, group="actions", exit_on_error=False)
+    def _in_worker(self, job: Callable[[], str | actions.Said]) -> None:
+        try:
+            said = _attempt(lambda _: job(), None)
+        except CaptainError as err:
+            self.call_from_thread(self._refused, err)
+            return
+        if isinstance(said, actions.Said):
+            self.call_from_thread(self.notify, said.text, severity=said.severity, markup=False,
+                                  timeout=10 if said.severity == "error" else 6)
+        else:
+            self.call_from_thread(self.notify, said, markup=False)
+
+    def _refused(self, err: CaptainError, form: FormScreen | None = None) -> None:
+        text = f"[{err.code}] {err.message}"
+        if form is not None and form.is_attached:
+            form.refused(text)
+        self.notify(text, title="Refused — nothing was written", severity="error",
+                    markup=False, timeout=10)
+
+    # -- the pane preview ----------------------------------------------------------------
+
+    def _preview_target(self) -> tuple:
+        crew = self.selected_crew()
+        return (crew.key, crew.pane) if crew is not None else (None, bool(self.view.crews))
+
+    def _refresh_preview(self) -> None:
+        if self._closing_down:
+            return
+        preview = self.query_one(PanePreview)
+        if not preview.display:
+            self._previewed = None  # shown again: asked again
+            return
+        self._previewed = self._preview_target()
+        crew = self.selected_crew()
+        if crew is None:
+            preview.show_message("Pane", "Each crew's tmux pane shows here, live."
+                                 if not self.view.crews else "Select a crew to see its pane.")
+        elif crew.pane is None:
+            preview.show_message(f"Pane · {crew.name}",
+                                 f"{crew.name} has no tmux pane: it was recorded with "
+                                 "--no-launch, so its process runs wherever you started it.")
+        else:
+            self._capture(crew)
+
+    @work(thread=True, group="preview", exclusive=True, exit_on_error=False)
+    def _capture(self, crew: CrewRow) -> None:
+        """One tmux call per refresh (the preview runs every second; it must stay cheap)."""
+        from captain_tui.runtime.tmux import Tmux
+
+        try:
+            capture = Tmux(crew.pane.socket).capture(crew.pane, ansi=True)
+        except CaptainError as err:
+            self.post_message(PaneCaptured(crew.key, None,
+                                           f"{crew.name}'s pane cannot be read: {err.message}"))
+            return
+        self.post_message(PaneCaptured(crew.key, capture))
+
+    def on_pane_captured(self, message: PaneCaptured) -> None:
+        if self._closing_down:
+            return
+        crew = self.selected_crew()
+        if crew is None or crew.key != message.key:
+            return  # the selection moved on while tmux answered
+        preview = self.query_one(PanePreview)
+        if message.capture is None:
+            preview.show_message(f"Pane · {crew.name}", message.problem or "")
+        else:
+            preview.show_capture(crew.name, message.capture)
+
+    # -- settings ------------------------------------------------------------------------
+
+    @on(SettingsScreen.Changed)
+    def _setting_changed(self, event: SettingsScreen.Changed) -> None:
+        if event.name == "theme":
+            self.theme = event.value  # _theme_changed saves it
+            return
+        setattr(self.settings, event.name, bool(event.value))
+        settings.save(self.settings)
+
+    def _theme_changed(self, theme) -> None:
+        if self.settings.theme != theme.name:
+            self.settings.theme = theme.name
+            settings.save(self.settings)
+        if self.last_refresh is not None:  # row colours come from the theme: re-render
+            for panel in self.query(Panel):
+                panel.show(panel.rows(), self.clock())
+
+
+def _key(command_id: str) -> str:
+    return commands.key_label(commands.BY_ID[command_id])
+
+
+def _attempt(perform: Callable[[Any], str], values: Any) -> str:
+    """Run one protocol call; every failure becomes a refusal with a stable code."""
+    try:
+        return perform(values)
+    except CaptainError:
+        raise
+    except OSError as exc:
+        raise CaptainError("store_error",
+                           f"{exc.strerror or exc} ({exc.filename or 'home'}).") from None
+    except Exception as exc:  # noqa: BLE001 - never a traceback in the cockpit
+        raise CaptainError("internal_error", f"unexpected {type(exc).__name__}: {exc}") from None
+
+
+def run_cockpit(home: Home) -> int:
+    """Open the cockpit on ``home`` until the person quits."""
+    CaptainApp(home).run()
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - `python -m captain_tui.cockpit.app` for a quick look
+    from state.home import default_home
+
+    raise SystemExit(run_cockpit(Home(default_home())))

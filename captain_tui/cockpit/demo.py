@@ -1,0 +1,81 @@
+"""``captain demo``: a private tmux server, a throwaway home, three simulated crew.
+
+The crew are ``captain_tui.cockpit.simcrew --auto``: they take their task from the doorbell, run
+``captain inbox``, work a while (a spinner), ask the captain one question with
+``captain ask``, wait for the answer and finish with ``captain done``. Nothing here needs
+an agent CLI or the network. Quitting ends the private server and removes the home unless
+``--keep``.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from captain_tui.runtime.launch import launcher
+from captain_tui.runtime.tmux import socket_path_for, tmux_binary
+from state.crew import protocol
+from state.home import Home
+from state.inputs import crew_key
+
+CREW = (
+    ("Ada", "Tidy the README: fix the broken links and the install section.",
+     ["README.md", "docs"], ["read", "edit"],
+     "Should the install section show pipx as well as pip?"),
+    ("Brook", "Add a --verbose flag to the export command and test it.",
+     ["src/export.py", "tests/test_export.py"], ["read", "edit", "test"],
+     "Verbose output on stderr or stdout?"),
+    ("Cy", "Find why the nightly build is slow and report the top three causes.",
+     [], ["read", "search", "build"],
+     "May I drop the docs build from nightly if it is the main cause?"),
+)
+
+
+class Demo:
+    """Everything the demo created, so that it can all be taken down again."""
+
+    def __init__(self, root: Path | None = None, *, work: float = 4.0,
+                 socket: str | None = None) -> None:
+        self.root = root or Path(tempfile.mkdtemp(prefix="captain-demo-"))
+        self.home = Home(self.root / "home")
+        self.project = self.root / "project"
+        self.socket = socket or socket_path_for(f"captain-demo-{os.getpid()}")
+        self.work = work
+
+    def start(self) -> None:
+        tmux_binary()  # a clear tmux_unavailable before anything is made
+        for sub in ("docs", "src", "tests"):
+            (self.project / sub).mkdir(parents=True, exist_ok=True)
+        (self.project / "README.md").write_text("# demo project\n")
+        for name, task, owns, allow, question in CREW:
+            program = shlex.join([sys.executable, "-m", "captain_tui.cockpit.simcrew", "--auto",
+                                  "--ask", question, "--work", str(self.work)])
+            launch = launcher(self.home, name=name, key=crew_key(name), agent="program",
+                              program=program, socket=self.socket, session="demo",
+                              cwd=str(self.project))
+            protocol.recruit(self.home, name, task, owns=owns, allow=allow,
+                             cwd=str(self.project), agent="program", launch=launch)
+
+    def stop(self, *, keep: bool) -> None:
+        subprocess.run([tmux_binary(), "-S", self.socket, "kill-server"], capture_output=True)
+        Path(self.socket).unlink(missing_ok=True)
+        if not keep:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+
+def run_demo(*, keep: bool = False) -> int:
+    demo = Demo()
+    try:
+        demo.start()
+        from captain_tui.cockpit.app import run_cockpit
+
+        return run_cockpit(demo.home)
+    finally:
+        demo.stop(keep=keep)
+        if keep:
+            print(f"The demo home is kept at {demo.home.root}")

@@ -1,0 +1,305 @@
+"""The cockpit's data feed: the home, read into panel rows, kept current cheaply.
+
+``Feed`` reads the home only through ``state`` (crewlog, mailbox, the store's readers) and
+keeps a small per-crew cache. A full ``rescan`` runs on start, after a watcher error and
+periodically; between rescans, ``apply`` takes the paths the watcher saw and re-reads only
+what each one touched (docs/store.md says which directory holds what; ``route`` is that map
+turned around). The watcher is a hint, never a log: a dropped event costs at most one rescan
+period, never state.
+
+Records are create-once, so the cache never re-parses a file it has seen; mail that was read
+(or bounced) and notifications that were acknowledged are known by name only and never
+parsed at all, which keeps a home with 50k messages cheap to watch.
+
+``FeedPump`` owns a ``Feed`` on one thread and serialises everything done to it; ``watch``
+feeds the pump from ``watchfiles`` in a process of its own (``awatch``). Neither knows about
+Textual: the app hands the pump a ``publish`` callback that posts a message.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from captain_tui.cockpit.feed.alerts import Alert, alert_for
+from captain_tui.cockpit.feed.routes import Route, route
+from captain_tui.cockpit.feed.work import WorkFeed
+from state.crew import crewlog, mailbox
+from state.errors import CaptainError
+from state.home import Home
+from state.models import CrewSnapshot, Message, Notification, RingStamp
+from widgets.view import (
+    ALERT_STATUSES,
+    CrewRow,
+    CrewView,
+    DoorbellRow,
+    HomeView,
+    NotificationRow,
+    QuestionRow,
+)
+
+PROGRESS_FIRST = 0.1  # during a long first scan, show the rows read so far this soon,
+PROGRESS_LATER = 1.0  # then after this long, twice as long each time after (each showing
+# re-renders every panel on the screen's thread, which slows the scan itself down: on a big
+# home, showing every 0.5 s doubled the time to the whole home on screen)
+
+
+@dataclass
+class Update:
+    view: HomeView
+    alerts: list[Alert] = field(default_factory=list)
+    scanned: bool = True  # False while the first scan is still under way
+
+
+# -- the per-crew cache ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Mail:
+    incarnation_id: str
+    queued_at: datetime
+
+
+@dataclass
+class _CrewCache:
+    snapshot: CrewSnapshot | None = None
+    mail: dict[str, _Mail | None] = field(default_factory=dict)  # None: read, not parsed
+    read: set[str] = field(default_factory=set)  # receipts and bounces, by message ID
+    notes: dict[str, Notification | None] = field(default_factory=dict)  # None: acked
+    acked: set[str] = field(default_factory=set)
+    stamp: RingStamp | None = None
+
+
+class Feed:
+    """The home as panel rows. Not thread-safe: one thread (the pump's) owns it."""
+
+    def __init__(self, home: Home) -> None:
+        self.home = home
+        self.view = HomeView()
+        self.scanned = False  # the first full scan has finished: from now on, new is news
+        self._cache: dict[str, _CrewCache] = {}
+        self._work = WorkFeed(home)
+
+    # -- whole home ----------------------------------------------------------------------
+
+    def rescan(self, progress: Callable[[Update], None] | None = None) -> Update:
+        """Read every crew again (only files not seen before are parsed)."""
+        alerts: list[Alert] = []
+        crews: dict[str, CrewView] = {}
+        shown, pause = time.monotonic(), PROGRESS_FIRST
+        keys = self.home.crew_keys()
+        for key in keys:
+            view = self._refresh_crew(key, alerts)
+            if view is not None:
+                crews[key] = view
+            if progress is not None and not self.scanned \
+                    and time.monotonic() - shown >= pause:
+                progress(Update(HomeView(dict(crews)), scanned=False))
+                shown = time.monotonic()
+                # the first rows soon, then let the scan get on
+                pause = PROGRESS_LATER if pause < PROGRESS_LATER else pause * 2
+        for gone in set(self._cache) - set(keys):
+            del self._cache[gone]
+        work = self._work.rescan(alerts, announce=self.scanned)
+        self.view = HomeView(crews, work)
+        self.scanned = True
+        return Update(self.view, alerts)
+
+    def apply(self, paths: Iterable[str]) -> Update | None:
+        """Re-read what these changed paths touched; None when nothing shown changed."""
+        by_key: dict[str, list[Route]] = {}
+        alerts: list[Alert] = []
+        work_ids: list[str] = []
+        for path in paths:
+            r = route(self.home.root, path)
+            if r is None:
+                continue
+            if r.kind == "work":
+                work_ids.append(r.name)
+            elif r.kind == "quarantine":
+                alert = self._quarantine_alert(r.name)
+                if alert is not None:
+                    alerts.append(alert)
+            elif r.key:
+                by_key.setdefault(r.key, []).append(r)
+        crews = dict(self.view.crews)
+        for key, routes in by_key.items():
+            view = self._refresh(key, routes, alerts)
+            if view is None:
+                crews.pop(key, None)
+            else:
+                crews[key] = view
+        work = self._work.apply(work_ids, alerts, announce=self.scanned) if work_ids else None
+        if crews == self.view.crews and work is None and not alerts:
+            return None
+        self.view = HomeView(crews, self.view.work if work is None else work)
+        return Update(self.view, alerts)
+
+    # -- one crew ------------------------------------------------------------------------
+
+    def _refresh(self, key: str, routes: list[Route], alerts: list[Alert]) -> CrewView | None:
+        if key not in self._cache:
+            return self._refresh_crew(key, alerts)  # a new crew: read all of it once
+        cache = self._cache[key]
+        kinds = {r.kind for r in routes}
+        if "crew" in kinds:
+            cache.snapshot = self._snapshot(key)
+        if "read" in kinds:
+            self._sync_read(key, cache)
+        if "acks" in kinds:
+            self._sync_acks(key, cache)
+        if "bell" in kinds:
+            cache.stamp = self.home.store.read(self.home.ring_stamp_path(key), RingStamp)
+        for r in routes:
+            if r.kind == "mail":
+                self._one_mail(key, cache, r.name) if r.name else self._sync_mail(key, cache)
+            elif r.kind == "note":
+                self._one_note(key, cache, r.name, alerts) if r.name else \
+                    self._sync_notes(key, cache, alerts)
+        return _crew_view(key, cache)
+
+    def _refresh_crew(self, key: str, alerts: list[Alert]) -> CrewView | None:
+        cache = self._cache.setdefault(key, _CrewCache())
+        cache.snapshot = self._snapshot(key)
+        if cache.snapshot is None:
+            del self._cache[key]
+            return None
+        self._sync_read(key, cache)
+        self._sync_mail(key, cache)
+        self._sync_acks(key, cache)
+        self._sync_notes(key, cache, alerts)
+        cache.stamp = self.home.store.read(self.home.ring_stamp_path(key), RingStamp)
+        return _crew_view(key, cache)
+
+    def _snapshot(self, key: str) -> CrewSnapshot | None:
+        try:
+            snapshot, _ = crewlog.load(self.home, key)
+        except CaptainError:
+            return None  # e.g. a symlinked crew directory: refused by the store, not shown
+        return snapshot
+
+    # mail: unread needs each message's incarnation; read mail is known by name only
+
+    def _sync_read(self, key: str, cache: _CrewCache) -> None:
+        store = self.home.store
+        cache.read = set(store.names(self.home.receipts_dir(key))) \
+            | set(store.names(self.home.bounces_dir(key)))
+        for message_id in cache.read & cache.mail.keys():
+            cache.mail[message_id] = None
+
+    def _sync_mail(self, key: str, cache: _CrewCache) -> None:
+        directory = self.home.mail_dir(key)
+        names = set(self.home.store.names(directory))
+        for gone in cache.mail.keys() - names:
+            del cache.mail[gone]
+        for name in names - cache.mail.keys():
+            self._add_mail(directory, cache, name)
+
+    def _one_mail(self, key: str, cache: _CrewCache, message_id: str) -> None:
+        """An event about one message: it may be new, or gone (quarantined)."""
+        directory = self.home.mail_dir(key)
+        if not os.path.lexists(directory / f"{message_id}.json"):
+            cache.mail.pop(message_id, None)
+        elif message_id not in cache.mail:  # create-once: what we parsed is what is there
+            self._add_mail(directory, cache, message_id)
+
+    def _add_mail(self, directory: Path, cache: _CrewCache, message_id: str) -> None:
+        if message_id in cache.read:
+            cache.mail[message_id] = None  # read mail counts by name; no need to parse it
+            return
+        m = self.home.store.read(directory / f"{message_id}.json", Message)
+        if m is not None:  # a bad file is quarantined (and reported), never raised
+            cache.mail[message_id] = _Mail(m.incarnation_id, m.queued_at)
+
+    # notifications: an acknowledged one is never parsed
+
+    def _sync_acks(self, key: str, cache: _CrewCache) -> None:
+        cache.acked = set(self.home.store.names(self.home.acks_dir(key)))
+        for delivery_id in cache.acked & cache.notes.keys():
+            cache.notes[delivery_id] = None
+
+    def _sync_notes(self, key: str, cache: _CrewCache, alerts: list[Alert]) -> None:
+        directory = self.home.notifications_dir(key)
+        names = set(self.home.store.names(directory))
+        for gone in cache.notes.keys() - names:
+            del cache.notes[gone]
+        for name in sorted(names - cache.notes.keys()):
+            self._add_note(directory, cache, name, alerts)
+
+    def _one_note(self, key: str, cache: _CrewCache, delivery_id: str,
+                  alerts: list[Alert]) -> None:
+        directory = self.home.notifications_dir(key)
+        if not os.path.lexists(directory / f"{delivery_id}.json"):
+            cache.notes.pop(delivery_id, None)
+        elif delivery_id not in cache.notes:
+            self._add_note(directory, cache, delivery_id, alerts)
+
+    def _add_note(self, directory: Path, cache: _CrewCache, delivery_id: str,
+                  alerts: list[Alert]) -> None:
+        if delivery_id in cache.acked:
+            cache.notes[delivery_id] = None  # acknowledged: never shown, never parsed
+            return
+        n = self.home.store.read(directory / f"{delivery_id}.json", Notification)
+        if n is None:
+            return
+        cache.notes[delivery_id] = n
+        if self.scanned and n.status in ALERT_STATUSES:
+            alerts.append(alert_for(n))
+
+    def _quarantine_alert(self, name: str | None) -> Alert | None:
+        if not self.scanned or not name:
+            return None
+        note = self.home.store.read_json(self.home.store.dir("quarantine") / name)
+        if note is None:
+            return None
+        return Alert("quarantine", "A file in the home was quarantined",
+                     f"{note.get('path', name)}: {note.get('reason', 'unreadable')} "
+                     "(see quarantine/ in the home)")
+
+
+def _crew_view(key: str, cache: _CrewCache) -> CrewView | None:
+    """The rows one crew contributes to each panel (the rules are state's: see below)."""
+    s = cache.snapshot
+    if s is None or s.dismissed_at is not None:
+        return None
+    # mailbox.unread: this incarnation's mail, neither read nor bounced
+    unread = [m for mid, m in cache.mail.items()
+              if m is not None and mid not in cache.read and m.incarnation_id == s.incarnation_id]
+    # mailbox.pending_question: the snapshot's question, unless its answer mail exists
+    q = s.question
+    pending = q if q is not None and mailbox.answer_id(q.question_id) not in cache.mail else None
+    notes = sorted((n for n in cache.notes.values() if n is not None),
+                   key=lambda n: (n.created_at, n.delivery_id))
+    live_stamp = cache.stamp if cache.stamp is not None \
+        and cache.stamp.incarnation_id == s.incarnation_id else None
+    gate = live_stamp.gate if live_stamp is not None and unread else None
+    if s.done_at is not None:
+        state = "done"
+    elif pending is not None:
+        state = "asked"
+    elif any(n.status == "awaiting_approval" and n.assignment_id == s.assignment.assignment_id
+             for n in notes):
+        state = "approval"
+    else:
+        state = "assigned"
+    moments = [s.recruited_at, s.assigned_at, s.done_at, q.asked_at if q else None,
+               live_stamp.rung_at if live_stamp else None]
+    moments += [m.queued_at for m in unread] + [n.created_at for n in notes[-1:]]
+    crew = CrewRow(key=key, name=s.name, agent=s.agent, state=state,
+                   assignment_id=s.assignment.assignment_id, incarnation_id=s.incarnation_id,
+                   task=s.assignment.task, unread=len(unread),
+                   last_activity=max(t for t in moments if t is not None), gate=gate,
+                   pane=s.pane, unacknowledged=len(notes), owns=tuple(s.assignment.owns),
+                   allow=tuple(s.assignment.allow))
+    question = QuestionRow(key, s.name, pending.question_id, s.assignment.assignment_id,
+                           pending.text, pending.asked_at) if pending is not None else None
+    doorbell = DoorbellRow(key, s.name, gate, live_stamp.held_since) if gate else None
+    rows = tuple(NotificationRow(key, n.crew, n.delivery_id, n.status, n.assignment_id,
+                                 n.summary, n.created_at) for n in notes)
+    return CrewView(crew, question, doorbell, rows)
+
+

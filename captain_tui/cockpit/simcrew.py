@@ -1,0 +1,135 @@
+"""A small simulated crew: a terminal program that behaves like an agent CLI.
+
+It draws a composer prompt (``› ``), takes rings typed into its pane, runs
+``captain inbox`` when a ring asks it to, and can be told (by typing a slash command,
+as a person would) to look busy, show an approval modal, or hide its composer. Tests use
+it as a scriptable agent; ``captain demo`` uses it as its crew.
+
+    python -m captain_tui.cockpit.simcrew [--log FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+PROMPT = "› "
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+def _log(path: str | None, kind: str, text: str) -> None:
+    if not path:
+        return
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps({"at": time.time(), "kind": kind, "text": text}) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _captain(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "captain_tui", *args], capture_output=True,
+                          text=True)
+
+
+def _busy(seconds: float) -> None:
+    end = time.monotonic() + seconds
+    i = 0
+    while time.monotonic() < end:
+        sys.stdout.write(f"\r{SPINNER[i % len(SPINNER)]} working… (esc to interrupt)")
+        sys.stdout.flush()
+        i += 1
+        time.sleep(0.1)
+    sys.stdout.write("\r" + " " * 40 + "\r")
+
+
+class Auto:
+    """The demo's crew: acts on its mail like an agent would.
+
+    An assignment: work a while, then ask the captain one question (``--ask``) or finish.
+    An answer: work a little more, then finish with ``captain done``.
+    """
+
+    def __init__(self, name: str, question: str | None, work: float) -> None:
+        self.name = name
+        self.question = question
+        self.work = work
+        self.asked = False
+
+    def on_mail(self, messages: list[dict]) -> None:
+        kinds = {m["kind"] for m in messages}
+        if not messages:
+            return
+        _busy(self.work)
+        if "assignment" in kinds:
+            self.asked = False
+        if self.question and not self.asked and "answer" not in kinds:
+            proc = _captain("ask", self.name, self.question)
+            self.asked = proc.returncode == 0
+            print(proc.stdout.strip() or proc.stderr.strip())
+            return
+        report = "Done: " + "; ".join(m["text"].splitlines()[0][:60] for m in messages)
+        proc = _captain("done", self.name, "--report", report)
+        print(proc.stdout.strip() or proc.stderr.strip())
+
+
+def _inbox(name: str) -> list[dict]:
+    proc = _captain("inbox", name, "--json")
+    try:
+        return json.loads(proc.stdout).get("messages", [])
+    except ValueError:
+        print(proc.stderr.strip())
+        return []
+
+
+def _show(messages: list[dict]) -> None:
+    for m in messages:
+        print(f"── {m['kind']} {m['message_id']}")
+        for line in m["text"].splitlines():
+            print(f"   {line}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--log", help="append every line received to this file (JSON lines)")
+    parser.add_argument("--auto", action="store_true",
+                        help="act on mail by itself: work, ask, finish (the demo's crew)")
+    parser.add_argument("--ask", metavar="QUESTION",
+                        help="with --auto: the question to ask about each assignment")
+    parser.add_argument("--work", type=float, default=3.0, metavar="SECONDS",
+                        help="with --auto: how long each piece of work takes")
+    args = parser.parse_args(argv)
+    name = os.environ.get("CAPTAIN_CREW", "crew")
+    auto = Auto(name, args.ask, args.work) if args.auto else None
+    print(f"simulated crew {name} — type a message, or /busy N, /approve, /noprompt N")
+    while True:
+        try:
+            line = input(PROMPT)
+        except EOFError:
+            return 0
+        _log(args.log, "line", line)
+        if line.startswith("/busy"):
+            _busy(float(line.split()[1]) if len(line.split()) > 1 else 3)
+        elif line.startswith("/approve"):
+            print("Allow command?  rm -rf build/\n  1. Yes\n  2. No")
+            answer = input("Press enter to confirm or esc to cancel ")
+            _log(args.log, "approval", answer)
+        elif line.startswith("/noprompt"):
+            print("(composer hidden)")
+            time.sleep(float(line.split()[1]) if len(line.split()) > 1 else 3)
+        elif "captain inbox" in line:
+            messages = _inbox(name)
+            _log(args.log, "inbox", json.dumps(messages))
+            _show(messages)
+            if auto is not None:
+                auto.on_mail(messages)
+        elif line.strip():
+            print(f"received: {line}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,93 @@
+"""The cockpit's Work commands: cancel, replay, resolve, and the Work panel's filter.
+
+A mixin of ``CaptainApp`` (kept apart so app.py stays about the cockpit as a whole). Like
+every action, each one opens a confirmation or a form on the UI thread and runs
+``state.work.ledger`` in a thread worker (``_in_worker`` / ``_open``); a refusal shows its code and
+writes nothing.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from captain_tui.runtime import ops as actions
+from widgets.panels.work import WorkPanel
+from widgets.screens.forms import ConfirmScreen
+from widgets.screens.work_forms import ReplayScreen, ResolveScreen
+from widgets.view import RECONCILE, WorkRow
+
+
+class WorkCommands:
+    """Needs the app's ``home``, ``view``, ``_open``, ``_in_worker``, ``_draft``, ``_show``."""
+
+    def selected_work(self) -> WorkRow | None:
+        """The work item under the Work panel's cursor (its first row until one is picked:
+        needs reconciliation comes first)."""
+        return self.view.work_item(self.query_one(WorkPanel).current_key)
+
+    def why_not_work(self, need: str) -> str | None:
+        item = self.selected_work()
+        if item is None:
+            return "No work item is selected."
+        if need == "live_work" and item.finished:
+            return f"{item.work_id} has already finished ({item.state}); nothing to cancel."
+        if need == "finished_work" and not item.finished:
+            return (f"{item.work_id} is {item.state}; only a finished item can be replayed "
+                    "(replaying live work would run it twice; cancel it first).")
+        if need == "reconciling_work" and not item.reconciling:
+            return f"{item.work_id} is {item.state}; only an item that needs reconciliation " \
+                   "is resolved."
+        return None
+
+    def action_cycle_work_filter(self) -> None:
+        panel = self.query_one(WorkPanel)
+        panel.cycle_filter()
+        if self.last_refresh is not None:
+            self._show()
+
+    def action_cancel_work(self) -> None:
+        item = self.selected_work()
+        if item is None or item.finished:
+            return
+        if item.state == "queued":
+            body = f"{item.work_id} has not started: it is cancelled at once."
+        else:
+            stop = (f"Its pane {item.pane} is closed" if item.pane else
+                    "It has no pane on record, so its stop cannot be confirmed")
+            body = (f"{item.work_id} {_words(item.state)} (generation {item.generation}). "
+                    f"{stop}; only a confirmed stop cancels it. Otherwise it needs "
+                    "reconciliation and keeps its slot until you resolve it.")
+        body += " Cancelling never undoes what the work already did."
+
+        def decided(yes: bool | None) -> None:
+            if yes:
+                self._in_worker(partial(actions.cancel_work, self.home, item.work_id))
+
+        self.push_screen(ConfirmScreen(f"Cancel {item.work_id}?", body, yes="Cancel work"),
+                         decided)
+
+    def action_replay_work(self) -> None:
+        item = self.selected_work()
+        if item is None or not item.finished:
+            return
+        form = ReplayScreen(item, **self._draft(f"replay:{item.work_id}"))
+        self._open(form, lambda v: actions.replay_work(self.home, item.work_id, v["reason"],
+                                                       v["target_revision"]))
+
+    def action_resolve_work(self) -> None:
+        item = self.selected_work()
+        if item is None or not item.reconciling:
+            return
+        form = ResolveScreen(item, **self._draft(f"resolve:{item.work_id}:{item.generation}"))
+        self._open(form, lambda v: actions.resolve_work(
+            self.home, item.work_id, v["generation"], v["to"], v["reason"],
+            v["runtime_stopped"]))
+
+
+def _words(state: str) -> str:
+    return "needs reconciliation" if state == RECONCILE else f"is {state}"
+
+
+def reconciling_text(count: int) -> str:
+    """The title line's loud part."""
+    return f"{count} {'needs' if count == 1 else 'need'} reconciliation" if count else ""

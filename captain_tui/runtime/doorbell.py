@@ -1,0 +1,325 @@
+"""The doorbell: type a short notice into a crew's pane, only when every gate is clear.
+
+The mail is already durable before anything here runs, so no outcome of a ring can lose a
+message: a gate that holds is not an error (the next attempt tries again), a pane that is
+confirmed gone bounces the mail, and text is never typed over a person's draft.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from captain_tui.agents.kinds import HOOKED, WAKE_LINE
+from captain_tui.runtime import pane_reader as screens
+from captain_tui.runtime.tmux import ALIVE, GONE, Tmux
+from state.crew import crewlog, mailbox, notify, protocol
+from state.errors import CaptainError
+from state.home import Home
+from state.models import CrewSnapshot, Message, RingStamp, now
+from state.store import encode
+
+GATES = ("approval_prompt", "human_draft", "unreadable_composer", "not_quiescent",
+         "launch_grace", "cooldown", "tmux_unavailable", "queued")
+LAUNCH_GRACE = {"claude": 6.0, "codex": 6.0}  # seconds after launch before the first ring
+DEFAULT_GRACE = 1.0
+COOLDOWN = timedelta(seconds=5)  # between two rings of one crew
+QUIET_CERTAIN = 2.0  # window activity older than this: quiet without sampling
+QUIET_SAMPLE = 0.25  # otherwise two captures this far apart must be identical
+HELD_NOTICE_AFTER = timedelta(seconds=300)
+LANDED_WAIT = 1.5  # how long typed text may take to appear on the composer
+SUBMIT_WAIT = 2.0
+BODY_LIMIT = 1000
+
+
+@dataclass(frozen=True)
+class Outcome:
+    crew: str
+    action: str  # rang | held | bounced | nothing | skipped
+    gate: str | None = None
+    detail: str = ""
+
+
+def inbox_line(name: str) -> str:
+    return f"Mail from the captain is waiting: run captain inbox {name} to read it."
+
+
+def _inert(snapshot: CrewSnapshot, text: str) -> str:
+    """A plain shell executes what it is typed: ring it with a comment, never a command."""
+    return f"# {text}" if snapshot.agent == "shell" else text
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def ring_text(snapshot: CrewSnapshot, stamp: RingStamp, unread: list[Message]) -> str:
+    """Hook-delivered crew: the wake line. Hookless: body + inbox line first, then the line."""
+    if snapshot.agent in HOOKED:
+        return WAKE_LINE
+    if stamp.body_landed:
+        return _inert(snapshot, inbox_line(snapshot.name))
+    body = " | ".join(_flat(m.text) for m in unread)
+    if len(body) > BODY_LIMIT:
+        body = body[: BODY_LIMIT - 1] + "…"
+    return _inert(snapshot, f"Mail from the captain: {body} — run captain inbox "
+                            f"{snapshot.name} to read it all and mark it read.")
+
+
+def _stamp(home: Home, key: str, snapshot: CrewSnapshot) -> RingStamp:
+    stamp = home.store.read(home.ring_stamp_path(key), RingStamp)
+    if stamp is None or stamp.incarnation_id != snapshot.incarnation_id:
+        stamp = RingStamp(crew=snapshot.name, incarnation_id=snapshot.incarnation_id)
+    return stamp
+
+
+def read_stamp(home: Home, key: str) -> RingStamp | None:
+    return home.store.read(home.ring_stamp_path(key), RingStamp)
+
+
+def _save(home: Home, key: str, stamp: RingStamp) -> None:
+    home.store.publish(home.ring_stamp_path(key), encode(stamp))
+
+
+def _draft_is(screen_draft: str | None, typed: str | None) -> bool:
+    return bool(screen_draft and typed) and _flat(screen_draft) == _flat(typed)
+
+
+def _squash(text: str) -> str:
+    """Whitespace-free text: a long line wrapped by the terminal still matches itself."""
+    return "".join(text.split())
+
+
+def _copies(capture: str, text: str) -> int:
+    return _squash(screens.strip_ansi(capture)).count(_squash(text))
+
+
+def _look(tmux: Tmux, snapshot: CrewSnapshot, info) -> tuple[str, screens.Screen]:
+    """One capture of the crew's pane (with colours) and what the screen reader makes of it."""
+    capture = tmux.capture(snapshot.pane, ansi=True)
+    return capture, screens.read_screen(capture, snapshot.agent, cursor=info.cursor)
+
+
+def _poll(tmux: Tmux, snapshot: CrewSnapshot, until, seconds: float) -> screens.Screen | None:
+    """Re-read the pane until ``until(screen, capture)`` holds; None on timeout or loss."""
+    deadline = time.monotonic() + seconds
+    while True:
+        info = tmux.pane(snapshot.pane)
+        if info.state != ALIVE:
+            return None
+        capture, seen = _look(tmux, snapshot, info)
+        if until(seen, capture):
+            return seen
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.05)
+
+
+def _hold(home: Home, key: str, snapshot: CrewSnapshot, stamp: RingStamp, gate: str,
+          head: str, at: datetime, detail: str) -> Outcome:
+    if stamp.gate != gate or stamp.held_head != head or stamp.held_since is None:
+        stamp = stamp.model_copy(update=dict(gate=gate, held_head=head, held_since=at))
+    if gate == "human_draft" and at - stamp.held_since >= HELD_NOTICE_AFTER \
+            and stamp.held_notified != head:
+        notify.signal(home, snapshot.name, "held",
+                      f"mail for {snapshot.name} has been held behind a human draft on its "
+                      f"composer since {stamp.held_since:%H:%M:%S} UTC; it lands when the "
+                      "draft is sent or cleared.", at=at, message_id=head,
+                      incarnation_id=snapshot.incarnation_id)
+        stamp = stamp.model_copy(update=dict(held_notified=head))
+    _save(home, key, stamp.model_copy(update=dict(checked_at=at)))
+    return Outcome(snapshot.name, "held", gate, detail)
+
+
+def _queued(home: Home, snapshot: CrewSnapshot) -> bool:
+    """An assignment handed over while every ledger slot was held waits to be claimed."""
+    from state.work import settle as ledger_settle
+
+    return ledger_settle.is_queued(home, snapshot.assignment.assignment_id)
+
+
+def ring(home: Home, name: str, *, at: datetime | None = None) -> Outcome:
+    """One doorbell attempt for one crew. Only one process rings a crew at a time."""
+    key = name.lower()
+    with home.store.lock(f"ring-{key}"):
+        return _ring_locked(home, key, at or now())
+
+
+def _ring_locked(home: Home, key: str, at: datetime) -> Outcome:
+    snapshot, _ = crewlog.load(home, key)
+    if snapshot is None or snapshot.dismissed_at is not None or snapshot.pane is None:
+        return Outcome(key, "skipped", detail="no live pane")
+    stamp = _stamp(home, key, snapshot)
+    unread = mailbox.unread(home, key, snapshot)
+    if not unread:
+        if stamp.gate is not None or stamp.held_since is not None:
+            _save(home, key, stamp.model_copy(update=dict(gate=None, held_since=None,
+                                                          held_head=None, checked_at=at)))
+        return Outcome(snapshot.name, "nothing")
+    head = unread[-1].message_id
+    if stamp.head == head and stamp.landed:
+        return Outcome(snapshot.name, "nothing", detail=f"{head} was already rung")
+
+    def hold(gate: str, detail: str) -> Outcome:
+        return _hold(home, key, snapshot, stamp, gate, head, at, detail)
+
+    try:
+        tmux = Tmux(snapshot.pane.socket)
+        info = tmux.pane(snapshot.pane)
+    except CaptainError as err:
+        return hold("tmux_unavailable", err.message)
+    if info.state == GONE or info.dead:
+        reason = "its agent exited" if info.dead else "its tmux pane is gone"
+        if info.state == GONE and tmux.server_alive() is False:
+            reason = "its tmux server is gone"
+        bounced = protocol.bounce(home, snapshot.name, reason)
+        _save(home, key, stamp.model_copy(update=dict(gate=None, held_since=None,
+                                                      checked_at=at)))
+        return Outcome(snapshot.name, "bounced", detail=f"{len(bounced)} message(s): {reason}")
+    if info.state != ALIVE:
+        return hold("tmux_unavailable", "tmux did not say whether the pane is there")
+
+    if _queued(home, snapshot):
+        return hold("queued", "its assignment waits for a free ledger slot")
+    grace = LAUNCH_GRACE.get(snapshot.agent, DEFAULT_GRACE)
+    if (at - (snapshot.launched_at or snapshot.recruited_at)).total_seconds() < grace:
+        return hold("launch_grace", f"the agent started less than {grace:.0f} s ago")
+    if stamp.rung_at is not None and at - stamp.rung_at < COOLDOWN:
+        return hold("cooldown", "rung less than 5 s ago")
+    try:
+        capture, seen = _look(tmux, snapshot, info)
+        # An approval prompt first: its blinking bullet would otherwise make the gate flip
+        # to not_quiescent and back, and status would show the wrong gate and start time.
+        if seen.approval:
+            return hold("approval_prompt", seen.reason)
+        # window_activity has one-second steps: when it is recent, watch the screen itself
+        if info.activity is None or time.time() - info.activity < QUIET_CERTAIN:
+            time.sleep(QUIET_SAMPLE)
+            again = tmux.capture(snapshot.pane, ansi=True)
+            if again != capture:
+                return hold("not_quiescent", "the pane is still printing")
+    except CaptainError as err:
+        return hold("tmux_unavailable", err.message)
+    if seen.working:
+        return hold("not_quiescent", seen.reason)
+    if not seen.composer_readable:
+        return hold("unreadable_composer", seen.reason)
+
+    if seen.draft and stamp.landed is False and _draft_is(seen.draft, stamp.typed):
+        # our own earlier ring is still on the composer: submit it, never type it again
+        text = stamp.typed
+    elif seen.draft:
+        return hold("human_draft", "someone is typing on the composer")
+    else:
+        text = ring_text(snapshot, stamp, unread)
+    # Landed means one more copy of the text on screen than before (an earlier ring of the
+    # same line may still show in the transcript), or the composer reading exactly it.
+    before = _copies(capture, text)
+    if not _draft_is(seen.draft, text):
+        tmux.send_literal(snapshot.pane, text)
+    landed = _poll(tmux, snapshot, lambda s, cap: _draft_is(s.draft, text)
+                   or _copies(cap, text) > before, LANDED_WAIT) is not None
+    if landed:
+        tmux.send_enter(snapshot.pane)
+        submitted = _poll(tmux, snapshot, lambda s, cap: s.working or s.draft == ""
+                          or not _draft_is(s.draft, text), SUBMIT_WAIT)
+        landed = submitted is not None
+    body = stamp.body_landed or (landed and snapshot.agent not in HOOKED)
+    _save(home, key, stamp.model_copy(update=dict(
+        head=head, rung_at=at, landed=landed, typed=text, body_landed=body, gate=None,
+        held_since=None, held_head=None, checked_at=at)))
+    return Outcome(snapshot.name, "rang", detail="landed" if landed else "typed; not confirmed")
+
+
+def ring_all(home: Home, quiet: dict | None = None) -> list[Outcome]:
+    """One attempt for every crew. ``quiet`` is the caller's memory between rounds (a
+    runner's): a crew whose last attempt had nothing to do (no live pane, no unread mail,
+    or its newest mail already rung) is not attempted again while none of the files that
+    attempt read has changed, for up to ``QUIET_RECHECK``. New mail, a receipt, a crew
+    event or a stamp changes its directory's (or file's) mtime, so it is rung in the same
+    round as before; a held ring is never remembered, so it is retried every round."""
+    out = []
+    clock = time.monotonic()
+    keys = home.crew_keys()
+    for key in keys:
+        sig = _signature(home, key) if quiet is not None else None
+        if sig is not None:
+            seen = quiet.get(key)
+            if seen is not None and seen[0] == sig and clock < seen[1]:
+                out.append(seen[2])
+                continue
+        try:
+            outcome = ring(home, key)
+        except CaptainError as err:
+            outcome = Outcome(key, "held", "tmux_unavailable", err.message)
+        out.append(outcome)
+        if quiet is not None:
+            if sig is not None and outcome.action in ("nothing", "skipped"):
+                quiet[key] = (sig, clock + QUIET_RECHECK, outcome)
+            else:
+                quiet.pop(key, None)
+    if quiet:
+        for gone in quiet.keys() - set(keys):
+            del quiet[gone]
+    return out
+
+
+QUIET_RECHECK = 30.0  # a remembered crew is attempted again after this long regardless
+RACY_NS = 1_000_000_000  # an mtime this recent may hide a second change in the same tick
+
+
+def _signature(home: Home, key: str) -> tuple | None:
+    """What a "nothing to do" attempt read, as (inode, mtime, size) of each place: the
+    crew's history and snapshot, its mail, receipts and bounces, and its ring stamp.
+    Records are created once (a new name changes the directory's mtime) and snapshots are
+    replaced (a new inode). None when anything changed too recently to trust its mtime."""
+    root = str(home.root)
+    places = (f"{root}/crew/{key}", f"{root}/crew/{key}/events",
+              f"{root}/crew/{key}/state.json", f"{root}/mail/{key}", f"{root}/receipts/{key}",
+              f"{root}/bounces/{key}", f"{root}/doorbell/{key}.json")
+    recent = time.time_ns() - RACY_NS
+    sig = []
+    for place in places:
+        try:
+            st = os.lstat(place)
+        except FileNotFoundError:
+            sig.append(None)
+            continue
+        except OSError:
+            return None
+        if st.st_mtime_ns >= recent:
+            return None
+        sig.append((st.st_ino, st.st_mtime_ns, st.st_size))
+    return tuple(sig)
+
+
+def check_approval(home: Home, name: str) -> bool:
+    """Hookless crew report no approvals: look for a modal on their pane (raised once per
+    appearance as ``awaiting_approval``)."""
+    key = name.lower()
+    snapshot, _ = crewlog.load(home, key)
+    if snapshot is None or snapshot.dismissed_at or snapshot.pane is None \
+            or snapshot.agent in HOOKED:
+        return False
+    try:
+        tmux = Tmux(snapshot.pane.socket)
+        info = tmux.pane(snapshot.pane)
+        if info.state != ALIVE:
+            return False
+        _, seen = _look(tmux, snapshot, info)
+    except CaptainError:
+        return False
+    with home.store.lock(f"ring-{key}"):
+        stamp = _stamp(home, key, snapshot)
+        if not seen.approval:
+            if stamp.approval_seen:
+                _save(home, key, stamp.model_copy(update=dict(approval_seen=False)))
+            return False
+        if not stamp.approval_seen:
+            notify.signal(home, snapshot.name, "awaiting_approval",
+                          f"{snapshot.name} is waiting at an approval prompt: {seen.reason}",
+                          at=now(), incarnation_id=snapshot.incarnation_id)
+            _save(home, key, stamp.model_copy(update=dict(approval_seen=True)))
+        return True

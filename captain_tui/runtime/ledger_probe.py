@@ -1,0 +1,121 @@
+"""The ledger's hands in tmux: probe a locator, stop an attempt, start what waited.
+
+``state.work.ledger`` decides; this module only looks at panes and opens or closes them. Every
+runner that is alive (the cockpit's doorbell worker, ``captain watch``, ``captain wait``)
+runs ``round`` every few seconds: heartbeats for panes it sees alive, verdicts on expired
+leases, and queued crews launched into freed slots.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+
+from state.crew import crewlog
+from state.errors import CaptainError
+from state.home import Home
+from state.inputs import crew_key
+from state.models import Launched, PaneLocator, Recruited, now
+from state.work import ledger
+from state.work.models import Attempt, WorkItem
+
+
+def holder() -> str:
+    return f"runner:{socket.gethostname()}:{os.getpid()}"
+
+
+def probe(locator: PaneLocator) -> str:
+    """alive | gone | unknown: only a confirmed answer is ever 'gone'.
+
+    A dead pane (crew windows keep one readable after their process exits) is 'gone': tmux
+    confirms the process ended, so its lease must not be renewed."""
+    from captain_tui.runtime.tmux import ALIVE, GONE, Tmux
+
+    try:
+        info = Tmux(locator.socket).pane(locator)
+    except CaptainError:
+        return "unknown"
+    return GONE if info.state == ALIVE and info.dead else info.state
+
+
+def stop(attempt: Attempt) -> bool | None:
+    """Close the attempt's pane: True when its end is confirmed, None with nothing to stop."""
+    from captain_tui.runtime.launch import close_pane
+
+    return close_pane(attempt.runtime_locator)
+
+
+def _launch_spec(home: Home, key: str, incarnation: str):
+    for event in reversed(crewlog.events(home, key)):
+        if isinstance(event, Recruited) and event.incarnation_id == incarnation:
+            return event.launch
+    return None
+
+
+def dispatch(home: Home) -> list[str]:
+    """Hand freed slots to queued assignments, oldest first; returns the work IDs claimed.
+
+    Webhook and chat items are claimed by their workers (``captain work claim``); an
+    assignment is started here: its crew's pane is launched if it waited for a slot.
+    """
+    from state.crew import protocol
+
+    claimed = []
+    for item in ledger.queued(home):
+        if item.source != "assignment" or not item.crew:
+            continue
+        key = crew_key(item.crew)
+        with home.store.lock(crewlog.lock_name(key)):
+            snapshot = crewlog.open_locked(home, key)
+            if snapshot is None or snapshot.assignment.assignment_id != item.assignment_id:
+                continue
+            if snapshot.dismissed_at is not None:
+                ledger.cancel(home, item.work_id, actor="captain", reason="crew dismissed")
+                continue
+
+            def start(_: WorkItem, snapshot=snapshot, key=key) -> PaneLocator | None:
+                if snapshot.pane is not None:
+                    return snapshot.pane
+                spec = _launch_spec(home, key, snapshot.incarnation_id)
+                if spec is None:
+                    return None  # recorded with --no-launch: its process is the person's
+                from captain_tui.runtime.launch import launcher
+
+                launch = launcher(home, name=snapshot.name, key=key, agent=snapshot.agent,
+                                  program=spec.program, cwd=spec.cwd, socket=spec.socket,
+                                  session=spec.session)
+                pane, undo = launch(protocol.crew_env(home, snapshot.name,
+                                                      snapshot.incarnation_id,
+                                                      snapshot.assignment.assignment_id))
+                try:
+                    crewlog.append(home, key, snapshot, Launched(
+                        seq=snapshot.seq + 1, at=now(), actor="captain", pane=pane))
+                except BaseException:
+                    undo()
+                    raise
+                return pane
+
+            with home.store.lock("ledger"):
+                if not ledger.has_free_slot(home):
+                    break
+                ledger.claim_held(home, item.work_id, holder="captain", start=start)
+                claimed.append(item.work_id)
+    return claimed
+
+
+def round(home: Home) -> list[str]:  # noqa: A001 - one round of the runner
+    """Heartbeats and lease verdicts, then dispatch. Never raises a refusal."""
+    changes: list[str] = []
+    try:
+        from state.work import deliveries
+
+        changes += [f"{n} webhook intake(s) finished" for n in [deliveries.settle_pending(home)]
+                    if n]
+        changes += ledger.examine(home, probe, holder=holder())
+    except CaptainError:
+        pass
+    try:
+        changes += [f"{w}: started" for w in dispatch(home)]
+    except CaptainError:
+        pass
+    return changes

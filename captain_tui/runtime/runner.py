@@ -1,0 +1,90 @@
+"""The loop behind ``captain wait`` and ``captain watch``: sleep on inotify, ring held
+doorbells, look for approval prompts on hookless panes.
+
+watchfiles is a hint, never a log: every wake-up rescans what it serves, so an event the
+watcher dropped (inotify overflow, a watcher error) costs latency, never state.
+"""
+
+from __future__ import annotations
+
+import time
+
+from state.home import Home
+
+RING_EVERY = 0.5  # seconds between doorbell rounds while waiting
+APPROVAL_EVERY = 30.0  # hookless panes are checked for a modal this often
+LEDGER_EVERY = 5.0  # heartbeats, lease verdicts and dispatch (leases last 60 s by default)
+WAKE_MS = 250  # the longest one sleep lasts without an event
+
+
+class Runner:
+    """Owns a watcher on the home; ``sleep`` returns early when anything in the home changes."""
+
+    def __init__(self, home: Home, crew: str | None = None, *, ring: bool = True) -> None:
+        self.home = home
+        self.crew = crew
+        self.ring = ring
+        self._gen = None
+        self._next_ring = 0.0
+        self._next_approval = 0.0
+        self._next_ledger = 0.0
+        self._quiet: dict = {}  # doorbell.ring_all's memory: crews with nothing to ring
+        self.changes = 0
+
+    def _watcher(self):
+        if self._gen is None:
+            import watchfiles
+
+            self._gen = watchfiles.watch(self.home.root, debounce=20, step=10,
+                                         rust_timeout=WAKE_MS, yield_on_timeout=True,
+                                         watch_filter=None, raise_interrupt=True)
+        return self._gen
+
+    def tick(self) -> None:
+        """Doorbells and pane checks, each on its own clock."""
+        if not self.ring:
+            return
+        from captain_tui.runtime import doorbell
+
+        clock = time.monotonic()
+        if clock >= self._next_ring:
+            self._next_ring = clock + RING_EVERY
+            if self.crew is None:
+                doorbell.ring_all(self.home, self._quiet)
+            else:
+                _quietly(doorbell.ring, self.home, self.crew)
+        if clock >= self._next_ledger:
+            self._next_ledger = clock + LEDGER_EVERY
+            from captain_tui.runtime import ledger_probe as ledger_runtime
+
+            ledger_runtime.round(self.home)
+        if clock >= self._next_approval:
+            self._next_approval = clock + APPROVAL_EVERY
+            for key in ([self.crew.lower()] if self.crew else self.home.crew_keys()):
+                _quietly(doorbell.check_approval, self.home, key)
+
+    def sleep(self, seconds: float) -> None:
+        self.tick()
+        if seconds <= 0:
+            return
+        try:
+            batch = next(self._watcher())
+        except (StopIteration, RuntimeError, OSError):
+            self._gen = None  # a watcher error: fall back to a plain nap; the rescan covers it
+            time.sleep(min(seconds, WAKE_MS / 1000))
+            return
+        self.changes += len(batch)
+
+    def close(self) -> None:
+        if self._gen is not None:
+            self._gen.close()
+            self._gen = None
+
+
+def _quietly(fn, *args) -> None:
+    from state.errors import CaptainError
+
+    try:
+        fn(*args)
+    except CaptainError:
+        pass  # a doorbell problem is the doorbell's to report (status shows the gate)

@@ -1,0 +1,134 @@
+"""Render the cockpit headlessly on a fixed home and write ``screenshots/``.
+
+    python -m scripts.screenshots [--out screenshots]
+
+SVG always; PNG too when cairosvg is installed (``pip install cairosvg``), rendered with a
+monospace font that has the box-drawing glyphs the cockpit uses (DejaVu Sans Mono).
+The home, the clock and the size (120x36) are fixed, so a changed picture means a changed UI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import itertools
+import os
+import sys
+import tempfile
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from state.crew import notify, protocol
+from state.crew.protocol import Context
+from state.home import Home
+from state.work import ledger
+
+SIZE = (120, 36)
+CLOCK = datetime(2026, 11, 29, 9, 30, tzinfo=timezone.utc)
+
+
+@contextlib.contextmanager
+def fixed_ids():
+    """IDs are shown (the Work panel): the same on every run, time-ordered like real ones."""
+    from state import ids
+
+    counter = itertools.count(1)
+    millis = int(CLOCK.timestamp() * 1000)
+    fixed = lambda prefix: (f"{prefix}_{ids._b32(millis, 10)}"  # noqa: E731
+                            f"{ids._b32(next(counter) * 0x9E3779B97F4A7C15 % 2**80, 16)}")
+    modules = (protocol, notify, ledger)
+    saved = [m.new_id for m in modules]
+    for m in modules:
+        m.new_id = fixed
+    try:
+        yield
+    finally:
+        for m, original in zip(modules, saved):
+            m.new_id = original
+
+
+def build_home(root: Path) -> Home:
+    """Three crew: one asking, one working with unread mail, one finished; and beside their
+    work items, a chat item queued and one a worker ran whose stop could not be confirmed
+    (it needs reconciliation)."""
+    home = Home(root / "home")
+    project = root / "project"
+    project.mkdir(parents=True, exist_ok=True)
+    ada = protocol.recruit(home, "Ada", "Tidy the README: fix the broken links.", cwd=str(project),
+                           owns=["README.md", "docs"], allow=["read", "edit"])
+    protocol.inbox(home, "Ada", deliver=lambda batch: None, ctx=Context.from_env(ada.env))
+    protocol.ask(home, "Ada", "Should the install section show pipx as well as pip?",
+                 ctx=Context.from_env(ada.env))
+    brook = protocol.recruit(home, "Brook", "Add a --verbose flag to export and test it.",
+                             cwd=str(project), owns=["src/export.py"], allow=["edit", "test"])
+    protocol.tell(home, "Brook", "Also update the changelog.",
+                  assignment_id=brook.assignment_id)
+    cy = protocol.recruit(home, "Cy", "Find why the nightly build is slow.", cwd=str(project),
+                          allow=["read", "search", "build"])
+    protocol.inbox(home, "Cy", deliver=lambda batch: None, ctx=Context.from_env(cy.env))
+    protocol.done(home, "Cy", "Docs build is 70% of nightly; caching node_modules saves 4 min.",
+                  ctx=Context.from_env(cy.env))
+    notify.signal(home, "Brook", "awaiting_approval", "permission prompt: Bash: rm -rf build/",
+                  at=notify.now())
+    ago = lambda minutes: CLOCK - timedelta(minutes=minutes)  # noqa: E731
+    ledger.accept(home, source="chat", input={"text": "Draft the release notes"},
+                  requester="captain:demo", target_revision="v2.3.0", at=ago(3))
+    stuck = ledger.accept(home, source="chat", input={"text": "Re-run the flaky e2e suite"},
+                          requester="captain:demo", at=ago(40))
+    ledger.claim(home, stuck.work_id, holder="worker:ci", at=ago(38))
+    ledger.cancel(home, stuck.work_id, actor="captain:demo", at=ago(6))  # no stop confirmed
+    return home
+
+
+async def _shoot(home: Home, out: Path) -> list[Path]:
+    from captain_tui.cockpit.app import CaptainApp
+
+    app = CaptainApp(home, run_doorbell=False, clock=lambda: CLOCK)
+    written = []
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(200):  # the first scan runs in a worker
+            if app.scanned and app.last_refresh is not None:
+                break
+            await pilot.pause(0.05)
+        await pilot.pause(0.5)  # the footer and the panels settle (a busy machine is slow)
+        written.append(_save(app.export_screenshot(title="captain"), out / "cockpit.svg"))
+        await pilot.press("question_mark")
+        await pilot.pause(0.3)
+        written.append(_save(app.export_screenshot(title="captain — help"), out / "help.svg"))
+    return written
+
+
+def _save(svg: str, path: Path) -> Path:
+    path.write_text(svg)
+    return path
+
+
+def _png(svg_path: Path) -> Path | None:
+    try:
+        import cairosvg
+    except ImportError:
+        return None
+    png = svg_path.with_suffix(".png")
+    svg = svg_path.read_text().replace("font-family: Fira Code", "font-family: DejaVu Sans Mono")
+    cairosvg.svg2png(bytestring=svg.encode(), write_to=str(png), output_width=1800)
+    return png
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="screenshots", type=Path)
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("CAPTAIN_CONFIG_DIR", tempfile.mkdtemp())  # default settings
+    with tempfile.TemporaryDirectory() as tmp:
+        with fixed_ids():
+            home = build_home(Path(tmp))
+        for svg in asyncio.run(_shoot(home, args.out)):
+            png = _png(svg)
+            print(f"wrote {svg}" + (f" and {png}" if png else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,463 @@
+"""The assignment protocol: recruit, assign, tell, answer, ask, done, check, inbox, dismiss.
+
+Every function takes the home, the caller's ``Context`` and plain arguments, writes through
+the store's rules and raises ``CaptainError`` with a stable code to refuse. Mail is durable
+before anything else happens; ringing a pane is the runtime's business, not this module's.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+
+from state.crew import crewlog, mailbox, rules
+from state.crew.rules import CAPTAIN, Context, Verdict, check_captain  # noqa: F401 - re-exported
+from state.errors import CaptainError
+from state.home import Home
+from state.ids import ASSIGNMENT, DELIVERY, INCARNATION, MESSAGE, QUESTION, new_id
+from state.inputs import (
+    bounce_summary,
+    check_actions,
+    check_text,
+    crew_key,
+    normalise_path,
+    overlaps,
+    summarize,
+)
+from state.models import (
+    Asked,
+    Assigned,
+    AssignmentSpec,
+    Bounce,
+    BouncedMail,
+    CrewSnapshot,
+    Dismissed,
+    Finished,
+    LaunchSpec,
+    Message,
+    Notification,
+    PaneLocator,
+    Recruited,
+    now,
+)
+from state.store import encode
+from state.work.crash import crash_point
+
+
+@dataclass
+class Recruit:
+    crew: str
+    incarnation_id: str
+    assignment_id: str
+    message_id: str
+    env: dict[str, str] = field(default_factory=dict)
+    work_id: str | None = None
+    queued: bool = False  # every ledger slot was held: the pane starts when one frees
+
+
+# -- guards: each rule in one place (state.crew.rules, shared with the crew-side fast path) ------
+
+_existing = rules.existing
+_live = rules.live
+_same_assignment = rules.same_assignment
+_crew_identity = rules.crew_identity
+_crew_assignment = rules.crew_assignment
+_not_done = rules.not_done
+
+
+def _all_acknowledged(home: Home, key: str, assignment_id: str) -> None:
+    owed = mailbox.unacknowledged(home, key, assignment_id)
+    if owed:
+        first = owed[0]
+        raise CaptainError(
+            "unacknowledged",
+            f"{len(owed)} notification(s) of {assignment_id} are not acknowledged, first "
+            f"{first.delivery_id} ({first.status}): {summarize(first.summary)[:200]}. "
+            f"Acknowledge with captain wait {first.crew} --ack {first.delivery_id}.",
+            delivery_id=first.delivery_id, status=first.status,
+        )
+
+
+def _grant(home: Home, key: str, owns: list[str] | None, allow: list[str] | None,
+           project_dir: str, inherit: AssignmentSpec | None) -> tuple[list[str], list[str]]:
+    actions = check_actions(allow) if allow is not None else \
+        (list(inherit.allow) if inherit else [])
+    if owns is None:
+        paths = list(inherit.owns) if inherit else []
+    else:
+        paths = []
+        for p in owns:
+            n = normalise_path(p, project_dir)
+            if n not in paths:
+                paths.append(n)
+    for other in home.crew_keys():
+        if other == key:
+            continue
+        snap, _ = crewlog.load(home, other)
+        if snap is None or snap.dismissed_at is not None or snap.done_at is not None:
+            continue
+        for mine in paths:
+            for theirs in snap.assignment.owns:
+                if overlaps(mine, theirs):
+                    raise CaptainError(
+                        "ownership_overlap",
+                        f"{mine} overlaps {theirs}, owned by {snap.name} on "
+                        f"{snap.assignment.assignment_id}.",
+                        crew=snap.name,
+                    )
+    return paths, actions
+
+
+def _spec(task: str, paths: list[str], actions: list[str], project_dir: str,
+          handoff: str | None) -> AssignmentSpec:
+    return AssignmentSpec(assignment_id=new_id(ASSIGNMENT), message_id=new_id(MESSAGE),
+                          task=task, owns=paths, allow=actions, project_dir=project_dir,
+                          handoff_of=handoff)
+
+
+def _locked(home: Home, *keys: str) -> ExitStack:
+    """Take locks in one global order: the home, then the crew."""
+    stack = ExitStack()
+    for key in keys:
+        stack.enter_context(home.store.lock("home" if key == "" else crewlog.lock_name(key)))
+    return stack
+
+
+# -- captain side ---------------------------------------------------------------------------
+
+
+def crew_env(home: Home, name: str, incarnation: str, assignment_id: str) -> dict[str, str]:
+    """What a crew process needs to act as itself."""
+    return {"CAPTAIN_HOME": str(home.root), "CAPTAIN_ROLE": "crew", "CAPTAIN_CREW": name,
+            "CAPTAIN_INCARNATION": incarnation, "CAPTAIN_ASSIGNMENT": assignment_id}
+
+
+Launch = Callable[[dict[str, str]], tuple[PaneLocator, Callable[[], None]]]
+
+
+def recruit(home: Home, name: str, task: str, *, owns: list[str] | None = None,
+            allow: list[str] | None = None, handoff: str | None = None,
+            cwd: str | None = None, agent: str = "shell", ctx: Context = CAPTAIN,
+            launch: Launch | None = None, later: LaunchSpec | None = None) -> Recruit:
+    """Record a new crew and its first assignment.
+
+    ``launch`` (the tmux runtime) is called with the crew's environment once every rule has
+    passed, still under the locks, and returns the pane's locator and an undo. Only a
+    launched crew is recorded, and a crew whose record cannot be written is not left
+    running: nothing is ever half-recruited.
+
+    The assignment is a work item. When every ledger slot is held, the crew is recorded
+    with ``later`` (how to launch it) and its item waits in the queue; the runner's
+    dispatch launches it when a slot frees (``Recruit.queued``).
+    """
+    from state.work import ledger  # not at import: crew-side commands skip it
+    from state.work import settle as ledger_settle
+
+    check_captain(ctx, "crew")
+    key = crew_key(name)
+    check_text(task, "task")
+    project_dir = os.path.abspath(cwd or os.getcwd())
+    with _locked(home, "", key):
+        snapshot = crewlog.open_locked(home, key)
+        inherit = None
+        if snapshot is not None and snapshot.dismissed_at is None:
+            raise CaptainError("crew_exists",
+                               f"{snapshot.name} is already on the crew ({_live(snapshot)}).")
+        if snapshot is not None:
+            last = snapshot.assignment.assignment_id
+            if handoff is None:
+                raise CaptainError(
+                    "crew_dismissed",
+                    f"{snapshot.name} was dismissed; to recruit that name again pass "
+                    f"--handoff {last}.")
+            if handoff != last:
+                raise CaptainError("handoff_mismatch",
+                                   f"{handoff} is not {snapshot.name}'s last assignment ({last}).")
+            _all_acknowledged(home, key, last)
+            inherit = snapshot.assignment
+        elif handoff is not None:
+            raise CaptainError("handoff_mismatch",
+                               f"{name} has no earlier assignment to hand off from.")
+        paths, actions = _grant(home, key, owns, allow, project_dir, inherit)
+        spec = _spec(task, paths, actions, project_dir, handoff)
+        incarnation = new_id(INCARNATION)
+        env = crew_env(home, name, incarnation, spec.assignment_id)
+        with home.store.lock("ledger"):
+            free = ledger.has_free_slot(home)
+            pane, undo = launch(env) if launch is not None and free else (None, None)
+            event = Recruited(seq=(snapshot.seq + 1) if snapshot else 1, at=now(),
+                              actor="captain", name=name, incarnation_id=incarnation,
+                              agent=agent, assignment=spec, pane=pane,
+                              launch=later if launch is not None and not free else None)
+            try:
+                crewlog.append(home, key, snapshot, event)
+                crash_point("recruit:after-crew")
+                if free:
+                    ledger.claim_held(home, ledger_settle.work_id(spec.assignment_id),
+                                      holder=ledger_settle.HOLDER, locator=pane)
+            except BaseException:
+                if undo is not None:
+                    undo()
+                raise
+    return Recruit(name, incarnation, spec.assignment_id, spec.message_id, env,
+                   work_id=ledger_settle.work_id(spec.assignment_id),
+                   queued=launch is not None and not free)
+
+
+def assign(home: Home, name: str, task: str, *, handoff: str, owns: list[str] | None = None,
+           allow: list[str] | None = None, ctx: Context = CAPTAIN) -> AssignmentSpec:
+    from state.work import (
+        settle as ledger_settle,  # not at import: crew-side commands skip it
+    )
+
+    check_captain(ctx, "assign")
+    key = crew_key(name)
+    check_text(task, "task")
+    with _locked(home, "", key):
+        snapshot = _existing(name, crewlog.open_locked(home, key))
+        current = snapshot.assignment
+        if handoff != current.assignment_id:
+            raise CaptainError(
+                "handoff_mismatch",
+                f"--handoff {handoff} is not {snapshot.name}'s current assignment "
+                f"({current.assignment_id}); pass that exact ID.")
+        if snapshot.done_at is None:
+            raise CaptainError(
+                "assignment_active",
+                f"{current.assignment_id} is not done yet; {snapshot.name} finishes it with "
+                "captain done before it can be handed off.")
+        _all_acknowledged(home, key, current.assignment_id)
+        paths, actions = _grant(home, key, owns, allow, current.project_dir, current)
+        spec = _spec(task, paths, actions, current.project_dir, handoff)
+        with home.store.lock("ledger"):
+            snapshot = crewlog.append(home, key, snapshot, Assigned(
+                seq=snapshot.seq + 1, at=now(), actor="captain", assignment=spec))
+            ledger_settle.claim_if_free(home, spec.assignment_id, snapshot.pane)
+    return spec
+
+
+def _write_mail(home: Home, key: str, snapshot: CrewSnapshot, kind: str, text: str,
+                message_id: str, question_id: str | None = None) -> Message:
+    message = Message(message_id=message_id, crew=snapshot.name,
+                      incarnation_id=snapshot.incarnation_id,
+                      assignment_id=snapshot.assignment.assignment_id, kind=kind, text=text,
+                      question_id=question_id, queued_at=now())
+    home.store.create_once(home.mail_dir(key) / f"{message_id}.json", encode(message))
+    return message
+
+
+def tell(home: Home, name: str, text: str, *, assignment_id: str,
+         ctx: Context = CAPTAIN) -> Message:
+    check_captain(ctx, "tell")
+    key = crew_key(name)
+    check_text(text, "message")
+    with _locked(home, key):
+        snapshot = _existing(name, crewlog.open_locked(home, key))
+        _same_assignment(snapshot, assignment_id)
+        _not_done(snapshot)
+        last = mailbox.last_message(home, key, assignment_id)
+        if last is not None and last.text == text:
+            raise CaptainError(
+                "duplicate_message",
+                f"that text repeats the last message on {assignment_id} ({last.message_id}); "
+                "nothing was sent.", message_id=last.message_id)
+        return _write_mail(home, key, snapshot, "tell", text, new_id(MESSAGE))
+
+
+def answer(home: Home, name: str, question_id: str, text: str, *, assignment_id: str,
+           ctx: Context = CAPTAIN) -> Message:
+    check_captain(ctx, "answer")
+    key = crew_key(name)
+    check_text(text, "answer")
+    with _locked(home, key):
+        snapshot = _existing(name, crewlog.open_locked(home, key))
+        _same_assignment(snapshot, assignment_id)
+        question = snapshot.question
+        if question is None or question.question_id != question_id:
+            pending = mailbox.pending_question(home, key, snapshot)
+            hint = f"its pending question is {pending.question_id}" if pending else \
+                "it has no pending question"
+            raise CaptainError("unknown_question",
+                               f"{question_id} is not {snapshot.name}'s question on "
+                               f"{assignment_id}; {hint}.")
+        if mailbox.is_answered(home, key, question_id):
+            raise CaptainError("question_answered",
+                               f"{question_id} was already answered; use captain tell to add more.")
+        return _write_mail(home, key, snapshot, "answer", text,
+                           mailbox.answer_id(question_id), question_id=question_id)
+
+
+def dismiss(home: Home, name: str, *, reason: str = "crew dismissed",
+            ctx: Context = CAPTAIN, stopped: bool | None = None) -> list[BouncedMail]:
+    """Retire the crew; its unread mail bounces, each with a ``bounced`` notification.
+
+    ``stopped`` is the runtime's word on the crew's pane (True: confirmed closed). The
+    assignment's work item is cancelled only on a confirmed stop; otherwise it goes to
+    needs_reconciliation, never to cancelled on a guess.
+    """
+    from state.work import ledger  # not at import: crew-side commands skip it
+    from state.work import settle as ledger_settle
+
+    check_captain(ctx, "dismiss")
+    key = crew_key(name)
+    with _locked(home, key):
+        snapshot = _existing(name, crewlog.open_locked(home, key))
+        bounced = [BouncedMail(message_id=m.message_id, delivery_id=new_id(DELIVERY),
+                               queued_at=m.queued_at, summary=summarize(m.text)[:200])
+                   for m in mailbox.unread(home, key, snapshot)]
+        # The work item before the crew's record: killed in between, the crew is still
+        # live and dismissing it again finishes the job (cancel is idempotent). The other
+        # order left a dismissed crew whose item stayed running, which nothing revisits.
+        work_id = ledger_settle.work_id(snapshot.assignment.assignment_id)
+        if home.work_exists(work_id):
+            ledger.cancel(home, work_id, actor="captain", reason=reason,
+                          stop=lambda attempt: stopped)
+        crash_point("dismiss:after-work")
+        crewlog.append(home, key, snapshot, Dismissed(
+            seq=snapshot.seq + 1, at=now(), actor="captain",
+            assignment_id=snapshot.assignment.assignment_id, reason=reason, bounced=bounced))
+        crash_point("dismiss:after-crew")
+    return bounced
+
+
+def bounce(home: Home, name: str, reason: str) -> list[Bounce]:
+    """Mark every unread message of a live crew bounced (its pane or server is confirmed
+    gone), each with a ``bounced`` notification naming the message and why.
+
+    The bounce record carries its delivery ID, so a bouncer killed between the two writes
+    is completed by the next one: undeliverable mail is reported, never parked.
+    """
+    key = crew_key(name)
+    out = []
+    with _locked(home, key):
+        snapshot = _existing(name, crewlog.open_locked(home, key))
+        for m in mailbox.unread(home, key, snapshot):
+            record = Bounce(message_id=m.message_id, crew=snapshot.name,
+                            delivery_id=new_id(DELIVERY), reason=reason, bounced_at=now())
+            home.store.create_once(home.bounces_dir(key) / f"{m.message_id}.json",
+                                   encode(record), same=lambda old, new: True)
+            out.append(record)
+        by_id = {m.message_id: m for m in mailbox.messages(home, key, snapshot.incarnation_id)}
+        for record in home.store.records(home.bounces_dir(key), Bounce):
+            m = by_id.get(record.message_id)
+            path = home.notifications_dir(key) / f"{record.delivery_id}.json"
+            if m is None or path.exists():
+                continue
+            n = Notification(delivery_id=record.delivery_id, status="bounced", crew=snapshot.name,
+                             assignment_id=m.assignment_id, queued_at=m.queued_at,
+                             created_at=record.bounced_at, message_id=m.message_id,
+                             summary=bounce_summary(m.message_id, record.reason, m.text))
+            home.store.create_once(path, encode(n), same=lambda old, new: True)
+    return out
+
+
+# -- crew side ------------------------------------------------------------------------------
+
+
+def _crew_turn(home: Home, key: str, name: str, ctx: Context, assignment_id: str | None,
+               pending_hint: str) -> tuple[CrewSnapshot, str]:
+    """The crew, acting as itself on its live, unfinished assignment with no question
+    pending (caller holds the crew lock)."""
+    return rules.crew_turn(home, key, name, ctx, assignment_id, pending_hint,
+                           crewlog.open_locked)
+
+
+def ask(home: Home, name: str, text: str, *, assignment_id: str | None = None,
+        ctx: Context = CAPTAIN) -> Asked:
+    key = crew_key(name)
+    check_text(text, "question")
+    with _locked(home, key):
+        snapshot, assignment_id = _crew_turn(home, key, name, ctx, assignment_id,
+                                             rules.ASK_PENDING)
+        last = mailbox.last_message(home, key, assignment_id)
+        event = Asked(seq=snapshot.seq + 1, at=now(), actor=_actor(ctx),
+                      assignment_id=assignment_id, question_id=new_id(QUESTION),
+                      delivery_id=new_id(DELIVERY), text=text,
+                      queued_at=last.queued_at if last else None)
+        crewlog.append(home, key, snapshot, event)
+    return event
+
+
+def done(home: Home, name: str, report: str | None, *, assignment_id: str | None = None,
+         ctx: Context = CAPTAIN) -> Finished:
+    """Finish the assignment. Unread mail refuses it; the refusal carries that mail, and
+    ``err.after_report()`` (called once the caller has shown it) writes its receipts."""
+    from state.work import (
+        settle as ledger_settle,  # not at import: crew-side commands skip it
+    )
+
+    key = crew_key(name)
+    if report is None or not report.strip():
+        raise CaptainError("report_required",
+                           "done needs --report: say what changed and how it was checked.")
+    check_text(report, "report")
+    with _locked(home, key):
+        snapshot, assignment_id = _crew_turn(home, key, name, ctx, assignment_id,
+                                             rules.DONE_PENDING)
+        waiting = mailbox.unread(home, key, snapshot)
+        if waiting:
+            err = CaptainError(
+                "unread_mail",
+                f"{len(waiting)} unread message(s) came in; they are shown here and now count "
+                "as read. Act on them, then run done again.",
+                messages=[m.model_dump(mode="json", by_alias=True) for m in waiting])
+            err.after_report = lambda: mailbox.mark_read(home, key, waiting, "done")
+            raise err
+        ledger_settle.check_reportable(home, assignment_id)
+        last = mailbox.last_message(home, key, assignment_id)
+        event = Finished(seq=snapshot.seq + 1, at=now(), actor=_actor(ctx),
+                         assignment_id=assignment_id, delivery_id=new_id(DELIVERY),
+                         report=report, queued_at=last.queued_at if last else None)
+        crewlog.append(home, key, snapshot, event)
+    return event
+
+
+def check(home: Home, name: str, action: str, paths: list[str], *,
+          assignment_id: str | None = None, ctx: Context = CAPTAIN) -> Verdict:
+    """Validate a grant; executes nothing. Refusals of the grant itself are a Verdict."""
+    return rules.check(name, action, paths, lambda key: crewlog.load(home, key)[0],
+                       assignment_id=assignment_id, ctx=ctx)
+
+
+def inbox(home: Home, name: str, *, deliver: Callable[[list[Message]], None],
+          ctx: Context = CAPTAIN, via: str = "inbox") -> list[Message]:
+    """Hand queued mail (oldest first) to ``deliver``; receipts only after it returns."""
+    return rules.inbox(home, name, deliver=deliver, ctx=ctx, via=via,
+                       open_locked=crewlog.open_locked, unread=mailbox.unread,
+                       mark_read=mailbox.mark_read)
+
+
+def _actor(ctx: Context) -> str:
+    return "crew" if ctx.role == "crew" else "captain"
+
+
+def crew_status(home: Home, include_dismissed: bool = False) -> list[dict]:
+    """One row per crew for ``status``: who, on what, and what it waits on."""
+    rows = []
+    for key in home.crew_keys():
+        snapshot, _ = crewlog.load(home, key)
+        if snapshot is None or (snapshot.dismissed_at and not include_dismissed):
+            continue
+        pending = mailbox.pending_question(home, key, snapshot)
+        queued = [] if snapshot.dismissed_at else mailbox.unread(home, key, snapshot)
+        if snapshot.dismissed_at:
+            state = "dismissed"
+        elif snapshot.done_at:
+            state = "done"
+        elif pending:
+            state = "asked"
+        else:
+            state = "assigned"
+        rows.append({
+            "name": snapshot.name, "agent": snapshot.agent, "state": state,
+            "incarnation_id": snapshot.incarnation_id,
+            "assignment_id": snapshot.assignment.assignment_id,
+            "unread": len(queued),
+            "question_id": pending.question_id if pending else None,
+            "unacknowledged": len(mailbox.unacknowledged(home, key)),
+            "owns": snapshot.assignment.owns, "allow": snapshot.assignment.allow,
+            "pane": snapshot.pane.model_dump() if snapshot.pane else None,
+        })
+    return rows

@@ -1,0 +1,226 @@
+"""Who may act, on which assignment, and what a grant allows: the protocol's guards.
+
+Pure rules over a crew snapshot's attributes, with no pydantic behind them: the protocol
+calls them on its models, and the crew-side fast path (``state.crew_side.fast``) on the plain
+records it reads, so both refuse with the same code and the same sentence.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import NamedTuple
+
+from state.errors import CaptainError
+from state.home import Home
+from state.inputs import check_actions, crew_key, is_within, normalise_path
+from state.vocab import PATH_ACTIONS
+
+
+class Context(NamedTuple):  # not a dataclass: importing dataclasses costs crew commands ~9 ms
+    """Who is calling: the captain, or a crew process (from its CAPTAIN_* environment)."""
+
+    role: str = "captain"
+    crew: str | None = None
+    incarnation: str | None = None
+    assignment: str | None = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] = os.environ) -> Context:
+        if env.get("CAPTAIN_ROLE") != "crew":
+            return cls()
+        return cls("crew", env.get("CAPTAIN_CREW") or None,
+                   env.get("CAPTAIN_INCARNATION") or None, env.get("CAPTAIN_ASSIGNMENT") or None)
+
+
+CAPTAIN = Context()
+
+
+class Verdict(NamedTuple):
+    allowed: bool
+    reason: str
+
+
+def check_captain(ctx: Context, command: str) -> None:
+    if ctx.role == "crew":
+        raise CaptainError(
+            "crew_forbidden",
+            f"'{command}' is a captain command; crew {ctx.crew or '(unnamed)'} may not run it.",
+        )
+
+
+def existing(name: str, snapshot):
+    if snapshot is None:
+        raise CaptainError("unknown_crew", f"there is no crew named {name}.")
+    if snapshot.dismissed_at is not None:
+        raise CaptainError(
+            "crew_dismissed",
+            f"{snapshot.name} was dismissed; recruit again with --handoff "
+            f"{snapshot.assignment.assignment_id}.",
+        )
+    return snapshot
+
+
+def live(snapshot) -> str:
+    return f"{snapshot.name}'s live assignment is {snapshot.assignment.assignment_id}"
+
+
+def same_assignment(snapshot, assignment_id: str) -> None:
+    if assignment_id != snapshot.assignment.assignment_id:
+        raise CaptainError("stale_assignment",
+                           f"{assignment_id} is not current; {live(snapshot)}.")
+
+
+def crew_identity(ctx: Context, snapshot) -> None:
+    """A crew process may act only as itself, in its current incarnation."""
+    if ctx.role != "crew":
+        return
+    if not ctx.crew or not ctx.incarnation:
+        missing = "CAPTAIN_CREW" if not ctx.crew else "CAPTAIN_INCARNATION"
+        raise CaptainError("missing_context",
+                           f"{missing} is not set in this crew environment; {live(snapshot)}.")
+    if ctx.crew.lower() != snapshot.name.lower():
+        raise CaptainError("crew_forbidden",
+                           f"this process is crew {ctx.crew}; it may not act for {snapshot.name}.")
+    if ctx.incarnation != snapshot.incarnation_id:
+        raise CaptainError(
+            "stale_incarnation",
+            f"incarnation {ctx.incarnation} is not {snapshot.name}'s current one "
+            f"({snapshot.incarnation_id}); {live(snapshot)}.",
+        )
+
+
+def crew_assignment(ctx: Context, snapshot, explicit: str | None) -> str:
+    """Resolve the assignment a crew-side command is about, and insist it is live."""
+    crew_identity(ctx, snapshot)
+    assignment_id = explicit or (ctx.assignment if ctx.role == "crew" else None)
+    if not assignment_id:
+        where = "CAPTAIN_ASSIGNMENT is not set" if ctx.role == "crew" else \
+            "the captain must name the assignment"
+        raise CaptainError("missing_context",
+                           f"{where}; pass --assignment. {live(snapshot)}.")
+    same_assignment(snapshot, assignment_id)
+    return assignment_id
+
+
+def not_done(snapshot) -> None:
+    if snapshot.done_at is not None:
+        raise CaptainError(
+            "assignment_done",
+            f"{snapshot.assignment.assignment_id} is done; start the next one with "
+            f"captain assign {snapshot.name} --handoff {snapshot.assignment.assignment_id}.",
+        )
+
+
+def grant_verdict(snapshot, action: str, paths: list[str]) -> Verdict:
+    """Whether the live assignment grants ``action`` on ``paths`` (a known action)."""
+    spec = snapshot.assignment
+    if snapshot.done_at is not None:
+        return Verdict(False, f"{spec.assignment_id} is done; nothing is granted after done.")
+    if action not in spec.allow:
+        granted = ", ".join(spec.allow) or "nothing"
+        return Verdict(False, f"{action} is not granted on {spec.assignment_id} "
+                              f"(granted: {granted}).")
+    if action in PATH_ACTIONS:
+        for raw in paths:
+            path = normalise_path(raw, spec.project_dir)
+            if not any(is_within(path, owned) for owned in spec.owns):
+                owned = ", ".join(spec.owns) or "no paths"
+                return Verdict(False, f"{raw} is outside the paths {snapshot.name} owns "
+                                      f"({owned}).")
+    shown = f" on {', '.join(paths)}" if paths else ""
+    return Verdict(True, f"{action}{shown} is granted on {spec.assignment_id}.")
+
+
+def check(name: str, action: str, paths: list[str], load: Callable[[str], object], *,
+          assignment_id: str | None, ctx: Context) -> Verdict:
+    """Validate a grant on the crew ``load(key)`` returns; refusals of the grant itself
+    are a Verdict, anything else a ``CaptainError``."""
+    key = crew_key(name)
+    check_actions([action])
+    snapshot = existing(name, load(key))
+    crew_assignment(ctx, snapshot, assignment_id)
+    return grant_verdict(snapshot, action, paths)
+
+
+def current_crew(ctx: Context, load: Callable[[str], object]):
+    """The calling crew process's own live snapshot, from its environment: a refusal for
+    an unknown, dismissed or stale incarnation. Returns (key, snapshot)."""
+    key = crew_key(ctx.crew)
+    snapshot = load(key)
+    if snapshot is None:
+        raise CaptainError("unknown_crew", f"there is no crew named {ctx.crew}.")
+    if snapshot.dismissed_at is not None:
+        raise CaptainError("crew_dismissed", f"{snapshot.name} was dismissed.")
+    crew_identity(ctx, snapshot)
+    return key, snapshot
+
+
+# -- the crew side's turns, whichever records back them -----------------------------------
+#
+# ``state.crew.protocol`` passes functions over the models and ``state.crew_side.fast`` functions over
+# plain records: the order of the checks, and so which refusal a caller sees, is this one.
+
+ASK_PENDING = ("is still waiting for an answer; one question at a time. Stop and wait for "
+               "the answer mail.")
+DONE_PENDING = "is not answered yet; wait for the answer mail, act on it, then run done again."
+
+
+def lock_name(key: str) -> str:
+    """The crew lock: every writer of a crew's records holds it."""
+    return f"crew-{key}"
+
+
+def crew_turn(home: Home, key: str, name: str, ctx: Context, assignment_id: str | None,
+              pending_hint: str, open_locked: Callable[[Home, str], object]):
+    """The crew, acting as itself on its live, unfinished assignment with no question
+    pending (caller holds the crew lock). Returns (snapshot, assignment ID)."""
+    snapshot = existing(name, open_locked(home, key))
+    assignment_id = crew_assignment(ctx, snapshot, assignment_id)
+    not_done(snapshot)
+    pending = pending_question(home, key, snapshot)
+    if pending is not None:
+        raise CaptainError("question_pending", f"{pending.question_id} {pending_hint}",
+                           question_id=pending.question_id)
+    return snapshot, assignment_id
+
+
+def inbox(home: Home, name: str, *, deliver: Callable[[list], None], ctx: Context, via: str,
+          open_locked: Callable[[Home, str], object], unread: Callable[[Home, str, object], list],
+          mark_read: Callable[[Home, str, list, str], None]) -> list:
+    """Hand queued mail (oldest first) to ``deliver``; receipts only after it returns."""
+    key = crew_key(name)
+    with home.store.lock(lock_name(key)):  # so a dismissal cannot bounce what is being read
+        snapshot = existing(name, open_locked(home, key))
+        crew_identity(ctx, snapshot)
+        waiting = unread(home, key, snapshot)
+        deliver(waiting)
+        mark_read(home, key, waiting, via)
+    return waiting
+
+
+# -- mail a crew has not read, and the question it waits on ---------------------------------
+
+
+def unread_names(home: Home, key: str) -> list[str]:
+    """Names of a crew's mail with neither a receipt nor a bounce (any incarnation's).
+
+    Receipts and bounces are named after their message, so read mail is skipped by name and
+    nothing is parsed (the doorbell asks this of every crew, every round)."""
+    store = home.store
+    done = set(store.names(home.receipts_dir(key))) | set(store.names(home.bounces_dir(key)))
+    return [name for name in store.names(home.mail_dir(key)) if name not in done]
+
+
+def answer_id(question_id: str) -> str:
+    """An answer's message ID is derived from its question: one answer, exactly once."""
+    return f"msg_{question_id}"
+
+
+def is_answered(home: Home, key: str, question_id: str) -> bool:
+    return (home.mail_dir(key) / f"{answer_id(question_id)}.json").exists()
+
+
+def pending_question(home: Home, key: str, snapshot):
+    q = snapshot.question
+    return q if q is not None and not is_answered(home, key, q.question_id) else None

@@ -1,0 +1,174 @@
+"""Read and write records without pydantic, or say that only the models may judge them.
+
+The crew-side fast path (``state.crew_side.fast``) uses this instead of the pydantic models,
+whose import alone is most of a crew command's start-up budget. Reading accepts a strict
+subset of what the models accept, with the same meaning: every key the shape names
+(``state.crew_side.shapes``, derived from the models) and nothing else, exact JSON types, datetimes
+exactly as the models write them. Anything else raises ``Unsure`` and the caller falls back
+to the models, which validate, quarantine and report as always: this module never refuses,
+repairs or quarantines a record, it only declines to vouch for one. Writing produces the
+models' bytes exactly (a test compares them), so a record does not say which path wrote it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime, timedelta
+from pathlib import Path
+from types import SimpleNamespace
+
+from state.crew_side.shapes import EVENTS, SHAPES
+from state.store import Quarantined, Store
+
+# The models write UTC as Z, other offsets as +HH:MM, microseconds only when not zero.
+_DATETIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.(?!000000)\d{6})?"
+                       r"(?:Z|[+-](?!00:00)\d\d:\d\d)")
+
+
+class Unsure(Exception):
+    """The plain reader cannot vouch for this record: ask the models."""
+
+
+class Rec(SimpleNamespace):
+    """A record read plainly: the models' attribute names, and the JSON it was read from."""
+
+    def model_dump(self, mode: str = "json", by_alias: bool = True) -> dict:
+        """What ``model.model_dump(mode="json", by_alias=True)`` returns for it."""
+        assert mode == "json" and by_alias
+        return json.loads(json.dumps(self._json))
+
+
+def stamp(value: datetime) -> str:
+    """A datetime as the models write it."""
+    offset = value.utcoffset()
+    if offset is None:
+        raise ValueError("captain writes only aware datetimes")
+    text = value.replace(tzinfo=None).isoformat()
+    if not offset:
+        return text + "Z"
+    sign, offset = ("-", -offset) if offset < timedelta(0) else ("+", offset)
+    hours, rest = divmod(int(offset.total_seconds()), 3600)
+    if rest % 60:
+        raise ValueError("an offset with seconds is not written by captain")
+    return f"{text}{sign}{hours:02d}:{rest // 60:02d}"
+
+
+def _pairs(pairs: list[tuple[str, object]]) -> dict:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise Unsure("a key appears twice")
+    return out
+
+
+def _value(value, kind):
+    """(python value, canonical JSON value) of one field, or ``Unsure``."""
+    if kind == "str":
+        if type(value) is str:
+            return value, value
+    elif kind == "int":
+        if type(value) is int:
+            return value, value
+    elif kind == "datetime":
+        if type(value) is str and _DATETIME.fullmatch(value):
+            try:
+                return datetime.fromisoformat(value), value
+            except ValueError:
+                pass
+    elif kind[0] == "int>=":
+        if type(value) is int and value >= kind[1]:
+            return value, value
+    elif kind[0] == "str<=":
+        if type(value) is str and len(value) <= kind[1]:
+            return value, value
+    elif kind[0] == "lit":
+        if any(type(value) is type(v) and value == v for v in kind[1:]):
+            return value, value
+    elif kind[0] == "opt":
+        return (None, None) if value is None else _value(value, kind[1])
+    elif kind[0] == "list":
+        if type(value) is list:
+            pairs = [_value(v, kind[1]) for v in value]
+            return [p for p, _ in pairs], [j for _, j in pairs]
+    elif kind[0] == "model":
+        record = parse(value, kind[1])
+        return record, record._json
+    raise Unsure(f"{value!r} is not a plain {kind!r}")
+
+
+def parse(data, shape: str) -> Rec:
+    """A validated record as attributes (the models' attribute names), or ``Unsure``."""
+    fields = SHAPES[shape]
+    if type(data) is not dict or len(data) != len(fields):
+        raise Unsure(f"not exactly the fields of {shape}")
+    attrs, canonical = {}, {}
+    try:
+        for key, attr, kind in fields:
+            attrs[attr], canonical[key] = _value(data[key], kind)
+    except KeyError:
+        raise Unsure(f"not exactly the fields of {shape}") from None
+    return Rec(**attrs, _json=canonical)
+
+
+def parse_event(data) -> Rec:
+    """A crew event of any type (the models' union on ``type``)."""
+    shape = EVENTS.get(data.get("type")) if type(data) is dict else None
+    if shape is None:
+        raise Unsure("not a crew event")
+    return parse(data, shape)
+
+
+def read(store: Store, path: Path, shape: str) -> Rec | None:
+    """The record at ``path`` (None when absent), read by the store's rules; ``Unsure`` when
+    anything about it is unusual (the models then decide, and quarantine if they must).
+    ``shape`` "event" reads any crew event."""
+    try:
+        data = store.read_bytes(path)
+    except Quarantined as why:
+        raise Unsure(str(why)) from None
+    if data is None:
+        return None
+    if b"\\u" in data:
+        raise Unsure("escaped characters (the models judge lone surrogates)")
+    try:
+        value = json.loads(data.decode("utf-8"), object_pairs_hook=_pairs)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise Unsure(f"not UTF-8 JSON ({exc})") from None
+    return parse_event(value) if shape == "event" else parse(value, shape)
+
+
+# -- writing ------------------------------------------------------------------------------
+
+
+_TYPES = {"str": str, "int": int, "int>=": int, "str<=": str}
+
+
+def _dump(value, kind):
+    name = kind if isinstance(kind, str) else kind[0]
+    if name == "datetime":
+        return stamp(value)
+    if name == "opt":
+        return None if value is None else _dump(value, kind[1])
+    if name == "list":
+        return [_dump(v, kind[1]) for v in value]
+    if name == "model":
+        return dump(value, kind[1])
+    if name == "lit":
+        good = any(type(value) is type(v) and value == v for v in kind[1:])
+    else:
+        good = type(value) is _TYPES[name] and not (name == "int>=" and value < kind[1]) \
+            and not (name == "str<=" and len(value) > kind[1])
+    if not good:
+        raise ValueError(f"{value!r} is not a {kind!r}: a bug in the caller")
+    return value
+
+
+def dump(record, shape: str) -> dict:
+    """``record`` (anything with the shape's attributes) as the models' JSON object."""
+    return {key: _dump(getattr(record, attr), kind) for key, attr, kind in SHAPES[shape]}
+
+
+def encode(record, shape: str) -> bytes:
+    """The bytes ``state.store.encode`` writes for the same record."""
+    return json.dumps(dump(record, shape), ensure_ascii=False,
+                      separators=(",", ":")).encode() + b"\n"

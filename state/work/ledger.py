@@ -1,0 +1,655 @@
+"""The work ledger: work items, attempts, generation fencing, leases, cancel, replay, resolve.
+
+docs/ledger.md is the prose; this module is the only code that changes a work item.
+
+Writing rules, on top of the store's:
+
+- ``work/<id>/input.json`` (create-once) is written before the item's first event, so an
+  item never exists without its input; an input with no events is not an item.
+- events are create-once and gapless; ``item.json`` is a cache, republished after each
+  event and rebuilt by folding when it is behind (a writer killed between the two).
+- every mutation holds the item's lock; claiming and anything that frees a slot also hold
+  the ``ledger`` lock first (one order everywhere: home, crew, ledger, item).
+- ``ledger/open/<id>`` marks every item that is not terminal (written before the first
+  event, removed after the terminal one), so capacity and the reconciler never scan
+  finished history.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from state.errors import CaptainError
+from state.home import Home
+from state.ids import WORK, derive, new_id
+from state.models import PaneLocator, now
+from state.store import encode
+from state.work.crash import crash_point
+from state.work.models import (
+    HOLDS_SLOT,
+    SOURCES,
+    TERMINAL,
+    WORK_STATES,
+    Attempt,
+    Lease,
+    Resolution,
+    WorkEvent,
+    WorkItem,
+)
+
+RUN = "run"
+EVENT_NAME = "{:08d}"
+DEFAULT_SLOTS = 8
+DEFAULT_LEASE_SECONDS = 60.0
+PAGE_MAX = 100
+
+
+# -- settings ---------------------------------------------------------------------------------
+
+
+def slots(home: Home) -> int:
+    return int(home.number("ledger", "slots", DEFAULT_SLOTS, 1))
+
+
+def lease_seconds(home: Home) -> float:
+    return home.number("ledger", "lease_seconds", DEFAULT_LEASE_SECONDS, 1)
+
+
+# -- paths -------------------------------------------------------------------------------------
+
+
+def _item_dir(home: Home, work_id: str, create: bool = True) -> Path:
+    return home.store.dir("work", work_id, create=create)
+
+
+def _events_dir(home: Home, work_id: str) -> Path:
+    return home.store.dir("work", work_id, "events")
+
+
+def _open_dir(home: Home, create: bool = True) -> Path:
+    return home.store.dir("ledger", "open", create=create)
+
+
+def _lock(home: Home, work_id: str):
+    return home.store.lock(f"work-{work_id}")
+
+
+def check_work_id(work_id: str) -> str:
+    if not (isinstance(work_id, str) and work_id.startswith(WORK + "_") and len(work_id) <= 64
+            and work_id[4:].isalnum() and work_id.isascii()):
+        raise CaptainError("unknown_work", f"{work_id!r} is not a work item ID (wrk_...).")
+    return work_id
+
+
+def check_shown(reason: str | None = None, target_revision: str | None = None) -> None:
+    """Reasons and revisions are printed for people: no control characters, ever."""
+    from state.inputs import check_text
+
+    if reason is not None:
+        check_text(reason, "reason", required=False)
+    if target_revision is not None and not (target_revision.isprintable()
+                                            and len(target_revision) <= 200):
+        raise CaptainError("invalid_argument", "a target revision is at most 200 printable "
+                                               "characters on one line.")
+
+
+def work_id_for_assignment(assignment_id: str) -> str:
+    """An assignment's work item shares its ID's time and randomness: derivable, so the
+    crew log can settle it after a crash without a lookup table."""
+    return derive(WORK, assignment_id)
+
+
+def input_sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _canonical(value) -> bytes:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False,
+                      separators=(",", ":")).encode()
+
+
+# -- folding: the one place that says what an event means ------------------------------------
+
+# event type -> states it may follow (None: the first event)
+_FROM = {
+    "accepted": {None},
+    "claimed": {"queued"},
+    "succeeded": {"running", "needs_reconciliation"},
+    "failed": {"running", "needs_reconciliation"},
+    "retry_queued": {"running"},
+    "cancel_requested": {"running", "needs_reconciliation"},
+    "cancelled": {"queued", "running", "needs_reconciliation"},
+    "needs_reconciliation": {"running"},
+    "resolved": {"needs_reconciliation"},
+}
+
+
+def legal(state: str | None, event: WorkEvent) -> bool:
+    if state not in _FROM[event.type]:
+        return False
+    if event.type == "resolved":
+        return event.state in TERMINAL
+    if event.type in ("succeeded", "failed", "cancelled"):
+        return event.state == event.type
+    expected = {"accepted": "queued", "claimed": "running", "retry_queued": "queued",
+                "needs_reconciliation": "needs_reconciliation"}
+    return event.type == "cancel_requested" and event.state == state or \
+        expected.get(event.type) == event.state
+
+
+def fold(item: WorkItem | None, event: WorkEvent, work_id: str) -> WorkItem:
+    if not legal(item.state if item else None, event):
+        raise CaptainError("store_error", f"{work_id}: event {event.seq} ({event.type}) is not "
+                                          f"legal after {item.state if item else 'nothing'}")
+    if event.type == "accepted":
+        return WorkItem(work_id=work_id, seq=event.seq, source=event.source, state="queued",
+                        generation=0, target_revision=event.target_revision,
+                        input_sha256=event.input_sha256, replay_of=event.replay_of,
+                        replay_reason=event.reason, requester=event.requester,
+                        crew=event.crew, assignment_id=event.assignment_id,
+                        delivery_id=event.delivery_id, max_attempts=event.max_attempts or 1,
+                        created_at=event.at, updated_at=event.at)
+    changes: dict = dict(seq=event.seq, state=event.state, updated_at=event.at)
+    attempts = list(item.attempts)
+    if event.type == "claimed":
+        changes["generation"] = event.generation
+        attempts.append(Attempt(run_id=event.run_id, generation=event.generation,
+                                started_at=event.at, lease_holder=event.lease_holder,
+                                lease_expires_at=event.lease_expires_at,
+                                runtime_locator=event.runtime_locator))
+    elif event.type == "cancel_requested":
+        changes["cancel_requested"] = [*item.cancel_requested, event.generation]
+    elif attempts and attempts[-1].ended_at is None and event.type != "needs_reconciliation":
+        outcome = event.state if event.type != "retry_queued" else "failed"
+        cost = event.cost_usd if event.cost_usd is not None else attempts[-1].cost_usd
+        attempts[-1] = attempts[-1].model_copy(update=dict(ended_at=event.at, outcome=outcome,
+                                                           cost_usd=cost))
+    if event.type == "resolved":
+        changes["resolution"] = Resolution(operator=event.actor, reason=event.reason or "",
+                                           to=event.state, runtime_stopped=bool(
+                                               event.runtime_stopped), at=event.at)
+    changes["attempts"] = attempts
+    return item.model_copy(update=changes)
+
+
+# -- reading -----------------------------------------------------------------------------------
+
+
+def _seqs(home: Home, work_id: str) -> list[int]:
+    return [int(n) for n in home.store.names(_events_dir(home, work_id)) if n.isdigit()]
+
+
+def _event(home: Home, work_id: str, seq: int) -> WorkEvent | None:
+    return home.store.read(_events_dir(home, work_id) / f"{EVENT_NAME.format(seq)}.json",
+                           WorkEvent)
+
+
+def load(home: Home, work_id: str, *, repair: bool = False) -> WorkItem | None:
+    """The item (None when unknown), its cache trusted up to its ``seq``; with ``repair``
+    (caller holds the item lock) a behind cache is republished."""
+    check_work_id(work_id)
+    if not home.work_exists(work_id):
+        return None
+    store = home.store
+    seqs = _seqs(home, work_id)
+    item = store.read(_item_dir(home, work_id) / "item.json", WorkItem)
+    if item is not None and (not seqs or item.seq > seqs[-1] or item.work_id != work_id):
+        item = None
+    start = item.seq if item is not None else 0
+    for seq in seqs:
+        if seq <= start:
+            continue
+        event = _event(home, work_id, seq)
+        if event is None:
+            break  # a quarantined event: the history stops there, loudly (store reported it)
+        item = fold(item, event, work_id)
+    if repair and item is not None and item.seq > start:
+        store.publish(_item_dir(home, work_id) / "item.json", encode(item))
+    if repair and item is not None and item.state in TERMINAL:
+        _close(home, work_id)
+    return item
+
+
+def get(home: Home, work_id: str) -> WorkItem:
+    item = load(home, work_id)
+    if item is None:
+        raise CaptainError("unknown_work", f"there is no work item {work_id}.")
+    return item
+
+
+def events(home: Home, work_id: str) -> list[WorkEvent]:
+    out = []
+    for seq in _seqs(home, work_id):
+        event = _event(home, work_id, seq)
+        if event is None:
+            break
+        out.append(event)
+    return out
+
+
+def lease(home: Home, item: WorkItem) -> Lease | None:
+    """The live lease of the current attempt, if one was written for it."""
+    current = item.attempts[-1] if item.attempts else None
+    if current is None:
+        return None
+    record = home.store.read(_item_dir(home, item.work_id) / "lease.json", Lease)
+    if record is None or record.generation != current.generation:
+        return None
+    return record
+
+
+def lease_expires(home: Home, item: WorkItem) -> datetime | None:
+    current = item.attempts[-1] if item.attempts else None
+    if current is None:
+        return None
+    live = lease(home, item)
+    return live.expires_at if live else current.lease_expires_at
+
+
+def input_of(home: Home, work_id: str):
+    """The accepted input. Stored, never printed or served (replay copies it)."""
+    data = home.store.read_json(_item_dir(home, work_id) / "input.json")
+    return None if data is None else data.get("input")
+
+
+def open_ids(home: Home) -> list[str]:
+    # reading never creates: a home with no work yet stays as it is (readers, the cockpit)
+    return home.store.names(_open_dir(home, create=False), suffix="")
+
+
+def all_ids(home: Home) -> list[str]:
+    try:
+        entries = os.scandir(home.store.dir("work", create=False))
+    except FileNotFoundError:
+        return []
+    return sorted(e.name for e in entries if e.name.startswith(WORK + "_")
+                  and e.is_dir(follow_symlinks=False))
+
+
+def _open_items(home: Home, states) -> list[WorkItem]:
+    out = []
+    for work_id in open_ids(home):
+        with contextlib.suppress(CaptainError):
+            item = load(home, work_id)
+            if item is not None and item.state in states:
+                out.append(item)
+    return out
+
+
+def held(home: Home) -> list[WorkItem]:
+    """Items holding a slot (running or needing reconciliation)."""
+    return _open_items(home, HOLDS_SLOT)
+
+
+def queued(home: Home) -> list[WorkItem]:
+    """Queued items, oldest first: the order slots are handed out in."""
+    return _open_items(home, ("queued",))
+
+
+def has_free_slot(home: Home) -> bool:
+    """The capacity rule, in one place (callers that act on it hold the ledger lock)."""
+    return len(held(home)) < slots(home)
+
+
+# -- writing -----------------------------------------------------------------------------------
+
+
+def _close(home: Home, work_id: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(_open_dir(home) / work_id)
+
+
+def _append(home: Home, item: WorkItem | None, event: WorkEvent, work_id: str) -> WorkItem:
+    """Append one event (caller holds the item lock), then refresh the cache."""
+    new = fold(item, event, work_id)  # refuses an illegal transition before writing
+    path = _events_dir(home, work_id) / f"{EVENT_NAME.format(event.seq)}.json"
+    home.store.create_once(path, encode(event))
+    crash_point(f"{event.type}:after-event")
+    home.store.publish(_item_dir(home, work_id) / "item.json", encode(new))
+    crash_point(f"{event.type}:after-snapshot")
+    if new.state in TERMINAL:
+        _close(home, work_id)
+    return new
+
+
+def _next(item: WorkItem, type_: str, actor: str, state: str, at: datetime | None,
+          **fields) -> WorkEvent:
+    return WorkEvent(seq=item.seq + 1, at=at or now(), type=type_, generation=fields.pop(
+        "generation", item.generation), actor=actor, state=state, **fields)
+
+
+def _locked_item(home: Home, work_id: str) -> WorkItem:
+    item = load(home, work_id, repair=True)
+    if item is None:
+        raise CaptainError("unknown_work", f"there is no work item {work_id}.")
+    return item
+
+
+def accept(home: Home, *, source: str, input, requester: str, work_id: str | None = None,
+           target_revision: str | None = None, replay_of: str | None = None,
+           reason: str | None = None, crew: str | None = None,
+           assignment_id: str | None = None, delivery_id: str | None = None,
+           max_attempts: int = 1, detail: str | None = None,
+           at: datetime | None = None) -> WorkItem:
+    """Create a queued work item. With a given ``work_id`` it is idempotent: an existing
+    item is returned as it is (settling after a crash writes it again)."""
+    if source not in SOURCES:
+        raise CaptainError("invalid_filter", f"source {source!r} is not one of "
+                                             f"{', '.join(SOURCES)}.")
+    check_shown(reason, target_revision)
+    work_id = check_work_id(work_id or new_id(WORK))
+    data = _canonical({"input": input})
+    with _lock(home, work_id):
+        item = load(home, work_id, repair=True)
+        if item is not None:
+            return item
+        home.store.create_once(_item_dir(home, work_id) / "input.json", data + b"\n",
+                               same=lambda old, new: True)
+        crash_point("accepted:after-input")
+        home.store.create_once(_open_dir(home) / work_id, b"", same=lambda old, new: True)
+        event = WorkEvent(seq=1, at=at or now(), type="accepted", generation=0,
+                          actor=requester, state="queued", detail=detail, source=source,
+                          requester=requester, target_revision=target_revision,
+                          input_sha256=input_sha256(data + b"\n"), replay_of=replay_of,
+                          reason=reason, crew=crew, assignment_id=assignment_id,
+                          delivery_id=delivery_id, max_attempts=max_attempts)
+        return _append(home, None, event, work_id)
+
+
+def claim(home: Home, work_id: str | None = None, *, holder: str,
+          locator: PaneLocator | None = None, source: str | None = None,
+          run_id: str | None = None, at: datetime | None = None,
+          start: Callable[[WorkItem], PaneLocator | None] | None = None) -> WorkItem:
+    """Claim a queued item (the oldest, or ``work_id``) into a free slot: generation + 1,
+    a new attempt with a new run id and a lease.
+
+    ``start`` (the runtime) is called, under the locks, once the claim is certain, and
+    returns the new process's locator; if it raises, nothing is claimed.
+    """
+    with home.store.lock("ledger"):
+        if work_id is None:
+            # a crew's assignment is started by a runner's dispatch (its pane is launched),
+            # never handed to a worker asking for the oldest item
+            waiting = [i for i in queued(home) if (source is None or i.source == source)
+                       and i.crew is None]
+            if not waiting:
+                raise CaptainError("not_queued", "no work item is queued"
+                                   + (f" from source {source}" if source else "")
+                                   + " for a worker (crew assignments start when a runner "
+                                     "launches their pane).")
+            work_id = waiting[0].work_id
+        else:
+            item = load(home, check_work_id(work_id))
+            if item is not None and item.crew is not None and start is None:
+                raise CaptainError(
+                    "invalid_argument",
+                    f"{work_id} is crew {item.crew}'s assignment; a runner (the cockpit, "
+                    "captain watch or wait) launches its pane when a slot frees.")
+        return claim_held(home, work_id, holder=holder, locator=locator, run_id=run_id, at=at,
+                          start=start)
+
+
+def claim_held(home: Home, work_id: str, *, holder: str, locator: PaneLocator | None = None,
+               run_id: str | None = None, at: datetime | None = None,
+               start: Callable[[WorkItem], PaneLocator | None] | None = None) -> WorkItem:
+    """``claim`` for a caller that already holds the ledger lock."""
+    at = at or now()
+    if not has_free_slot(home):
+        holding, limit = held(home), slots(home)
+        raise CaptainError(
+            "no_capacity",
+            f"all {limit} slots are held ({', '.join(i.work_id for i in holding[:8])}); "
+            "an item is claimed when one frees. Raise [ledger] slots in config.toml to "
+            "run more at once.", slots=limit)
+    with _lock(home, check_work_id(work_id)):
+        item = _locked_item(home, work_id)
+        if item.state != "queued":
+            raise CaptainError("not_queued", f"{work_id} is {item.state}, not queued; "
+                                             "only a queued item can be claimed.",
+                               state=item.state)
+        if start is not None:
+            locator = start(item)
+        event = _next(item, "claimed", holder, "running", at,
+                      generation=item.generation + 1, run_id=run_id or new_id(RUN),
+                      lease_holder=holder, runtime_locator=locator,
+                      lease_expires_at=at + timedelta(seconds=lease_seconds(home)))
+        return _append(home, item, event, work_id)
+
+
+def _fenced(item: WorkItem, generation: int, what: str) -> None:
+    if generation != item.generation:
+        raise CaptainError(
+            "stale_generation",
+            f"generation {generation} is not {item.work_id}'s current one ({item.generation}); "
+            f"the attempt that {what} was taken over and may not act for its replacement.",
+            generation=item.generation, state=item.state)
+
+
+def heartbeat(home: Home, work_id: str, generation: int, *, holder: str | None = None,
+              at: datetime | None = None) -> WorkItem:
+    """Renew the current attempt's lease; fenced by generation."""
+    at = at or now()
+    with _lock(home, check_work_id(work_id)):
+        item = _locked_item(home, work_id)
+        _fenced(item, generation, "heartbeats")
+        if item.state != "running":
+            raise CaptainError("not_running", f"{work_id} is {item.state}; only a running "
+                                              "item's lease can be renewed.", state=item.state)
+        current = item.attempts[-1]
+        record = Lease(work_id=work_id, run_id=current.run_id, generation=generation,
+                       holder=holder or current.lease_holder, heartbeat_at=at,
+                       expires_at=at + timedelta(seconds=lease_seconds(home)))
+        home.store.publish(_item_dir(home, work_id) / "lease.json", encode(record))
+        return item
+
+
+def report(home: Home, work_id: str, generation: int, outcome: str, *, actor: str,
+           cost_usd: float | None = None, detail: str | None = None, repeatable: bool = False,
+           at: datetime | None = None) -> WorkItem:
+    """The attempt's result, fenced by generation. A repeatable failure with attempts left
+    goes back to the queue (a retry: same work id, a new run id at the next claim)."""
+    if outcome not in ("succeeded", "failed"):
+        raise CaptainError("invalid_argument", f"outcome {outcome!r} is not succeeded or failed.")
+    with home.store.lock("ledger"), _lock(home, check_work_id(work_id)):
+        item = _locked_item(home, work_id)
+        _fenced(item, generation, "reports")
+        if item.state not in ("running", "needs_reconciliation"):
+            raise CaptainError("not_running", f"{work_id} is {item.state}; there is no live "
+                                              "attempt to report for.", state=item.state)
+        retry = outcome == "failed" and repeatable and item.state == "running" \
+            and len(item.attempts) < item.max_attempts
+        kind = "retry_queued" if retry else outcome
+        return _append(home, item, _next(item, kind, actor, "queued" if retry else outcome,
+                                         at, cost_usd=cost_usd, detail=detail), work_id)
+
+
+@dataclass(frozen=True)
+class CancelResult:
+    item: WorkItem
+    outcome: str  # cancelled | already_terminal | stop_unconfirmed
+
+
+Stop = Callable[[Attempt], bool | None]  # True: stop confirmed; False/None: not confirmed
+
+
+def cancel(home: Home, work_id: str, *, actor: str, reason: str | None = None,
+           stop: Stop | None = None, at: datetime | None = None) -> CancelResult:
+    """An idempotent cancel request; ``outcome`` says what actually happened.
+
+    A queued item has no process: it is cancelled. A live attempt is stopped through
+    ``stop`` (the runtime); only a confirmed stop cancels it, anything else sends it to
+    needs_reconciliation. The request is recorded once per generation.
+    """
+    check_shown(reason)
+    with home.store.lock("ledger"), _lock(home, check_work_id(work_id)):
+        item = _locked_item(home, work_id)
+        if item.state in TERMINAL:
+            return CancelResult(item, "already_terminal")
+        if item.state == "queued":
+            item = _append(home, item, _next(item, "cancelled", actor, "cancelled", at,
+                                             reason=reason), work_id)
+            return CancelResult(item, "cancelled")
+        if item.generation not in item.cancel_requested:
+            item = _append(home, item, _next(item, "cancel_requested", actor, item.state, at,
+                                             reason=reason), work_id)
+        stopped = stop(item.attempts[-1]) if stop is not None else None
+        if stopped is True:
+            item = _append(home, item, _next(item, "cancelled", actor, "cancelled", at,
+                                             reason=reason), work_id)
+            return CancelResult(item, "cancelled")
+        if item.state == "running":
+            item = _append(home, item, _next(
+                item, "needs_reconciliation", actor, "needs_reconciliation", at,
+                reason="cancel requested; the stop could not be confirmed"), work_id)
+        return CancelResult(item, "stop_unconfirmed")
+
+
+def resolve(home: Home, work_id: str, *, generation: int, to: str, reason: str | None,
+            operator: str, runtime_stopped: bool = False, at: datetime | None = None) -> WorkItem:
+    """A person's verdict on an item needing reconciliation; frees its slot, starts
+    nothing. ``runtime_stopped`` is the operator's attestation, never a probe."""
+    if to not in TERMINAL:
+        raise CaptainError("invalid_argument", "the target state must be succeeded, failed or "
+                                               "cancelled, "
+                                               f"not {to!r}.")
+    if not reason or not reason.strip():
+        raise CaptainError("evidence_required",
+                           "resolve needs a reason (--reason): what you checked and what you "
+                           "found.")
+    if to == "cancelled" and not runtime_stopped:
+        raise CaptainError("evidence_required",
+                           "cancelled means a confirmed stop: attest that the process is no "
+                           "longer running (runtime_stopped, --runtime-stopped).")
+    check_shown(reason)
+    with home.store.lock("ledger"), _lock(home, check_work_id(work_id)):
+        item = _locked_item(home, work_id)
+        if item.state != "needs_reconciliation":
+            raise CaptainError("not_reconciling", f"{work_id} is {item.state}; only an item in "
+                                                  "needs_reconciliation can be resolved.",
+                               state=item.state)
+        _fenced(item, generation, "is being resolved")
+        return _append(home, item, _next(item, "resolved", operator, to, at, reason=reason,
+                                         runtime_stopped=runtime_stopped), work_id)
+
+
+# -- the reconciler ----------------------------------------------------------------------------
+
+Probe = Callable[[PaneLocator], str]  # alive | gone | unknown
+
+
+def examine(home: Home, probe: Probe, *, holder: str, at: datetime | None = None) -> list[str]:
+    """One pass of whichever runner is alive: renew the lease of every running item whose
+    process it confirms alive; decide expired leases by their locator. Returns what changed,
+    as ``work_id: what`` lines."""
+    at = at or now()
+    changes = []
+    for work_id in open_ids(home):
+        try:
+            item = load(home, work_id)
+        except CaptainError:
+            continue
+        if item is None or item.state != "running":
+            continue
+        current = item.attempts[-1]
+        verdict = probe(current.runtime_locator) if current.runtime_locator else "unknown"
+        expired = (lease_expires(home, item) or at) <= at
+        try:
+            if verdict == "alive":
+                heartbeat(home, work_id, item.generation, holder=holder, at=at)
+                if expired:
+                    changes.append(f"{work_id}: lease renewed")
+            elif expired:
+                changes.append(f"{work_id}: {_expire(home, work_id, item.generation, verdict, holder, at)}")
+        except CaptainError:
+            continue  # it moved on under us (a report, a cancel): the next pass sees it
+    return changes
+
+
+def _expire(home: Home, work_id: str, generation: int, verdict: str, holder: str,
+            at: datetime) -> str:
+    with home.store.lock("ledger"), _lock(home, work_id):
+        item = _locked_item(home, work_id)
+        _fenced(item, generation, "expired")
+        if item.state != "running":
+            return item.state
+        if verdict == "gone":
+            retry = len(item.attempts) < item.max_attempts
+            kind, state = ("retry_queued", "queued") if retry else ("failed", "failed")
+            _append(home, item, _next(item, kind, holder, state, at,
+                                      reason="lease expired; the process is confirmed gone "
+                                             "and never reported"), work_id)
+            return "retry queued" if retry else "failed (process gone, no report)"
+        _append(home, item, _next(item, "needs_reconciliation", holder, "needs_reconciliation",
+                                  at, reason="lease expired; the process could not be "
+                                             "verified"), work_id)
+        return "needs reconciliation"
+
+
+# -- reading for people and programs -----------------------------------------------------------
+
+
+def _cursor_ok(after: str | None) -> None:
+    if after is not None and not (after.startswith(WORK + "_") and after[4:].isalnum()):
+        raise CaptainError("invalid_filter", f"after={after!r} is not a cursor from a "
+                                             "previous page (a wrk_... ID).")
+
+
+def check_filters(state: str | None, source: str | None, limit: int) -> None:
+    if state is not None and state not in WORK_STATES:
+        raise CaptainError("invalid_filter", f"state {state!r} is not one of "
+                                             f"{', '.join(WORK_STATES)}.")
+    if source is not None and source not in SOURCES:
+        raise CaptainError("invalid_filter", f"source {source!r} is not one of "
+                                             f"{', '.join(SOURCES)}.")
+    if not 1 <= limit <= PAGE_MAX:
+        raise CaptainError("invalid_filter", f"limit must be between 1 and {PAGE_MAX}.")
+
+
+def page(home: Home, *, state: str | None = None, source: str | None = None,
+         limit: int = 50, after: str | None = None) -> tuple[list[WorkItem], str | None]:
+    """Keyset pagination over work IDs (time-ordered): items after ``after``, at most
+    ``limit``, and the cursor for the next page when more remain."""
+    check_filters(state, source, limit)
+    _cursor_ok(after)
+    out: list[WorkItem] = []
+    for work_id in all_ids(home):
+        if after is not None and work_id <= after:
+            continue
+        try:
+            item = load(home, work_id)
+        except CaptainError:
+            continue
+        if item is None or (state and item.state != state) or (source and item.source != source):
+            continue
+        if len(out) == limit:
+            return out, out[-1].work_id
+        out.append(item)
+    return out, None
+
+
+def public(home: Home, item: WorkItem, *, detail: bool = False) -> dict:
+    """What may be shown or served: never the input, never an event's detail."""
+    row = item.model_dump(mode="json", exclude={"schema_", "seq", "attempts", "cancel_requested"})
+    row["slot"] = item.state in HOLDS_SLOT
+    if not detail:
+        return row
+    live = lease(home, item)
+    attempts = []
+    for a in item.attempts:
+        entry = a.model_dump(mode="json")
+        if live is not None and live.run_id == a.run_id:
+            entry["lease_expires_at"] = live.expires_at.isoformat()
+            entry["heartbeat_at"] = live.heartbeat_at.isoformat()
+            entry["lease_holder"] = live.holder
+        attempts.append(entry)
+    row["attempts"] = attempts
+    row["events"] = [e.model_dump(mode="json", exclude={"schema_", "detail"}, exclude_none=True)
+                     for e in events(home, item.work_id)]
+    return row

@@ -1,0 +1,73 @@
+"""Assignments as work items: the bridge between a crew's history and the ledger.
+
+Every assignment is a work item (source ``assignment``) whose ID is derived from the
+assignment's (``ledger.work_id_for_assignment``). The crew log settles it like any derived
+record: recruiting or assigning accepts it, ``done`` succeeds it, and a writer that finds
+either missing after a crash writes it again. Claiming is not derivable (it depends on free
+slots), so the protocol claims explicitly and the runner's dispatch claims what waited.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from state.errors import CaptainError
+from state.home import Home
+from state.models import Assigned, CrewSnapshot, Finished, PaneLocator, Recruited
+from state.work import ledger
+
+HOLDER = "captain"
+
+
+def work_id(assignment_id: str) -> str:
+    return ledger.work_id_for_assignment(assignment_id)
+
+
+def accepted(home: Home, snapshot: CrewSnapshot, event: Recruited | Assigned) -> None:
+    spec = event.assignment
+    wid = work_id(spec.assignment_id)
+    if home.work_exists(wid):
+        return
+    ledger.accept(home, source="assignment", work_id=wid, requester=event.actor,
+                  input={"task": spec.task, "crew": snapshot.name,
+                         "assignment_id": spec.assignment_id},
+                  crew=snapshot.name, assignment_id=spec.assignment_id, at=event.at)
+
+
+def finished(home: Home, event: Finished) -> None:
+    """``done`` succeeds the item (fenced at the generation done found current)."""
+    wid = work_id(event.assignment_id)
+    item = ledger.load(home, wid)
+    if item is None or item.state not in ("running", "needs_reconciliation"):
+        return
+    with contextlib.suppress(CaptainError):  # already reported, or taken over: fenced out
+        ledger.report(home, wid, item.generation, "succeeded", actor=event.actor, at=event.at)
+
+
+def check_reportable(home: Home, assignment_id: str) -> None:
+    """Refuse ``done`` for an assignment whose work item has no live attempt."""
+    item = ledger.load(home, work_id(assignment_id))
+    if item is None or item.state in ("running", "needs_reconciliation"):
+        return
+    if item.state == "queued":
+        raise CaptainError("not_running",
+                           f"{assignment_id} is still queued for a ledger slot "
+                           f"({item.work_id}); it has not started, so it cannot be done yet.",
+                           work_id=item.work_id)
+    raise CaptainError("not_running",
+                       f"{assignment_id}'s work item {item.work_id} is already {item.state}; "
+                       "nothing can be reported for it any more.", work_id=item.work_id)
+
+
+def is_queued(home: Home, assignment_id: str) -> bool:
+    item = ledger.load(home, work_id(assignment_id))
+    return item is not None and item.state == "queued"
+
+
+def claim_if_free(home: Home, assignment_id: str, locator: PaneLocator | None) -> bool:
+    """Claim the assignment's item now if a slot is free (caller holds the ledger lock)."""
+    wid = work_id(assignment_id)
+    if not ledger.has_free_slot(home):
+        return False
+    ledger.claim_held(home, wid, holder=HOLDER, locator=locator)
+    return True

@@ -1,0 +1,253 @@
+"""A titled panel holding one list: the base of Crew, Questions, Doorbells, Notifications.
+
+``Panel.show(rows, now)`` is the only way rows get in. It changes only what changed: a cell
+that changed is re-rendered alone (its row, not the table), rows that came are added and rows
+that went are removed, never the whole table cleared and refilled — and the cursor stays on
+the record it was on, so what you are about to act on never changes under you.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual.containers import Vertical
+from textual.widgets import Static
+
+from widgets.panels.row_list import PanelTable
+
+__all__ = ["Column", "Panel", "PanelTable"]
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    label: str
+    width: int | None = None  # None: the one flexible column, takes what is left
+
+
+class Panel(Vertical):
+    """A bordered list with a title, and a sentence in place of the list when it is empty."""
+
+    DEFAULT_CSS = """
+    Panel {
+        border: round $panel-lighten-2;
+        border-title-color: $text-muted;
+        border-title-style: bold;
+        height: 1fr;
+        padding: 0 1 0 0;
+    }
+    Panel:focus-within {
+        border: round $accent;
+        border-title-color: $accent;
+    }
+    Panel > PanelTable {
+        height: 1fr;
+        background: transparent;
+        scrollbar-size-vertical: 1;
+    }
+    Panel > PanelTable > .datatable--header {
+        background: transparent;
+        color: $text-muted;
+        text-style: bold;
+    }
+    Panel > .empty {
+        color: $text-muted;
+        padding: 1 2;
+        height: auto;
+    }
+    Panel > .empty.loading {
+        text-style: italic;
+    }
+    """
+
+    title: ClassVar[str] = ""
+    columns: ClassVar[tuple[Column, ...]] = ()
+    empty_text: ClassVar[str] = ""  # may name keys by command id: "press {recruit}"
+    LOADING_TEXT: ClassVar[str] = "Reading the home…"
+
+    def __init__(self, *, keys: dict[str, str] | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        # command id -> key, from the app's registry: empty texts name the real keys
+        self.keys = keys or {}
+        self._rows: dict[str, Any] = {}
+        self._keys: list[str] = []
+        self._cells: dict[str, tuple] = {}  # the cells the table holds, by row key
+        self._flex = 0
+        self._now: datetime | None = None
+        self._loaded = False
+        self._empty_shown: str | None = None  # the sentence on show when the list is empty
+
+    def compose(self):
+        # kept: they live as long as the panel, and a DOM query on every update adds up
+        self._table = PanelTable(cursor_type="row", zebra_stripes=False, show_cursor=True)
+        self._table.display = False
+        self._empty = Static(self.LOADING_TEXT, classes="empty loading", markup=False)
+        yield self._table
+        yield self._empty
+
+    def on_mount(self) -> None:
+        self.border_title = self.title
+        self._add_columns()
+
+    @property
+    def table(self) -> PanelTable:
+        return self._table
+
+    @property
+    def loaded(self) -> bool:
+        """Rows were shown at least once (until then it says it is reading)."""
+        return self._loaded
+
+    # -- what subclasses say -------------------------------------------------------------
+
+    def row_key(self, row: Any) -> str:
+        raise NotImplementedError
+
+    def row_cells(self, row: Any, now: datetime, flex: int) -> tuple[Text, ...]:
+        raise NotImplementedError
+
+    def colour(self, variable: str) -> str:
+        """A theme colour by its variable name ("success", "warning", ...), so rows follow
+        the theme; the app re-shows every panel when the theme changes."""
+        return self.app.theme_variables.get(variable, "")
+
+    def counter(self, rows: list) -> str:
+        return f"{self.title} {len(rows)}" if rows else self.title
+
+    # -- rows in ---------------------------------------------------------------------------
+
+    def show(self, rows: list, now: datetime, *, keep: str | None = None,
+             every_row: bool = True) -> None:
+        """Show these rows. With ``every_row=False`` (a feed update) a row equal to the one
+        on show keeps its cells as they are: its ages are brought up to date by the next
+        ages tick, like every other age, instead of every row being re-rendered."""
+        self._loaded = True
+        self._now = now
+        title = self.counter(rows)
+        if self.border_title != title:  # setting it repaints the panel, even when equal
+            self.border_title = title
+        table = self.table
+        keys = [self.row_key(r) for r in rows]
+        held = self._patch(table, dict(zip(keys, rows)), now, every_row)
+        if keys != self._keys:
+            self._move_rows(table, keys, held, keep or self.current_key)
+        self._rows = dict(zip(keys, rows))
+        self._keys = keys
+        self._cells = held
+        self._show_empty(table, not keys)
+
+    def _patch(self, table: PanelTable, rows: dict[str, Any], now: datetime,
+               every_row: bool) -> dict[str, tuple]:
+        """Put changed cells of rows that stay into the table; the cells it then holds,
+        by row key (a new row's are those it is to be added with)."""
+        held: dict[str, tuple] = {}
+        changes: dict[str, dict[str, Any]] = {}
+        for k, row in rows.items():
+            old = self._cells.get(k)
+            if old is not None and not every_row and self._rows.get(k) == row:
+                held[k] = old
+                continue
+            cells = self.row_cells(row, now, self._flex)
+            if old is None:
+                held[k] = cells
+                continue
+            changed = {}
+            now_held = []
+            for column, value, before in zip(self.columns, cells, old):
+                if _sig(value) != _sig(before):
+                    changed[column.key] = value
+                    now_held.append(value)
+                else:
+                    now_held.append(before)  # the object the table has (order_rows uses it)
+            if changed:
+                changes[k] = changed
+            held[k] = tuple(now_held)
+        table.patch_rows(changes)
+        return held
+
+    def _move_rows(self, table: PanelTable, keys: list[str], cells: dict[str, tuple],
+                   keep: str | None) -> None:
+        at = table.cursor_row
+        staying = set(keys)
+        for k in self._keys:
+            if k not in staying:
+                table.remove_row(k)
+        had = set(self._keys)
+        for k in keys:
+            if k not in had:
+                table.add_row(*cells[k], key=k)
+        if [k for k in self._keys if k in staying] + [k for k in keys if k not in had] != keys:
+            table.order_rows([cells[k][0] for k in keys])
+        if keys:
+            # The first row is the default (oldest question, newest notification) until the
+            # person picks a row; then the cursor stays on what they picked, and if that
+            # goes away, where it was.
+            if not table.picked:
+                target = 0
+            elif keep in staying:
+                target = keys.index(keep)
+            else:
+                target = min(max(at, 0), len(keys) - 1)
+            table.move_cursor(row=target, animate=False)
+
+    def _show_empty(self, table: PanelTable, empty_now: bool) -> None:
+        if empty_now and table.has_focus:
+            self.screen.focus_next()  # an empty list cannot hold focus; keep the keys working
+        table.display = not empty_now
+        empty = self._empty
+        empty.display = empty_now
+        text = self.empty_text.format_map(self.keys)
+        if empty_now and text != self._empty_shown:  # an update lays the screen out again
+            self._empty_shown = text
+            empty.remove_class("loading")
+            empty.update(text)
+
+    def rows(self) -> list:
+        return [self._rows[k] for k in self._keys]
+
+    @property
+    def current_key(self) -> str | None:
+        table = self.table
+        if not self._keys or not table.is_valid_row_index(table.cursor_row):
+            return None
+        return self._keys[table.cursor_row]
+
+    @property
+    def current(self) -> Any | None:
+        key = self.current_key
+        return self._rows.get(key) if key is not None else None
+
+    # -- the flexible column follows the panel's width ---------------------------------------
+
+    def _flex_width(self) -> int:
+        """What is left for the flexible column: every column has one cell of padding on
+        either side, and one cell stays free for the vertical scrollbar."""
+        used = sum((c.width or 0) + 2 for c in self.columns)
+        return max(self.content_size.width - used - 1, 12)
+
+    def on_resize(self) -> None:
+        flex = self._flex_width()
+        if flex == self._flex:
+            return
+        self._flex = flex
+        keep, rows = self.current_key, self.rows()
+        self._add_columns()
+        if self._now is not None:
+            self.show(rows, self._now, keep=keep)
+
+    def _add_columns(self) -> None:
+        """(Re)build the columns; this empties the table, so ``show`` must follow."""
+        table = self.table
+        table.clear(columns=True)
+        for c in self.columns:
+            table.add_column(Text(c.label), key=c.key, width=c.width or max(self._flex, 12))
+        self._keys, self._cells = [], {}
+
+
+def _sig(value: Any) -> tuple:
+    if isinstance(value, Text):
+        return value.plain, str(value.style), tuple(value.spans)
+    return (value,)

@@ -1,0 +1,126 @@
+"""The Work panel: the work ledger's items, what needs reconciliation loud and first.
+
+A filter (the app's key cycles ``WORK_FILTERS``) narrows the list; the title names it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from rich.text import Text
+
+from widgets.cells import age, plain
+from widgets.panels.base import Column, Panel
+from widgets.view import RECONCILE, WORK_FILTERS, HomeView, WorkRow
+
+# work state -> theme colour variable
+STATE_COLOURS = {"queued": "text-muted", "running": "primary-lighten-2", "succeeded": "success",
+                 "failed": "warning", "cancelled": "text-muted", RECONCILE: "error"}
+STATE_WORDS = {RECONCILE: "RECONCILE"}  # the only state wider than its column
+SOURCE_WORDS = {"assignment": "assign"}
+FILTER_WORDS = {RECONCILE: "needs reconciliation"}
+
+EMPTY_ALL = ("No work yet. Recruiting a crew (press {recruit}) or giving one its next task "
+             "creates a work item, and so do captain work submit and webhook deliveries.")
+EMPTY_FILTERED = "No {what} work. Press {work_filter} for {next}."
+
+
+class WorkPanel(Panel):
+    DEFAULT_CSS = """
+    WorkPanel {
+        border-subtitle-color: $text-muted;
+    }
+    WorkPanel.-reconciling {
+        border: round $error;
+        border-title-color: $error;
+    }
+    WorkPanel.-reconciling:focus-within {
+        border: round $error;
+        border-title-color: $error;
+    }
+    """
+    title = "Work"
+    columns = (
+        Column("state", "State", 9),
+        Column("work", "Work"),
+        Column("crew", "Crew", 10),
+        Column("gen", "Gen", 3),
+        Column("source", "Source", 7),
+        Column("since", "Since", 5),
+    )
+    empty_text = EMPTY_ALL
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.state_filter = "all"
+        self.matched = 0  # rows under the filter, before finished ones were capped
+        self._refilter = False
+
+    def on_mount(self) -> None:  # after Panel's (Textual calls each class's handler)
+        # a loud row stays red under the cursor (the cursor keeps only its background)
+        self.table.cursor_foreground_priority = "renderable"
+        self.border_subtitle = f"{self.keys.get('work_filter', 'f')} filter"
+
+    def show_view(self, view: HomeView, now: datetime) -> None:
+        """The view's work under the filter; nothing is touched when that did not change."""
+        rows, matched = view.work_rows(self.state_filter)
+        self.set_class(view.reconciling() > 0, "-reconciling")
+        if self.loaded and not self._refilter and matched == self.matched \
+                and rows == self.rows():
+            return
+        refilter, self._refilter = self._refilter, False
+        self.matched = matched
+        self.show(rows, now, every_row=refilter)
+
+    def cycle_filter(self) -> str:
+        """The next filter; the cursor goes back to the first row of the new list."""
+        self.state_filter = _after(self.state_filter)
+        self._refilter = True  # the title and the empty text change even if the rows do not
+        self.table.picked = False
+        if self.state_filter == "all":
+            self.empty_text = EMPTY_ALL
+        else:
+            self.empty_text = EMPTY_FILTERED.format(
+                what=FILTER_WORDS.get(self.state_filter, self.state_filter),
+                next=_shown(_after(self.state_filter)), work_filter="{work_filter}")
+        return self.state_filter
+
+    def counter(self, rows: list) -> str:
+        label = f"{self.title} · {FILTER_WORDS.get(self.state_filter, self.state_filter)}"
+        if len(rows) < self.matched:
+            return f"{label} {len(rows)} of {self.matched}"
+        return f"{label} {len(rows)}" if rows else label
+
+    def row_key(self, row: WorkRow) -> str:
+        return row.work_id
+
+    def row_cells(self, row: WorkRow, now: datetime, flex: int) -> tuple[Text, ...]:
+        if row.reconciling:  # loud: the whole row in the error colour
+            loud = f"bold {self.colour('error')}"
+            return (plain(STATE_WORDS[RECONCILE], loud), plain(short_id(row.work_id, flex), loud),
+                    plain(row.crew or "—", loud), plain(str(row.generation), loud),
+                    plain(SOURCE_WORDS.get(row.source, row.source), loud),
+                    plain(age(row.updated_at, now), loud))
+        colour = self.colour(STATE_COLOURS.get(row.state, "foreground"))
+        muted = self.colour("text-muted")
+        return (plain(STATE_WORDS.get(row.state, row.state), f"bold {colour}"),
+                plain(short_id(row.work_id, flex)), plain(row.crew or "—", "bold"),
+                plain(str(row.generation), muted),
+                plain(SOURCE_WORDS.get(row.source, row.source), muted),
+                plain(age(row.updated_at, now), muted))
+
+
+def short_id(work_id: str, width: int) -> str:
+    """The whole ID when it fits; else its tail (the random part tells items apart)."""
+    if len(work_id) <= width:
+        return work_id
+    return "…" + work_id[-(width - 1):] if width > 1 else "…"
+
+
+def _after(state: str) -> str:
+    return WORK_FILTERS[(WORK_FILTERS.index(state) + 1) % len(WORK_FILTERS)]
+
+
+def _shown(state: str) -> str:
+    return "all work" if state == "all" else FILTER_WORDS.get(state, state)

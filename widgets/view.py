@@ -1,0 +1,181 @@
+"""What the cockpit's panels show, as plain immutable data.
+
+The feed (``captain_tui.cockpit.feed.home``) builds these from the home; the panels render them. They are
+frozen so one ``HomeView`` can be handed from the feed's thread to the UI without copying:
+an update replaces the ``CrewView`` of the crew it touched and shares every other one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from state.models import PaneLocator
+from state.work.models import TERMINAL
+
+# Statuses that need the captain now: they raise an alert (toast, bell, desktop notice).
+ALERT_STATUSES = frozenset({"asked", "awaiting_approval", "bounced"})
+
+RECONCILE = "needs_reconciliation"
+# The Work panel's filters, in the order its key cycles them ("finished": any terminal state)
+WORK_FILTERS = ("all", "queued", "running", RECONCILE, "finished")
+FINISHED_SHOWN = 100  # finished work piles up forever: the panel shows the newest this many
+
+
+@dataclass(frozen=True)
+class CrewRow:
+    key: str  # the crew name in lower case: the row key in every panel
+    name: str
+    agent: str
+    state: str  # assigned | asked | approval | done
+    assignment_id: str
+    incarnation_id: str
+    task: str
+    unread: int
+    last_activity: datetime | None
+    gate: str | None  # what holds the doorbell, None when nothing does
+    pane: PaneLocator | None
+    unacknowledged: int = 0  # notifications of this crew not yet acknowledged
+    owns: tuple[str, ...] = ()  # the assignment's grants, offered again for the next one
+    allow: tuple[str, ...] = ()
+
+    @property
+    def done(self) -> bool:
+        return self.state == "done"
+
+
+@dataclass(frozen=True)
+class QuestionRow:
+    key: str
+    crew: str
+    question_id: str
+    assignment_id: str
+    text: str
+    asked_at: datetime
+
+
+@dataclass(frozen=True)
+class DoorbellRow:
+    key: str
+    crew: str
+    gate: str
+    held_since: datetime | None
+
+
+@dataclass(frozen=True)
+class NotificationRow:
+    key: str
+    crew: str
+    delivery_id: str
+    status: str
+    assignment_id: str
+    summary: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class WorkRow:
+    """One work item as the Work panel shows it (never its input, never an event detail)."""
+
+    work_id: str
+    key: str | None  # the crew's key when the item is an assignment: the pane preview follows
+    state: str  # queued | running | succeeded | failed | cancelled | needs_reconciliation
+    source: str  # assignment | chat | webhook
+    crew: str | None
+    generation: int
+    created_at: datetime
+    updated_at: datetime  # when it entered its current state
+    target_revision: str | None = None
+    replay_of: str | None = None
+    pane: str | None = None  # the current attempt's pane ID, where it has one
+    why: str | None = None  # why it needs reconciliation (the transition's reason)
+
+    @property
+    def finished(self) -> bool:
+        return self.state in TERMINAL
+
+    @property
+    def reconciling(self) -> bool:
+        return self.state == RECONCILE
+
+
+# Work panel order: what needs a person first, then what runs, what waits, what ended.
+_WORK_RANK = {RECONCILE: 0, "running": 1, "queued": 2}
+
+
+@dataclass(frozen=True)
+class CrewView:
+    """Everything the cockpit shows about one crew."""
+
+    crew: CrewRow
+    question: QuestionRow | None = None
+    doorbell: DoorbellRow | None = None
+    notifications: tuple[NotificationRow, ...] = ()
+
+
+@dataclass(frozen=True)
+class HomeView:
+    """The whole cockpit's data at one moment. ``crews`` and ``work`` are never mutated after
+    creation."""
+
+    crews: dict[str, CrewView] = field(default_factory=dict)
+    work: dict[str, WorkRow] = field(default_factory=dict)  # by work ID
+
+    def crew_rows(self) -> list[CrewRow]:
+        return [self.crews[k].crew for k in sorted(self.crews)]
+
+    def questions(self) -> list[QuestionRow]:
+        """Pending questions, oldest first (the one that has waited longest on top)."""
+        found = [v.question for v in self.crews.values() if v.question is not None]
+        return sorted(found, key=lambda q: (q.asked_at, q.question_id))
+
+    def doorbells(self) -> list[DoorbellRow]:
+        """Held rings, longest held first."""
+        found = [v.doorbell for v in self.crews.values() if v.doorbell is not None]
+        return sorted(found, key=lambda d: (d.held_since is None, d.held_since or 0, d.key))
+
+    def notifications(self) -> list[NotificationRow]:
+        """Unacknowledged notifications, newest first."""
+        found = [n for v in self.crews.values() for n in v.notifications]
+        return sorted(found, key=lambda n: (n.created_at, n.delivery_id), reverse=True)
+
+    def crew(self, key: str | None) -> CrewRow | None:
+        view = self.crews.get(key) if key else None
+        return view.crew if view else None
+
+    # lookups, asked for every key's dimming on every update: no sorting
+
+    def notification(self, delivery_id: str | None) -> NotificationRow | None:
+        for v in self.crews.values():
+            for n in v.notifications:
+                if n.delivery_id == delivery_id:
+                    return n
+        return None
+
+    def question(self, question_id: str | None) -> QuestionRow | None:
+        for v in self.crews.values():
+            if v.question is not None and v.question.question_id == question_id:
+                return v.question
+        return None
+
+    def work_rows(self, state: str = "all") -> tuple[list[WorkRow], int]:
+        """The Work panel's rows under a filter (see ``WORK_FILTERS``): needs_reconciliation
+        first, then running, queued and finished, newest first within each; and how many
+        matched (finished rows beyond ``FINISHED_SHOWN`` are left out)."""
+        if state == "all":
+            found = list(self.work.values())
+        elif state == "finished":
+            found = [w for w in self.work.values() if w.finished]
+        else:
+            found = [w for w in self.work.values() if w.state == state]
+        found.sort(key=lambda w: (w.updated_at, w.work_id), reverse=True)
+        found.sort(key=lambda w: _WORK_RANK.get(w.state, 3))
+        live = [w for w in found if not w.finished]
+        return live + [w for w in found if w.finished][:FINISHED_SHOWN], len(found)
+
+    def work_item(self, work_id: str | None) -> WorkRow | None:
+        return self.work.get(work_id) if work_id else None
+
+    def reconciling(self) -> int:
+        """How many work items need a person's verdict."""
+        return sum(1 for w in self.work.values() if w.reconciling)
