@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from captain_tui.runtime import ops as actions
+from captain_tui.runtime import ops
 from captain_tui.runtime.launch import launcher
 from state.crew import crewlog, protocol
 from state.home import Home
@@ -39,7 +39,7 @@ def test_jump_inside_tmux_switches_the_client_to_the_crews_window(home: Home, pr
         poll(lambda: _client_window(crews) == desk, what="the client to attach to the desk")
 
         inside = {"TMUX": f"{crews.socket},1,0"}  # what tmux sets for the cockpit's pane
-        assert actions.jump(pane, env=inside) is None  # switched: nothing to show
+        assert ops.jump(pane, env=inside) is None  # switched: nothing to show
         poll(lambda: _client_window(crews) == pane.window_id,
              what="the client to show the crew's window")
     finally:
@@ -56,7 +56,7 @@ def test_jump_from_another_tmux_server_gives_the_attach_command(home: Home, proj
                          cwd=str(project), socket=crews.socket, session="desk")
         protocol.recruit(home, "Jack", "Wait", cwd=str(project), agent="program", launch=start)
         pane = crewlog.load(home, "jack")[0].pane
-        command = actions.jump(pane, env={"TMUX": "/tmp/some-other-tmux,1,0"})
+        command = ops.jump(pane, env={"TMUX": "/tmp/some-other-tmux,1,0"})
         assert command == f"tmux -S {pane.socket} attach -t {pane.pane_id}"
     finally:
         crews.kill()

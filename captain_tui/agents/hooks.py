@@ -108,35 +108,16 @@ def _crew(env: Mapping[str, str]) -> tuple[Home, Context]:
 
 def _current(home: Home, ctx: Context) -> tuple[str, CrewSnapshot]:
     """This crew's live snapshot, refusing unknown, dismissed or stale incarnations."""
-    from state.crew_side import fast as crew_fast
+    from state.crew_side import commands
 
-    try:
-        return crew_fast.crew(home, ctx)
-    except crew_fast.Unsure:
-        return rules.current_crew(ctx, lambda key: _load(home, key))
-
-
-def _load(home: Home, key: str) -> CrewSnapshot | None:
-    from state.crew_side import fast as crew_fast
-
-    try:
-        return crew_fast.snapshot(home, key)
-    except crew_fast.Unsure:
-        from state.crew import crewlog
-
-        return crewlog.load(home, key)[0]
+    return commands.current(home, ctx)
 
 
 def _inbox(home: Home, ctx: Context, deliver: Callable[[list[Message]], None]) -> None:
     """``protocol.inbox``: the crew lock, then ``deliver``, then receipts (only if it returned)."""
-    from state.crew_side import fast as crew_fast
+    from state.crew_side import commands
 
-    try:
-        crew_fast.inbox(home, ctx.crew, deliver=deliver, ctx=ctx, via="hook")
-    except crew_fast.Unsure:  # raised before anything was delivered
-        from state.crew import protocol
-
-        protocol.inbox(home, ctx.crew, deliver=deliver, ctx=ctx, via="hook")
+    commands.inbox(home, ctx.crew, deliver=deliver, ctx=ctx, via="hook")
 
 
 # -- input and output -----------------------------------------------------------------------
@@ -227,7 +208,9 @@ def _claude_stop(call: Call) -> None:
     _inbox(home, ctx, deliver)
     if blocked:
         return
-    snapshot = _load(home, key)
+    from state.crew_side import commands
+
+    snapshot = commands.load(home, key)
     if snapshot is None or snapshot.dismissed_at is not None or snapshot.done_at is not None:
         return
     if rules.pending_question(home, key, snapshot) is not None:

@@ -18,9 +18,10 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from captain_tui.api import schemas as out
+from captain_tui.runtime import ops
 from state.errors import CaptainError
 from state.home import Home
-from state.work import deliveries, ledger, replay, tokens
+from state.work import deliveries, ledger, tokens
 
 STATUS = {
     "unknown_work": 404, "unknown_delivery": 404, "unknown_workspace": 404,
@@ -130,25 +131,24 @@ def build_app(home: Home) -> FastAPI:
 
     @app.post(base + "/work/{workId}/cancel", response_model=out.CancelOut, responses=ERRORS)
     def cancel_work(who: Manager, workId: str, body: out.CancelBody | None = None):
-        from captain_tui.runtime.ledger_probe import stop
-
-        result = ledger.cancel(home, _work_id(workId), actor=_actor(who),
-                               reason=body.reason if body else None, stop=stop)
-        item = ledger.public(home, result.item)
-        return {"item": item, "state": item["state"], "outcome": result.outcome}
+        c = ops.cancel(home, _work_id(workId), actor=_actor(who),
+                       reason=body.reason if body else None)
+        item = ledger.public(home, c.item)
+        return {"item": item, "state": item["state"], "outcome": c.outcome,
+                "dismissed": c.dismissal.as_json() if c.dismissal else None}
 
     @app.post(base + "/work/{workId}/replay", response_model=out.WorkItem, status_code=201,
               responses=ERRORS)
     def replay_work(who: Manager, workId: str, body: out.ReplayBody):
-        item = replay.replay(home, _work_id(workId), actor=_actor(who), reason=body.reason,
-                             target_revision=body.target_revision)
+        item = ops.replay(home, _work_id(workId), actor=_actor(who), reason=body.reason,
+                          target_revision=body.target_revision)
         return ledger.public(home, item)
 
     @app.post(base + "/work/{workId}/resolve", response_model=out.WorkItem, responses=ERRORS)
     def resolve_work(who: Manager, workId: str, body: out.ResolveBody):
-        item = ledger.resolve(home, _work_id(workId), generation=body.generation, to=body.to,
-                              reason=body.reason, operator=_actor(who),
-                              runtime_stopped=body.runtime_stopped)
+        item = ops.resolve(home, _work_id(workId), generation=body.generation, to=body.to,
+                           reason=body.reason, actor=_actor(who),
+                           runtime_stopped=body.runtime_stopped)
         return ledger.public(home, item)
 
     @app.get(base + "/deliveries", response_model=out.DeliveryPage, responses=ERRORS)

@@ -141,10 +141,20 @@ class WorkPage(BaseModel):
     next_cursor: str | None
 
 
+class Dismissal(BaseModel):
+    """The crew dismissed because the cancelled item was its assignment."""
+
+    crew: str
+    assignment_id: str | None
+    bounced: list[str]  # message IDs of the unread mail that bounced
+    pane_stopped: bool | None  # True: closed, confirmed; False: not confirmed; None: no pane
+
+
 class CancelOut(BaseModel):
     item: WorkItem
     state: State
     outcome: Literal["cancelled", "already_terminal", "stop_unconfirmed"]
+    dismissed: Dismissal | None = None
 
 
 class Delivery(BaseModel):

@@ -10,22 +10,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from captain_tui.cli.main import (  # cli imports this module only once loaded
-    _home,
-    _table,
-    _when,
-)
-from state.work import replay
+from captain_tui.cli.args import caller, home_of
+from captain_tui.cli.out import table, when
 
 
-def actor() -> str:
-    """Who the captain-side caller is, as recorded on what they request."""
-    import getpass  # not at import: every command builds this module's parsers
+def _actor() -> str:
+    from captain_tui.runtime.ops import actor
 
-    try:
-        return f"captain:{getpass.getuser()}"
-    except Exception:  # noqa: BLE001 - no user name is not a reason to refuse
-        return "captain"
+    return actor()
 
 
 def _captain_only(command: str) -> None:
@@ -43,8 +35,8 @@ def _item_line(row: dict) -> str:
 
 def _item_human(row: dict) -> str:
     lines = [_item_line(row),
-             f"  requester {row['requester']}  created {_when(row['created_at'])}  "
-             f"updated {_when(row['updated_at'])}",
+             f"  requester {row['requester']}  created {when(row['created_at'])}  "
+             f"updated {when(row['updated_at'])}",
              f"  input sha256 {row['input_sha256']}  target revision "
              f"{row['target_revision'] or '-'}"]
     if row.get("crew"):
@@ -55,17 +47,17 @@ def _item_human(row: dict) -> str:
         lines.append(f"  delivery {row['delivery_id']}")
     if row.get("resolution"):
         r = row["resolution"]
-        lines.append(f"  resolved to {r['to']} by {r['operator']} at {_when(r['at'])}: "
+        lines.append(f"  resolved to {r['to']} by {r['operator']} at {when(r['at'])}: "
                      f"{r['reason']} (runtime stopped: {'yes' if r['runtime_stopped'] else 'no'})")
     for a in row.get("attempts", []):
         cost = "unknown" if a["cost_usd"] is None else f"${a['cost_usd']:.4f}"
         where = a["runtime_locator"]["pane_id"] if a["runtime_locator"] else "no locator"
         lines.append(f"  attempt g{a['generation']} {a['run_id']}  {a['outcome'] or 'live'}  "
-                     f"lease {a['lease_holder']} until {_when(a['lease_expires_at'])}  "
-                     f"heartbeat {_when(a['heartbeat_at'])}  {where}  cost {cost}")
+                     f"lease {a['lease_holder']} until {when(a['lease_expires_at'])}  "
+                     f"heartbeat {when(a['heartbeat_at'])}  {where}  cost {cost}")
     for e in row.get("events", []):
         extra = f"  ({e['reason']})" if e.get("reason") else ""
-        lines.append(f"  #{e['seq']} {_when(e['at'])}  {e['type']} -> {e['state']}  "
+        lines.append(f"  #{e['seq']} {when(e['at'])}  {e['type']} -> {e['state']}  "
                      f"g{e['generation']}  by {e['actor']}{extra}")
     return "\n".join(lines)
 
@@ -76,7 +68,7 @@ def _item_human(row: dict) -> str:
 def cmd_list(args, out) -> int:
     from state.work import ledger
 
-    home = _home(args)
+    home = home_of(args)
     items, cursor = ledger.page(home, state=args.state, source=args.source, limit=args.limit,
                                 after=args.after)
     rows = [ledger.public(home, i) for i in items]
@@ -84,12 +76,12 @@ def cmd_list(args, out) -> int:
         human = "No work items" + (" match." if args.state or args.source or args.after else
                                    " yet. Recruiting or assigning a crew creates one.")
     else:
-        table = [["WORK", "STATE", "GEN", "SOURCE", "CREW", "UPDATED"]]
+        lines = [["WORK", "STATE", "GEN", "SOURCE", "CREW", "UPDATED"]]
         for r in rows:
             state = r["state"].upper() if r["state"] == "needs_reconciliation" else r["state"]
-            table.append([r["work_id"], state, str(r["generation"]), r["source"],
-                          r["crew"] or "-", _when(r["updated_at"])])
-        human = _table(table)
+            lines.append([r["work_id"], state, str(r["generation"]), r["source"],
+                          r["crew"] or "-", when(r["updated_at"])])
+        human = table(lines)
         if cursor:
             human += f"\nMore: captain work list --after {cursor}"
     out.ok({"items": rows, "next_cursor": cursor}, human)
@@ -99,7 +91,7 @@ def cmd_list(args, out) -> int:
 def cmd_show(args, out) -> int:
     from state.work import ledger
 
-    home = _home(args)
+    home = home_of(args)
     row = ledger.public(home, ledger.get(home, args.work_id), detail=True)
     out.ok({"item": row}, _item_human(row))
     return 0
@@ -115,27 +107,33 @@ _CANCEL_WORDS = {
 
 
 def cmd_cancel(args, out) -> int:
-    from captain_tui.runtime import ledger_probe as ledger_runtime
+    from captain_tui.cli.captain import dismissal_words
+    from captain_tui.runtime import ops
     from state.work import ledger
 
-    _captain_only("work cancel")
-    home = _home(args)
-    result = ledger.cancel(home, args.work_id, actor=actor(), reason=args.reason,
-                           stop=ledger_runtime.stop)
-    row = ledger.public(home, result.item)
-    out.ok({"item": row, "outcome": result.outcome, "state": row["state"]},
-           _CANCEL_WORDS[result.outcome].format(id=row["work_id"], state=row["state"],
-                                                gen=row["generation"]))
+    home = home_of(args)
+    c = ops.cancel(home, args.work_id, actor=ops.actor(), reason=args.reason,
+                   ctx=caller())
+    row = ledger.public(home, c.item)
+    human = _CANCEL_WORDS[c.outcome].format(id=row["work_id"], state=row["state"],
+                                            gen=row["generation"])
+    if c.dismissal is not None:
+        d = c.dismissal
+        human += (f"\nIt was {d.crew}'s assignment: {d.crew} is dismissed{dismissal_words(d)}. "
+                  f"Recruit the name again with --handoff {d.assignment_id}.")
+    out.ok({"item": row, "outcome": c.outcome, "state": row["state"],
+            "dismissed": c.dismissal.as_json() if c.dismissal else None}, human)
     return 0
 
 
 def cmd_replay(args, out) -> int:
+    from captain_tui.runtime import ops
     from state.work import ledger
 
     _captain_only("work replay")
-    home = _home(args)
-    item = replay.replay(home, args.work_id, actor=actor(), reason=args.reason,
-                         target_revision=args.target_revision)
+    home = home_of(args)
+    item = ops.replay(home, args.work_id, actor=ops.actor(), reason=args.reason,
+                      target_revision=args.target_revision)
     row = ledger.public(home, item)
     out.ok({"item": row}, f"Replayed {args.work_id} as {item.work_id} (queued, target "
                           f"revision {item.target_revision or '-'}).")
@@ -143,13 +141,14 @@ def cmd_replay(args, out) -> int:
 
 
 def cmd_resolve(args, out) -> int:
+    from captain_tui.runtime import ops
     from state.work import ledger
 
     _captain_only("work resolve")
-    home = _home(args)
-    item = ledger.resolve(home, args.work_id, generation=args.generation, to=args.to,
-                          reason=args.reason, operator=actor(),
-                          runtime_stopped=args.runtime_stopped)
+    home = home_of(args)
+    item = ops.resolve(home, args.work_id, generation=args.generation, to=args.to,
+                       reason=args.reason, actor=ops.actor(),
+                       runtime_stopped=args.runtime_stopped)
     row = ledger.public(home, item)
     out.ok({"item": row}, f"Resolved {item.work_id} to {item.state}; its slot is free.")
     return 0
@@ -161,8 +160,8 @@ def cmd_submit(args, out) -> int:
 
     _captain_only("work submit")
     check_text(args.text, "input")
-    home = _home(args)
-    item = ledger.accept(home, source="chat", input={"text": args.text}, requester=actor(),
+    home = home_of(args)
+    item = ledger.accept(home, source="chat", input={"text": args.text}, requester=_actor(),
                          target_revision=args.target_revision, max_attempts=args.max_attempts)
     out.ok({"item": ledger.public(home, item)}, f"Queued {item.work_id}.")
     return 0
@@ -172,13 +171,13 @@ def cmd_claim(args, out) -> int:
     from state.work import ledger
 
     _captain_only("work claim")
-    home = _home(args)
-    item = ledger.claim(home, args.work_id, holder=args.holder or actor(), source=args.source)
+    home = home_of(args)
+    item = ledger.claim(home, args.work_id, holder=args.holder or _actor(), source=args.source)
     run = item.attempts[-1]
     out.ok({"item": ledger.public(home, item), "generation": item.generation,
             "run_id": run.run_id},
            f"Claimed {item.work_id}: generation {item.generation}, run {run.run_id}, lease "
-           f"until {_when(run.lease_expires_at)}. Heartbeat and report with --generation "
+           f"until {when(run.lease_expires_at)}. Heartbeat and report with --generation "
            f"{item.generation}.")
     return 0
 
@@ -187,12 +186,12 @@ def cmd_heartbeat(args, out) -> int:
     from state.work import ledger
 
     _captain_only("work heartbeat")
-    home = _home(args)
+    home = home_of(args)
     item = ledger.heartbeat(home, args.work_id, args.generation, holder=args.holder)
     live = ledger.lease(home, item)
     out.ok({"item": ledger.public(home, item),
             "lease_expires_at": live.expires_at.isoformat() if live else None},
-           f"Lease of {item.work_id} renewed until {_when(live.expires_at if live else None)}.")
+           f"Lease of {item.work_id} renewed until {when(live.expires_at if live else None)}.")
     return 0
 
 
@@ -200,10 +199,10 @@ def cmd_report(args, out) -> int:
     from state.work import ledger
 
     _captain_only("work report")
-    home = _home(args)
+    home = home_of(args)
     detail = sys.stdin.read() if args.detail_stdin else None
     item = ledger.report(home, args.work_id, args.generation, args.outcome,
-                         actor=args.holder or actor(),
+                         actor=args.holder or _actor(),
                          cost_usd=args.cost_usd, detail=detail, repeatable=args.repeatable)
     out.ok({"item": ledger.public(home, item)}, f"{item.work_id} is {item.state}.")
     return 0
@@ -216,7 +215,7 @@ def cmd_ingest(args, out) -> int:
     from state.work import deliveries
 
     _captain_only("deliveries ingest")
-    home = _home(args)
+    home = home_of(args)
     body = sys.stdin.buffer.read(deliveries.MAX_BODY_BYTES + 1)
     intake = deliveries.ingest(home, args.endpoint, args.delivery_id, body, event=args.event)
     row = deliveries.public(home, intake.delivery)
@@ -231,7 +230,7 @@ def cmd_ingest(args, out) -> int:
 def cmd_deliveries_list(args, out) -> int:
     from state.work import deliveries
 
-    home = _home(args)
+    home = home_of(args)
     records, cursor = deliveries.page(home, endpoint_id=args.endpoint,
                                       source_delivery_id=args.source_delivery_id,
                                       limit=args.limit, after=args.after)
@@ -239,13 +238,13 @@ def cmd_deliveries_list(args, out) -> int:
     if not rows:
         human = "No deliveries match."
     else:
-        table = [["DELIVERY", "ENDPOINT", "SOURCE ID", "EVENT", "RECEIVED", "BODY", "WORK"]]
+        lines = [["DELIVERY", "ENDPOINT", "SOURCE ID", "EVENT", "RECEIVED", "BODY", "WORK"]]
         for r in rows:
             body = "held" if r["raw_body_available"] else "expired"
-            table.append([r["delivery_id"], r["endpoint_id"], r["source_delivery_id"],
-                          r["event"] or "-", _when(r["received_at"]), body,
+            lines.append([r["delivery_id"], r["endpoint_id"], r["source_delivery_id"],
+                          r["event"] or "-", when(r["received_at"]), body,
                           r["work_id"] or f"filtered: {r['filter_reason']}"])
-        human = _table(table)
+        human = table(lines)
         if cursor:
             human += f"\nMore: captain deliveries list --after {cursor}"
     out.ok({"deliveries": rows, "next_cursor": cursor}, human)
@@ -255,14 +254,14 @@ def cmd_deliveries_list(args, out) -> int:
 def cmd_deliveries_show(args, out) -> int:
     from state.work import deliveries
 
-    home = _home(args)
+    home = home_of(args)
     row = deliveries.public(home, deliveries.get(home, args.delivery_id))
-    body = (f"held until {_when(row['raw_body_expires_at'])}" if row["raw_body_available"]
-            else f"expired at {_when(row['raw_body_expires_at'])} (a replay is unavailable)")
+    body = (f"held until {when(row['raw_body_expires_at'])}" if row["raw_body_available"]
+            else f"expired at {when(row['raw_body_expires_at'])} (a replay is unavailable)")
     human = "\n".join([
         f"{row['delivery_id']}  endpoint {row['endpoint_id']}  source id "
         f"{row['source_delivery_id']}  event {row['event'] or '-'}",
-        f"  received {_when(row['received_at'])}  body {row['body_bytes']} bytes sha256 "
+        f"  received {when(row['received_at'])}  body {row['body_bytes']} bytes sha256 "
         f"{row['body_sha256']}, {body}",
         f"  work {row['work_id']}" if row["work_id"] else
         f"  no work: {row['filter_reason']}"])

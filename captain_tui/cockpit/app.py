@@ -31,7 +31,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable
 from textual.worker import get_current_worker
 
-from captain_tui.cockpit import commands
+from captain_tui.cockpit import commands, jobs
 from captain_tui.cockpit import desktop_alerts as alerts
 from captain_tui.cockpit import prefs as settings
 from captain_tui.cockpit.commands import BY_ACTION, COMMANDS, Command
@@ -41,7 +41,7 @@ from captain_tui.cockpit.feed.pump import RESCAN_SECONDS, FeedPump
 from captain_tui.cockpit.feed.watcher import Watcher
 from captain_tui.cockpit.heap import Collector
 from captain_tui.cockpit.work import WorkCommands, reconciling_text
-from captain_tui.runtime import ops as actions
+from captain_tui.runtime import ops
 from state.errors import CaptainError
 from state.home import Home
 from widgets.cells import age
@@ -408,7 +408,7 @@ class CaptainApp(WorkCommands, App):
             return
         asked = f"{age(q.asked_at, self.clock())} ago"
         form = AnswerScreen(q.crew, q.text, asked, **self._draft(f"answer:{q.question_id}"))
-        self._open(form, lambda v: actions.answer(self.home, q.crew, q.question_id,
+        self._open(form, lambda v: jobs.answer(self.home, q.crew, q.question_id,
                                                   q.assignment_id, v["text"]), ring=q.crew)
 
     def action_tell(self) -> None:
@@ -417,7 +417,7 @@ class CaptainApp(WorkCommands, App):
             return
         form = TellScreen(crew.name, crew.task, crew.assignment_id,
                           **self._draft(f"tell:{crew.assignment_id}"))
-        self._open(form, lambda v: actions.tell(self.home, crew.name, crew.assignment_id,
+        self._open(form, lambda v: jobs.tell(self.home, crew.name, crew.assignment_id,
                                                 v["text"]), ring=crew.name)
 
     def action_assign(self) -> None:
@@ -434,18 +434,18 @@ class CaptainApp(WorkCommands, App):
         form = AssignScreen(crew.name, crew.assignment_id, crew.task, list(crew.owns),
                             list(crew.allow), warning,
                             **self._draft(f"assign:{crew.assignment_id}"))
-        self._open(form, lambda v: actions.assign(self.home, crew.name, v["handoff"],
+        self._open(form, lambda v: jobs.assign(self.home, crew.name, v["handoff"],
                                                   v["task"], v["owns"], v["allow"]),
                    ring=crew.name)
 
     def action_recruit(self) -> None:
         form = RecruitScreen(**self._draft("recruit"))
-        self._open(form, lambda v: actions.recruit(self.home, actions.RecruitForm(**v)))
+        self._open(form, lambda v: jobs.recruit(self.home, v))
 
     def action_acknowledge(self) -> None:
         n = self.selected_notification()
         if n is not None:
-            self._in_worker(partial(actions.acknowledge, self.home, n.crew, n.delivery_id))
+            self._in_worker(partial(jobs.acknowledge, self.home, n.crew, n.delivery_id))
 
     def action_dismiss(self) -> None:
         crew = self.selected_crew()
@@ -459,7 +459,7 @@ class CaptainApp(WorkCommands, App):
 
         def decided(yes: bool | None) -> None:
             if yes:
-                self._in_worker(partial(actions.dismiss, self.home, crew.name))
+                self._in_worker(partial(jobs.dismiss, self.home, crew.name))
 
         self.push_screen(ConfirmScreen(f"Dismiss {crew.name}?", body, yes="Dismiss"), decided)
 
@@ -472,7 +472,7 @@ class CaptainApp(WorkCommands, App):
     @work(thread=True, group="actions", exit_on_error=False)
     def _jump(self, crew: CrewRow) -> None:
         try:
-            command = actions.jump(crew.pane)
+            command = ops.jump(crew.pane)
         except CaptainError as err:
             self.call_from_thread(self._refused, err)
             return
@@ -523,7 +523,7 @@ class CaptainApp(WorkCommands, App):
             return
         self.call_from_thread(self._form_done, form, said)
         if ring is not None:
-            note = actions.ring(self.home, ring)  # the mail is durable; this only speeds it
+            note = jobs.ring(self.home, ring)  # the mail is durable; this only speeds it
             if note is not None:
                 self.call_from_thread(self.notify, note, severity="warning", markup=False)
 
@@ -534,13 +534,13 @@ class CaptainApp(WorkCommands, App):
         self.notify(said, markup=False)
 
     @work(thread=True, group="actions", exit_on_error=False)
-    def _in_worker(self, job: Callable[[], str | actions.Said]) -> None:
+    def _in_worker(self, job: Callable[[], str | jobs.Said]) -> None:
         try:
             said = _attempt(lambda _: job(), None)
         except CaptainError as err:
             self.call_from_thread(self._refused, err)
             return
-        if isinstance(said, actions.Said):
+        if isinstance(said, jobs.Said):
             self.call_from_thread(self.notify, said.text, severity=said.severity, markup=False,
                                   timeout=10 if said.severity == "error" else 6)
         else:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from captain_tui.runtime import ops as actions
+from captain_tui.cockpit import jobs
 from widgets.panels.work import WorkPanel
 from widgets.screens.forms import ConfirmScreen
 from widgets.screens.work_forms import ReplayScreen, ResolveScreen
@@ -61,7 +61,7 @@ class WorkCommands:
 
         def decided(yes: bool | None) -> None:
             if yes:
-                self._in_worker(partial(actions.cancel_work, self.home, item.work_id))
+                self._in_worker(partial(jobs.cancel_work, self.home, item.work_id))
 
         self.push_screen(ConfirmScreen(f"Cancel {item.work_id}?", body, yes="Cancel work"),
                          decided)
@@ -71,7 +71,7 @@ class WorkCommands:
         if item is None or not item.finished:
             return
         form = ReplayScreen(item, **self._draft(f"replay:{item.work_id}"))
-        self._open(form, lambda v: actions.replay_work(self.home, item.work_id, v["reason"],
+        self._open(form, lambda v: jobs.replay_work(self.home, item.work_id, v["reason"],
                                                        v["target_revision"]))
 
     def action_resolve_work(self) -> None:
@@ -79,7 +79,7 @@ class WorkCommands:
         if item is None or not item.reconciling:
             return
         form = ResolveScreen(item, **self._draft(f"resolve:{item.work_id}:{item.generation}"))
-        self._open(form, lambda v: actions.resolve_work(
+        self._open(form, lambda v: jobs.resolve_work(
             self.home, item.work_id, v["generation"], v["to"], v["reason"],
             v["runtime_stopped"]))
 

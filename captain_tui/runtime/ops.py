@@ -1,8 +1,10 @@
-"""What the cockpit's commands do to the home, as plain functions (run in thread workers).
+"""The use cases, once: what the CLI, the cockpit and the HTTP API ask captain to do.
 
-Each one goes through ``state``'s protocol functions, so the cockpit obeys exactly the
-rules the CLI does: a refusal is a ``CaptainError`` raised before anything is written, and
-the app shows its code and message. Each returns the sentence the cockpit confirms with.
+Each function checks, writes through ``state`` (the rules live there), does the tmux part
+through this package, and returns what happened as data: which mail bounced, whether a pane
+stop was confirmed, which of cancel's three outcomes it was. The surfaces only turn a result
+into words (``captain_tui.cli``, ``captain_tui.cockpit.words``) or JSON (``captain_tui.api``).
+A refusal is a ``CaptainError`` raised before anything is written.
 """
 
 from __future__ import annotations
@@ -11,149 +13,163 @@ import os
 from dataclasses import dataclass
 
 from captain_tui.runtime import launch
-from state.crew import notify, protocol
+from state.crew import crewlog, notify, protocol
+from state.crew.rules import CAPTAIN, Context
 from state.errors import CaptainError
 from state.home import Home
 from state.inputs import crew_key
-from state.work import replay
+from state.models import BouncedMail, Message, PaneLocator
+from state.work import ledger
+from state.work import replay as replays
+from state.work.models import TERMINAL, WorkItem
 
 
-def answer(home: Home, crew: str, question_id: str, assignment_id: str, text: str) -> str:
-    m = protocol.answer(home, crew, question_id, text, assignment_id=assignment_id)
-    return f"Answered {m.crew}'s question; the answer is queued as {m.message_id}."
+def actor() -> str:
+    """Who the captain-side caller is, as recorded on what they request."""
+    import getpass  # not at import: the CLI imports this module for every captain command
+
+    try:
+        return f"captain:{getpass.getuser()}"
+    except Exception:  # noqa: BLE001 - no user name is not a reason to refuse
+        return "captain"
 
 
-def tell(home: Home, crew: str, assignment_id: str, text: str) -> str:
-    m = protocol.tell(home, crew, text, assignment_id=assignment_id)
-    return f"Told {m.crew}; queued as {m.message_id}."
-
-
-def assign(home: Home, crew: str, handoff: str, task: str, owns: list[str] | None,
-           allow: list[str] | None) -> str:
-    spec = protocol.assign(home, crew, task, handoff=handoff, owns=owns, allow=allow)
-    return f"{crew} has its next assignment, {spec.assignment_id}."
-
-
-def acknowledge(home: Home, crew: str, delivery_id: str) -> str:
-    notify.acknowledge(home, crew, delivery_id)
-    return f"Acknowledged {delivery_id}."
+# -- the doorbell -------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class RecruitForm:
-    name: str
-    task: str
-    agent: str = "shell"  # shell | claude | codex | program
-    command: str | None = None  # for agent "program"
-    owns: tuple[str, ...] = ()
-    allow: tuple[str, ...] = ()
-    cwd: str | None = None
-    launch: bool = True  # False: record only, like --no-launch
+class Bell:
+    """One ring's outcome, when there was something to ring."""
+
+    action: str  # rang | held | bounced | nothing
+    gate: str | None = None
+    detail: str = ""
 
 
-def recruit(home: Home, form: RecruitForm) -> str:
-    if form.cwd and not os.path.isdir(os.path.expanduser(form.cwd)):
-        raise CaptainError("invalid_path", f"{form.cwd} is not a directory.")
-    cwd = os.path.abspath(os.path.expanduser(form.cwd or "."))
-    agent = "program" if form.command else form.agent
-    if agent == "program" and not form.command:
-        raise CaptainError("invalid_argument", "a program crew needs a command to run.")
-    start = later = None
-    if form.launch:
-        start = launch.launcher(home, name=form.name, key=crew_key(form.name), agent=agent,
-                                program=form.command, cwd=cwd)
-        later = launch.later(program=form.command, cwd=cwd)
-    r = protocol.recruit(home, form.name, form.task, owns=list(form.owns),
-                         allow=list(form.allow), cwd=cwd, agent=agent, launch=start,
-                         later=later)
-    where = "in a new tmux window" if form.launch else "(not launched: start it yourself)"
-    if r.queued:
-        where = "queued: every ledger slot is held; its window opens when one frees"
-    return f"Recruited {r.crew} {where}; assignment {r.assignment_id}."
-
-
-def dismiss(home: Home, crew: str) -> str:
-    """Close the window first (like ``captain dismiss``), then retire the crew."""
-    from state.crew import crewlog
-
-    snapshot, _ = crewlog.load(home, crew_key(crew))
-    closed = None
-    if snapshot is not None and snapshot.dismissed_at is None:
-        closed = launch.close_pane(snapshot.pane)
-    bounced = protocol.dismiss(home, crew, stopped=closed)
-    extra = f"; {len(bounced)} unread message(s) bounced" if bounced else ""
-    pane = {True: "; its window is closed", False: "; its window could NOT be confirmed "
-            "closed", None: ""}[closed]
-    return f"Dismissed {crew}{extra}{pane}."
-
-
-# -- the work ledger ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Said:
-    """A confirmation that is not plain good news: shown with this toast severity."""
-
-    text: str
-    severity: str = "information"
-
-
-def cancel_work(home: Home, work_id: str) -> Said:
-    """``captain work cancel``: the runtime stops the attempt; the outcome says what happened."""
-    from captain_tui.cli import work as cli_work
-    from captain_tui.runtime import ledger_probe as ledger_runtime
-    from state.work import ledger
-
-    result = ledger.cancel(home, work_id, actor=cli_work.actor(), stop=ledger_runtime.stop)
-    item = result.item
-    if result.outcome == "cancelled":
-        return Said(f"Cancelled {work_id}: the stop is confirmed.")
-    if result.outcome == "already_terminal":
-        return Said(f"{work_id} had already finished ({item.state}); nothing was done.",
-                    "warning")
-    return Said(f"The stop of {work_id} could NOT be confirmed: it needs reconciliation "
-                f"(generation {item.generation}) and keeps its slot. Check its process, then "
-                "resolve it.", "error")
-
-
-def replay_work(home: Home, work_id: str, reason: str, target_revision: str | None) -> str:
-    from captain_tui.cli import work as cli_work
-
-    item = replay.replay(home, work_id, actor=cli_work.actor(), reason=reason,
-                         target_revision=target_revision)
-    return (f"Replayed {work_id} as {item.work_id}: queued, target revision "
-            f"{item.target_revision or 'none'}.")
-
-
-def resolve_work(home: Home, work_id: str, generation: int, to: str, reason: str,
-                 runtime_stopped: bool) -> str:
-    from captain_tui.cli import work as cli_work
-    from state.work import ledger
-
-    item = ledger.resolve(home, work_id, generation=generation, to=to, reason=reason,
-                          operator=cli_work.actor(), runtime_stopped=runtime_stopped)
-    return f"Resolved {work_id} to {item.state}; its slot is free."
-
-
-def ring(home: Home, crew: str) -> str | None:
-    """One doorbell attempt right after writing mail. Returns a sentence only when the
-    captain should know (held or bounced); the mail is durable whatever happens here."""
+def ring(home: Home, name: str) -> Bell | None:
+    """One doorbell attempt right after writing mail; the mail is durable whatever happens
+    here. None when the crew had nothing new to ring."""
     from captain_tui.runtime import doorbell
 
     try:
-        o = doorbell.ring(home, crew)
+        o = doorbell.ring(home, name)
     except CaptainError as err:
-        return f"{crew}'s doorbell is held (tmux_unavailable): {err.message}"
-    if o.action == "held":
-        return f"{crew}'s doorbell is held ({o.gate}): {o.detail}. It rings when that clears."
-    if o.action == "bounced":
-        return f"Mail to {crew} bounced: {o.detail}."
-    return None
+        return Bell("held", "tmux_unavailable", err.message)
+    if o.action == "skipped":
+        return None
+    return Bell(o.action, o.gate, o.detail)
 
 
-def jump(pane, env=None) -> str | None:
+# -- crew -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Recruitment:
+    """What ``recruit`` is asked for: the CLI's flags and the cockpit's form alike."""
+
+    name: str
+    task: str
+    agent: str | None = None  # claude | codex | shell; None: shell, or program with a command
+    command: str | None = None  # any program (hookless)
+    owns: tuple[str, ...] = ()
+    allow: tuple[str, ...] = ()
+    handoff: str | None = None
+    cwd: str | None = None
+    socket: str | None = None
+    session: str = "captain"
+    launch: bool = True  # False: record only (--no-launch); the person starts the process
+
+
+@dataclass(frozen=True)
+class Recruited:
+    crew: str
+    agent: str
+    incarnation_id: str
+    assignment_id: str
+    message_id: str
+    work_id: str | None
+    queued: bool  # every ledger slot was held: the pane opens when one frees
+    pane: PaneLocator | None
+    env: dict[str, str]
+
+
+def recruit(home: Home, req: Recruitment, *, ctx: Context = CAPTAIN) -> Recruited:
+    if req.cwd is not None and not os.path.isdir(os.path.expanduser(req.cwd)):
+        raise CaptainError("invalid_path", f"{req.cwd} is not a directory.")
+    cwd = os.path.realpath(os.path.expanduser(req.cwd or "."))
+    agent = req.agent or ("program" if req.command else "shell")
+    if req.command and agent == "shell":
+        agent = "program"
+    if agent == "program" and not req.command:
+        raise CaptainError("invalid_argument", "a program crew needs a command to run.")
+    start = later = None
+    if req.launch:
+        start = launch.launcher(home, name=req.name, key=crew_key(req.name), agent=agent,
+                                program=req.command, socket=req.socket, session=req.session,
+                                cwd=cwd)
+        later = launch.later(program=req.command, cwd=cwd, socket=req.socket,
+                             session=req.session)
+    r = protocol.recruit(home, req.name, req.task, owns=list(req.owns) or None,
+                         allow=list(req.allow) or None, handoff=req.handoff, cwd=cwd,
+                         agent=agent, ctx=ctx, launch=start, later=later)
+    snapshot, _ = crewlog.load(home, crew_key(req.name))
+    return Recruited(r.crew, agent, r.incarnation_id, r.assignment_id, r.message_id,
+                     r.work_id, r.queued, snapshot.pane if snapshot else None, r.env)
+
+
+def assign(home: Home, name: str, task: str, *, handoff: str, owns: list[str] | None = None,
+           allow: list[str] | None = None, ctx: Context = CAPTAIN):
+    return protocol.assign(home, name, task, handoff=handoff, owns=owns or None,
+                           allow=allow or None, ctx=ctx)
+
+
+def tell(home: Home, name: str, text: str, *, assignment_id: str,
+         ctx: Context = CAPTAIN) -> Message:
+    return protocol.tell(home, name, text, assignment_id=assignment_id, ctx=ctx)
+
+
+def answer(home: Home, name: str, question_id: str, text: str, *, assignment_id: str,
+           ctx: Context = CAPTAIN) -> Message:
+    return protocol.answer(home, name, question_id, text, assignment_id=assignment_id, ctx=ctx)
+
+
+def acknowledge(home: Home, name: str, delivery_id: str, *, ctx: Context = CAPTAIN) -> None:
+    notify.acknowledge(home, name, delivery_id, ctx=ctx)
+
+
+@dataclass(frozen=True)
+class Dismissal:
+    crew: str
+    assignment_id: str | None
+    bounced: tuple[BouncedMail, ...]
+    pane_stopped: bool | None  # True closed (confirmed), False not confirmed, None: no pane
+
+    def as_json(self) -> dict:
+        """The shape the CLI's ``--json`` and the HTTP API answer with."""
+        return {"crew": self.crew, "assignment_id": self.assignment_id,
+                "bounced": [b.message_id for b in self.bounced],
+                "pane_stopped": self.pane_stopped}
+
+
+def dismiss(home: Home, name: str, *, ctx: Context = CAPTAIN, reason: str = "crew dismissed",
+            actor: str = "captain") -> Dismissal:
+    """Close the crew's window first, then retire it: unread mail bounces, and its work item
+    is cancelled on a confirmed stop (needs reconciliation otherwise)."""
+    protocol.check_captain(ctx, "dismiss")
+    snapshot, _ = crewlog.load(home, crew_key(name))
+    stopped = None
+    if snapshot is not None and snapshot.dismissed_at is None:
+        stopped = launch.close_pane(snapshot.pane)
+    bounced = protocol.dismiss(home, name, ctx=ctx, stopped=stopped, reason=reason,
+                               actor=actor)
+    return Dismissal(snapshot.name if snapshot else name,
+                     snapshot.assignment.assignment_id if snapshot else None,
+                     tuple(bounced), stopped)
+
+
+def jump(pane: PaneLocator, env=None) -> str | None:
     """Switch this tmux client to the crew's pane; returns the attach command instead when
-    the cockpit is not inside tmux, or inside another tmux server."""
+    the caller is not inside tmux, or inside another tmux server."""
     from captain_tui.runtime.tmux import Tmux
 
     env = os.environ if env is None else env
@@ -162,3 +178,58 @@ def jump(pane, env=None) -> str | None:
         Tmux(pane.socket).switch_to(pane)
         return None
     return launch.attach_command(pane)
+
+
+# -- the work ledger ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cancellation:
+    item: WorkItem  # as it stands after the cancel
+    outcome: str  # cancelled | already_terminal | stop_unconfirmed
+    dismissal: Dismissal | None  # the crew whose assignment this was, now dismissed
+
+
+def _live_crew(home: Home, item: WorkItem) -> str | None:
+    """The crew whose current assignment the item is, while that crew is not dismissed."""
+    if item.source != "assignment" or not item.crew or item.state in TERMINAL:
+        return None
+    snapshot, _ = crewlog.load(home, crew_key(item.crew))
+    if (snapshot is None or snapshot.dismissed_at is not None
+            or snapshot.assignment.assignment_id != item.assignment_id):
+        return None
+    return snapshot.name
+
+
+def cancel(home: Home, work_id: str, *, actor: str, reason: str | None = None,
+           ctx: Context = CAPTAIN) -> Cancellation:
+    """Cancel a work item. An assignment's item is cancelled by dismissing its crew (one
+    path: the pane is closed, unread mail bounces, the crew can be recruited again with
+    ``--handoff``), so a crew is never left recorded as assigned with a dead pane."""
+    from captain_tui.runtime import ledger_probe
+
+    protocol.check_captain(ctx, "work cancel")
+    item = ledger.get(home, ledger.check_work_id(work_id))
+    crew = _live_crew(home, item)
+    if crew is None:
+        result = ledger.cancel(home, item.work_id, actor=actor, reason=reason,
+                               stop=ledger_probe.stop)
+        return Cancellation(result.item, result.outcome, None)
+    dismissal = dismiss(home, crew, ctx=ctx, actor=actor,
+                        reason=reason or f"work item {item.work_id} cancelled")
+    after = ledger.get(home, item.work_id)
+    outcome = ("cancelled" if after.state == "cancelled" else
+               "already_terminal" if after.state in TERMINAL else "stop_unconfirmed")
+    return Cancellation(after, outcome, dismissal)
+
+
+def replay(home: Home, work_id: str, *, actor: str, reason: str,
+           target_revision: str | None = None) -> WorkItem:
+    return replays.replay(home, work_id, actor=actor, reason=reason,
+                          target_revision=target_revision)
+
+
+def resolve(home: Home, work_id: str, *, generation: int, to: str, reason: str | None,
+            actor: str, runtime_stopped: bool = False) -> WorkItem:
+    return ledger.resolve(home, work_id, generation=generation, to=to, reason=reason,
+                          operator=actor, runtime_stopped=runtime_stopped)

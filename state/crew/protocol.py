@@ -290,7 +290,8 @@ def answer(home: Home, name: str, question_id: str, text: str, *, assignment_id:
 
 
 def dismiss(home: Home, name: str, *, reason: str = "crew dismissed",
-            ctx: Context = CAPTAIN, stopped: bool | None = None) -> list[BouncedMail]:
+            ctx: Context = CAPTAIN, stopped: bool | None = None,
+            actor: str = "captain") -> list[BouncedMail]:
     """Retire the crew; its unread mail bounces, each with a ``bounced`` notification.
 
     ``stopped`` is the runtime's word on the crew's pane (True: confirmed closed). The
@@ -312,7 +313,7 @@ def dismiss(home: Home, name: str, *, reason: str = "crew dismissed",
         # order left a dismissed crew whose item stayed running, which nothing revisits.
         work_id = ledger_settle.work_id(snapshot.assignment.assignment_id)
         if home.work_exists(work_id):
-            ledger.cancel(home, work_id, actor="captain", reason=reason,
+            ledger.cancel(home, work_id, actor=actor, reason=reason,
                           stop=lambda attempt: stopped)
         crash_point("dismiss:after-work")
         crewlog.append(home, key, snapshot, Dismissed(

@@ -1,0 +1,242 @@
+"""The captain's commands: recruit, assign, tell, answer, wait, watch, status, dismiss, demo.
+
+Each one calls the use case in ``captain_tui.runtime.ops`` and turns its result into words
+or JSON; no rule lives here.
+"""
+
+from __future__ import annotations
+
+import json
+
+from captain_tui.cli.args import caller, home_of
+from captain_tui.cli.out import Out, table
+
+
+def _bell(home, name: str) -> dict | None:
+    """Try one ring right after writing mail; the mail is durable whatever happens here."""
+    from captain_tui.runtime import ops
+
+    bell = ops.ring(home, name)
+    return None if bell is None else {"action": bell.action, "gate": bell.gate,
+                                      "detail": bell.detail}
+
+
+def _bell_line(bell: dict | None, name: str) -> str:
+    if bell is None:
+        return ""
+    if bell["action"] == "rang":
+        return f"\nRang {name}'s doorbell ({bell['detail']})."
+    if bell["action"] == "held":
+        return (f"\nThe doorbell is held ({bell['gate']}): {bell['detail']}. It rings when "
+                f"that clears while a captain wait or watch runs.")
+    if bell["action"] == "bounced":
+        return f"\nBounced: {bell['detail']}."
+    return ""
+
+
+def cmd_crew(args, out: Out) -> int:
+    from captain_tui.runtime import ops
+
+    r = ops.recruit(home_of(args), ops.Recruitment(
+        name=args.name, task=args.task, agent=args.agent, command=args.program,
+        owns=tuple(args.owns or ()), allow=tuple(args.allow or ()), handoff=args.handoff,
+        cwd=args.cwd, socket=args.socket, session=args.session, launch=not args.no_launch),
+        ctx=caller())
+    pane = r.pane.model_dump() if r.pane else None
+    if r.queued:
+        where = (f"queued: every ledger slot is held, so its pane starts when one frees "
+                 f"(work item {r.work_id}; see captain work list --state queued). A running "
+                 "captain watch, wait or the cockpit starts it.")
+    elif pane:
+        where = (f"in tmux pane {pane['pane_id']} (session {pane['session']}, socket "
+                 f"{pane['socket']}).\nArm a wait so held doorbells are retried: captain wait "
+                 f"{r.crew}")
+    else:
+        env_lines = "\n".join(f"  {k}={v}" for k, v in r.env.items())
+        where = f"(not launched). The crew process needs this environment:\n{env_lines}"
+    out.ok({"crew": r.crew, "incarnation_id": r.incarnation_id, "assignment_id": r.assignment_id,
+            "message_id": r.message_id, "agent": r.agent, "pane": pane, "env": r.env,
+            "work_id": r.work_id, "queued": r.queued},
+           f"Recruited {r.crew}: assignment {r.assignment_id}, task mailed as {r.message_id}, "
+           f"{where}")
+    return 0
+
+
+def cmd_assign(args, out: Out) -> int:
+    from captain_tui.runtime import ops
+
+    home = home_of(args)
+    spec = ops.assign(home, args.name, args.task, handoff=args.handoff, owns=args.owns,
+                      allow=args.allow, ctx=caller())
+    bell = _bell(home, args.name)
+    out.ok({"crew": args.name, "assignment_id": spec.assignment_id,
+            "message_id": spec.message_id, "handoff_of": spec.handoff_of, "doorbell": bell},
+           f"Assigned {spec.assignment_id} to {args.name} (task mailed as {spec.message_id})."
+           + _bell_line(bell, args.name))
+    return 0
+
+
+def cmd_tell(args, out: Out) -> int:
+    from captain_tui.runtime import ops
+
+    home = home_of(args)
+    m = ops.tell(home, args.name, args.message, assignment_id=args.assignment, ctx=caller())
+    bell = _bell(home, m.crew)
+    out.ok({"crew": m.crew, "message_id": m.message_id, "assignment_id": m.assignment_id,
+            "doorbell": bell},
+           f"Queued {m.message_id} for {m.crew}." + _bell_line(bell, m.crew))
+    return 0
+
+
+def cmd_answer(args, out: Out) -> int:
+    from captain_tui.runtime import ops
+
+    home = home_of(args)
+    m = ops.answer(home, args.name, args.question_id, args.message,
+                   assignment_id=args.assignment, ctx=caller())
+    bell = _bell(home, m.crew)
+    out.ok({"crew": m.crew, "message_id": m.message_id, "question_id": m.question_id,
+            "assignment_id": m.assignment_id, "doorbell": bell},
+           f"Answered {m.question_id}; queued {m.message_id} for {m.crew}."
+           + _bell_line(bell, m.crew))
+    return 0
+
+
+def envelope(n, crew: str | None, assignment_id: str | None) -> dict:
+    """One notification as ``wait`` and ``watch`` print it (a timeout has no delivery)."""
+    if n is None:
+        return {"status": "timeout", "delivery_id": None, "crew": crew,
+                "assignment_id": assignment_id, "summary": "nothing to report before the timeout",
+                "queued_at": None}
+    env = {"status": n.status, "delivery_id": n.delivery_id, "crew": n.crew,
+           "assignment_id": n.assignment_id, "summary": n.summary,
+           "queued_at": n.queued_at.isoformat().replace("+00:00", "Z") if n.queued_at else None}
+    if n.question_id:
+        env["question_id"] = n.question_id
+    if n.message_id:
+        env["message_id"] = n.message_id
+    return env
+
+
+def _next_step(n) -> str:
+    if n.status == "asked":
+        return (f"answer: captain answer {n.crew} {n.question_id} \"...\" --assignment "
+                f"{n.assignment_id}")
+    if n.status == "done":
+        return f"next:   captain wait {n.crew} --ack {n.delivery_id}, then captain assign " \
+               f"{n.crew} --handoff {n.assignment_id} --task \"...\""
+    return f"ack:    captain wait {n.crew} --ack {n.delivery_id}"
+
+
+def cmd_wait(args, out: Out) -> int:
+    from captain_tui.runtime.runner import Runner
+    from state.crew import notify
+    from state.crew.protocol import check_captain
+
+    home = home_of(args)
+    name = None if args.all else args.name
+    ctx = caller()
+    check_captain(ctx, "wait")  # before a watcher starts: a crew may not wait
+    runner = Runner(home, name)
+    try:
+        n = notify.wait(home, name, timeout=args.timeout, ack=args.ack, ctx=ctx,
+                        sleep=runner.sleep)
+    finally:
+        runner.close()
+    assignment_id = None
+    if n is None and name is not None:
+        from state.crew import crewlog
+        from state.inputs import crew_key
+
+        snapshot, _ = crewlog.load(home, crew_key(name))
+        assignment_id = snapshot.assignment.assignment_id if snapshot else None
+    env = envelope(n, name, assignment_id)
+    if n is None:
+        human = f"timeout: nothing from {name or 'any crew'} (no delivery)."
+    else:
+        summary = "\n".join("  " + line for line in n.summary.splitlines() or [""])
+        human = f"{n.status}  {n.crew}  {n.delivery_id}  ({n.assignment_id})\n{summary}\n" \
+                f"  {_next_step(n)}"
+    out.ok(env, human)
+    return 0
+
+
+def cmd_status(args, out: Out) -> int:
+    from captain_tui.runtime import doorbell
+    from state.crew import protocol
+    from state.work import tokens
+
+    home = home_of(args)
+    rows = protocol.crew_status(home, include_dismissed=args.all)
+    for row in rows:
+        stamp = doorbell.read_stamp(home, row["name"].lower())
+        live = stamp is not None and stamp.incarnation_id == row["incarnation_id"]
+        row["doorbell"] = {
+            "gate": stamp.gate if live else None,
+            "held_since": stamp.held_since.isoformat() if live and stamp.held_since else None,
+            "head": stamp.head if live else None}
+    workspace = tokens.workspace_id(home)
+    if not rows:
+        out.ok({"crew": [], "workspace_id": workspace},
+               "No crew yet. Recruit one: captain crew NAME --task \"...\"")
+        return 0
+    lines = [["NAME", "AGENT", "STATE", "ASSIGNMENT", "UNREAD", "QUESTION", "UNACKED", "PANE",
+              "DOORBELL"]]
+    for r in rows:
+        lines.append([r["name"], r["agent"], r["state"], r["assignment_id"], str(r["unread"]),
+                      r["question_id"] or "-", str(r["unacknowledged"]),
+                      (r["pane"] or {}).get("pane_id", "-"),
+                      f"held: {r['doorbell']['gate']}" if r["doorbell"]["gate"] else "-"])
+    out.ok({"crew": rows, "workspace_id": workspace}, table(lines))
+    return 0
+
+
+def dismissal_words(d) -> str:
+    """``ops.Dismissal`` in a sentence's tail: what bounced, whether the pane is gone."""
+    extra = f"; {len(d.bounced)} unread message(s) bounced" if d.bounced else ""
+    pane = {True: "; its pane is closed", False: "; its pane could NOT be confirmed closed",
+            None: ""}[d.pane_stopped]
+    return extra + pane
+
+
+def cmd_dismiss(args, out: Out) -> int:
+    from captain_tui.runtime import ops
+
+    d = ops.dismiss(home_of(args), args.name, ctx=caller())
+    out.ok({"crew": args.name, "bounced": [b.message_id for b in d.bounced],
+            "pane_stopped": d.pane_stopped},
+           f"Dismissed {args.name}{dismissal_words(d)}.")
+    return 0
+
+
+def cmd_demo(args, out: Out) -> int:
+    from captain_tui.cockpit.demo import run_demo
+
+    return run_demo(keep=args.keep)
+
+
+def cmd_watch(args, out: Out) -> int:
+    """Ring, check panes and print every new notification as one JSON line, until ^C."""
+    from captain_tui.runtime.runner import Runner
+    from state.crew import mailbox
+    from state.crew.protocol import check_captain
+
+    check_captain(caller(), "watch")
+    home = home_of(args)
+    runner = Runner(home)
+    seen: set[str] = set()
+    try:
+        while True:
+            for key in home.crew_keys():
+                acked = mailbox.acked(home, key)
+                for n in mailbox.notifications(home, key):
+                    if n.delivery_id in seen or n.delivery_id in acked:
+                        continue
+                    seen.add(n.delivery_id)
+                    print(json.dumps(envelope(n, n.crew, n.assignment_id), ensure_ascii=False),
+                          flush=True)
+            runner.sleep(1.0)
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        runner.close()

@@ -1,0 +1,69 @@
+"""The crew's commands, one function each: the only door the CLI and the hooks call.
+
+Each tries ``state.crew_side.fast`` (plain records, no pydantic: a crew command runs on
+every tool call and must start in well under 150 ms) and, when the fast path is ``Unsure``
+(a record is unusual, a writer was killed mid-way, the snapshot is behind), takes the full
+path in ``state.crew``, which repairs, settles and quarantines. ``Unsure`` is always raised
+before anything is delivered or written, so a caller never sees it and nothing happens twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from state.crew.rules import Context, Verdict
+from state.crew_side import fast
+from state.crew_side.plain import Unsure
+from state.home import Home
+
+
+def check(home: Home, name: str, action: str, paths: list[str], *,
+          assignment_id: str | None, ctx: Context) -> Verdict:
+    """May the crew take ``action`` on ``paths``? Executes nothing."""
+    try:
+        return fast.check(home, name, action, paths, assignment_id=assignment_id, ctx=ctx)
+    except Unsure:
+        from state.crew import protocol
+
+        return protocol.check(home, name, action, paths, assignment_id=assignment_id, ctx=ctx)
+
+
+def ask(home: Home, name: str, text: str, *, assignment_id: str | None, ctx: Context):
+    """Record the crew's one pending question; returns its ``asked`` event."""
+    try:
+        return fast.ask(home, name, text, assignment_id=assignment_id, ctx=ctx)
+    except Unsure:
+        from state.crew import protocol
+
+        return protocol.ask(home, name, text, assignment_id=assignment_id, ctx=ctx)
+
+
+def inbox(home: Home, name: str, *, deliver: Callable[[list], None], ctx: Context,
+          via: str = "inbox") -> None:
+    """Unread mail to ``deliver``, oldest first; receipts only once it returned."""
+    try:
+        fast.inbox(home, name, deliver=deliver, ctx=ctx, via=via)
+    except Unsure:
+        from state.crew import protocol
+
+        protocol.inbox(home, name, deliver=deliver, ctx=ctx, via=via)
+
+
+def load(home: Home, key: str):
+    """The crew's current snapshot, or None for an unknown crew."""
+    try:
+        return fast.snapshot(home, key)
+    except Unsure:
+        from state.crew import crewlog
+
+        return crewlog.load(home, key)[0]
+
+
+def current(home: Home, ctx: Context):
+    """(key, snapshot) of the calling crew, refusing unknown, dismissed or stale ones."""
+    try:
+        return fast.crew(home, ctx)
+    except Unsure:
+        from state.crew import rules
+
+        return rules.current_crew(ctx, lambda key: load(home, key))
