@@ -1,1 +1,8 @@
-"""captain: the CLI, the tmux runtime and the cockpit."""
+"""captain: four programs over the ``state`` core, each in its folder.
+
+``cli`` (the ``captain`` command line), ``cockpit`` (the Textual app, with ``widgets``),
+``api`` (``captain serve``), ``runtime`` (tmux, the pane reader, the doorbell, the use cases
+in ``runtime.ops``) and ``agents`` (one module per agent CLI, and their hooks). Imports go
+only downward: cli > cockpit | api > runtime > agents > state (``lint-imports`` checks it;
+docs/design.md draws it).
+"""

@@ -225,7 +225,8 @@ class Store:
             except ValidationError as exc:
                 first = exc.errors()[0]
                 where = ".".join(str(p) for p in first.get("loc", ())) or "record"
-                raise Quarantined(f"does not validate as {model.__name__}: {where}: {first['msg']}") from None
+                raise Quarantined(f"does not validate as {model.__name__}: {where}: "
+                                  f"{first['msg']}") from None
         except Quarantined as bad:
             self.quarantine(path, str(bad))
             return None

@@ -156,7 +156,7 @@ class NetJail:
                 sock.bind((host, port))
                 sock.listen(backlog)
                 result["sock"] = sock
-            except BaseException as exc:  # handed back to the caller
+            except BaseException as exc:  # noqa: BLE001 - handed back to the caller
                 result["error"] = exc
 
         thread = threading.Thread(target=inside, name="netjail-listen")

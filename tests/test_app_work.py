@@ -16,13 +16,14 @@ import pytest
 from cockpit_helpers import crew, drive, select_row, toasts, type_text, until
 from conftest import REPO
 from textual.widgets import Label
+from tmux_helpers import PrivateTmux, needs_tmux
 
-from captain_tui.cli import work as cli_work
 from captain_tui.cockpit import commands
 from captain_tui.cockpit.app import CaptainApp
 from captain_tui.cockpit.feed import routes
 from captain_tui.cockpit.feed.home import Feed
 from captain_tui.runtime import ledger_probe as ledger_runtime
+from captain_tui.runtime import ops
 from state.home import Home
 from state.work import ledger
 from widgets.panels.work import WorkPanel
@@ -99,7 +100,7 @@ def test_the_panel_lists_work_with_reconciliation_first_loud_and_counted(home: H
         assert rows[1].crew == "Jack" and rows[1].source == "assignment"
         assert {r.work_id for r in rows} >= {done.work_id, waiting.work_id}
         state = panel(app).table.get_cell_at((0, 0))
-        assert state.crew_side.plain == "RECONCILE" and "bold" in str(state.style)
+        assert state.plain == "RECONCILE" and "bold" in str(state.style)
         assert app.theme_variables["error"].lower() in str(state.style).lower()
         assert panel(app).has_class("-reconciling")
         assert "1 needs reconciliation" in app.sub_title
@@ -217,7 +218,7 @@ def test_c_cancels_a_queued_item_after_confirming(home: Home):
 
     drive(app, scenario)
     event = last_event(home, item.work_id)
-    assert event.type == "cancelled" and event.actor == cli_work.actor()
+    assert event.type == "cancelled" and event.actor == ops.actor()
 
 
 def test_c_with_a_confirmed_stop_cancels_a_running_item(home: Home, monkeypatch):
@@ -309,7 +310,7 @@ def test_R_replays_a_finished_item_as_a_new_one(home: Home):
     assert len(replays) == 1
     new = replays[0]
     assert new.state == "queued" and new.replay_reason == "The flaky test is fixed"
-    assert new.requester == cli_work.actor() and new.target_revision == "def456"
+    assert new.requester == ops.actor() and new.target_revision == "def456"
     assert ledger.input_of(home, new.work_id) == ledger.input_of(home, original.work_id)
     assert ledger.get(home, original.work_id) == original  # history is never rewritten
 
@@ -374,7 +375,7 @@ def test_v_resolves_an_item_needing_reconciliation(home: Home):
     drive(app, scenario)
     item = ledger.get(home, stuck.work_id)
     assert item.state == "cancelled"
-    assert item.resolution.operator == cli_work.actor()
+    assert item.resolution.operator == ops.actor()
     assert item.resolution.reason == "Checked: the process is gone."
     assert item.resolution.runtime_stopped is True
     assert len(item.attempts) == 1  # resolve starts nothing
@@ -536,3 +537,44 @@ def test_a_ledger_that_cannot_be_listed_is_reported_once_and_crews_still_show(ho
     assert set(update.view.work) == {work_id}  # what was read last
     assert [a.title for a in update.alerts] == ["The work ledger could not be read"]
     assert f.rescan().alerts == []  # said once, not every rescan
+
+
+@needs_tmux
+def test_c_on_an_assignment_dismisses_its_crew_like_d(home: Home, project: Path):
+    """The cockpit's cancel goes through dismissal: window closed, mail bounced, crew gone
+    from the Crew panel and recruitable again with a handoff."""
+    from captain_tui.runtime.launch import launcher
+    from state.crew import crewlog, protocol
+
+    server = PrivateTmux()
+    try:
+        start = launcher(home, name="Jack", key="jack", agent="program", program="sleep 600",
+                         socket=server.socket, cwd=str(project))
+        jack = protocol.recruit(home, "Jack", "Wait", cwd=str(project), agent="program",
+                                launch=start)
+        pane = crewlog.load(home, "jack")[0].pane
+        work_id = ledger.work_id_for_assignment(jack.assignment_id)
+        app = cockpit(home)
+
+        async def scenario(pilot):
+            await select_row(pilot, "work", work_id)
+            await pilot.press("c")
+            confirm = await until(pilot, lambda: isinstance(app.screen, ConfirmScreen)
+                                  and app.screen)
+            assert "Jack is dismissed with it" in confirm.body
+            await pilot.press("y")
+            await until(pilot, lambda: any("Jack is dismissed" in t for t in toasts(app)),
+                        what="the outcome toast")
+            await until(pilot, lambda: app.view.crew("jack") is None, what="Jack's row gone")
+
+        drive(app, scenario)
+        assert any(f"Cancelled {work_id}" in t and jack.assignment_id in t for t in toasts(app))
+        snapshot, _ = crewlog.load(home, "jack")
+        assert snapshot.dismissed_at is not None
+        assert ledger.get(home, work_id).state == "cancelled"
+        assert len(home.store.names(home.bounces_dir("jack"))) == 1  # the unread task
+        gone = server.tmux("display-message", "-p", "-t", pane.pane_id, "#{pane_id}",
+                           check=False)
+        assert gone.returncode != 0 or gone.stdout.strip() != pane.pane_id
+    finally:
+        server.kill()

@@ -1,5 +1,5 @@
-"""The crew-side fast path (``state.crew_side.fast`` over ``state.crew_side.plain``) answers exactly as the
-protocol does, or declines (``Unsure``) and leaves the answer to it.
+"""The crew-side fast path (``state.crew_side.fast`` over ``state.crew_side.plain``) answers
+exactly as the protocol does, or declines (``Unsure``) and leaves the answer to it.
 
 The fast path exists for start-up time (no pydantic on a crew's common commands); these
 tests hold it to the models: its shapes are derived from them, whatever it accepts they
@@ -142,7 +142,7 @@ def test_whatever_the_plain_reader_accepts_the_models_accept_with_the_same_value
 
 
 def _values(kind):
-    """Hypothesis values for one field kind of ``state.crew_side.shapes``, as the models hold them."""
+    """Hypothesis values for one field kind of ``crew_side.shapes``, as the models hold them."""
     name = kind if isinstance(kind, str) else kind[0]
     if name == "str":
         return TEXT
@@ -230,7 +230,8 @@ SCENARIOS = {
     "unknown crew": (None, "Nobody", "edit", [], None, crew_ctx),
     "invalid name": (None, "no such name!", "edit", [], None, crew_ctx),
     "another crew's process": (None, "Jack", "edit", [], None,
-                               lambda r: Context("crew", "Jill", r.incarnation_id, r.assignment_id)),
+                               lambda r: Context("crew", "Jill", r.incarnation_id,
+                                                 r.assignment_id)),
     "stale incarnation": (None, "Jack", "edit", [], None,
                           lambda r: Context("crew", "Jack", "inc_OLD", r.assignment_id)),
     "no assignment in the env": (None, "Jack", "edit", [], None,

@@ -316,3 +316,51 @@ def test_an_unverifiable_pane_needs_reconciliation_and_keeps_it(home, unanswerin
     assert item(home, wid).state == "needs_reconciliation"
     assert ledger_runtime.round(home) == []
     assert item(home, wid).state == "needs_reconciliation"
+
+
+# -- cancelling an assignment is dismissing its crew -----------------------------------------
+
+
+def test_work_cancel_of_an_assignment_dismisses_its_crew_and_bounces_its_mail(cli, home, tmux):
+    a = recruit(cli, tmux, "Able")
+    pane = a["pane"]["pane_id"]
+    assert pane_exists(tmux, pane)
+    ok(cli("tell", "Able", "also update the changelog", "--assignment", a["assignment_id"],
+           "--json"))
+    # the task and the follow-up are both unread: both bounce with the dismissal
+    cancelled = ok(cli("work", "cancel", a["work_id"], "--json"))
+    assert cancelled["outcome"] == "cancelled" and cancelled["state"] == "cancelled"
+    dismissed = cancelled["dismissed"]
+    assert dismissed["crew"] == "Able" and dismissed["pane_stopped"] is True
+    assert dismissed["assignment_id"] == a["assignment_id"] and len(dismissed["bounced"]) == 2
+    assert not pane_exists(tmux, pane)
+    row = ok(cli("status", "--all", "--json"))["crew"][0]
+    assert row["state"] == "dismissed"
+    # every bounce is a notification; once acknowledged, the name is free for a handoff
+    n = ok(cli("wait", "Able", "--timeout", "0", "--json"))
+    statuses = []
+    while n["status"] != "timeout":
+        statuses.append(n["status"])
+        n = ok(cli("wait", "Able", "--ack", n["delivery_id"], "--timeout", "0", "--json"))
+    assert statuses == ["bounced", "bounced"]
+    again = ok(cli("crew", "Able", "--task", "try again", "--handoff", a["assignment_id"],
+                   "--command", SLEEPER, "--socket", tmux.socket, "--json"))
+    assert again["assignment_id"] != a["assignment_id"]
+    assert item(home, again["work_id"]).state == "running"
+
+
+def test_work_cancel_words_say_the_crew_was_dismissed_and_how_to_recruit_again(cli, tmux):
+    a = recruit(cli, tmux, "Able")
+    human = cli("work", "cancel", a["work_id"])
+    assert human.code == 0, human.err
+    assert f"Cancelled {a['work_id']}" in human.out
+    assert "Able is dismissed" in human.out and f"--handoff {a['assignment_id']}" in human.out
+
+
+def test_work_cancel_of_a_finished_assignment_leaves_the_crew_alone(cli, home, tmux):
+    a = recruit(cli, tmux, "Able")
+    crew_done(cli, a)
+    cancelled = ok(cli("work", "cancel", a["work_id"], "--json"))
+    assert cancelled["outcome"] == "already_terminal" and cancelled["dismissed"] is None
+    assert ok(cli("status", "--json"))["crew"][0]["state"] == "done"
+    assert pane_exists(tmux, a["pane"]["pane_id"])

@@ -1,4 +1,4 @@
-"""Screen reading (captain_tui.runtime.pane_reader): real captures, variants built from them, properties.
+"""Reading panes (captain_tui.runtime.pane_reader): real captures, variants, properties.
 
 The doorbell may ring only on (approval False, composer readable, draft "", not working).
 Every test here either checks a real capture reads right or that something that is not a
@@ -738,7 +738,8 @@ def test_generic_choice_list_under_the_cursor_is_an_approval():
 
 
 def test_module_is_pure_stdlib():
-    tree = ast.parse((REPO / "captain_tui" / "runtime" / "pane_reader.py").read_text(encoding="utf-8"))
+    source = REPO / "captain_tui" / "runtime" / "pane_reader.py"
+    tree = ast.parse(source.read_text(encoding="utf-8"))
     imported = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):

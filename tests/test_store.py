@@ -483,7 +483,8 @@ BAD = [_truncated, _empty, _not_utf8, _schema_2, _extra_field, _symlink, _direct
 def quarantine_entries(store: Store) -> tuple[list[str], list[str]]:
     qdir = store.root / "quarantine"
     names = sorted(os.listdir(qdir)) if qdir.exists() else []
-    return [n for n in names if not n.endswith(".reason")], [n for n in names if n.endswith(".reason")]
+    reasons = [n for n in names if n.endswith(".reason")]
+    return [n for n in names if not n.endswith(".reason")], reasons
 
 
 @pytest.mark.parametrize("make_bad", BAD, ids=lambda f: f.__name__.strip("_"))

@@ -1,4 +1,4 @@
-"""Notifications and ``wait`` (state/crew/notify.py), crew signals, and crash repair of side records."""
+"""Notifications and ``wait`` (state/crew/notify.py), crew signals, repair of side records."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """What the cockpit's panels show, as plain immutable data.
 
-The feed (``captain_tui.cockpit.feed.home``) builds these from the home; the panels render them. They are
-frozen so one ``HomeView`` can be handed from the feed's thread to the UI without copying:
+The feed (``captain_tui.cockpit.feed``) builds these from the home; the panels render them.
+They are frozen so one ``HomeView`` can be handed from the feed's thread to the UI without copying:
 an update replaces the ``CrewView`` of the crew it touched and shares every other one.
 """
 

@@ -216,7 +216,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             err.after_report()
         return 1
     except OSError as exc:
-        out.refuse(CaptainError("store_error", f"{exc.strerror or exc} ({exc.filename or 'home'})."))
+        where = exc.filename or "home"
+        out.refuse(CaptainError("store_error", f"{exc.strerror or exc} ({where})."))
         return 1
     except KeyboardInterrupt:
         return 130

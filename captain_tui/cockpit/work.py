@@ -57,6 +57,9 @@ class WorkCommands:
             body = (f"{item.work_id} {_words(item.state)} (generation {item.generation}). "
                     f"{stop}; only a confirmed stop cancels it. Otherwise it needs "
                     "reconciliation and keeps its slot until you resolve it.")
+        if item.source == "assignment" and item.crew:
+            body += (f" It is {item.crew}'s assignment: {item.crew} is dismissed with it (its "
+                     "unread mail bounces) and can be recruited again with a handoff.")
         body += " Cancelling never undoes what the work already did."
 
         def decided(yes: bool | None) -> None:

@@ -13,7 +13,7 @@ def launcher(home, *, name: str, key: str, agent: str, program: str | None, cwd:
 
     The server is the one ``socket`` resolves to (flag > env > tmux > captain), resolved
     now, so ``tmux_unavailable`` comes before anything is written."""
-    from captain_tui.agents.kinds import command_for, pane_env
+    from captain_tui.agents.start import command_for, pane_env
     from captain_tui.runtime.tmux import Tmux, resolve_socket
 
     tmux = Tmux(resolve_socket(socket))

@@ -56,11 +56,11 @@ __all__ = ["Screen", "read_screen", "strip_ansi"]
 
 @dataclass(frozen=True)
 class Screen:
-    approval: bool            # a native approval / permission prompt, or any modal we cannot read, is up
+    approval: bool            # a native approval prompt, or any modal we cannot read, is up
     composer_readable: bool   # we found the composer (input line) and understood it
     draft: str | None         # unsent text on the composer: "" when empty; None when not readable
     working: bool             # the agent is mid-turn (spinner, "esc to interrupt", ...)
-    reason: str               # one short human sentence: why (shown to the captain when a gate holds)
+    reason: str               # one short sentence: why (shown to the captain when a gate holds)
 
 
 # --------------------------------------------------------------------------- escapes
@@ -658,5 +658,5 @@ def read_screen(text: str, agent: str, *, cursor: tuple[int, int] | None = None)
         if kind == "codex":
             return _read_codex(lines, styles)
         return _read_generic(lines, cursor)
-    except Exception as exc:  # pragma: no cover - fail closed on anything unforeseen
+    except Exception as exc:  # noqa: BLE001 - fail closed on anything unforeseen
         return _held(f"screen reader error: {type(exc).__name__}: {exc}")

@@ -77,7 +77,8 @@ class Tmux:
                                   text=True, timeout=TMUX_TIMEOUT, stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
             raise CaptainError("tmux_unavailable",
-                               f"tmux on {self.socket} did not answer within {TMUX_TIMEOUT:.0f} s.") from None
+                               f"tmux on {self.socket} did not answer within "
+                               f"{TMUX_TIMEOUT:.0f} s.") from None
         if check and proc.returncode != 0:
             raise CaptainError("tmux_unavailable",
                                f"tmux {args[0]} failed on {self.socket}: "

@@ -39,7 +39,8 @@ def _find(home: Home, keys: list[str], delivery_id: str) -> tuple[str, Notificat
             if found is not None:
                 return key, found
     raise CaptainError("unknown_delivery",
-                       f"{delivery_id} is not a delivery of {'any crew' if len(keys) != 1 else keys[0]}.")
+                       f"{delivery_id} is not a delivery of "
+                       f"{'any crew' if len(keys) != 1 else keys[0]}.")
 
 
 def acknowledge(home: Home, name: str | None, delivery_id: str,
@@ -152,7 +153,8 @@ def signal(home: Home, name: str, status: str, summary: str, *, at: datetime,
     """
     if status not in SIGNALS:
         raise CaptainError("invalid_argument",
-                           f"{status!r} is not a crew signal; use one of {', '.join(sorted(SIGNALS))}.")
+                           f"{status!r} is not a crew signal; use one of "
+                           f"{', '.join(sorted(SIGNALS))}.")
     if at.tzinfo is None:
         at = at.replace(tzinfo=timezone.utc)
     key = crew_key(name)

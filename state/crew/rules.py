@@ -158,7 +158,7 @@ def current_crew(ctx: Context, load: Callable[[str], object]):
 
 # -- the crew side's turns, whichever records back them -----------------------------------
 #
-# ``state.crew.protocol`` passes functions over the models and ``state.crew_side.fast`` functions over
+# ``state.crew.protocol`` passes functions over the models and ``state.crew_side.fast`` over
 # plain records: the order of the checks, and so which refusal a caller sees, is this one.
 
 ASK_PENDING = ("is still waiting for an answer; one question at a time. Stop and wait for "

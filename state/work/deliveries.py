@@ -2,9 +2,9 @@
 
 Identity is (endpoint, source delivery id) — never a signature. It is claimed once
 (``deliveries/by-identity/``), naming the delivery's time-ordered ID: the same identity
-with the same body is a duplicate, with another body a conflict. The raw body lives in its own file until its
-retention ends; the record keeps the body's hash and size forever, so "received, can no
-longer replay" stays distinct from "never seen".
+with the same body is a duplicate, with another body a conflict. The raw body lives in its
+own file until its retention ends; the record keeps the body's hash and size forever, so
+"received, can no longer replay" stays distinct from "never seen".
 
 Endpoints are configured in the home's ``config.toml``::
 
@@ -295,7 +295,8 @@ def page(home: Home, *, endpoint_id: str | None = None, source_delivery_id: str 
     (endpoint + source delivery id) answers a page of zero or one."""
     if source_delivery_id is not None and endpoint_id is None:
         raise CaptainError("invalid_filter", "a source delivery id is only unique within an "
-                                             "endpoint: name the endpoint with it (--endpoint, ?endpoint_id=).")
+                                             "endpoint: name the endpoint with it (--endpoint, "
+                                             "?endpoint_id=).")
     if not 1 <= limit <= ledger.PAGE_MAX:
         raise CaptainError("invalid_filter", f"limit must be between 1 and {ledger.PAGE_MAX}.")
     if endpoint_id is not None and source_delivery_id is not None:

@@ -566,7 +566,8 @@ def examine(home: Home, probe: Probe, *, holder: str, at: datetime | None = None
                 if expired:
                     changes.append(f"{work_id}: lease renewed")
             elif expired:
-                changes.append(f"{work_id}: {_expire(home, work_id, item.generation, verdict, holder, at)}")
+                expired = _expire(home, work_id, item.generation, verdict, holder, at)
+                changes.append(f"{work_id}: {expired}")
         except CaptainError:
             continue  # it moved on under us (a report, a cancel): the next pass sees it
     return changes

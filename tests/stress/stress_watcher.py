@@ -12,9 +12,10 @@
 There is no periodic rescan: at the end the index must equal a full rescan because the
 events kept it so. (An inotify queue overflow cannot trigger a rescan here: notify reports
 it as an event without a path, which watchfiles drops. The home's rate of events is far
-below the 16384-event queue; were one lost, the final comparison would say so.) Protocol over CTL: it writes ``ready`` once set up; when ``req`` holds a
-number N it has not answered, it writes ``index-N.json`` ({"index": {...}, "stats": {...}});
-it stops when ``stop`` exists.
+below the 16384-event queue; were one lost, the final comparison would say so.) Protocol
+over CTL: it writes ``ready`` once set up; when ``req`` holds a number N it has not
+answered, it writes ``index-N.json`` ({"index": {...}, "stats": {...}}); it stops when
+``stop`` exists.
 """
 
 from __future__ import annotations

@@ -538,7 +538,7 @@ def zygote(root: Path, logs: Path, project: Path) -> None:
                     os.dup2(devnull, 1)
                     apply_break(os.environ.get(BREAK_ENV, ""))
                     Worker(idx, gen, root, logs, project, seed).run()
-                except BaseException:
+                except BaseException:  # noqa: BLE001 - see the comment below
                     traceback.print_exc()
                     sys.stderr.flush()
                 finally:

@@ -1,1 +1,7 @@
-"""TODO"""
+"""The cockpit's data feed: the home read into ``widgets.view`` rows, kept current cheaply.
+
+``home`` (the ``Feed`` and its per-crew cache) and ``work`` (the Work panel's part) read;
+``routes`` says which part a changed path touches; ``alerts`` what needs the captain now;
+``pump`` serialises every request on one thread; ``watcher`` runs watchfiles in a child
+process. Knows nothing of Textual: may import ``state`` and ``widgets.view`` only.
+"""
