@@ -22,10 +22,8 @@ from hypothesis import strategies as st
 from captain_tui.runtime.pane_reader import Screen, read_screen, strip_ansi
 
 REPO = Path(__file__).resolve().parents[1]
-FIXTURES = Path(os.environ.get("CAPTAIN_FIXTURES", REPO.parent / "shared" / "fixtures"))
-needs_fixtures = pytest.mark.skipif(
-    not (FIXTURES / "claude-code").is_dir(),
-    reason=f"real captures not found at {FIXTURES} (set CAPTAIN_FIXTURES)")
+# real captures, in the repository (tests/fixtures/README.md says where they came from)
+FIXTURES = Path(os.environ.get("CAPTAIN_FIXTURES", REPO / "tests" / "fixtures" / "screens"))
 
 WAKE = "mail from the captain is waiting; keep working"
 DRAFT = "half-written thought about the parser"
@@ -161,14 +159,12 @@ def codex_with(composer: list[str], *, ansi: bool = False) -> str:
 # --------------------------------------------------------------------------- real captures
 
 
-@needs_fixtures
 def test_every_capture_has_an_expectation():
     on_disk = {f"{p.parent.name}/{p.name}" for d in ("claude-code", "codex")
                for p in (FIXTURES / d).iterdir() if p.suffix in (".txt", ".ansi")}
     assert on_disk == set(CAPTURES)
 
 
-@needs_fixtures
 @pytest.mark.parametrize("capture", CAPTURES)
 def test_real_capture(capture):
     name = capture.rsplit(".", 1)[0]
@@ -178,7 +174,6 @@ def test_real_capture(capture):
     assert may_ring(s) == (name in ("claude-code/idle-empty", "codex/idle-empty"))
 
 
-@needs_fixtures
 @pytest.mark.parametrize("name", list(EXPECTED))
 def test_ansi_capture_reads_like_plain(name):
     plain = read_screen(load(f"{name}.txt"), agent_of(name))
@@ -186,14 +181,12 @@ def test_ansi_capture_reads_like_plain(name):
     assert fields(ansi) == fields(plain)
 
 
-@needs_fixtures
 @pytest.mark.parametrize("name", list(EXPECTED))
 def test_strip_ansi_turns_the_ansi_capture_into_the_plain_one(name):
     stripped = [line.rstrip(" ") for line in strip_ansi(load(f"{name}.ansi")).split("\n")]
     assert stripped == load(f"{name}.txt").split("\n")
 
 
-@needs_fixtures
 @pytest.mark.parametrize("capture", CAPTURES)
 def test_real_capture_read_as_another_agent_never_rings(capture):
     text = load(capture)
@@ -214,7 +207,6 @@ def test_strip_ansi_removes_every_kind_of_escape():
 # --------------------------------------------------------------------------- narrow panes
 
 
-@needs_fixtures
 @pytest.mark.parametrize("width", [40, 60])
 @pytest.mark.parametrize("capture", CAPTURES)
 def test_narrow_pane(capture, width):
@@ -224,7 +216,6 @@ def test_narrow_pane(capture, width):
     assert_reads(read_screen(wrapped, agent_of(name)), EXPECTED[name])
 
 
-@needs_fixtures
 @pytest.mark.parametrize("capture", [c for c in CAPTURES if c.endswith(".txt")])
 def test_rows_padded_with_trailing_spaces(capture):
     name = capture.rsplit(".", 1)[0]
@@ -235,7 +226,6 @@ def test_rows_padded_with_trailing_spaces(capture):
     assert_reads(read_screen(rewrap(padded, 40), agent_of(name)), EXPECTED[name])
 
 
-@needs_fixtures
 def test_claude_rules_that_do_not_match_are_not_read():
     text = load("claude-code/idle-empty.txt")
     lines = text.split("\n")
@@ -247,7 +237,6 @@ def test_claude_rules_that_do_not_match_are_not_read():
 # --------------------------------------------------------------------------- wrapped drafts
 
 
-@needs_fixtures
 @pytest.mark.parametrize("ansi", [False, True])
 def test_claude_wrapped_draft(ansi):
     text = ("please look at the parser again, the tokenizer drops the last byte of every "
@@ -262,7 +251,6 @@ def test_claude_wrapped_draft(ansi):
         assert_reads(read_screen(rewrap(screen, width), "claude"), (False, True, text, False))
 
 
-@needs_fixtures
 def test_claude_multi_line_draft_with_blank_line():
     s = read_screen(claude_with(["❯\xa0first line", "  second line", "", "  fourth line"]),
                     "claude")
@@ -270,14 +258,12 @@ def test_claude_multi_line_draft_with_blank_line():
     assert not may_ring(s)
 
 
-@needs_fixtures
 def test_claude_draft_whose_first_line_is_empty():
     s = read_screen(claude_with(["❯\xa0", "  the text is on the second line"]), "claude")
     assert s.composer_readable and s.draft.strip() == "the text is on the second line"
     assert not may_ring(s)
 
 
-@needs_fixtures
 @pytest.mark.parametrize("ansi", [False, True])
 def test_codex_wrapped_draft(ansi):
     text = ("please look at the parser again, the tokenizer drops the last byte of every "
@@ -289,14 +275,12 @@ def test_codex_wrapped_draft(ansi):
     assert_reads(read_screen(rewrap(screen, 40), "codex"), (False, True, text, False))
 
 
-@needs_fixtures
 def test_codex_draft_starting_with_a_newline():
     s = read_screen(codex_with(["›", "  text on the second line"]), "codex")
     assert s.composer_readable and s.draft.strip() == "text on the second line"
     assert not may_ring(s)
 
 
-@needs_fixtures
 def test_codex_bare_glyph_is_not_positively_empty():
     # Codex always shows a placeholder on an empty composer; a bare › may hide a draft
     # that starts with blank lines.
@@ -307,7 +291,6 @@ def test_codex_bare_glyph_is_not_positively_empty():
 # --------------------------------------------------------------------------- placeholders
 
 
-@needs_fixtures
 @pytest.mark.parametrize("placeholder", CODEX_PLACEHOLDERS)
 def test_codex_placeholder_is_not_a_draft(placeholder):
     assert may_ring(read_screen(codex_with(["› " + placeholder]), "codex"))
@@ -315,7 +298,6 @@ def test_codex_placeholder_is_not_a_draft(placeholder):
     assert may_ring(read_screen(dim, "codex"))
 
 
-@needs_fixtures
 @pytest.mark.parametrize("typed", [
     "Ask Codex to do anything please",
     "Ask Codex",                                          # a prefix is typed text in plain
@@ -328,7 +310,6 @@ def test_codex_text_that_is_not_exactly_a_placeholder_is_a_draft(typed):
     assert s.draft == typed and not may_ring(s)
 
 
-@needs_fixtures
 def test_codex_dim_text_is_a_placeholder_only_in_ansi():
     suggestion = "Check recently modified functions for compat"
     dim = read_screen(codex_with(["\x1b[1m›\x1b[0m \x1b[2m" + suggestion], ansi=True), "codex")
@@ -338,13 +319,11 @@ def test_codex_dim_text_is_a_placeholder_only_in_ansi():
     assert typed.draft == suggestion and not may_ring(typed)
 
 
-@needs_fixtures
 def test_codex_placeholder_with_a_continuation_line_is_a_draft():
     s = read_screen(codex_with(["› Explain this codebase", "  and then the tests"]), "codex")
     assert s.draft == "Explain this codebase\nand then the tests" and not may_ring(s)
 
 
-@needs_fixtures
 def test_codex_disabled_input_is_unreadable():
     s = read_screen(codex_with(["› Input disabled."]), "codex")
     assert not s.composer_readable and not may_ring(s)
@@ -353,7 +332,6 @@ def test_codex_disabled_input_is_unreadable():
 CLAUDE_SUGGESTION = 'Try "fix the flaky test in test_parser.py"'
 
 
-@needs_fixtures
 @pytest.mark.parametrize("dim", ["\x1b[2m", "\x1b[90m", "\x1b[38;5;246m", "\x1b[38;5;244m",
                                  "\x1b[38;2;140;140;140m", "\x1b[38:5:245m"])
 @pytest.mark.parametrize("cursor_on_first", [True, False])
@@ -370,7 +348,6 @@ def test_claude_dim_suggestion_is_empty_in_ansi_but_a_draft_in_plain(dim, cursor
     assert plain.draft == strip_ansi(line)[2:]
 
 
-@needs_fixtures
 @pytest.mark.parametrize("line", [
     # typed text in the default colour, cursor after it (the real draft capture's shape)
     f"\x1b[39m❯\xa0{CLAUDE_SUGGESTION}\x1b[7m",
@@ -397,7 +374,6 @@ def test_claude_text_that_ansi_does_not_show_dim_is_a_draft(line):
 # --------------------------------------------------------------------------- the wake line
 
 
-@needs_fixtures
 @pytest.mark.parametrize("text", [WAKE, "mail from the captain",
                                   "mail from the captain is waiting;"])
 def test_wake_line_on_the_composer_is_a_draft(text):
@@ -413,7 +389,6 @@ def test_wake_line_on_the_composer_is_a_draft(text):
         assert not may_ring(s)
 
 
-@needs_fixtures
 def test_wake_line_wrapped_in_a_narrow_pane_is_still_the_wake_line():
     # tmux re-flows "❯ mail from the captain is waiting; keep| working" into two rows; the
     # unindented second row is the same line continued.
@@ -460,7 +435,6 @@ def test_a_bare_prompt_is_a_prompt_for_a_generic_agent(case):
     assert may_ring(read_screen(HALF_DRAWN[case], "shell"))
 
 
-@needs_fixtures
 @pytest.mark.parametrize("cut", range(24, 31))
 def test_claude_screen_cut_off_around_the_composer(cut):
     # The capture stops somewhere in the composer box / footer: readable only once both
@@ -473,7 +447,6 @@ def test_claude_screen_cut_off_around_the_composer(cut):
         assert not may_ring(s) and not s.composer_readable
 
 
-@needs_fixtures
 def test_claude_composer_not_at_the_bottom_is_not_empty():
     lines = load("claude-code/idle-empty.txt").split("\n")
     lines[29:] = [f"  footer line {i}" for i in range(12)]
@@ -488,7 +461,6 @@ def _claude_approval_100() -> list[str]:
     return rewrap(load("claude-code/approval-prompt.txt"), 100).split("\n")
 
 
-@needs_fixtures
 @pytest.mark.parametrize("ansi", [False, True])
 def test_claude_approval_at_100x30_bottom_anchored(ansi):
     name = "claude-code/approval-prompt." + ("ansi" if ansi else "txt")
@@ -499,7 +471,6 @@ def test_claude_approval_at_100x30_bottom_anchored(ansi):
     assert s.approval and not s.composer_readable and not may_ring(s), s
 
 
-@needs_fixtures
 @pytest.mark.parametrize("cut", range(0, 30))
 def test_claude_approval_at_100x30_cut_off_at_the_bottom(cut):
     lines = _claude_approval_100()
@@ -513,7 +484,6 @@ def test_claude_approval_at_100x30_cut_off_at_the_bottom(cut):
         assert s.approval, s
 
 
-@needs_fixtures
 @pytest.mark.parametrize("prompt", ["! ls -la", "!", "& run in background", "> "])
 def test_claude_composer_in_a_mode_we_do_not_know_is_unreadable_not_a_dialog(prompt):
     s = read_screen(claude_with([prompt]), "claude")
@@ -521,7 +491,6 @@ def test_claude_composer_in_a_mode_we_do_not_know_is_unreadable_not_a_dialog(pro
     assert "prompt we do not know" in s.reason
 
 
-@needs_fixtures
 def test_claude_approval_text_in_the_transcript_above_a_live_composer_is_not_a_prompt():
     lines = load("claude-code/idle-empty.txt").split("\n")
     lines[6:10] = [" Do you want to proceed?", " ❯ 1. Yes", "   2. No", " Esc to cancel"]
@@ -529,7 +498,6 @@ def test_claude_approval_text_in_the_transcript_above_a_live_composer_is_not_a_p
     assert not s.approval and may_ring(s)
 
 
-@needs_fixtures
 def test_claude_choice_list_below_the_composer_is_an_approval():
     lines = load("claude-code/idle-empty.txt").split("\n")
     lines[29:] = ["", " ❯ 1. Yes", "   2. No", ""]
@@ -607,7 +575,6 @@ def test_codex_trust_dialog_is_a_modal():
     assert s.approval and not may_ring(s)
 
 
-@needs_fixtures
 @pytest.mark.parametrize("spinner,footer,working", [
     ("✽ Embellishing…", "  ⏸ manual mode on", True),             # spinner alone
     ("", "  ⏸ manual mode on · esc to interrupt", True),          # footer alone
@@ -626,7 +593,6 @@ def test_claude_working_signals(spinner, footer, working):
     assert may_ring(s) == (not working)
 
 
-@needs_fixtures
 def test_codex_working_line_above_the_composer():
     lines = load("codex/idle-empty.txt").split("\n")
     lines[24] = "• Working (12s • esc to interrupt)"
@@ -906,3 +872,9 @@ def test_property_any_text_never_raises_and_fails_closed(text, agent, inserts, c
         if kind == "shell" and cursor is not None:
             plain = "\n".join(plain.split("\n")[:cursor[1] + 1])
         assert _oracle(plain, kind, dim=True), (kind, s)
+
+
+def test_every_real_capture_is_in_the_repository():
+    """A clone has the captures: a missing one fails here instead of skipping the tests."""
+    missing = [name for name in CAPTURES if not (FIXTURES / name).is_file()]
+    assert missing == [], f"missing captures under {FIXTURES}: {missing}"
