@@ -1,4 +1,4 @@
-"""Every measurement against DESIGN.md's budgets, in one command.
+"""Every measurement against docs/design.md's budgets, in one command.
 
     python -m bench [--quick] [--only PART]
 

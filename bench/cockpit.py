@@ -1,4 +1,4 @@
-"""The cockpit against its budgets (DESIGN.md, "Budgets"), as numbers.
+"""The cockpit against its budgets (docs/design.md, "Budgets"), as numbers.
 
 1. store event -> row visible: the real ``CaptainApp``, headless, on a home of 20 crew. A
    separate writer process (as a crew's CLI would be) writes each record through the
@@ -248,10 +248,10 @@ def big_home(path: Path, crews: int, messages: int, notifications: int,
 def writer_main(root: str) -> int:
     """Reads one JSON request a line, does it through ``state``, answers one JSON line with
     ``t``: time.monotonic() right after the first record was published under its name."""
+    from state.clock import now
     from state.crew import crewlog, notify, protocol
     from state.crew.protocol import Context
     from state.home import Home
-    from state.models import now
 
     published: list[float] = []
     real_link, real_replace = os.link, os.replace

@@ -1,4 +1,4 @@
-"""Cold start of the crew-side commands (budget: median <= 150 ms, DESIGN.md).
+"""Cold start of the crew-side commands (budget: median <= 150 ms, docs/design.md).
 
 Runs each command as a fresh process, the way an agent pane runs it, N times against a
 throwaway home, and prints medians as a Markdown table. `ask` is measured on its success

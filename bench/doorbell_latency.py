@@ -1,4 +1,4 @@
-"""Doorbell and wait latencies against real tmux (budgets in DESIGN.md).
+"""Doorbell and wait latencies against real tmux (budgets in docs/design.md).
 
 1. mail written, gates clear -> the keys arrive in the crew's pane (p95 <= 500 ms);
 2. a held gate clears (a person clears their draft) -> the held mail lands (<= 2 s),
@@ -31,6 +31,7 @@ sys.path.insert(0, str(REPO))
 
 from captain_tui.runtime import doorbell  # noqa: E402
 from captain_tui.runtime.tmux import socket_path_for  # noqa: E402
+from state import clock  # noqa: E402
 from state.crew import crewlog, mailbox, notify, protocol  # noqa: E402
 from state.home import Home  # noqa: E402
 
@@ -137,7 +138,7 @@ def main() -> int:
             waiter = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True)
             time.sleep(1.0)  # the waiter is up and sleeping on inotify
             start = time.time()
-            notify.signal(home, "Sim", "error", f"bench {i}", at=notify.now())
+            notify.signal(home, "Sim", "error", f"bench {i}", at=clock.now())
             line = waiter.stdout.readline()
             wait_ms.append((time.time() - start) * 1000)
             previous = json.loads(line)["delivery_id"]

@@ -1,6 +1,6 @@
 """Render the cockpit headlessly on a fixed home and write ``screenshots/``.
 
-    python -m scripts.screenshots [--out screenshots]
+    python scripts/screenshots.py [--out screenshots]
 
 SVG always; PNG too when cairosvg is installed (``pip install cairosvg``), rendered with a
 monospace font that has the box-drawing glyphs the cockpit uses (DejaVu Sans Mono).
@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import itertools
 import os
 import sys
 import tempfile
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from state import clock
 from state.crew import notify, protocol
 from state.crew.protocol import Context
 from state.home import Home
@@ -28,38 +27,26 @@ SIZE = (120, 36)
 CLOCK = datetime(2026, 11, 29, 9, 30, tzinfo=timezone.utc)
 
 
-@contextlib.contextmanager
-def fixed_ids():
-    """IDs are shown (the Work panel): the same on every run, time-ordered like real ones."""
-    from state import ids
-
-    counter = itertools.count(1)
-    millis = int(CLOCK.timestamp() * 1000)
-    fixed = lambda prefix: (f"{prefix}_{ids._b32(millis, 10)}"  # noqa: E731
-                            f"{ids._b32(next(counter) * 0x9E3779B97F4A7C15 % 2**80, 16)}")
-    modules = (protocol, notify, ledger)
-    saved = [m.new_id for m in modules]
-    for m in modules:
-        m.new_id = fixed
-    try:
-        yield
-    finally:
-        for m, original in zip(modules, saved):
-            m.new_id = original
-
-
 def build_home(root: Path) -> Home:
     """Three crew: one asking, one working with unread mail, one finished; and beside their
     work items, a chat item queued and one a worker ran whose stop could not be confirmed
-    (it needs reconciliation)."""
+    (it needs reconciliation). Times and IDs come from a fixed clock (``state.clock``), so
+    every run writes the same home."""
+    with clock.using(clock.Fixed(CLOCK - timedelta(minutes=45))) as fixed:
+        return _build_home(root, fixed)
+
+
+def _build_home(root: Path, fixed: clock.Fixed) -> Home:
     home = Home(root / "home")
     project = root / "project"
     project.mkdir(parents=True, exist_ok=True)
     ada = protocol.recruit(home, "Ada", "Tidy the README: fix the broken links.", cwd=str(project),
                            owns=["README.md", "docs"], allow=["read", "edit"])
     protocol.inbox(home, "Ada", deliver=lambda batch: None, ctx=Context.from_env(ada.env))
+    fixed.advance(minutes=20)
     protocol.ask(home, "Ada", "Should the install section show pipx as well as pip?",
                  ctx=Context.from_env(ada.env))
+    fixed.advance(minutes=5)
     brook = protocol.recruit(home, "Brook", "Add a --verbose flag to export and test it.",
                              cwd=str(project), owns=["src/export.py"], allow=["edit", "test"])
     protocol.tell(home, "Brook", "Also update the changelog.",
@@ -69,8 +56,9 @@ def build_home(root: Path) -> Home:
     protocol.inbox(home, "Cy", deliver=lambda batch: None, ctx=Context.from_env(cy.env))
     protocol.done(home, "Cy", "Docs build is 70% of nightly; caching node_modules saves 4 min.",
                   ctx=Context.from_env(cy.env))
+    fixed.advance(minutes=12)
     notify.signal(home, "Brook", "awaiting_approval", "permission prompt: Bash: rm -rf build/",
-                  at=notify.now())
+                  at=clock.now())
     ago = lambda minutes: CLOCK - timedelta(minutes=minutes)  # noqa: E731
     ledger.accept(home, source="chat", input={"text": "Draft the release notes"},
                   requester="captain:demo", target_revision="v2.3.0", at=ago(3))
@@ -122,8 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("CAPTAIN_CONFIG_DIR", tempfile.mkdtemp())  # default settings
     with tempfile.TemporaryDirectory() as tmp:
-        with fixed_ids():
-            home = build_home(Path(tmp))
+        home = build_home(Path(tmp))
         for svg in asyncio.run(_shoot(home, args.out)):
             png = _png(svg)
             print(f"wrote {svg}" + (f" and {png}" if png else ""))

@@ -90,10 +90,8 @@ class Home:
                     f"{root} is not empty and is not a captain home; refusing to write into "
                     "it. Choose an empty or new directory.",
                 )
-            from state.models import (  # only a new home needs a record written
-                HomeMeta,
-                now,
-            )
+            from state.clock import now
+            from state.models import HomeMeta  # only a new home needs a record written
 
             Store(root).create_once(marker, encode(HomeMeta(created_at=now())),
                                     same=lambda a, b: True)

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import time
+from state import clock
 
 _ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"  # Crockford base32
 
@@ -17,9 +16,13 @@ def _b32(value: int, length: int) -> str:
 
 
 def new_id(prefix: str) -> str:
-    """``prefix_`` + 10 chars of milliseconds + 16 random chars (80 bits), ULID-style."""
-    millis = time.time_ns() // 1_000_000
-    return f"{prefix}_{_b32(millis, 10)}{_b32(int.from_bytes(os.urandom(10), 'big'), 16)}"
+    """``prefix_`` + 10 chars of milliseconds + 16 random chars (80 bits), ULID-style, from
+    the clock (``state.clock``), which a test may fix."""
+    source = clock.current()
+    chosen = source.new_id(prefix)
+    if chosen is not None:
+        return chosen
+    return f"{prefix}_{_b32(source.millis(), 10)}{_b32(source.random80(), 16)}"
 
 
 def derive(prefix: str, other_id: str) -> str:

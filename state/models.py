@@ -11,7 +11,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from state.vocab import ACTIONS, PATH_ACTIONS, STATUSES, SUMMARY_MAX, now  # noqa: F401
+from state.vocab import SUMMARY_MAX
 
 Status = Literal["working", "idle", "asked", "awaiting_approval", "done", "held", "bounced",
                  "timeout", "error"]

@@ -6,8 +6,6 @@ and the text rules use them without paying pydantic's start-up.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-
 SUMMARY_MAX = 1600
 
 ACTIONS = ("read", "search", "edit", "test", "build", "format", "commit", "version", "delete")
@@ -15,6 +13,3 @@ PATH_ACTIONS = frozenset({"edit", "format", "delete", "commit", "version"})
 STATUSES = ("working", "idle", "asked", "awaiting_approval", "done", "held", "bounced",
             "timeout", "error")
 
-
-def now() -> datetime:
-    return datetime.now(timezone.utc)

@@ -18,10 +18,11 @@ from tmux_helpers import PrivateTmux, needs_tmux
 from captain_tui.cockpit.app import CaptainApp
 from captain_tui.cockpit.feed import alerts, routes, watcher
 from captain_tui.cockpit.feed import home as home_feed
+from state.clock import now
 from state.crew import crewlog, protocol
 from state.crew.protocol import crew_status
 from state.home import Home
-from state.models import RingStamp, now
+from state.models import RingStamp
 from state.store import encode
 
 

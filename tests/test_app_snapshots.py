@@ -16,7 +16,8 @@ import pytest
 from cockpit_helpers import SIZE, until
 
 from captain_tui.cockpit.app import CaptainApp
-from state.crew import mailbox, notify, protocol
+from state import clock
+from state.crew import notify, protocol
 from state.crew.protocol import Context
 from state.home import Home
 from state.models import RingStamp
@@ -33,27 +34,29 @@ def private_config(tmp_path: Path, monkeypatch):
 
 
 class FixedTime:
-    """Record times and IDs the same on every run."""
+    """Record times and IDs the same on every run: a fixed clock (``state.clock``)."""
 
-    def __init__(self, monkeypatch) -> None:
-        self.at = NOW
+    def __init__(self) -> None:
         counter = itertools.count(1)
-        ids = lambda prefix: f"{prefix}_{next(counter):026d}"  # noqa: E731
-        for module in (protocol, notify, mailbox, ledger):
-            monkeypatch.setattr(module, "now", lambda: self.at)
-        for module in (protocol, notify, ledger):
-            monkeypatch.setattr(module, "new_id", ids)
+        self.clock = clock.Fixed(NOW, new_id=lambda prefix: f"{prefix}_{next(counter):026d}")
 
     def ago(self, **delta) -> None:
-        self.at = NOW - timedelta(**delta)
+        self.clock.set(NOW - timedelta(**delta))
 
 
 @pytest.fixture
-def crewed_home(home: Home, monkeypatch) -> Home:
+def fixed_time():
+    t = FixedTime()
+    with clock.using(t.clock):
+        yield t
+
+
+@pytest.fixture
+def crewed_home(home: Home, fixed_time: FixedTime) -> Home:
     """Four crew, each in a different situation; and their work: two running, Gibbs's
     succeeded, Elizabeth's needing reconciliation (a cancel whose stop was not confirmed),
     and a chat item queued."""
-    t = FixedTime(monkeypatch)
+    t = fixed_time
     t.ago(hours=2)
     jack = protocol.recruit(home, "Jack", "Fix the login bug: sessions expire after 5 "
                             "minutes instead of 30.", owns=["src/auth"],

@@ -51,9 +51,10 @@ from claude_harness import (
 )
 
 from captain_tui.runtime import doorbell
+from state.clock import now
 from state.crew import crewlog, mailbox, notify
 from state.home import Home
-from state.models import Receipt, now
+from state.models import Receipt
 
 STEP_TIMEOUT = 20.0
 GRACE = doorbell.LAUNCH_GRACE["claude"]

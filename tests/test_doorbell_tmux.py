@@ -17,9 +17,9 @@ import pytest
 from tmux_helpers import PrivateTmux, SimLog, needs_tmux, poll, sim_command
 
 from captain_tui.runtime import doorbell
+from state.clock import now
 from state.crew import crewlog, mailbox, notify, protocol
 from state.home import Home
-from state.models import now
 
 pytestmark = needs_tmux
 
@@ -199,7 +199,7 @@ def test_two_ringers_at_once_ring_once(crew):
     poll(lambda: (now() - recruited).total_seconds() > doorbell.DEFAULT_GRACE + 0.5,
          what="launch grace to pass")
     # two separate processes racing, the way a cockpit and a wait would
-    script = ("import sys; from state.home import Home; from captain_tui import doorbell;"
+    script = ("import sys; from state.home import Home; from captain_tui.runtime import doorbell;"
               "print(doorbell.ring(Home(sys.argv[1]), 'Sim').action)")
     procs = [subprocess.Popen([sys.executable, "-c", script, str(home.root)],
                               stdout=subprocess.PIPE, text=True) for _ in range(2)]

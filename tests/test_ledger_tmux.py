@@ -21,8 +21,9 @@ import pytest
 from tmux_helpers import PrivateTmux, needs_tmux, poll
 
 from captain_tui.runtime import ledger_probe as ledger_runtime
+from state.clock import now
 from state.crew import crewlog
-from state.models import PaneLocator, now
+from state.models import PaneLocator
 from state.work import ledger
 
 pytestmark = needs_tmux

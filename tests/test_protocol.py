@@ -782,7 +782,7 @@ def test_assign_needs_signal_notifications_of_the_old_assignment_acked(home, pro
     r = hire(home, project)
     finish(home, r)
     ack_everything(home, "Jack")
-    from state.models import now
+    from state.clock import now
     late = notify.signal(home, "Jack", "error", "pane died", at=now())
     err = refused("unacknowledged", protocol.assign, home, "Jack", "next",
                   handoff=r.assignment_id)

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from state.clock import now
 from state.errors import CaptainError
-from state.models import Message, now
+from state.models import Message
 from state.store import (
     MAX_RECORD_BYTES,
     STALE_TEMP_SECONDS,

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, crew_ctx
 
+from state.clock import now
 from state.crew import crewlog, mailbox, notify, protocol
 from state.crew.protocol import Context
 from state.errors import CaptainError
@@ -27,7 +28,6 @@ from state.models import (
     CrewSnapshot,
     Dismissed,
     Finished,
-    now,
 )
 from state.store import encode
 
@@ -252,7 +252,7 @@ def test_wait_blocks_until_another_process_writes(home, project):
 
     t = threading.Thread(target=waiter)
     t.start()
-    code = ("import sys\nfrom state.home import Home\nfrom state import protocol\n"
+    code = ("import sys\nfrom state.home import Home\nfrom state.crew import protocol\n"
             "from state.crew.protocol import Context\n"
             "ev = protocol.ask(Home(sys.argv[1]), 'Jack', 'from afar?', ctx=Context.from_env())\n"
             "print(ev.delivery_id)\n")

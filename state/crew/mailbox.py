@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from state.clock import now
 from state.crew.rules import answer_id, is_answered, pending_question, unread_names  # noqa: F401
 from state.home import Home
-from state.models import Ack, CrewSnapshot, Message, Notification, Receipt, now
+from state.models import Ack, CrewSnapshot, Message, Notification, Receipt
 from state.store import encode
 
 

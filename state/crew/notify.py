@@ -6,13 +6,14 @@ import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 
+from state.clock import now
 from state.crew import crewlog, mailbox
 from state.crew.protocol import CAPTAIN, Context, check_captain
 from state.errors import CaptainError
 from state.home import Home
 from state.ids import DELIVERY, new_id
 from state.inputs import crew_key, summarize
-from state.models import Notification, Returned, now
+from state.models import Notification, Returned
 from state.store import encode
 
 POLL_SECONDS = 0.05

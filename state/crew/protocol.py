@@ -12,6 +12,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 
+from state.clock import now
 from state.crew import crewlog, mailbox, rules
 from state.crew.rules import CAPTAIN, Context, Verdict, check_captain  # noqa: F401 - re-exported
 from state.errors import CaptainError
@@ -40,7 +41,6 @@ from state.models import (
     Notification,
     PaneLocator,
     Recruited,
-    now,
 )
 from state.store import encode
 from state.work.crash import crash_point

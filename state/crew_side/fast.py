@@ -1,7 +1,7 @@
 """The crew-side commands' fast path: answers from plain records, or ``Unsure``.
 
 A crew command runs in an agent's pane on every tool call and every stop. Importing
-pydantic and validating one model costs ~270 ms on the 2-core machine DESIGN.md budgets
+pydantic and validating one model costs ~270 ms on the 2-core machine docs/design.md budgets
 for (150 ms for the whole command), so ``check``, ``inbox``, ``ask`` and the Stop hook run
 here on records read and written by ``state.crew_side.plain``, through the same rules and turns
 (``state.crew.rules``) the protocol uses. Whenever a record is unusual, the crew's snapshot is
@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from state.clock import now
 from state.crew import rules
 from state.crew.rules import Context, Verdict
 from state.crew_side import plain
@@ -22,7 +23,6 @@ from state.crew_side.plain import Rec, Unsure
 from state.home import Home
 from state.ids import DELIVERY, QUESTION, WORK, derive, new_id
 from state.inputs import check_text, crew_key, summarize
-from state.vocab import now
 
 __all__ = ["Unsure", "ask", "check", "crew", "inbox", "snapshot"]
 

@@ -25,10 +25,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from state.clock import now
 from state.errors import CaptainError
 from state.home import Home, number_in
 from state.ids import WORK, derive, new_id
-from state.models import Record, now
+from state.models import Record
 from state.store import encode
 from state.work import ledger
 from state.work.crash import crash_point

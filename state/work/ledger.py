@@ -26,10 +26,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from state.clock import now
 from state.errors import CaptainError
 from state.home import Home
 from state.ids import WORK, derive, new_id
-from state.models import PaneLocator, now
+from state.models import PaneLocator
 from state.store import encode
 from state.work.crash import crash_point
 from state.work.models import (

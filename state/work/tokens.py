@@ -12,10 +12,11 @@ import hmac
 import secrets
 from datetime import datetime
 
+from state.clock import now
 from state.errors import CaptainError
 from state.home import Home
 from state.ids import new_id
-from state.models import Record, now
+from state.models import Record
 from state.store import encode
 
 ROLES = ("member", "manager")  # each may do what the roles before it may

@@ -28,9 +28,10 @@ from pathlib import Path
 import pytest
 import stress_harness
 
+from state.clock import now
 from state.home import Home
 from state.ids import new_id
-from state.models import Ack, CrewSnapshot, Notification, now
+from state.models import Ack, CrewSnapshot, Notification
 from state.store import encode
 from state.work import ledger
 from state.work.models import TERMINAL, Lease, WorkEvent
