@@ -1,6 +1,6 @@
 """Agent CLI hooks: ``captain hook AGENT EVENT [PAYLOAD]``, run by the agent, never by people.
 
-Claude Code (registered by ``claude_settings``; the hook JSON arrives on stdin):
+Claude Code (registered by ``agents.claude``; the hook JSON arrives on stdin):
 
 - ``SessionStart`` / ``UserPromptSubmit``: unread mail is injected as
   ``{"hookSpecificOutput": {"hookEventName": EVENT, "additionalContext": TEXT}}``; the read
@@ -34,11 +34,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, NamedTuple
 
+from state.clock import now
 from state.crew import rules
 from state.crew.rules import Context
 from state.errors import CaptainError
 from state.home import Home
-from state.vocab import now
 
 if TYPE_CHECKING:
     from state.models import CrewSnapshot, Message

@@ -1,8 +1,9 @@
 """``captain serve``: the work ledger over HTTP, and the webhook door.
 
-Every route calls the same ``state.work.ledger`` / ``state.work.deliveries`` functions the CLI does;
-no rule lives here, only the mapping of refusal codes to status codes, authentication,
-and which fields may leave (``api_models``). docs/api.md shows a curl session per route.
+Every route calls what the CLI calls (``runtime.ops`` for cancel, replay and resolve;
+``state.work.ledger`` / ``state.work.deliveries`` to read and record): no rule lives here,
+only the mapping of refusal codes to status codes, authentication, and which fields may
+leave (``schemas``). docs/api.md shows a curl session per route.
 """
 
 

@@ -203,8 +203,7 @@ def cmd_dismiss(args, out: Out) -> int:
     from captain_tui.runtime import ops
 
     d = ops.dismiss(home_of(args), args.name, ctx=caller())
-    out.ok({"crew": args.name, "bounced": [b.message_id for b in d.bounced],
-            "pane_stopped": d.pane_stopped},
+    out.ok(d.as_json() | {"crew": args.name},
            f"Dismissed {args.name}{dismissal_words(d)}.")
     return 0
 

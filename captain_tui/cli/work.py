@@ -1,8 +1,8 @@
 """``captain work ...`` and ``captain deliveries ...``: the work ledger from the shell.
 
-Every command goes through ``state.work.ledger`` / ``state.work.deliveries`` (the same functions the
-cockpit and the HTTP API use). Nothing here prints an item's input, an event's detail or a
-raw webhook body.
+Cancel, replay and resolve are ``runtime.ops``' use cases; the rest reads and records through
+``state.work.ledger`` / ``state.work.deliveries`` (what the cockpit and the HTTP API use).
+Nothing here prints an item's input, an event's detail or a raw webhook body.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 A mixin of ``CaptainApp`` (kept apart so app.py stays about the cockpit as a whole). Like
 every action, each one opens a confirmation or a form on the UI thread and runs
-``state.work.ledger`` in a thread worker (``_in_worker`` / ``_open``); a refusal shows its code and
-writes nothing.
+the use case (``jobs`` over ``runtime.ops``) in a thread worker (``_in_worker`` / ``_open``);
+a refusal shows its code and writes nothing.
 """
 
 from __future__ import annotations

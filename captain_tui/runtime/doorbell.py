@@ -15,10 +15,11 @@ from datetime import datetime, timedelta
 from captain_tui.agents.kinds import HOOKED, WAKE_LINE
 from captain_tui.runtime import pane_reader as screens
 from captain_tui.runtime.tmux import ALIVE, GONE, Tmux
+from state.clock import now
 from state.crew import crewlog, mailbox, notify, protocol
 from state.errors import CaptainError
 from state.home import Home
-from state.models import CrewSnapshot, Message, RingStamp, now
+from state.models import CrewSnapshot, Message, RingStamp
 from state.store import encode
 
 GATES = ("approval_prompt", "human_draft", "unreadable_composer", "not_quiescent",

@@ -11,11 +11,12 @@ from __future__ import annotations
 import os
 import socket
 
+from state.clock import now
 from state.crew import crewlog
 from state.errors import CaptainError
 from state.home import Home
 from state.inputs import crew_key
-from state.models import Launched, PaneLocator, Recruited, now
+from state.models import Launched, PaneLocator, Recruited
 from state.work import ledger
 from state.work.models import Attempt, WorkItem
 

@@ -3,7 +3,7 @@
 Each function checks, writes through ``state`` (the rules live there), does the tmux part
 through this package, and returns what happened as data: which mail bounced, whether a pane
 stop was confirmed, which of cancel's three outcomes it was. The surfaces only turn a result
-into words (``captain_tui.cli``, ``captain_tui.cockpit.words``) or JSON (``captain_tui.api``).
+into words (``captain_tui.cli``, ``captain_tui.cockpit.jobs``) or JSON (``captain_tui.api``).
 A refusal is a ``CaptainError`` raised before anything is written.
 """
 

@@ -1,6 +1,6 @@
 """Modal forms for the work ledger: replay a finished item, resolve one needing reconciliation.
 
-Like every form they write nothing: the app runs ``state.work.ledger`` with their values, and a
+Like every form they write nothing: the app runs the use case with their values, and a
 refusal (``evidence_required``, ``not_reconciling``, ``stale_generation``, ...) is shown
 inside the form with its code, so what was typed is not lost.
 """
