@@ -292,7 +292,8 @@ def test_cancel_says_what_actually_happened(dep):
     def cancel(work_id: str, body=None) -> dict:
         got = ok(s.post(dep.path(WORK + "/cancel", work=work_id), dep.manager,
                         {} if body is None else body))
-        assert set(got) == {"item", "state", "outcome"}
+        assert set(got) == {"item", "state", "outcome", "dismissed"}
+        assert got["dismissed"] is None  # no crew's assignment: nobody is dismissed
         detail = ok(s.get(dep.path(WORK, work=work_id), dep.member))
         assert got["state"] == got["item"]["state"] == detail["state"]  # the true state
         return got
@@ -325,6 +326,20 @@ def test_cancel_says_what_actually_happened(dep):
 
     refused(s.post(dep.path(WORK + "/cancel", work=dep.queued()), dep.manager,
                    {"reason": "x", "force": True}), 400, "invalid_argument")
+
+
+def test_cancelling_an_assignment_dismisses_its_crew(dep, tmp_path):
+    """The API's cancel is the CLI's and the cockpit's: an assignment's crew is dismissed,
+    its unread mail bounces, and the answer says so."""
+    from state.crew import crewlog, protocol
+
+    jack = protocol.recruit(dep.home, "Jack", "a task", cwd=str(tmp_path))  # recorded only
+    work_id = ledger.work_id_for_assignment(jack.assignment_id)
+    got = ok(dep.server.post(dep.path(WORK + "/cancel", work=work_id), dep.manager, {}))
+    assert got["outcome"] == "stop_unconfirmed"  # no pane on record: nothing confirms a stop
+    assert got["dismissed"] == {"crew": "Jack", "assignment_id": jack.assignment_id,
+                                "bounced": [jack.message_id], "pane_stopped": None}
+    assert crewlog.load(dep.home, "jack")[0].dismissed_at is not None
 
 
 # -- replay -------------------------------------------------------------------------------
