@@ -250,7 +250,7 @@ def writer_main(root: str) -> int:
     ``t``: time.monotonic() right after the first record was published under its name."""
     from state.clock import now
     from state.crew import crewlog, notify, protocol
-    from state.crew.protocol import Context
+    from state.crew.rules import Context
     from state.home import Home
 
     published: list[float] = []

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from state import clock
 from state.crew import notify, protocol
-from state.crew.protocol import Context
+from state.crew.rules import Context
 from state.home import Home
 from state.work import ledger
 

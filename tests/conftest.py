@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from state.crew.protocol import Context
+from state.crew.rules import Context
 from state.home import Home
 
 REPO = Path(__file__).resolve().parents[1]

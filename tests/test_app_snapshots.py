@@ -18,7 +18,7 @@ from cockpit_helpers import SIZE, until
 from captain_tui.cockpit.app import CaptainApp
 from state import clock
 from state.crew import notify, protocol
-from state.crew.protocol import Context
+from state.crew.rules import Context
 from state.home import Home
 from state.models import RingStamp
 from state.store import encode

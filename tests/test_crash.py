@@ -24,7 +24,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from state.crew import crewlog
+from state.crew import crewlog, rules
 from state.home import Home
 from state.models import (
     Asked,
@@ -51,10 +51,10 @@ ZYGOTE = r'''
 import json, os, random, sys, traceback
 from pathlib import Path
 
-from state.crew import crewlog, mailbox, protocol
+from state.crew import crewlog, mailbox, protocol, rules
 from state.errors import CaptainError
 from state.home import Home
-from state.crew.protocol import Context
+from state.crew.rules import Context
 from state.inputs import crew_key
 
 ROOT, LOGS, PROJECT = (Path(a) for a in sys.argv[1:4])
@@ -114,7 +114,7 @@ def worker(idx, gen):
         else:
             key = crew_key(name)
             snap, _ = crewlog.load(home, key)
-            pending = mailbox.pending_question(home, key, snap)
+            pending = rules.pending_question(home, key, snap)
             try:
                 if pending is not None:
                     msg = protocol.answer(home, name, pending.question_id,
@@ -374,7 +374,7 @@ def test_random_sigkill_loses_nothing_duplicates_nothing_tears_nothing(tmp_path:
 
     # -- recovery: the next writer of each crew settles whatever a kill left unsettled ------
     for key in keys:
-        with store.lock(crewlog.lock_name(key)):
+        with store.lock(rules.lock_name(key)):
             crewlog.open_locked(home, key)
     for key in keys:
         for event in crewlog.events(home, key):

@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from state import models
 from state.crew import crewlog, protocol
-from state.crew.protocol import Context
+from state.crew.rules import Context
 from state.crew_side import fast as crew_fast
 from state.crew_side import plain, shapes_gen
 from state.crew_side.shapes import EVENTS, SHAPES

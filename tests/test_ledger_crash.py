@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pytest
 
-from state.crew import crewlog, protocol
+from state.crew import crewlog, protocol, rules
 from state.errors import CaptainError
 from state.home import Home
 from state.ids import new_id
@@ -123,9 +123,9 @@ def op_dismiss(home: Home, stopped: bool | None):
     return protocol.dismiss(home, "alpha", stopped=stopped)
 
 
-def crew_context(home: Home) -> protocol.Context:
+def crew_context(home: Home) -> rules.Context:
     snapshot, _ = crewlog.load(home, "alpha")
-    return protocol.Context("crew", snapshot.name, snapshot.incarnation_id,
+    return rules.Context("crew", snapshot.name, snapshot.incarnation_id,
                             snapshot.assignment.assignment_id)
 
 
@@ -334,7 +334,7 @@ def readers_not_fooled(home: Home) -> None:
 def recover(home: Home) -> None:
     """The next writers: each crew's and each item's, as any later command would be."""
     for key in home.crew_keys():
-        with home.store.lock(crewlog.lock_name(key)):
+        with home.store.lock(rules.lock_name(key)):
             crewlog.open_locked(home, key)
     for work_id in ledger.all_ids(home):
         with ledger._lock(home, work_id):

@@ -12,7 +12,7 @@ import pytest
 from conftest import crew_ctx
 
 from state.crew import crewlog, mailbox, notify, protocol
-from state.crew.protocol import Context
+from state.crew.rules import Context
 from state.errors import CaptainError
 from state.home import Home
 from state.inputs import MAX_TEXT_BYTES

@@ -131,8 +131,7 @@ def _next_step(n) -> str:
 def cmd_wait(args, out: Out) -> int:
     from captain_tui.runtime.runner import Runner
     from state.crew import notify
-    from state.crew.protocol import check_captain
-
+    from state.crew.rules import check_captain
     home = home_of(args)
     name = None if args.all else args.name
     ctx = caller()
@@ -218,8 +217,7 @@ def cmd_watch(args, out: Out) -> int:
     """Ring, check panes and print every new notification as one JSON line, until ^C."""
     from captain_tui.runtime.runner import Runner
     from state.crew import mailbox
-    from state.crew.protocol import check_captain
-
+    from state.crew.rules import check_captain
     check_captain(caller(), "watch")
     home = home_of(args)
     runner = Runner(home)

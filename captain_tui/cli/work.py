@@ -21,8 +21,7 @@ def _actor() -> str:
 
 
 def _captain_only(command: str) -> None:
-    from state.crew.protocol import Context, check_captain
-
+    from state.crew.rules import Context, check_captain
     check_captain(Context.from_env(), command)
 
 

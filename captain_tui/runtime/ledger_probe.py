@@ -12,7 +12,7 @@ import os
 import socket
 
 from state.clock import now
-from state.crew import crewlog
+from state.crew import crewlog, rules
 from state.errors import CaptainError
 from state.home import Home
 from state.inputs import crew_key
@@ -66,7 +66,7 @@ def dispatch(home: Home) -> list[str]:
         if item.source != "assignment" or not item.crew:
             continue
         key = crew_key(item.crew)
-        with home.store.lock(crewlog.lock_name(key)):
+        with home.store.lock(rules.lock_name(key)):
             snapshot = crewlog.open_locked(home, key)
             if snapshot is None or snapshot.assignment.assignment_id != item.assignment_id:
                 continue

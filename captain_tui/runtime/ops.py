@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 
 from captain_tui.runtime import launch
-from state.crew import crewlog, notify, protocol
+from state.crew import crewlog, notify, protocol, rules
 from state.crew.rules import CAPTAIN, Context
 from state.errors import CaptainError
 from state.home import Home
@@ -155,7 +155,7 @@ def dismiss(home: Home, name: str, *, ctx: Context = CAPTAIN, reason: str = "cre
             actor: str = "captain") -> Dismissal:
     """Close the crew's window first, then retire it: unread mail bounces, and its work item
     is cancelled on a confirmed stop (needs reconciliation otherwise)."""
-    protocol.check_captain(ctx, "dismiss")
+    rules.check_captain(ctx, "dismiss")
     snapshot, _ = crewlog.load(home, crew_key(name))
     stopped = None
     if snapshot is not None and snapshot.dismissed_at is None:
@@ -208,7 +208,7 @@ def cancel(home: Home, work_id: str, *, actor: str, reason: str | None = None,
     ``--handoff``), so a crew is never left recorded as assigned with a dead pane."""
     from captain_tui.runtime import ledger_probe
 
-    protocol.check_captain(ctx, "work cancel")
+    rules.check_captain(ctx, "work cancel")
     item = ledger.get(home, ledger.check_work_id(work_id))
     crew = _live_crew(home, item)
     if crew is None:

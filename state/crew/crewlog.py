@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from state.crew.rules import lock_name  # noqa: F401 - re-exported
 from state.errors import CaptainError
 from state.home import Home
 from state.inputs import bounce_summary, summarize

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from state.clock import now
-from state.crew.rules import answer_id, is_answered, pending_question, unread_names  # noqa: F401
+from state.crew.rules import unread_names
 from state.home import Home
 from state.models import Ack, CrewSnapshot, Message, Notification, Receipt
 from state.store import encode

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 
 from state.clock import now
-from state.crew import crewlog, mailbox
-from state.crew.protocol import CAPTAIN, Context, check_captain
+from state.crew import crewlog, mailbox, rules
+from state.crew.rules import CAPTAIN, Context, check_captain
 from state.errors import CaptainError
 from state.home import Home
 from state.ids import DELIVERY, new_id
@@ -140,7 +140,7 @@ def _repair(home: Home, keys: list[str]) -> None:
     """Settle every crew in scope: a writer killed between its event and the notification
     the event implies leaves that notification for the next writer or waiter to make."""
     for key in keys:
-        with home.store.lock(crewlog.lock_name(key)):
+        with home.store.lock(rules.lock_name(key)):
             crewlog.open_locked(home, key)
 
 
@@ -159,7 +159,7 @@ def signal(home: Home, name: str, status: str, summary: str, *, at: datetime,
     if at.tzinfo is None:
         at = at.replace(tzinfo=timezone.utc)
     key = crew_key(name)
-    with home.store.lock(crewlog.lock_name(key)):
+    with home.store.lock(rules.lock_name(key)):
         snapshot = crewlog.open_locked(home, key)
         if snapshot is None or snapshot.dismissed_at is not None:
             return None

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from state.clock import now
 from state.crew import crewlog, mailbox, rules
-from state.crew.rules import CAPTAIN, Context, Verdict, check_captain  # noqa: F401 - re-exported
+from state.crew.rules import CAPTAIN, Context, Verdict, check_captain
 from state.errors import CaptainError
 from state.home import Home
 from state.ids import ASSIGNMENT, DELIVERY, INCARNATION, MESSAGE, QUESTION, new_id
@@ -121,7 +121,7 @@ def _locked(home: Home, *keys: str) -> ExitStack:
     """Take locks in one global order: the home, then the crew."""
     stack = ExitStack()
     for key in keys:
-        stack.enter_context(home.store.lock("home" if key == "" else crewlog.lock_name(key)))
+        stack.enter_context(home.store.lock("home" if key == "" else rules.lock_name(key)))
     return stack
 
 
@@ -276,17 +276,17 @@ def answer(home: Home, name: str, question_id: str, text: str, *, assignment_id:
         _same_assignment(snapshot, assignment_id)
         question = snapshot.question
         if question is None or question.question_id != question_id:
-            pending = mailbox.pending_question(home, key, snapshot)
+            pending = rules.pending_question(home, key, snapshot)
             hint = f"its pending question is {pending.question_id}" if pending else \
                 "it has no pending question"
             raise CaptainError("unknown_question",
                                f"{question_id} is not {snapshot.name}'s question on "
                                f"{assignment_id}; {hint}.")
-        if mailbox.is_answered(home, key, question_id):
+        if rules.is_answered(home, key, question_id):
             raise CaptainError("question_answered",
                                f"{question_id} was already answered; use captain tell to add more.")
         return _write_mail(home, key, snapshot, "answer", text,
-                           mailbox.answer_id(question_id), question_id=question_id)
+                           rules.answer_id(question_id), question_id=question_id)
 
 
 def dismiss(home: Home, name: str, *, reason: str = "crew dismissed",
@@ -441,7 +441,7 @@ def crew_status(home: Home, include_dismissed: bool = False) -> list[dict]:
         snapshot, _ = crewlog.load(home, key)
         if snapshot is None or (snapshot.dismissed_at and not include_dismissed):
             continue
-        pending = mailbox.pending_question(home, key, snapshot)
+        pending = rules.pending_question(home, key, snapshot)
         queued = [] if snapshot.dismissed_at else mailbox.unread(home, key, snapshot)
         if snapshot.dismissed_at:
             state = "dismissed"

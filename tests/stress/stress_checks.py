@@ -36,7 +36,7 @@ from stress_layout import (
     read_bytes,
 )
 
-from state.crew import crewlog
+from state.crew import crewlog, rules
 from state.home import Home
 from state.models import Asked, Assigned, Dismissed, Finished, Recruited
 from state.store import Store
@@ -589,7 +589,7 @@ class Audit:
         Store.reported()  # drain: from here on, any quarantine is this audit's finding
         self.home = home = Home(self.root)
         for key in sorted(self.crew_events):
-            with home.store.lock(crewlog.lock_name(key)):
+            with home.store.lock(rules.lock_name(key)):
                 crewlog.open_locked(home, key)
         for wid in sorted(self.items):
             with home.store.lock(f"work-{wid}"):

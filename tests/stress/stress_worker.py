@@ -37,8 +37,8 @@ from pathlib import Path
 
 import stress_layout
 
-from state.crew import crewlog, mailbox, notify, protocol
-from state.crew.protocol import Context
+from state.crew import crewlog, mailbox, notify, protocol, rules
+from state.crew.rules import Context
 from state.errors import CaptainError
 from state.home import Home
 from state.store import FILE_MODE, Quarantined, Store
@@ -284,7 +284,7 @@ class Worker:
 
     def op_ask(self) -> bool:
         ready = [n for n in self.live(done=False)
-                 if mailbox.pending_question(self.home, n, self.snaps[n]) is None]
+                 if rules.pending_question(self.home, n, self.snaps[n]) is None]
         name = self.pick(ready)
         if name is None:
             return False
@@ -296,7 +296,7 @@ class Worker:
 
     def op_answer(self) -> bool:
         waiting = [(n, q) for n in self.live(done=False)
-                   if (q := mailbox.pending_question(self.home, n, self.snaps[n]))]
+                   if (q := rules.pending_question(self.home, n, self.snaps[n]))]
         if not waiting:
             return False
         name, question = self.rng.choice(waiting)
@@ -324,7 +324,7 @@ class Worker:
             snap = self.snaps[name]
             item = ledger.load(self.home, ledger.work_id_for_assignment(
                 snap.assignment.assignment_id))
-            if mailbox.pending_question(self.home, name, snap) is None and item is not None \
+            if rules.pending_question(self.home, name, snap) is None and item is not None \
                     and item.state in ("running", "needs_reconciliation"):
                 ready.append(name)
         name = self.pick(ready)

@@ -28,7 +28,7 @@ from pathlib import Path
 from captain_tui.cockpit.feed.alerts import Alert, alert_for
 from captain_tui.cockpit.feed.routes import Route, route
 from captain_tui.cockpit.feed.work import WorkFeed
-from state.crew import crewlog, mailbox
+from state.crew import crewlog, rules
 from state.errors import CaptainError
 from state.home import Home
 from state.models import CrewSnapshot, Message, Notification, RingStamp
@@ -269,9 +269,9 @@ def _crew_view(key: str, cache: _CrewCache) -> CrewView | None:
     # mailbox.unread: this incarnation's mail, neither read nor bounced
     unread = [m for mid, m in cache.mail.items()
               if m is not None and mid not in cache.read and m.incarnation_id == s.incarnation_id]
-    # mailbox.pending_question: the snapshot's question, unless its answer mail exists
+    # rules.pending_question: the snapshot's question, unless its answer mail exists
     q = s.question
-    pending = q if q is not None and mailbox.answer_id(q.question_id) not in cache.mail else None
+    pending = q if q is not None and rules.answer_id(q.question_id) not in cache.mail else None
     notes = sorted((n for n in cache.notes.values() if n is not None),
                    key=lambda n: (n.created_at, n.delivery_id))
     live_stamp = cache.stamp if cache.stamp is not None \
