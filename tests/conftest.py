@@ -18,8 +18,43 @@ from state.home import Home
 REPO = Path(__file__).resolve().parents[1]
 
 
+def _user_world() -> dict[str, object]:
+    """What a user's own captain lives in: the default tmux socket and the default home.
+    A test run must leave both exactly as it found them."""
+    import platformdirs
+
+    from captain_tui.runtime.tmux import DEFAULT_SOCKET, socket_path_for
+
+    socket = Path(socket_path_for(DEFAULT_SOCKET))
+    home = platformdirs.user_state_path("captain")
+    tmux = shutil.which("tmux")
+    alive = bool(tmux) and socket.exists() and subprocess.run(
+        [tmux, "-S", str(socket), "list-sessions"], capture_output=True).returncode == 0
+
+    def seen(path: Path):
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            return None
+        return (st.st_ino, st.st_mtime_ns)
+
+    return {"default tmux socket " + str(socket): (seen(socket), alive),
+            "default home " + str(home): seen(home)}
+
+
 @pytest.fixture(scope="session", autouse=True)
-def private_tmux_server():
+def users_world_untouched():
+    """Fail the run if any test started a tmux server on the default ``captain`` socket or
+    wrote into the default home: those are where a user's real crews live."""
+    before = _user_world()
+    yield
+    after = _user_world()
+    touched = [what for what in before if before[what] != after[what]]
+    assert not touched, f"the tests touched the user's world: {touched}"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_tmux_server(users_world_untouched):
     """Every crew any test recruits lands on a tmux server of this run's own, never on the
     developer's: ``CAPTAIN_TMUX_SOCKET`` is the documented override. Killed at the end."""
     path = f"/tmp/tmux-{os.getuid()}/captain-tests-{os.getpid()}"

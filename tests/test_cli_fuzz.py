@@ -163,8 +163,8 @@ def world():
 
     with pytest.MonkeyPatch.context() as mp:
         for key in list(os.environ):
-            if key.startswith("CAPTAIN_"):
-                mp.delenv(key)
+            if key.startswith("CAPTAIN_") and key != "CAPTAIN_TMUX_SOCKET":
+                mp.delenv(key)  # the run's private tmux server stays: never the user's
         mp.chdir(project)
         mp.setenv("CAPTAIN_HOME", str(root / "home-default"))
         yield home
