@@ -54,8 +54,23 @@ async def until(pilot, predicate: Callable[[], object], *, timeout: float = 10.0
         await pilot.pause(0.02)
 
 
+_notify = CaptainApp.notify
+
+
+def _notify_and_remember(self, message, *, title: str = "", **kwargs):
+    """``App.notify``, which also keeps what it showed: Textual keeps its notifications in
+    a private attribute, so the tests read this list instead."""
+    self.__dict__.setdefault("shown_toasts", []).append(f"{title}: {message}" if title
+                                                       else str(message))
+    return _notify(self, message, title=title, **kwargs)
+
+
+CaptainApp.notify = _notify_and_remember
+
+
 def toasts(app: CaptainApp) -> list[str]:
-    return [f"{n.title}: {n.message}" if n.title else n.message for n in app._notifications]
+    """Every toast the app has shown, oldest first."""
+    return list(app.__dict__.get("shown_toasts", []))
 
 
 async def type_text(pilot, text: str) -> None:

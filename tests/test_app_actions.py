@@ -23,7 +23,7 @@ from tmux_helpers import needs_tmux
 from captain_tui.cockpit import commands
 from captain_tui.cockpit import prefs as settings
 from captain_tui.cockpit.app import CaptainApp
-from state.crew import crewlog, mailbox, notify, protocol
+from state.crew import crewlog, mailbox, notify, protocol, rules
 from state.home import Home
 from state.models import Message
 from widgets.screens.forms import (
@@ -85,7 +85,7 @@ def test_a_answers_the_oldest_question_and_enter_makes_a_new_line(home: Home, pr
 
     drive(app, scenario)
     answer = home.store.read(
-        home.mail_dir("jack") / f"{mailbox.answer_id(first.question_id)}.json", Message)
+        home.mail_dir("jack") / f"{rules.answer_id(first.question_id)}.json", Message)
     assert answer is not None and answer.kind == "answer"
     assert answer.text == "Keep it.\nMigrate in v3."
     assert answer.question_id == first.question_id
@@ -105,11 +105,11 @@ def test_a_answers_the_question_highlighted_in_questions(home: Home, project: Pa
         assert app.screen.crew == "Gibbs"
         await type_text(pilot, "Usage")
         await pilot.press("ctrl+s")
-        await until(pilot, lambda: mailbox.is_answered(home, "gibbs", second.question_id),
+        await until(pilot, lambda: rules.is_answered(home, "gibbs", second.question_id),
                     what="Gibbs's answer on disk")
 
     drive(app, scenario)
-    assert mailbox.pending_question(home, "jack", crewlog.load(home, "jack")[0]) is not None
+    assert rules.pending_question(home, "jack", crewlog.load(home, "jack")[0]) is not None
 
 
 def test_a_is_dimmed_and_does_nothing_without_a_question(home: Home, project: Path):
@@ -122,6 +122,42 @@ def test_a_is_dimmed_and_does_nothing_without_a_question(home: Home, project: Pa
         await pilot.press("a")
         await pilot.pause()
         assert not isinstance(app.screen, FormScreen)
+
+    drive(app, scenario)
+
+
+def test_the_footer_dims_what_does_not_apply_and_a_click_runs_a_key(home: Home,
+                                                                     project: Path):
+    """The footer is the app's keys (commands.COMMANDS) with the palette's on the right: a
+    dimmed key follows the selection, a click on one rings the bell, on another runs it."""
+    from widgets.chrome import CockpitKey
+
+    jack = crew(home, "Jack", project=project)
+    app = cockpit(home)
+    rung: list[bool] = []
+    app.bell = lambda: rung.append(True)
+
+    def key(action: str) -> CockpitKey:
+        return next(k for k in app.query(CockpitKey) if k.action == action)
+
+    async def scenario(pilot):
+        await until(pilot, lambda: [k for k in app.query(CockpitKey) if k.region.width],
+                    what="the footer's keys on screen")
+        shown = [k.action for k in app.query(CockpitKey)]
+        assert shown == [c.action for c in commands.COMMANDS if c.show] + ["command_palette"]
+        assert key("command_palette").has_class("-command-palette")
+        answer = key("answer")
+        assert answer.dimmed and answer.has_class("-disabled")
+        assert not key("recruit").dimmed
+        await pilot.click(answer)
+        await pilot.pause()
+        assert rung == [True] and not isinstance(app.screen, FormScreen)
+        protocol.ask(home, "Jack", "Rebase or merge?", ctx=as_crew(jack))
+        await until(pilot, lambda: not answer.dimmed, what="a undimmed by the question")
+        assert key("answer") is answer  # dimmed and undimmed in place, not composed again
+        assert not answer.has_class("-disabled")
+        await pilot.click(key("recruit"))
+        await until(pilot, lambda: isinstance(app.screen, RecruitScreen), what="the form")
 
     drive(app, scenario)
 
@@ -559,6 +595,60 @@ def test_desktop_notices_pick_one_protocol_and_pass_through_tmux():
     assert vte == "\x1b]777;notify;a,b;body\x07"
     wrapped = desktop_notice("t", "b", env={"TERM": "xterm", "TMUX": "/tmp/s,1,0"})
     assert wrapped == "\x1bPtmux;\x1b\x1b]9;t: b\x07\x1b\\"
+
+
+def test_sequences_reach_the_terminal_through_the_running_driver(home: Home, monkeypatch):
+    """The bell is Textual's own; a desktop notice goes through the driver that draws the
+    frames (found through the driver class the app asked for), only while it runs."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from textual.app import App
+    from textual.driver import Driver
+
+    from captain_tui.cockpit import app as app_module
+    from captain_tui.cockpit.terminal import recording, writer
+
+    class Terminal(Driver):
+        def __init__(self, app, **kwargs) -> None:
+            super().__init__(app, **kwargs)
+            self.out: list[str] = []
+
+        def write(self, data: str) -> None:
+            self.out.append(data)
+
+        def start_application_mode(self) -> None:
+            pass
+
+        def disable_input(self) -> None:
+            pass
+
+        def stop_application_mode(self) -> None:
+            pass
+
+    app = cockpit(home)
+    assert issubclass(app.driver_class, App.get_driver_class(app))  # the platform's, recorded
+    rung: list[bool] = []
+    app.bell = lambda: rung.append(True)
+    app.emit_to_terminal("\a")
+    assert rung == [True]
+
+    async def main() -> None:
+        recorded = recording(Terminal)
+        terminal = recorded(app)
+        assert recorded.running is None
+        terminal.start_application_mode()
+        assert recorded.running is terminal
+        running = SimpleNamespace(is_headless=False, is_running=True, driver_class=recorded)
+        assert writer(running) is terminal
+        assert writer(SimpleNamespace(**{**vars(running), "is_headless": True})) is None
+        monkeypatch.setattr(app_module, "writer", lambda _: terminal)
+        app.emit_to_terminal("\x1b]9;captain: hello\x07")
+        assert terminal.out == ["\x1b]9;captain: hello\x07"]
+        terminal.stop_application_mode()
+        assert recorded.running is None and writer(running) is None
+
+    asyncio.run(main())
 
 
 def test_a_broken_settings_file_means_defaults(tmp_path: Path):

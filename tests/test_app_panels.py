@@ -14,9 +14,9 @@ from textual.app import App
 from textual.geometry import Region
 
 from captain_tui.cockpit.app import CaptainApp
+from state.clock import now as store_now
 from state.crew import notify, protocol
 from state.home import Home
-from state.models import now as store_now
 from widgets.panels.base import Panel, PanelTable
 from widgets.panels.notifications import NotificationsPanel
 from widgets.view import NotificationRow
@@ -42,7 +42,7 @@ class OnePanel(App):
 
 def run_panel(steps) -> tuple[str, list]:
     """Show each (rows, now, every_row) in turn on a fresh panel; the screen afterwards, and
-    the table's lines as segments (their styles carry which row a click hits)."""
+    the table's lines as segments."""
     app = OnePanel()
     out = {}
 
@@ -63,9 +63,9 @@ def run_panel(steps) -> tuple[str, list]:
 
 
 def test_patched_rows_render_like_a_fresh_table():
-    """``PanelTable`` re-renders only changed cells and reuses a moved row's cells (leaning
-    on how DataTable keys its caches): after cells changed, rows came, went and moved, the
-    screen, and which row each cell says it is in, must be what a fresh table shows."""
+    """``PanelTable`` re-renders only changed rows and draws a moved row from its cache
+    (lines are cached by row, not by place): after cells changed, rows came, went and moved,
+    the screen and the table's lines must be what a fresh table shows."""
     first = [note(5), note(4), note(3), note(2), note(1)]
     later = [note(6), note(5), note(4, "Rewritten report"), note(2, status="error"), note(1)]
     patched = run_panel([(first, NOW, True), (later, NOW, False),
@@ -120,6 +120,106 @@ def test_the_cursor_stays_on_the_picked_row_while_rows_come_and_go():
     asyncio.run(main())
 
 
+def test_a_change_draws_only_the_lines_it_changed():
+    """Lines are cached by row, not by place: a changed cell draws its row's line again and
+    nothing else; a row that came draws itself (and the row that lost the cursor to it); a
+    row that went, and the rows that moved up or down, come from the cache."""
+    app = OnePanel()
+    drawn: list[str] = []
+    real = PanelTable._draw_row
+
+    def counted(self, row_key, *args):
+        drawn.append(row_key)
+        return real(self, row_key, *args)
+
+    async def main() -> None:
+        async with app.run_test(size=(90, 14)) as pilot:
+            panel = app.query_one(NotificationsPanel)
+            rows = [note(5), note(4), note(3), note(2), note(1)]
+            panel.show(rows, NOW)
+            panel.table.focus()  # focus changes the look: every line is drawn again
+            await pilot.pause()
+            assert sorted(drawn) == ["dlv_0001", "dlv_0002", "dlv_0003", "dlv_0004",
+                                     "dlv_0005"]
+
+            async def step(rows) -> list[str]:
+                drawn.clear()
+                panel.show(rows, NOW, every_row=False)
+                await pilot.pause()
+                return sorted(drawn)
+
+            rows[2] = note(3, "Rewritten report")
+            assert await step(rows) == ["dlv_0003"]
+            rows.insert(0, note(6))  # on top: the cursor (not picked) stays on the first row
+            assert await step(rows) == ["dlv_0005", "dlv_0006"]
+            del rows[4]  # dlv_0002: the row under it moves up
+            assert await step(rows) == []
+            rows.reverse()  # every row moves
+            assert await step(rows) == ["dlv_0001", "dlv_0006"]  # the cursor's, and its old
+            assert await step(rows) == []  # nothing changed
+            assert [panel.table.get_row_at(i)[3].plain for i in range(5)] == \
+                ["Report 1", "Rewritten report", "Report 4", "Report 5", "Report 6"]
+
+    PanelTable._draw_row = counted
+    try:
+        asyncio.run(main())
+    finally:
+        PanelTable._draw_row = real
+
+
+class Recording(OnePanel):
+    def __init__(self) -> None:
+        super().__init__()
+        self.said: list[tuple[str, str]] = []
+
+    def on_panel_table_row_highlighted(self, message: PanelTable.RowHighlighted) -> None:
+        self.said.append(("highlighted", message.row_key))
+
+    def on_panel_table_row_selected(self, message: PanelTable.RowSelected) -> None:
+        self.said.append(("selected", message.row_key))
+
+
+def test_vim_keys_and_clicks_move_the_cursor_and_say_where():
+    app = Recording()
+
+    async def main() -> None:
+        async with app.run_test(size=(90, 14)) as pilot:
+            panel = app.query_one(NotificationsPanel)
+            table = panel.table
+            panel.show([note(n) for n in range(30, 0, -1)], NOW)  # more than fit
+            table.focus()
+            await until(pilot, lambda: app.said, what="the first row highlighted")
+            assert app.said == [("highlighted", "dlv_0030")] and not table.picked
+            await pilot.press("j", "j", "k")
+            assert panel.current_key == "dlv_0029" and table.picked
+            await pilot.press("G")
+            assert panel.current_key == "dlv_0001"
+            await pilot.pause()
+            height = table.scrollable_content_region.height
+            lines = [s.text for s in table.render_lines(Region(0, 0, table.size.width,
+                                                               height))]
+            assert lines[0].split() == ["Age", "Crew", "Status", "Summary"]  # stays on top
+            assert "Report 1 " in lines[-1] + " "  # the cursor's row, scrolled into view
+            await pilot.press("g")
+            assert panel.current_key == "dlv_0030" and table.scroll_offset.y == 0
+            await pilot.press("down")
+            assert panel.current_key == "dlv_0029"
+            await pilot.pause()
+            assert [k for what, k in app.said] == ["dlv_0030", "dlv_0029", "dlv_0028",
+                                                   "dlv_0029", "dlv_0001", "dlv_0030",
+                                                   "dlv_0029"]
+            app.said.clear()
+            await pilot.click(table, offset=(3, 3))  # the header is line 0: the 3rd row
+            assert panel.current_key == "dlv_0028"
+            await pilot.click(table, offset=(3, 3))  # again: selected
+            await pilot.click(table, offset=(3, 0))  # the header: nothing
+            await pilot.pause()
+            assert app.said == [("highlighted", "dlv_0028"), ("selected", "dlv_0028")]
+            assert panel.current_key == "dlv_0028"
+
+    asyncio.run(main())
+
+
 def test_an_update_to_notifications_only_leaves_the_other_tables_alone(home: Home,
                                                                          project: Path):
     """Acknowledging an older notification changes Notifications and nothing on screen
@@ -148,7 +248,7 @@ def test_an_update_to_notifications_only_leaves_the_other_tables_alone(home: Hom
         await until(pilot, lambda: older.delivery_id in panel._keys, what="the notifications")
         await pilot.pause(0.3)
         saved = {}
-        for name in ("patch_rows", "add_row", "remove_row", "clear", "sort", "update_cell"):
+        for name in ("patch_rows", "add_row", "remove_row", "clear", "order_rows"):
             saved[name], wrapped = spy(name)
             setattr(PanelTable, name, wrapped)
         shown: list[str] = []

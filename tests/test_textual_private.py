@@ -17,10 +17,11 @@ and fails on:
       (the type of ``obj`` is not known statically; a name only Textual defines is never
       ours), and always when the receiver is a Textual module.
 
-Textual's private names are those in ``dir()`` of each Textual class our classes derive from
-(and of a few more we build on: ``BUILT_ON``), of a constructed instance where that is
-cheap, and every ``self._x`` in the source of each class of their MROs (attributes set
-outside ``__init__`` too).
+A Textual class's private names are those in its ``dir()``, in ``dir()`` of a constructed
+instance where that is cheap, and every ``self._x`` in the source of each class of its MRO
+(attributes set outside ``__init__`` too). A class of ours is checked against the Textual
+classes it builds on; any other receiver against every Textual class loaded once those we
+build on (``BUILT_ON``, and every base in our code) are: a widget holds other widgets.
 """
 
 from __future__ import annotations
@@ -28,13 +29,14 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import sys
 import textwrap
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-ROOTS = ("state", "captain_tui", "widgets", "scripts", "bench")
+ROOTS = ("state", "captain_tui", "widgets", "scripts", "bench", "tests")
 
 # Textual classes we build on or may build on: their private names count even where no class
 # of ours derives from them yet (a subclass added later is checked from the first day).
@@ -113,12 +115,12 @@ def read_module(path: Path, base: Path) -> Module:
                     top = alias.name.split(".")[0]
                     imports[top] = top
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
+            origin = node.module or ""
+            if node.level:  # relative: from the package, up level - 1
                 up = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                base = ".".join([*up, base] if base else up)
+                origin = ".".join([*up, origin] if origin else up)
             for alias in node.names:
-                imports[alias.asname or alias.name] = f"{base}.{alias.name}"
+                imports[alias.asname or alias.name] = f"{origin}.{alias.name}"
     return Module(name, path, tree, imports)
 
 
@@ -189,21 +191,21 @@ def program(base: Path = REPO) -> Program:
     for m in modules:
         local = {n.name for n in ast.walk(m.tree) if isinstance(n, ast.ClassDef)}
 
-        def visit(body, prefix: str, m=m, local=local) -> None:
-            for stmt in body:
-                if isinstance(stmt, ast.ClassDef):
-                    qual = f"{prefix}{stmt.name}"
-                    bases = [resolve(m, d, local) for d in map(dotted, stmt.bases) if d]
+        def visit(node: ast.AST, prefix: str, m=m, local=local) -> None:
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.ClassDef):
+                    qual = f"{prefix}{child.name}"
+                    bases = [resolve(m, d, local) for d in map(dotted, child.bases) if d]
                     key = f"{m.name}.{qual}"
-                    classes[key] = ClassInfo(m.name, qual, bases, own_members(stmt))
-                    nodes[id(stmt)] = key
-                    visit(stmt.body, f"{qual}.")
-                elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.If,
-                                       ast.Try, ast.With)):
-                    visit([s for s in ast.iter_child_nodes(stmt) if isinstance(s, ast.stmt)],
-                          prefix)
+                    classes[key] = ClassInfo(m.name, qual, bases, own_members(child))
+                    nodes[id(child)] = key
+                    visit(child, f"{qual}.")
+                elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    visit(child, f"{prefix}{child.name}.<locals>.")
+                elif isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)):
+                    visit(child, prefix)
 
-        visit(m.tree.body, "")
+        visit(m.tree, "")
     # the Textual side: derived from a Textual class, or a mixin of such a class of ours
     changed = True
     while changed:
@@ -286,7 +288,7 @@ def textual_roots(info: ClassInfo, prog: Program, seen: frozenset[str] = frozens
     for b in info.bases:
         if b in prog.classes:
             roots |= textual_roots(prog.classes[b], prog, seen)
-    for other_key, other in prog.classes.items():
+    for other in prog.classes.values():
         if key in other.bases and other.textual_side:
             roots |= textual_roots(other, prog, seen)
     return roots
@@ -305,8 +307,6 @@ def class_privates(info: ClassInfo, prog: Program) -> frozenset[str]:
 def textual_private_names() -> frozenset[str]:
     """Every private name of every Textual class loaded once the classes we build on are: a
     ``obj._x`` may reach any of them (a FooterKey inside a Footer, a Static's content)."""
-    import sys
-
     import textual.widgets
 
     for name in (*BUILT_ON, *(f"textual.widgets.{w}" for w in textual.widgets.__all__)):
@@ -439,6 +439,7 @@ def test_the_scan_sees_what_it_is_meant_to_catch(tmp_path):
     bad = textwrap.dedent('''
         from textual.widgets._header import HeaderTitle
         from textual.widgets import DataTable, Static
+        from textual.app import App
         from textual import _time
 
         class Table(DataTable):
@@ -464,6 +465,20 @@ def test_the_scan_sees_what_it_is_meant_to_catch(tmp_path):
 
             def get(self):
                 return self._data
+
+        class Mixin:
+            def quit_soon(self):
+                return self._exit
+
+        class Cockpit(Mixin, App):
+            pass
+
+        def build():
+            class Nested(Static):
+                def dim(self, key):
+                    key._disabled = True
+                    return getattr(self, "_content_width_cache")
+            return Nested
     ''')
     (tmp_path / "widgets").mkdir()
     (tmp_path / "widgets" / "probe.py").write_text(bad, encoding="utf-8")
@@ -476,4 +491,7 @@ def test_the_scan_sees_what_it_is_meant_to_catch(tmp_path):
     assert "self._size in Mine" in text
     assert "app._driver is private to Textual" in text
     assert "self._closing in Helper" in text
-    assert "Fine" not in text
+    assert "self._exit in Mixin" in text  # a mixin of an App is on the Textual side
+    assert "key._disabled is private to Textual" in text
+    assert "self._content_width_cache in build.<locals>.Nested" in text  # getattr too
+    assert "Fine" not in text and "Cockpit" not in text

@@ -28,7 +28,6 @@ from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable
 from textual.worker import get_current_worker
 
 from captain_tui.cockpit import commands, jobs
@@ -40,13 +39,14 @@ from captain_tui.cockpit.feed.home import Feed, Update
 from captain_tui.cockpit.feed.pump import RESCAN_SECONDS, FeedPump
 from captain_tui.cockpit.feed.watcher import Watcher
 from captain_tui.cockpit.heap import Collector
+from captain_tui.cockpit.terminal import recording, writer
 from captain_tui.cockpit.work import WorkCommands, reconciling_text
 from captain_tui.runtime import ops
 from state.errors import CaptainError
 from state.home import Home
 from widgets.cells import age
 from widgets.chrome import CockpitFooter, CockpitHeader
-from widgets.panels.base import Panel
+from widgets.panels.base import Panel, PanelTable
 from widgets.panels.crew import CrewPanel
 from widgets.panels.doorbells import DoorbellsPanel
 from widgets.panels.notifications import NotificationsPanel
@@ -131,7 +131,7 @@ class CaptainApp(WorkCommands, App):
         self._last_problem: str | None = None
         self._footer_state: tuple[bool, ...] | None = None
         self._previewed: tuple | None = None  # the crew (key, pane) the preview last asked for
-        self._heap = Collector()  # full garbage collections between events (captain_tui.cockpit.heap)
+        self._heap = Collector()  # full garbage collections between events (cockpit.heap)
         self._updated_at = 0.0  # time.monotonic() of the last feed update
 
     # -- layout ------------------------------------------------------------------------
@@ -182,7 +182,7 @@ class CaptainApp(WorkCommands, App):
     def _closing_down(self) -> bool:
         """Late messages (a worker's result, a highlight) can arrive while the app shuts
         down; with no screen left there is nothing to show them on."""
-        return self._stopping or self._closing or not self._running or not self.screen_stack
+        return self._stopping or not self.is_running or not self.screen_stack
 
     # -- the feed ------------------------------------------------------------------------
 
@@ -303,9 +303,18 @@ class CaptainApp(WorkCommands, App):
 
     def emit_to_terminal(self, sequence: str) -> None:
         """Bytes for the terminal itself (bell, desktop notices); nothing when headless."""
-        if not self.is_headless and self._driver is not None:
-            self._driver.write(sequence)
-            self._driver.flush()
+        if sequence == "\a":
+            self.bell()
+            return
+        driver = writer(self)  # see get_driver_class
+        if driver is not None:
+            driver.write(sequence)
+            driver.flush()
+
+    def get_driver_class(self):
+        """The platform's driver, findable while it runs: Textual has no public way to
+        write a desktop notice's escape sequence (captain_tui.cockpit.terminal)."""
+        return recording(super().get_driver_class())
 
     # -- what is selected ----------------------------------------------------------------
 
@@ -361,7 +370,7 @@ class CaptainApp(WorkCommands, App):
             return None  # shown dimmed: the key is there, it just does not apply now
         return True
 
-    @on(DataTable.RowHighlighted)
+    @on(PanelTable.RowHighlighted)
     def _selection_moved(self) -> None:
         if self._closing_down:
             return
@@ -645,7 +654,7 @@ def run_cockpit(home: Home) -> int:
     return 0
 
 
-if __name__ == "__main__":  # pragma: no cover - `python -m captain_tui.cockpit.app` for a quick look
+if __name__ == "__main__":  # pragma: no cover - `python -m captain_tui.cockpit.app`: a look
     from state.home import default_home
 
     raise SystemExit(run_cockpit(Home(default_home())))

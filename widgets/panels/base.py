@@ -48,7 +48,7 @@ class Panel(Vertical):
         background: transparent;
         scrollbar-size-vertical: 1;
     }
-    Panel > PanelTable > .datatable--header {
+    Panel > PanelTable > .panel-table--header {
         background: transparent;
         color: $text-muted;
         text-style: bold;
@@ -82,7 +82,7 @@ class Panel(Vertical):
 
     def compose(self):
         # kept: they live as long as the panel, and a DOM query on every update adds up
-        self._table = PanelTable(cursor_type="row", zebra_stripes=False, show_cursor=True)
+        self._table = PanelTable()
         self._table.display = False
         self._empty = Static(self.LOADING_TEXT, classes="empty loading", markup=False)
         yield self._table
@@ -161,7 +161,7 @@ class Panel(Vertical):
                     changed[column.key] = value
                     now_held.append(value)
                 else:
-                    now_held.append(before)  # the object the table has (order_rows uses it)
+                    now_held.append(before)  # unchanged: the table keeps what it has
             if changed:
                 changes[k] = changed
             held[k] = tuple(now_held)
@@ -180,7 +180,7 @@ class Panel(Vertical):
             if k not in had:
                 table.add_row(*cells[k], key=k)
         if [k for k in self._keys if k in staying] + [k for k in keys if k not in had] != keys:
-            table.order_rows([cells[k][0] for k in keys])
+            table.order_rows(keys)
         if keys:
             # The first row is the default (oldest question, newest notification) until the
             # person picks a row; then the cursor stays on what they picked, and if that

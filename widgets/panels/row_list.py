@@ -1,167 +1,497 @@
-"""The table inside each panel: DataTable with vim motion, and changes that cost what changed.
+"""The list inside each panel: a table of one-line rows, with a row cursor and vim motion,
+where a change costs what changed.
 
-DataTable renders a cell once and caches it, but every cache key holds a table-wide counter
-that each ``update_cell``, ``add_row``, ``remove_row`` and ``sort`` bumps: one new mail count,
-or one notification added on top, re-rendered every visible cell (~0.3 ms each; 60-80 of
-them in a panel). ``patch_rows`` drops only the changed cells' cached renders, and a cell
-whose row only moved is not rendered again: its old render gets the new row number (the one
-thing in it that depends on where the row is). Both lean on how Textual 8 keys those caches;
-``tests/test_app_panels.py`` compares the result with a freshly built table.
+It is a ``ScrollView`` of our own rather than Textual's ``DataTable``: DataTable keys every
+rendered cell and line by a table-wide counter that each ``update_cell``, ``add_row`` and
+``remove_row`` bumps, so one new mail count re-rendered every visible cell; making it do
+less meant patching its private caches. Here each rendered line is cached by what it shows
+— (row key, the row's stamp, width, cursor, hover, the look) — not by where it is: changing
+one cell re-renders that one line, a row that only moved is drawn from the cache at its new
+place, and a row that came is the only new render. Only public Textual API is used
+(``render_line``, ``virtual_size``, ``scroll_offset``, ``refresh_lines``, ``Strip``).
+
+Rows are one line each and cells are ``rich.text.Text`` (or anything ``str()`` makes
+sensible): the panels never need more.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
+from itertools import count
 from typing import Any, ClassVar
 
 from rich.segment import Segment
 from rich.style import Style
+from rich.text import Text
+from textual import events
 from textual.binding import Binding
 from textual.cache import LRUCache
-from textual.widgets import DataTable
-from textual.widgets.data_table import RowKey
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 
-KEPT_SCREENS = 3  # rendered cells and lines kept per table: this many tables' heights
+KEPT_SCREENS = 3  # rendered lines kept per table: this many tables' heights
+PADDING = 1  # blank cells on either side of each column
 
 
-class PanelTable(DataTable):
-    """A row-cursor table with vim motion. Enter is left to the app (it jumps to the pane)."""
+@dataclass(frozen=True)
+class ListColumn:
+    key: str
+    label: Text
+    width: int  # the text's width; the column takes PADDING more on either side
 
+
+@dataclass(frozen=True)
+class Look:
+    """The styles a line is drawn with (from CSS, the theme and focus): part of each cached
+    line's key, so a new theme or a focus change draws afresh and nothing else does."""
+
+    base: Style
+    header: Style
+    cursor: Style
+    hover: Style
+    cursor_colour_wins: bool  # the cursor's foreground over the cells' own colours
+
+
+class PanelTable(ScrollView, can_focus=True):
+    """A row-cursor list with vim motion. Enter is left to the app (it jumps to the pane)."""
+
+    ALLOW_SELECT = False
     BINDINGS: ClassVar = [
-        Binding("j", "cursor_down", "Down", show=False),
-        Binding("k", "cursor_up", "Up", show=False),
-        Binding("g", "scroll_top", "Top", show=False),
-        Binding("G", "scroll_bottom", "Bottom", show=False),
+        Binding("up,k", "cursor_up", "Up", show=False),
+        Binding("down,j", "cursor_down", "Down", show=False),
+        Binding("pageup", "page_up", "Page up", show=False),
+        Binding("pagedown", "page_down", "Page down", show=False),
+        Binding("ctrl+home,g", "first_row", "Top", show=False),
+        Binding("ctrl+end,G", "last_row", "Bottom", show=False),
+        Binding("home", "scroll_home", "Home", show=False),
+        Binding("end", "scroll_end", "End", show=False),
     ]
+    COMPONENT_CLASSES: ClassVar = {"panel-table--header", "panel-table--cursor",
+                                   "panel-table--hover"}
+    # DataTable's look, so the panels look as they did
+    DEFAULT_CSS = """
+    PanelTable {
+        background: $surface;
+        color: $foreground;
+        height: auto;
+        max-height: 100%;
+        &:focus {
+            background-tint: $foreground 5%;
+            & > .panel-table--cursor {
+                background: $block-cursor-background;
+                color: $block-cursor-foreground;
+                text-style: $block-cursor-text-style;
+            }
+            & > .panel-table--header {
+                background-tint: $foreground 5%;
+            }
+        }
+        & > .panel-table--header {
+            text-style: bold;
+            background: $panel;
+            color: $foreground;
+        }
+        &:ansi > .panel-table--header {
+            background: ansi_bright_blue;
+            color: ansi_default;
+        }
+        & > .panel-table--cursor {
+            background: $block-cursor-blurred-background;
+            color: $block-cursor-blurred-foreground;
+            text-style: $block-cursor-blurred-text-style;
+        }
+        & > .panel-table--hover {
+            background: $block-hover-background;
+        }
+    }
+    """
+
+    # "css": the cursor's foreground colour wins over a cell's; "renderable": the cell's
+    cursor_foreground_priority = reactive("css")
 
     picked = False  # the person moved the cursor; until then it stays on the first row
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        # (row key, column key, everything else the render depends on) -> (the value
-        # rendered, the row number it was rendered at, its lines); see _render_cell
-        self._moved_cells: LRUCache[tuple, tuple] = LRUCache(1000)
+    class RowHighlighted(Message):
+        """The cursor moved to another row (or the first row came)."""
 
-    def on_resize(self, event) -> None:  # besides DataTable's own handler
-        """DataTable keeps 10,000 rendered cells and 1,000 lines per table, most of them
-        renders of rows that moved since (each row that comes or goes makes them all stale):
-        the heap grew by ~200 objects an event, and each full garbage collection walks all
-        of it, pausing the screen longer and longer (over 100 ms after 400 events). A few
-        tables' heights of cells and lines is plenty."""
-        lines = KEPT_SCREENS * (event.size.height + 2)
-        cells = lines * max(len(self.columns), 8)
-        for cache, size in ((self._cell_render_cache, cells), (self._moved_cells, cells),
-                            (self._row_render_cache, lines), (self._row_renderable_cache, lines),
-                            (self._line_cache, lines)):
-            if cache.maxsize != size:
-                cache.maxsize = size
-                cache.clear()  # a smaller cache only shrinks when emptied; a resize made
-                # every render stale anyway
+        def __init__(self, table: PanelTable, cursor_row: int, row_key: str) -> None:
+            super().__init__()
+            self.table = table
+            self.cursor_row = cursor_row
+            self.row_key = row_key
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        # Disabled (not just hidden), so the key falls through to the app's Jump binding.
-        return action != "select_cursor"
+        @property
+        def control(self) -> PanelTable:
+            return self.table
 
-    def _pick(self) -> None:
-        self.picked = True
+    class RowSelected(Message):
+        """The row under the cursor was clicked again."""
 
-    def action_cursor_up(self) -> None:
-        self._pick()
-        super().action_cursor_up()
+        def __init__(self, table: PanelTable, cursor_row: int, row_key: str) -> None:
+            super().__init__()
+            self.table = table
+            self.cursor_row = cursor_row
+            self.row_key = row_key
 
-    def action_cursor_down(self) -> None:
-        self._pick()
-        super().action_cursor_down()
+        @property
+        def control(self) -> PanelTable:
+            return self.table
 
-    def action_page_up(self) -> None:
-        self._pick()
-        super().action_page_up()
+    def __init__(self, *, name: str | None = None, id: str | None = None,
+                 classes: str | None = None) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self._list_columns: list[ListColumn] = []
+        self._row_keys: list[str] = []  # in the order shown
+        self._row_index: dict[str, int] = {}
+        self._row_cells: dict[str, list[Any]] = {}
+        self._row_stamps: dict[str, int] = {}  # a new stamp each time a row's cells change
+        self._stamper = count()
+        self._cursor_at = 0
+        self._hover_at: int | None = None  # the row under the mouse, while it moves
+        self._drawn: LRUCache[tuple, Strip] = LRUCache(KEPT_SCREENS * 20)
+        self._drawn_columns = 0  # bumped when the columns change: every line is stale
+        self._look: Look | None = None
 
-    def action_page_down(self) -> None:
-        self._pick()
-        super().action_page_down()
+    # -- what callers read -------------------------------------------------------------------
 
-    def action_scroll_top(self) -> None:
-        self._pick()
-        super().action_scroll_top()
+    @property
+    def row_count(self) -> int:
+        return len(self._row_keys)
 
-    def action_scroll_bottom(self) -> None:
-        self._pick()
-        super().action_scroll_bottom()
+    @property
+    def cursor_row(self) -> int:
+        return self._cursor_at
 
-    async def _on_click(self, event) -> None:
-        self._pick()
-        await super()._on_click(event)
+    @property
+    def row_keys(self) -> list[str]:
+        return list(self._row_keys)
 
-    # -- changing rows without re-rendering the table ---------------------------------------
+    @property
+    def cursor_key(self) -> str | None:
+        return self._row_keys[self._cursor_at] if self.is_valid_row_index(self._cursor_at) \
+            else None
+
+    def is_valid_row_index(self, index: int) -> bool:
+        return 0 <= index < len(self._row_keys)
+
+    def get_row(self, key: str) -> list[Any]:
+        return list(self._row_cells[key])
+
+    def get_row_at(self, index: int) -> list[Any]:
+        if not self.is_valid_row_index(index):
+            raise IndexError(f"no row at {index}")
+        return self.get_row(self._row_keys[index])
+
+    def get_cell(self, key: str, column: str) -> Any:
+        return self._row_cells[key][self._column_index(column)]
+
+    def get_cell_at(self, coordinate: tuple[int, int]) -> Any:
+        row, column = coordinate
+        return self.get_row_at(row)[column]
+
+    def _column_index(self, column: str) -> int:
+        for i, c in enumerate(self._list_columns):
+            if c.key == column:
+                return i
+        raise KeyError(column)
+
+    # -- columns and rows in -------------------------------------------------------------
+
+    def add_column(self, label: str | Text, *, key: str, width: int) -> None:
+        label = Text(label) if isinstance(label, str) else label
+        self._list_columns.append(ListColumn(key, label, width))
+        for cells in self._row_cells.values():
+            cells.append(Text(""))
+        self._columns_changed()
+
+    def clear(self, columns: bool = False) -> None:
+        """No rows (and, with ``columns``, no columns); the cursor back on the first row."""
+        self._row_keys, self._row_index, self._row_cells, self._row_stamps = [], {}, {}, {}
+        self._cursor_at, self._hover_at = 0, None
+        if columns:
+            self._list_columns = []
+        self._columns_changed()
+        self.scroll_to(0, 0, animate=False, force=True)
+
+    def add_row(self, *cells: Any, key: str) -> None:
+        if key in self._row_index:
+            raise KeyError(f"row {key!r} is already in the list")
+        if len(cells) > len(self._list_columns):
+            raise ValueError("more cells than columns")
+        values = list(cells) + [Text("")] * (len(self._list_columns) - len(cells))
+        self._row_index[key] = len(self._row_keys)
+        self._row_keys.append(key)
+        self._row_cells[key] = values
+        self._row_stamps[key] = next(self._stamper)
+        self._resize_virtual()
+        self._refresh_rows(len(self._row_keys) - 1)
+        if len(self._row_keys) == 1:  # a row under the cursor where there was none
+            self._cursor_at = 0
+            self._highlighted()
+
+    def remove_row(self, key: str) -> None:
+        index = self._row_index.pop(key)
+        del self._row_keys[index]
+        del self._row_cells[key]
+        del self._row_stamps[key]
+        for i in range(index, len(self._row_keys)):
+            self._row_index[self._row_keys[i]] = i
+        self._resize_virtual()
+        self._refresh_rows(index, len(self._row_keys) + 1)  # the rows below moved up
+        self._clamp_cursor()
+        if self._hover_at is not None and self._hover_at >= len(self._row_keys):
+            self._hover_at = None
 
     def patch_rows(self, changes: dict[str, dict[str, Any]]) -> None:
-        """New values for some cells of some rows (row key -> column key -> value), like
-        ``update_cell``; only those cells are rendered again, and only those rows' lines."""
-        if not changes:
-            return
-        rows = {RowKey(k) for k in changes}
-        cells = set()  # (row key, column key): the cells rendered again; the rest are reused
+        """New values for some cells of some rows (row key -> column key -> value); each
+        changed row's line is drawn again, nothing else."""
         for key, values in changes.items():
-            data = self._data[RowKey(key)]
+            cells = self._row_cells[key]
             for column, value in values.items():
-                if column not in data:
-                    raise KeyError(column)
-                data[column] = value  # equal to the ColumnKey there: the dict keeps that key
-                cells.add((key, column))
-        indexes = [self._row_locations.get(k) for k in rows]
-        for index in indexes:
-            self._row_renderable_cache.discard((self._update_count, index))
-        for stale in [k for k in self._cell_render_cache.keys()
-                      if k[0] in rows and (k[0], k[1]) in cells]:
-            self._cell_render_cache.discard(stale)
-        for stale in [k for k in self._row_render_cache.keys() if k[0] in rows]:
-            self._row_render_cache.discard(stale)
-        # the line cache is keyed by the line's y in the table (the header's lines first)
-        top = self.header_height if self.show_header else 0
-        ys = {top + y for y, (row, _) in enumerate(self._y_offsets) if row in rows}
-        for stale in [k for k in self._line_cache.keys() if k[0] in ys]:
-            self._line_cache.discard(stale)
-        for index in indexes:
-            self.refresh_row(index)
+                cells[self._column_index(column)] = value
+            self._row_stamps[key] = next(self._stamper)
+            self._refresh_rows(self._row_index[key])
 
-    def order_rows(self, first_cells: list[Any]) -> None:
-        """Put the rows in this order, given by each row's first cell as the table holds it
-        (``add_row`` can only append, and ``sort`` hands its key function only the cells)."""
-        order = {id(cell): i for i, cell in enumerate(first_cells)}
-        self.sort(key=lambda cells: order[id(cells[0])])
+    def order_rows(self, keys: Iterable[str]) -> None:
+        """Show the rows in this order (the same keys as the list holds); only the lines
+        whose row changed are painted again, from the cache."""
+        keys = list(keys)
+        if sorted(keys) != sorted(self._row_keys):
+            raise ValueError("order_rows needs exactly the keys the list holds")
+        old = self._row_keys
+        self._row_keys = keys
+        self._row_index = {k: i for i, k in enumerate(keys)}
+        for i, (before, now) in enumerate(zip(old, keys)):
+            if before != now:
+                self._refresh_rows(i)
 
-    # -- a moved row's cells are not rendered again ------------------------------------------
+    def _columns_changed(self) -> None:
+        self._drawn_columns += 1
+        self._drawn.clear()
+        self._resize_virtual()
+        self.refresh()
 
-    def _render_cell(self, row_index: int, column_index: int, base_style: Style, width: int,
-                     cursor: bool = False, hover: bool = False):
-        if row_index < 0 or column_index < 0:  # the header, row labels
-            return super()._render_cell(row_index, column_index, base_style, width, cursor,
-                                        hover)
-        row_key = self._row_locations.get_key(row_index)
-        column_key = self._column_locations.get_key(column_index)
-        value = self._data[row_key][column_key]
-        key = (row_key, column_key, base_style, width, cursor, hover, self._show_hover_cursor,
-               self._pseudo_class_state, self.show_cursor, self.cursor_foreground_priority,
-               self.cursor_background_priority, self.rows[row_key].height)
-        seen = self._moved_cells.get(key)
-        if seen is not None and seen[0] is value:
-            if seen[1] == row_index:
-                return seen[2]
-            # DataTable renders a cell with the row and column in its style's meta (which
-            # cell a click hit), merged last; the new row number replaces the old one
-            where = Style.from_meta({"row": row_index, "column": column_index})
-            lines = [[Segment(text, style + where if style else where, control)
-                      for text, style, control in line] for line in seen[2]]
+    def _resize_virtual(self) -> None:
+        width = sum(c.width + 2 * PADDING for c in self._list_columns)
+        self.virtual_size = Size(width, len(self._row_keys) + 1)  # the header line first
+
+    # -- the cursor --------------------------------------------------------------------------
+
+    def move_cursor(self, *, row: int | None = None, animate: bool = False,
+                    scroll: bool = True) -> None:
+        if row is not None:
+            self._set_cursor(row)
+        if scroll:
+            self._scroll_to_cursor(animate=animate)
+
+    def _set_cursor(self, row: int) -> None:
+        row = max(0, min(row, len(self._row_keys) - 1))
+        if row == self._cursor_at:
+            return
+        before, self._cursor_at = self._cursor_at, row
+        self._refresh_rows(before)
+        self._refresh_rows(row)
+        self._highlighted()
+
+    def _clamp_cursor(self) -> None:
+        self._set_cursor(self._cursor_at)
+        self._refresh_rows(self._cursor_at)
+
+    def _highlighted(self) -> None:
+        key = self.cursor_key
+        if key is not None:
+            self.post_message(self.RowHighlighted(self, self._cursor_at, key))
+
+    def _scroll_to_cursor(self, animate: bool = False) -> None:
+        rows_shown = self.scrollable_content_region.height - 1  # under the header
+        if rows_shown < 1:
+            return  # not laid out yet: on_resize does it
+        top = round(self.scroll_offset.y)
+        if self._cursor_at < top:
+            self.scroll_to(y=self._cursor_at, animate=animate, force=True)
+        elif self._cursor_at >= top + rows_shown:
+            self.scroll_to(y=self._cursor_at - rows_shown + 1, animate=animate, force=True)
+
+    def _moved_by_keys(self, row: int) -> None:
+        self.picked = True
+        self._hide_hover()
+        self._set_cursor(row)
+        self._scroll_to_cursor()
+
+    def action_cursor_up(self) -> None:
+        self._moved_by_keys(self._cursor_at - 1)
+
+    def action_cursor_down(self) -> None:
+        self._moved_by_keys(self._cursor_at + 1)
+
+    def action_page_up(self) -> None:
+        self._moved_by_keys(self._cursor_at - max(self.scrollable_content_region.height - 1, 1))
+
+    def action_page_down(self) -> None:
+        self._moved_by_keys(self._cursor_at + max(self.scrollable_content_region.height - 1, 1))
+
+    def action_first_row(self) -> None:
+        self._moved_by_keys(0)
+
+    def action_last_row(self) -> None:
+        self._moved_by_keys(len(self._row_keys) - 1)
+
+    def action_scroll_home(self) -> None:  # the left edge (a row cursor has no columns)
+        self.scroll_to(x=0, animate=False)
+
+    def action_scroll_end(self) -> None:
+        self.scroll_to(x=self.max_scroll_x, animate=False)
+
+    # -- the mouse -------------------------------------------------------------------------
+
+    def _row_under(self, event: events.MouseEvent) -> int | None:
+        offset = event.get_content_offset(self)
+        if offset is None or offset.y < 1:  # outside, or on the header
+            return None
+        row = offset.y - 1 + round(self.scroll_offset.y)
+        return row if self.is_valid_row_index(row) else None
+
+    def on_click(self, event: events.Click) -> None:
+        row = self._row_under(event)
+        if row is None:
+            return
+        event.stop()
+        self.picked = True
+        if row == self._cursor_at:
+            self.post_message(self.RowSelected(self, row, self._row_keys[row]))
+        self._set_cursor(row)
+        self._scroll_to_cursor(animate=True)
+
+    def on_mouse_move(self, event: events.MouseMove) -> None:
+        row = self._row_under(event)
+        if row != self._hover_at:
+            before, self._hover_at = self._hover_at, row
+            self._refresh_rows(before)
+            self._refresh_rows(row)
+
+    def on_leave(self, event: events.Leave) -> None:
+        self._hide_hover()
+
+    def _hide_hover(self) -> None:
+        if self._hover_at is not None:
+            before, self._hover_at = self._hover_at, None
+            self._refresh_rows(before)
+
+    # -- drawing ---------------------------------------------------------------------------
+
+    def on_resize(self, event: events.Resize) -> None:
+        """A few tables' heights of lines is plenty: every cached line holds a Strip, and
+        each full garbage collection walks them all. Lines of another width are stale
+        anyway; those of the same width are kept (a resize also comes when rows came)."""
+        wanted = KEPT_SCREENS * (event.size.height + 2)
+        if wanted > self._drawn.maxsize:
+            self._drawn.grow(wanted)
+        elif wanted * 2 < self._drawn.maxsize:
+            self._drawn = LRUCache(wanted)  # an LRUCache only shrinks when emptied
+        self._scroll_to_cursor()
+
+    def _refresh_rows(self, index: int | None, rows: int = 1) -> None:
+        """Paint these rows' lines again, where they are on screen (the header is line 0)."""
+        if index is None or not self.is_mounted:
+            return
+        top = round(self.scroll_offset.y)
+        shown = self.scrollable_content_region.height - 1
+        first, last = max(index, top), min(index + rows, top + shown)
+        if first < last:
+            self.refresh_lines(1 + first, last - first)
+
+    def _work_out_look(self) -> Look:
+        self._look = Look(
+            base=self.rich_style,
+            header=self.get_component_styles("panel-table--header").rich_style,
+            cursor=self.get_component_rich_style("panel-table--cursor"),
+            hover=self.get_component_rich_style("panel-table--hover"),
+            cursor_colour_wins=self.cursor_foreground_priority == "css",
+        )
+        return self._look
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        self._work_out_look()  # once a paint, not once a line (styles change between paints)
+        return super().render_lines(crop)
+
+    def render_line(self, y: int) -> Strip:
+        look = self._look or self._work_out_look()
+        width = self.size.width
+        if y == 0:
+            strip = self._header_line(look, width)
         else:
-            lines = super()._render_cell(row_index, column_index, base_style, width, cursor,
-                                         hover)
-        self._moved_cells[key] = (value, row_index, lines)
-        return lines
+            index = y - 1 + round(self.scroll_offset.y)
+            if not self.is_valid_row_index(index):
+                return Strip.blank(width, look.base)
+            strip = self._row_line(index, look, width)
+        x = round(self.scroll_offset.x)
+        if x or strip.cell_length != width:
+            strip = strip.crop_extend(x, x + width, look.base)
+        return strip
 
-    def _clear_caches(self) -> None:
-        super()._clear_caches()
-        self._moved_cells.clear()
+    def _header_line(self, look: Look, width: int) -> Strip:
+        key = (None, self._drawn_columns, width, look)
+        strip = self._drawn.get(key)
+        if strip is None:
+            segments: list[Segment] = []
+            for column in self._list_columns:
+                segments += self._cell(column.label, column.width, look.header, None)
+            strip = self._finish(segments, width, look.header)
+            self._drawn[key] = strip
+        return strip
 
-    def notify_style_update(self) -> None:
-        self._moved_cells.clear()  # before DataTable's refresh: a new theme, new colours
-        super().notify_style_update()
+    def _row_line(self, index: int, look: Look, width: int) -> Strip:
+        row_key = self._row_keys[index]
+        cursor = index == self._cursor_at
+        hover = index == self._hover_at
+        key = (row_key, self._row_stamps[row_key], self._drawn_columns, width, cursor, hover,
+               look)
+        strip = self._drawn.get(key)
+        if strip is None:
+            strip = self._drawn[key] = self._draw_row(row_key, cursor, hover, look, width)
+        return strip
+
+    def _draw_row(self, row_key: str, cursor: bool, hover: bool, look: Look,
+                  width: int) -> Strip:
+        """A row's line, rendered (only when the cache has no line for it as it is now)."""
+        over = Style()  # what the cursor and the mouse add, as DataTable adds them
+        if hover:
+            over += look.hover
+        if cursor:
+            over += look.cursor
+        style = look.base + over
+        post = Style.from_color(color=over.color) if look.cursor_colour_wins else None
+        segments: list[Segment] = []
+        for column, value in zip(self._list_columns, self._row_cells[row_key]):
+            segments += self._cell(value, column.width, style, post)
+        return self._finish(segments, width, style)
+
+    def _cell(self, value: Any, width: int, style: Style, post: Style | None) -> list[Segment]:
+        """One cell: its text cut to the column with an ellipsis, padded either side, under
+        ``style`` (the row's), with ``post`` over its own colours."""
+        text = value if isinstance(value, Text) else Text(str(value))
+        if text.cell_len > width:
+            text = text.copy()
+            text.truncate(width, overflow=text.overflow or "ellipsis")
+        console = self.app.console
+        # Text.render leaves the text's own style out (Rich joins it in as a span first); a
+        # style Rich cannot parse (a theme's "auto 60%") is no style, as Rich renders it
+        own = console.get_style(text.style, default=Style.null()) if text.style else None
+        body = text.render(console, end="")
+        if own:
+            body = Segment.apply_style(body, own)
+        pad = " " * PADDING
+        segments = [Segment(pad), *body, Segment(" " * (width - text.cell_len) + pad)]
+        return list(Segment.apply_style(segments, style, post))
+
+    def _finish(self, segments: list[Segment], width: int, fill: Style) -> Strip:
+        """The line as wide as the list or the table, the rest in the row's style."""
+        table_width = sum(c.width + 2 * PADDING for c in self._list_columns)
+        strip = Strip(segments, table_width)
+        if table_width < width:
+            strip = strip.extend_cell_length(width, fill)
+        return strip.simplify()
