@@ -75,13 +75,15 @@ def test_recruit_opens_a_window_with_the_crew_environment(crew, tmux):
         assert env[key] == value
 
 
-def test_first_ring_of_a_hookless_crew_carries_the_body_then_the_inbox_line(crew, tmux):
+def test_a_program_crew_is_rung_with_the_notice_and_reads_its_mail_itself(crew, tmux):
+    """The simulated crew is a program captain cannot read as an agent composer: its rings
+    are the fixed notice, never the mail (test_doorbell_shells.py shows why)."""
     home = crew["home"]
     first = ring_until(home, "Sim", "rang", timeout=5)
     assert first.detail == "landed"
     got = poll(lambda: crew["log"].lines(), what="the first ring to arrive")
-    assert got[0].startswith("Mail from the captain: Tidy the docs")
-    assert "captain inbox Sim" in got[0]
+    assert got[0] == doorbell.notice("Sim") and "captain inbox Sim" in got[0]
+    assert "Tidy the docs" not in tmux.capture(crew["pane"])
     # the ring asked for the inbox: the crew ran it, and that wrote the read receipt
     poll(lambda: not mailbox.unread(home, "sim", crewlog.load(home, "sim")[0]),
          what="the receipt written by the crew's own captain inbox")
@@ -89,7 +91,7 @@ def test_first_ring_of_a_hookless_crew_carries_the_body_then_the_inbox_line(crew
     later = ring_until(home, "Sim", "rang", timeout=doorbell.COOLDOWN.total_seconds() + 3)
     assert later.detail == "landed"
     got = poll(lambda: crew["log"].lines()[1:], what="the second ring")
-    assert got[0] == doorbell.inbox_line("Sim")
+    assert got[0] == doorbell.notice("Sim")
 
 
 def test_a_rung_head_is_not_rung_again(crew):
@@ -140,15 +142,14 @@ def test_human_draft_holds_and_is_never_appended_to_or_submitted(crew, tmux):
     # the draft is untouched on screen and nothing was submitted
     assert crew["log"].lines() == []
     assert "half-written thought" in tmux.capture(pane)
-    assert "Mail from the captain" not in tmux.capture(pane)
+    assert doorbell.notice("Sim") not in tmux.capture(pane)
     # the person clears the draft: the held mail lands within 2 s
     tmux.key(pane, "C-u")
     cleared = time.monotonic()
     ring_until(home, "Sim", "rang", timeout=2)
     assert time.monotonic() - cleared <= 2.5
     got = poll(lambda: crew["log"].lines(), what="the ring")
-    assert got[0].startswith("Mail from the captain:")
-    assert "half-written" not in got[0]
+    assert got[0] == doorbell.notice("Sim")
 
 
 def test_approval_prompt_holds_until_it_is_answered(crew, tmux):
@@ -207,7 +208,7 @@ def test_two_ringers_at_once_ring_once(crew):
     assert actions == ["nothing", "rang"], actions
     poll(lambda: crew["log"].lines(), what="the ring")
     ring_until(home, "Sim", "nothing", timeout=8)
-    rings = [line for line in crew["log"].lines() if line.startswith("Mail from the captain")]
+    rings = [line for line in crew["log"].lines() if line == doorbell.notice("Sim")]
     assert len(rings) == 1
 
 
@@ -262,7 +263,7 @@ def test_tell_rings_once_right_after_writing_the_mail(crew, tmux, cli):
     r = cli("tell", "Sim", "ship it", "--assignment", crew["assignment"], "--json")
     assert r.code == 0, r.err
     assert r.json["doorbell"]["action"] == "rang", r.json
-    poll(lambda: doorbell.inbox_line("Sim") in crew["log"].lines(), what="the ring")
+    poll(lambda: crew["log"].lines().count(doorbell.notice("Sim")) == 2, what="the ring")
 
 
 def test_a_plain_shell_crew_is_rung_with_a_comment_never_a_command(tmp_path, cli, tmux):

@@ -14,6 +14,9 @@ from state.errors import CaptainError
 
 AGENTS = ("claude", "codex", "shell", "program")
 HOOKED = frozenset({"claude"})  # delivery by hooks: every ring is the fixed wake line
+# Agents whose composer the pane reader knows: only there may a ring carry mail text. A shell
+# or any other program would run what it is typed, so it gets a fixed, inert notice.
+COMPOSERS = frozenset({"claude", "codex"})
 WAKE_LINE = "mail from the captain is waiting; keep working"
 
 

@@ -8,11 +8,12 @@ confirmed gone bounces the mail, and text is never typed over a person's draft.
 from __future__ import annotations
 
 import os
+import re
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from captain_tui.agents.kinds import HOOKED, WAKE_LINE
+from captain_tui.agents.kinds import COMPOSERS, HOOKED, WAKE_LINE
 from captain_tui.runtime import pane_reader as screens
 from captain_tui.runtime.tmux import ALIVE, GONE, Tmux
 from state.clock import now
@@ -47,9 +48,19 @@ def inbox_line(name: str) -> str:
     return f"Mail from the captain is waiting: run captain inbox {name} to read it."
 
 
-def _inert(snapshot: CrewSnapshot, text: str) -> str:
-    """A plain shell executes what it is typed: ring it with a comment, never a command."""
-    return f"# {text}" if snapshot.agent == "shell" else text
+_INERT = re.compile(r"[A-Za-z0-9 _-]*")
+
+
+def notice(name: str) -> str:
+    """What a shell or any other program is rung with: a comment of letters, digits, spaces
+    and the crew name (itself letters, digits, '_' and '-'). Nothing in it is special to any
+    shell: no quote, no '$', no backtick, no separator, no glob, no '!' — so a shell that
+    does not take '#' as a comment (zsh by default, bash without interactive_comments)
+    looks for a command named '#' and runs nothing. No byte of mail is ever typed there."""
+    words = f"mail from the captain is waiting run captain inbox {name} to read it"
+    if not _INERT.fullmatch(words):  # a name the recruit rules would have refused
+        words = "mail from the captain is waiting run captain inbox to read it"
+    return "# " + words
 
 
 def _flat(text: str) -> str:
@@ -57,16 +68,19 @@ def _flat(text: str) -> str:
 
 
 def ring_text(snapshot: CrewSnapshot, stamp: RingStamp, unread: list[Message]) -> str:
-    """Hook-delivered crew: the wake line. Hookless: body + inbox line first, then the line."""
+    """Hook-delivered crew: the wake line. An agent composer we read: the body and the inbox
+    line first, then the line. Anything else (a shell, a program): the inert notice."""
     if snapshot.agent in HOOKED:
         return WAKE_LINE
+    if snapshot.agent not in COMPOSERS:
+        return notice(snapshot.name)
     if stamp.body_landed:
-        return _inert(snapshot, inbox_line(snapshot.name))
+        return inbox_line(snapshot.name)
     body = " | ".join(_flat(m.text) for m in unread)
     if len(body) > BODY_LIMIT:
         body = body[: BODY_LIMIT - 1] + "…"
-    return _inert(snapshot, f"Mail from the captain: {body} — run captain inbox "
-                            f"{snapshot.name} to read it all and mark it read.")
+    return (f"Mail from the captain: {body} — run captain inbox {snapshot.name} to read it "
+            "all and mark it read.")
 
 
 def _stamp(home: Home, key: str, snapshot: CrewSnapshot) -> RingStamp:
