@@ -6,7 +6,7 @@
    Questions) or a crew ``signal`` (a row in Notifications), in turn. Latency runs from
    the moment the record is published under its name (the writer's ``os.link`` or
    ``os.replace`` returned) to the end of the first screen refresh after the row reached
-   its panel's DataTable: that moment is taken inside ``Panel.show``, the only way rows get
+   its panel's list: that moment is taken inside ``Panel.show``, the only way rows get
    in (no polling, so the bench does not compete with the app), and reported too. Between
    events the record is tidied away untimed (answered, acknowledged), so panels keep their
    size.
@@ -337,7 +337,7 @@ async def _wait(predicate, timeout: float, what: str, every: float = 0.05):
 
 class _Shown:
     """Timed waiting, without polling: every ``Panel.show`` (the only way rows reach a
-    panel's DataTable) runs the pending checks; the first time one holds, the moment is
+    panel's list) runs the pending checks; the first time one holds, the moment is
     noted (``data``) and so is the end of the next screen refresh after it (``painted``:
     the row is on screen)."""
 
@@ -406,7 +406,7 @@ async def _events(root: Path, n_events: int, label: str) -> dict:
         return reply
 
     latencies: dict[str, list[float]] = {k: [] for k in KINDS}  # to the painted screen
-    in_table: dict[str, list[float]] = {k: [] for k in KINDS}  # to the DataTable
+    in_table: dict[str, list[float]] = {k: [] for k in KINDS}  # to the panel's list
     missed = 0
     shown = _Shown()
     rng = random.Random(7)
@@ -679,7 +679,7 @@ def _verdict(ok: bool) -> str:
 def _latency(ev: dict) -> str:
     missed = f", {ev['missed']} missed" if ev["missed"] else ""
     return (f"p50 {ev['p50_ms']:.0f} ms, p95 {ev['p95_ms']:.0f} ms, max {ev['max_ms']:.0f} ms"
-            f"{missed} (in the DataTable: p50 {ev['in_table_p50_ms']:.0f}, p95 "
+            f"{missed} (in the panel list: p50 {ev['in_table_p50_ms']:.0f}, p95 "
             f"{ev['in_table_p95_ms']:.0f})")
 
 

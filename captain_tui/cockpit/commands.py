@@ -46,7 +46,9 @@ COMMANDS: tuple[Command, ...] = (
     Command("cancel_work", "c", "Cancel",
             "Cancel the work item highlighted in Work (asks first). A queued item is cancelled "
             "at once; a running one only when its pane's stop is confirmed, else it needs "
-            "reconciliation. It never undoes what the work already did.", "cancel_work",
+            "reconciliation. A crew's assignment is cancelled by dismissing the crew (its "
+            "window closes, its unread mail bounces). It never undoes what the work already "
+            "did.", "cancel_work",
             needs="live_work", group="Work"),
     Command("replay_work", "R", "Replay",
             "Run a finished work item's input again as a new item, with your reason (and "

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from cockpit_helpers import as_crew, crew, drive, until
+from support.cockpit import as_crew, crew, drive, until
 from textual.app import App
 from textual.geometry import Region
 

@@ -61,7 +61,7 @@ from state.work.models import (
     WorkItem,
 )
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TESTS = Path(__file__).resolve().parent
 
 # one controlled clock, the same in the parent and the child (leases last 60 s by default)

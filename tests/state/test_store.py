@@ -28,7 +28,7 @@ from state.store import (
     encode,
 )
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 # -- helpers ------------------------------------------------------------------------------

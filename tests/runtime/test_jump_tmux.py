@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from support.tmux import TMUX, PrivateTmux, needs_tmux, poll
+
 from captain_tui.runtime import ops
 from captain_tui.runtime.launch import launcher
 from state.crew import crewlog, protocol
 from state.home import Home
-from tests.tmux_helpers import TMUX, PrivateTmux, needs_tmux, poll
 
 
 def _client_window(server: PrivateTmux) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from tmux_helpers import PrivateTmux, needs_tmux, poll
+from support.tmux import PrivateTmux, needs_tmux, poll
 
 pytestmark = needs_tmux
 

@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from tmux_helpers import PrivateTmux, needs_tmux, poll
+from support.tmux import PrivateTmux, needs_tmux, poll
 
 from captain_tui.runtime import doorbell
 from state.clock import now

@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from tmux_helpers import PrivateTmux, needs_tmux, poll
+from support.tmux import PrivateTmux, needs_tmux, poll
 
 from captain_tui.runtime import ledger_probe as ledger_runtime
 from state.clock import now

@@ -13,10 +13,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from cockpit_helpers import crew, drive, select_row, toasts, type_text, until
 from conftest import REPO
+from support.cockpit import crew, drive, select_row, toasts, type_text, until
+from support.tmux import PrivateTmux, needs_tmux
 from textual.widgets import Label
-from tmux_helpers import PrivateTmux, needs_tmux
 
 from captain_tui.cockpit import commands
 from captain_tui.cockpit.app import CaptainApp

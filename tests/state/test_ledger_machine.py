@@ -634,7 +634,7 @@ CORE = [
 
 @pytest.fixture
 def no_fsync(monkeypatch):
-    # Durability is the crash test's subject (tests/test_ledger_crash.py, real fsyncs); here
+    # Durability is the crash test's subject (tests/state/test_ledger_crash.py, real fsyncs); here
     # fsync only makes every step wait for the disk, so it is a no-op in these two tests.
     # Every write still goes through the store's temp-file, link and rename rules.
     monkeypatch.setattr(os, "fsync", lambda fd: None)

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
-from claude_harness import (
+from support.claude import (
     ClaudePane,
     ClaudeRig,
     Request,

@@ -2,8 +2,8 @@
 help screen, on a fixed home at a fixed time (pytest-textual-snapshot).
 
 Regenerate after a deliberate UI change with
-``pytest tests/test_app_snapshots.py --snapshot-update`` and look at the SVGs in
-``tests/__snapshots__/test_app_snapshots/`` before committing them.
+``pytest tests/cockpit/test_app_snapshots.py --snapshot-update`` and look at the SVGs in
+``tests/cockpit/__snapshots__/test_app_snapshots/`` before committing them.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from cockpit_helpers import SIZE, until
+from support.cockpit import SIZE, until
 
 from captain_tui.cockpit.app import CaptainApp
 from state import clock

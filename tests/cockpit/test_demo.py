@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from tmux_helpers import PrivateTmux, needs_tmux
+from support.tmux import PrivateTmux, needs_tmux
 
 from captain_tui.cockpit.demo import CREW, Demo
 from captain_tui.runtime.runner import Runner

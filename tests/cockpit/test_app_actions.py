@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from cockpit_helpers import (
+from support.cockpit import (
     as_crew,
     crew,
     drive,
@@ -18,7 +18,7 @@ from cockpit_helpers import (
     type_text,
     until,
 )
-from tmux_helpers import needs_tmux
+from support.tmux import needs_tmux
 
 from captain_tui.cockpit import commands
 from captain_tui.cockpit import prefs as settings

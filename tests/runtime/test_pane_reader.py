@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from captain_tui.runtime.pane_reader import Screen, read_screen, strip_ansi
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 # real captures, in the repository (tests/fixtures/README.md says where they came from)
 FIXTURES = Path(os.environ.get("CAPTAIN_FIXTURES", REPO / "tests" / "fixtures" / "screens"))
 

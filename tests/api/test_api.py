@@ -1,7 +1,7 @@
 """``captain serve`` through a real uvicorn on a loopback port.
 
 The server is the real command (``captain serve --port 0 --json --home H``) in a
-subprocess; requests are raw ``http.client`` calls (tests/api_helpers.py). Tokens are made
+subprocess; requests are raw ``http.client`` calls (tests/support/api.py). Tokens are made
 with ``captain tokens create`` / ``revoke``; ledger state is built with the CLI where the
 path matters (a chat input, a report's detail, a delivery from stdin) and otherwise with
 the same ``state.work.ledger`` / ``state.work.deliveries`` functions the CLI and the server call.
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import pytest
-from api_helpers import Reply, Server, captain, cli_env, sign_captain, sign_github
+from support.api import Reply, Server, captain, cli_env, sign_captain, sign_github
 
 from state.home import Home
 from state.work import deliveries, ledger, tokens

@@ -12,18 +12,18 @@ content type and body match the documented schema, and the response headers too.
 checks that judge the *inputs* the document allows (``positive_data_acceptance``: "every
 schema-valid request must be accepted") are left out: a filter's dependence on another
 (``source_delivery_id`` needs ``endpoint_id``) and a cursor that must come from a previous
-page cannot be said in OpenAPI, and their 400s are specified behaviour (tests/test_api.py).
+page cannot be said in OpenAPI, and their 400s are specified behaviour (tests/api/test_api.py).
 """
 
 from __future__ import annotations
 
 import pytest
 import schemathesis
-from api_helpers import Server, sign_github
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from schemathesis.checks import load_all_checks
 from schemathesis.specs.openapi import checks as openapi_checks
+from support.api import Server, sign_github
 
 from state.home import Home
 from state.work import deliveries, ledger, replay, tokens

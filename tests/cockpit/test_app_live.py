@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from cockpit_helpers import as_crew, crew, drive, toasts, until
 from conftest import REPO
-from tmux_helpers import PrivateTmux, needs_tmux
+from support.cockpit import as_crew, crew, drive, toasts, until
+from support.tmux import PrivateTmux, needs_tmux
 
 from captain_tui.cockpit.app import CaptainApp
 from captain_tui.cockpit.feed import alerts, routes, watcher

@@ -42,7 +42,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 AGENTS_DIR = REPO / ".agents"
 DEFAULT_CLAUDE = AGENTS_DIR / "node_modules" / ".bin" / "claude"
 # Made up. Claude Code remembers an approved key by its last 20 characters.
@@ -768,7 +768,7 @@ class ClaudePane:
                 argv += ["--settings", str(settings)]
             argv += list(extra_args or [])
         launcher = Path(env.get("TMPDIR") or cwd) / f"launch-{uuid.uuid4().hex[:8]}.sh"
-        lines = ["#!/bin/sh", "# written by tests/claude_harness.py"]
+        lines = ["#!/bin/sh", "# written by tests/support/claude.py"]
         lines += [f"export {k}={shlex.quote(v)}" for k, v in sorted(env.items())
                   if k.replace("_", "").isalnum()]
         lines += [f"cd {shlex.quote(str(cwd))}", "exec " + shlex.join(argv), ""]

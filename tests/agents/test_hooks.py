@@ -27,7 +27,7 @@ from state.crew import crewlog, mailbox, notify, protocol
 from state.crew.rules import Context
 from state.home import Home
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 INJECT_EVENTS = ("SessionStart", "UserPromptSubmit")
 
 

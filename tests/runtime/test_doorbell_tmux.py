@@ -14,7 +14,7 @@ import time
 from datetime import timedelta
 
 import pytest
-from tmux_helpers import PrivateTmux, SimLog, needs_tmux, poll, sim_command
+from support.tmux import PrivateTmux, SimLog, needs_tmux, poll, sim_command
 
 from captain_tui.runtime import doorbell
 from state.clock import now

@@ -41,7 +41,7 @@ from state.store import STALE_TEMP_SECONDS, TEMP_PREFIX, Store
 from state.work import ledger
 from state.work.models import WorkEvent, WorkItem
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 WORKERS = 3
 CHAOS_SECONDS = 10.0

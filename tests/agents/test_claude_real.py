@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from claude_harness import (
+from support.claude import (
     ClaudePane,
     ClaudeRig,
     Text,
