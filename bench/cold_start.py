@@ -59,8 +59,11 @@ def main() -> int:
         base = {k: v for k, v in os.environ.items()
                 if not k.startswith("CAPTAIN_") and k != "PYTHONDONTWRITEBYTECODE"}
         base["CAPTAIN_HOME"] = str(Path(tmp) / "home")
+        # recorded only: the crew's commands need no pane, and a launch would start a tmux
+        # server on the default socket, where the user's own crews run
         _, proc = _run(captain + ["crew", "Jack", "--task", "bench", "--owns", "src",
-                                  "--allow", "edit", "--json", "--cwd", tmp], base)
+                                  "--allow", "edit", "--json", "--cwd", tmp, "--no-launch"],
+                       base)
         recruit = json.loads(proc.stdout)
         crew_env = {**base, **recruit["env"]}
         results: dict[str, list[float]] = {

@@ -23,6 +23,8 @@ CODES = frozenset(
         "not_reconciling", "delivery_conflict", "unknown_endpoint",
         # added by the HTTP API
         "unknown_token", "unauthorized", "forbidden", "bad_signature", "unknown_workspace",
+        # added by the trust work
+        "invalid_role",
     }
 )
 

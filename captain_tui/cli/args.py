@@ -23,6 +23,13 @@ def caller():
     return Context.from_env()
 
 
+def captain_only(command: str) -> None:
+    """Refuse ``command`` to a crew process (``crew_forbidden``)."""
+    from state.crew.rules import check_captain
+
+    check_captain(caller(), command)
+
+
 def seconds(text: str) -> float:
     try:
         value = float(text)

@@ -166,7 +166,12 @@ def cmd_status(args, out: Out) -> int:
     from state.work import tokens
 
     home = home_of(args)
+    ctx = caller()
     rows = protocol.crew_status(home, include_dismissed=args.all)
+    if ctx.role == "crew":
+        # a crew sees itself only: another crew's incarnation ID is all it would need to
+        # read that crew's mail and write its receipts
+        rows = [r for r in rows if r["name"].lower() == (ctx.crew or "").lower()]
     for row in rows:
         stamp = doorbell.read_stamp(home, row["name"].lower())
         live = stamp is not None and stamp.incarnation_id == row["incarnation_id"]

@@ -154,9 +154,12 @@ def _warn_quarantined() -> None:
 
 def _cockpit(home_arg: str | None) -> int:
     """``captain`` alone: the cockpit on the home."""
+    from captain_tui.cli.args import caller
+    from state.crew.rules import check_captain
     from state.home import Home, default_home
 
     try:
+        check_captain(caller(), "the cockpit")  # a crew process never opens it
         home = Home(Path(home_arg) if home_arg else default_home())
     except CaptainError as err:
         Out(False).refuse(err)

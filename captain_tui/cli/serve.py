@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import sys
 
-from captain_tui.cli.args import home_of
-from captain_tui.cli.work import _captain_only
+from captain_tui.cli.args import captain_only, home_of
 
 
 def cmd_serve(args, out) -> int:
     from captain_tui.api import routes as api
 
-    _captain_only("serve")
+    captain_only("serve")
     home = home_of(args)
 
     def announce(host: str, port: int, workspace: str, remote: bool) -> None:
@@ -31,7 +30,7 @@ def cmd_serve(args, out) -> int:
 def cmd_tokens_create(args, out) -> int:
     from state.work import tokens
 
-    _captain_only("tokens create")
+    captain_only("tokens create")
     record, secret = tokens.create(home_of(args), args.role, args.label)
     out.ok({"token": secret, "token_id": record.token_id, "role": record.role},
            f"{secret}\n\nThis is the only time the token is shown; it is stored hashed. "
@@ -43,7 +42,7 @@ def cmd_tokens_create(args, out) -> int:
 def cmd_tokens_list(args, out) -> int:
     from state.work import tokens
 
-    _captain_only("tokens list")
+    captain_only("tokens list")
     home = home_of(args)
     rows = [r.model_dump(mode="json", exclude={"schema_", "sha256"})
             for r in tokens.records(home)]
@@ -60,7 +59,7 @@ def cmd_tokens_list(args, out) -> int:
 def cmd_tokens_revoke(args, out) -> int:
     from state.work import tokens
 
-    _captain_only("tokens revoke")
+    captain_only("tokens revoke")
     record = tokens.revoke(home_of(args), args.token_id)
     out.ok({"token_id": record.token_id, "revoked_at": record.revoked_at.isoformat()},
            f"Revoked {record.token_id}; it is refused from now on.")

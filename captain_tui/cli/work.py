@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from captain_tui.cli.args import caller, home_of
+from captain_tui.cli.args import caller, captain_only, home_of
 from captain_tui.cli.out import table, when
 
 
@@ -18,11 +18,6 @@ def _actor() -> str:
     from captain_tui.runtime.ops import actor
 
     return actor()
-
-
-def _captain_only(command: str) -> None:
-    from state.crew.rules import Context, check_captain
-    check_captain(Context.from_env(), command)
 
 
 def _item_line(row: dict) -> str:
@@ -129,7 +124,7 @@ def cmd_replay(args, out) -> int:
     from captain_tui.runtime import ops
     from state.work import ledger
 
-    _captain_only("work replay")
+    captain_only("work replay")
     home = home_of(args)
     item = ops.replay(home, args.work_id, actor=ops.actor(), reason=args.reason,
                       target_revision=args.target_revision)
@@ -143,7 +138,7 @@ def cmd_resolve(args, out) -> int:
     from captain_tui.runtime import ops
     from state.work import ledger
 
-    _captain_only("work resolve")
+    captain_only("work resolve")
     home = home_of(args)
     item = ops.resolve(home, args.work_id, generation=args.generation, to=args.to,
                        reason=args.reason, actor=ops.actor(),
@@ -157,7 +152,7 @@ def cmd_submit(args, out) -> int:
     from state.inputs import check_text
     from state.work import ledger
 
-    _captain_only("work submit")
+    captain_only("work submit")
     check_text(args.text, "input")
     home = home_of(args)
     item = ledger.accept(home, source="chat", input={"text": args.text}, requester=_actor(),
@@ -169,7 +164,7 @@ def cmd_submit(args, out) -> int:
 def cmd_claim(args, out) -> int:
     from state.work import ledger
 
-    _captain_only("work claim")
+    captain_only("work claim")
     home = home_of(args)
     item = ledger.claim(home, args.work_id, holder=args.holder or _actor(), source=args.source)
     run = item.attempts[-1]
@@ -184,7 +179,7 @@ def cmd_claim(args, out) -> int:
 def cmd_heartbeat(args, out) -> int:
     from state.work import ledger
 
-    _captain_only("work heartbeat")
+    captain_only("work heartbeat")
     home = home_of(args)
     item = ledger.heartbeat(home, args.work_id, args.generation, holder=args.holder)
     live = ledger.lease(home, item)
@@ -197,7 +192,7 @@ def cmd_heartbeat(args, out) -> int:
 def cmd_report(args, out) -> int:
     from state.work import ledger
 
-    _captain_only("work report")
+    captain_only("work report")
     home = home_of(args)
     detail = sys.stdin.read() if args.detail_stdin else None
     item = ledger.report(home, args.work_id, args.generation, args.outcome,
@@ -213,7 +208,7 @@ def cmd_report(args, out) -> int:
 def cmd_ingest(args, out) -> int:
     from state.work import deliveries
 
-    _captain_only("deliveries ingest")
+    captain_only("deliveries ingest")
     home = home_of(args)
     body = sys.stdin.buffer.read(deliveries.MAX_BODY_BYTES + 1)
     intake = deliveries.ingest(home, args.endpoint, args.delivery_id, body, event=args.event)

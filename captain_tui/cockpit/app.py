@@ -46,11 +46,12 @@ from state.errors import CaptainError
 from state.home import Home
 from widgets.cells import age
 from widgets.chrome import CockpitFooter, CockpitHeader
-from widgets.panels.base import Panel, PanelTable
+from widgets.panels.base import Panel
 from widgets.panels.crew import CrewPanel
 from widgets.panels.doorbells import DoorbellsPanel
 from widgets.panels.notifications import NotificationsPanel
 from widgets.panels.questions import QuestionsPanel
+from widgets.panels.row_list import PanelTable
 from widgets.panels.work import WorkPanel
 from widgets.preview import PanePreview
 from widgets.screens.forms import (

@@ -58,8 +58,9 @@ class WorkCommands:
                     f"{stop}; only a confirmed stop cancels it. Otherwise it needs "
                     "reconciliation and keeps its slot until you resolve it.")
         if item.source == "assignment" and item.crew:
-            body += (f" It is {item.crew}'s assignment: {item.crew} is dismissed with it (its "
-                     "unread mail bounces) and can be recruited again with a handoff.")
+            body += (f" While it is {item.crew}'s current assignment, {item.crew} is dismissed "
+                     "with it (its unread mail bounces); the name can be recruited again with "
+                     f"captain crew {item.crew} --handoff ASSIGNMENT.")
         body += " Cancelling never undoes what the work already did."
 
         def decided(yes: bool | None) -> None:

@@ -94,12 +94,12 @@ class Recruited:
 
 
 def recruit(home: Home, req: Recruitment, *, ctx: Context = CAPTAIN) -> Recruited:
-    if req.cwd is not None and not os.path.isdir(os.path.expanduser(req.cwd)):
-        raise CaptainError("invalid_path", f"{req.cwd} is not a directory.")
+    if req.cwd and not os.path.isdir(os.path.expanduser(req.cwd)):
+        raise CaptainError("invalid_path", f"--cwd {req.cwd} is not a directory: a crew works "
+                                           "in an existing directory.")
     cwd = os.path.realpath(os.path.expanduser(req.cwd or "."))
-    agent = req.agent or ("program" if req.command else "shell")
-    if req.command and agent == "shell":
-        agent = "program"
+    # a command is a program of its own: no agent's hooks or composer apply to it
+    agent = "program" if req.command else (req.agent or "shell")
     if agent == "program" and not req.command:
         raise CaptainError("invalid_argument", "a program crew needs a command to run.")
     start = later = None
@@ -156,6 +156,7 @@ def dismiss(home: Home, name: str, *, ctx: Context = CAPTAIN, reason: str = "cre
     """Close the crew's window first, then retire it: unread mail bounces, and its work item
     is cancelled on a confirmed stop (needs reconciliation otherwise)."""
     rules.check_captain(ctx, "dismiss")
+    ledger.check_shown(reason)  # every refusal before the pane is touched
     snapshot, _ = crewlog.load(home, crew_key(name))
     stopped = None
     if snapshot is not None and snapshot.dismissed_at is None:
@@ -209,6 +210,7 @@ def cancel(home: Home, work_id: str, *, actor: str, reason: str | None = None,
     from captain_tui.runtime import ledger_probe
 
     rules.check_captain(ctx, "work cancel")
+    ledger.check_shown(reason)  # before a pane is closed or anything is written
     item = ledger.get(home, ledger.check_work_id(work_id))
     crew = _live_crew(home, item)
     if crew is None:

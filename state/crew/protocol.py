@@ -302,6 +302,7 @@ def dismiss(home: Home, name: str, *, reason: str = "crew dismissed",
     from state.work import settle as ledger_settle
 
     check_captain(ctx, "dismiss")
+    ledger.check_shown(reason)  # refused before anything is written
     key = crew_key(name)
     with _locked(home, key):
         snapshot = _existing(name, crewlog.open_locked(home, key))

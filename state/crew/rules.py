@@ -27,8 +27,17 @@ class Context(NamedTuple):  # not a dataclass: importing dataclasses costs crew 
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> Context:
-        if env.get("CAPTAIN_ROLE") != "crew":
+        """``CAPTAIN_ROLE=crew`` is a crew; unset, empty or ``captain`` is the captain; any
+        other value is refused: a typo must not hand a crew process the captain's powers."""
+        role = env.get("CAPTAIN_ROLE") or "captain"
+        if role == "captain":
             return cls()
+        if role != "crew":
+            shown = role.encode("unicode_escape", "backslashreplace").decode()[:40]
+            raise CaptainError(
+                "invalid_role",
+                f"CAPTAIN_ROLE is '{shown}'; it must be 'crew' (a crew process, as recruiting "
+                "sets it) or unset (the captain).")
         return cls("crew", env.get("CAPTAIN_CREW") or None,
                    env.get("CAPTAIN_INCARNATION") or None, env.get("CAPTAIN_ASSIGNMENT") or None)
 

@@ -24,7 +24,7 @@ from state.home import Home
 from state.ids import DELIVERY, QUESTION, WORK, derive, new_id
 from state.inputs import check_text, crew_key, summarize
 
-__all__ = ["Unsure", "ask", "check", "crew", "inbox", "snapshot"]
+__all__ = ["ask", "check", "crew", "inbox", "snapshot"]
 
 
 def snapshot(home: Home, key: str) -> Rec | None:

@@ -1,7 +1,7 @@
 """captain and the REAL Claude Code CLI: recruiting, the doorbell's gates, the hooks.
 
 Each test recruits ``Jack`` through the real ``captain crew --agent claude`` into a tmux
-server that runs inside a loopback-only network namespace (``claude_harness.NetJail``) and
+server that runs inside a loopback-only network namespace (``support.claude.NetJail``) and
 carries the offline Claude Code environment (``claude_env``: a throwaway HOME, the stand-in
 API as ``ANTHROPIC_BASE_URL``). captain's window inherits that environment plus its own
 ``CAPTAIN_*`` and ``PATH``, and runs ``claude --settings <captain's hook settings>

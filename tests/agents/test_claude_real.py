@@ -2,7 +2,7 @@
 
 Each test runs the binary that ``.ci/install-agents`` put in ``.agents/`` (or
 ``$CAPTAIN_TEST_CLAUDE``) inside a network namespace that has only loopback (see
-``claude_harness.NetJail``), in a tmux server on a private socket. They skip, with the
+``support.claude.NetJail``), in a tmux server on a private socket. They skip, with the
 reason shown, when the binary, tmux or the namespace is not to be had.
 
 These pin down what captain relies on: what the idle composer and the permission prompt

@@ -589,3 +589,52 @@ def test_duplicate_tell_is_refused_by_message_id(run):
     err = refused_json(run("tell", "Jack", "same words", "--assignment", a1, "--json"),
                        "duplicate_message")
     assert first["message_id"] in err["message"]
+
+
+# -- roles mean what they say ------------------------------------------------------------------
+
+
+def test_status_run_by_a_crew_shows_that_crew_only(run):
+    """Another crew's incarnation ID is all a crew would need to read its mail: a crew's
+    status shows the crew itself, never the others."""
+    jack = recruit(run, "Jack", owns=("src/a",))
+    gibbs = recruit(run, "Gibbs", owns=("src/b",))
+    rows = ok_json(run("status", "--json", env=jack["env"]))["crew"]
+    assert [r["name"] for r in rows] == ["Jack"]
+    human = run("status", env=jack["env"]).out
+    assert "Gibbs" not in human and gibbs["incarnation_id"] not in human
+    captain = ok_json(run("status", "--json"))["crew"]  # the captain sees everyone
+    assert sorted(r["name"] for r in captain) == ["Gibbs", "Jack"]
+
+
+@pytest.mark.parametrize("role", ["Crew", "crew ", "admin", "root", "CAPTAIN", "\u200bcrew"])
+def test_an_unknown_role_is_refused_never_taken_for_the_captain(run, role):
+    jack = recruit(run, "Jack", owns=("src/a",))
+    env = {**jack["env"], "CAPTAIN_ROLE": role}
+    for argv in (("status", "--json"), ("dismiss", "Jack", "--json"),
+                 ("tell", "Jack", "hello", "--assignment", jack["assignment_id"], "--json"),
+                 ("check", "Jack", "edit", "src/a/x.py", "--json")):
+        refused_json(run(*argv, env=env), "invalid_role")
+    assert ok_json(run("status", "--json"))["crew"][0]["state"] == "assigned"  # untouched
+
+
+def test_the_captain_role_may_be_unset_empty_or_named(run):
+    recruit(run, "Jack", owns=("src/a",))
+    for role in (None, "", "captain"):
+        env = {} if role is None else {"CAPTAIN_ROLE": role}
+        assert ok_json(run("status", "--json", env=env))["crew"][0]["name"] == "Jack"
+
+
+def test_a_crew_process_cannot_open_the_cockpit(run, cli):
+    jack = recruit(run, "Jack", owns=("src/a",))
+    result = run(env=jack["env"])
+    assert result.code == 1
+    assert "[crew_forbidden]" in result.err and "cockpit" in result.err
+
+
+def test_an_empty_cwd_means_here_and_a_missing_one_is_named(run, cli):
+    got = ok_json(run("crew", "Jack", "--task", "T", "--cwd", "", "--no-launch", "--json"))
+    assert got["env"]["CAPTAIN_HOME"]
+    missing = refused_json(run("crew", "Gibbs", "--task", "T", "--cwd", "/no/such/dir",
+                               "--no-launch", "--json"), "invalid_path")
+    assert "--cwd /no/such/dir" in missing["message"]

@@ -17,8 +17,9 @@ from captain_tui.cockpit.app import CaptainApp
 from state.clock import now as store_now
 from state.crew import notify, protocol
 from state.home import Home
-from widgets.panels.base import Panel, PanelTable
+from widgets.panels.base import Panel
 from widgets.panels.notifications import NotificationsPanel
+from widgets.panels.row_list import PanelTable
 from widgets.view import NotificationRow
 
 NOW = datetime(2026, 11, 29, 14, 30, 0, tzinfo=timezone.utc)

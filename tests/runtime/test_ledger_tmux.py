@@ -365,3 +365,14 @@ def test_work_cancel_of_a_finished_assignment_leaves_the_crew_alone(cli, home, t
     assert cancelled["outcome"] == "already_terminal" and cancelled["dismissed"] is None
     assert ok(cli("status", "--json"))["crew"][0]["state"] == "done"
     assert pane_exists(tmux, a["pane"]["pane_id"])
+
+
+def test_a_refused_cancel_touches_neither_the_pane_nor_the_crew(cli, home, tmux):
+    """Every refusal comes before the pane is closed: a reason that is refused leaves the
+    crew assigned and its pane running."""
+    a = recruit(cli, tmux, "Able")
+    refused = cli("work", "cancel", a["work_id"], "--reason", "bad\x01reason", "--json")
+    assert refused.code == 1 and refused.json["error"]["code"] == "invalid_text"
+    assert pane_exists(tmux, a["pane"]["pane_id"])
+    assert ok(cli("status", "--json"))["crew"][0]["state"] == "assigned"
+    assert item(home, a["work_id"]).state == "running"

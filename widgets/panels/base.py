@@ -18,7 +18,7 @@ from textual.widgets import Static
 
 from widgets.panels.row_list import PanelTable
 
-__all__ = ["Column", "Panel", "PanelTable"]
+__all__ = ["Column", "Panel"]
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,9 @@
 """The Work panel's part of the feed: work items read into ``WorkRow``s, kept current cheaply.
 
-``feed.Feed`` owns one ``WorkFeed`` and calls it from the pump's thread. A rescan lists
+``feed.home.Feed`` owns one ``WorkFeed`` and calls it from the pump's thread. A rescan lists
 ``work/`` and re-reads only items that can still change: a finished item's history is never
 rewritten, so once read it is never read again. Between rescans, ``apply`` re-reads exactly
-the items the watcher saw change (``feed.route`` maps ``work/<id>/...`` and
+the items the watcher saw change (``feed.routes.route`` maps ``work/<id>/...`` and
 ``ledger/open/<id>`` to the item's ID).
 
 An item that enters needs_reconciliation after the first scan raises an alert, like a bounce.
