@@ -31,6 +31,24 @@ def crew_key(name: str) -> str:
     return name.lower()
 
 
+# What a terminal would obey rather than show: every C0 control but tab and newline, DEL,
+# every C1 control (0x9b is a one-byte CSI), the bidi controls that reorder what is shown
+# (a command to approve could read backwards), and lone surrogates.
+TERMINAL_UNSAFE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+    "\ud800-\udfff]")
+
+
+def for_terminal(text: str, replace=None) -> str:
+    """Text from the home, safe to show: every character in ``TERMINAL_UNSAFE`` is shown
+    escaped (``\\x1b``, ``\\u202e``) or, with ``replace``, as what it returns. The one rule
+    for everything printed from stored text: the CLI escapes, the cockpit shows '\ufffd'."""
+    if replace is None:
+        def replace(m):
+            return m.group().encode("unicode_escape", "backslashreplace").decode("ascii")
+    return TERMINAL_UNSAFE.sub(replace, text)
+
+
 def check_text(text: str, what: str, *, required: bool = True) -> str:
     """Refuse oversized text and control characters (newline and tab are fine)."""
     if len(text.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES:
@@ -52,8 +70,14 @@ def check_text(text: str, what: str, *, required: bool = True) -> str:
     return text
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def summarize(text: str) -> str:
-    """A notification summary: at most SUMMARY_MAX characters, marked when cut."""
+    """A notification summary: at most SUMMARY_MAX characters, marked when cut. An agent's
+    undecodable bytes (lone surrogates) become '\ufffd': a record holds UTF-8 only, and a
+    summary that could not be stored would lose the notification."""
+    text = _SURROGATE.sub("\ufffd", text)
     if len(text) <= SUMMARY_MAX:
         return text
     return text[: SUMMARY_MAX - 1] + "…"

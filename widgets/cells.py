@@ -13,13 +13,15 @@ from datetime import datetime
 
 from rich.text import Text
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # all but tab and newline
+from state.inputs import for_terminal
+
 _SPACE = re.compile(r"\s+")
 
 
 def clean(text: str) -> str:
-    """Multi-line text with every control character except newline and tab shown as '�'."""
-    return _CONTROL.sub("\ufffd", text)
+    """Multi-line text with what a terminal would obey (``state.inputs.for_terminal``: the
+    controls but newline and tab, bidi controls, lone surrogates) shown as '\ufffd'."""
+    return for_terminal(text, replace=lambda m: "\ufffd")
 
 
 def one_line(text: str, limit: int | None = None) -> str:

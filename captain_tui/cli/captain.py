@@ -6,10 +6,8 @@ or JSON; no rule lives here.
 
 from __future__ import annotations
 
-import json
-
 from captain_tui.cli.args import caller, home_of
-from captain_tui.cli.out import Out, table
+from captain_tui.cli.out import Out, json_line, table
 
 
 def _bell(home, name: str) -> dict | None:
@@ -235,8 +233,7 @@ def cmd_watch(args, out: Out) -> int:
                     if n.delivery_id in seen or n.delivery_id in acked:
                         continue
                     seen.add(n.delivery_id)
-                    print(json.dumps(envelope(n, n.crew, n.assignment_id), ensure_ascii=False),
-                          flush=True)
+                    print(json_line(envelope(n, n.crew, n.assignment_id)), flush=True)
             runner.sleep(1.0)
     except KeyboardInterrupt:
         return 0

@@ -7,7 +7,7 @@ door per command (``state.crew_side.commands``); ``done`` is rare and takes the 
 from __future__ import annotations
 
 from captain_tui.cli.args import caller, home_of
-from captain_tui.cli.out import Out, message_block
+from captain_tui.cli.out import Out, message_block, shown
 from state.errors import CaptainError
 
 
@@ -52,9 +52,9 @@ def cmd_inbox(args, out: Out) -> int:
         if out.json:
             out.ok({"crew": args.name, "messages": dumped}, "")
         elif not batch:
-            print(f"No unread mail for {args.name}.", flush=True)
+            print(shown(f"No unread mail for {args.name}."), flush=True)
         else:
-            print("\n".join(message_block(m) for m in dumped), flush=True)
+            print(shown("\n".join(message_block(m) for m in dumped)), flush=True)
 
     commands.inbox(home_of(args), args.name, deliver=deliver, ctx=caller())
     return 0

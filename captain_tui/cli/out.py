@@ -1,25 +1,39 @@
 """What the command line prints: for people, or one JSON object for programs.
 
-Anything that came from someone else (a crew's text, an ID a person typed) is printed
-through here, so a control character reaches the terminal escaped, never obeyed.
+Everything printed goes through here, and anything that came from someone else (a crew's
+text, a hook's summary, a label, a holder, an ID a person typed) reaches the terminal
+escaped, never obeyed: ``state.inputs.for_terminal`` is the one rule, for human lines and
+inside JSON strings alike.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import sys
 
 from state.errors import CaptainError
+from state.inputs import for_terminal
 
 PROG = "captain"
-_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def printable(text: str) -> str:
-    """A refusal is one line: any control character a person typed into an ID is shown
-    escaped, never sent to the terminal (no escape sequences, no forged lines)."""
-    return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode(), text)
+    """One line (a refusal, a warning): ``shown`` with newlines and tabs escaped too, so
+    nothing a person typed into an ID can forge a second line."""
+    return shown(text).replace("\n", "\\n").replace("\t", "\\t")
+
+
+def shown(text: str) -> str:
+    """Lines for people: what a terminal would obey is shown escaped."""
+    return for_terminal(text)
+
+
+def json_line(payload: dict) -> str:
+    """One JSON object on one line, UTF-8 kept readable; what a terminal would obey is
+    written as a JSON escape (``\\u001b``), so the line is safe to show and still the same
+    JSON to a program."""
+    return for_terminal(json.dumps(payload, ensure_ascii=False),
+                        replace=lambda m: f"\\u{ord(m.group()):04x}")
 
 
 class Out:
@@ -30,18 +44,17 @@ class Out:
 
     def ok(self, payload: dict, human: str) -> None:
         if self.json:
-            print(json.dumps({"ok": True, **payload}, ensure_ascii=False), flush=True)
+            print(json_line({"ok": True, **payload}), flush=True)
         else:
-            print(human, flush=True)
+            print(shown(human), flush=True)
 
     def refuse(self, err: CaptainError) -> None:
         if self.json:
-            print(json.dumps({"ok": False, "error": err.as_json()}, ensure_ascii=False),
-                  flush=True)
+            print(json_line({"ok": False, "error": err.as_json()}), flush=True)
             return
         print(f"{PROG}: [{err.code}] {printable(err.message)}", file=sys.stderr, flush=True)
         for message in err.extra.get("messages", []):
-            print(message_block(message), flush=True)
+            print(shown(message_block(message)), flush=True)
 
 
 def when(stamp) -> str:

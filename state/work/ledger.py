@@ -89,6 +89,15 @@ def check_work_id(work_id: str) -> str:
     return work_id
 
 
+def check_name(text: str, what: str) -> str:
+    """A requester, holder or actor: at most 200 printable characters on one line (no
+    control, bidi or undecodable character), refused before anything is written."""
+    if not (isinstance(text, str) and text and text.isprintable() and len(text) <= 200):
+        raise CaptainError("invalid_text", f"the {what} must be 1 to 200 printable "
+                                           "characters on one line.")
+    return text
+
+
 def check_shown(reason: str | None = None, target_revision: str | None = None) -> None:
     """Reasons and revisions are printed for people: no control characters, ever."""
     from state.inputs import check_text
@@ -345,6 +354,7 @@ def accept(home: Home, *, source: str, input, requester: str, work_id: str | Non
         raise CaptainError("invalid_filter", f"source {source!r} is not one of "
                                              f"{', '.join(SOURCES)}.")
     check_shown(reason, target_revision)
+    check_name(requester, "requester")
     work_id = check_work_id(work_id or new_id(WORK))
     data = _canonical({"input": input})
     with _lock(home, work_id):
@@ -374,6 +384,7 @@ def claim(home: Home, work_id: str | None = None, *, holder: str,
     ``start`` (the runtime) is called, under the locks, once the claim is certain, and
     returns the new process's locator; if it raises, nothing is claimed.
     """
+    check_name(holder, "holder")
     with home.store.lock("ledger"):
         if work_id is None:
             # a crew's assignment is started by a runner's dispatch (its pane is launched),

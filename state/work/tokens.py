@@ -70,6 +70,10 @@ def create(home: Home, role: str, label: str | None = None) -> tuple[Token, str]
     """A new token: the record (hash only) and the one-time secret string."""
     if role not in ROLES:
         raise CaptainError("invalid_argument", f"role must be one of {', '.join(ROLES)}.")
+    if label is not None:
+        from state.work.ledger import check_name  # a label is shown as part of an actor
+
+        check_name(label, "label")
     token_id = new_id("tok")
     secret = secrets.token_urlsafe(32)
     record = Token(token_id=token_id, role=role, label=label, sha256=_digest(secret),
