@@ -23,6 +23,7 @@ from state.inputs import (
     check_actions,
     check_text,
     crew_key,
+    is_within,
     normalise_path,
     overlaps,
     summarize,
@@ -88,8 +89,13 @@ def _grant(home: Home, key: str, owns: list[str] | None, allow: list[str] | None
         paths = list(inherit.owns) if inherit else []
     else:
         paths = []
+        root = os.path.realpath(project_dir)
         for p in owns:
             n = normalise_path(p, project_dir)
+            if is_within(n, project_dir) and not is_within(os.path.realpath(n), root):
+                raise CaptainError("invalid_path", f"{p} is inside the project but a symlink "
+                                                   f"takes it to {os.path.realpath(n)}, "
+                                                   "outside it; own the real path instead.")
             if n not in paths:
                 paths.append(n)
     for other in home.crew_keys():
@@ -100,7 +106,9 @@ def _grant(home: Home, key: str, owns: list[str] | None, allow: list[str] | None
             continue
         for mine in paths:
             for theirs in snap.assignment.owns:
-                if overlaps(mine, theirs):
+                # a symlink is the same place under another name: compare where both lead
+                if any(overlaps(a, b) for a in {mine, os.path.realpath(mine)}
+                       for b in {theirs, os.path.realpath(theirs)}):
                     raise CaptainError(
                         "ownership_overlap",
                         f"{mine} overlaps {theirs}, owned by {snap.name} on "

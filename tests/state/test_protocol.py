@@ -979,3 +979,34 @@ def test_redo_after_dismiss_does_not_serve_the_bounced_mail(home, project):
     ack_everything(home, "Jack")
     new = hire(home, project, task="new task", handoff=old.assignment_id)
     assert [m.text for m in read_all(home, new)] == ["new task"]
+
+
+# -- ownership through symlinks ----------------------------------------------------------
+
+
+def test_a_symlink_to_owned_paths_overlaps_them_either_way(home, project):
+    """`ln -s src/a srclink`: owning srclink is owning src/a, whoever came first."""
+    (project / "src" / "a").mkdir(parents=True)
+    (project / "srclink").symlink_to(project / "src" / "a")
+    hire(home, project, "Jack", owns=["src/a"])
+    err = refused("ownership_overlap", hire, home, project, "Gibbs", owns=["srclink"])
+    assert "Jack" in err.message
+    hire(home, project, "Bill", owns=["src/b"])
+    (project / "blink").symlink_to(project / "src")  # a link to a parent of both
+    refused("ownership_overlap", hire, home, project, "Anna", owns=["blink/b/c"])
+
+
+def test_the_link_owned_first_still_overlaps_the_real_path(home, project):
+    (project / "src" / "a").mkdir(parents=True)
+    (project / "srclink").symlink_to("src/a")  # relative links resolve the same
+    hire(home, project, "Gibbs", owns=["srclink"])
+    refused("ownership_overlap", hire, home, project, "Jack", owns=["src/a/login.py"])
+
+
+def test_a_path_inside_the_project_that_leads_outside_it_is_refused(home, project, tmp_path):
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (project / "escape").symlink_to(outside)
+    err = refused("invalid_path", hire, home, project, "Jack", owns=["escape/x"])
+    assert "outside" in err.message and "escape/x" in err.message
+    assert home.crew_keys() == []  # nothing written
