@@ -15,7 +15,11 @@ from state.errors import CaptainError
 def command_for(agent: str, home, key: str, command: str | None = None) -> str:
     """The shell command line the crew's window runs."""
     if command is not None:
-        argv = shlex.split(command)
+        try:
+            argv = shlex.split(command)
+        except ValueError as exc:  # an unclosed quote: say so, never a traceback
+            raise CaptainError("invalid_argument",
+                               f"--command cannot be read as a command line ({exc}).") from None
         if not argv:
             raise CaptainError("invalid_argument", "--command is empty.")
         require(argv[0], agent)

@@ -13,7 +13,35 @@ def home_of(args):
     """The home ``--home`` names, else ``$CAPTAIN_HOME``, else the user state directory."""
     from state.home import Home, default_home
 
-    return Home(Path(args.home) if args.home else default_home())
+    return Home(Path(check_home(args.home)) if args.home is not None else default_home())
+
+
+def check_home(value: str | None) -> str | None:
+    """``--home ''`` is a mistake, not a request for the default home."""
+    if value is not None and not value.strip():
+        from state.errors import CaptainError
+
+        raise CaptainError("invalid_home", "--home is empty; name the home's directory, or "
+                                           "leave --home out for the default one.")
+    return value
+
+
+# Options whose values name things (a tmux session or socket, a holder, a label, a
+# directory, a program): they must be text. Undecodable bytes arrive as lone surrogates.
+NAMED = ("session", "socket", "holder", "label", "home", "main_home", "cwd", "program",
+         "endpoint", "owns")
+
+
+def check_named(args) -> None:
+    from state.errors import CaptainError
+
+    for dest in NAMED:
+        value = getattr(args, dest, None)
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str) and any("\ud800" <= ch <= "\udfff" for ch in item):
+                flag = "--" + ("home" if dest == "main_home" else
+                               "command" if dest == "program" else dest.replace("_", "-"))
+                raise CaptainError("invalid_argument", f"{flag} is not valid UTF-8 text.")
 
 
 def caller():

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from captain_tui.cli import captain, crew
-from captain_tui.cli.args import Parser, Skipped, seconds
+from captain_tui.cli.args import Parser, Skipped, check_home, check_named, seconds
 from captain_tui.cli.out import PROG, Out, printable
 from state.errors import CaptainError
 
@@ -160,7 +160,7 @@ def _cockpit(home_arg: str | None) -> int:
 
     try:
         check_captain(caller(), "the cockpit")  # a crew process never opens it
-        home = Home(Path(home_arg) if home_arg else default_home())
+        home = Home(Path(check_home(home_arg)) if home_arg is not None else default_home())
     except CaptainError as err:
         Out(False).refuse(err)
         return 1
@@ -208,10 +208,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             setattr(args, dest, " ".join(getattr(args, dest)) or "--")
     if args.command is None:
         return _cockpit(args.main_home)
-    if args.main_home and not getattr(args, "home", None):
+    if args.main_home is not None and getattr(args, "home", None) is None:
         args.home = args.main_home  # `captain --home DIR status` means what it says
     out = Out(getattr(args, "json", False))
     try:
+        check_named(args)
         return args.func(args, out)
     except CaptainError as err:
         out.refuse(err)

@@ -638,3 +638,31 @@ def test_an_empty_cwd_means_here_and_a_missing_one_is_named(run, cli):
     missing = refused_json(run("crew", "Gibbs", "--task", "T", "--cwd", "/no/such/dir",
                                "--no-launch", "--json"), "invalid_path")
     assert "--cwd /no/such/dir" in missing["message"]
+
+
+# -- odd arguments get a stable code, never internal_error --------------------------------------
+
+
+@pytest.mark.parametrize("argv", [("status", "--home", ""), ("--home", "", "status"),
+                                  ("status", "--home", "  ")])
+def test_an_empty_home_is_refused_not_taken_for_the_default(run, argv):
+    refused_human(run(*argv), "invalid_home")
+
+
+def test_an_unclosed_quote_in_command_is_refused_and_nothing_is_recorded(run, cli):
+    r = run("crew", "Jack", "--task", "T", "--command", "sh -c 'unclosed", "--json")
+    assert "quot" in refused_json(r, "invalid_argument")["message"]
+    assert not (cli.home / "crew" / "jack").exists()
+
+
+@pytest.mark.parametrize("flag", ["--session", "--socket", "--cwd", "--command"])
+def test_undecodable_bytes_in_a_crew_option_are_refused(run, cli, flag):
+    r = run("crew", "Jack", "--task", "T", flag, "x\udcff\udcfe", "--json")  # bytes ff fe
+    assert refused_json(r, "invalid_argument")["message"].startswith(flag)
+    assert not (cli.home / "crew" / "jack").exists()
+
+
+def test_undecodable_bytes_in_a_label_or_holder_are_refused(run):
+    refused_json(run("tokens", "create", "--role", "member", "--label", "\udcff", "--json"),
+                 "invalid_argument")
+    refused_json(run("work", "claim", "--holder", "w\udcff", "--json"), "invalid_argument")
