@@ -14,9 +14,12 @@ MAX_TEXT_BYTES = 64 * 1024
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # everything but \t and \n
 
 
-def _has_surrogate(text: str) -> bool:
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def has_surrogate(text: str) -> bool:
     """Undecodable bytes reach us as lone surrogates (surrogateescape); JSON can't hold them."""
-    return any(0xD800 <= ord(c) <= 0xDFFF for c in text)
+    return _SURROGATE.search(text) is not None
 
 
 def crew_key(name: str) -> str:
@@ -58,7 +61,7 @@ def check_text(text: str, what: str, *, required: bool = True) -> str:
             f"{MAX_TEXT_BYTES} (64 KiB). Put long material in a file and refer to it.",
         )
     bad = _CONTROL.search(text)
-    if bad or _has_surrogate(text):
+    if bad or has_surrogate(text):
         char = bad.group() if bad else "a lone surrogate"
         raise CaptainError(
             "invalid_text",
@@ -68,9 +71,6 @@ def check_text(text: str, what: str, *, required: bool = True) -> str:
     if required and not text.strip():
         raise CaptainError("invalid_text", f"the {what} is empty.")
     return text
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def summarize(text: str) -> str:
@@ -103,7 +103,7 @@ def check_actions(actions: list[str]) -> list[str]:
 
 def normalise_path(path: str, project_dir: str) -> str:
     """An absolute, lexically normalised path; relative ones are against the project."""
-    if not path or _CONTROL.search(path) or _has_surrogate(path):
+    if not path or _CONTROL.search(path) or has_surrogate(path):
         raise CaptainError("invalid_path", f"{path!r} is not a usable path.")
     joined = os.path.join(project_dir, os.path.expanduser(path))
     return os.path.normpath(joined).replace("//", "/")

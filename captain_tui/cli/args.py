@@ -34,11 +34,12 @@ NAMED = ("session", "socket", "holder", "label", "home", "main_home", "cwd", "pr
 
 def check_named(args) -> None:
     from state.errors import CaptainError
+    from state.inputs import has_surrogate
 
     for dest in NAMED:
         value = getattr(args, dest, None)
         for item in value if isinstance(value, list) else [value]:
-            if isinstance(item, str) and any("\ud800" <= ch <= "\udfff" for ch in item):
+            if isinstance(item, str) and has_surrogate(item):
                 flag = "--" + ("home" if dest == "main_home" else
                                "command" if dest == "program" else dest.replace("_", "-"))
                 raise CaptainError("invalid_argument", f"{flag} is not valid UTF-8 text.")

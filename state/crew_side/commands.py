@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from state.crew.rules import Context, Verdict
+from state.crew.rules import Context, Verdict, current_crew
 from state.crew_side import fast
 from state.crew_side.plain import Unsure
 from state.home import Home
@@ -64,6 +64,4 @@ def current(home: Home, ctx: Context):
     try:
         return fast.crew(home, ctx)
     except Unsure:
-        from state.crew import rules
-
-        return rules.current_crew(ctx, lambda key: load(home, key))
+        return current_crew(ctx, lambda key: load(home, key))

@@ -89,10 +89,18 @@ def check_work_id(work_id: str) -> str:
     return work_id
 
 
+LINE_MAX = 200  # a name or revision printed for people: one line of at most this many
+
+
+def _one_line(text: str) -> bool:
+    """Printable (no control, bidi or undecodable character), one line, at most LINE_MAX."""
+    return text.isprintable() and len(text) <= LINE_MAX
+
+
 def check_name(text: str, what: str) -> str:
-    """A requester, holder or actor: at most 200 printable characters on one line (no
-    control, bidi or undecodable character), refused before anything is written."""
-    if not (isinstance(text, str) and text and text.isprintable() and len(text) <= 200):
+    """A requester, holder or actor: at most 200 printable characters on one line,
+    refused before anything is written."""
+    if not (isinstance(text, str) and text and _one_line(text)):
         raise CaptainError("invalid_text", f"the {what} must be 1 to 200 printable "
                                            "characters on one line.")
     return text
@@ -104,8 +112,7 @@ def check_shown(reason: str | None = None, target_revision: str | None = None) -
 
     if reason is not None:
         check_text(reason, "reason", required=False)
-    if target_revision is not None and not (target_revision.isprintable()
-                                            and len(target_revision) <= 200):
+    if target_revision is not None and not _one_line(target_revision):
         raise CaptainError("invalid_argument", "a target revision is at most 200 printable "
                                                "characters on one line.")
 

@@ -18,6 +18,7 @@ from state.home import Home
 from state.ids import new_id
 from state.models import Record
 from state.store import encode
+from state.work.ledger import check_name
 
 ROLES = ("member", "manager")  # each may do what the roles before it may
 PREFIX = "cpt"
@@ -71,9 +72,7 @@ def create(home: Home, role: str, label: str | None = None) -> tuple[Token, str]
     if role not in ROLES:
         raise CaptainError("invalid_argument", f"role must be one of {', '.join(ROLES)}.")
     if label is not None:
-        from state.work.ledger import check_name  # a label is shown as part of an actor
-
-        check_name(label, "label")
+        check_name(label, "label")  # a label is shown as part of an actor
     token_id = new_id("tok")
     secret = secrets.token_urlsafe(32)
     record = Token(token_id=token_id, role=role, label=label, sha256=_digest(secret),
