@@ -8,6 +8,8 @@ import math
 import sys
 from pathlib import Path
 
+from captain_tui.cli.out import printable
+
 
 def home_of(args):
     """The home ``--home`` names, else ``$CAPTAIN_HOME``, else the user state directory."""
@@ -72,7 +74,7 @@ def seconds(text: str) -> float:
 class Parser(argparse.ArgumentParser):
     def error(self, message: str):  # usage errors: exit 2, one clear line, no traceback
         self.print_usage(sys.stderr)
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        print(f"{self.prog}: error: {printable(message)}", file=sys.stderr)  # echoes argv
         raise SystemExit(2)
 
 

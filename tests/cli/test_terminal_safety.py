@@ -1,7 +1,8 @@
 """Nothing stored reaches the captain's terminal raw: what a terminal would obey is escaped.
 
 Text in the home was written by others — a hook's summary of what an agent said, a worker's
-holder name, a token's label, a requester — and the CLI prints it. Hypothesis writes every
+holder name, a token's label, a requester, a cancel's or replay's reason, a webhook's
+delivery id and event — and the CLI prints it. Hypothesis writes every
 kind of hostile text into those records (C0 and C1 controls, ESC/OSC/CSI sequences that
 set a window title or clear the screen, bidi overrides that reverse a command, lone
 surrogates) and runs the commands that print them, for people and as JSON: nothing in
@@ -26,7 +27,7 @@ from state.crew import notify, protocol
 from state.errors import CaptainError
 from state.home import Home
 from state.inputs import TERMINAL_UNSAFE, summarize
-from state.work import ledger, tokens
+from state.work import deliveries, ledger, replay, tokens
 
 SEQUENCES = ["\x1b]0;owned\x07", "\x1b[2J\x1b[H", "\x1b[8m", "\x9b31m", "\x1bP+q\x1b\\",
              "\u202eexe.txt", "\u2066rm -rf\u2069", "\r", "\x08\x08", "\ud800", "\x00"]
@@ -64,6 +65,21 @@ def plant(home: Home, text: str) -> dict[str, str]:
         tokens.create(home, "member", "label:" + text)
         planted["label"] = text
     planted["work_id"] = item.work_id
+    other = ledger.accept(home, source="chat", input={"text": "y"}, requester="r")
+    planted["cancelled"] = other.work_id
+    with contextlib.suppress(CaptainError):  # a cancel's reason is shown in work show
+        ledger.cancel(home, other.work_id, actor="captain", reason="why: " + text)
+        planted["reason"] = text
+    with contextlib.suppress(CaptainError):  # a replay's reason too
+        again = replay.replay(home, other.work_id, actor="captain", reason="again: " + text)
+        planted["replay"] = again.work_id
+    (home.root / "config.toml").write_text('[endpoints.gh]\nsecret = "s"\n')
+    try:
+        got = deliveries.ingest(home, "gh", "src:" + text, b"{}", event="push:" + text)
+        planted["source_id"] = text
+    except CaptainError:
+        got = deliveries.ingest(home, "gh", "src", b"{}", event="push")
+    planted["delivery_id"] = got.delivery.delivery_id
     return planted
 
 
@@ -77,7 +93,11 @@ def test_nothing_a_terminal_would_obey_is_printed(text):
         # as unacknowledged, and the refusal quotes the notification)
         delivered, _ = run(home, "wait", "Jack", "--timeout", "0", "--json")
         commands = [("wait", "Jack", "--timeout", "0"), ("status",), ("work", "list"),
-                    ("work", "show", planted["work_id"]), ("tokens", "list")]
+                    ("work", "show", planted["work_id"]),
+                    ("work", "show", planted["cancelled"]), ("tokens", "list"),
+                    ("deliveries", "list"), ("deliveries", "show", planted["delivery_id"])]
+        if "replay" in planted:
+            commands.append(("work", "show", planted["replay"]))
         outputs = [(("wait", "--json"), delivered, "")]
         for argv in commands:
             for as_json in (False, True):
@@ -105,3 +125,13 @@ def test_a_title_setting_summary_is_shown_escaped_in_wait():
         out, _ = run(home, "wait", "Jack", "--timeout", "0")
         assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
         assert "\\x1b]0;pwned\\x07ls \\u202e" in out
+
+
+def test_a_usage_error_echoes_argv_escaped(tmp_path):
+    """argparse quotes what was typed back ("unrecognized arguments: ..."): a pasted ESC
+    sequence is shown escaped, not obeyed."""
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.suppress(SystemExit):
+        main(["status", "\x1b]0;pwned\x07", "--home", str(tmp_path / "home")])
+    assert "unrecognized arguments: \\x1b]0;pwned\\x07" in err.getvalue()
+    assert not TERMINAL_UNSAFE.search(err.getvalue())
