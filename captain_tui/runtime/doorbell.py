@@ -133,17 +133,27 @@ def _poll(tmux: Tmux, snapshot: CrewSnapshot, until, seconds: float) -> screens.
 
 
 def _hold(home: Home, key: str, snapshot: CrewSnapshot, stamp: RingStamp, gate: str,
-          head: str, at: datetime, detail: str) -> Outcome:
-    if stamp.gate != gate or stamp.held_head != head or stamp.held_since is None:
-        stamp = stamp.model_copy(update=dict(gate=gate, held_head=head, held_since=at))
-    if gate == "human_draft" and at - stamp.held_since >= HELD_NOTICE_AFTER \
-            and stamp.held_notified != head:
+          oldest: Message, at: datetime, detail: str) -> Outcome:
+    """Record that ``gate`` holds the mail. The clock belongs to the oldest held message: it
+    starts when that message was first held (by any gate) and neither newer mail nor a gate
+    flipping restarts it, so steady mail cannot postpone the 300 s notice forever. When the
+    oldest is read another way, the next one's clock is the later of the old clock and the
+    time it arrived (the hold was continuous)."""
+    since = stamp.held_since
+    if since is None:
+        since = at
+    elif stamp.held_head != oldest.message_id:
+        since = max(since, oldest.queued_at)
+    stamp = stamp.model_copy(update=dict(gate=gate, held_head=oldest.message_id,
+                                         held_since=since))
+    if gate == "human_draft" and at - since >= HELD_NOTICE_AFTER \
+            and stamp.held_notified != oldest.message_id:
         notify.signal(home, snapshot.name, "held",
-                      f"mail for {snapshot.name} has been held behind a human draft on its "
-                      f"composer since {stamp.held_since:%H:%M:%S} UTC; it lands when the "
-                      "draft is sent or cleared.", at=at, message_id=head,
-                      incarnation_id=snapshot.incarnation_id)
-        stamp = stamp.model_copy(update=dict(held_notified=head))
+                      f"mail for {snapshot.name} ({oldest.message_id}, the oldest held) has "
+                      f"been held since {since:%H:%M:%S} UTC, now behind a human draft on its "
+                      "composer; it lands when the draft is sent or cleared.", at=at,
+                      message_id=oldest.message_id, incarnation_id=snapshot.incarnation_id)
+        stamp = stamp.model_copy(update=dict(held_notified=oldest.message_id))
     _save(home, key, stamp.model_copy(update=dict(checked_at=at)))
     return Outcome(snapshot.name, "held", gate, detail)
 
@@ -178,7 +188,7 @@ def _ring_locked(home: Home, key: str, at: datetime) -> Outcome:
         return Outcome(snapshot.name, "nothing", detail=f"{head} was already rung")
 
     def hold(gate: str, detail: str) -> Outcome:
-        return _hold(home, key, snapshot, stamp, gate, head, at, detail)
+        return _hold(home, key, snapshot, stamp, gate, unread[0], at, detail)
 
     try:
         tmux = Tmux(snapshot.pane.socket)

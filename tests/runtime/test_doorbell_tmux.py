@@ -323,6 +323,50 @@ def test_held_behind_a_draft_for_300_s_raises_one_held_notice(crew, tmux):
     assert crew["log"].lines() == []  # and still nothing typed over the draft
 
 
+def test_steady_mail_and_a_flipping_gate_do_not_postpone_the_held_notice(crew, tmux):
+    """The 300 s clock belongs to the oldest held message: newer mail every 100 s and a
+    gate that flips away from the draft and back do not restart it, and the notice names
+    that message and when it was first held."""
+    home, pane = crew["home"], crew["pane"]
+    tmux.type(pane, "a long think")
+    first = poll(lambda: (lambda o: o if o.gate == "human_draft" else None)(
+        doorbell.ring(home, "Sim")), timeout=5, what="the human_draft gate")
+    stamp = doorbell.read_stamp(home, "sim")
+    since, oldest = stamp.held_since, stamp.held_head
+    assert first.action == "held" and oldest is not None
+    for step in (100, 200):  # new mail, then a ring at the new time: still the old clock
+        protocol.tell(home, "Sim", f"follow-up {step}", assignment_id=crew["assignment"])
+        assert doorbell.ring(home, "Sim", at=since + timedelta(seconds=step)).gate \
+            == "human_draft"
+        now_stamp = doorbell.read_stamp(home, "sim")
+        assert (now_stamp.held_since, now_stamp.held_head) == (since, oldest)
+    assert [n for n in mailbox.notifications(home, "sim") if n.status == "held"] == []
+    doorbell.ring(home, "Sim", at=since + timedelta(seconds=301))
+    held = [n for n in mailbox.notifications(home, "sim") if n.status == "held"]
+    assert len(held) == 1, held
+    assert oldest in held[0].summary and f"{since:%H:%M:%S}" in held[0].summary
+    assert crew["log"].lines() == []  # nothing typed over the draft all along
+
+
+def test_the_held_clock_survives_a_gate_flip(crew, tmux):
+    """Another gate holding the same mail for a while (here: a cooldown stamp) keeps the
+    first-held time; the human-draft notice then counts from it."""
+    home, pane = crew["home"], crew["pane"]
+    tmux.type(pane, "drafting")
+    poll(lambda: doorbell.ring(home, "Sim").gate == "human_draft", timeout=5,
+         what="the human_draft gate")
+    since = doorbell.read_stamp(home, "sim").held_since
+    stamp = doorbell.read_stamp(home, "sim")
+    # the gate flips: a ring 4 s ago puts the crew in cooldown for one attempt
+    doorbell._save(home, "sim", stamp.model_copy(update=dict(rung_at=since + timedelta(
+        seconds=196))))
+    assert doorbell.ring(home, "Sim", at=since + timedelta(seconds=200)).gate == "cooldown"
+    assert doorbell.read_stamp(home, "sim").held_since == since
+    doorbell.ring(home, "Sim", at=since + timedelta(seconds=305))
+    held = [n for n in mailbox.notifications(home, "sim") if n.status == "held"]
+    assert len(held) == 1, held
+
+
 def test_an_approval_modal_on_a_hookless_pane_is_reported_once(crew, tmux):
     home, pane = crew["home"], crew["pane"]
     assert doorbell.check_approval(home, "Sim") is False
