@@ -167,10 +167,12 @@ def _mail_text(batch: list[Message]) -> str:
 
 
 def _protocol_line(name: str, assignment_id: str) -> str:
+    # the ID is spelled out: the crew's CAPTAIN_ASSIGNMENT names its first task only
     return (f"Protocol: you are crew {name} on assignment {assignment_id}. When it is done, "
-            f"run: captain done {name} --report \"what changed and how it was checked\". "
-            f"If you are blocked, run: captain ask {name} \"your question\" once, then stop "
-            "until the answer arrives as mail.")
+            f"run: captain done {name} --assignment {assignment_id} --report \"what changed "
+            f"and how it was checked\". If you are blocked, run: captain ask {name} "
+            f"--assignment {assignment_id} \"your question\" once, then stop until the "
+            "answer arrives as mail.")
 
 
 # -- Claude Code ----------------------------------------------------------------------------
@@ -218,9 +220,10 @@ def _claude_stop(call: Call) -> None:
     name, spec = snapshot.name, snapshot.assignment
     _emit(call.stdout, {"decision": "block", "reason": (
         f"Assignment {spec.assignment_id} is not finished, and no question is pending. "
-        f"If the work is done, run: captain done {name} --report \"what changed and how it "
-        f"was checked\". If you are blocked, run: captain ask {name} \"your question\" and "
-        "then stop. Otherwise keep working on it.")})
+        f"If the work is done, run: captain done {name} --assignment {spec.assignment_id} "
+        f"--report \"what changed and how it was checked\". If you are blocked, run: captain "
+        f"ask {name} --assignment {spec.assignment_id} \"your question\" and then stop. "
+        "Otherwise keep working on it.")})
 
 
 _PERMISSION_WORDS = ("permission", "approval", "approve")

@@ -65,6 +65,9 @@ def message_block(m: dict) -> str:
     head = f"── {m['message_id']}  {m['kind']}  {when(m['queued_at'])}"
     if m.get("question_id"):
         head += f"  (answers {m['question_id']})"
+    if m["kind"] == "assignment":  # CAPTAIN_ASSIGNMENT names the first task only
+        head += (f"\n   assignment {m['assignment_id']}: pass --assignment "
+                 f"{m['assignment_id']} to captain done and captain ask")
     body = "\n".join("   " + line for line in m["text"].splitlines() or [""])
     return f"{head}\n{body}"
 

@@ -51,6 +51,8 @@ class Auto:
 
     An assignment: work a while, then ask the captain one question (``--ask``) or finish.
     An answer: work a little more, then finish with ``captain done``.
+    Like an agent, it takes the assignment ID from its mail (``--assignment``), not from
+    ``CAPTAIN_ASSIGNMENT``: that names the first task only, and a next task has a new ID.
     """
 
     def __init__(self, name: str, question: str | None, work: float) -> None:
@@ -58,6 +60,7 @@ class Auto:
         self.question = question
         self.work = work
         self.asked = False
+        self.task = ""
 
     def on_mail(self, messages: list[dict]) -> None:
         kinds = {m["kind"] for m in messages}
@@ -66,13 +69,18 @@ class Auto:
         _busy(self.work)
         if "assignment" in kinds:
             self.asked = False
+            self.task = [m for m in messages if m["kind"] == "assignment"][-1]["text"]
+        current = ["--assignment", messages[-1]["assignment_id"]]
         if self.question and not self.asked and "answer" not in kinds:
-            proc = _captain("ask", self.name, self.question)
+            proc = _captain("ask", self.name, self.question, *current)
             self.asked = proc.returncode == 0
             print(proc.stdout.strip() or proc.stderr.strip())
             return
-        report = "Done: " + "; ".join(m["text"].splitlines()[0][:60] for m in messages)
-        proc = _captain("done", self.name, "--report", report)
+        # a report says what was done, as an agent's would; it never echoes the answer
+        task = (self.task.splitlines() or ["the task"])[0].rstrip(".")
+        report = (f"Finished: {task[:80]}. Changed what it needed, re-ran the checks: all "
+                  "pass." + (" Went with your answer." if "answer" in kinds else ""))
+        proc = _captain("done", self.name, "--report", report, *current)
         print(proc.stdout.strip() or proc.stderr.strip())
 
 

@@ -79,8 +79,11 @@ def ring_text(snapshot: CrewSnapshot, stamp: RingStamp, unread: list[Message]) -
     body = " | ".join(_flat(m.text) for m in unread)
     if len(body) > BODY_LIMIT:
         body = body[: BODY_LIMIT - 1] + "…"
+    new = [m.assignment_id for m in unread if m.kind == "assignment"]
+    which = f" It is assignment {new[-1]}: pass --assignment {new[-1]} to captain done and " \
+            "captain ask." if new else ""
     return (f"Mail from the captain: {body} — run captain inbox {snapshot.name} to read it "
-            "all and mark it read.")
+            f"all and mark it read.{which}")
 
 
 def _stamp(home: Home, key: str, snapshot: CrewSnapshot) -> RingStamp:

@@ -127,8 +127,9 @@ def test_cli_user_prompt_submit_injects_mail_then_writes_the_receipt(cli, home: 
     assert jack.message_id in context
     assert "assignment" in context  # the kind
     assert "Write the docs" in context
-    assert "captain done Jack --report" in context
-    assert "captain ask Jack" in context
+    # the ID is spelled out: CAPTAIN_ASSIGNMENT names the first task only
+    assert f"captain done Jack --assignment {jack.assignment_id} --report" in context
+    assert f"captain ask Jack --assignment {jack.assignment_id}" in context
     assert json.loads(receipt_path(home, jack.message_id).read_text())["via"] == expected_via()
 
     again = cli("hook", "claude", "UserPromptSubmit", env=jack.env,
@@ -248,8 +249,8 @@ def test_stop_blocks_while_the_assignment_is_unfinished(hook, home: Home, jack):
     read_all(home, jack)
     reason = blocked(hook("Stop"))
     assert jack.assignment_id in reason
-    assert "captain done Jack --report" in reason
-    assert "captain ask Jack" in reason
+    assert f"captain done Jack --assignment {jack.assignment_id} --report" in reason
+    assert f"captain ask Jack --assignment {jack.assignment_id}" in reason
 
 
 def test_stop_never_blocks_when_stop_hook_active(hook, home: Home, jack):

@@ -1,4 +1,5 @@
-"""The demo's crew carry on by themselves: task -> question -> answer -> done."""
+"""The demo's crew carry on by themselves: task -> question -> answer -> done, then a next
+task under a new assignment ID."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import os
 from support.tmux import PrivateTmux, needs_tmux
 
 from captain_tui.cockpit.demo import CREW, Demo
+from captain_tui.runtime import ops
 from captain_tui.runtime.runner import Runner
-from state.crew import notify, protocol
+from state.crew import crewlog, notify, protocol
 
 pytestmark = needs_tmux
 
@@ -41,10 +43,28 @@ def test_demo_crew_ask_get_answered_and_finish(tmp_path):
         while finished != {c[0] for c in CREW}:
             n = notify.wait(home, None, timeout=40, ack=pending, sleep=runner.sleep)
             assert n is not None, f"only {sorted(finished)} finished before the timeout"
-            pending = n.delivery_id
+            pending, last = n.delivery_id, n
             if n.status == "done":
                 finished.add(n.crew)
-                assert "Yes," in n.summary or "Done" in n.summary
+                task = next(c[1] for c in CREW if c[0] == n.crew)
+                assert task[:30] in n.summary and "Yes," not in n.summary  # not an echo
+        # Next task (the cockpit's n): the crew still carries the first CAPTAIN_ASSIGNMENT
+        # in its environment; it must learn the new ID from the new task's mail
+        ops.acknowledge(home, last.crew, last.delivery_id)
+        first = crewlog.load(home, "ada")[0].assignment.assignment_id
+        spec = ops.assign(home, "Ada", "Now fix the changelog links too.", handoff=first)
+        while True:
+            n = notify.wait(home, "Ada", timeout=40, sleep=runner.sleep)
+            assert n is not None, "Ada did not finish its second task before the timeout"
+            ops.acknowledge(home, "Ada", n.delivery_id)
+            assert n.status != "error", n
+            if n.status == "asked":  # it asks about each assignment: answer this one too
+                protocol.answer(home, "Ada", n.question_id, "Yes.",
+                                assignment_id=n.assignment_id)
+            if n.status == "done":
+                break
+        assert n.assignment_id == spec.assignment_id != first
+        assert crewlog.load(home, "ada")[0].done_at is not None
         runner.close()
     finally:
         demo.stop(keep=False)

@@ -144,6 +144,9 @@ def test_only_an_agent_composer_is_rung_with_mail_text(tmp_path):
                        doorbell.ring_text(snapshot, later, unread))
     assert seen["claude"] == (doorbell.WAKE_LINE, doorbell.WAKE_LINE)
     assert seen["codex"][0].startswith("Mail from the captain: fix it; rm -rf /")
+    # a new task says which ID to pass: CAPTAIN_ASSIGNMENT names the first task only
+    codex = crewlog.load(home, "acodex")[0].assignment.assignment_id
+    assert f"pass --assignment {codex} to captain done" in seen["codex"][0]
     assert seen["codex"][1] == doorbell.inbox_line("Acodex")
     assert seen["shell"] == (doorbell.notice("Ashell"),) * 2
     assert seen["program"] == (doorbell.notice("Aprogram"),) * 2
