@@ -25,6 +25,13 @@ CODES = frozenset(
         "unknown_token", "unauthorized", "forbidden", "bad_signature", "unknown_workspace",
         # added by the trust work
         "invalid_role",
+        # added by the hostile-client work on captain serve
+        "not_found", "method_not_allowed", "request_timeout",
+        # added by the record bounds: a write the store's reader would refuse
+        "record_too_large",
+        # added by the delivery rules: a routine endpoint's receipt is executed by whatever
+        # runs that endpoint's deliveries, so captain refuses to cancel or replay it (409)
+        "routine_receipt",
     }
 )
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 import re
 import stat
+import time
 from pathlib import Path
 
 from state.errors import CaptainError
-from state.store import DIR_MODE, Store, encode
+from state.store import DIR_MODE, Quarantined, Store, encode
 
 MOUNTINFO = "/proc/self/mountinfo"
 # flock does not exclude across clients on these, so two captains could both "hold" a lock.
@@ -17,6 +18,10 @@ NETWORK_FILESYSTEMS = frozenset(
      "9p", "ceph", "glusterfs", "fuse.glusterfs", "lustre"}
 )
 DEFAULT_WAIT_TIMEOUT = 86400.0
+CONFIG = "config.toml"
+# An editor saving in place truncates, then writes: a config changed less than this long
+# ago may be half written, so a process that has good settings keeps them until it is still.
+CONFIG_SETTLE_SECONDS = 1.0
 
 
 def default_home() -> Path:
@@ -62,12 +67,18 @@ def check_filesystem(path: Path, mountinfo: str | None = None) -> None:
 class Home:
     """A captain home: the store plus the layout documented in docs/store.md."""
 
-    def __init__(self, root: Path, *, mountinfo: str | None = None) -> None:
+    def __init__(self, root: Path, *, mountinfo: str | None = None,
+                 read_only: bool = False) -> None:
+        """``read_only`` (the read-only commands): nothing is created, swept or moved, not
+        even the home itself; a home that does not exist reads as an empty one."""
         self.root = Path(os.path.abspath(root))
+        self.read_only = read_only
         self._open(mountinfo)
-        self.store = Store(self.root)
-        self._config: dict | None = None
-        self._config_stamp = None
+        self.store = Store(self.root, writable=not read_only)
+        self._config: dict = {}
+        self._config_stamp: object = _UNREAD
+        self._config_good = False  # _config came from a file that parsed (or no file)
+        self._config_reported: object = _UNREAD
 
     def _open(self, mountinfo: str | None) -> None:
         root = self.root
@@ -75,6 +86,12 @@ class Home:
             raise CaptainError("invalid_home", f"the home {root} exists and is not a directory.")
         check_filesystem(root, mountinfo)  # before anything is created there
         fresh = not root.exists()
+        if self.read_only:
+            if not fresh and not (root / "home.json").exists() \
+                    and any(not n.startswith(".") for n in os.listdir(root)):
+                raise CaptainError("invalid_home", f"{root} is not empty and is not a captain "
+                                                   "home. Choose the home's directory.")
+            return
         if fresh:
             root.parent.mkdir(parents=True, exist_ok=True)
             try:
@@ -141,7 +158,7 @@ class Home:
 
     def event_seqs(self, key: str) -> list[int]:
         """The sequence numbers of a crew's events, oldest first."""
-        return [int(n) for n in self.store.names(self.events_dir(key)) if n.isdigit()]
+        return self.store.seqs(self.events_dir(key))
 
     def work_exists(self, work_id: str) -> bool:
         """A work item exists once its first event does (``state.work.ledger``)."""
@@ -152,7 +169,11 @@ class Home:
         from state.inputs import NAME_RE
 
         keys = []
-        for entry in os.scandir(self.store.dir("crew")):
+        try:
+            entries = list(os.scandir(self.store.dir("crew")))
+        except FileNotFoundError:
+            return []  # a read-only look at a home with no crew yet
+        for entry in entries:
             if entry.name.startswith("."):
                 continue
             if entry.is_dir(follow_symlinks=False) and NAME_RE.fullmatch(entry.name) \
@@ -165,25 +186,53 @@ class Home:
     # -- settings ------------------------------------------------------------------------
 
     def config(self) -> dict:
-        """``config.toml`` in the home; a broken one is reported and ignored."""
-        path = self.root / "config.toml"
-        try:  # long-lived processes (the cockpit, serve) see an edited file without a restart
-            st = os.lstat(path)
-            stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
-        except OSError:
-            stamp = None
-        if self._config is None or stamp != self._config_stamp:
-            self._config = {}
-            self._config_stamp = stamp
-            try:
-                data = self.store.read_bytes(path)
-                if data is not None:
-                    import tomllib  # only commands that read settings pay for the parser
+        """``config.toml``: the last good settings, re-read when the file changes.
 
-                    self._config = tomllib.loads(data.decode("utf-8"))
-            except Exception as exc:  # noqa: BLE001 - a bad settings file never stops work
-                self.store.quarantine(path, f"is not valid TOML: {exc}")
+        The file is a person's and is never moved. One that does not parse (or is a
+        symlink, or not a file) is reported once per change and the last good settings are
+        kept: the defaults, in a process that never saw a good one. A change younger than
+        ``CONFIG_SETTLE_SECONDS`` is believed only once it is still, when there are good
+        settings to keep meanwhile (an editor's save half done is not a config).
+        """
+        path = self.root / CONFIG
+        stamp = _stamp(path)
+        if stamp == self._config_stamp or (self._config_good and self._settling(stamp)):
+            return self._config
+        try:
+            data = self.store.read_bytes(path)
+            if _stamp(path) != stamp:
+                return self._config  # written while we read: the next call reads it again
+            import tomllib  # only commands that read settings pay for the parser
+
+            parsed = tomllib.loads(data.decode("utf-8")) if data is not None else {}
+        except Quarantined as bad:
+            problem = str(bad)
+        except OSError as exc:
+            problem = f"could not be read: {exc.strerror or exc}"
+        except Exception as exc:  # noqa: BLE001 - bad bytes, bad TOML, nesting too deep
+            problem = f"is not valid TOML: {exc}"
+        else:
+            self._config, self._config_good, self._config_stamp = parsed, True, stamp
+            return self._config
+        self._config_stamp = stamp  # not read again until it changes
+        if self._config_reported != stamp:
+            self._config_reported = stamp
+            kept = "the last good settings are kept" if self._config_good else \
+                "the defaults are used"
+            Store.report(CONFIG, f"{problem}; {kept} until it is fixed (the file is left as "
+                                 "it is)", moved=False)
         return self._config
+
+    def _settling(self, stamp) -> bool:
+        """Did ``config.toml`` change too recently to trust (when gone: the home's entries)?"""
+        if stamp is None:
+            try:
+                changed = os.stat(self.root).st_mtime_ns
+            except OSError:
+                return False
+        else:
+            changed = stamp[1]
+        return abs(time.time_ns() - changed) < CONFIG_SETTLE_SECONDS * 1e9
 
     def number(self, table: str, name: str, default: float, minimum: float) -> float:
         """``[table] name`` from config.toml; absent or nonsense: the documented default."""
@@ -192,6 +241,18 @@ class Home:
 
     def wait_timeout(self) -> float:
         return self.number("crew", "wait_timeout", DEFAULT_WAIT_TIMEOUT, 0)
+
+
+_UNREAD = object()  # config.toml not looked at yet
+
+
+def _stamp(path: Path):
+    """What changes when a file is rewritten, in place or not; None when it is absent."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size, st.st_ctime_ns)
 
 
 def number_in(section: dict, name: str, default: float, minimum: float) -> float:

@@ -10,7 +10,13 @@ from state.errors import CaptainError
 from state.vocab import ACTIONS, SUMMARY_MAX
 
 NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,31}")
-MAX_TEXT_BYTES = 64 * 1024
+# Every input is bounded here, before anything is written, so that every record holding it
+# stays far below what the store reads back (store.MAX_RECORD_BYTES, 1 MiB; the worst cases
+# are checked by tests/state/test_record_bounds.py).
+MAX_TEXT_BYTES = 64 * 1024  # a task, message, question, answer, report, reason or detail
+MAX_PATH_BYTES = 4096  # an owned path, a project directory, a tmux socket (Linux PATH_MAX)
+MAX_OWNS = 32  # paths one assignment may own
+MAX_COMMAND_BYTES = 8 * 1024  # a crew's --command (tmux carries it in a 16 KiB message)
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # everything but \t and \n
 
 
@@ -52,14 +58,34 @@ def for_terminal(text: str, replace=None) -> str:
     return TERMINAL_UNSAFE.sub(replace, text)
 
 
-def check_text(text: str, what: str, *, required: bool = True) -> str:
-    """Refuse oversized text and control characters (newline and tab are fine)."""
-    if len(text.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES:
+def _kib(limit: int) -> str:
+    return f"{limit // 1024} KiB" if limit % 1024 == 0 else f"{limit} bytes"
+
+
+def check_size(text: str, what: str, limit: int = MAX_TEXT_BYTES) -> str:
+    """Refuse text of more than ``limit`` UTF-8 bytes (``message_too_large``)."""
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > limit:
         raise CaptainError(
             "message_too_large",
-            f"the {what} is {len(text.encode('utf-8', 'surrogatepass'))} bytes; the limit is "
-            f"{MAX_TEXT_BYTES} (64 KiB). Put long material in a file and refer to it.",
-        )
+            f"the {what} is {size} bytes; the limit is {limit} ({_kib(limit)}). Put long "
+            "material in a file and refer to it.", limit=limit)
+    return text
+
+
+def check_stored(text: str, what: str) -> str:
+    """Text that is stored and never shown (a report's detail): any character a record can
+    hold (not a lone surrogate), at most MAX_TEXT_BYTES."""
+    check_size(text, what)
+    if has_surrogate(text):
+        raise CaptainError("invalid_text", f"the {what} is not valid UTF-8 text.")
+    return text
+
+
+def check_text(text: str, what: str, *, required: bool = True,
+               limit: int = MAX_TEXT_BYTES) -> str:
+    """Refuse oversized text and control characters (newline and tab are fine)."""
+    check_size(text, what, limit)
     bad = _CONTROL.search(text)
     if bad or has_surrogate(text):
         char = bad.group() if bad else "a lone surrogate"
@@ -101,12 +127,34 @@ def check_actions(actions: list[str]) -> list[str]:
     return out
 
 
+def check_path(path: str, what: str = "path") -> str:
+    """A path (or tmux socket) that can be stored: text, no control character, at most
+    MAX_PATH_BYTES."""
+    if not isinstance(path, str) or not path or _CONTROL.search(path) or has_surrogate(path):
+        shown = repr(path)[:200] if isinstance(path, str) else "it"
+        raise CaptainError("invalid_path", f"{shown} is not a usable {what}.")
+    size = len(path.encode("utf-8"))
+    if size > MAX_PATH_BYTES:
+        raise CaptainError("invalid_path", f"the {what} {path[:60]!r}... is {size} bytes; a "
+                                           f"path is at most {MAX_PATH_BYTES} bytes.",
+                           limit=MAX_PATH_BYTES)
+    return path
+
+
+def check_owns(paths: list[str]) -> list[str]:
+    """An assignment owns at most MAX_OWNS paths: its record must stay readable."""
+    if len(paths) > MAX_OWNS:
+        raise CaptainError("invalid_argument", f"{len(paths)} paths to own; an assignment owns "
+                                               f"at most {MAX_OWNS}. Own their common parent "
+                                               "directory instead.", limit=MAX_OWNS)
+    return paths
+
+
 def normalise_path(path: str, project_dir: str) -> str:
     """An absolute, lexically normalised path; relative ones are against the project."""
-    if not path or _CONTROL.search(path) or has_surrogate(path):
-        raise CaptainError("invalid_path", f"{path!r} is not a usable path.")
+    check_path(path)
     joined = os.path.join(project_dir, os.path.expanduser(path))
-    return os.path.normpath(joined).replace("//", "/")
+    return check_path(os.path.normpath(joined).replace("//", "/"))
 
 
 def is_within(path: str, owner: str) -> bool:

@@ -19,6 +19,7 @@ import errno
 import fcntl
 import json
 import os
+import re
 import stat
 import time
 from collections.abc import Callable, Iterator
@@ -32,6 +33,16 @@ STALE_TEMP_SECONDS = 60.0
 MAX_RECORD_BYTES = 1024 * 1024  # a record larger than this is not ours: quarantine it
 DIR_MODE = 0o700
 FILE_MODE = 0o600
+
+# The names the store gives records, and so the only names a reader lists (docs/store.md,
+# "Names"): IDs, a kind then '_' then ASCII letters, digits, '_' and '-' (``msg_q_X``,
+# ``dlv_X-idle``); event numbers as 8 ASCII digits (more only past 99999999, never a
+# leading zero). A name ending like a record but of neither shape was not written by
+# captain. Never str.isdigit() or int() on a name: they accept '¹' and '١'.
+_ID = r"[a-z]{1,8}_[A-Za-z0-9_-]{1,120}"
+_SEQ = r"[0-9]{8}|[1-9][0-9]{8,19}"
+SEQ_NAME = re.compile(_SEQ, re.ASCII)
+RECORD_NAME = re.compile(f"{_ID}|{_SEQ}", re.ASCII)  # any folder's: never a real record out
 
 if TYPE_CHECKING:  # pydantic is imported where a record is validated, not at import:
     from pydantic import BaseModel  # the crew-side fast path never loads it (~300 ms)
@@ -70,6 +81,17 @@ def _write_temp(directory: Path, data: bytes) -> Path:
     return tmp
 
 
+def _fits(path: Path, data: bytes) -> None:
+    """The writer's side of the reader's cap: nothing is acknowledged that the next read
+    would quarantine. Refused before the temp file exists, so nothing is written."""
+    if len(data) > MAX_RECORD_BYTES:
+        raise CaptainError(
+            "record_too_large",
+            f"{path.parent.name}/{path.name} would be {len(data)} bytes; the store reads "
+            f"records of at most {MAX_RECORD_BYTES} bytes (1 MiB), so nothing was written.",
+            limit=MAX_RECORD_BYTES)
+
+
 def encode(record: BaseModel) -> bytes:
     return record.model_dump_json(by_alias=True, exclude_none=False).encode() + b"\n"
 
@@ -77,21 +99,43 @@ def encode(record: BaseModel) -> bytes:
 class Store:
     """One home directory and the only code that writes into it."""
 
-    _reported: list[tuple[str, str]] = []  # process-wide, drained by the CLI to warn
+    _reported: list[tuple[str, str]] = []  # process-wide: moved to quarantine
+    _warned: list[tuple[str, str]] = []  # process-wide: a problem left where it is
+    # The CLI hears each report as it happens, (path, reason, moved), so a long-running
+    # serve says it too; without a listener (tests, the cockpit) the lists keep them.
+    listener: Callable[[str, str, bool], None] | None = None
 
     @classmethod
     def reported(cls) -> list[tuple[str, str]]:
         out, cls._reported[:] = list(cls._reported), []
         return out
 
-    def __init__(self, root: Path) -> None:
+    @classmethod
+    def warnings(cls) -> list[tuple[str, str]]:
+        out, cls._warned[:] = list(cls._warned), []
+        return out
+
+    @classmethod
+    def report(cls, path: str, reason: str, *, moved: bool) -> None:
+        if cls.listener is not None:
+            cls.listener(path, reason, moved)
+        else:
+            (cls._reported if moved else cls._warned).append((path, reason))
+
+    def __init__(self, root: Path, *, writable: bool = True) -> None:
         self.root = root
+        # a read-only store (read-only commands) creates, sweeps and moves nothing
+        self.writable = writable
         self.quarantined: list[tuple[str, str]] = []  # (relative path, reason) this run
+        self._left: set[str] = set()  # bad files reported but left in place, once each
 
     # -- directories -------------------------------------------------------------------
 
-    def dir(self, *parts: str, create: bool = True) -> Path:
-        """Return ``root/parts``, refusing any symlinked component, creating it 0700."""
+    def dir(self, *parts: str, create: bool | None = None) -> Path:
+        """Return ``root/parts``, refusing any symlinked component, creating it 0700 when
+        ``create`` (by default: when this store writes)."""
+        if create is None:
+            create = self.writable
         # Checked on every call, not cached: a long-lived process (the cockpit) must notice
         # a directory swapped for a link after its first use. A few lstats are cheap.
         path = self.root.joinpath(*parts)
@@ -121,6 +165,7 @@ class Store:
 
     def publish(self, path: Path, data: bytes) -> None:
         """Atomically replace a mutable snapshot (rule 1)."""
+        _fits(path, data)
         directory = path.parent
         tmp = _write_temp(directory, data)
         try:
@@ -142,6 +187,7 @@ class Store:
         Returns True when this call created it, False when an identical record was already
         there. A different record under the same name raises ``message_conflict``.
         """
+        _fits(path, data)
         directory = path.parent
         tmp = _write_temp(directory, data)
         try:
@@ -248,24 +294,39 @@ class Store:
             self.quarantine(path, str(bad))
             return None
 
-    def names(self, directory: Path, suffix: str = ".json") -> list[str]:
-        """Record names in ``directory`` (sorted), skipping and sweeping temp files (rule 4)."""
+    def names(self, directory: Path, suffix: str = ".json",
+              shape: re.Pattern[str] = RECORD_NAME) -> list[str]:
+        """Record names in ``directory`` (sorted), skipping and sweeping temp files (rule 4).
+
+        A name ending in ``suffix`` but not of ``shape`` was not written by captain: it is
+        quarantined (rule 5), never parsed. Other names (subfolders, an editor's backup)
+        are not this folder's records and are left alone.
+        """
         try:
             entries = list(os.scandir(directory))
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return []
         out = []
         now = time.time()
         for entry in entries:
             name = entry.name
             if name.startswith("."):
-                if name.startswith(TEMP_PREFIX):
+                if name.startswith(TEMP_PREFIX) and self.writable:
                     self._sweep_one(Path(entry.path), now)
                 continue
-            if name.endswith(suffix):
-                out.append(name[: -len(suffix)] if suffix else name)
+            if not name.endswith(suffix):
+                continue
+            stem = name[: len(name) - len(suffix)]
+            if shape.fullmatch(stem):
+                out.append(stem)
+            else:
+                self.quarantine(Path(entry.path), "is not named like a record captain writes")
         out.sort()
         return out
+
+    def seqs(self, directory: Path) -> list[int]:
+        """The numbers of an events folder's records (``<seq:08d>.json``), oldest first."""
+        return sorted(int(name) for name in self.names(directory, shape=SEQ_NAME))
 
     def records(self, directory: Path, model: type[M]) -> list[M]:
         """Every valid record in ``directory``, in name order; bad ones quarantined."""
@@ -300,25 +361,38 @@ class Store:
         return removed
 
     def quarantine(self, path: Path, reason: str) -> None:
-        """Move a bad file aside with a reason file; never raises (rule 5)."""
+        """Move a bad file aside with a reason file; never raises (rule 5). A read-only
+        store, or a home where the move fails (a read-only disk), reports it once and
+        leaves it where it is: readers skip it either way."""
         try:
             rel = path.relative_to(self.root)
         except ValueError:
             rel = Path(path.name)
+        if not self.writable:
+            self._leave(str(rel), f"{reason} (left in place: this command only reads)")
+            return
         flat = "__".join(rel.parts)
+        while len(os.fsencode(flat)) > 200:  # a name captain did not write may be long
+            flat = flat[1:]
         stamp = time.strftime("%Y%m%dT%H%M%S")
-        qdir = self.dir("quarantine")
-        target = qdir / f"{stamp}-{os.urandom(3).hex()}-{flat}"
         try:
+            qdir = self.dir("quarantine", create=True)
+            target = qdir / f"{stamp}-{os.urandom(3).hex()}-{flat}"
             os.rename(path, target)  # renames a symlink itself, never its target
         except FileNotFoundError:
             return  # someone else moved it first
-        except OSError as exc:
-            reason = f"{reason} (could not move it: {exc.strerror})"
-            target = path
+        except (OSError, CaptainError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) else exc.message
+            self._leave(str(rel), f"{reason} (could not move it: {why})")
+            return
         note = {"schema": 1, "path": str(rel), "reason": reason, "moved_to": target.name,
                 "at": time.time()}
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, CaptainError):  # no room: the move still stands
             self.publish(qdir / f"{target.name}.reason", json.dumps(note).encode() + b"\n")
         self.quarantined.append((str(rel), reason))
-        Store._reported.append((str(rel), reason))
+        Store.report(str(rel), reason, moved=True)
+
+    def _leave(self, rel: str, reason: str) -> None:
+        if rel not in self._left:
+            self._left.add(rel)
+            Store.report(rel, reason, moved=False)

@@ -10,12 +10,24 @@ from pathlib import Path
 
 from captain_tui.cli.out import printable
 
+# Commands that only read open the home read-only: nothing is created, swept or moved, not
+# even the home, so they work on a read-only disk and leave a home that is not there absent.
+READ_ONLY = frozenset({"status", "work list", "work show", "deliveries list",
+                       "deliveries show", "tokens list"})
+
+
+def command_of(args) -> str:
+    """``status``, ``work list``...: the command and its subcommand, as typed."""
+    sub = getattr(args, f"{args.command}_command", None)
+    return f"{args.command} {sub}" if sub else args.command
+
 
 def home_of(args):
     """The home ``--home`` names, else ``$CAPTAIN_HOME``, else the user state directory."""
     from state.home import Home, default_home
 
-    return Home(Path(check_home(args.home)) if args.home is not None else default_home())
+    return Home(Path(check_home(args.home)) if args.home is not None else default_home(),
+                read_only=command_of(args) in READ_ONLY)
 
 
 def check_home(value: str | None) -> str | None:
@@ -31,7 +43,7 @@ def check_home(value: str | None) -> str | None:
 # Options whose values name things (a tmux session or socket, a holder, a label, a
 # directory, a program): they must be text. Undecodable bytes arrive as lone surrogates.
 NAMED = ("session", "socket", "holder", "label", "home", "main_home", "cwd", "program",
-         "endpoint", "owns")
+         "endpoint", "owns", "source_delivery_id")
 
 
 def check_named(args) -> None:

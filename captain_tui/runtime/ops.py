@@ -17,20 +17,22 @@ from state.crew import crewlog, notify, protocol, rules
 from state.crew.rules import CAPTAIN, Context
 from state.errors import CaptainError
 from state.home import Home
-from state.inputs import crew_key
+from state.inputs import MAX_COMMAND_BYTES, check_path, check_text, crew_key
 from state.models import BouncedMail, Message, PaneLocator
-from state.work import ledger
+from state.work import controls, ledger
 from state.work import replay as replays
 from state.work.models import TERMINAL, WorkItem
 
 
 def actor() -> str:
-    """Who the captain-side caller is, as recorded on what they request."""
+    """Who the captain-side caller is, as recorded on what they request: one printable
+    line of at most 200 characters (``ledger.check_name``), so every record holding it stays
+    small whatever $LOGNAME says."""
     import getpass  # not at import: the CLI imports this module for every captain command
 
     try:
-        return f"captain:{getpass.getuser()}"
-    except Exception:  # noqa: BLE001 - no user name is not a reason to refuse
+        return ledger.check_name(f"captain:{getpass.getuser()}", "actor")
+    except Exception:  # noqa: BLE001 - no usable user name is not a reason to refuse
         return "captain"
 
 
@@ -93,7 +95,20 @@ class Recruited:
     env: dict[str, str]
 
 
+def _check_recruitment(req: Recruitment) -> None:
+    """What a recruit stores besides the task and grants (protocol checks those): each
+    bounded before a window opens or anything is written."""
+    if req.cwd:
+        check_path(req.cwd, "--cwd directory")
+    if req.command:
+        check_text(req.command, "command", limit=MAX_COMMAND_BYTES)
+    if req.socket:
+        check_path(req.socket, "tmux socket")
+    ledger.check_name(req.session, "tmux session")
+
+
 def recruit(home: Home, req: Recruitment, *, ctx: Context = CAPTAIN) -> Recruited:
+    _check_recruitment(req)
     if req.cwd and not os.path.isdir(os.path.expanduser(req.cwd)):
         raise CaptainError("invalid_path", f"--cwd {req.cwd} is not a directory: a crew works "
                                            "in an existing directory.")
@@ -109,6 +124,7 @@ def recruit(home: Home, req: Recruitment, *, ctx: Context = CAPTAIN) -> Recruite
                                 cwd=cwd)
         later = launch.later(program=req.command, cwd=cwd, socket=req.socket,
                              session=req.session)
+        check_path(later.socket, "tmux socket")  # resolved: it may come from the environment
     r = protocol.recruit(home, req.name, req.task, owns=list(req.owns) or None,
                          allow=list(req.allow) or None, handoff=req.handoff, cwd=cwd,
                          agent=agent, ctx=ctx, launch=start, later=later)
@@ -212,6 +228,7 @@ def cancel(home: Home, work_id: str, *, actor: str, reason: str | None = None,
     rules.check_captain(ctx, "work cancel")
     ledger.check_shown(reason)  # before a pane is closed or anything is written
     item = ledger.get(home, ledger.check_work_id(work_id))
+    controls.check(home, "cancel", item)  # a routine receipt is not captain's to stop
     crew = _live_crew(home, item)
     if crew is None:
         result = ledger.cancel(home, item.work_id, actor=actor, reason=reason,

@@ -11,13 +11,16 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from state.crew import mailbox
 from state.errors import CaptainError
 from state.home import Home
+from state.ids import DELIVERY, derive
 from state.inputs import bounce_summary, summarize
 from state.models import (
     Asked,
     Assigned,
     Bounce,
+    BouncedMail,
     CrewSnapshot,
     Dismissed,
     EventFile,
@@ -137,15 +140,35 @@ def settle(home: Home, key: str, snapshot: CrewSnapshot, event) -> None:
 
         ledger_settle.finished(home, event)
     elif isinstance(event, Dismissed):
+        # An older dismissal lists its bounces. A newer one lists none (the list grew with
+        # the unread mail, past what one record may hold): it bounces whatever mail of the
+        # incarnation is still unread, each bounce derived here as its own two records.
         for mail in event.bounced:
-            bounce = Bounce(message_id=mail.message_id, crew=name, delivery_id=mail.delivery_id,
-                            reason=event.reason, bounced_at=event.at)
-            _ensure(home, home.bounces_dir(key) / f"{mail.message_id}.json", bounce)
-            _notify(home, key, Notification(
-                delivery_id=mail.delivery_id, status="bounced", crew=name,
-                assignment_id=event.assignment_id,
-                summary=bounce_summary(mail.message_id, event.reason, mail.summary),
-                queued_at=mail.queued_at, created_at=event.at, message_id=mail.message_id))
+            _bounce(home, key, name, event, mail)
+        for mail in unread_bounces(home, key, snapshot):
+            _bounce(home, key, name, event, mail)
+
+
+def unread_bounces(home: Home, key: str, snapshot: CrewSnapshot) -> list[BouncedMail]:
+    """What a dismissal bounces: the incarnation's unread mail, oldest first, each with a
+    delivery ID derived from its message ID (``msg_X`` -> ``dlv_X``), so that settling
+    again after a crash makes the same records."""
+    return [BouncedMail(message_id=m.message_id, delivery_id=derive(DELIVERY, m.message_id),
+                        queued_at=m.queued_at, summary=summarize(m.text)[:200])
+            for m in mailbox.unread(home, key, snapshot)]
+
+
+def _bounce(home: Home, key: str, name: str, event: Dismissed, mail: BouncedMail) -> None:
+    # the notification first: the bounce record takes the mail out of "unread", so a
+    # settle killed between the two finds the mail again and finishes it
+    _notify(home, key, Notification(
+        delivery_id=mail.delivery_id, status="bounced", crew=name,
+        assignment_id=event.assignment_id,
+        summary=bounce_summary(mail.message_id, event.reason, mail.summary),
+        queued_at=mail.queued_at, created_at=event.at, message_id=mail.message_id))
+    _ensure(home, home.bounces_dir(key) / f"{mail.message_id}.json", Bounce(
+        message_id=mail.message_id, crew=name, delivery_id=mail.delivery_id,
+        reason=event.reason, bounced_at=event.at))
 
 
 def _notify(home: Home, key: str, notification: Notification) -> None:

@@ -21,6 +21,8 @@ from state.ids import ASSIGNMENT, DELIVERY, INCARNATION, MESSAGE, QUESTION, new_
 from state.inputs import (
     bounce_summary,
     check_actions,
+    check_owns,
+    check_path,
     check_text,
     crew_key,
     is_within,
@@ -88,6 +90,7 @@ def _grant(home: Home, key: str, owns: list[str] | None, allow: list[str] | None
     if owns is None:
         paths = list(inherit.owns) if inherit else []
     else:
+        check_owns(owns)
         paths = []
         root = os.path.realpath(project_dir)
         for p in owns:
@@ -166,7 +169,7 @@ def recruit(home: Home, name: str, task: str, *, owns: list[str] | None = None,
     check_captain(ctx, "crew")
     key = crew_key(name)
     check_text(task, "task")
-    project_dir = os.path.abspath(cwd or os.getcwd())
+    project_dir = check_path(os.path.abspath(cwd or os.getcwd()), "project directory")
     with _locked(home, "", key):
         snapshot = crewlog.open_locked(home, key)
         inherit = None
@@ -204,7 +207,8 @@ def recruit(home: Home, name: str, task: str, *, owns: list[str] | None = None,
                 crash_point("recruit:after-crew")
                 if free:
                     ledger.claim_held(home, ledger_settle.work_id(spec.assignment_id),
-                                      holder=ledger_settle.HOLDER, locator=pane)
+                                      locator=pane,
+                                      holder=ledger_settle.holder_for(pane is not None))
             except BaseException:
                 if undo is not None:
                     undo()
@@ -314,9 +318,7 @@ def dismiss(home: Home, name: str, *, reason: str = "crew dismissed",
     key = crew_key(name)
     with _locked(home, key):
         snapshot = _existing(name, crewlog.open_locked(home, key))
-        bounced = [BouncedMail(message_id=m.message_id, delivery_id=new_id(DELIVERY),
-                               queued_at=m.queued_at, summary=summarize(m.text)[:200])
-                   for m in mailbox.unread(home, key, snapshot)]
+        bounced = crewlog.unread_bounces(home, key, snapshot)  # what settling will bounce
         # The work item before the crew's record: killed in between, the crew is still
         # live and dismissing it again finishes the job (cancel is idempotent). The other
         # order left a dismissed crew whose item stayed running, which nothing revisits.
@@ -327,7 +329,7 @@ def dismiss(home: Home, name: str, *, reason: str = "crew dismissed",
         crash_point("dismiss:after-work")
         crewlog.append(home, key, snapshot, Dismissed(
             seq=snapshot.seq + 1, at=now(), actor="captain",
-            assignment_id=snapshot.assignment.assignment_id, reason=reason, bounced=bounced))
+            assignment_id=snapshot.assignment.assignment_id, reason=reason, bounced=[]))
         crash_point("dismiss:after-crew")
     return bounced
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from state.clock import now
 from state.errors import CaptainError
 from state.home import Home
 from state.ids import WORK, derive, new_id
+from state.inputs import check_size, check_stored, check_text
 from state.models import PaneLocator
 from state.store import encode
 from state.work.crash import crash_point
@@ -49,7 +51,15 @@ RUN = "run"
 EVENT_NAME = "{:08d}"
 DEFAULT_SLOTS = 8
 DEFAULT_LEASE_SECONDS = 60.0
+# The holder of an attempt whose process captain did not start and cannot see (a crew
+# recorded with --no-launch): the person who started it answers for it, not a lease.
+EXTERNAL_HOLDER = "external"
 PAGE_MAX = 100
+# Bounds that keep every record of an item readable (store.MAX_RECORD_BYTES): the item's
+# cache holds one attempt per claim, and its input is stored whole.
+MAX_ATTEMPTS = 20
+MAX_INPUT_BYTES = 256 * 1024
+MAX_COST_USD = 1e9
 
 
 # -- settings ---------------------------------------------------------------------------------
@@ -108,8 +118,6 @@ def check_name(text: str, what: str) -> str:
 
 def check_shown(reason: str | None = None, target_revision: str | None = None) -> None:
     """Reasons and revisions are printed for people: no control characters, ever."""
-    from state.inputs import check_text
-
     if reason is not None:
         check_text(reason, "reason", required=False)
     if target_revision is not None and not _one_line(target_revision):
@@ -200,7 +208,7 @@ def fold(item: WorkItem | None, event: WorkEvent, work_id: str) -> WorkItem:
 
 
 def _seqs(home: Home, work_id: str) -> list[int]:
-    return [int(n) for n in home.store.names(_events_dir(home, work_id)) if n.isdigit()]
+    return home.store.seqs(_events_dir(home, work_id))
 
 
 def _event(home: Home, work_id: str, seq: int) -> WorkEvent | None:
@@ -362,8 +370,17 @@ def accept(home: Home, *, source: str, input, requester: str, work_id: str | Non
                                              f"{', '.join(SOURCES)}.")
     check_shown(reason, target_revision)
     check_name(requester, "requester")
+    if not (isinstance(max_attempts, int) and max_attempts >= 1):
+        raise CaptainError("invalid_argument", f"max attempts {max_attempts!r} is not a "
+                                               f"number from 1 to {MAX_ATTEMPTS}.")
+    # an endpoint's config, or the replay of an older item, may ask for more: an item is
+    # tried at most MAX_ATTEMPTS times (the CLI refuses more outright)
+    max_attempts = min(max_attempts, MAX_ATTEMPTS)
+    if detail is not None:
+        check_stored(detail, "detail")
     work_id = check_work_id(work_id or new_id(WORK))
     data = _canonical({"input": input})
+    check_size(data.decode(), "input", MAX_INPUT_BYTES)
     with _lock(home, work_id):
         item = load(home, work_id, repair=True)
         if item is not None:
@@ -381,6 +398,13 @@ def accept(home: Home, *, source: str, input, requester: str, work_id: str | Non
         return _append(home, None, event, work_id)
 
 
+def held_externally(attempt: Attempt) -> bool:
+    """An attempt held by its external holder: claimed with no locator by
+    ``EXTERNAL_HOLDER``. The reconciler neither renews nor expires its lease; it ends by its
+    own report (``done``), a cancel (dismissal) or a person's resolve."""
+    return attempt.lease_holder == EXTERNAL_HOLDER and attempt.runtime_locator is None
+
+
 def claim(home: Home, work_id: str | None = None, *, holder: str,
           locator: PaneLocator | None = None, source: str | None = None,
           run_id: str | None = None, at: datetime | None = None,
@@ -392,6 +416,10 @@ def claim(home: Home, work_id: str | None = None, *, holder: str,
     returns the new process's locator; if it raises, nothing is claimed.
     """
     check_name(holder, "holder")
+    if holder == EXTERNAL_HOLDER:
+        raise CaptainError("invalid_argument",
+                           f"holder {EXTERNAL_HOLDER!r} is reserved for crews recorded with "
+                           "--no-launch (the reconciler never expires it); name the worker.")
     with home.store.lock("ledger"):
         if work_id is None:
             # a crew's assignment is started by a runner's dispatch (its pane is launched),
@@ -442,6 +470,12 @@ def claim_held(home: Home, work_id: str, *, holder: str, locator: PaneLocator | 
         return _append(home, item, event, work_id)
 
 
+def _attempts_left(item: WorkItem) -> bool:
+    """A retry is due while attempts remain, and never past MAX_ATTEMPTS (an item from
+    before that bound keeps its own, larger number of attempts, but gets no more)."""
+    return len(item.attempts) < min(item.max_attempts, MAX_ATTEMPTS)
+
+
 def _fenced(item: WorkItem, generation: int, what: str) -> None:
     if generation != item.generation:
         raise CaptainError(
@@ -454,6 +488,8 @@ def _fenced(item: WorkItem, generation: int, what: str) -> None:
 def heartbeat(home: Home, work_id: str, generation: int, *, holder: str | None = None,
               at: datetime | None = None) -> WorkItem:
     """Renew the current attempt's lease; fenced by generation."""
+    if holder is not None:
+        check_name(holder, "holder")
     at = at or now()
     with _lock(home, check_work_id(work_id)):
         item = _locked_item(home, work_id)
@@ -471,11 +507,19 @@ def heartbeat(home: Home, work_id: str, generation: int, *, holder: str | None =
 
 def report(home: Home, work_id: str, generation: int, outcome: str, *, actor: str,
            cost_usd: float | None = None, detail: str | None = None, repeatable: bool = False,
-           at: datetime | None = None) -> WorkItem:
+           reason: str | None = None, at: datetime | None = None) -> WorkItem:
     """The attempt's result, fenced by generation. A repeatable failure with attempts left
-    goes back to the queue (a retry: same work id, a new run id at the next claim)."""
+    goes back to the queue (a retry: same work id, a new run id at the next claim).
+    ``reason`` is shown with the event (the runtime's word on a crew that died)."""
     if outcome not in ("succeeded", "failed"):
         raise CaptainError("invalid_argument", f"outcome {outcome!r} is not succeeded or failed.")
+    check_name(actor, "holder")
+    check_shown(reason)
+    if detail is not None:
+        check_stored(detail, "detail")
+    if cost_usd is not None and not (math.isfinite(cost_usd) and 0 <= cost_usd < MAX_COST_USD):
+        raise CaptainError("invalid_argument", f"a cost must be a number from 0 to below "
+                                               f"{MAX_COST_USD:.0f} USD.")
     with home.store.lock("ledger"), _lock(home, check_work_id(work_id)):
         item = _locked_item(home, work_id)
         _fenced(item, generation, "reports")
@@ -483,10 +527,11 @@ def report(home: Home, work_id: str, generation: int, outcome: str, *, actor: st
             raise CaptainError("not_running", f"{work_id} is {item.state}; there is no live "
                                               "attempt to report for.", state=item.state)
         retry = outcome == "failed" and repeatable and item.state == "running" \
-            and len(item.attempts) < item.max_attempts
+            and _attempts_left(item)
         kind = "retry_queued" if retry else outcome
         return _append(home, item, _next(item, kind, actor, "queued" if retry else outcome,
-                                         at, cost_usd=cost_usd, detail=detail), work_id)
+                                         at, cost_usd=cost_usd, detail=detail,
+                                         reason=reason), work_id)
 
 
 @dataclass(frozen=True)
@@ -577,6 +622,8 @@ def examine(home: Home, probe: Probe, *, holder: str, at: datetime | None = None
         if item is None or item.state != "running":
             continue
         current = item.attempts[-1]
+        if held_externally(current):
+            continue  # its process is the person's: no probe can see it, no timer decides it
         verdict = probe(current.runtime_locator) if current.runtime_locator else "unknown"
         expired = (lease_expires(home, item) or at) <= at
         try:
@@ -600,7 +647,7 @@ def _expire(home: Home, work_id: str, generation: int, verdict: str, holder: str
         if item.state != "running":
             return item.state
         if verdict == "gone":
-            retry = len(item.attempts) < item.max_attempts
+            retry = _attempts_left(item)
             kind, state = ("retry_queued", "queued") if retry else ("failed", "failed")
             _append(home, item, _next(item, kind, holder, state, at,
                                       reason="lease expired; the process is confirmed gone "

@@ -129,3 +129,6 @@ class Delivery(Record):
     raw_body_expires_at: datetime
     filter_reason: str | None  # why no work was created; None when it was
     work_id: str | None
+    # received on a ``routine = true`` endpoint: its work item offers no cancel or replay
+    # (state/work/controls.py); fixed when recorded, whatever config.toml says later
+    routine: bool = False

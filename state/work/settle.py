@@ -19,6 +19,13 @@ from state.work import ledger
 HOLDER = "captain"
 
 
+def holder_for(launched: bool) -> str:
+    """Who holds an assignment's attempt: captain for a pane it launched (the runners probe
+    it and renew its lease), the external holder for a crew recorded with --no-launch (no
+    pane to probe; the reconciler leaves it to its crew and the person: docs/ledger.md)."""
+    return HOLDER if launched else ledger.EXTERNAL_HOLDER
+
+
 def work_id(assignment_id: str) -> str:
     return ledger.work_id_for_assignment(assignment_id)
 
@@ -69,5 +76,6 @@ def claim_if_free(home: Home, assignment_id: str, locator: PaneLocator | None) -
     wid = work_id(assignment_id)
     if not ledger.has_free_slot(home):
         return False
-    ledger.claim_held(home, wid, holder=HOLDER, locator=locator)
+    ledger.claim_held(home, wid, holder=holder_for(locator is not None),
+                      locator=locator)
     return True

@@ -39,10 +39,13 @@ class Workspace(Record):
     created_at: datetime
 
 
-def workspace_id(home: Home) -> str:
-    """This home's workspace ID, minted once (create-once) on first use."""
+def workspace_id(home: Home) -> str | None:
+    """This home's workspace ID, minted once (create-once) on first use; None in a
+    read-only look at a home that has none yet (a read mints nothing)."""
     path = home.root / "workspace.json"
     record = home.store.read(path, Workspace)
+    if record is None and home.read_only:
+        return None
     if record is None:
         home.store.create_once(path, encode(Workspace(workspace_id=new_id(WORKSPACE),
                                                       created_at=now())),

@@ -47,6 +47,8 @@ def run(home: Home, *argv: str) -> tuple[str, str]:
 def plant(home: Home, text: str) -> dict[str, str]:
     """The hostile text in every record a command below prints, where the record takes it
     (a record that refuses it at intake is protected there)."""
+    # first: this Home believes a later change only once the file is still (docs/store.md)
+    (home.root / "config.toml").write_text('[endpoints.gh]\nsecret = "s"\n')
     jack = protocol.recruit(home, "Jack", "a task", cwd=str(home.root))
     planted = {}
     with contextlib.suppress(CaptainError):
@@ -73,7 +75,6 @@ def plant(home: Home, text: str) -> dict[str, str]:
     with contextlib.suppress(CaptainError):  # a replay's reason too
         again = replay.replay(home, other.work_id, actor="captain", reason="again: " + text)
         planted["replay"] = again.work_id
-    (home.root / "config.toml").write_text('[endpoints.gh]\nsecret = "s"\n')
     try:
         got = deliveries.ingest(home, "gh", "src:" + text, b"{}", event="push:" + text)
         planted["source_id"] = text

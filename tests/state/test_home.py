@@ -4,7 +4,6 @@ rule that events are the truth and ``state.json`` only a cache."""
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import stat
 from pathlib import Path
@@ -213,9 +212,9 @@ def test_real_mountinfo_accepts_the_test_home(tmp_path: Path) -> None:
 
 @pytest.fixture
 def fresh_reports():
-    Store.reported()
+    Store.reported(), Store.warnings()
     yield
-    Store.reported()
+    Store.reported(), Store.warnings()
 
 
 def test_wait_timeout_defaults_to_a_day(home: Home) -> None:
@@ -251,20 +250,19 @@ def test_a_wrongly_shaped_crew_section_falls_back_to_the_default(tmp_path: Path,
 
 @pytest.mark.parametrize("data", [b"[crew\nwait_timeout = 5\n", b"[crew]\nwait_timeout = \n",
                                   b"[crew]\nwait_timeout = 5\n\xff\xfe"])
-def test_an_invalid_config_is_quarantined_and_the_default_used(tmp_path: Path, data: bytes,
-                                                               fresh_reports) -> None:
+def test_an_invalid_config_is_reported_left_in_place_and_the_default_used(
+        tmp_path: Path, data: bytes, fresh_reports) -> None:
     root = tmp_path / "home"
     Home(root)
     (root / "config.toml").write_bytes(data)
     home = Home(root)
     assert home.wait_timeout() == DEFAULT_WAIT_TIMEOUT
-    assert not (root / "config.toml").exists()
-    moved = [n for n in os.listdir(root / "quarantine") if not n.endswith(".reason")]
-    assert len(moved) == 1 and moved[0].endswith("config.toml")
-    assert (root / "quarantine" / moved[0]).read_bytes() == data, "the user's file was lost"
-    note = json.loads((root / "quarantine" / (moved[0] + ".reason")).read_text())
-    assert note["path"] == "config.toml"
-    assert [p for p, _ in Store.reported()] == ["config.toml"]
+    assert (root / "config.toml").read_bytes() == data, "the user's file was moved or changed"
+    assert not (root / "quarantine").exists()
+    assert home.wait_timeout() == DEFAULT_WAIT_TIMEOUT
+    warned = Store.warnings()
+    assert [p for p, _ in warned] == ["config.toml"], "reported once per change"
+    assert "defaults" in warned[0][1] and Store.reported() == []
 
 
 def test_a_symlinked_config_is_not_followed(tmp_path: Path, fresh_reports) -> None:
@@ -275,7 +273,8 @@ def test_a_symlinked_config_is_not_followed(tmp_path: Path, fresh_reports) -> No
     (root / "config.toml").symlink_to(elsewhere)
     assert Home(root).wait_timeout() == DEFAULT_WAIT_TIMEOUT
     assert elsewhere.read_text() == "[crew]\nwait_timeout = 7\n"
-    assert not os.path.lexists(root / "config.toml")
+    assert os.path.islink(root / "config.toml"), "never moved"
+    assert "symlink" in Store.warnings()[0][1]
 
 
 # -- crewlog: events are the truth, state.json a cache ----------------------------------------

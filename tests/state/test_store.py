@@ -690,7 +690,7 @@ def test_sweep_removes_a_stale_temp_symlink_but_not_its_target(store: Store,
 def test_names_skips_dot_files_and_sweeps_stale_temps_in_its_directory(store: Store) -> None:
     mail = store.dir("mail", "ada")
     other = store.dir("mail", "bob")
-    for name in ("msg_2.json", "msg_1.json", "notes.txt"):
+    for name in ("msg_2.json", "msg_1.json", "msg_3.txt"):
         (mail / name).write_text("{}")
     (mail / ".hidden.json").write_text("{}")
     stale = make_temp(mail, f"{TEMP_PREFIX}1-aaaa.json", STALE_TEMP_SECONDS + 30)
@@ -698,7 +698,7 @@ def test_names_skips_dot_files_and_sweeps_stale_temps_in_its_directory(store: St
     elsewhere = make_temp(other, f"{TEMP_PREFIX}3-cccc", STALE_TEMP_SECONDS * 10)
 
     assert store.names(mail) == ["msg_1", "msg_2"]
-    assert store.names(mail, suffix=".txt") == ["notes"]
+    assert store.names(mail, suffix=".txt") == ["msg_3"]
     assert not stale.exists(), "listing the directory should sweep its stale temp"
     assert fresh.exists(), "a fresh temp may belong to a live writer"
     assert (mail / ".hidden.json").exists()

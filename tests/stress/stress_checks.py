@@ -38,6 +38,7 @@ from stress_layout import (
 
 from state.crew import crewlog, rules
 from state.home import Home
+from state.ids import DELIVERY, derive
 from state.models import Asked, Assigned, Dismissed, Finished, Recruited
 from state.store import Store
 from state.work import ledger
@@ -166,6 +167,7 @@ class Audit:
         self.finished: dict[str, tuple[str, Finished]] = {}
         self.bounced: dict[str, tuple[str, object]] = {}  # message id -> key, BouncedMail
         self.dismissals: dict[str, list[Dismissed]] = defaultdict(list)
+        self.dismissed_incs: dict[str, set[str]] = defaultdict(set)  # key -> incarnations
         for key in sorted(self.crew_dirs | set(self.crew_events) | set(self.crew_snap)):
             events = self.crew_events.get(key, {})
             seqs = sorted(events)
@@ -178,7 +180,7 @@ class Audit:
             self._crew_history(key, [events[s] for s in seqs], seqs)
 
     def _crew_history(self, key: str, events: list, seqs: list[int]) -> None:
-        state, spec, incarnations, question = None, None, set(), None
+        state, spec, incarnations, question, inc = None, None, set(), None, None
         snapshot, folded = None, []
         answered = self.recs["mail"].get(key, {})
         for seq, ev in zip(seqs, events):
@@ -192,6 +194,7 @@ class Audit:
                     and ev.assignment.handoff_of == expected \
                     and ev.incarnation_id not in incarnations
                 incarnations.add(ev.incarnation_id)
+                inc = ev.incarnation_id
                 state, spec, question = "active", ev.assignment, None
             elif isinstance(ev, Assigned):
                 legal = state == "done" and ev.assignment.handoff_of == spec.assignment_id
@@ -211,6 +214,7 @@ class Audit:
                 legal = state in ("active", "done") and ev.assignment_id == spec.assignment_id
                 state = "dismissed"
                 self.dismissals[key].append(ev)
+                self.dismissed_incs[key].add(inc)
                 for b in ev.bounced:
                     self.bounced[b.message_id] = (key, b)
             else:
@@ -274,11 +278,9 @@ class Audit:
                     self.flag("inconsistent", f"receipts/{key}/{name} does not match its mail")
         for key, box in self.recs["bounces"].items():
             for name, b in box.items():
-                listed = self.bounced.get(name)
                 if name not in mail.get(key, {}):
                     self.flag("dangling", f"bounces/{key}/{name} points to no message")
-                elif listed is None or listed[0] != key or \
-                        listed[1].delivery_id != b.delivery_id:
+                elif self._bounce_of(key, name) != b.delivery_id:
                     self.flag("phantom", f"bounces/{key}/{name} is in no dismissal")
         notes = self.recs["notifications"]
         for key, box in notes.items():
@@ -296,8 +298,7 @@ class Audit:
                     base = box.get(name.removesuffix("-idle"))
                     ok = name.endswith("-idle") and base is not None and base.status == "done"
                 elif n.status == "bounced":
-                    b = self.bounced.get(n.message_id or "")
-                    ok = b is not None and b[0] == key and b[1].delivery_id == name
+                    ok = n.message_id is not None and self._bounce_of(key, n.message_id) == name
                 else:
                     ok = False  # nobody raises crew signals here
                 if not ok:
@@ -310,6 +311,17 @@ class Audit:
                     elif r.delivery_id != name:
                         self.flag("inconsistent", f"{kind}/{key}/{name} says {r.delivery_id}")
         self.mail_owners = owners
+
+    def _bounce_of(self, key: str, message_id: str) -> str | None:
+        """The delivery ID a bounce of this message carries: listed by an older dismissal,
+        or derived (msg_X -> dlv_X) when a dismissal of its incarnation bounced it unread."""
+        listed = self.bounced.get(message_id)
+        if listed is not None:
+            return listed[1].delivery_id if listed[0] == key else None
+        m = self.recs["mail"].get(key, {}).get(message_id)
+        if m is not None and m.incarnation_id in self.dismissed_incs.get(key, ()):
+            return derive(DELIVERY, message_id)
+        return None
 
     # -- work items -----------------------------------------------------------------------------
 
@@ -598,8 +610,10 @@ class Audit:
     def check_settled(self) -> None:
         root = self.root
         for key in sorted(self.crew_events):
+            inc = None
             for ev in crewlog.events(self.home, key):
                 where = f"crew {key} event {ev.seq} ({ev.type}) after repair"
+                inc = ev.incarnation_id if isinstance(ev, Recruited) else inc
                 if isinstance(ev, (Recruited, Assigned)):
                     spec = ev.assignment
                     if not (root / "mail" / key / f"{spec.message_id}.json").is_file():
@@ -616,6 +630,15 @@ class Audit:
                                 not (root / "notifications" / key /
                                      f"{b.delivery_id}.json").is_file():
                             self.flag("unsettled", f"{where}: bounce of {b.message_id}")
+                    # and the incarnation's mail is read or bounced, nothing left unread
+                    for name, m in self.recs["mail"].get(key, {}).items():
+                        if m.incarnation_id != inc or \
+                                (root / "receipts" / key / f"{name}.json").is_file():
+                            continue
+                        dlv = self._bounce_of(key, name)
+                        if not (root / "bounces" / key / f"{name}.json").is_file() or \
+                                not (root / "notifications" / key / f"{dlv}.json").is_file():
+                            self.flag("unsettled", f"{where}: {name} neither read nor bounced")
         for wid in sorted(self.items):
             item = ledger.load(self.home, wid)
             marker = (root / "ledger" / "open" / wid).exists()
