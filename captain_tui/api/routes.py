@@ -1,57 +1,58 @@
-"""``captain serve``: the work ledger over HTTP, and the webhook door.
+"""``captain serve``'s routes: the work ledger over HTTP, and the webhook door.
 
 Every route calls what the CLI calls (``runtime.ops`` for cancel, replay and resolve;
 ``state.work.ledger`` / ``state.work.deliveries`` to read and record): no rule lives here,
-only the mapping of refusal codes to status codes, authentication, and which fields may
-leave (``schemas``). docs/api.md shows a curl session per route.
+only authentication, the order of refusals, and which fields may leave (``schemas``).
+``refusals`` maps codes to statuses, ``signatures`` judges the door's signatures, ``intake``
+and ``doorman`` bound what a client may send and hold, ``server`` runs it all on uvicorn.
+docs/api.md shows a curl session per route.
 """
 
 
-import hashlib
-import hmac
-import time
+import asyncio
 from typing import Annotated
 
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
+from captain_tui.api import limits, signatures
 from captain_tui.api import schemas as out
+from captain_tui.api.refusals import error, refuse
 from captain_tui.runtime import ops
 from state.errors import CaptainError
 from state.home import Home
 from state.work import deliveries, ledger, tokens
 
-STATUS = {
-    "unknown_work": 404, "unknown_delivery": 404, "unknown_workspace": 404,
-    "unknown_endpoint": 404,
-    "invalid_filter": 400, "invalid_argument": 400, "evidence_required": 400,
-    "invalid_text": 400,
-    "message_too_large": 413,
-    "unauthorized": 401, "bad_signature": 401, "forbidden": 403,
-    "stale_generation": 409, "not_finished": 409, "payload_expired": 409,
-    "not_reconciling": 409, "delivery_conflict": 409, "not_running": 409,
-    "not_queued": 409, "no_capacity": 409,
-    "store_error": 503,
-}
-SIGNATURE_TOLERANCE = 300  # seconds a captain-style signature's timestamp may be off
 ERRORS = {code: {"model": out.ErrorOut} for code in (400, 401, 403, 404, 409, 503)}
+BODY_ERRORS = {**ERRORS, 408: {"model": out.ErrorOut}, 413: {"model": out.ErrorOut}}
+BODIES = (out.CancelBody, out.ReplayBody, out.ResolveBody)
 
 bearer = HTTPBearer(auto_error=False, description="A token from `captain tokens create`.")
 
 
-def _error(status: int, code: str, message: str) -> JSONResponse:
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+def body_limit(path: str) -> int:
+    """The most a route reads of a body (intake enforces it while the body streams)."""
+    return deliveries.MAX_BODY_BYTES if path.startswith("/hooks/") else limits.API_BODY_BYTES
 
 
-def _refuse(err: CaptainError) -> JSONResponse:
-    headers = {"WWW-Authenticate": "Bearer"} if err.code == "unauthorized" else None
-    response = _error(STATUS.get(err.code, 500), err.code, err.message)
-    if headers:
-        response.headers.update(headers)
-    return response
+def _first_error(errors: list, default: str = "request") -> str:
+    """One validation error as a sentence: where (a field path), then what."""
+    first = errors[0] if errors else {}
+    where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or default
+    return f"{where}: {first.get('msg', 'is not valid')}"
+
+
+def _request_body(model: type[BaseModel], *, optional: bool = False) -> dict:
+    """The OpenAPI entry of a body the route parses itself (``_body``)."""
+    ref = {"$ref": f"#/components/schemas/{model.__name__}"}
+    schema = {"anyOf": [ref, {"type": "null"}], "title": "Body"} if optional else ref
+    return {"requestBody": {"required": not optional,
+                            "content": {"application/json": {"schema": schema}}}}
 
 
 def build_app(home: Home) -> FastAPI:
@@ -60,35 +61,50 @@ def build_app(home: Home) -> FastAPI:
                   description="The work ledger of one captain home (one workspace).")
 
     def document() -> dict:
-        # validation answers 400 with the error body (on_invalid), never FastAPI's 422
+        # validation answers 400 with the error body (on_invalid), never FastAPI's 422; the
+        # bodies the routes parse themselves (_body) are declared here
         if app.openapi_schema is None:
             schema = FastAPI.openapi(app)
             for operations in schema["paths"].values():
                 for operation in operations.values():
                     operation["responses"].pop("422", None)
+            models = schema.setdefault("components", {}).setdefault("schemas", {})
             for name in ("HTTPValidationError", "ValidationError"):
-                schema.get("components", {}).get("schemas", {}).pop(name, None)
+                models.pop(name, None)
+            for model in BODIES:
+                models[model.__name__] = model.model_json_schema(
+                    ref_template="#/components/schemas/{model}")
         return app.openapi_schema
 
     app.openapi = document
 
     @app.exception_handler(CaptainError)
     async def on_refusal(_: Request, err: CaptainError):
-        return _refuse(err)
+        return refuse(err)
 
     @app.exception_handler(RequestValidationError)
     async def on_invalid(_: Request, exc: RequestValidationError):
         first = exc.errors()[0] if exc.errors() else {}
-        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or "request"
         code = "invalid_filter" if first.get("loc", ("",))[0] == "query" else "invalid_argument"
-        return _error(400, code, f"{where}: {first.get('msg', 'is not valid')}")
+        return error(400, code, _first_error(exc.errors()))
 
     @app.exception_handler(StarletteHTTPException)
     async def on_http(_: Request, exc: StarletteHTTPException):
-        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-        response = _error(exc.status_code, code, str(exc.detail))
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code,
+                                                                 "invalid_argument")
+        response = error(exc.status_code, code, str(exc.detail))
         response.headers.update(exc.headers or {})  # a 405 keeps its Allow header
         return response
+
+    @app.exception_handler(ClientDisconnect)
+    async def on_gone(_: Request, exc: ClientDisconnect):
+        return error(400, "invalid_argument", "the client left before its body arrived.")
+
+    @app.exception_handler(Exception)
+    async def on_failure(_: Request, exc: Exception):
+        # never a traceback or a plain-text page: the server log has the details
+        return error(500, "internal_error", "the server failed to answer this request; "
+                                            "nothing about it is in this reply.")
 
     def caller(credentials: Annotated[HTTPAuthorizationCredentials | None,
                                       Depends(bearer)]) -> tokens.Token:
@@ -111,6 +127,21 @@ def build_app(home: Home) -> FastAPI:
 
     Member = Annotated[tokens.Token, Depends(member)]
     Manager = Annotated[tokens.Token, Depends(manager)]
+
+    def _body(model: type[BaseModel], *, optional: bool = False):
+        """The JSON body, read only once the token, the workspace and the role passed: a
+        request without a valid token is 401 whatever its body (FastAPI would parse a
+        declared body first)."""
+        async def parse(who: Manager, request: Request):
+            raw = await request.body()  # bounded in size and time by intake
+            if optional and raw.strip() in (b"", b"null"):
+                return None
+            try:
+                return model.model_validate_json(raw)
+            except ValidationError as exc:
+                raise CaptainError("invalid_argument", _first_error(exc.errors())) from None
+        return Depends(parse)
+
     base = "/api/workspaces/{workspaceId}"
 
     @app.get("/api/workspaces", response_model=out.Workspaces, responses=ERRORS)
@@ -130,8 +161,11 @@ def build_app(home: Home) -> FastAPI:
     def show_work(who: Member, workId: str):
         return ledger.public(home, ledger.get(home, _work_id(workId)), detail=True)
 
-    @app.post(base + "/work/{workId}/cancel", response_model=out.CancelOut, responses=ERRORS)
-    def cancel_work(who: Manager, workId: str, body: out.CancelBody | None = None):
+    @app.post(base + "/work/{workId}/cancel", response_model=out.CancelOut,
+              responses=BODY_ERRORS, openapi_extra=_request_body(out.CancelBody, optional=True))
+    def cancel_work(who: Manager, workId: str,
+                    body: Annotated[out.CancelBody | None, _body(out.CancelBody,
+                                                                 optional=True)]):
         c = ops.cancel(home, _work_id(workId), actor=_actor(who),
                        reason=body.reason if body else None)
         item = ledger.public(home, c.item)
@@ -139,14 +173,17 @@ def build_app(home: Home) -> FastAPI:
                 "dismissed": c.dismissal.as_json() if c.dismissal else None}
 
     @app.post(base + "/work/{workId}/replay", response_model=out.WorkItem, status_code=201,
-              responses=ERRORS)
-    def replay_work(who: Manager, workId: str, body: out.ReplayBody):
+              responses=BODY_ERRORS, openapi_extra=_request_body(out.ReplayBody))
+    def replay_work(who: Manager, workId: str,
+                    body: Annotated[out.ReplayBody, _body(out.ReplayBody)]):
         item = ops.replay(home, _work_id(workId), actor=_actor(who), reason=body.reason,
                           target_revision=body.target_revision)
         return ledger.public(home, item)
 
-    @app.post(base + "/work/{workId}/resolve", response_model=out.WorkItem, responses=ERRORS)
-    def resolve_work(who: Manager, workId: str, body: out.ResolveBody):
+    @app.post(base + "/work/{workId}/resolve", response_model=out.WorkItem,
+              responses=BODY_ERRORS, openapi_extra=_request_body(out.ResolveBody))
+    def resolve_work(who: Manager, workId: str,
+                     body: Annotated[out.ResolveBody, _body(out.ResolveBody)]):
         item = ops.resolve(home, _work_id(workId), generation=body.generation, to=body.to,
                            reason=body.reason, actor=_actor(who),
                            runtime_stopped=body.runtime_stopped)
@@ -169,10 +206,11 @@ def build_app(home: Home) -> FastAPI:
         return deliveries.public(home, deliveries.get(home, deliveryId))
 
     @app.post("/hooks/{endpoint_id}", response_model=out.Receipt, status_code=202,
-              responses={**ERRORS, 200: {"model": out.Receipt}, 413: {"model": out.ErrorOut}})
+              responses={**BODY_ERRORS, 200: {"model": out.Receipt}})
     async def webhook(endpoint_id: str, request: Request):
-        body = await request.body()
-        return await _door(home, endpoint_id, request, body)
+        config = await asyncio.to_thread(_endpoint, home, endpoint_id)  # 404 before any body
+        body = await request.body()  # bounded in size and time by intake
+        return await asyncio.to_thread(_door, home, endpoint_id, config, request.headers, body)
 
     return app
 
@@ -199,97 +237,47 @@ def _work_id(text: str) -> str:
 
 
 def _actor(who: tokens.Token) -> str:
-    return f"token:{who.token_id}" + (f" ({who.label})" if who.label else "")
+    # a requester is at most 200 characters (ledger.check_name): a long label is cut, so a
+    # manager's replay is never refused for the length of its token's label
+    label = who.label if not who.label or len(who.label) <= 120 else who.label[:119] + "…"
+    return f"token:{who.token_id}" + (f" ({label})" if label else "")
 
 
 # -- the webhook door -------------------------------------------------------------------------
 
 
-def _signed(config: dict, headers, body: bytes) -> tuple[bool, str | None, str | None, str]:
-    """(valid, source delivery id, event, why not) for the endpoint's signature scheme."""
-    secret = config.get("secret")
-    scheme = config.get("signature", "github")
-    if scheme == "github":
-        given = headers.get("x-hub-signature-256", "")
-        expected = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-        ok = hmac.compare_digest(given.encode(), expected.encode())
-        return ok, headers.get("x-github-delivery"), headers.get("x-github-event"), \
-            "X-Hub-Signature-256 does not match the body"
-    # captain: X-Captain-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "t." + body>
-    parts = dict(p.split("=", 1) for p in headers.get("x-captain-signature", "").split(",")
-                 if "=" in p)
-    stamp = parts.get("t", "")
-    ok = stamp.isdigit() and abs(time.time() - int(stamp)) <= SIGNATURE_TOLERANCE
-    if ok:
-        expected = hmac.new(secret.encode(), stamp.encode() + b"." + body,
-                            hashlib.sha256).hexdigest()
-        ok = hmac.compare_digest(parts.get("v1", "").encode(), expected.encode())
-    return ok, headers.get("x-captain-delivery"), headers.get("x-captain-event"), \
-        "X-Captain-Signature is missing, stale or does not match the body"
-
-
-async def _door(home: Home, endpoint_id: str, request: Request, body: bytes):
-    import asyncio
-
+def _endpoint(home: Home, endpoint_id: str) -> dict:
     try:
         config = deliveries.endpoint(home, endpoint_id)
     except CaptainError:
-        return _error(404, "unknown_endpoint", "there is no such endpoint.")
+        config = {}
     if not isinstance(config.get("secret"), str) or not config["secret"]:
-        # an endpoint without a secret takes no deliveries over the network
-        return _error(404, "unknown_endpoint", "there is no such endpoint.")
-    if len(body) > deliveries.MAX_BODY_BYTES:
-        return _error(413, "message_too_large", "the body is larger than an endpoint accepts.")
-    ok, source_id, event, why = _signed(config, request.headers, body)
-
-    def record():
-        if not ok:
-            deliveries.reject(home, endpoint_id, source_id, body, f"bad signature: {why}",
-                              event=event)
-            return _error(401, "bad_signature", f"{why}; the delivery was recorded as "
-                                                "rejected and nothing was dispatched.")
-        if not source_id:
-            deliveries.reject(home, endpoint_id, None, body, "no delivery id header",
-                              event=event)
-            return _error(400, "invalid_argument", "the delivery id header is missing.")
-        try:
-            intake = deliveries.ingest(home, endpoint_id, source_id, body, event=event)
-        except CaptainError as err:
-            return _refuse(err)
-        receipt = {"delivery_id": intake.delivery.delivery_id, "duplicate": intake.duplicate}
-        # the answer comes only now: the record (and its work item) is durable
-        return JSONResponse(receipt, status_code=200 if intake.duplicate else 202)
-
-    return await asyncio.to_thread(record)
+        # an endpoint without a secret takes no deliveries over the network; the door says
+        # nothing about the setup
+        raise CaptainError("unknown_endpoint", "there is no such endpoint.")
+    return config
 
 
-# -- running it -------------------------------------------------------------------------------
-
-LOOPBACK = ("127.0.0.1", "::1", "localhost")
-
-
-def serve(home: Home, host: str, port: int, *, allow_remote: bool, announce) -> int:
-    import socket
-
-    import uvicorn
-
-    if host not in LOOPBACK and not allow_remote:
-        raise CaptainError("invalid_argument",
-                           f"{host} is not a loopback address; binding there exposes the "
-                           "ledger to the network. Pass --allow-remote if you mean it.")
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+def _door(home: Home, endpoint_id: str, config: dict, headers, body: bytes) -> JSONResponse:
+    """Judge the signature, then record: a rejection (nothing dispatched, no identity
+    claimed) or the delivery. The answer comes only once the record is durable."""
+    verdict = signatures.check(config, headers, body)
+    if not verdict.ok:
+        deliveries.reject(home, endpoint_id, verdict.source_id, body,
+                          f"bad signature: {verdict.why}", event=verdict.event)
+        raise CaptainError("bad_signature", f"{verdict.why}; the delivery was recorded as "
+                                            "rejected and nothing was dispatched.")
+    if not verdict.source_id:
+        deliveries.reject(home, endpoint_id, None, body, "no delivery id header",
+                          event=verdict.event)
+        raise CaptainError("invalid_argument", "the delivery id header is missing.")
     try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise CaptainError("invalid_argument", f"cannot listen on {host}:{port}: "
-                                               f"{exc.strerror or exc}.") from None
-    sock.listen(128)
-    actual = sock.getsockname()[1]
-    app = build_app(home)
-    announce(host, actual, tokens.workspace_id(home), host not in LOOPBACK)
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
-    uvicorn.Server(config).run(sockets=[sock])
-    return 0
+        intake = deliveries.ingest(home, endpoint_id, verdict.source_id, body,
+                                   event=verdict.event, body_once=not verdict.binds_delivery)
+    except CaptainError as err:
+        if err.code == "invalid_argument":  # signed, but its id or event cannot be kept
+            deliveries.reject(home, endpoint_id, verdict.source_id, body, err.message,
+                              event=verdict.event)
+        raise
+    receipt = {"delivery_id": intake.delivery.delivery_id, "duplicate": intake.duplicate}
+    return JSONResponse(receipt, status_code=200 if intake.duplicate else 202)

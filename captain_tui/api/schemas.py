@@ -169,6 +169,7 @@ class Delivery(BaseModel):
     raw_body_expires_at: datetime
     filter_reason: str | None
     work_id: str | None
+    routine: bool  # a routine receipt: its work item offers no cancel or replay (409)
 
 
 class DeliveryPage(BaseModel):

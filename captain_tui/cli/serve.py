@@ -8,7 +8,7 @@ from captain_tui.cli.args import captain_only, home_of
 
 
 def cmd_serve(args, out) -> int:
-    from captain_tui.api import routes as api
+    from captain_tui.api import server
 
     captain_only("serve")
     home = home_of(args)
@@ -23,8 +23,9 @@ def cmd_serve(args, out) -> int:
                f"Serving workspace {workspace} on http://{shown}:{port} "
                "(the API is under /api, webhooks under /hooks; ctrl+c stops).")
 
-    return api.serve(home, args.host, args.port, allow_remote=args.allow_remote,
-                     announce=announce)
+    return server.serve(home, args.host, args.port, allow_remote=args.allow_remote,
+                        announce=announce, max_connections=args.max_connections,
+                        head_timeout=args.head_timeout, body_timeout=args.body_timeout)
 
 
 def cmd_tokens_create(args, out) -> int:
@@ -78,17 +79,53 @@ def _port(text: str) -> int:
     return value
 
 
+def _count(text: str) -> int:
+    import argparse
+
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= 100_000:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number from 1 to 100000")
+    return int(text)
+
+
+def _seconds(text: str) -> float:
+    import argparse
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.1 <= value <= 3600:  # also refuses nan and inf
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds from 0.1 to "
+                                         "3600")
+    return value
+
+
 def add_commands(sub, common, parser_class) -> None:
+    from captain_tui.api import limits
+
     p = sub.add_parser("serve", parents=[common],
                        help="Serve the work ledger over HTTP, and the webhook door.",
                        description="Serve the work ledger over HTTP (FastAPI; OpenAPI at "
                                    "/openapi.json) and the webhook door at /hooks/ENDPOINT. "
-                                   "Loopback only unless --allow-remote.")
+                                   "Loopback only unless --allow-remote. While it runs, raw "
+                                   "webhook bodies past their retention_days are purged (at "
+                                   "start, then every 5 minutes).")
     p.set_defaults(func=cmd_serve)
     p.add_argument("--host", default="127.0.0.1", help="default 127.0.0.1")
     p.add_argument("--port", type=_port, default=8765, help="default 8765; 0 picks a free one")
     p.add_argument("--allow-remote", action="store_true",
                    help="allow a non-loopback --host (prints a warning)")
+    p.add_argument("--max-connections", type=_count, default=limits.MAX_CONNECTIONS,
+                   metavar="N", help=f"open connections at most (default "
+                                     f"{limits.MAX_CONNECTIONS}); past it, the client that "
+                                     "has owed bytes longest is disconnected")
+    p.add_argument("--head-timeout", type=_seconds, default=limits.HEAD_TIMEOUT,
+                   metavar="SECONDS", help="time a client has to send a request's headers "
+                                           f"(default {limits.HEAD_TIMEOUT:g})")
+    p.add_argument("--body-timeout", type=_seconds, default=limits.BODY_TIMEOUT,
+                   metavar="SECONDS", help="time a client has to send a request's body "
+                                           f"(default {limits.BODY_TIMEOUT:g})")
 
     t = sub.add_parser("tokens", help="API tokens: create (shown once), list, revoke.",
                        description="API tokens: create (shown once, stored hashed), list, "

@@ -806,7 +806,7 @@ def test_door_refusals(dep):
 
 def test_a_webhook_secret_grants_no_read_access(dep):
     s = dep.server
-    body = b'{"ref": "main"}'
+    body = b'{"ref": "main", "n": "secret-read-1"}'  # a body of its own: GitHub's is once-only
     headers = sign_github(GH_SECRET, body, "secret-read-1")
     receipt = ok(s.hook("gh", body, headers), 202)
     delivery_path = dep.path(WS + "/deliveries/{d}", d=receipt["delivery_id"])
@@ -882,6 +882,7 @@ def test_no_response_ever_contains_input_detail_bodies_or_credentials(dep):
     # forged, conflicting, captain-style
     body = json.dumps({"marker": MARKER_BODY, "ref": "main"}).encode()
     other = json.dumps({"marker": MARKER_BODY, "ref": "dev"}).encode()
+    ping = json.dumps({"marker": MARKER_BODY, "zen": "ping"}).encode()  # a body of its own
     receipts = []
     for endpoint, secret, headers_for, source_id, event, expect in [
         ("gh", GH_SECRET, sign_github, "leak-1", "push", 202),
@@ -890,12 +891,14 @@ def test_no_response_ever_contains_input_detail_bodies_or_credentials(dep):
         ("short", SHORT_SECRET, sign_github, "leak-short", "push", 202),
         ("cap", CAP_SECRET, sign_captain, "leak-cap", "push", 202),
     ]:
-        reply = s.hook(endpoint, body, headers_for(secret, body, source_id, event))
+        sent = ping if event == "ping" else body
+        reply = s.hook(endpoint, sent, headers_for(secret, sent, source_id, event))
         assert reply.status == expect, reply.raw
         hit.add(("post", "/hooks/{endpoint_id}"))
         receipts.append(reply.json["delivery_id"])
     assert s.hook("gh", body, sign_github("wrong", body, "leak-forged")).status == 401
     assert s.hook("gh", other, sign_github(GH_SECRET, other, "leak-1")).status == 409
+    assert s.hook("gh", body, sign_github(GH_SECRET, body, "leak-replayed")).status == 409
     assert s.hook("cap", body, sign_captain(CAP_SECRET, body, "leak-old",
                                             at=int(time.time()) - 9999)).status == 401
 

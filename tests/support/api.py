@@ -4,6 +4,9 @@ HTTP client (``http.client``: the exact bytes and headers we send, no redirects,
 ``Server`` starts ``python -m captain_tui serve --port 0 --json --home H``, waits (with a
 deadline, never a bare sleep) for the one JSON line it prints once listening, and stops it
 by its own pid. ``sign_github`` / ``sign_captain`` make the webhook door's two signatures.
+``connect`` / ``read_answer`` / ``closed_by_peer`` speak raw HTTP on a socket (slow heads,
+oversized or streamed bodies); ``process_memory`` / ``open_descriptors`` read the server
+process from /proc.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import http.client
 import json
 import os
 import queue
+import socket
 import subprocess
 import sys
 import threading
@@ -155,6 +159,18 @@ class Server:
         self.seen.append(reply)
         return reply
 
+    @property
+    def address(self) -> tuple[str, int]:
+        parts = urlsplit(self.url)
+        return parts.hostname, parts.port
+
+    def connect(self, first: bytes = b"") -> socket.socket:
+        """A raw connection to the server, having sent ``first``."""
+        sock = socket.create_connection(self.address, timeout=30)
+        if first:
+            sock.sendall(first)
+        return sock
+
     def get(self, path: str, token: str | None, **kw) -> Reply:
         return self.request("GET", path, token=token, **kw)
 
@@ -169,6 +185,83 @@ class Server:
                             headers={"Content-Type": "application/json", **headers})
 
 
+# -- raw sockets, and the server process as the kernel sees it ---------------------------------
+
+
+@dataclass
+class Answer:
+    """A response read off a raw socket: status, lower-cased headers, body."""
+
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    @property
+    def error(self) -> dict:
+        return Reply(self.status, self.headers, self.body).error
+
+
+def read_answer(sock: socket.socket, deadline: float) -> Answer | None:
+    """One HTTP response from ``sock``, or None if the peer closed (or reset) before one
+    arrived. Raises TimeoutError when ``deadline`` (monotonic) passes first."""
+    data = b""
+    while True:
+        head, sep, rest = data.partition(b"\r\n\r\n")
+        if sep:
+            lines = head.decode("latin-1").split("\r\n")
+            headers = {k.strip().lower(): v.strip() for k, _, v in
+                       (line.partition(":") for line in lines[1:])}
+            length = int(headers.get("content-length", "-1"))
+            if 0 <= length <= len(rest):
+                return Answer(int(lines[0].split()[1]), headers, rest[:length])
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"no whole answer in time; got {data[:200]!r}")
+        sock.settimeout(left)
+        try:
+            chunk = sock.recv(65536)
+        except TimeoutError:
+            continue
+        except ConnectionError:
+            chunk = b""
+        if not chunk:
+            if sep and "content-length" not in headers:
+                return Answer(int(lines[0].split()[1]), headers, rest)
+            return None
+        data += chunk
+
+
+def closed_by_peer(sock: socket.socket) -> bool:
+    """Whether the server has closed this connection (EOF or reset), without waiting.
+    Bytes it sent first (a 408) are read and dropped."""
+    sock.setblocking(False)
+    try:
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                return True
+    except BlockingIOError:
+        return False
+    except ConnectionError:
+        return True
+    finally:
+        sock.setblocking(True)
+
+
+def process_memory(pid: int) -> dict[str, float]:
+    """VmRSS and VmHWM (peak) of a process, in MiB, from /proc/PID/status."""
+    out = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            out[key] = int(value.split()[0]) / 1024
+    return out
+
+
+def open_descriptors(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
 def sign_github(secret: str, body: bytes, delivery: str, event: str = "push") -> dict:
     digest = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
     return {"X-Hub-Signature-256": f"sha256={digest}", "X-GitHub-Delivery": delivery,
@@ -177,7 +270,9 @@ def sign_github(secret: str, body: bytes, delivery: str, event: str = "push") ->
 
 def sign_captain(secret: str, body: bytes, delivery: str, event: str = "push", *,
                  at: int | None = None) -> dict:
+    """v2: HMAC-SHA256 of "<t>\n<delivery id>\n<event>\n" + body (docs/api.md)."""
     stamp = str(int(time.time()) if at is None else at)
-    digest = hmac.new(secret.encode(), stamp.encode() + b"." + body, hashlib.sha256).hexdigest()
-    return {"X-Captain-Signature": f"t={stamp},v1={digest}", "X-Captain-Delivery": delivery,
+    signed = f"{stamp}\n{delivery}\n{event}\n".encode() + body
+    digest = hmac.new(secret.encode(), signed, hashlib.sha256).hexdigest()
+    return {"X-Captain-Signature": f"t={stamp},v2={digest}", "X-Captain-Delivery": delivery,
             "X-Captain-Event": event}
