@@ -67,6 +67,16 @@ def private_tmux_server(users_world_untouched):
 
 
 @pytest.fixture
+def tmux():
+    """A tmux server on a private socket of this test's own, killed afterwards."""
+    from support.tmux import PrivateTmux
+
+    server = PrivateTmux()
+    yield server
+    server.kill()
+
+
+@pytest.fixture
 def home(tmp_path: Path) -> Home:
     return Home(tmp_path / "home")
 

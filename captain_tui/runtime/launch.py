@@ -19,8 +19,12 @@ def launcher(home, *, name: str, key: str, agent: str, program: str | None, cwd:
     tmux = Tmux(resolve_socket(socket))
 
     def launch(env: dict[str, str]):
+        from captain_tui.runtime import deaths
+
         command = command_for(agent, home, key, program)
         locator = tmux.open_window(session, name, cwd, pane_env(env), command)
+        # its death is reported by tmux itself (the probe covers a hook that failed)
+        deaths.watch(tmux, locator, home, key, env["CAPTAIN_INCARNATION"])
         return locator, lambda: tmux.kill_pane(locator)
 
     return launch

@@ -56,6 +56,38 @@ def resolve_socket(arg: str | None = None, env: dict[str, str] | None = None) ->
 
 
 @dataclass(frozen=True)
+class PaneState:
+    """Whether a pane's process ended and how (crew windows keep a dead pane readable)."""
+
+    dead: bool
+    status: int | None = None  # its exit status, when it exited
+    signal: int | None = None  # the signal that killed it, when one did
+    pid: int | None = None  # the pane's first process (a new server reuses pane IDs)
+
+
+PANE_STATE = "#{pane_id}\t#{pane_dead}\t#{pane_dead_status}\t#{pane_dead_signal}\t#{pane_pid}"
+
+
+def _pane_state(line: str) -> tuple[str, PaneState] | None:
+    fields = line.split("\t")
+    if len(fields) != 5 or not fields[0].startswith("%"):
+        return None
+
+    def number(text: str) -> int | None:
+        return int(text) if text.strip().lstrip("-").isdigit() else None
+
+    return fields[0], PaneState(fields[1] == "1", number(fields[2]), number(fields[3]),
+                                number(fields[4]))
+
+
+def _no_server(stderr: str) -> bool:
+    """tmux's words for "nothing listens on that socket"."""
+    err = stderr.lower()
+    return "no server running" in err or "error connecting" in err or "no such file" in err \
+        or "connection refused" in err
+
+
+@dataclass(frozen=True)
 class PaneInfo:
     state: str
     activity: float | None = None  # the window's last activity (epoch seconds)
@@ -74,7 +106,8 @@ class Tmux:
     def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         try:
             proc = subprocess.run([self.binary, "-S", self.socket, *args], capture_output=True,
-                                  text=True, timeout=TMUX_TIMEOUT, stdin=subprocess.DEVNULL)
+                                  text=True, errors="backslashreplace", timeout=TMUX_TIMEOUT,
+                                  stdin=subprocess.DEVNULL)  # an odd socket path's bytes
         except subprocess.TimeoutExpired:
             raise CaptainError("tmux_unavailable",
                                f"tmux on {self.socket} did not answer within "
@@ -92,11 +125,47 @@ class Tmux:
         proc = self.run("list-sessions", "-F", "#{session_name}", check=False)
         if proc.returncode == 0:
             return True
-        err = proc.stderr.lower()
-        if "no server running" in err or "error connecting" in err or "no such file" in err \
-                or "connection refused" in err:
-            return False
-        return None
+        return False if _no_server(proc.stderr) else None
+
+    def panes(self) -> tuple[str, dict[str, PaneState]]:
+        """Every pane of the server in one call: (alive | gone | unknown, pane id -> state).
+        ``gone`` is confirmed: no server listens on the socket."""
+        if not os.path.exists(self.socket):
+            return GONE, {}
+        try:
+            proc = self.run("list-panes", "-a", "-F", PANE_STATE, check=False)
+        except CaptainError:
+            return UNKNOWN, {}
+        if proc.returncode != 0:
+            return (GONE if _no_server(proc.stderr) else UNKNOWN), {}
+        out = {}
+        for line in proc.stdout.splitlines():
+            state = _pane_state(line)
+            if state is not None:
+                out[state[0]] = state[1]
+        return ALIVE, out
+
+    def pane_state(self, pane_id: str) -> PaneState | None:
+        """One pane's life, asked of tmux: None when tmux will not say or it is not there."""
+        proc = self.run("display-message", "-p", "-t", pane_id, "-F", PANE_STATE, check=False)
+        state = _pane_state(proc.stdout.rstrip("\n")) if proc.returncode == 0 else None
+        return state[1] if state is not None and state[0] == pane_id else None
+
+    def last_lines(self, pane_id: str, count: int = 10) -> list[str]:
+        """The last ``count`` lines of a pane's text (a dead pane's too), as plain text
+        without colours; trailing blank lines and tmux's own "Pane is dead" line left out."""
+        proc = self.run("capture-pane", "-p", "-J", "-t", pane_id, "-S", f"-{count * 10}",
+                        check=False)
+        if proc.returncode != 0:
+            return []
+        lines = [line.rstrip() for line in proc.stdout.splitlines()]
+        while lines and (not lines[-1] or lines[-1].startswith("Pane is dead (")):
+            lines.pop()
+        return lines[-count:]
+
+    def set_window_hook(self, window: str, hook: str, command: str) -> None:
+        """A hook of one window (``set-hook -w``): ``command`` is a tmux command line."""
+        self.run("set-hook", "-w", "-t", window, hook, command)
 
     # -- crew windows -------------------------------------------------------------------
 

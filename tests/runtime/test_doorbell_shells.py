@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from support.tmux import PrivateTmux, needs_tmux, poll
+from support.tmux import needs_tmux, poll
 
 from captain_tui.runtime import doorbell
 from state.clock import now
@@ -40,13 +40,6 @@ SHELLS = {
     "zsh": ["zsh", "-f", "-i"],  # default options: '#' is not a comment interactively
     "fish": ["fish", "--no-config", "-i"],
 }
-
-
-@pytest.fixture
-def tmux():
-    server = PrivateTmux()
-    yield server
-    server.kill()
 
 
 def _ring_and_prove_nothing_ran(cli, tmux, name: str, data: dict, trap: Path) -> None:

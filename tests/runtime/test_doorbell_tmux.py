@@ -14,7 +14,7 @@ import time
 from datetime import timedelta
 
 import pytest
-from support.tmux import PrivateTmux, SimLog, needs_tmux, poll, sim_command
+from support.tmux import SimLog, needs_tmux, poll, sim_command
 
 from captain_tui.runtime import doorbell
 from state.clock import now
@@ -22,13 +22,6 @@ from state.crew import crewlog, mailbox, notify, protocol
 from state.home import Home
 
 pytestmark = needs_tmux
-
-
-@pytest.fixture
-def tmux():
-    server = PrivateTmux()
-    yield server
-    server.kill()
 
 
 @pytest.fixture

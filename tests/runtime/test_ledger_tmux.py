@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from support.tmux import PrivateTmux, needs_tmux, poll
+from support.tmux import needs_tmux, poll
 
 from captain_tui.runtime import ledger_probe as ledger_runtime
 from state.clock import now
@@ -29,13 +29,6 @@ from state.work import ledger
 pytestmark = needs_tmux
 
 SLEEPER = "sh -c 'sleep 300'"
-
-
-@pytest.fixture
-def tmux():
-    server = PrivateTmux()
-    yield server
-    server.kill()
 
 
 def configure(home, text: str) -> None:
@@ -376,3 +369,38 @@ def test_a_refused_cancel_touches_neither_the_pane_nor_the_crew(cli, home, tmux)
     assert pane_exists(tmux, a["pane"]["pane_id"])
     assert ok(cli("status", "--json"))["crew"][0]["state"] == "assigned"
     assert item(home, a["work_id"]).state == "running"
+
+
+def test_a_rounds_batched_probe_answers_as_the_per_pane_probe_does(cli, home, tmux):
+    """The runners' round asks each tmux server once (``Panes``), not each pane twice; its
+    answers are ``probe``'s: alive, an exited process in a kept pane, a closed window, a
+    server gone."""
+    able, baker = recruit(cli, tmux, "Able"), recruit(cli, tmux, "Baker")
+    quitter = ok(cli("crew", "Quitter", "--task", "T", "--command", "sh -c 'sleep 1; exit 3'",
+                     "--socket", tmux.socket, "--json"))
+    a, b, q = (item(home, r["work_id"]).attempts[-1].runtime_locator
+               for r in (able, baker, quitter))
+    poll(lambda: ledger_runtime.probe(q) == "gone", what="Quitter's process to exit")
+    tmux.tmux("kill-pane", "-t", b.pane_id)
+    poll(lambda: ledger_runtime.probe(b) == "gone", what="Baker's pane to close")
+    panes = ledger_runtime.Panes()
+    assert [panes(x) for x in (a, b, q)] == [ledger_runtime.probe(x) for x in (a, b, q)] \
+        == ["alive", "gone", "gone"]
+    tmux.tmux("kill-server")
+    poll(lambda: ledger_runtime.probe(a) == "gone", what="the server to be gone")
+    assert ledger_runtime.Panes()(a) == "gone"
+    assert panes(a) == "alive"  # one round, one look: the next round asks again
+
+
+@pytest.mark.parametrize("lease, every", [(None, 15.0), (60, 15.0), (20, 5.0), (1, 5.0),
+                                          (3600, 15.0)])
+def test_runners_renew_a_lease_a_few_times_per_lease_not_every_round(home, lease, every):
+    """Each heartbeat writes a lease file every watcher of the home reads: a runner renews
+    a quarter-lease apart (no more often than its rounds), not on every 5 s round."""
+    from captain_tui.runtime import runner
+
+    if lease is not None:
+        home.root.mkdir(parents=True, exist_ok=True)
+        (home.root / "config.toml").write_text(f"[ledger]\nlease_seconds = {lease}\n")
+    assert runner.examine_every(home) == every
+    assert every <= ledger.lease_seconds(home) / 4 or every == runner.LEDGER_EVERY

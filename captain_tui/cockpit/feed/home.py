@@ -28,7 +28,7 @@ from pathlib import Path
 from captain_tui.cockpit.feed.alerts import Alert, alert_for
 from captain_tui.cockpit.feed.routes import Route, route
 from captain_tui.cockpit.feed.work import WorkFeed
-from state.crew import crewlog, rules
+from state.crew import crewlog, deaths, rules
 from state.errors import CaptainError
 from state.home import Home
 from state.models import CrewSnapshot, Message, Notification, RingStamp
@@ -279,6 +279,8 @@ def _crew_view(key: str, cache: _CrewCache) -> CrewView | None:
     gate = live_stamp.gate if live_stamp is not None and unread else None
     if s.done_at is not None:
         state = "done"
+    elif deaths.delivery_id(s.incarnation_id) in cache.notes:  # acknowledged or not
+        state = "died"
     elif pending is not None:
         state = "asked"
     elif any(n.status == "awaiting_approval" and n.assignment_id == s.assignment.assignment_id
