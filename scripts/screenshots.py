@@ -110,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("CAPTAIN_CONFIG_DIR", tempfile.mkdtemp())  # default settings
     with tempfile.TemporaryDirectory() as tmp:
+        os.environ["HOME"] = tmp  # the help screen shows the home as ~/home, run after run
         home = build_home(Path(tmp))
         for svg in asyncio.run(_shoot(home, args.out)):
             png = _png(svg)

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from state.models import PaneLocator
 from state.work.models import TERMINAL
 
+if TYPE_CHECKING:
+    from state.work.controls import Facts
+
 # Statuses that need the captain now: they raise an alert (toast, bell, desktop notice).
-ALERT_STATUSES = frozenset({"asked", "awaiting_approval", "bounced"})
+ALERT_STATUSES = frozenset({"asked", "awaiting_approval", "bounced", "error"})
 
 RECONCILE = "needs_reconciliation"
 # The Work panel's filters, in the order its key cycles them ("finished": any terminal state)
@@ -27,7 +31,7 @@ class CrewRow:
     key: str  # the crew name in lower case: the row key in every panel
     name: str
     agent: str
-    state: str  # assigned | asked | approval | done
+    state: str  # assigned | asked | approval | done | died
     assignment_id: str
     incarnation_id: str
     task: str
@@ -89,10 +93,17 @@ class WorkRow:
     replay_of: str | None = None
     pane: str | None = None  # the current attempt's pane ID, where it has one
     why: str | None = None  # why it needs reconciliation (the transition's reason)
+    # what state.work.controls decides cancel and replay by (a webhook item's delivery:
+    # routine, raw body held until when), read by the feed so the UI thread never reads
+    facts: Facts | None = None
 
     @property
     def finished(self) -> bool:
         return self.state in TERMINAL
+
+    @property
+    def routine(self) -> bool:
+        return self.facts is not None and self.facts.routine
 
     @property
     def reconciling(self) -> bool:

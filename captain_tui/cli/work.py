@@ -56,6 +56,43 @@ def _item_human(row: dict) -> str:
     return "\n".join(lines)
 
 
+# -- stdin ------------------------------------------------------------------------------------
+
+
+def _stdin_bytes(limit: int) -> bytes:
+    """At most ``limit`` bytes of stdin; none when it is closed (``<&-``)."""
+    from state.errors import CaptainError
+
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:
+        return b""
+    try:
+        return stream.read(limit)
+    except OSError as exc:  # a directory, a broken device: not the home's fault
+        raise CaptainError("invalid_argument",
+                           f"stdin could not be read: {exc.strerror or exc}.") from None
+
+
+def _stdin_text(what: str) -> str:
+    """stdin as UTF-8 text, at most the 64 KiB any text field holds (``MAX_TEXT_BYTES``, the
+    ledger's own check); anything else is refused with a stable code before anything is
+    written. Reading stops one byte past the limit: a huge pipe is never held in memory."""
+    from state.errors import CaptainError
+    from state.inputs import MAX_TEXT_BYTES
+
+    data = _stdin_bytes(MAX_TEXT_BYTES + 1)
+    if len(data) > MAX_TEXT_BYTES:
+        raise CaptainError("message_too_large", f"the {what} on stdin is larger than "
+                                                f"{MAX_TEXT_BYTES} bytes (64 KiB), the most a "
+                                                f"{what} holds. Put long material in a file "
+                                                "and refer to it.", limit=MAX_TEXT_BYTES)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CaptainError("invalid_text", f"the {what} on stdin is not UTF-8 text (an "
+                                           f"invalid byte at offset {exc.start}).") from None
+
+
 # -- work -------------------------------------------------------------------------------------
 
 
@@ -83,11 +120,19 @@ def cmd_list(args, out) -> int:
 
 
 def cmd_show(args, out) -> int:
-    from state.work import ledger
+    import contextlib
+
+    from state.errors import CaptainError
+    from state.work import controls, ledger
 
     home = home_of(args)
-    row = ledger.public(home, ledger.get(home, args.work_id), detail=True)
-    out.ok({"item": row}, _item_human(row))
+    item = ledger.get(home, args.work_id)
+    row = ledger.public(home, item, detail=True)
+    human = _item_human(row)
+    with contextlib.suppress(CaptainError):  # a missing delivery record is not show's to say
+        if item.delivery_id and controls.facts(home, item).routine:
+            human += "\n  a routine receipt: captain does not cancel or replay it"
+    out.ok({"item": row}, human)
     return 0
 
 
@@ -194,7 +239,7 @@ def cmd_report(args, out) -> int:
 
     captain_only("work report")
     home = home_of(args)
-    detail = sys.stdin.read() if args.detail_stdin else None
+    detail = _stdin_text("detail") if args.detail_stdin else None
     item = ledger.report(home, args.work_id, args.generation, args.outcome,
                          actor=args.holder or _actor(),
                          cost_usd=args.cost_usd, detail=detail, repeatable=args.repeatable)
@@ -210,12 +255,14 @@ def cmd_ingest(args, out) -> int:
 
     captain_only("deliveries ingest")
     home = home_of(args)
-    body = sys.stdin.buffer.read(deliveries.MAX_BODY_BYTES + 1)
+    body = _stdin_bytes(deliveries.MAX_BODY_BYTES + 1)
     intake = deliveries.ingest(home, args.endpoint, args.delivery_id, body, event=args.event)
     row = deliveries.public(home, intake.delivery)
     what = "a duplicate of" if intake.duplicate else "recorded as"
     then = f"; work item {row['work_id']}" if row["work_id"] else \
         f"; no work: {row['filter_reason']}"
+    if row["routine"] and row["work_id"]:
+        then += " (a routine receipt: captain does not cancel or replay it)"
     out.ok({"delivery": row, "duplicate": intake.duplicate},
            f"Delivery {args.delivery_id} on {args.endpoint}: {what} {row['delivery_id']}{then}.")
     return 0
@@ -235,9 +282,10 @@ def cmd_deliveries_list(args, out) -> int:
         lines = [["DELIVERY", "ENDPOINT", "SOURCE ID", "EVENT", "RECEIVED", "BODY", "WORK"]]
         for r in rows:
             body = "held" if r["raw_body_available"] else "expired"
+            work = r["work_id"] or f"filtered: {r['filter_reason']}"
             lines.append([r["delivery_id"], r["endpoint_id"], r["source_delivery_id"],
                           r["event"] or "-", when(r["received_at"]), body,
-                          r["work_id"] or f"filtered: {r['filter_reason']}"])
+                          f"{work} (routine)" if r["routine"] else work])
         human = table(lines)
         if cursor:
             human += f"\nMore: captain deliveries list --after {cursor}"
@@ -258,8 +306,28 @@ def cmd_deliveries_show(args, out) -> int:
         f"  received {when(row['received_at'])}  body {row['body_bytes']} bytes sha256 "
         f"{row['body_sha256']}, {body}",
         f"  work {row['work_id']}" if row["work_id"] else
-        f"  no work: {row['filter_reason']}"])
+        f"  no work: {row['filter_reason']}"]
+        + (["  a routine receipt: captain does not cancel or replay its work"]
+           if row["routine"] and row["work_id"] else []))
     out.ok({"delivery": row}, human)
+    return 0
+
+
+def cmd_deliveries_purge(args, out) -> int:
+    from state.work import deliveries
+
+    captain_only("deliveries purge")
+    purged = deliveries.purge(home_of(args))
+    extra = [f"{n} {what}" for n, what in (
+        (purged.body_claims, "body claim(s) past their window"),
+        (purged.rejections, "refused delivery record(s) past the bound")) if n]
+    one = purged.bodies == 1
+    human = (f"Removed {purged.bodies} raw bod{'y' if one else 'ies'} past "
+             f"{'its' if one else 'their'} retention"
+             + (f", and {' and '.join(extra)}" if extra else "")
+             + ". The delivery records stay (hash and size); their raw body is no longer "
+               "available.")
+    out.ok(purged.as_json(), human)
     return 0
 
 
@@ -277,9 +345,11 @@ def _generation(text: str) -> int:
 
 
 def _attempts(text: str) -> int:
+    from state.work.ledger import MAX_ATTEMPTS
+
     value = _generation(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1 attempt")
+    if not 1 <= value <= MAX_ATTEMPTS:
+        raise argparse.ArgumentTypeError(f"{text!r} must be 1 to {MAX_ATTEMPTS} attempts")
     return value
 
 
@@ -325,11 +395,13 @@ def add_commands(sub, common, parser_class) -> None:
     p = add("show", "One work item with its attempts and events (never its input).", cmd_show)
     p.add_argument("work_id", metavar="WORK_ID")
     p = add("cancel", "Request a cancel: stopped and confirmed, already finished, or stop not "
-                      "confirmed (then it needs reconciliation). Safe to repeat.", cmd_cancel)
+                      "confirmed (then it needs reconciliation). Safe to repeat. A routine "
+                      "endpoint's item is refused (routine_receipt).", cmd_cancel)
     p.add_argument("work_id", metavar="WORK_ID")
     p.add_argument("--reason", metavar="TEXT")
-    p = add("replay", "Run a finished item's input again as a new item (a new authorization).",
-            cmd_replay)
+    p = add("replay", "Run a finished item's input again as a new item (a new authorization). "
+                      "Refused for a webhook item whose raw body expired (payload_expired) "
+                      "and for a routine endpoint's item (routine_receipt).", cmd_replay)
     p.add_argument("work_id", metavar="WORK_ID")
     p.add_argument("--reason", required=True, metavar="TEXT", help="why it runs again")
     p.add_argument("--target-revision", metavar="REV", help="default: the original's")
@@ -345,7 +417,8 @@ def add_commands(sub, common, parser_class) -> None:
     p = add("submit", "Queue a chat work item with this input.", cmd_submit)
     p.add_argument("--text", required=True, metavar="TEXT")
     p.add_argument("--target-revision", metavar="REV")
-    p.add_argument("--max-attempts", type=_attempts, default=1, metavar="N")
+    p.add_argument("--max-attempts", type=_attempts, default=1, metavar="N",
+                   help="1..20 tries in all, retries included (default 1)")
     p = add("claim", "Worker: claim the oldest queued item (or WORK_ID) into a free slot.",
             cmd_claim)
     p.add_argument("work_id", nargs="?", metavar="WORK_ID")
@@ -365,7 +438,8 @@ def add_commands(sub, common, parser_class) -> None:
                    help="a failure worth retrying (same work id, new run id) if attempts remain")
     p.add_argument("--holder", metavar="NAME", help="who reports (default: you)")
     p.add_argument("--detail-stdin", action="store_true",
-                   help="store stdin as the transition's detail (never printed)")
+                   help="store stdin (UTF-8, at most 64 KiB) as the transition's detail "
+                        "(never printed)")
 
     add = group("deliveries", "Inbound webhook deliveries: recorded before anything runs.")
     p = add("ingest", "Record a delivery read from stdin, then create its work item.",
@@ -376,9 +450,15 @@ def add_commands(sub, common, parser_class) -> None:
     p.add_argument("--event", metavar="NAME")
     p = add("list", "List deliveries; --endpoint with --source-delivery-id answers the "
                     "identity question (zero or one).", cmd_deliveries_list)
-    p.add_argument("--endpoint", metavar="ENDPOINT")
+    p.add_argument("--endpoint", metavar="ENDPOINT",
+                   help="one configured in config.toml or with deliveries on record (any "
+                        "other name is refused: invalid_filter)")
     p.add_argument("--source-delivery-id", metavar="ID")
     p.add_argument("--limit", type=_limit, default=50, metavar="N")
     p.add_argument("--after", metavar="CURSOR")
     p = add("show", "One delivery (never its body).", cmd_deliveries_show)
     p.add_argument("delivery_id", metavar="DELIVERY_ID")
+    add("purge", "Delete raw bodies past their endpoint's retention_days now (the runners "
+                 "and captain serve also do it every few minutes); the delivery records "
+                 "stay, with the body's hash and size. Prints how many were removed.",
+        cmd_deliveries_purge)

@@ -48,11 +48,13 @@ COMMANDS: tuple[Command, ...] = (
             "at once; a running one only when its pane's stop is confirmed, else it needs "
             "reconciliation. A crew's assignment is cancelled by dismissing the crew (its "
             "window closes, its unread mail bounces). It never undoes what the work already "
-            "did.", "cancel_work",
+            "did. Not offered on a routine receipt (whatever runs its endpoint owns it).",
+            "cancel_work",
             needs="live_work", group="Work"),
     Command("replay_work", "R", "Replay",
             "Run a finished work item's input again as a new item, with your reason (and "
-            "another target revision if you name one). The original stays as it was.",
+            "another target revision if you name one). The original stays as it was. Not "
+            "offered on a webhook item whose raw body has expired, nor on a routine receipt.",
             "replay_work", needs="finished_work", group="Work"),
     Command("resolve_work", "v", "Resolve",
             "Give your verdict on the highlighted work item that needs reconciliation: what "
@@ -125,7 +127,8 @@ def help_markdown() -> str:
             "- **Work** — the work ledger: every assignment, chat and webhook run is a work "
             "item with a *state* (queued, running, succeeded, failed, cancelled, "
             "**needs reconciliation**), a *generation* (bumped on every claim: the fence "
-            "against a stale worker) and its *source*; *Since* is how long it has been in "
+            "against a stale worker) and its *source* (*routine* for a routine receipt, which "
+            "offers no Cancel or Replay); *Since* is how long it has been in "
             "that state. An item **needs reconciliation** when its process may still be "
             "alive but nobody could verify it: it is listed first in red, counted in the "
             "title line, and keeps its slot until you press "

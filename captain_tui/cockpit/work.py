@@ -11,6 +11,7 @@ from __future__ import annotations
 from functools import partial
 
 from captain_tui.cockpit import jobs
+from state.work import controls
 from widgets.panels.work import WorkPanel
 from widgets.screens.forms import ConfirmScreen
 from widgets.screens.work_forms import ReplayScreen, ResolveScreen
@@ -18,7 +19,8 @@ from widgets.view import RECONCILE, WorkRow
 
 
 class WorkCommands:
-    """Needs the app's ``home``, ``view``, ``_open``, ``_in_worker``, ``_draft``, ``_show``."""
+    """Needs the app's ``home``, ``view``, ``clock``, ``_open``, ``_in_worker``, ``_draft``,
+    ``_show``."""
 
     def selected_work(self) -> WorkRow | None:
         """The work item under the Work panel's cursor (its first row until one is picked:
@@ -29,6 +31,12 @@ class WorkCommands:
         item = self.selected_work()
         if item is None:
             return "No work item is selected."
+        # cancel and replay are offered by state.work.controls, from the facts the feed read
+        action = {"live_work": "cancel", "finished_work": "replay"}.get(need)
+        refused = controls.refusal(action, item.facts or controls.Facts(
+            item.work_id, item.state, item.source), self.clock()) if action else None
+        if refused is not None and refused.code == "routine_receipt":
+            return refused.message  # the reason that holds whatever its state
         if need == "live_work" and item.finished:
             return f"{item.work_id} has already finished ({item.state}); nothing to cancel."
         if need == "finished_work" and not item.finished:
@@ -37,7 +45,7 @@ class WorkCommands:
         if need == "reconciling_work" and not item.reconciling:
             return f"{item.work_id} is {item.state}; only an item that needs reconciliation " \
                    "is resolved."
-        return None
+        return refused.message if refused is not None else None
 
     def action_cycle_work_filter(self) -> None:
         panel = self.query_one(WorkPanel)
@@ -45,9 +53,17 @@ class WorkCommands:
         if self.last_refresh is not None:
             self._show()
 
+    def _work_refused(self, need: str) -> bool:
+        """Say why, and open nothing, when the control is not offered (the key is dimmed;
+        this covers a body that expired, or a row that changed, since it was drawn)."""
+        why = self.why_not_work(need)
+        if why is not None:
+            self.notify(why, title="Not offered", severity="warning", markup=False)
+        return why is not None
+
     def action_cancel_work(self) -> None:
         item = self.selected_work()
-        if item is None or item.finished:
+        if item is None or self._work_refused("live_work"):
             return
         if item.state == "queued":
             body = f"{item.work_id} has not started: it is cancelled at once."
@@ -72,7 +88,7 @@ class WorkCommands:
 
     def action_replay_work(self) -> None:
         item = self.selected_work()
-        if item is None or not item.finished:
+        if item is None or self._work_refused("finished_work"):
             return
         form = ReplayScreen(item, **self._draft(f"replay:{item.work_id}"))
         self._open(form, lambda v: jobs.replay_work(self.home, item.work_id, v["reason"],

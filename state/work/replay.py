@@ -2,8 +2,9 @@
 
 A replay is a new item (``replay_of`` names the original) carrying the original's input and,
 unless another is named, its target revision. It sits apart from ``ledger`` because a
-webhook item's replay asks ``deliveries`` whether the raw body is still retained, and
-``deliveries`` itself records through ``ledger``.
+webhook item's replay asks ``controls`` (and so ``deliveries``) whether it is offered —
+a routine receipt is not, an expired raw body is not — and ``deliveries`` itself records
+through ``ledger``.
 """
 
 from __future__ import annotations
@@ -12,26 +13,14 @@ from datetime import datetime
 
 from state.errors import CaptainError
 from state.home import Home
-from state.work import deliveries, ledger
-from state.work.models import TERMINAL, WorkItem
+from state.work import controls, ledger
+from state.work.models import WorkItem
 
 
 def check_replay(home: Home, item: WorkItem) -> None:
-    """Refusals shared by the CLI and the HTTP door: live originals, expired payloads."""
-    if item.state not in TERMINAL:
-        raise CaptainError(
-            "not_finished",
-            f"{item.work_id} is {item.state}; replaying live work would start a second run of "
-            "the same input. Cancel it first.", state=item.state)
-    if item.source == "webhook" and item.delivery_id:
-        record = deliveries.get(home, item.delivery_id)
-        if not deliveries.raw_body_available(home, record):
-            raise CaptainError(
-                "payload_expired",
-                f"the raw body of delivery {record.delivery_id} expired at "
-                f"{record.raw_body_expires_at.isoformat()}; the delivery is still on record but "
-                "cannot be replayed. Ask the sender to deliver it again.",
-                raw_body_expires_at=record.raw_body_expires_at.isoformat())
+    """Refusals shared by the CLI, the cockpit and the HTTP door (``controls``): routine
+    receipts, live originals, expired payloads."""
+    controls.check(home, "replay", item)
 
 
 def replay(home: Home, work_id: str, *, actor: str, reason: str,

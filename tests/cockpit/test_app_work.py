@@ -211,8 +211,9 @@ def test_c_cancels_a_queued_item_after_confirming(home: Home):
         await pilot.press("c")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("y")
-        await until(pilot, lambda: any(f"Cancelled {item.work_id}" in t for t in toasts(app)),
-                    what="the outcome toast")
+        await until(pilot, lambda: any(t.startswith("Cancelled the chat task captain:test")
+                                       for t in toasts(app)), what="the outcome toast")
+        assert not any(item.work_id in t for t in toasts(app))  # named, not a raw ID
         await until(pilot, lambda: app.view.work_item(item.work_id).state == "cancelled",
                     what="the row to follow")
 
@@ -260,7 +261,7 @@ def test_c_without_a_confirmed_stop_leaves_it_needing_reconciliation_loudly(home
         await until(pilot, lambda: "1 needs reconciliation" in app.sub_title,
                     what="the title line's count")
         # entering needs_reconciliation is an alert, like a bounce: toast, bell, notice
-        await until(pilot, lambda: any(f"{work_id} needs reconciliation" in t
+        await until(pilot, lambda: any("Jack's task needs reconciliation" in t
                                        for t in toasts(app)), what="the alert")
         await until(pilot, lambda: "\a" in emitted, what="the bell")
         assert app.screen.active_bindings["v"].enabled  # now it can be resolved
@@ -366,7 +367,8 @@ def test_v_resolves_an_item_needing_reconciliation(home: Home):
         await until(pilot, lambda: not isinstance(app.screen, FormScreen))
         await fill_resolve(pilot, "cancelled", "Checked: the process is gone.", True)
         await until(pilot, lambda: not isinstance(app.screen, FormScreen), what="form closed")
-        await until(pilot, lambda: any(f"Resolved {stuck.work_id} to cancelled" in t
+        await until(pilot, lambda: any("Resolved the chat task" in t
+                                       and t.endswith("to cancelled; its slot is free.")
                                        for t in toasts(app)), what="the toast")
         await until(pilot, lambda: "reconciliation" not in app.sub_title,
                     what="the count to go")
@@ -486,7 +488,7 @@ def test_work_written_by_another_process_appears_live(home: Home):
         await captain_cli(home, "work", "cancel", work_id)  # no pane: not confirmed
         await until(pilot, lambda: app.view.work_item(work_id).reconciling,
                     what="needs_reconciliation")
-        await until(pilot, lambda: any(f"{work_id} needs reconciliation" in t
+        await until(pilot, lambda: any("A chat item needs reconciliation" in t
                                        for t in toasts(app)), what="the alert")
         assert "1 needs reconciliation" in app.sub_title
         assert panel(app).rows()[0].work_id == work_id
@@ -568,7 +570,9 @@ def test_c_on_an_assignment_dismisses_its_crew_like_d(home: Home, project: Path)
             await until(pilot, lambda: app.view.crew("jack") is None, what="Jack's row gone")
 
         drive(app, scenario)
-        assert any(f"Cancelled {work_id}" in t and jack.assignment_id in t for t in toasts(app))
+        assert any(t.startswith("Cancelled Jack's task “Wait”: the stop is confirmed.")
+                   for t in toasts(app))
+        assert not any(work_id in t or jack.assignment_id in t for t in toasts(app))
         snapshot, _ = crewlog.load(home, "jack")
         assert snapshot.dismissed_at is not None
         assert ledger.get(home, work_id).state == "cancelled"

@@ -100,15 +100,20 @@ class WorkPanel(Panel):
             loud = f"bold {self.colour('error')}"
             return (plain(STATE_WORDS[RECONCILE], loud), plain(short_id(row.work_id, flex), loud),
                     plain(row.crew or "—", loud), plain(str(row.generation), loud),
-                    plain(SOURCE_WORDS.get(row.source, row.source), loud),
+                    plain(source_word(row), loud),
                     plain(age(row.updated_at, now), loud))
         colour = self.colour(STATE_COLOURS.get(row.state, "foreground"))
         muted = self.colour("text-muted")
         return (plain(STATE_WORDS.get(row.state, row.state), f"bold {colour}"),
                 plain(short_id(row.work_id, flex)), plain(row.crew or "—", "bold"),
                 plain(str(row.generation), muted),
-                plain(SOURCE_WORDS.get(row.source, row.source), muted),
+                plain(source_word(row), muted),
                 plain(age(row.updated_at, now), muted))
+
+
+def source_word(row: WorkRow) -> str:
+    """A routine receipt says so: it is why Cancel and Replay are not offered on it."""
+    return "routine" if row.routine else SOURCE_WORDS.get(row.source, row.source)
 
 
 def short_id(work_id: str, width: int) -> str:

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from state.errors import CaptainError
 from state.home import Home
 from state.inputs import crew_key
-from state.work import ledger
+from state.work import controls, ledger
 from state.work.models import WorkItem
 from widgets.view import RECONCILE, WorkRow
 
@@ -88,17 +88,23 @@ class WorkFeed:
                 history = []
             why = next((e.reason for e in reversed(history)
                         if e.type == "needs_reconciliation"), None)
-        return work_row(item, why)
+        try:
+            facts = controls.facts(self.home, item)  # a webhook item: its delivery record
+        except CaptainError:
+            facts = controls.Facts(item.work_id, item.state, item.source, item.delivery_id)
+        return work_row(item, why, facts)
 
 
-def work_row(item: WorkItem, why: str | None = None) -> WorkRow:
+def work_row(item: WorkItem, why: str | None = None,
+             facts: controls.Facts | None = None) -> WorkRow:
     current = item.attempts[-1] if item.attempts else None
     locator = current.runtime_locator if current is not None else None
     return WorkRow(work_id=item.work_id, key=_key(item.crew),
                    state=item.state, source=item.source, crew=item.crew,
                    generation=item.generation, created_at=item.created_at,
                    updated_at=item.updated_at, target_revision=item.target_revision,
-                   replay_of=item.replay_of, pane=locator.pane_id if locator else None, why=why)
+                   replay_of=item.replay_of, pane=locator.pane_id if locator else None, why=why,
+                   facts=facts)
 
 
 def _key(crew: str | None) -> str | None:
@@ -113,6 +119,7 @@ def _announce(old: WorkRow | None, row: WorkRow, alerts: list, announce: bool) -
         from captain_tui.cockpit.feed.alerts import Alert
 
         where = f"{row.crew}'s assignment" if row.crew else f"a {row.source} item"
-        alerts.append(Alert(RECONCILE, f"{row.work_id} needs reconciliation",
+        what = f"{row.crew}'s task" if row.crew else f"A {row.source} item"
+        alerts.append(Alert(RECONCILE, f"{what} needs reconciliation",
                             f"{row.why or 'its outcome is unclear'} ({where}, generation "
                             f"{row.generation}). It keeps its slot until you resolve it."))
