@@ -123,6 +123,9 @@ def _next_step(n) -> str:
     if n.status == "done":
         return f"next:   captain wait {n.crew} --ack {n.delivery_id}, then captain assign " \
                f"{n.crew} --handoff {n.assignment_id} --task \"...\""
+    if n.status == "error":  # the crew died: dismiss it, then recruit the name again
+        return f"next:   captain wait {n.crew} --ack {n.delivery_id}, captain dismiss " \
+               f"{n.crew}, then captain crew {n.crew} --handoff {n.assignment_id} --task \"...\""
     return f"ack:    captain wait {n.crew} --ack {n.delivery_id}"
 
 
@@ -165,6 +168,13 @@ def cmd_status(args, out: Out) -> int:
 
     home = home_of(args)
     ctx = caller()
+    where = {"home": str(home.root), "home_exists": home.root.is_dir()}
+    if not where["home_exists"]:  # status is read-only: it says so and creates nothing
+        out.ok({"crew": [], "workspace_id": None, **where},
+               f"No captain home at {home.root} yet. Start one by recruiting: captain crew "
+               "NAME --task \"...\" (or try captain demo); --home DIR or $CAPTAIN_HOME "
+               "chooses another.")
+        return 0
     rows = protocol.crew_status(home, include_dismissed=args.all)
     if ctx.role == "crew":
         # a crew sees itself only: another crew's incarnation ID is all it would need to
@@ -179,8 +189,8 @@ def cmd_status(args, out: Out) -> int:
             "head": stamp.head if live else None}
     workspace = tokens.workspace_id(home)
     if not rows:
-        out.ok({"crew": [], "workspace_id": workspace},
-               "No crew yet. Recruit one: captain crew NAME --task \"...\"")
+        out.ok({"crew": [], "workspace_id": workspace, **where},
+               f"Home: {home.root}\nNo crew yet. Recruit one: captain crew NAME --task \"...\"")
         return 0
     lines = [["NAME", "AGENT", "STATE", "ASSIGNMENT", "UNREAD", "QUESTION", "UNACKED", "PANE",
               "DOORBELL"]]
@@ -189,7 +199,8 @@ def cmd_status(args, out: Out) -> int:
                       r["question_id"] or "-", str(r["unacknowledged"]),
                       (r["pane"] or {}).get("pane_id", "-"),
                       f"held: {r['doorbell']['gate']}" if r["doorbell"]["gate"] else "-"])
-    out.ok({"crew": rows, "workspace_id": workspace}, table(lines))
+    out.ok({"crew": rows, "workspace_id": workspace, **where},
+           table(lines) + f"\n\nHome: {home.root}")
     return 0
 
 

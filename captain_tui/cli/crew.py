@@ -44,17 +44,28 @@ def cmd_done(args, out: Out) -> int:
     return 0
 
 
+PEEK = ("peek: nothing was marked read (a read receipt is the crew's own reading; "
+        "see who has read what with captain status or the cockpit)")
+
+
 def cmd_inbox(args, out: Out) -> int:
     from state.crew_side import commands
+
+    ctx = caller()
+    peek = ctx.role != "crew"  # the captain's reading proves nothing: commands.inbox
 
     def deliver(batch) -> None:
         dumped = [m.model_dump(mode="json", by_alias=True) for m in batch]
         if out.json:
-            out.ok({"crew": args.name, "messages": dumped}, "")
-        elif not batch:
+            out.ok({"crew": args.name, "messages": dumped, **({"peek": True} if peek else {})},
+                   "")
+            return
+        if not batch:
             print(shown(f"No unread mail for {args.name}."), flush=True)
         else:
             print(shown("\n".join(message_block(m) for m in dumped)), flush=True)
+        if peek:
+            print(PEEK, flush=True)
 
-    commands.inbox(home_of(args), args.name, deliver=deliver, ctx=caller())
+    commands.inbox(home_of(args), args.name, deliver=deliver, ctx=ctx)
     return 0

@@ -9,9 +9,10 @@ must start fast and never pull in textual or libtmux.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from captain_tui.cli import captain, crew
@@ -37,6 +38,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                             "the crew's environment. See README.md for the protocol.")
     parser.add_argument("--home", dest="main_home", metavar="DIR",
                         help="with no command: open the cockpit on this home")
+    parser.add_argument("--version", action="version", version=f"{PROG} {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
     def add(name: str, help_text: str, func) -> argparse.ArgumentParser:
@@ -49,7 +51,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     def grants(p, inherit: bool) -> None:
         tail = " (omitted: inherit from the handoff)" if inherit else ""
         p.add_argument("--owns", action="append", metavar="PATH",
-                       help="a path this crew owns; repeatable" + tail)
+                       help="a path this crew owns (at most 32, each at most 4096 bytes); "
+                            "repeatable" + tail)
         p.add_argument("--allow", action="append", metavar="ACTION",
                        help="a granted action (read, search, edit, test, build, format, commit, "
                             "version, delete); repeatable" + tail)
@@ -64,7 +67,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--agent", choices=("claude", "codex", "shell"),
                    help="what runs in the pane (default: shell; claude gets captain's hooks)")
     p.add_argument("--command", dest="program", metavar="CMD",
-                   help="run this program instead (hookless)")
+                   help="run this program instead (hookless; at most 8 KiB)")
     p.add_argument("--socket", metavar="NAME|PATH",
                    help="tmux server (default: $CAPTAIN_TMUX_SOCKET, the current tmux, "
                         "else 'captain')")
@@ -105,8 +108,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             captain.cmd_demo)
     p.add_argument("--keep", action="store_true", help="keep the demo home afterwards")
 
-    add("watch", "Ring doorbells, check panes and print each new notification as a JSON "
-                 "line, until interrupted.", captain.cmd_watch)
+    add("watch", "Ring doorbells, check panes, purge expired webhook bodies and print each "
+                 "new notification as a JSON line, until interrupted.", captain.cmd_watch)
 
     p = add("status", "List the crew and what each is waiting on.", captain.cmd_status)
     p.add_argument("--all", action="store_true", help="include dismissed crew")
@@ -131,8 +134,18 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--report", metavar="TEXT", help="what changed and how it was checked")
     p.add_argument("--assignment", metavar="ID")
 
-    p = add("inbox", "Crew: print unread mail oldest first, then mark it read.", crew.cmd_inbox)
+    p = add("inbox", "Crew: print unread mail oldest first, then mark it read (run by the "
+                     "captain: a peek that marks nothing read).", crew.cmd_inbox)
     p.add_argument("name", metavar="NAME")
+
+    # run by agent CLIs and tmux, dispatched before argparse (main); here for --help only
+    p = add("hook", "Run by the crew's agent CLI and its tmux window, never by people: "
+                    "delivers mail, records turns and deaths. Always exits 0 (fails open).",
+            None)
+    p.add_argument("agent", metavar="AGENT", help="claude | codex | tmux")
+    p.add_argument("event", metavar="EVENT", help="the hook event (e.g. Stop, notify, pane-died)")
+    p.add_argument("payload", nargs="?", metavar="PAYLOAD",
+                   help="the event's JSON (else read from stdin)")
 
     if only not in CREW_SIDE:
         from captain_tui.cli import serve as cli_serve
@@ -143,13 +156,41 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _warn_quarantined() -> None:
+def version() -> str:
+    """The installed package's version; said plainly when captain runs uninstalled."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("captain-tui")
+    except metadata.PackageNotFoundError:
+        return "(version unknown: not installed as a package)"
+
+
+def _warn(path: str, reason: str, moved: bool) -> None:
+    """A file in the home the store moved to quarantine, or reports and leaves alone (a
+    broken config.toml); said as it happens, so a long-running ``serve`` says it too."""
+    line = (f"{PROG}: warning: quarantined {printable(path)}: {printable(reason)} "
+            "(see quarantine/ in the home)") if moved else \
+        f"{PROG}: warning: {printable(path)} {printable(reason)}"
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass  # stderr gone: the warning must not fail the read that found the file
+
+
+@contextlib.contextmanager
+def _warnings() -> Iterator[None]:
     from state.store import Store
 
-    for path, reason in Store.reported():
-        print(f"{PROG}: warning: quarantined {printable(path)}: {printable(reason)} "
-              "(see quarantine/ in the home)",
-              file=sys.stderr)
+    Store.listener = _warn
+    try:
+        yield
+    finally:
+        Store.listener = None
+        for path, reason in Store.reported():  # anything said before the listener was set
+            _warn(path, reason, True)
+        for path, reason in Store.warnings():
+            _warn(path, reason, False)
 
 
 def _cockpit(home_arg: str | None) -> int:
@@ -176,6 +217,10 @@ def _hook(argv: list[str]) -> int:
     exit 0 (for Claude Code, exit 2 would block it) and a line on stderr.
     """
     try:
+        if argv[:1] == ["tmux"]:  # a crew window's pane-died hook (runtime/deaths.py)
+            from captain_tui.runtime.deaths import run_hook as tmux_hook
+
+            return tmux_hook(argv[1:], os.environ)
         from captain_tui.agents.hooks import run_hook
 
         agent = argv[0] if argv else ""
@@ -197,8 +242,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (AttributeError, ValueError):
             pass
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["hook"]:
-        return _hook(argv[1:])
+    if argv[:1] == ["hook"] and not set(argv[1:2]) & {"-h", "--help"}:
+        return _hook(argv[1:])  # `captain hook --help` alone goes to argparse: its usage
     # a crew-side command runs on every tool call: build only its parser
     parser = build_parser(argv[0] if argv[:1] and argv[0] in CREW_SIDE else None)
     args = parser.parse_args(argv)
@@ -212,8 +257,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.home = args.main_home  # `captain --home DIR status` means what it says
     out = Out(getattr(args, "json", False))
     try:
-        check_named(args)
-        return args.func(args, out)
+        with _warnings():
+            check_named(args)
+            return args.func(args, out)
     except CaptainError as err:
         out.refuse(err)
         if err.after_report is not None:
@@ -228,8 +274,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - no traceback ever reaches a person
         out.refuse(CaptainError("internal_error", f"unexpected {type(exc).__name__}: {exc}"))
         return 1
-    finally:
-        _warn_quarantined()
 
 
 if __name__ == "__main__":

@@ -39,14 +39,26 @@ def ask(home: Home, name: str, text: str, *, assignment_id: str | None, ctx: Con
 
 
 def inbox(home: Home, name: str, *, deliver: Callable[[list], None], ctx: Context,
-          via: str = "inbox") -> None:
-    """Unread mail to ``deliver``, oldest first; receipts only once it returned."""
+          via: str = "inbox") -> bool:
+    """Unread mail to ``deliver``, oldest first; receipts only once it returned.
+
+    A receipt is the proof of delivery, so only the crew's own reading writes one: run by
+    the captain (no ``CAPTAIN_ROLE=crew``) this is a peek that marks nothing read. Returns
+    whether receipts were written."""
+    if ctx.role != "crew":
+        from state.crew import crewlog, mailbox, rules
+
+        rules.inbox(home, name, deliver=deliver, ctx=ctx, via=via,
+                    open_locked=crewlog.open_locked, unread=mailbox.unread,
+                    mark_read=lambda *_: None)
+        return False
     try:
         fast.inbox(home, name, deliver=deliver, ctx=ctx, via=via)
     except Unsure:
         from state.crew import protocol
 
         protocol.inbox(home, name, deliver=deliver, ctx=ctx, via=via)
+    return True
 
 
 def load(home: Home, key: str):
