@@ -233,8 +233,8 @@ class RingStamp(Record):
     typed: str | None = None  # exactly what we typed last, to recognise it on the composer
     body_landed: bool = False  # a hookless crew's first ring (with the body) has landed
     gate: str | None = None  # what holds the next ring, None when nothing does
-    held_since: datetime | None = None  # when the current gate started holding this head
-    held_head: str | None = None
+    held_since: datetime | None = None  # when held_head was first held (by any gate)
+    held_head: str | None = None  # the oldest held message: the held notice's clock is its
     held_notified: str | None = None  # head for which the 300 s 'held' notice was raised
     approval_seen: bool = False  # an approval prompt is up and was already reported
     checked_at: datetime | None = None
