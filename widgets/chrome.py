@@ -3,7 +3,7 @@ like Textual's ``Header`` and ``Footer`` without the work those do on every even
 
 ``CockpitHeader``: the title line (``App.format_title``) between the icon and the clock's
 space. Its title only repaints when it changes: it is as wide as the header whatever it
-says, and the sub-title ("refreshed HH:MM:SS") changes with nearly every feed update, where
+says, and the sub-title ("last change HH:MM:SS") changes with nearly every feed update, where
 Textual's header lays the whole screen out again.
 
 ``CockpitFooter``: a key for each binding on show (the app's are ``commands.COMMANDS``), dimmed

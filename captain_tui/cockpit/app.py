@@ -34,7 +34,7 @@ from captain_tui.cockpit import commands, jobs
 from captain_tui.cockpit import desktop_alerts as alerts
 from captain_tui.cockpit import prefs as settings
 from captain_tui.cockpit.commands import BY_ACTION, COMMANDS, Command
-from captain_tui.cockpit.feed.alerts import Alert
+from captain_tui.cockpit.feed.alerts import Alert, flood
 from captain_tui.cockpit.feed.home import Feed, Update
 from captain_tui.cockpit.feed.pump import RESCAN_SECONDS, FeedPump
 from captain_tui.cockpit.feed.watcher import Watcher
@@ -68,7 +68,14 @@ from widgets.view import CrewRow, HomeView, NotificationRow, QuestionRow
 
 DOORBELL_EVERY = 0.25  # the runner keeps its own clocks; this is how often it is asked
 AGES_EVERY = 5.0  # "4m ago" columns are re-rendered from the view (no I/O) this often
-PREVIEW_EVERY = 1.0  # the selected crew's pane is captured again this often
+PREVIEW_EVERY = 1.0  # the selected crew's pane is captured again this often while it changes
+PREVIEW_IDLE_EVERY = 4.0  # ... backing off to this while its captures come back the same
+ALERT_WINDOW = 0.5  # alerts arriving this close together are said as one (and rung once)
+ALERT_TIMEOUT = 10  # an alert's toast stays this long (it needs the captain)
+# an action's plain good news. Textual's toast rack stays bottom right: over the pane preview
+# (the least needed while a toast is fresh), below the Work panel, which a stack of toasts
+# reaches; so routine ones leave soon, and only what needs the captain stays ALERT_TIMEOUT
+OUTCOME_TIMEOUT = 3
 
 
 class FeedUpdated(Message):
@@ -107,7 +114,7 @@ class CaptainApp(WorkCommands, App):
     CSS_PATH = "cockpit.tcss"
     TITLE = "captain"
     BINDINGS = commands.bindings()
-    NOTIFICATION_TIMEOUT = 6
+    NOTIFICATION_TIMEOUT = OUTCOME_TIMEOUT
     _loud = ""  # the title line's "2 need reconciliation" (see format_title)
 
     def __init__(self, home: Home, *, run_doorbell: bool = True,
@@ -120,10 +127,13 @@ class CaptainApp(WorkCommands, App):
         self.view = HomeView()
         self.scanned = False  # the first full read of the home has finished
         self.last_refresh: datetime | None = None
+        self.last_change: datetime | None = None  # when the view last differed (the header)
         # knobs for tests and benchmarks; set them before the app runs
         self.watch_home = True
         self.rescan_every = RESCAN_SECONDS
         self.preview_every = PREVIEW_EVERY
+        self.ages_every = AGES_EVERY
+        self.alert_window = ALERT_WINDOW
         self.drafts: dict[str, dict[str, Any]] = {}  # cancelled forms' text, by draft key
         self._jobs: dict[FormScreen, tuple[Callable[[dict], str], str | None]] = {}
         self._pump: FeedPump | None = None
@@ -132,8 +142,12 @@ class CaptainApp(WorkCommands, App):
         self._last_problem: str | None = None
         self._footer_state: tuple[bool, ...] | None = None
         self._previewed: tuple | None = None  # the crew (key, pane) the preview last asked for
+        self._last_capture: tuple[str, str] | None = None  # (crew key, text) last captured
+        self._preview_pause = PREVIEW_EVERY  # seconds to the next timed capture (backs off)
+        self._preview_due = 0.0  # time.monotonic() of the next timed capture
         self._heap = Collector()  # full garbage collections between events (cockpit.heap)
         self._updated_at = 0.0  # time.monotonic() of the last feed update
+        self._pending_alerts: list[Alert] = []  # waiting out ALERT_WINDOW, see _alert
 
     # -- layout ------------------------------------------------------------------------
 
@@ -166,8 +180,8 @@ class CaptainApp(WorkCommands, App):
         if self.run_doorbell:
             self.run_worker(self._doorbell_loop, thread=True, name="doorbell",
                             group="doorbell", exit_on_error=False)
-        self.set_interval(AGES_EVERY, self._show_ages)
-        self.set_interval(self.preview_every, self._refresh_preview)
+        self.set_interval(self.ages_every, self._show_ages)
+        self.set_interval(self.preview_every, self._preview_tick)
         self._heap.start()
         self.set_interval(1.0, lambda: self._heap.tick(time.monotonic() - self._updated_at))
 
@@ -190,6 +204,8 @@ class CaptainApp(WorkCommands, App):
     def on_feed_updated(self, message: FeedUpdated) -> None:
         update = message.update
         self._updated_at = time.monotonic()
+        if self.last_change is None or update.view != self.view:
+            self.last_change = self.clock()  # a rescan that found nothing new is not news
         self.view = update.view
         self.scanned = self.scanned or update.scanned
         self.last_refresh = self.clock()
@@ -221,14 +237,22 @@ class CaptainApp(WorkCommands, App):
             if not panel.loaded or rows != panel.rows():
                 panel.show(rows, now, every_row=False)
         self.query_one(WorkPanel).show_view(view, now)
-        count = len(view.crews)
-        reading = "" if self.scanned else " · reading the home…"
         self._loud = reconciling_text(view.reconciling())
-        loud = f" · {self._loud}" if self._loud else ""
-        self.sub_title = (f"{count} crew · refreshed {self.last_refresh:%H:%M:%S}{reading}{loud}")
+        self._show_status(now)
         self._refresh_footer()
         if self._preview_target() != self._previewed:
             self._refresh_preview()  # the selected crew changed (or its pane); else the timer
+
+    def _show_status(self, now: datetime) -> None:
+        """The header's status: the home is watched all along, so it says when the view
+        last changed (and, once that is a while ago, how long ago: true with no event)."""
+        count = len(self.view.crews)
+        changed = self.last_change or now
+        since = f", {age(changed, now)} ago" if (now - changed).total_seconds() >= 60 else ""
+        reading = "" if self.scanned else " · reading the home…"
+        loud = f" · {self._loud}" if self._loud else ""
+        self.sub_title = (f"{count} crew · watching · last change {changed:%H:%M:%S}{since}"
+                          f"{reading}{loud}")
 
     def _show_ages(self) -> None:
         """The clock moved: "4m" may now be "5m". Rows are the same, so only the age cells
@@ -239,6 +263,8 @@ class CaptainApp(WorkCommands, App):
         for panel in self.query(Panel):
             if panel.loaded:
                 panel.show(panel.rows(), now)
+        self._show_status(now)
+        self._refresh_footer()  # a webhook body's expiry dims Replay with no event
 
     def _refresh_footer(self) -> None:
         """Tell the footer only when a key's dimming changes: working out the keys asks
@@ -279,28 +305,64 @@ class CaptainApp(WorkCommands, App):
 
         worker = get_current_worker()
         runner = Runner(self.home)
-        while not (worker.is_cancelled or self._stopping):
-            try:
-                runner.tick()
-            except Exception as exc:  # noqa: BLE001 - a doorbell problem must not stop it
-                self.log.warning(f"doorbell: {type(exc).__name__}: {exc}")
-            worker.cancelled_event.wait(DOORBELL_EVERY)
+        try:
+            while not (worker.is_cancelled or self._stopping):
+                try:
+                    runner.tick()
+                except Exception as exc:  # noqa: BLE001 - a doorbell problem must not stop it
+                    self.log.warning(f"doorbell: {type(exc).__name__}: {exc}")
+                self._store_warnings()
+                worker.cancelled_event.wait(DOORBELL_EVERY)
+        finally:
+            runner.close()  # its watches on crews' processes (pidfds)
+
+    def _store_warnings(self) -> None:
+        """What the store reports and leaves in place (a broken config.toml, a file it could
+        not move) has no quarantine/*.reason for the feed to see: a toast here. Moved files
+        are the feed's (their .reason file); drained so the list does not grow."""
+        from state.store import Store
+
+        self.home.config()  # a stat per round; said as soon as the file breaks, used or not
+        Store.reported()
+        for path, reason in Store.warnings():
+            self.call_from_thread(self._alert, Alert("quarantine", f"{path} is not usable",
+                                                     f"{path} {reason}"))
 
     # -- alerts --------------------------------------------------------------------------
 
     def _alert(self, alert: Alert) -> None:
+        """Raise an alert. Those arriving within ``ALERT_WINDOW`` of the first are said
+        together: one toast per kind (a flood of questions is one "5 new questions" toast),
+        one bell and one desktop notice for them all."""
         if alert.kind == "quarantine":  # the store's report: always shown, never rung
             self.notify(alert.body, title=alert.title, severity="warning", markup=False,
-                        timeout=10)
+                        timeout=ALERT_TIMEOUT)
             return
+        if not self._pending_alerts:
+            self.set_timer(self.alert_window, self._raise_alerts, name="alerts")
+        self._pending_alerts.append(alert)
+
+    def _raise_alerts(self) -> None:
+        pending, self._pending_alerts = self._pending_alerts, []
+        if not pending or self._closing_down:
+            return
+        kinds: dict[str, list[Alert]] = {}
+        for alert in pending:
+            kinds.setdefault(alert.kind, []).append(alert)
+        said = [group[0] if len(group) == 1 else flood(kind, group)
+                for kind, group in kinds.items()]
         if self.settings.alert_toast:
-            loud = alert.kind in ("bounced", "needs_reconciliation")
-            self.notify(alert.body[:400], title=alert.title, markup=False, timeout=10,
-                        severity="error" if loud else "warning")
+            for alert in said:
+                loud = alert.kind in ("bounced", "error", "needs_reconciliation")
+                self.notify(alert.body[:400], title=alert.title, markup=False,
+                            timeout=ALERT_TIMEOUT, severity="error" if loud else "warning")
         if self.settings.alert_bell:
             self.emit_to_terminal("\a")
         if self.settings.alert_desktop:
-            self.emit_to_terminal(alerts.desktop_notice(f"captain: {alert.title}", alert.body))
+            first = said[0]
+            title = first.title if len(said) == 1 else " · ".join(a.title for a in said)
+            body = first.body if len(said) == 1 else f"{len(pending)} alerts"
+            self.emit_to_terminal(alerts.desktop_notice(f"captain: {title}", body))
 
     def emit_to_terminal(self, sequence: str) -> None:
         """Bytes for the terminal itself (bell, desktop notices); nothing when headless."""
@@ -500,7 +562,8 @@ class CaptainApp(WorkCommands, App):
         self._refresh_preview()
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen(commands.help_markdown()))
+        home = _shown_path(self.home.root).replace("`", "'")
+        self.push_screen(HelpScreen(f"**Home:** `{home}`\n\n{commands.help_markdown()}"))
 
     def action_settings(self) -> None:
         values = {"theme": self.theme, "alert_toast": self.settings.alert_toast,
@@ -552,7 +615,8 @@ class CaptainApp(WorkCommands, App):
             return
         if isinstance(said, jobs.Said):
             self.call_from_thread(self.notify, said.text, severity=said.severity, markup=False,
-                                  timeout=10 if said.severity == "error" else 6)
+                                  timeout={"error": ALERT_TIMEOUT, "warning": 6}.get(
+                                      said.severity, OUTCOME_TIMEOUT))
         else:
             self.call_from_thread(self.notify, said, markup=False)
 
@@ -569,7 +633,15 @@ class CaptainApp(WorkCommands, App):
         crew = self.selected_crew()
         return (crew.key, crew.pane) if crew is not None else (None, bool(self.view.crews))
 
+    def _preview_tick(self) -> None:
+        """The timer: capture again when due. A pane whose captures come back the same is
+        asked less and less often (up to PREVIEW_IDLE_EVERY); a change, or another crew
+        selected, and it is followed every second again."""
+        if time.monotonic() >= self._preview_due:
+            self._refresh_preview()
+
     def _refresh_preview(self) -> None:
+        self._preview_due = time.monotonic() + self._preview_pause
         if self._closing_down:
             return
         preview = self.query_one(PanePreview)
@@ -610,8 +682,16 @@ class CaptainApp(WorkCommands, App):
         preview = self.query_one(PanePreview)
         if message.capture is None:
             preview.show_message(f"Pane · {crew.name}", message.problem or "")
+            return
+        captured = (message.key, message.capture)
+        if captured == self._last_capture:
+            self._preview_pause = min(self._preview_pause * 2,
+                                      max(PREVIEW_IDLE_EVERY, self.preview_every))
         else:
-            preview.show_capture(crew.name, message.capture)
+            self._preview_pause = self.preview_every
+        self._preview_due = min(self._preview_due, time.monotonic() + self._preview_pause)
+        self._last_capture = captured
+        preview.show_capture(crew.name, message.capture)
 
     # -- settings ------------------------------------------------------------------------
 
@@ -630,6 +710,16 @@ class CaptainApp(WorkCommands, App):
         if self.last_refresh is not None:  # row colours come from the theme: re-render
             for panel in self.query(Panel):
                 panel.show(panel.rows(), self.clock())
+
+
+def _shown_path(path) -> str:
+    """A path as a person types it: under their home directory, ``~/…``."""
+    from pathlib import Path
+
+    try:
+        return "~/" + str(Path(path).relative_to(Path.home()))
+    except (ValueError, RuntimeError):
+        return str(path)
 
 
 def _key(command_id: str) -> str:

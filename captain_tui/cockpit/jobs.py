@@ -11,7 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from captain_tui.runtime import ops
+from state.crew import crewlog
+from state.errors import CaptainError
 from state.home import Home
+from state.inputs import crew_key
+from state.work import ledger
+from state.work.models import WorkItem
+
+TASK_WORDS = 60  # a task named in a toast is cut to this many characters
 
 
 @dataclass(frozen=True)
@@ -22,25 +29,54 @@ class Said:
     severity: str = "information"
 
 
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= TASK_WORDS else text[: TASK_WORDS - 1].rstrip() + "…"
+
+
+def _task_of(home: Home, crew: str, assignment_id: str | None) -> str | None:
+    """The task of one of ``crew``'s assignments, while its record still says it."""
+    try:
+        snapshot, _ = crewlog.load(home, crew_key(crew))
+    except CaptainError:
+        return None
+    if snapshot is None or snapshot.assignment.assignment_id != assignment_id:
+        return None
+    return snapshot.assignment.task
+
+
+def named(home: Home, item: WorkItem) -> str:
+    """A work item as a person knows it: whose task and what it says ("Jack's task “Fix
+    the login bug”"), a chat request, a webhook's delivery; never a bare ID."""
+    if item.source == "assignment" and item.crew:
+        task = _task_of(home, item.crew, item.assignment_id)
+        return f"{item.crew}'s task “{_short(task)}”" if task else f"{item.crew}'s task"
+    if item.source == "webhook":
+        endpoint = item.requester.removeprefix("webhook:")
+        return f"the {endpoint} webhook delivery"
+    # a chat item's input is never shown (docs/ledger.md): who asked, and when
+    return f"the chat task {item.requester} queued at {item.created_at.astimezone():%H:%M}"
+
+
 def answer(home: Home, crew: str, question_id: str, assignment_id: str, text: str) -> str:
     m = ops.answer(home, crew, question_id, text, assignment_id=assignment_id)
-    return f"Answered {m.crew}'s question; the answer is queued as {m.message_id}."
+    return f"Answered {m.crew}'s question; the answer is on its way."
 
 
 def tell(home: Home, crew: str, assignment_id: str, text: str) -> str:
     m = ops.tell(home, crew, text, assignment_id=assignment_id)
-    return f"Told {m.crew}; queued as {m.message_id}."
+    return f"Told {m.crew}; the message is on its way."
 
 
 def assign(home: Home, crew: str, handoff: str, task: str, owns: list[str] | None,
            allow: list[str] | None) -> str:
-    spec = ops.assign(home, crew, task, handoff=handoff, owns=owns, allow=allow)
-    return f"{crew} has its next assignment, {spec.assignment_id}."
+    ops.assign(home, crew, task, handoff=handoff, owns=owns, allow=allow)
+    return f"{crew} has its next task: “{_short(task)}”."
 
 
 def acknowledge(home: Home, crew: str, delivery_id: str) -> str:
     ops.acknowledge(home, crew, delivery_id)
-    return f"Acknowledged {delivery_id}."
+    return f"Acknowledged {crew}'s notification."
 
 
 def recruit(home: Home, values: dict) -> str:
@@ -49,7 +85,7 @@ def recruit(home: Home, values: dict) -> str:
     where = "in a new tmux window" if r.pane else "(not launched: start it yourself)"
     if r.queued:
         where = "queued: every ledger slot is held; its window opens when one frees"
-    return f"Recruited {r.crew} {where}; assignment {r.assignment_id}."
+    return f"Recruited {r.crew} {where}; its task: “{_short(values.get('task') or '')}”."
 
 
 def _dismissed(d: ops.Dismissal) -> str:
@@ -66,33 +102,37 @@ def dismiss(home: Home, crew: str) -> str:
 def cancel_work(home: Home, work_id: str) -> Said:
     """The outcome says what happened; an assignment's crew is dismissed with it."""
     c = ops.cancel(home, work_id, actor=ops.actor())
+    what = named(home, c.item)
     crew = ""
     if c.dismissal is not None:
         d = c.dismissal
-        crew = (f" {d.crew} is dismissed{_dismissed(d)}; recruit the name again with the "
-                f"handoff {d.assignment_id}.")
+        crew = (f" {d.crew} is dismissed{_dismissed(d)}; recruit the name again with "
+                "--handoff to carry its work on.")
     if c.outcome == "cancelled":
-        return Said(f"Cancelled {work_id}: the stop is confirmed.{crew}")
+        return Said(f"Cancelled {what}: the stop is confirmed.{crew}")
     if c.outcome == "already_terminal":
-        return Said(f"{work_id} had already finished ({c.item.state}); nothing was done.",
+        return Said(f"{_upper(what)} had already finished ({c.item.state}); nothing was done.",
                     "warning")
-    return Said(f"The stop of {work_id} could NOT be confirmed: it needs reconciliation "
-                f"(generation {c.item.generation}) and keeps its slot. Check its process, then "
-                f"resolve it.{crew}", "error")
+    return Said(f"The stop of {what} could NOT be confirmed: it needs reconciliation and "
+                f"keeps its slot. Check its process, then resolve it.{crew}", "error")
 
 
 def replay_work(home: Home, work_id: str, reason: str, target_revision: str | None) -> str:
     item = ops.replay(home, work_id, actor=ops.actor(), reason=reason,
                       target_revision=target_revision)
-    return (f"Replayed {work_id} as {item.work_id}: queued, target revision "
-            f"{item.target_revision or 'none'}.")
+    revision = f" at revision {item.target_revision}" if item.target_revision else ""
+    return f"Replayed {named(home, ledger.get(home, work_id))}: queued again{revision}."
 
 
 def resolve_work(home: Home, work_id: str, generation: int, to: str, reason: str,
                  runtime_stopped: bool) -> str:
     item = ops.resolve(home, work_id, generation=generation, to=to, reason=reason,
                        actor=ops.actor(), runtime_stopped=runtime_stopped)
-    return f"Resolved {work_id} to {item.state}; its slot is free."
+    return f"Resolved {named(home, item)} to {item.state}; its slot is free."
+
+
+def _upper(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def ring(home: Home, crew: str) -> str | None:

@@ -12,8 +12,15 @@ import time
 from state.home import Home
 
 RING_EVERY = 0.5  # seconds between doorbell rounds while waiting
+# deaths come by tmux's pane-died hook; the probe (runtime/deaths.py) covers vanished
+# windows and servers every deaths.PROBE_EVERY seconds
 APPROVAL_EVERY = 30.0  # hookless panes are checked for a modal this often
-LEDGER_EVERY = 5.0  # heartbeats, lease verdicts and dispatch (leases last 60 s by default)
+LEDGER_EVERY = 5.0  # dispatch into freed slots, and the webhook intake's settling
+# heartbeats and lease verdicts: a quarter of the lease (60 s by default), so a lease is
+# renewed a few times before it could lapse, but no more often than this (each heartbeat
+# writes a lease file every watcher of the home then reads): 20 crew in live panes were 20
+# writes every 5 s
+HEARTBEAT_EVERY = 15.0
 WAKE_MS = 250  # the longest one sleep lasts without an event
 
 
@@ -28,7 +35,11 @@ class Runner:
         self._next_ring = 0.0
         self._next_approval = 0.0
         self._next_ledger = 0.0
+        self._next_examine = 0.0
+        self._next_deaths = 0.0
+        self._deaths = None  # deaths.Probe, made on the first round
         self._quiet: dict = {}  # doorbell.ring_all's memory: crews with nothing to ring
+        self._purger = None  # upkeep.Purger (expired webhook bodies), made on the first round
         self.changes = 0
 
     def _watcher(self):
@@ -57,7 +68,28 @@ class Runner:
             self._next_ledger = clock + LEDGER_EVERY
             from captain_tui.runtime import ledger_probe as ledger_runtime
 
-            ledger_runtime.round(self.home)
+            examine = clock >= self._next_examine
+            if examine:
+                self._next_examine = clock + examine_every(self.home)
+            ledger_runtime.round(self.home, examine=examine)
+        if clock >= self._next_deaths:
+            from captain_tui.runtime import deaths
+
+            if self._deaths is None:
+                self._deaths = deaths.Probe()
+            _quietly(self._deaths.round, self.home,
+                     [self.crew.lower()] if self.crew else None)
+            # a pane or server seen gone is looked at again as soon as it may count
+            self._next_deaths = time.monotonic() + (deaths.CONFIRM_AFTER if self._deaths.pending
+                                                    else deaths.PROBE_EVERY)
+        if self._deaths is not None:
+            _quietly(self._deaths.quick, self.home)  # a crew's process ending: at once
+        if self.crew is None:  # a runner of the whole home: watch, wait --all, the cockpit
+            if self._purger is None:
+                from captain_tui.runtime.upkeep import Purger
+
+                self._purger = Purger(self.home)
+            self._purger.tick(clock)  # at once, then every upkeep.PURGE_EVERY seconds
         if clock >= self._next_approval:
             self._next_approval = clock + APPROVAL_EVERY
             for key in ([self.crew.lower()] if self.crew else self.home.crew_keys()):
@@ -76,9 +108,23 @@ class Runner:
         self.changes += len(batch)
 
     def close(self) -> None:
+        if self._deaths is not None:
+            self._deaths.close()
         if self._gen is not None:
             self._gen.close()
             self._gen = None
+
+
+def examine_every(home: Home) -> float:
+    """Seconds between heartbeat rounds: a quarter of the lease, within [LEDGER_EVERY,
+    HEARTBEAT_EVERY]."""
+    from state.work import ledger
+
+    try:
+        lease = ledger.lease_seconds(home)
+    except Exception:  # noqa: BLE001 - a broken config: the store reports it; be safe
+        return LEDGER_EVERY
+    return max(min(HEARTBEAT_EVERY, lease / 4), LEDGER_EVERY)
 
 
 def _quietly(fn, *args) -> None:

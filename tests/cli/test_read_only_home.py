@@ -43,6 +43,7 @@ def answer(result) -> dict:
     assert result.code == 0, (result.code, result.out, result.err)
     payload = json.loads(result.out)
     assert payload["ok"] is True, payload
+    payload.pop("home", None)  # status names its home, and each set-up has its own path
     return payload
 
 

@@ -31,6 +31,7 @@ PROJECT = "/work/ship"  # recorded, never touched: owned paths show in the assig
 @pytest.fixture(autouse=True)
 def private_config(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("CAPTAIN_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("HOME", str(tmp_path))  # the help screen's home path: ~/home
 
 
 class FixedTime:

@@ -4,6 +4,7 @@ and a desktop notification, each as the person's settings say."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from state.models import Notification
@@ -13,12 +14,41 @@ from state.models import Notification
 class Alert:
     """Something that needs the captain now, seen for the first time since start-up."""
 
-    kind: str  # asked | awaiting_approval | bounced | quarantine | needs_reconciliation
+    kind: str  # asked | awaiting_approval | bounced | error | quarantine | needs_reconciliation
     title: str
     body: str
+    crew: str | None = None  # whose it is, named when a flood is said in one toast
+
+
+# a flood of one kind is said in one toast: "5 new questions: Ada, Brook, Cy and 2 more"
+FLOOD_TITLES = {"asked": "{n} new questions", "awaiting_approval": "{n} crew need approval",
+                "bounced": "{n} messages bounced", "error": "{n} crew died",
+                "needs_reconciliation": "{n} tasks need reconciliation"}
+NAMED = 3  # crews named in a flood's toast; the rest are counted
+
+
+def flood(kind: str, alerts: list[Alert]) -> Alert:
+    """Several alerts of one kind as one: a count and the crews' names."""
+    names = list(dict.fromkeys(a.crew or a.title for a in alerts))
+    shown = ", ".join(names[:NAMED])
+    if len(names) > NAMED:
+        shown += f" and {len(names) - NAMED} more"
+    title = FLOOD_TITLES.get(kind, "{n} alerts").format(n=len(alerts))
+    return Alert(kind, title, shown)
 
 
 def alert_for(n: Notification) -> Alert:
     title = {"asked": f"{n.crew} asks", "awaiting_approval": f"{n.crew} needs approval",
-             "bounced": f"Mail to {n.crew} bounced"}[n.status]
-    return Alert(n.status, title, n.summary)
+             "bounced": f"Mail to {n.crew} bounced", "error": f"{n.crew} died"}[n.status]
+    return Alert(n.status, title, _named(n.summary) if n.status == "bounced" else n.summary,
+                 crew=n.crew)
+
+
+_BOUNCED = re.compile(r"^msg_[0-9A-Za-z]+ bounced \(")
+_WORK_ITEM = re.compile(r"\bwork item wrk_[0-9A-Za-z]+ ")
+
+
+def _named(summary: str) -> str:
+    """A bounce's summary says "msg_… bounced (work item wrk_… cancelled): the text": the
+    toast says what the mail was and why, not the IDs."""
+    return _WORK_ITEM.sub("its task was ", _BOUNCED.sub("Bounced (", summary))
