@@ -16,8 +16,8 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-
-from state.errors import CODES
+from support.cli import ok as ok_json
+from support.cli import refused as refused_json
 
 ENVELOPE_KEYS = {"status", "delivery_id", "crew", "assignment_id", "summary", "queued_at"}
 REFUSAL_LINE = re.compile(r"^captain: \[([a-z_]+)\] \S")
@@ -45,27 +45,6 @@ def run(cli):
     call.cli = cli
     call.many = many
     return call
-
-
-def ok_json(result) -> dict:
-    assert result.code == 0, (result.code, result.out, result.err)
-    payload = json.loads(result.out)
-    assert payload.get("ok") is True, payload
-    return payload
-
-
-def refused_json(result, code: str) -> dict:
-    """Exit 1 and stdout exactly {"ok": false, "error": {"code", "message", ...}}."""
-    assert result.code == 1, (result.code, result.out, result.err)
-    payload = json.loads(result.out)
-    assert set(payload) == {"ok", "error"}, payload
-    assert payload["ok"] is False
-    error = payload["error"]
-    assert isinstance(error, dict)
-    assert error["code"] == code, error
-    assert isinstance(error["message"], str) and error["message"].strip(), error
-    assert error["code"] in CODES
-    return error
 
 
 def refused_human(result, code: str) -> str:

@@ -7,14 +7,12 @@ launched open in the private tmux server tests/conftest.py sets up.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
 
 import pytest
-
-from state.errors import CODES
+from support.cli import ok, refused
 
 
 @pytest.fixture
@@ -27,21 +25,6 @@ def run(cli):
 
     call.cli = cli
     return call
-
-
-def ok(result) -> dict:
-    assert result.code == 0, (result.code, result.out, result.err)
-    payload = json.loads(result.out)
-    assert payload.get("ok") is True, payload
-    return payload
-
-
-def refused(result, code: str) -> dict:
-    assert result.code == 1, (result.code, result.out, result.err)
-    error = json.loads(result.out)["error"]
-    assert error["code"] == code and error["code"] in CODES, error
-    assert error["message"].strip()
-    return error
 
 
 def show(run, work_id: str) -> dict:

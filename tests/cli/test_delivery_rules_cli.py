@@ -14,7 +14,6 @@ door records) is written in-process through the same ``state.work.deliveries`` f
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -25,9 +24,9 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from support.cli import ok, refused
 
 from state.clock import now
-from state.errors import CODES
 from state.home import Home
 from state.work import deliveries, ledger
 
@@ -43,22 +42,6 @@ def run(cli):
         return result
 
     return call
-
-
-def ok(result) -> dict:
-    assert result.code == 0, (result.code, result.out, result.err)
-    payload = json.loads(result.out)
-    assert payload.get("ok") is True, payload
-    return payload
-
-
-def refused(result, code: str) -> dict:
-    assert result.code == 1, (result.code, result.out, result.err)
-    payload = json.loads(result.out)
-    assert set(payload) == {"ok", "error"} and payload["ok"] is False, payload
-    assert payload["error"]["code"] == code and code in CODES, payload
-    assert payload["error"]["message"].strip()
-    return payload["error"]
 
 
 def refused_human(result, code: str) -> str:

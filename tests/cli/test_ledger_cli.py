@@ -15,8 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 
 import pytest
+from support.cli import ok, refused
 
-from state.errors import CODES
 from state.work import ledger
 
 REFUSAL_LINE = re.compile(r"^captain: \[([a-z_]+)\] \S")
@@ -47,26 +47,6 @@ def run(cli):
     call.cli = cli
     call.many = many
     return call
-
-
-def ok(result) -> dict:
-    assert result.code == 0, (result.code, result.out, result.err)
-    payload = json.loads(result.out)
-    assert payload.get("ok") is True, payload
-    return payload
-
-
-def refused(result, code: str) -> dict:
-    """Exit 1 and exactly {"ok": false, "error": {"code", "message", ...}} on stdout."""
-    assert result.code == 1, (result.code, result.out, result.err)
-    payload = json.loads(result.out)
-    assert set(payload) == {"ok", "error"}, payload
-    assert payload["ok"] is False
-    error = payload["error"]
-    assert error["code"] == code, error
-    assert error["code"] in CODES
-    assert isinstance(error["message"], str) and error["message"].strip(), error
-    return error
 
 
 def refused_human(result, code: str) -> str:
