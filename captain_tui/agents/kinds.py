@@ -1,7 +1,7 @@
 """The kinds of crew captain starts, and what every kind shares.
 
-``claude`` and ``codex`` are agent CLIs with a module each (how they are started, how they
-report back); ``shell`` is the person's ``$SHELL`` and ``program`` any command line
+``claude``, ``codex`` and ``pi`` are agent CLIs with a module each (how they are started,
+how they report back); ``shell`` is the person's ``$SHELL`` and ``program`` any command line
 (``--command``): to captain both are plain programs with no hooks.
 """
 
@@ -12,11 +12,11 @@ import sys
 
 from state.errors import CaptainError
 
-AGENTS = ("claude", "codex", "shell", "program")
+AGENTS = ("claude", "codex", "pi", "shell", "program")
 HOOKED = frozenset({"claude"})  # delivery by hooks: every ring is the fixed wake line
 # Agents whose composer the pane reader knows: only there may a ring carry mail text. A shell
 # or any other program would run what it is typed, so it gets a fixed, inert notice.
-COMPOSERS = frozenset({"claude", "codex"})
+COMPOSERS = frozenset({"claude", "codex", "pi"})
 WAKE_LINE = "mail from the captain is waiting; keep working"
 
 

@@ -7,7 +7,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from captain_tui.agents import claude, codex
+from captain_tui.agents import claude, codex, pi
 from captain_tui.agents.kinds import require
 from state.errors import CaptainError
 
@@ -28,6 +28,8 @@ def command_for(agent: str, home, key: str, command: str | None = None) -> str:
         return claude.command(home, key)
     if agent == "codex":
         return codex.command()
+    if agent == "pi":
+        return pi.command(home, key)
     shell = os.environ.get("SHELL") or "/bin/sh"
     return shlex.join([require(shell, agent)])
 

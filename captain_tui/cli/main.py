@@ -64,7 +64,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--handoff", metavar="ID",
                    help="re-recruit a dismissed name: its last assignment ID")
     p.add_argument("--cwd", metavar="DIR", help="the project directory (default: here)")
-    p.add_argument("--agent", choices=("claude", "codex", "shell"),
+    p.add_argument("--agent", choices=("claude", "codex", "pi", "shell"),
                    help="what runs in the pane (default: shell; claude gets captain's hooks)")
     p.add_argument("--command", dest="program", metavar="CMD",
                    help="run this program instead (hookless; at most 8 KiB)")
@@ -142,7 +142,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p = add("hook", "Run by the crew's agent CLI and its tmux window, never by people: "
                     "delivers mail, records turns and deaths. Always exits 0 (fails open).",
             None)
-    p.add_argument("agent", metavar="AGENT", help="claude | codex | tmux")
+    p.add_argument("agent", metavar="AGENT", help="claude | codex | pi | tmux")
     p.add_argument("event", metavar="EVENT", help="the hook event (e.g. Stop, notify, pane-died)")
     p.add_argument("payload", nargs="?", metavar="PAYLOAD",
                    help="the event's JSON (else read from stdin)")

@@ -25,7 +25,7 @@ from state.store import encode
 
 GATES = ("approval_prompt", "human_draft", "unreadable_composer", "not_quiescent",
          "launch_grace", "cooldown", "tmux_unavailable", "queued")
-LAUNCH_GRACE = {"claude": 6.0, "codex": 6.0}  # seconds after launch before the first ring
+LAUNCH_GRACE = {"claude": 6.0, "codex": 6.0, "pi": 6.0}  # seconds after launch before the first ring
 DEFAULT_GRACE = 1.0
 COOLDOWN = timedelta(seconds=5)  # between two rings of one crew
 QUIET_CERTAIN = 2.0  # window activity older than this: quiet without sampling

@@ -548,6 +548,15 @@ def _read_codex(lines: list[str], styles: list[bytes] | None) -> Screen:
     return _verdict(name, approval=approval, draft=joined, unreadable=None, working=working)
 
 
+# --------------------------------------------------------------------------- pi
+
+
+def _read_pi(lines: list[str], styles: list[bytes] | None) -> Screen:
+    """pi: not read yet, so never a clear composer (fails closed)."""
+    return _verdict("pi", approval=_approval_in(lines), draft=None, working=None,
+                    unreadable="pi's composer is not read yet")
+
+
 # --------------------------------------------------------------------------- generic
 
 _PROMPT_GLYPHS = frozenset("$#%>❯›")
@@ -637,6 +646,8 @@ def _kind(agent: str) -> str:
         return "claude"
     if a.startswith("codex"):
         return "codex"
+    if a == "pi":
+        return "pi"
     return "generic"
 
 
@@ -657,6 +668,8 @@ def read_screen(text: str, agent: str, *, cursor: tuple[int, int] | None = None)
             return _read_claude(lines, styles)
         if kind == "codex":
             return _read_codex(lines, styles)
+        if kind == "pi":
+            return _read_pi(lines, styles)
         return _read_generic(lines, cursor)
     except Exception as exc:  # noqa: BLE001 - fail closed on anything unforeseen
         return _held(f"screen reader error: {type(exc).__name__}: {exc}")
