@@ -19,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.report import table, write_json
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 
@@ -64,15 +66,6 @@ def run_one(name: str, script: str, extra: list[str]) -> dict:
             "results": data, "stdout": proc.stdout}
 
 
-def table(sections: list[dict]) -> str:
-    lines = ["| what | measured | budget | verdict |", "|---|---|---|---|"]
-    for section in sections:
-        for row in section["rows"]:
-            lines.append(f"| {row['what']} | {row['measured']} | {row['budget']} | "
-                         f"{row['verdict']} |")
-    return "\n".join(lines)
-
-
 def machine() -> str:
     return (f"{platform.machine()}, {os.cpu_count()} cores, {platform.system()} "
             f"{platform.release()}, Python {platform.python_version()}, load average at start "
@@ -94,13 +87,13 @@ def main() -> int:
             continue
         print(f"-- {name} ({script}) ...", file=sys.stderr, flush=True)
         sections.append(run_one(name, script, quick if args.quick else full))
-    body = table(sections)
+    body = table([row for section in sections for row in section["rows"]])
     stamp = time.strftime("%Y-%m-%d")
     text = (f"Measured on {stamp} by `python -m bench{' --quick' if args.quick else ''}` on "
             f"{where}.\n\n{body}")
     print(text)
-    args.out.write_text(json.dumps({"date": stamp, "machine": where, "quick": args.quick,
-                                    "sections": sections}, indent=1) + "\n")
+    write_json(args.out, {"date": stamp, "machine": where, "quick": args.quick,
+                          "sections": sections})
     return 1 if any(r["verdict"] == "FAILED" for s in sections for r in s["rows"]) else 0
 
 

@@ -57,11 +57,6 @@ UNREAD_FRAC = 0.01  # of each crew's mail, newest first, left unread
 UNACKED_FRAC = 0.01  # of each crew's notifications, newest first, left unacknowledged
 
 
-def pct(values, p):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
-
-
 def _log(text: str) -> None:
     print(f"[bench {time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
 
@@ -385,6 +380,7 @@ class _Shown:
 
 
 async def _events(root: Path, n_events: int, label: str) -> dict:
+    from bench.report import pct
     from captain_tui.cockpit.app import CaptainApp
     from state.home import Home
     from widgets.panels.crew import CrewPanel

@@ -29,6 +29,10 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.report import print_report, write_json  # noqa: E402
+
 # What every command that reads a record through the models pays before doing anything.
 PYDANTIC_FLOOR = ("from pydantic import BaseModel\n"
                   "class R(BaseModel):\n    x: int\n"
@@ -107,14 +111,9 @@ def main() -> int:
                      "median_ms": median, "ratio": median / base_ms})
     machine = (f"{platform.machine()}, {os.cpu_count()} cores, Python "
                f"{platform.python_version()}, load {os.getloadavg()[0]:.2f}")
-    print(f"machine: {machine}, {args.runs} runs each\n")
-    print("| what | measured | budget | verdict |")
-    print("|---|---|---|---|")
-    for row in rows:
-        print(f"| {row['what']} | {row['measured']} | {row['budget']} | {row['verdict']} |")
-    if args.json:
-        args.json.write_text(json.dumps({"machine": machine, "runs": args.runs,
-                                         "raw_ms": results, "rows": rows}, indent=1) + "\n")
+    print_report(f"machine: {machine}, {args.runs} runs each", rows)
+    write_json(args.json, {"machine": machine, "runs": args.runs, "raw_ms": results,
+                           "rows": rows})
     return 0
 
 

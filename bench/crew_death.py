@@ -32,17 +32,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.report import latency_row, print_report, write_json  # noqa: E402
 from captain_tui.runtime.tmux import socket_path_for  # noqa: E402
 
 # the pane's own process, alone on its terminal (the shell tmux starts execs it), as an
 # agent CLI is: killed, its terminal closes at once (the path where a tmux built with
 # libutempter can lose the SIGCHLD, and the runner's pidfd watch has to notice)
 SLEEPER = "sleep 600"
-
-
-def pct(values, p):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
 
 class Bench:
@@ -154,22 +150,10 @@ def main() -> int:
              "pidfd watch)", killed, "p95 <= 2000 ms", 2000),
             ("tmux server killed -> captain wait returns error (the slow probe)", server,
              "—", None)):
-        p50, p95, worst = statistics.median(values), pct(values, 95), max(values)
-        verdict = "info" if limit is None else ("met" if p95 <= limit else "MISSED")
-        rows.append({"what": f"{name} ({len(values)} runs)",
-                     "measured": f"p50 {p50:.0f} / p95 {p95:.0f} / max {worst:.0f} ms",
-                     "budget": budget, "verdict": verdict,
-                     "p50_ms": p50, "p95_ms": p95, "max_ms": worst})
-    print(f"machine: {machine}\n")
-    print("| what | measured | budget | verdict |")
-    print("|---|---|---|---|")
-    for row in rows:
-        print(f"| {row['what']} | {row['measured']} | {row['budget']} | {row['verdict']} |")
-    if args.json:
-        args.json.write_text(json.dumps({"machine": machine, "rows": rows,
-                                         "raw_ms": {"killed": killed, "alone": alone,
-                                                    "server": server}},
-                                        indent=1) + "\n")
+        rows.append(latency_row(name, values, budget, limit))
+    print_report(f"machine: {machine}", rows)
+    write_json(args.json, {"machine": machine, "rows": rows,
+                           "raw_ms": {"killed": killed, "alone": alone, "server": server}})
     return 0
 
 

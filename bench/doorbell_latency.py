@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -29,6 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.report import latency_row, print_report, write_json  # noqa: E402
 from captain_tui.runtime import doorbell  # noqa: E402
 from captain_tui.runtime.tmux import socket_path_for  # noqa: E402
 from state import clock  # noqa: E402
@@ -54,11 +54,6 @@ def _received(log: Path, after: float) -> float | None:
         if entry["kind"] == "line" and entry["at"] > after:
             return entry["at"]
     return None
-
-
-def pct(values, p):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
 
 def main() -> int:
@@ -152,26 +147,15 @@ def main() -> int:
     rows = []
     for name, values, budget, limit, stat in (
             ("mail written, gates clear -> keys in the pane", ring_ms, "p95 <= 500 ms", 500,
-             95),
+             "p95"),
             ("gate clears (draft cleared) -> held mail lands, captain wait running",
-             release_ms, "<= 2000 ms", 2000, 100),
+             release_ms, "<= 2000 ms", 2000, "max"),
             ("notification written -> captain wait returns", wait_ms, "p95 <= 100 ms", 100,
-             95)):
-        p50, p95, worst = statistics.median(values), pct(values, 95), max(values)
-        judged = p95 if stat == 95 else worst
-        rows.append({"what": f"{name} ({len(values)} runs)",
-                     "measured": f"p50 {p50:.0f} / p95 {p95:.0f} / max {worst:.0f} ms",
-                     "budget": budget, "verdict": "met" if judged <= limit else "MISSED",
-                     "p50_ms": p50, "p95_ms": p95, "max_ms": worst})
-    print(f"machine: {machine}\n")
-    print("| what | measured | budget | verdict |")
-    print("|---|---|---|---|")
-    for row in rows:
-        print(f"| {row['what']} | {row['measured']} | {row['budget']} | {row['verdict']} |")
-    if args.json:
-        args.json.write_text(json.dumps({"machine": machine, "rows": rows,
-                                         "raw_ms": {"ring": ring_ms, "release": release_ms,
-                                                    "wait": wait_ms}}, indent=1) + "\n")
+             "p95")):
+        rows.append(latency_row(name, values, budget, limit, judged_by=stat))
+    print_report(f"machine: {machine}", rows)
+    write_json(args.json, {"machine": machine, "rows": rows,
+                           "raw_ms": {"ring": ring_ms, "release": release_ms, "wait": wait_ms}})
     return 0
 
 

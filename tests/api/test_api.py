@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import pytest
-from support.api import Reply, Server, captain, cli_env, sign_captain, sign_github
+from support.api import Reply, Server, captain, cli_env, ok, refused, sign_captain, sign_github
 
 from state.home import Home
 from state.work import deliveries, ledger, tokens
@@ -62,20 +62,6 @@ WORK = WS + "/work/{work}"
 
 def when(stamp: str) -> datetime:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-
-
-def refused(reply: Reply, status: int, code: str) -> str:
-    """The status, and exactly {"error": {"code", "message"}} with this code; the message."""
-    assert reply.status == status, (reply.status, reply.raw)
-    assert reply.headers.get("content-type", "").startswith("application/json")
-    error = reply.error
-    assert error["code"] == code, error
-    return error["message"]
-
-
-def ok(reply: Reply, status: int = 200):
-    assert reply.status == status, (reply.status, reply.raw)
-    return reply.json
 
 
 @dataclass

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support.api import Reply, Server, captain, sign_captain
+from support.api import Server, captain, ok, refused, sign_captain
 
 from state.home import Home
 from state.work import deliveries
@@ -40,17 +40,6 @@ signature = "captain"
 routine = true
 """
 WS = "/api/workspaces/{ws}"
-
-
-def refused(reply: Reply, status: int, code: str) -> str:
-    assert reply.status == status, (reply.status, reply.raw)
-    assert reply.error["code"] == code, reply.error
-    return reply.error["message"]
-
-
-def ok(reply: Reply, status: int = 200):
-    assert reply.status == status, (reply.status, reply.raw)
-    return reply.json
 
 
 def bodies(home: Home) -> list[str]:

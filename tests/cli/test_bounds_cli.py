@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 
 import pytest
+from support.cli import Run, ok
 
 from state.clock import now
 from state.errors import CODES
@@ -42,23 +43,7 @@ def test_the_documented_limits_are_the_rules():
 @pytest.fixture
 def run(cli):
     """The real CLI; no traceback and no quarantine warning ever reach a person."""
-
-    def call(*args: str, stdin: str | None = None):
-        result = cli(*args, stdin=stdin)
-        assert "Traceback" not in result.err + result.out, result.err
-        assert "warning" not in result.err, result.err  # nothing quarantined or left
-        assert result.code in (0, 1, 2), (result.code, result.err)
-        return result
-
-    call.home = cli.home
-    return call
-
-
-def ok(result) -> dict:
-    assert result.code == 0, (result.code, result.out[:500], result.err[:500])
-    payload = json.loads(result.out)
-    assert payload["ok"] is True
-    return payload
+    return Run(cli, no_warnings=True)
 
 
 def refused(result, code: str, *limit: str) -> str:

@@ -11,11 +11,11 @@ import re
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 
 import pytest
+from support.cli import Run
 from support.cli import ok as ok_json
 from support.cli import refused as refused_json
 
@@ -29,22 +29,7 @@ REFUSAL_LINE = re.compile(r"^captain: \[([a-z_]+)\] \S")
 @pytest.fixture
 def run(cli):
     """The ``cli`` fixture, asserting on every call that no traceback was printed."""
-
-    def call(*args: str, env: dict[str, str] | None = None, timeout: float = 60):
-        result = cli(*args, env=env, timeout=timeout)
-        assert "Traceback" not in result.err, result.err
-        assert "Traceback" not in result.out, result.out
-        assert result.code in (0, 1, 2), (result.code, result.err)
-        return result
-
-    def many(*jobs: tuple[tuple[str, ...], dict[str, str] | None]):
-        """Independent, read-only-or-refused calls, two at a time (this box has 2 cores)."""
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            return list(pool.map(lambda job: call(*job[0], env=job[1]), jobs))
-
-    call.cli = cli
-    call.many = many
-    return call
+    return Run(cli)
 
 
 def refused_human(result, code: str) -> str:

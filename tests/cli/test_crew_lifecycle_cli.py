@@ -12,19 +12,12 @@ import sys
 import time
 
 import pytest
-from support.cli import ok, refused
+from support.cli import Run, ok, refused
 
 
 @pytest.fixture
 def run(cli):
-    def call(*args: str, env: dict[str, str] | None = None, timeout: float = 60):
-        result = cli(*args, env=env, timeout=timeout)
-        assert "Traceback" not in result.err, result.err
-        assert "Traceback" not in result.out, result.out
-        return result
-
-    call.cli = cli
-    return call
+    return Run(cli, any_exit=True)
 
 
 def show(run, work_id: str) -> dict:

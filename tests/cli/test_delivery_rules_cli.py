@@ -24,7 +24,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from support.cli import ok, refused
+from support.cli import Run, ok, refused
 
 from state.clock import now
 from state.home import Home
@@ -36,12 +36,7 @@ REFUSAL_LINE = re.compile(r"^captain: \[([a-z_]+)\] \S")
 
 @pytest.fixture
 def run(cli):
-    def call(*args: str, env: dict[str, str] | None = None, stdin: str | None = None):
-        result = cli(*args, env=env, stdin=stdin)
-        assert "Traceback" not in result.err + result.out, result.err
-        return result
-
-    return call
+    return Run(cli, any_exit=True)
 
 
 def refused_human(result, code: str) -> str:

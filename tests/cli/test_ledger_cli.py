@@ -11,11 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 
 import pytest
-from support.cli import ok, refused
+from support.cli import Run, ok, refused
 
 from state.work import ledger
 
@@ -31,22 +30,7 @@ BODY = '{"marker": "RAW-WEBHOOK-BODY-NEVER-PRINTED-5d1e", "token": "hunter2"}'
 @pytest.fixture
 def run(cli):
     """The ``cli`` fixture, asserting on every call that no traceback reached a person."""
-
-    def call(*args: str, env: dict[str, str] | None = None, stdin: str | None = None):
-        result = cli(*args, env=env, stdin=stdin)
-        assert "Traceback" not in result.err, result.err
-        assert "Traceback" not in result.out, result.out
-        assert result.code in (0, 1, 2), (result.code, result.err)
-        return result
-
-    def many(*jobs):
-        """Independent calls, two at a time (the box has two cores)."""
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            return list(pool.map(lambda args: call(*args), jobs))
-
-    call.cli = cli
-    call.many = many
-    return call
+    return Run(cli)
 
 
 def refused_human(result, code: str) -> str:

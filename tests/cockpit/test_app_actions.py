@@ -7,7 +7,6 @@ import json
 import os
 from pathlib import Path
 
-import pytest
 from support.cockpit import (
     as_crew,
     crew,
@@ -18,6 +17,7 @@ from support.cockpit import (
     type_text,
     until,
 )
+from support.cockpit_env import plain_terminal, private_config  # noqa: F401 (autouse fixtures)
 from support.tmux import needs_tmux
 
 from captain_tui.cockpit import commands
@@ -36,15 +36,6 @@ from widgets.screens.forms import (
 )
 from widgets.screens.help import HelpScreen
 from widgets.screens.settings import SettingsScreen
-
-
-@pytest.fixture(autouse=True)
-def private_config(tmp_path: Path, monkeypatch):
-    """Settings go to a temporary directory, never the real user config."""
-    monkeypatch.setenv("CAPTAIN_CONFIG_DIR", str(tmp_path / "config"))
-    monkeypatch.delenv("TMUX", raising=False)  # the cockpit under test is not inside tmux
-    monkeypatch.delenv("VTE_VERSION", raising=False)  # desktop notices: the OSC 9 kind
-    monkeypatch.setenv("TERM", "xterm-256color")
 
 
 def cockpit(home: Home) -> CaptainApp:

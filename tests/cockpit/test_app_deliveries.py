@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from support.cockpit import drive, select_row, toasts, until
+from support.cockpit_env import plain_terminal, private_config  # noqa: F401 (autouse fixtures)
 
 from captain_tui.cockpit import commands
 from captain_tui.cockpit.app import CaptainApp
@@ -35,13 +36,6 @@ retention_days = 7
 [endpoints.chores]
 routine = true
 """
-
-
-@pytest.fixture(autouse=True)
-def private_config(tmp_path: Path, monkeypatch):
-    monkeypatch.setenv("CAPTAIN_CONFIG_DIR", str(tmp_path / "config"))
-    monkeypatch.delenv("TMUX", raising=False)
-    monkeypatch.setenv("TERM", "xterm-256color")
 
 
 @pytest.fixture

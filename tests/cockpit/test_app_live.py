@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 from support.cockpit import as_crew, crew, drive, toasts, until
+from support.cockpit_env import private_config  # noqa: F401 (autouse fixtures)
 from support.tmux import PrivateTmux, needs_tmux
 
 from captain_tui.cockpit.app import CaptainApp
@@ -24,11 +25,6 @@ from state.crew.protocol import crew_status
 from state.home import Home
 from state.models import RingStamp
 from state.store import encode
-
-
-@pytest.fixture(autouse=True)
-def private_config(tmp_path: Path, monkeypatch):
-    monkeypatch.setenv("CAPTAIN_CONFIG_DIR", str(tmp_path / "config"))
 
 
 def cockpit(home: Home, **knobs) -> CaptainApp:

@@ -8,8 +8,8 @@ import asyncio
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-import pytest
 from support.cockpit import as_crew, crew, drive, until
+from support.cockpit_env import private_config  # noqa: F401 (autouse fixtures)
 from textual.app import App
 from textual.geometry import Region
 
@@ -23,11 +23,6 @@ from widgets.panels.row_list import PanelTable
 from widgets.view import NotificationRow
 
 NOW = datetime(2026, 11, 29, 14, 30, 0, tzinfo=timezone.utc)
-
-
-@pytest.fixture(autouse=True)
-def private_config(tmp_path: Path, monkeypatch):
-    monkeypatch.setenv("CAPTAIN_CONFIG_DIR", str(tmp_path / "config"))
 
 
 def note(n: int, summary: str = "", status: str = "working") -> NotificationRow:

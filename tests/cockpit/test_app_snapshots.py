@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from support.cockpit import SIZE, until
+from support.cockpit_env import private_config  # noqa: F401 (autouse fixtures)
 
 from captain_tui.cockpit.app import CaptainApp
 from state import clock
@@ -29,8 +30,7 @@ PROJECT = "/work/ship"  # recorded, never touched: owned paths show in the assig
 
 
 @pytest.fixture(autouse=True)
-def private_config(tmp_path: Path, monkeypatch):
-    monkeypatch.setenv("CAPTAIN_CONFIG_DIR", str(tmp_path / "config"))
+def home_dir(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))  # the help screen's home path: ~/home
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from support.cockpit import as_crew, crew, drive, select_row, toasts, until
+from support.cockpit_env import plain_terminal, private_config  # noqa: F401 (autouse fixtures)
 from support.tmux import PrivateTmux, needs_tmux
 
 from captain_tui.cockpit.app import CaptainApp
@@ -17,15 +18,6 @@ from state.crew import protocol
 from state.home import Home
 from widgets.screens.forms import ConfirmScreen
 from widgets.screens.help import HelpScreen
-
-
-@pytest.fixture(autouse=True)
-def private_config(tmp_path: Path, monkeypatch):
-    monkeypatch.setenv("CAPTAIN_CONFIG_DIR", str(tmp_path / "config"))
-    monkeypatch.delenv("TMUX", raising=False)
-    monkeypatch.delenv("VTE_VERSION", raising=False)
-    monkeypatch.setenv("TERM", "xterm-256color")
-
 
 NAMES = ("Ada", "Brook", "Cy", "Dee", "Eve")
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 from support.cockpit import crew, drive, select_row, toasts, type_text, until
+from support.cockpit_env import plain_terminal, private_config  # noqa: F401 (autouse fixtures)
 from support.tmux import PrivateTmux, needs_tmux
 from textual.widgets import Label
 
@@ -30,13 +31,6 @@ from widgets.panels.work import WorkPanel
 from widgets.screens.forms import ConfirmScreen, FormScreen
 from widgets.screens.work_forms import ReplayScreen, ResolveScreen
 from widgets.view import WORK_FILTERS
-
-
-@pytest.fixture(autouse=True)
-def private_config(tmp_path: Path, monkeypatch):
-    monkeypatch.setenv("CAPTAIN_CONFIG_DIR", str(tmp_path / "config"))
-    monkeypatch.delenv("TMUX", raising=False)
-    monkeypatch.setenv("TERM", "xterm-256color")
 
 
 def cockpit(home: Home) -> CaptainApp:

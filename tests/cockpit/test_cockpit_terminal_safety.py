@@ -13,8 +13,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-import pytest
 from support.cockpit import as_crew, crew, until
+from support.cockpit_env import private_config  # noqa: F401 (autouse fixtures)
 from textual.geometry import Region
 
 from captain_tui.cockpit.app import CaptainApp
@@ -28,11 +28,6 @@ from widgets.panels.row_list import PanelTable
 # a person typed keeps bidi overrides (names, holders and requesters refuse both at intake)
 SUMMARY = "Bash: \x1b]0;pwned\x07rm -rf / \x1b[2J\u202etxt.exe\x9b31m\ud800"
 QUESTION = "Rebase \u202eesaber\u202c or \u2066merge\u2069?"
-
-
-@pytest.fixture(autouse=True)
-def private_config(tmp_path: Path, monkeypatch):
-    monkeypatch.setenv("CAPTAIN_CONFIG_DIR", str(tmp_path / "config"))
 
 
 def hostile_home(root: Path) -> Home:

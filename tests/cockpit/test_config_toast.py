@@ -8,20 +8,13 @@ settings on every round (docs/store.md, "Settings").
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
 from support.cockpit import drive, toasts, until
+from support.cockpit_env import private_config  # noqa: F401 (autouse fixtures)
 
 from captain_tui.cockpit.app import CaptainApp
 from state.home import Home
 
 BROKEN = "[ledger\nslots = 2\n"
-
-
-@pytest.fixture(autouse=True)
-def private_config(tmp_path: Path, monkeypatch):
-    monkeypatch.setenv("CAPTAIN_CONFIG_DIR", str(tmp_path / "config"))
 
 
 def test_a_broken_config_is_a_toast_and_stays_where_it_is(home: Home):

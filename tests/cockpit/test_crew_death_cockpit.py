@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from support.cockpit import drive, toasts, until
+from support.cockpit_env import plain_terminal, private_config  # noqa: F401 (autouse fixtures)
 
 from captain_tui.cockpit.app import CaptainApp
 from state.crew import deaths as crew_deaths
@@ -19,14 +19,6 @@ from state.models import PaneLocator
 from state.work import ledger
 from widgets.panels.crew import CrewPanel
 from widgets.panels.notifications import NotificationsPanel
-
-
-@pytest.fixture(autouse=True)
-def private_config(tmp_path: Path, monkeypatch):
-    monkeypatch.setenv("CAPTAIN_CONFIG_DIR", str(tmp_path / "config"))
-    monkeypatch.delenv("TMUX", raising=False)
-    monkeypatch.delenv("VTE_VERSION", raising=False)
-    monkeypatch.setenv("TERM", "xterm-256color")
 
 
 def launched(home: Home, name: str, project: Path):

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 from conftest import Cli
-from support.tmux import PrivateTmux, needs_tmux, poll, sim_command
+from support.cli import ok_clean as ok
+from support.tmux import SLEEPER, PrivateTmux, needs_tmux, poll, recruit_into, sim_command
 
 from captain_tui.runtime import deaths, launch
 from captain_tui.runtime.tmux import Tmux
@@ -28,20 +29,10 @@ from state.work import ledger
 
 pytestmark = needs_tmux
 
-SLEEPER = "sh -c 'sleep 300'"
-
-
-def ok(result) -> dict:
-    assert result.code == 0, (result.code, result.out, result.err)
-    assert "Traceback" not in result.err
-    payload = json.loads(result.out)
-    assert payload["ok"] is True, payload
-    return payload
-
 
 def recruit(cli, tmux, name: str, command: str = SLEEPER, *extra: str) -> dict:
-    return ok(cli("crew", name, "--task", f"{name}'s task: tidy the docs", "--command", command,
-                  "--socket", tmux.socket, "--json", *extra))
+    return recruit_into(cli, tmux, name, f"{name}'s task: tidy the docs", *extra,
+                        command=command)
 
 
 def errors(home: Home, key: str) -> list:

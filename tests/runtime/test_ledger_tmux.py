@@ -18,7 +18,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from support.tmux import needs_tmux, poll
+from support.cli import ok_clean as ok
+from support.tmux import SLEEPER, needs_tmux, poll, recruit_into
 
 from captain_tui.runtime import ledger_probe as ledger_runtime
 from state.clock import now
@@ -28,24 +29,14 @@ from state.work import ledger
 
 pytestmark = needs_tmux
 
-SLEEPER = "sh -c 'sleep 300'"
-
 
 def configure(home, text: str) -> None:
     (home.root / "config.toml").write_text(text)
 
 
-def ok(result) -> dict:
-    assert result.code == 0, (result.code, result.out, result.err)
-    assert "Traceback" not in result.err
-    payload = json.loads(result.out)
-    assert payload["ok"] is True, payload
-    return payload
-
-
 def recruit(cli, tmux, name: str) -> dict:
-    return ok(cli("crew", name, "--task", f"{name}'s task", "--owns", f"src/{name.lower()}",
-                  "--allow", "edit", "--command", SLEEPER, "--socket", tmux.socket, "--json"))
+    return recruit_into(cli, tmux, name, f"{name}'s task", "--owns", f"src/{name.lower()}",
+                        "--allow", "edit")
 
 
 def crew_done(cli, r: dict) -> dict:

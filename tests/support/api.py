@@ -70,6 +70,21 @@ class Reply:
         return body["error"]
 
 
+def ok(reply: Reply, status: int = 200):
+    """The status; returns the JSON body."""
+    assert reply.status == status, (reply.status, reply.raw)
+    return reply.json
+
+
+def refused(reply: Reply, status: int, code: str) -> str:
+    """The status, and exactly {"error": {"code", "message"}} with this code; the message."""
+    assert reply.status == status, (reply.status, reply.raw)
+    assert reply.headers.get("content-type", "").startswith("application/json")
+    error = reply.error
+    assert error["code"] == code, error
+    return error["message"]
+
+
 @dataclass
 class Server:
     home: Path

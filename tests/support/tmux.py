@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from captain_tui.runtime.tmux import socket_path_for
+from support.cli import ok_clean
 
 TMUX = shutil.which("tmux")
 needs_tmux = pytest.mark.skipif(TMUX is None, reason="tmux is not installed (.ci/run installs it)")
@@ -55,6 +56,17 @@ class PrivateTmux:
     def kill(self) -> None:
         self.tmux("kill-server", check=False)
         Path(self.socket).unlink(missing_ok=True)  # a killed server can leave its socket
+
+
+SLEEPER = "sh -c 'sleep 300'"  # a crew's agent that only waits: its pane stays up
+
+
+def recruit_into(cli, tmux: PrivateTmux, name: str, task: str, *extra: str,
+                 command: str = SLEEPER) -> dict:
+    """A crew recruited through the real CLI (the ``cli`` fixture) into ``tmux``, its agent
+    ``command``; its ``--json`` answer (exit 0, ok, no traceback)."""
+    return ok_clean(cli("crew", name, "--task", task, "--command", command, "--socket",
+                        tmux.socket, "--json", *extra))
 
 
 class SimLog:
