@@ -28,6 +28,7 @@ REPO = HERE.parent
 SUITE = (
     ("cold start", "cold_start.py", ["--runs", "15"], ["--runs", "3"]),
     ("doorbell and wait", "doorbell_latency.py", ["--rounds", "20"], ["--rounds", "5"]),
+    ("agent doorbell", "agent_doorbell.py", ["--rounds", "20"], ["--rounds", "5"]),
     ("crew death", "crew_death.py", ["--runs", "20"], ["--runs", "5"]),
     ("cockpit", "cockpit.py", ["--events", "500"], ["--quick"]),
 )

@@ -15,7 +15,7 @@ from state.vocab import SUMMARY_MAX
 
 Status = Literal["working", "idle", "asked", "awaiting_approval", "done", "held", "bounced",
                  "timeout", "error"]
-Agent = Literal["claude", "codex", "shell", "program"]  # program: any --command
+Agent = Literal["claude", "codex", "pi", "shell", "program"]  # program: any --command
 
 
 class Strict(BaseModel):

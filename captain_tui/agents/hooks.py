@@ -13,8 +13,23 @@ Claude Code (registered by ``agents.claude``; the hook JSON arrives on stdin):
   ``PermissionRequest``: ``awaiting_approval`` / ``idle`` signals for ``captain wait``.
   Nothing is printed: a hook never answers a permission prompt.
 
-Codex: ``notify`` runs ``captain hook codex notify JSON``; an ``agent-turn-complete`` is an
-``idle`` signal carrying ``last-assistant-message``.
+Codex (registered by ``agents.codex`` with ``-c`` overrides; JSON on stdin, Claude-style):
+
+- ``PermissionRequest``: one ``awaiting_approval`` signal (de-duplicated as Claude's), so no
+  screen check is needed for it. Nothing is printed: the person answers the prompt.
+- ``Stop``: an ``idle`` signal carrying ``last_assistant_message``; never blocks.
+- ``notify`` (crews started before the hooks): ``captain hook codex notify JSON``; an
+  ``agent-turn-complete`` is ``idle``, except for Codex's internal title-generation turn.
+
+pi (captain's extension, ``agents.pi``, runs the hook with the event's JSON on stdin):
+
+- ``before_agent_start`` (every prompt): unread mail is printed as ``{"message": TEXT}``,
+  which the extension adds to the prompt as a custom message (pi sends it to the model as
+  user content, and shows it in the pane, so control characters are escaped); receipts are
+  written once that line is flushed, as for Claude Code.
+- ``agent_end``: an ``idle`` signal carrying ``last_assistant_text``.
+- pi cannot be held at a stop: finishing (``captain done``) or asking is left to the protocol
+  line every mail carries.
 
 Every hook fails open: whatever goes wrong, exit 0, nothing on stdout that could block,
 one line on stderr. Signals are stamped with the moment the hook started, so one older
@@ -246,7 +261,9 @@ def _claude_notification(call: Call) -> None:
     # other kinds (auth_success, elicitation_dialog, ...) are not the captain's business
 
 
-def _claude_permission_request(call: Call) -> None:
+def _permission_request(call: Call) -> None:
+    """PermissionRequest (Claude Code; Codex 0.169 sends the same shape: ``tool_name``,
+    ``tool_input.command``): one ``awaiting_approval`` signal."""
     data = _input(call)
     tool = str(data.get("tool_name") or "a tool")
     tool_input = data.get("tool_input")
@@ -282,7 +299,22 @@ def _signal(call: Call, status: str, summary: str) -> None:
                       incarnation_id=snapshot.incarnation_id)
 
 
+def _said(value: object) -> str:
+    """An agent's text field, stripped; "" when absent or not text."""
+    return value.strip() if isinstance(value, str) else ""
+
+
 # -- Codex ----------------------------------------------------------------------------------
+
+
+def _codex_stop(call: Call) -> None:
+    """Stop: the turn ended; prints nothing, so Codex always stops."""
+    data = _input(call)
+    _signal(call, "idle", _said(data.get("last_assistant_message")) or "finished its turn")
+
+
+# Codex names each new thread with a side turn of its own; notify reports that one too.
+CODEX_TITLE_PROMPT = "Generate a concise, single-line task title"
 
 
 def _codex_notify(call: Call) -> None:
@@ -294,10 +326,40 @@ def _codex_notify(call: Call) -> None:
         raise FailOpen(f"the notify argument is not JSON ({exc})") from None
     if not isinstance(data, dict) or data.get("type") != CODEX_TURN_COMPLETE:
         return  # only a finished turn means anything to the captain
-    message = data.get("last-assistant-message")
-    text = message.strip() if isinstance(message, str) and message.strip() else \
-        "finished its turn"
-    _signal(call, "idle", text)
+    inputs = data.get("input-messages")
+    if isinstance(inputs, list) and inputs and isinstance(inputs[0], str) \
+            and inputs[0].lstrip().startswith(CODEX_TITLE_PROMPT):
+        return  # Codex's own title-generation turn, not the crew's
+    _signal(call, "idle", _said(data.get("last-assistant-message")) or "finished its turn")
+
+
+# -- pi -------------------------------------------------------------------------------------
+
+
+def _pi_inject(call: Call) -> None:
+    """before_agent_start: unread mail becomes the message pi adds to the prompt."""
+    _input(call)
+    home, ctx = _crew(call.env)
+
+    def deliver(batch: list[Message]) -> None:
+        if batch:
+            from state.inputs import for_terminal  # only with mail: it costs ~25 ms
+
+            _emit(call.stdout, {"message": for_terminal(_mail_text(batch))})
+
+    _inbox(home, ctx, deliver)
+
+
+def _pi_agent_end(call: Call) -> None:
+    """agent_end: the turn is over; an ``idle`` signal with the last assistant text."""
+    data = _input(call)
+    text = _said(data.get("last_assistant_text"))
+    stop = data.get("stop_reason")
+    if stop == "error":
+        text = f"its turn ended with an error: {_said(data.get('error_message')) or 'no detail'}"
+    elif stop == "aborted":
+        text = "its turn was interrupted" + (f": {text}" if text else "")
+    _signal(call, "idle", text or "finished its turn")
 
 
 HANDLERS: dict[tuple[str, str], Callable[[Call], None]] = {
@@ -305,6 +367,10 @@ HANDLERS: dict[tuple[str, str], Callable[[Call], None]] = {
     ("claude", "UserPromptSubmit"): _claude_inject,
     ("claude", "Stop"): _claude_stop,
     ("claude", "Notification"): _claude_notification,
-    ("claude", "PermissionRequest"): _claude_permission_request,
+    ("claude", "PermissionRequest"): _permission_request,
     ("codex", "notify"): _codex_notify,
+    ("codex", "PermissionRequest"): _permission_request,
+    ("codex", "Stop"): _codex_stop,
+    ("pi", "before_agent_start"): _pi_inject,
+    ("pi", "agent_end"): _pi_agent_end,
 }

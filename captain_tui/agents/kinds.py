@@ -13,7 +13,11 @@ import sys
 from state.errors import CaptainError
 
 AGENTS = ("claude", "codex", "pi", "shell", "program")
-HOOKED = frozenset({"claude"})  # delivery by hooks: every ring is the fixed wake line
+HOOKED = frozenset({"claude", "pi"})  # delivery by hooks: every ring is the fixed wake line
+# Agents whose hooks report their approval prompts. Every other crew's pane is looked at
+# for one (doorbell.check_approval): pi's dialogs come only from extensions, unseen by
+# captain's hooks, so pi is HOOKED for mail but not here.
+APPROVAL_BY_HOOK = frozenset({"claude", "codex"})  # codex: its PermissionRequest hook
 # Agents whose composer the pane reader knows: only there may a ring carry mail text. A shell
 # or any other program would run what it is typed, so it gets a fixed, inert notice.
 COMPOSERS = frozenset({"claude", "codex", "pi"})

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from captain_tui.agents.kinds import COMPOSERS, HOOKED, WAKE_LINE
+from captain_tui.agents.kinds import APPROVAL_BY_HOOK, COMPOSERS, HOOKED, WAKE_LINE
 from captain_tui.runtime import pane_reader as screens
 from captain_tui.runtime.tmux import ALIVE, GONE, Tmux
 from state.clock import now
@@ -25,7 +25,8 @@ from state.store import encode
 
 GATES = ("approval_prompt", "human_draft", "unreadable_composer", "not_quiescent",
          "launch_grace", "cooldown", "tmux_unavailable", "queued")
-LAUNCH_GRACE = {"claude": 6.0, "codex": 6.0, "pi": 6.0}  # seconds after launch before the first ring
+# seconds after launch before the first ring
+LAUNCH_GRACE = {"claude": 6.0, "codex": 6.0, "pi": 6.0}
 DEFAULT_GRACE = 1.0
 COOLDOWN = timedelta(seconds=5)  # between two rings of one crew
 QUIET_CERTAIN = 2.0  # window activity older than this: quiet without sampling
@@ -324,12 +325,12 @@ def _signature(home: Home, key: str) -> tuple | None:
 
 
 def check_approval(home: Home, name: str) -> bool:
-    """Hookless crew report no approvals: look for a modal on their pane (raised once per
-    appearance as ``awaiting_approval``)."""
+    """Crews whose hooks report no approvals (all but ``APPROVAL_BY_HOOK``): look for a
+    modal on their pane (raised once per appearance as ``awaiting_approval``)."""
     key = name.lower()
     snapshot, _ = crewlog.load(home, key)
     if snapshot is None or snapshot.dismissed_at or snapshot.pane is None \
-            or snapshot.agent in HOOKED:
+            or snapshot.agent in APPROVAL_BY_HOOK:
         return False
     try:
         tmux = Tmux(snapshot.pane.socket)

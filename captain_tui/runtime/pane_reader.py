@@ -32,7 +32,22 @@ Per agent kind:
   ``›`` with nothing after it is not positively empty (Codex always shows a placeholder on an
   empty composer) and reads as unreadable. Approval: Codex's approval overlay strings
   (``Press enter to confirm or esc to cancel``, ``Would you like to run the following
-  command?``, ``Allow command?`` ...) or a numbered option list with the ``›`` pointer.
+  command?``, ``Allow command?`` ...) or a numbered option list with the ``›`` pointer
+  (the start-up "Hooks need review" and "Try new model" screens are such lists). Working:
+  ``◦ Working (3s • esc to interrupt)`` in the rows above the composer (the placeholder
+  stays on it meanwhile). Checked against Codex 0.169.0 at 100x30 and 120x40.
+* ``pi``: the editor is what lies between the last two rules of ``─`` drawn from column 0
+  (equal in length), the lower one with at most a short footer (cwd, stats) under it.
+  There is no prompt glyph and no placeholder: every visible character between the rules
+  is draft (several rows: a multi-line draft; a rule saying ``↑ N more`` / ``↓ N more``: a
+  scrolled, so non-empty, draft). One blank row is empty only where the ANSI capture shows
+  pi's reverse-video cursor cell at column 0: a cursor further right means typed spaces,
+  which is a draft (held like any other); no cursor is unreadable. (A plain capture has no
+  cursor, so there a blank row reads empty.) Working: a braille spinner line
+  (``⠋ Working...``) just above the editor. Approval: pi has none of its own; an extension
+  dialog (``ctx.ui.select`` / ``confirm`` / ``input`` / ``editor``) replaces the editor
+  between the rules and shows its key hints (``↑↓ navigate  enter select  escape/ctrl+c
+  cancel``, ``enter submit``): any of those reads as an approval.
 * anything else (a shell, a simulated agent): the composer is the cursor line when a
   cursor is given, else the last non-blank line; it is readable when it starts with a
   prompt ending in ``$ ``, ``# ``, ``% ``, ``> ``, ``❯ `` or ``› `` (or that glyph at the
@@ -551,10 +566,98 @@ def _read_codex(lines: list[str], styles: list[bytes] | None) -> Screen:
 # --------------------------------------------------------------------------- pi
 
 
+# pi's editor scrolled: its top (bottom) rule says how many rows are hidden above (below)
+_PI_MORE = re.compile(r"─── [↑↓] \d+ more ─*")
+# The key hints of pi's extension dialogs (select, confirm, input, editor), which replace
+# the editor between its rules: "↑↓ navigate  enter select  escape/ctrl+c cancel".
+_PI_DIALOG = re.compile(r"↑↓ navigate|\benter (?:select|submit)\b|escape/ctrl\+c cancel",
+                        re.IGNORECASE)
+_PI_STATUS_WINDOW = 6  # pi's loader sits just above the editor, a blank row between
+
+
+def _pi_rule(line: str) -> str | None:
+    """``"rule"`` for a rule of ─ from column 0, ``"more"`` for a scrolled editor's rule."""
+    s = _rstrip(line)
+    if len(s) >= 10 and s.strip("─") == "":
+        return "rule"
+    if _PI_MORE.fullmatch(s):
+        return "more"
+    return None
+
+
+def _pi_dialog(lines: list[str]) -> str | None:
+    for line in lines:
+        if _PI_DIALOG.search(line):
+            return f'an extension dialog is up ("{_short(line.strip(_BLANK), 60)}")'
+    return None
+
+
+def _pi_working(lines: list[str]) -> str | None:
+    for line in lines:
+        s = line.lstrip(_BLANK)
+        if s[:1] in _SPINNER_BRAILLE:  # any spinner frame first: busy, whatever follows
+            return f'spinner "{_short(s, 40)}"'
+    return None
+
+
+def _pi_empty_row(row: str, flags: bytes | None) -> str | None:
+    """The draft a blank single-row editor holds: "" when the cursor cell (reverse video)
+    is at column 0, spaces up to the cursor when it is further right; None when the ANSI
+    capture shows no cursor on it. A plain capture has no cursor: blank reads empty."""
+    if flags is None:
+        return ""
+    revs = [c for c, f in enumerate(flags) if f & _REV]
+    if len(revs) != 1:
+        return None
+    return " " * revs[0]
+
+
 def _read_pi(lines: list[str], styles: list[bytes] | None) -> Screen:
-    """pi: not read yet, so never a clear composer (fails closed)."""
-    return _verdict("pi", approval=_approval_in(lines), draft=None, working=None,
-                    unreadable="pi's composer is not read yet")
+    name = "pi"
+    last = _last_nonblank(lines)
+    if last is None:
+        return _held(f"{name}: the pane is blank")
+    # The editor's bottom rule has at most a short footer (cwd, stats) under it.
+    bottom = None
+    seen = 0
+    for i in range(last, -1, -1):
+        if _pi_rule(lines[i]):
+            bottom = i
+            break
+        if not _blank(lines[i]):
+            seen += 1
+            if seen > _MAX_FOOTER:
+                break
+    top = None
+    if bottom is not None:
+        top = next((i for i in range(bottom - 1, -1, -1) if _pi_rule(lines[i])), None)
+    if bottom is None or top is None:
+        return _verdict(name, approval=_pi_dialog(lines), draft=None, working=None,
+                        unreadable="no editor on screen (two ─ rules with a short footer "
+                                   "under them)")
+    rows = lines[top + 1:bottom]
+    working = _pi_working(lines[max(0, top - _PI_STATUS_WINDOW):top])
+    approval = _pi_dialog(rows) or _pi_dialog(lines[bottom + 1:])
+    if approval:
+        return _verdict(name, approval=approval, draft=None, working=working,
+                        unreadable="an extension dialog replaces the editor")
+    top_kind, bottom_kind = _pi_rule(lines[top]), _pi_rule(lines[bottom])
+    if top_kind == bottom_kind == "rule" and _rstrip(lines[top]) != _rstrip(lines[bottom]):
+        return _verdict(name, approval=None, draft=None, working=working,
+                        unreadable="the rules around the editor differ (half-drawn?)")
+    text = "\n".join(_rstrip(r) for r in rows).strip("\n")
+    if "more" in (top_kind, bottom_kind):
+        draft = text or "\n"  # rows hidden above or below: never empty
+    elif text:
+        draft = text
+    elif len(rows) != 1:
+        draft = "\n" * max(1, len(rows) - 1)  # empty lines typed (shift+enter)
+    else:
+        draft = _pi_empty_row(rows[0], styles[top + 1] if styles is not None else None)
+        if draft is None:
+            return _verdict(name, approval=None, draft=None, working=working,
+                            unreadable="the editor shows no cursor")
+    return _verdict(name, approval=None, draft=draft, unreadable=None, working=working)
 
 
 # --------------------------------------------------------------------------- generic

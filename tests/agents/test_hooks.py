@@ -418,6 +418,120 @@ def test_codex_bad_payload_fails_open(hook, home: Home, capsys, payload):
     assert "Traceback" not in err
 
 
+# -- Codex hooks (PermissionRequest, Stop) and the title turn --------------------------------
+
+# What Codex 0.169.0 sent the lab's notify program for its internal title-generation turn.
+CODEX_TITLE_TURN = {
+    "type": "agent-turn-complete", "thread-id": "0a1b2c3d-9999-8888-7777-666655554444",
+    "turn-id": "t-2", "cwd": "/tmp", "client": "codex-tui",
+    "input-messages": ["Generate a concise, single-line task title of at most 36 characters "
+                       "for this request: SLOW: summarize the repository"],
+    "last-assistant-message": "Summarize repository",
+}
+
+
+def test_codex_title_generation_turn_raises_no_idle(hook, home: Home):
+    assert hook("notify", agent="codex", payload=json.dumps(CODEX_TITLE_TURN)) == ""
+    no_notification(home)
+    hook("notify", agent="codex", payload=json.dumps(CODEX_TURN))  # the crew's own turn
+    assert notify.wait(home, "Jack", timeout=0).status == "idle"
+
+
+def test_codex_stop_is_one_idle_with_the_last_message_and_never_blocks(hook, home: Home):
+    out = hook("Stop", agent="codex", turn_id="t-1",
+               last_assistant_message="  Done. (stand-in reply)\n")
+    assert out == ""  # nothing on stdout: Codex stops
+    n = notify.wait(home, "Jack", timeout=0)
+    assert n.status == "idle" and n.summary == "Jack: Done. (stand-in reply)"
+    assert hook("Stop", agent="codex", last_assistant_message=None) == ""
+    assert notify.wait(home, "Jack", timeout=0, ack=n.delivery_id) is None  # once per mail
+
+
+def test_codex_permission_request_is_one_awaiting_approval(hook, home: Home):
+    fields = dict(agent="codex", turn_id="t-1", tool_name="Bash",
+                  tool_input={"command": "make release", "description": "needs escalation"})
+    assert hook("PermissionRequest", **fields) == ""  # never answers the prompt
+    assert hook("PermissionRequest", **fields) == ""  # the same prompt again: no second
+    got = [n for n in mailbox.notifications(home, "jack") if n.status == "awaiting_approval"]
+    assert [n.summary for n in got] == ["Jack: permission prompt: Bash: make release"]
+
+
+@pytest.mark.parametrize("stdin", ["", "garbage {", "[]", json.dumps({"hook_event_name": "Stop"})])
+def test_codex_hooks_fail_open(hook, home: Home, stdin):
+    assert hook("PermissionRequest", stdin, agent="codex") == ""
+    if "Stop" not in stdin:
+        assert hook("Stop", stdin, agent="codex") == ""
+    no_notification(home)
+
+
+HOSTILE = ['we"ird\\path', "t\tab", "new\nline", "it's $(rm -rf ~) `x`", "ünï 🚀", "del\x7f",
+           '"]}]\nnotify=["evil"]']
+
+
+@pytest.mark.parametrize("captain", [["captain"], ["/opt/my tools/captain"], HOSTILE])
+def test_codex_hook_args_parse_as_toml_and_trust_exactly_captains_hooks(captain):
+    args = codex.hook_args(captain)
+    assert args[::2] == ["-c"] * (len(args) // 2)
+    values = [tomllib.loads(v) for v in args[1::2]]  # each -c value is one TOML key = value
+    merged: dict = {}
+    for v in values:
+        assert set(v) == {"hooks"}
+        merged.update(v["hooks"])
+    assert set(merged) == {"PermissionRequest", "Stop", "state"}
+    for event, label in codex.EVENTS.items():
+        (group,) = merged[event]
+        assert set(group) == {"hooks"}  # no matcher: every occurrence
+        (handler,) = group["hooks"]
+        assert handler == {"type": "command", "command": handler["command"],
+                           "timeout": codex.HOOK_TIMEOUT}
+        assert shlex.split(handler["command"]) == [*captain, "hook", "codex", event]
+        key = f"/<session-flags>/config.toml:{label}:0:0"
+        assert merged["state"][key] == {
+            "trusted_hash": codex.trusted_hash(label, handler["command"])}
+    assert len(merged["state"]) == len(codex.EVENTS)
+
+
+def test_codex_trusted_hash_is_the_one_codex_computes():
+    # Codex 0.169.0 ran this hook without a review screen when given this hash (checked
+    # live), and asks for review with any other.
+    assert codex.trusted_hash("permission_request",
+                              "/tmp/cx/hook.sh hook codex PermissionRequest") == (
+        "sha256:efd4064d9039923279eb1f215e208cd264918198de10f7f39b3fd3049880201f")
+    assert codex.trusted_hash("stop", "/tmp/cx/hook.sh hook codex Stop") == (
+        "sha256:cc713c36a7546ff37a41903e343c8119a867371872283a3b4d700b96eb513924")
+
+
+def test_codex_command_starts_without_daemon_with_hooks_and_no_notify(monkeypatch):
+    monkeypatch.setattr(codex, "require", lambda program, agent: "/usr/bin/codex")
+    argv = shlex.split(codex.command())
+    assert argv[:4] == ["/usr/bin/codex", "--no-daemon", "--enable", "hooks"]
+    assert not any(a.startswith("notify=") for a in argv)  # Stop is the turn end
+    assert argv[4:] == codex.hook_args([sys.executable, "-m", "captain_tui"])
+
+
+def test_codex_hook_commands_run_through_a_shell(home: Home, jack, project: Path):
+    args = codex.hook_args(CAPTAIN)
+    hooks = {}
+    for v in args[1::2]:
+        hooks.update(tomllib.loads(v)["hooks"])
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CAPTAIN_")}
+    env.update(jack.env, PYTHONPATH=str(REPO))
+
+    def run(event: str, **fields) -> str:
+        command = hooks[event][0]["hooks"][0]["command"]
+        proc = subprocess.run(["/bin/sh", "-c", command], cwd=project, env=env,
+                              input=hook_input(event, **fields), capture_output=True,
+                              text=True, timeout=60)
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+        return proc.stdout
+
+    assert run("PermissionRequest", tool_name="Bash", tool_input={"command": "ls"}) == ""
+    n = notify.wait(home, "Jack", timeout=0)
+    assert n.status == "awaiting_approval"
+    assert run("Stop", last_assistant_message="all done") == ""
+    assert notify.wait(home, "Jack", timeout=0, ack=n.delivery_id).status == "idle"
+
+
 # -- fail open ------------------------------------------------------------------------------
 
 
@@ -450,7 +564,7 @@ def test_cli_garbage_stdin_fails_open(cli, home: Home, jack, stdin, event):
 
 
 @pytest.mark.parametrize("args", [(), ("claude",), ("claude", "Bogus"), ("gemini", "Stop"),
-                                  ("claude", "stop"), ("codex", "Stop")])
+                                  ("claude", "stop"), ("codex", "Bogus")])
 def test_cli_unknown_hook_fails_open(cli, jack, args):
     _fails_open(cli("hook", *args, env=jack.env, stdin=hook_input("Stop")))
 

@@ -1,0 +1,103 @@
+// captain's pi extension: the crew's pi reports to captain through `captain hook pi EVENT`.
+//
+// Written into the captain home per crew by captain_tui/agents/pi.py, which replaces the
+// marker below with the argv that runs captain as a JSON literal (ASCII only, so no text
+// can end the literal early). Loaded with `pi -e FILE`; it imports nothing from pi.
+//
+// - before_agent_start (every prompt, the wake line included): the hook prints at most one
+//   JSON line {"message": TEXT}; TEXT (the unread mail) joins the prompt as a custom
+//   message, which pi sends to the model as user content. captain counts the mail as read
+//   once that line is written.
+// - agent_end: the last assistant text goes to captain as an `idle` signal.
+//
+// Fails open everywhere: whatever captain does (missing, slow, crashing, printing garbage),
+// pi carries on. A hook gets HOOK_TIMEOUT_MS, then is killed.
+import { spawn } from "node:child_process";
+
+const CAPTAIN: string[] = __CAPTAIN_ARGV__;
+const HOOK_TIMEOUT_MS = 10000;
+const MAX_OUTPUT = 4 * 1024 * 1024;
+
+function hook(event: string, input: Record<string, unknown>): Promise<string> {
+	return new Promise((resolve) => {
+		let out = "";
+		let done = false;
+		const finish = (text: string) => {
+			if (!done) {
+				done = true;
+				resolve(text);
+			}
+		};
+		try {
+			const child = spawn(CAPTAIN[0], [...CAPTAIN.slice(1), "hook", "pi", event], {
+				stdio: ["pipe", "pipe", "ignore"], // captain's stderr notes would draw over pi
+				timeout: HOOK_TIMEOUT_MS,
+				killSignal: "SIGKILL",
+			});
+			child.on("error", () => finish(""));
+			child.stdout.setEncoding("utf8");
+			child.stdout.on("data", (chunk: string) => {
+				if (out.length < MAX_OUTPUT) out += chunk;
+			});
+			child.on("close", () => finish(out));
+			child.stdin.on("error", () => undefined); // a hook that exits early: EPIPE
+			child.stdin.end(JSON.stringify({ hook_event_name: event, ...input }));
+		} catch {
+			finish("");
+		}
+	});
+}
+
+function answer(out: string): Record<string, unknown> | undefined {
+	const line = out.split("\n").find((l) => l.trim() !== "");
+	if (!line) return undefined;
+	try {
+		const data = JSON.parse(line);
+		return data && typeof data === "object" && !Array.isArray(data) ? data : undefined;
+	} catch {
+		return undefined;
+	}
+}
+
+function lastAssistant(messages: any[]): { text: string; stopReason: string; error: string } {
+	const last = [...(Array.isArray(messages) ? messages : [])]
+		.reverse()
+		.find((m) => m && m.role === "assistant");
+	const parts = last && Array.isArray(last.content) ? last.content : [];
+	const text = parts
+		.filter((c: any) => c && c.type === "text" && typeof c.text === "string")
+		.map((c: any) => c.text)
+		.join("");
+	return {
+		text,
+		stopReason: typeof last?.stopReason === "string" ? last.stopReason : "",
+		error: typeof last?.errorMessage === "string" ? last.errorMessage : "",
+	};
+}
+
+export default function (pi: any) {
+	pi.on("before_agent_start", async (event: any) => {
+		try {
+			const prompt = typeof event?.prompt === "string" ? event.prompt : "";
+			const data = answer(await hook("before_agent_start", { prompt }));
+			const text = data?.message;
+			if (typeof text !== "string" || text === "") return undefined;
+			return { message: { customType: "captain-mail", content: text, display: true } };
+		} catch {
+			return undefined;
+		}
+	});
+
+	pi.on("agent_end", async (event: any) => {
+		try {
+			const last = lastAssistant(event?.messages);
+			await hook("agent_end", {
+				last_assistant_text: last.text,
+				stop_reason: last.stopReason,
+				error_message: last.error,
+			});
+		} catch {
+			// fail open
+		}
+	});
+}

@@ -1,0 +1,78 @@
+"""captain's pi extension as written into a home (captain_tui.agents.pi), and the pi hooks
+failing open. The live behaviour is tests/agents/test_pi_captain.py."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from captain_tui.agents import pi
+from captain_tui.agents.hooks import run_hook
+from captain_tui.agents.kinds import WAKE_LINE
+from state.home import Home
+
+HOSTILE = ["/opt/it's \"here\"/python", "-m", "captain_tui", "`rm -rf /`", "$(id)",
+           "\"]; process.exit(1); //", "*/ require('x') /*", "line\nbreak", "\u2028\u2029",
+           "</script>", "\\", "ünï ✓"]
+
+
+def _literal(text: str) -> str:
+    m = re.search(r"^const CAPTAIN: string\[\] = (.*);$", text, re.MULTILINE)
+    assert m, "the CAPTAIN line is missing"
+    return m.group(1)
+
+
+def test_the_argv_is_one_ascii_json_literal_whatever_it_holds():
+    text = pi.extension_text(HOSTILE)
+    literal = _literal(text)
+    assert json.loads(literal) == HOSTILE
+    assert literal.isascii() and "\n" not in literal
+    assert pi.MARKER not in text
+    # nothing else in the template changed
+    assert text.replace(literal, pi.MARKER) == pi.template()
+
+
+@pytest.mark.parametrize("bad", [[], [""], ["ok", ""], [1]])
+def test_a_bad_argv_is_refused(bad):
+    with pytest.raises(ValueError):
+        pi.extension_text(bad)
+
+
+def test_command_runs_pi_with_the_crews_extension_and_the_wake_line(tmp_path, monkeypatch):
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    fake = bindir / "pi"
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    home = Home(tmp_path / "home")
+    argv = shlex.split(pi.command(home, "jack"))
+    path = Path(argv[2])
+    assert argv == [str(fake), "-e", str(path), WAKE_LINE]
+    assert path == home.store.dir("agents", "jack") / "captain-pi.ts"
+    assert json.loads(_literal(path.read_text("utf-8")))[1:] == ["-m", "captain_tui"]
+
+
+def test_pi_without_pi_on_path_is_a_clear_refusal(tmp_path, monkeypatch):
+    from state.errors import CaptainError
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(CaptainError) as err:
+        pi.command(Home(tmp_path / "home"), "jack")
+    assert err.value.code == "agent_not_found"
+
+
+@pytest.mark.parametrize("event", ["before_agent_start", "agent_end", "turn_end"])
+@pytest.mark.parametrize("stdin", ["", "not json", "[]",
+                                   json.dumps({"hook_event_name": "before_agent_start"})])
+def test_pi_hooks_fail_open_outside_a_crew(event, stdin, capsys):
+    out = io.StringIO()
+    assert run_hook("pi", event, None, io.StringIO(stdin), out, {}) == 0
+    assert out.getvalue() == ""  # nothing the extension would inject
+    assert "failed open" in capsys.readouterr().err
