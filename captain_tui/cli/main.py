@@ -65,7 +65,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                    help="re-recruit a dismissed name: its last assignment ID")
     p.add_argument("--cwd", metavar="DIR", help="the project directory (default: here)")
     p.add_argument("--agent", choices=("claude", "codex", "pi", "shell"),
-                   help="what runs in the pane (default: shell; claude gets captain's hooks)")
+                   help="what runs in the pane (default: shell; claude, codex and pi get "
+                        "captain's hooks)")
     p.add_argument("--command", dest="program", metavar="CMD",
                    help="run this program instead (hookless; at most 8 KiB)")
     p.add_argument("--socket", metavar="NAME|PATH",

@@ -300,7 +300,8 @@ class AssignScreen(FormScreen):
 
 
 AGENTS = (("shell — your $SHELL", "shell"), ("claude — Claude Code, with hooks", "claude"),
-          ("codex — Codex CLI", "codex"), ("program — any command", "program"))
+          ("codex — Codex CLI, with hooks", "codex"),
+          ("pi — pi, with captain's extension", "pi"), ("program — any command", "program"))
 
 
 class RecruitScreen(FormScreen):
