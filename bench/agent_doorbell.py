@@ -23,52 +23,28 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import NamedTuple
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))  # the live tests' harness (support.pi, support.codex)
 
-from bench.report import latency_row, print_report, write_json  # noqa: E402
+from bench.report import latency_row, print_report, until, write_json  # noqa: E402
 from captain_tui.runtime import doorbell  # noqa: E402
 from captain_tui.runtime import pane_reader as screens  # noqa: E402
 from state.clock import now  # noqa: E402
 from state.crew import crewlog, mailbox, protocol  # noqa: E402
-from state.home import Home  # noqa: E402
 
 BUDGET_MS = 500
 IDLE_TIMEOUT = 60.0
+POLL = 0.02  # seconds between looks while waiting for a crew
 
 
-def _until(pred, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = pred()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise TimeoutError(f"timed out waiting for {what}")
-
-
-class Crew(NamedTuple):
-    """What a round needs of a running crew, whichever harness started it."""
-    home: Home
-    name: str
-    assignment_id: str
-    pane: object  # capture(ansi=False) -> str
-    close: Callable[[], None]
-
-    @property
-    def key(self) -> str:
-        return self.name.lower()
-
-
-def _start(agent: str, root: Path) -> tuple[Crew | None, str | None]:
-    """A running crew of ``agent``, or why it cannot run here. The harness is imported
-    lazily so one agent's missing pieces never stop the other's run."""
+def _start(agent: str, root: Path):
+    """A running crew of ``agent`` (a ``support.agents.AgentCrew``), or why it cannot run
+    here. The harness is imported lazily so one agent's missing pieces never stop the
+    other's run."""
     if agent == "pi":
         from support.pi import pi_available as available
         from support.pi import start_pi_crew as start
@@ -78,9 +54,7 @@ def _start(agent: str, root: Path) -> tuple[Crew | None, str | None]:
     reason = available()
     if reason:
         return None, reason
-    crew = start(root, name="Bench")
-    return Crew(Home(crew.home_root if agent == "pi" else crew.home), crew.name,
-                crew.data["assignment_id"], crew.pane, crew.close), None
+    return start(root, name="Bench"), None
 
 
 def _idle(crew, agent: str) -> bool:
@@ -120,15 +94,17 @@ class Watcher(threading.Thread):
 
 
 def _rounds(crew, agent: str, rounds: int) -> list[float]:
-    _until(lambda: _settled(crew, agent), IDLE_TIMEOUT, f"{agent} to settle after recruiting")
+    until(lambda: _settled(crew, agent), IDLE_TIMEOUT, f"{agent} to settle after recruiting",
+          POLL)
     snapshot = crewlog.load(crew.home, crew.key)[0]
     started = snapshot.launched_at or snapshot.recruited_at
     grace = doorbell.LAUNCH_GRACE.get(agent, doorbell.DEFAULT_GRACE)
-    _until(lambda: (now() - started).total_seconds() > grace, IDLE_TIMEOUT, "launch grace")
-    assignment = crew.assignment_id
+    until(lambda: (now() - started).total_seconds() > grace, IDLE_TIMEOUT, "launch grace", POLL)
+    assignment = crew.assignment
     out = []
     for i in range(rounds):
-        _until(lambda: _settled(crew, agent), IDLE_TIMEOUT, f"{agent} idle before round {i}")
+        until(lambda: _settled(crew, agent), IDLE_TIMEOUT, f"{agent} idle before round {i}",
+              POLL)
         time.sleep(doorbell.QUIET_CERTAIN + 0.1)  # window activity ages, as for an idle crew
         snapshot = crewlog.load(crew.home, crew.key)[0]
         stamp = doorbell._stamp(crew.home, crew.key, snapshot)

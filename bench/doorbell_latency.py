@@ -28,22 +28,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.report import latency_row, print_report, write_json  # noqa: E402
+from bench.report import latency_row, print_report, until, write_json  # noqa: E402
 from captain_tui.runtime import doorbell  # noqa: E402
 from captain_tui.runtime.tmux import socket_path_for  # noqa: E402
 from state import clock  # noqa: E402
 from state.crew import crewlog, mailbox, notify, protocol  # noqa: E402
 from state.home import Home  # noqa: E402
-
-
-def _until(pred, timeout=15.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = pred()
-        if value:
-            return value
-        time.sleep(0.005)
-    raise TimeoutError("condition not met")
 
 
 def _received(log: Path, after: float) -> float | None:
@@ -78,7 +68,7 @@ def main() -> int:
         pane = recruit["pane"]["pane_id"]
         home = Home(tmp / "home")
         time.sleep(doorbell.DEFAULT_GRACE + 0.5)
-        _until(lambda: doorbell.ring(home, "Sim").action == "rang")
+        until(lambda: doorbell.ring(home, "Sim").action == "rang")
 
         def unread():
             return mailbox.unread(home, "sim", crewlog.load(home, "sim")[0])
@@ -93,17 +83,17 @@ def main() -> int:
 
         ring_ms = []
         for i in range(args.rounds):
-            _until(settled)
+            until(settled)
             time.sleep(2.1)  # let window_activity age, as for a crew that sat idle
             start = time.time()
             protocol.tell(home, "Sim", f"round {i}", assignment_id=recruit["assignment_id"])
             doorbell.ring(home, "Sim")  # what `captain tell` does right after writing
-            got = _until(lambda: _received(log, start))
+            got = until(lambda: _received(log, start))
             ring_ms.append((got - start) * 1000)
 
         release_ms = []
         for i in range(max(3, args.rounds // 4)):
-            _until(settled)
+            until(settled)
             subprocess.run(["tmux", "-S", socket, "send-keys", "-t", pane, "-l", "draft"])
             time.sleep(0.5)
             protocol.tell(home, "Sim", f"held {i}", assignment_id=recruit["assignment_id"])
@@ -112,7 +102,7 @@ def main() -> int:
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       text=True)
             try:
-                _until(lambda: doorbell.read_stamp(home, "sim").gate == "human_draft")
+                until(lambda: doorbell.read_stamp(home, "sim").gate == "human_draft")
             except TimeoutError:
                 waiter.kill()
                 print("stamp:", doorbell.read_stamp(home, "sim"), "waiter:",
@@ -120,7 +110,7 @@ def main() -> int:
                 raise
             cleared = time.time()
             subprocess.run(["tmux", "-S", socket, "send-keys", "-t", pane, "C-u"])
-            got = _until(lambda: _received(log, cleared))
+            got = until(lambda: _received(log, cleared))
             release_ms.append((got - cleared) * 1000)
             waiter.kill()
             waiter.wait()

@@ -1,11 +1,24 @@
-"""What every bench script reports the same way: percentiles, a latency row, the
-what | measured | budget | verdict table, and the JSON file."""
+"""What every bench script does the same way: polls until a condition holds, and reports:
+percentiles, a latency row, the what | measured | budget | verdict table, the JSON file."""
 
 from __future__ import annotations
 
 import json
 import statistics
+import time
 from pathlib import Path
+
+
+def until(pred, timeout: float = 15.0, what: str = "condition", interval: float = 0.005):
+    """The first truthy ``pred()``, polled every ``interval`` seconds; TimeoutError after
+    ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = pred()
+        if value:
+            return value
+        time.sleep(interval)
+    raise TimeoutError(f"timed out waiting for {what}")
 
 
 def pct(values, p):

@@ -26,41 +26,28 @@ What Claude Code 2.1.332 does with captain's hooks, as these tests rely on it:
 
 from __future__ import annotations
 
-import os
+import json
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import pytest
+from support.agents import STEP, LiveCrew
 from support.claude import (
-    ClaudePane,
-    ClaudeRig,
     Request,
-    StandIn,
     Text,
     ToolUse,
     approve_permission_prompt,
     claude_available,
-    claude_binary,
     composer_line,
     is_idle_composer,
-    start_tmux_server,
-    tmux_socket_path,
+    start_claude_crew,
 )
 
 from captain_tui.runtime import doorbell
-from state.clock import now
-from state.crew import crewlog, mailbox, notify
-from state.home import Home
-from state.models import Receipt
 
-STEP_TIMEOUT = 20.0
-GRACE = doorbell.LAUNCH_GRACE["claude"]
+STEP_TIMEOUT = STEP
 RELEASE = 2.0  # a ring lands within this long after its gate clears (the issue's bound)
-# Rings to wait for a gate under test: an earlier ring's cooldown may hold first.
-HOLD_TIMEOUT = doorbell.COOLDOWN.total_seconds() + 3.0
 TASK = "TASK-4417: tidy the docs under docs/ and keep the examples runnable"
 WAKE = doorbell.WAKE_LINE
 
@@ -73,82 +60,13 @@ def _flat(text: str) -> str:
 # The crew: Claude Code recruited by the real captain CLI into a jailed tmux server
 # --------------------------------------------------------------------------------------
 
-@dataclass
-class Crew:
-    rig: ClaudeRig
-    cli: object
-    home: Home
-    pane: ClaudePane
-    data: dict
-    recruited_at: float  # time.monotonic() when `captain crew` returned
+class Crew(LiveCrew):
+    """The test's crew (``support.agents.LiveCrew``: what the tests do with it)."""
 
-    @property
-    def stand_in(self) -> StandIn:
-        return self.rig.stand_in
-
-    @property
-    def assignment(self) -> str:
-        return self.data["assignment_id"]
-
-    def snapshot(self):
-        return crewlog.load(self.home, "jack")[0]
-
-    def unread(self) -> list:
-        return mailbox.unread(self.home, "jack", self.snapshot())
-
-    def receipt(self, message_id: str) -> Receipt | None:
-        return self.home.store.read(self.home.receipts_dir("jack") / f"{message_id}.json",
-                                    Receipt)
-
-    def tell(self, text: str) -> dict:
-        """``captain tell`` through the real CLI (it tries one ring by itself)."""
-        r = self.cli("tell", "Jack", text, "--assignment", self.assignment, "--json")
-        assert r.code == 0, (r.out, r.err)
-        return r.json
-
-    def ring_until(self, want: Callable[[doorbell.Outcome], bool], timeout: float,
-                   what: str) -> doorbell.Outcome:
-        """Attempt the doorbell every 0.1 s, as a running ``captain wait`` does, until an
-        outcome satisfies ``want``."""
-        seen: list[doorbell.Outcome] = []
-        deadline = time.monotonic() + timeout
-        while True:
-            outcome = doorbell.ring(self.home, "Jack")
-            seen.append(outcome)
-            if want(outcome):
-                return outcome
-            if time.monotonic() >= deadline:
-                raise AssertionError(
-                    f"the doorbell did not {what} within {timeout} s; last outcomes: "
-                    f"{seen[-3:]}; screen:\n{self.pane.capture()}")
-            time.sleep(0.1)
-
-    def held_by(self, gate: str, timeout: float) -> doorbell.Outcome:
-        """Ring until the doorbell holds with ``gate``."""
-        return self.ring_until(lambda o: o.action == "held" and o.gate == gate, timeout,
-                               f"hold with gate {gate}")
-
-    def settle(self, timeout: float = GRACE + STEP_TIMEOUT) -> None:
-        """Wait (ringing as a wait would) until the launch grace is over, the task mail is
-        read, the composer is idle and the stand-in has been quiet for a second: whatever
-        happens between recruiting and the first turn is over, so the test's own mail and
-        keys meet a crew at rest, and the next hold names the gate under test."""
-        recruited = self.snapshot().recruited_at
-        deadline = time.monotonic() + timeout
-        while True:
-            doorbell.ring(self.home, "Jack")
-            mains = self.stand_in.main_requests
-            quiet = not mains or time.monotonic() - mains[-1].at > 1.0
-            graced = (now() - recruited).total_seconds() > GRACE + 0.1
-            if graced and not self.unread() and quiet and is_idle_composer(self.pane.capture()):
-                return
-            if time.monotonic() >= deadline:
-                raise AssertionError(f"Jack did not settle within {timeout} s; unread: "
-                                     f"{self.unread()}; screen:\n{self.pane.capture()}")
-            time.sleep(0.1)
-
-    def mains_after(self, mark: int) -> list[Request]:
-        return [r for r in self.stand_in.main_requests if r.seq > mark]
+    def at_rest(self, outcome: doorbell.Outcome) -> bool:
+        """The task mail is read, the stand-in has been quiet for a second and the
+        composer is idle."""
+        return not self.unread() and self.main_quiet() and is_idle_composer(self.pane.capture())
 
     def wakes_before(self, mark: int) -> int:
         """How many wake lines the conversation held as of the last request up to ``mark``."""
@@ -161,30 +79,14 @@ def jack(tmp_path: Path, cli):
     reason = claude_available()
     if reason:
         pytest.skip(reason)
-    with ClaudeRig(tmp_path, project=cli.cwd) as rig:
-        # The tmux server lives in the jail and carries Claude Code's offline environment;
-        # captain's window inherits it (plus CAPTAIN_* and PATH, which captain passes).
-        start_tmux_server(rig.socket, rig.jail, env=rig.env)
-        # `claude` on the PATH the CLI sees (captain resolves it there, and hands the pane
-        # that PATH too).
-        bindir = tmp_path / "bin"
-        bindir.mkdir()
-        (bindir / "claude").symlink_to(claude_binary().resolve())
-        r = cli("crew", "Jack", "--task", TASK, "--agent", "claude",
-                "--socket", str(tmux_socket_path(rig.socket)), "--cwd", str(rig.project),
-                "--json", env={"PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}"})
-        recruited = time.monotonic()
-        assert r.code == 0, (r.out, r.err)
-        data = r.json
-        pane = ClaudePane(rig.socket, data["pane"]["pane_id"], data["pane"]["pane_pid"])
-        if not rig.jail.same_namespace(pane.pane_pid):
-            rig.close()
-            pytest.fail("captain's pane is not inside the network jail")
-        crew = Crew(rig, cli, Home(cli.home), pane, data, recruited)
-        yield crew
+    # The tmux server lives in the jail and carries Claude Code's offline environment;
+    # captain's window inherits it (plus CAPTAIN_* and PATH, which captain passes).
+    with start_claude_crew(tmp_path, name="Jack", task=TASK, home_root=cli.home,
+                           project=cli.cwd) as crew:
+        yield Crew(crew)
         # Nothing may have tried to leave the machine through the proxy trap either.
-        assert rig.stand_in.blocked == [], [
-            f"{r.method} {r.path}" for r in rig.stand_in.blocked]
+        assert crew.stand_in.blocked == [], [
+            f"{r.method} {r.path}" for r in crew.stand_in.blocked]
 
 
 def hook_block(req: Request, needle: str) -> str:
@@ -220,22 +122,13 @@ def test_recruited_crew_is_woken_and_the_hook_delivers_its_task(jack: Crew):
     turn. captain starts Claude Code with the wake line as its first prompt; a doorbell
     retried by a wait (held by the launch grace meanwhile) must not ring it again."""
     pane, stand_in = jack.pane, jack.stand_in
-    task_id = jack.data["message_id"]
+    task_id = jack.crew.data["message_id"]
 
     # Retry the doorbell as a running `captain wait` would until the task reaches the
     # model.
-    outcomes: list[doorbell.Outcome] = []
-    deadline = jack.recruited_at + GRACE + 5.0
-    req = None
-    while req is None:
-        outcomes.append(doorbell.ring(jack.home, "Jack"))
-        req = next((r for r in stand_in.main_requests if TASK in r.text), None)
-        if req is None and time.monotonic() >= deadline:
-            raise AssertionError(
-                f"the task never reached the stand-in; doorbell: {outcomes[-3:]}; unread: "
-                f"{jack.unread()}; receipt: {jack.receipt(task_id)}; main requests: "
-                f"{len(stand_in.main_requests)}; screen:\n{pane.capture()}")
-        time.sleep(0.1)
+    req, _ = jack.ring_until_request(lambda r: TASK in r.text,
+                                     jack.crew.recruited_at + jack.grace + 5.0,
+                                     what="the task")
 
     # The stand-in: the turn was started by the wake line, and the task arrived as hook
     # context (never as typed text).
@@ -274,15 +167,12 @@ def test_human_draft_holds_the_ring_and_it_lands_once_the_draft_is_cleared(jack:
     pane.wait_for(lambda s: _flat(composer_line(s) or "") == f"❯ {draft}", STEP_TIMEOUT)
 
     tell_text = "TELL-2208: also update the changelog"
-    told = jack.tell(tell_text)
-    assert told["doorbell"]["action"] == "held", told  # its own ring did not type either
-    jack.held_by("human_draft", HOLD_TIMEOUT)
-    # It keeps holding while the draft stands (about a second of retries) ...
-    for _ in range(4):
-        outcome = doorbell.ring(jack.home, "Jack")
-        assert (outcome.action, outcome.gate) == ("held", "human_draft"), outcome
-    status = jack.cli("status", "--json")
-    assert status.json["crew"][0]["doorbell"]["gate"] == "human_draft", status.out
+    # Its own ring does not type either, and it keeps holding while the draft stands
+    # (about a second of retries) ...
+    told = jack.tell_held(tell_text, "human_draft")
+    status = jack.crew.cli("status", "--json")
+    assert json.loads(status.stdout)["crew"][0]["doorbell"]["gate"] == "human_draft", \
+        status.stdout
     # ... the draft is untouched on screen (nothing appended, nothing submitted) ...
     screen = pane.capture()
     assert _flat(composer_line(screen) or "") == f"❯ {draft}", screen
@@ -294,10 +184,7 @@ def test_human_draft_holds_the_ring_and_it_lands_once_the_draft_is_cleared(jack:
     # The person clears the draft: the held mail rings within RELEASE seconds.
     pane.send_keys("C-u")
     pane.wait_for(is_idle_composer, STEP_TIMEOUT)
-    cleared = time.monotonic()
-    rang = jack.ring_until(lambda o: o.action == "rang", RELEASE, "ring after the clear")
-    assert rang.detail == "landed"
-    assert time.monotonic() - cleared <= RELEASE
+    jack.rings_within(RELEASE, "ring after the clear")
 
     req = stand_in.wait_main(after=mark, timeout=STEP_TIMEOUT, containing=tell_text)
     assert wakes(req) == jack.wakes_before(mark) + 1  # the ring's wake line started it
@@ -332,16 +219,10 @@ def _prompt_for_bash(jack: Crew, marker: Path) -> tuple[Request, str]:
 def _hold_at_the_prompt(jack: Crew, first: Request, prompt_screen: str, marker: Path,
                         tell_text: str) -> dict:
     """Tell while the prompt stands: the ring holds (approval_prompt) and types nothing."""
-    told = jack.tell(tell_text)
-    assert told["doorbell"]["action"] == "held", told
-    jack.held_by("approval_prompt", HOLD_TIMEOUT)
     # It keeps holding while the prompt stands. Claude Code blinks the pending tool call's
     # bullet (about every 0.6 s) under the prompt, so an attempt whose two quiescence
     # samples straddle a blink holds as not_quiescent before it reads the prompt.
-    for _ in range(4):
-        outcome = doorbell.ring(jack.home, "Jack")
-        assert outcome.action == "held", outcome
-        assert outcome.gate in ("approval_prompt", "not_quiescent"), outcome
+    told = jack.tell_held(tell_text, "approval_prompt", or_gates=("not_quiescent",))
     screen = jack.pane.capture()
     assert "Do you want to proceed?" in screen, screen
     assert submitted_prompts(screen) == submitted_prompts(prompt_screen), screen
@@ -352,29 +233,10 @@ def _hold_at_the_prompt(jack: Crew, first: Request, prompt_screen: str, marker: 
     return told
 
 
-def _next_notice(home: Home, status: str, timeout: float):
-    """Poll ``wait --timeout 0`` until a notification of ``status`` comes (acking others)."""
-    deadline = time.monotonic() + timeout
-    ack = None
-    seen = []
-    while True:
-        n = notify.wait(home, "Jack", timeout=0, ack=ack)
-        ack = None
-        if n is not None:
-            if n.status == status:
-                return n
-            seen.append(n)
-            ack = n.delivery_id
-            continue
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"no {status} notification within {timeout} s; saw {seen}")
-        time.sleep(0.1)
-
-
 def test_permission_prompt_holds_the_ring_and_the_mail_arrives_after_approval(jack: Crew):
     pane, stand_in = jack.pane, jack.stand_in
     jack.settle()
-    marker = jack.rig.project / "approved-marker"
+    marker = jack.crew.project / "approved-marker"
     first, prompt_screen = _prompt_for_bash(jack, marker)
     tell_text = "TELL-3310: use the new config format"
     told = _hold_at_the_prompt(jack, first, prompt_screen, marker, tell_text)
@@ -382,10 +244,9 @@ def test_permission_prompt_holds_the_ring_and_the_mail_arrives_after_approval(ja
     # The hooks told the captain's wait about it. Claude Code runs both PermissionRequest
     # ("permission prompt: Bash: touch ...") and Notification ("Claude needs your
     # permission"), in either order; whichever signals first raises the one notice.
-    notice = _next_notice(jack.home, "awaiting_approval", STEP_TIMEOUT)
+    notice = jack.next_notice("awaiting_approval", STEP_TIMEOUT)
     assert notice.summary.startswith("Jack: ") and "permission" in notice.summary.lower(), \
         notice.summary
-    notify.wait(jack.home, "Jack", timeout=0, ack=notice.delivery_id)
 
     # The person approves; the tool runs and the turn goes on.
     approve_permission_prompt(pane, stand_in, after=first.seq, timeout=STEP_TIMEOUT)
@@ -393,16 +254,9 @@ def test_permission_prompt_holds_the_ring_and_the_mail_arrives_after_approval(ja
     # A wait keeps retrying the doorbell; the mail reaches the model either through the
     # ring (wake line -> UserPromptSubmit) or, when the turn ends first, through the Stop
     # hook (which blocks while mail is unread). Whichever: once, as hook output.
-    outcomes: list[doorbell.Outcome] = []
-    deadline = time.monotonic() + STEP_TIMEOUT
-    req = None
-    while req is None:
-        outcomes.append(doorbell.ring(jack.home, "Jack"))
-        req = next((r for r in jack.mains_after(first.seq) if tell_text in r.text), None)
-        if req is None and time.monotonic() >= deadline:
-            raise AssertionError(f"the tell never reached the stand-in; doorbell: "
-                                 f"{outcomes[-3:]}; screen:\n{pane.capture()}")
-        time.sleep(0.1)
+    req, outcomes = jack.ring_until_request(lambda r: tell_text in r.text,
+                                            time.monotonic() + STEP_TIMEOUT,
+                                            after=first.seq, what="the tell")
     assert all(o.gate != "approval_prompt" for o in outcomes)  # the prompt is gone
     block = hook_block(req, tell_text)
     assert ("UserPromptSubmit hook additional context" in block
@@ -416,7 +270,7 @@ def test_permission_prompt_holds_the_ring_and_the_mail_arrives_after_approval(ja
 def test_declined_permission_prompt_releases_the_ring_and_it_lands(jack: Crew):
     pane, stand_in = jack.pane, jack.stand_in
     jack.settle()
-    marker = jack.rig.project / "declined-marker"
+    marker = jack.crew.project / "declined-marker"
     first, prompt_screen = _prompt_for_bash(jack, marker)
     tell_text = "TELL-4471: do not touch files outside docs/"
     told = _hold_at_the_prompt(jack, first, prompt_screen, marker, tell_text)
@@ -426,10 +280,7 @@ def test_declined_permission_prompt_releases_the_ring_and_it_lands(jack: Crew):
     pane.send_keys("Escape")
     screen = pane.wait_for(is_idle_composer, STEP_TIMEOUT)
     assert "Do you want to proceed?" not in screen
-    cleared = time.monotonic()
-    rang = jack.ring_until(lambda o: o.action == "rang", RELEASE, "ring after the prompt")
-    assert rang.detail == "landed"
-    assert time.monotonic() - cleared <= RELEASE
+    jack.rings_within(RELEASE, "ring after the prompt")
 
     req = stand_in.wait_main(after=first.seq, timeout=STEP_TIMEOUT, containing=tell_text)
     assert wakes(req) == wakes(first) + 1  # the ring's wake line started this turn

@@ -20,12 +20,10 @@ import json
 import os
 import signal
 import time
-from typing import Callable
 
 import pytest
+from support.agents import STEP, LiveCrew
 from support.codex import (
-    CodexCrew,
-    Request,
     Shell,
     codex_available,
     process_name,
@@ -34,99 +32,22 @@ from support.codex import (
 )
 
 from captain_tui.runtime import doorbell
-from captain_tui.runtime.pane_reader import Screen, read_screen
-from state.clock import now
-from state.crew import crewlog, mailbox, notify
-from state.home import Home
+from captain_tui.runtime.pane_reader import read_screen
+from state.crew import notify
 
-STEP = 20.0
-GRACE = doorbell.LAUNCH_GRACE["codex"]
 RELEASE = 2.0  # a ring lands within this long after its gate clears
-HOLD_TIMEOUT = doorbell.COOLDOWN.total_seconds() + 3.0
 TASK = "TASK-5120: tidy the docs under docs/ and keep the examples runnable"
 PROMPT = "Would you like to run the following command?"
 
 
-def _flat(text: str) -> str:
-    return " ".join(text.replace("\xa0", " ").split())
+class Jack(LiveCrew):
+    """The shared crew (``support.agents.LiveCrew``: what the tests do with it)."""
 
-
-class Jack:
-    """The shared crew, and what the tests do with it."""
-
-    def __init__(self, crew: CodexCrew) -> None:
-        self.crew = crew
-        self.home = Home(crew.home)
-        self.pane = crew.pane
-        self.stand_in = crew.stand_in
-
-    def snapshot(self):
-        return crewlog.load(self.home, "jack")[0]
-
-    def screen(self) -> Screen:
-        return read_screen(self.pane.capture(ansi=True), "codex")
-
-    def notices(self, status: str) -> list:
-        return [n for n in mailbox.notifications(self.home, "jack") if n.status == status]
-
-    def tell(self, text: str) -> dict:
-        r = self.crew.captain("tell", "Jack", text, "--assignment", self.crew.assignment,
-                              "--json")
-        assert r.returncode == 0, (r.stdout, r.stderr)
-        return json.loads(r.stdout)
-
-    def ring_until(self, want: Callable[[doorbell.Outcome], bool], timeout: float,
-                   what: str) -> doorbell.Outcome:
-        seen: list[doorbell.Outcome] = []
-        deadline = time.monotonic() + timeout
-        while True:
-            outcome = doorbell.ring(self.home, "Jack")
-            seen.append(outcome)
-            if want(outcome):
-                return outcome
-            if time.monotonic() >= deadline:
-                raise AssertionError(f"the doorbell did not {what} within {timeout} s; last "
-                                     f"outcomes: {seen[-3:]}; screen:\n{self.pane.capture()}")
-            time.sleep(0.1)
-
-    def held_by(self, gate: str, timeout: float = HOLD_TIMEOUT) -> doorbell.Outcome:
-        return self.ring_until(lambda o: o.action == "held" and o.gate == gate, timeout,
-                               f"hold with gate {gate}")
-
-    def settle(self, timeout: float = GRACE + STEP) -> None:
-        """Until the launch grace is over, the newest mail was rung, the stand-in has been
-        quiet for a second and the composer reads clear: the test's own keys and mail meet
-        a crew at rest."""
-        deadline = time.monotonic() + timeout
-        recruited = self.snapshot().recruited_at
-        while True:
-            outcome = doorbell.ring(self.home, "Jack")
-            graced = (now() - recruited).total_seconds() > GRACE + 0.1
-            s = self.screen()
-            clear = not s.approval and s.composer_readable and s.draft == "" and not s.working
-            if graced and outcome.action == "nothing" and self.stand_in.quiet_for() > 1.0 \
-                    and clear:
-                return
-            if time.monotonic() >= deadline:
-                raise AssertionError(f"Jack did not settle within {timeout} s ({outcome}); "
-                                     f"screen:\n{self.pane.capture()}")
-            time.sleep(0.1)
-
-    def mains_after(self, mark: int) -> list[Request]:
-        return [r for r in self.stand_in.main_requests if r.seq > mark]
-
-    def wait_notice(self, status: str, count: int, timeout: float = STEP) -> list:
-        deadline = time.monotonic() + timeout
-        while True:
-            got = self.notices(status)
-            if len(got) >= count:
-                return got
-            if time.monotonic() >= deadline:
-                have = [(n.status, n.summary)
-                        for n in mailbox.notifications(self.home, "jack")]
-                raise AssertionError(f"{count} {status} notice(s) expected within {timeout} s; "
-                                     f"have {have}")
-            time.sleep(0.1)
+    def at_rest(self, outcome: doorbell.Outcome) -> bool:
+        """The newest mail was rung, the stand-in has been quiet for a second and the
+        composer reads clear."""
+        return (outcome.action == "nothing" and self.stand_in.quiet_for() > 1.0
+                and self.screen_clear())
 
 
 @pytest.fixture(scope="module")
@@ -154,22 +75,14 @@ def jack(tmp_path_factory):
 
 def test_recruit_rings_the_task_in_and_the_turn_end_is_one_idle_notice(jack: Jack):
     crew, stand_in = jack.crew, jack.stand_in
-    outcomes: list[doorbell.Outcome] = []
-    deadline = crew.recruited_at + GRACE + STEP
-    req = None
-    while req is None:
-        outcomes.append(doorbell.ring(jack.home, "Jack"))
-        req = next((r for r in stand_in.main_requests if TASK in r.last_user), None)
-        if req is None and time.monotonic() >= deadline:
-            raise AssertionError(f"the task never reached the stand-in; doorbell: "
-                                 f"{outcomes[-3:]}; screen:\n{jack.pane.capture()}")
-        time.sleep(0.1)
+    req, _ = jack.ring_until_request(lambda r: TASK in r.last_user,
+                                     crew.recruited_at + jack.grace + STEP, what="the task")
     # Typed into the composer as the person's prompt, with the inbox line and the ID.
     assert req.last_user.startswith("Mail from the captain: " + TASK), req.last_user
     assert "captain inbox Jack" in req.last_user and crew.assignment in req.last_user
     assert "Hooks need review" not in jack.pane.capture()
     # The Stop hook: one idle notice carrying the model's last message.
-    (idle,) = jack.wait_notice("idle", 1)
+    (idle,) = jack.wait_notices("idle", 1)
     assert idle.summary == "Jack: Done. (stand-in reply)", idle.summary
     # Codex also names the thread with a side turn of its own; that is no turn of Jack's.
     stand_in.wait_for(lambda r: r.kind == "title", timeout=STEP)
@@ -191,12 +104,7 @@ def test_human_draft_holds_the_ring_and_the_mail_lands_once_it_is_cleared(jack: 
     pane.wait_for(lambda s: read_screen(s, "codex").draft == draft, STEP)
 
     tell_text = "TELL-2208: also update the changelog"
-    told = jack.tell(tell_text)
-    assert told["doorbell"]["action"] == "held", told
-    jack.held_by("human_draft")
-    for _ in range(4):
-        outcome = doorbell.ring(jack.home, "Jack")
-        assert (outcome.action, outcome.gate) == ("held", "human_draft"), outcome
+    jack.tell_held(tell_text, "human_draft")
     # The draft is intact (nothing appended), nothing was submitted, the model asked nothing.
     screen = jack.screen()
     assert screen.draft == draft, screen
@@ -205,17 +113,14 @@ def test_human_draft_holds_the_ring_and_the_mail_lands_once_it_is_cleared(jack: 
 
     pane.send_keys("C-u")
     pane.wait_for(lambda s: read_screen(s, "codex").draft == "", STEP)
-    cleared = time.monotonic()
-    rang = jack.ring_until(lambda o: o.action == "rang", RELEASE + 1.0, "ring after the clear")
-    assert rang.detail == "landed", rang
-    assert time.monotonic() - cleared <= RELEASE + 1.0
+    jack.rings_within(RELEASE + 1.0, "ring after the clear")
 
     # The task's body was typed once already: later rings are the inbox line.
     req = stand_in.wait_main(after=mark, timeout=STEP)
     assert req.last_user == doorbell.inbox_line("Jack"), req.last_user
     assert all(draft not in r.text for r in stand_in.snapshot() if r.seq > mark)
     # This turn's end is heard too: the second idle notice (one per turn).
-    idles = jack.wait_notice("idle", 2)
+    idles = jack.wait_notices("idle", 2)
     assert len(idles) == 2
 
 
@@ -238,19 +143,13 @@ def test_approval_prompt_holds_the_ring_is_one_notice_and_the_mail_lands_after_y
     assert "$ make release" in screen
 
     tell_text = "TELL-3310: use the new config format"
-    told = jack.tell(tell_text)
-    assert told["doorbell"]["action"] == "held", told
-    jack.held_by("approval_prompt")
-    for _ in range(3):
-        outcome = doorbell.ring(jack.home, "Jack")
-        assert outcome.action == "held", outcome
-        assert outcome.gate in ("approval_prompt", "not_quiescent"), outcome
+    jack.tell_held(tell_text, "approval_prompt", rings=3, or_gates=("not_quiescent",))
     assert PROMPT in pane.capture()
     assert jack.mains_after(first.seq) == []  # nothing answered, nothing submitted
 
     # The PermissionRequest hook raised the notice, at once and once; the 30 s screen check
     # (the runner's) leaves Codex to its hook and adds nothing.
-    notices = jack.wait_notice("awaiting_approval", before + 1)
+    notices = jack.wait_notices("awaiting_approval", before + 1)
     assert "permission prompt: Bash: make release" in notices[-1].summary, notices[-1].summary
     for _ in range(2):
         assert doorbell.check_approval(jack.home, "Jack") is False
@@ -264,17 +163,9 @@ def test_approval_prompt_holds_the_ring_is_one_notice_and_the_mail_lands_after_y
         time.sleep(0.3)
     stand_in.wait_for(lambda r: r.kind == "main" and r.has_output, timeout=STEP,
                       after=first.seq)
-    outcomes: list[doorbell.Outcome] = []
-    deadline = time.monotonic() + STEP
-    req = None
-    while req is None:
-        outcomes.append(doorbell.ring(jack.home, "Jack"))
-        req = next((r for r in jack.mains_after(first.seq)
-                    if r.last_user == doorbell.inbox_line("Jack")), None)
-        if req is None and time.monotonic() >= deadline:
-            raise AssertionError(f"the tell never reached the stand-in; doorbell: "
-                                 f"{outcomes[-3:]}; screen:\n{pane.capture()}")
-        time.sleep(0.1)
+    _, outcomes = jack.ring_until_request(
+        lambda r: r.last_user == doorbell.inbox_line("Jack"), time.monotonic() + STEP,
+        after=first.seq, what="the tell")
     assert all(o.gate != "approval_prompt" for o in outcomes)
     jack.settle()
     assert len(jack.notices("awaiting_approval")) == before + 1
@@ -296,7 +187,7 @@ def test_killing_codex_is_one_error_notice(jack: Jack):
         os.kill(pid, signal.SIGKILL)
     # A running `captain wait` reports it: tmux's pane-died hook, or (when tmux lost the
     # SIGCHLD, tmux/tmux#311) the wait's own probe of the pane.
-    r = jack.crew.captain("wait", "Jack", "--json", "--timeout", "20")
+    r = jack.crew.cli("wait", "Jack", "--json", "--timeout", "20")
     assert r.returncode == 0, (r.stdout, r.stderr)
     got = json.loads(r.stdout)
     assert got["status"] == "error" and got["crew"] == "Jack", got

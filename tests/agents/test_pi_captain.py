@@ -25,108 +25,33 @@ from __future__ import annotations
 import os
 import signal
 import time
-from typing import Callable
 
 import pytest
+from support.agents import STEP, LiveCrew
 from support.claude import Request, ToolUse
-from support.pi import PERMISSION_GATE, PiCrew, pi_available, pi_pid, start_pi_crew
+from support.pi import PERMISSION_GATE, pi_available, pi_pid, start_pi_crew
 
 from captain_tui.runtime import deaths, doorbell
-from captain_tui.runtime.pane_reader import read_screen
-from state.clock import now
-from state.crew import crewlog, mailbox, notify
-from state.models import Receipt
 
-STEP_TIMEOUT = 20.0
-GRACE = doorbell.LAUNCH_GRACE["pi"]
+STEP_TIMEOUT = STEP
 RELEASE = 2.0  # a ring lands within this long after its gate clears
-HOLD_TIMEOUT = doorbell.COOLDOWN.total_seconds() + 3.0  # an earlier ring's cooldown first
 TASK = "TASK-7301: tidy the docs under docs/ and keep the examples runnable"
 REPLY = "Done. (pi stand-in reply 5521)"
 WAKE = doorbell.WAKE_LINE
 MAIL_HEAD = "Mail from the captain for Jack"
 
 
-def _flat(text: str) -> str:
-    return " ".join(text.replace("\xa0", " ").split())
-
-
 # --------------------------------------------------------------------------------------
 # The crew
 # --------------------------------------------------------------------------------------
 
-class Jack:
-    def __init__(self, crew: PiCrew) -> None:
-        self.crew = crew
-        self.home, self.pane, self.stand_in = crew.home, crew.pane, crew.stand_in
+class Jack(LiveCrew):
+    """The module's pi crew (``support.agents.LiveCrew``: what the tests do with it)."""
 
-    @property
-    def assignment(self) -> str:
-        return self.crew.data["assignment_id"]
-
-    def snapshot(self):
-        return crewlog.load(self.home, "jack")[0]
-
-    def unread(self) -> list:
-        return mailbox.unread(self.home, "jack", self.snapshot())
-
-    def receipt(self, message_id: str) -> Receipt | None:
-        return self.home.store.read(self.home.receipts_dir("jack") / f"{message_id}.json",
-                                    Receipt)
-
-    def notices(self, status: str) -> list:
-        return [n for n in mailbox.notifications(self.home, "jack") if n.status == status]
-
-    def screen(self):
-        return read_screen(self.pane.capture(ansi=True), "pi")
-
-    def tell(self, text: str) -> dict:
-        import json
-
-        r = self.crew.cli("tell", "Jack", text, "--assignment", self.assignment, "--json")
-        assert r.returncode == 0, (r.stdout, r.stderr)
-        return json.loads(r.stdout)
-
-    def ring_until(self, want: Callable[[doorbell.Outcome], bool], timeout: float,
-                   what: str) -> doorbell.Outcome:
-        seen: list[doorbell.Outcome] = []
-        deadline = time.monotonic() + timeout
-        while True:
-            outcome = doorbell.ring(self.home, "Jack")
-            seen.append(outcome)
-            if want(outcome):
-                return outcome
-            if time.monotonic() >= deadline:
-                raise AssertionError(f"the doorbell did not {what} within {timeout} s; last "
-                                     f"outcomes: {seen[-3:]}; screen:\n{self.pane.capture()}")
-            time.sleep(0.1)
-
-    def held_by(self, gate: str, timeout: float = HOLD_TIMEOUT) -> doorbell.Outcome:
-        return self.ring_until(lambda o: o.action == "held" and o.gate == gate, timeout,
-                               f"hold with gate {gate}")
-
-    def settle(self, timeout: float = GRACE + STEP_TIMEOUT) -> None:
-        """Ring as a wait would until the launch grace is over, no mail is unread, the
-        stand-in has been quiet for a second and the editor reads idle and empty."""
-        recruited = self.snapshot().recruited_at
-        deadline = time.monotonic() + timeout
-        while True:
-            doorbell.ring(self.home, "Jack")
-            mains = self.stand_in.main_requests
-            quiet = not mains or time.monotonic() - mains[-1].at > 1.0
-            graced = (now() - recruited).total_seconds() > GRACE + 0.1
-            s = self.screen()
-            idle = (not s.approval and s.composer_readable and s.draft == ""
-                    and not s.working)
-            if graced and quiet and idle and not self.unread():
-                return
-            if time.monotonic() >= deadline:
-                raise AssertionError(f"Jack did not settle within {timeout} s; unread: "
-                                     f"{self.unread()}; screen:\n{self.pane.capture()}")
-            time.sleep(0.1)
-
-    def mains_after(self, mark: int) -> list[Request]:
-        return [r for r in self.stand_in.main_requests if r.seq > mark]
+    def at_rest(self, outcome: doorbell.Outcome) -> bool:
+        """No mail is unread, the stand-in has been quiet for a second and the editor reads
+        idle and empty."""
+        return self.main_quiet() and self.screen_clear() and not self.unread()
 
     def wait_screen(self, predicate, what: str, timeout: float = STEP_TIMEOUT):
         deadline = time.monotonic() + timeout
@@ -164,42 +89,16 @@ def mail_block(req: Request, needle: str) -> str:
     return blocks[-1]
 
 
-def _next_notice(jack: Jack, status: str, timeout: float = STEP_TIMEOUT):
-    """Poll ``wait --timeout 0`` until a notification of ``status`` comes (acking others)."""
-    deadline = time.monotonic() + timeout
-    ack, seen = None, []
-    while True:
-        n = notify.wait(jack.home, "Jack", timeout=0, ack=ack)
-        ack = None
-        if n is not None:
-            if n.status == status:
-                notify.wait(jack.home, "Jack", timeout=0, ack=n.delivery_id)
-                return n
-            seen.append(n)
-            ack = n.delivery_id
-            continue
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"no {status} notification within {timeout} s; saw {seen}")
-        time.sleep(0.1)
-
-
 # --------------------------------------------------------------------------------------
 # 1. Recruited: the wake line starts the first turn and the extension hands over the task
 # --------------------------------------------------------------------------------------
 
 def test_recruited_pi_gets_its_task_in_context(jack: Jack):
     task_id = jack.crew.data["message_id"]
-    outcomes: list[doorbell.Outcome] = []
-    deadline = jack.crew.recruited_at + GRACE + 10.0
-    req = None
-    while req is None:  # a wait retries the doorbell meanwhile; it must not ring again
-        outcomes.append(doorbell.ring(jack.home, "Jack"))
-        req = next((r for r in jack.stand_in.main_requests if TASK in r.text), None)
-        if req is None and time.monotonic() >= deadline:
-            raise AssertionError(f"the task never reached the stand-in; doorbell: "
-                                 f"{outcomes[-3:]}; unread: {jack.unread()}; screen:\n"
-                                 f"{jack.pane.capture()}")
-        time.sleep(0.1)
+    # a wait retries the doorbell meanwhile; it must not ring again
+    req, _ = jack.ring_until_request(lambda r: TASK in r.text,
+                                     jack.crew.recruited_at + jack.grace + 10.0,
+                                     what="the task")
     # The wake line (pi's first prompt) started the turn; the task came with it as the
     # extension's message, never typed.
     assert wakes(req) == 1, req.user_texts()
@@ -221,7 +120,7 @@ def test_recruited_pi_gets_its_task_in_context(jack: Jack):
 # --------------------------------------------------------------------------------------
 
 def test_turn_end_is_an_idle_notice_with_the_assistant_text(jack: Jack):
-    notice = _next_notice(jack, "idle")
+    notice = jack.next_notice("idle")
     assert notice.summary == f"Jack: {REPLY}", notice.summary
 
 
@@ -237,12 +136,7 @@ def test_human_draft_holds_the_ring_and_it_lands_once_the_draft_is_cleared(jack:
     jack.wait_screen(lambda s: s.draft == draft, "the draft in the editor")
 
     tell_text = "TELL-2208: also update the changelog"
-    told = jack.tell(tell_text)
-    assert told["doorbell"]["action"] == "held", told
-    jack.held_by("human_draft")
-    for _ in range(4):
-        outcome = doorbell.ring(jack.home, "Jack")
-        assert (outcome.action, outcome.gate) == ("held", "human_draft"), outcome
+    told = jack.tell_held(tell_text, "human_draft")
     s = jack.screen()
     assert s.draft == draft, (s, jack.pane.capture())  # nothing appended, nothing sent
     assert jack.mains_after(mark) == []
@@ -251,10 +145,7 @@ def test_human_draft_holds_the_ring_and_it_lands_once_the_draft_is_cleared(jack:
     jack.pane.send_keys("C-c")  # pi: clears the editor
     jack.wait_screen(lambda s: s.composer_readable and s.draft == "" and not s.working,
                      "the cleared editor")
-    cleared = time.monotonic()
-    rang = jack.ring_until(lambda o: o.action == "rang", RELEASE, "ring after the clear")
-    assert rang.detail == "landed"
-    assert time.monotonic() - cleared <= RELEASE
+    jack.rings_within(RELEASE, "ring after the clear")
 
     req = jack.stand_in.wait_main(after=mark, timeout=STEP_TIMEOUT, containing=tell_text)
     assert req.user_texts()[-2:-1] == [WAKE]  # the ring's wake line started this turn
@@ -282,12 +173,7 @@ def test_approval_dialog_holds_the_ring_is_one_notice_and_the_mail_lands_after(j
     jack.pane.wait_for("Allow?", STEP_TIMEOUT)
 
     tell_text = "TELL-3310: use the new config format"
-    told = jack.tell(tell_text)
-    assert told["doorbell"]["action"] == "held", told
-    jack.held_by("approval_prompt")
-    for _ in range(4):
-        outcome = doorbell.ring(jack.home, "Jack")
-        assert (outcome.action, outcome.gate) == ("held", "approval_prompt"), outcome
+    told = jack.tell_held(tell_text, "approval_prompt")
     # The runner's screen check sees pi's dialog (pi's hooks cannot): one notice, however
     # often it looks while the dialog stands.
     assert doorbell.check_approval(jack.home, "Jack") is True
@@ -305,16 +191,9 @@ def test_approval_dialog_holds_the_ring_is_one_notice_and_the_mail_lands_after(j
     jack.pane.send_keys("Enter")
     jack.pane.wait_for("Blocked by user", STEP_TIMEOUT)
     assert marker.exists()  # the gate held the command back
-    req = None
-    outcomes: list[doorbell.Outcome] = []
-    deadline = time.monotonic() + STEP_TIMEOUT
-    while req is None:
-        outcomes.append(doorbell.ring(jack.home, "Jack"))
-        req = next((r for r in jack.mains_after(first.seq) if tell_text in r.text), None)
-        if req is None and time.monotonic() >= deadline:
-            raise AssertionError(f"the tell never reached the stand-in; doorbell: "
-                                 f"{outcomes[-3:]}; screen:\n{jack.pane.capture()}")
-        time.sleep(0.1)
+    req, outcomes = jack.ring_until_request(lambda r: tell_text in r.text,
+                                            time.monotonic() + STEP_TIMEOUT,
+                                            after=first.seq, what="the tell")
     assert not any(o.gate == "approval_prompt" for o in outcomes[1:])
     assert mail_block(req, tell_text).startswith(MAIL_HEAD)
     assert jack.unread() == []

@@ -1,54 +1,60 @@
 """A harness for running the REAL Claude Code CLI in real tmux, offline.
 
-Nothing here talks to anything but loopback:
+What every agent's harness shares is in ``support.agents`` (imported from here too, as the
+older tests do): ``NetJail``, a network namespace with nothing but loopback, in which the
+tmux server, Claude Code and every program it starts (hooks, Bash tool calls) run; the
+stand-in plumbing; the private-socket tmux helpers. What is Claude Code's own:
 
-- ``NetJail`` makes a network namespace that has only its own loopback (``unshare -n``,
-  which needs root or CAP_SYS_ADMIN). The tmux server, and so every pane and every program
-  Claude Code starts (hooks, Bash tool calls), runs inside it (``nsenter --net``). A packet
-  to any other address fails at once with "network unreachable"; DNS fails too, since the
-  machine's resolver is not on that loopback.
-- ``StandIn`` is a small HTTP server for the Anthropic Messages API. With a jail, its
-  listening socket is created inside the jail's namespace, so Claude Code reaches it at
-  ``http://127.0.0.1:PORT`` and nothing else. It also acts as an HTTP(S) proxy "trap":
+- ``StandIn`` plays the Anthropic Messages API inside the jail, so Claude Code reaches it
+  at ``http://127.0.0.1:PORT`` and nothing else. It is also the HTTP(S) proxy "trap":
   ``claude_env`` points HTTPS_PROXY/HTTP_PROXY at it, so any attempt at another host shows
   up in ``StandIn.blocked`` instead of leaving the machine.
 - ``claude_env`` makes a throwaway HOME whose ``.claude.json`` has onboarding done, the fake
   API key approved and the project directory trusted, and the environment that switches
   off telemetry, updates, error reporting and other non-essential traffic.
-- ``ClaudePane`` starts the binary in a tmux pane on a private socket (``tmux -L NAME``,
-  never the default server) and reads/types into it with plain ``tmux`` calls.
+- ``ClaudePane.start`` runs the binary in a tmux pane on a private socket (``tmux -L
+  NAME``, never the default server); ``start_claude_crew`` recruits it through the real
+  ``captain crew NAME --agent claude`` instead.
 
-Import it from tests as ``from claude_harness import ...`` (pytest puts tests/ on sys.path);
-it holds no tests itself. ``ClaudeRig`` bundles all of the above for one test. Checked with
-Claude Code 2.1.332 (``.ci/install-agents`` pins it).
+Import it from tests as ``from support.claude import ...`` (pytest puts tests/ on
+sys.path); it holds no tests itself. ``ClaudeRig`` bundles the pieces for one test.
+Checked with Claude Code 2.1.332 (``.ci/install-agents`` pins it).
 """
 
 from __future__ import annotations
 
-import ctypes
 import json
-import os
 import queue
 import shlex
-import shutil
-import socket
-import subprocess
-import sys
 import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-REPO = Path(__file__).resolve().parents[2]
+from support.agents import (  # noqa: F401 - NetJail, tmux helpers: also imported from here
+    REPO,
+    AgentCrew,
+    NetJail,
+    Pane,
+    StandInServer,
+    agent_binary,
+    agent_unavailable,
+    kill_tmux_server,
+    offline_env,
+    start_agent_crew,
+    start_tmux_server,
+    tmux,
+    tmux_socket_path,
+    unique_socket,
+)
+
 AGENTS_DIR = REPO / ".agents"
 DEFAULT_CLAUDE = AGENTS_DIR / "node_modules" / ".bin" / "claude"
 # Made up. Claude Code remembers an approved key by its last 20 characters.
 FAKE_API_KEY = "sk-ant-api03-captain-test-0000000000000000000000KEY"
-TMUX_TIMEOUT = 10.0
-CLONE_NEWNET = 0x40000000
 
 
 # --------------------------------------------------------------------------------------
@@ -57,143 +63,13 @@ CLONE_NEWNET = 0x40000000
 
 def claude_binary() -> Path:
     """``$CAPTAIN_TEST_CLAUDE`` if set, else the copy ``.ci/install-agents`` installs."""
-    override = os.environ.get("CAPTAIN_TEST_CLAUDE")
-    return Path(override) if override else DEFAULT_CLAUDE
+    return agent_binary("CAPTAIN_TEST_CLAUDE", DEFAULT_CLAUDE)
 
 
 def claude_available() -> str | None:
     """None when the real Claude Code can be run here offline; else why a test must skip."""
-    binary = claude_binary()
-    if not (binary.is_file() and os.access(binary, os.X_OK)):
-        return (f"Claude Code is not installed at {binary} (run .ci/install-agents, which "
-                f"needs npm; or set CAPTAIN_TEST_CLAUDE)")
-    if shutil.which("tmux") is None:
-        return "tmux is not installed"
-    reason = NetJail.unavailable_reason()
-    if reason:
-        return reason
-    return None
-
-
-# --------------------------------------------------------------------------------------
-# A network namespace with nothing but loopback
-# --------------------------------------------------------------------------------------
-
-# Runs inside the new namespace: bring `lo` up (127.0.0.1 and ::1 come with it), say so,
-# then live exactly as long as the harness holds our stdin open.
-_HOLDER = r"""
-import fcntl, os, socket, struct, sys
-SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-req = struct.pack("16sH22x", b"lo", 0)
-flags = struct.unpack("16sH22x", fcntl.ioctl(s, SIOCGIFFLAGS, req))[1]
-fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sH22x", b"lo", flags | IFF_UP))
-names = sorted(name for _, name in socket.if_nameindex())
-sys.stdout.write(" ".join(names) + "\n")
-sys.stdout.flush()
-sys.stdin.read()
-"""
-
-
-class NetJail:
-    """A network namespace that holds only a loopback interface.
-
-    ``wrap(cmd)`` runs a command inside it; ``listen(port)`` opens a TCP listening socket
-    inside it (for servers of this process that jailed programs must reach). It lasts until
-    ``close()`` (or until this process exits: the holder dies when its stdin closes).
-    """
-
-    _probe: str | None | bool = False  # False: not probed yet
-
-    def __init__(self) -> None:
-        self._holder = subprocess.Popen(
-            ["unshare", "--net", "--", sys.executable, "-c", _HOLDER],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        line = self._holder.stdout.readline().strip()
-        if line != "lo":
-            err = self._holder.stderr.read() if self._holder.poll() is not None else ""
-            self.close()
-            raise OSError(f"could not make a loopback-only network namespace "
-                          f"(interfaces: {line!r}; {err.strip()[-300:]})")
-        self.pid = self._holder.pid
-        self.ns_path = f"/proc/{self.pid}/ns/net"
-
-    @classmethod
-    def unavailable_reason(cls) -> str | None:
-        """None if this machine can make one (tried once per process), else why not."""
-        if cls._probe is False:
-            if not shutil.which("unshare") or not shutil.which("nsenter"):
-                cls._probe = "unshare/nsenter (util-linux) are not installed"
-            else:
-                try:
-                    NetJail().close()
-                    cls._probe = None
-                except OSError as exc:
-                    cls._probe = (f"cannot isolate Claude Code from the network: {exc} "
-                                  f"(needs root or CAP_SYS_ADMIN for `unshare --net`)")
-        return cls._probe  # type: ignore[return-value]
-
-    def wrap(self, cmd: list[str]) -> list[str]:
-        return ["nsenter", f"--net={self.ns_path}", "--", *cmd]
-
-    def listen(self, host: str = "127.0.0.1", port: int = 0, backlog: int = 64) -> socket.socket:
-        """A listening TCP socket that lives in the jail's namespace."""
-        result: dict[str, Any] = {}
-
-        def inside() -> None:
-            # setns() moves only this (short-lived) thread; the socket keeps the namespace.
-            try:
-                libc = ctypes.CDLL(None, use_errno=True)
-                fd = os.open(self.ns_path, os.O_RDONLY)
-                try:
-                    if libc.setns(fd, CLONE_NEWNET) != 0:
-                        err = ctypes.get_errno()
-                        raise OSError(err, f"setns: {os.strerror(err)}")
-                finally:
-                    os.close(fd)
-                sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                sock.bind((host, port))
-                sock.listen(backlog)
-                result["sock"] = sock
-            except BaseException as exc:  # noqa: BLE001 - handed back to the caller
-                result["error"] = exc
-
-        thread = threading.Thread(target=inside, name="netjail-listen")
-        thread.start()
-        thread.join()
-        if "error" in result:
-            raise result["error"]
-        return result["sock"]
-
-    def same_namespace(self, pid: int) -> bool:
-        """Whether process ``pid`` is inside this jail."""
-        try:
-            return os.readlink(f"/proc/{pid}/ns/net") == os.readlink(self.ns_path)
-        except OSError:
-            return False
-
-    def close(self) -> None:
-        holder = getattr(self, "_holder", None)
-        if holder is None:
-            return
-        try:
-            if holder.stdin:
-                holder.stdin.close()
-            holder.wait(timeout=5)
-        except (OSError, subprocess.TimeoutExpired):
-            holder.kill()
-            holder.wait(timeout=5)
-        for stream in (holder.stdout, holder.stderr):
-            if stream:
-                stream.close()
-        self._holder = None
-
-    def __enter__(self) -> "NetJail":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    return agent_unavailable("Claude Code", claude_binary(), "CAPTAIN_TEST_CLAUDE",
+                             ("tmux", "tmux is not installed"))
 
 
 # --------------------------------------------------------------------------------------
@@ -290,7 +166,7 @@ def is_main_request(body: Any) -> bool:
     return isinstance(body, dict) and bool(body.get("tools"))
 
 
-class StandIn:
+class StandIn(StandInServer):
     """A threaded loopback HTTP server that plays the Anthropic Messages API.
 
     ``POST /v1/messages`` answers from ``script`` (a queue of replies) for main requests,
@@ -299,38 +175,15 @@ class StandIn:
     requests (the proxy trap) are recorded with kind ``blocked`` and refused.
     """
 
+    request_cls = Request
+
     def __init__(self, jail: NetJail | None = None, default_text: str = "ok",
                  aux_text: str = "ok", log: Callable[[str], None] | None = None) -> None:
+        super().__init__(log)
         self.default_text = default_text
         self.aux_text = aux_text
-        self.log = log
-        self.requests: list[Request] = []
         self._script: "queue.Queue[Reply]" = queue.Queue()
-        self._cond = threading.Condition()
-        self._seq = 0
-        stand_in = self
-
-        class Handler(_Handler):
-            owner = stand_in
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler, bind_and_activate=False)
-        self.server.daemon_threads = True
-        self.server.socket.close()
-        if jail is not None:
-            self.server.socket = jail.listen()
-        else:
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind(("127.0.0.1", 0))
-            sock.listen(64)
-            self.server.socket = sock
-        self.server.server_address = self.server.socket.getsockname()
-        self.port = self.server.server_address[1]
-        self.base_url = f"http://127.0.0.1:{self.port}"
-        self._thread = threading.Thread(target=self.server.serve_forever,
-                                        kwargs={"poll_interval": 0.1},
-                                        name="stand-in", daemon=True)
-        self._thread.start()
+        self.serve(_Handler, jail)
 
     # -- script ----------------------------------------------------------------------
     def push(self, *replies: Reply) -> None:
@@ -345,68 +198,6 @@ class StandIn:
             return self._script.get_nowait()
         except queue.Empty:
             return Text(self.default_text)
-
-    # -- records ---------------------------------------------------------------------
-    def record(self, **kw: Any) -> Request:
-        with self._cond:
-            self._seq += 1
-            req = Request(seq=self._seq, at=time.monotonic(), **kw)
-            self.requests.append(req)
-            self._cond.notify_all()
-        if self.log:
-            self.log(f"stand-in: {req.kind} {req.method} {req.path}")
-        return req
-
-    def snapshot(self, kind: str | None = None) -> list[Request]:
-        with self._cond:
-            return [r for r in self.requests if kind is None or r.kind == kind]
-
-    @property
-    def main_requests(self) -> list[Request]:
-        return self.snapshot("main")
-
-    @property
-    def blocked(self) -> list[Request]:
-        """Attempts to reach anything but this stand-in (refused, never forwarded)."""
-        return self.snapshot("blocked")
-
-    def mark(self) -> int:
-        """A position to wait from: ``wait_main(after=stand_in.mark())``."""
-        with self._cond:
-            return self._seq
-
-    def wait_for(self, predicate: Callable[[Request], bool], timeout: float = 30.0,
-                 after: int = 0) -> Request:
-        """The first request with ``seq > after`` matching ``predicate``."""
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while True:
-                for req in self.requests:
-                    if req.seq > after and predicate(req):
-                        return req
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    seen = [f"{r.seq}:{r.kind} {r.method} {r.path}" for r in self.requests]
-                    raise TimeoutError(f"no matching request within {timeout}s; seen: {seen}")
-                self._cond.wait(left)
-
-    def wait_main(self, after: int = 0, timeout: float = 30.0,
-                  containing: str | None = None) -> Request:
-        """The next main-conversation request after ``after`` (optionally whose body
-        contains ``containing``)."""
-        return self.wait_for(
-            lambda r: r.kind == "main" and (containing is None or containing in r.text),
-            timeout=timeout, after=after)
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-    def __enter__(self) -> "StandIn":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def _sse(event: str, data: dict[str, Any]) -> bytes:
@@ -480,7 +271,7 @@ def message_events(reply: Reply, model: str) -> Iterable[bytes | float | threadi
 
 
 class _Handler(BaseHTTPRequestHandler):
-    owner: StandIn
+    stand_in: StandIn
     protocol_version = "HTTP/1.1"
     server_version = "captain-stand-in/1"
 
@@ -516,7 +307,7 @@ class _Handler(BaseHTTPRequestHandler):
         return self.command == "CONNECT" or self.path.startswith(("http://", "https://"))
 
     def _record(self, kind: str, body: Any = None, reply: Reply | None = None) -> Request:
-        return self.owner.record(method=self.command, path=self.path,
+        return self.stand_in.record(method=self.command, path=self.path,
                                  headers={k.lower(): v for k, v in self.headers.items()},
                                  body=body, kind=kind, reply=reply)
 
@@ -549,7 +340,7 @@ class _Handler(BaseHTTPRequestHandler):
             return self._json(404, {"type": "error", "error": {
                 "type": "not_found_error", "message": f"stand-in has no {path}"}})
         main = is_main_request(body)
-        reply = self.owner.next_reply(main)
+        reply = self.stand_in.next_reply(main)
         self._record("main" if main else "aux", body, reply)
         model = (body or {}).get("model", "claude-stand-in") if isinstance(body, dict) else "x"
         if isinstance(body, dict) and body.get("stream"):
@@ -663,87 +454,20 @@ def claude_env(tmp_path: Path, project_dir: Path, base_url: str, *,
     for key, value in (settings or {}).items():
         user_settings[key] = value
     (home / ".claude" / "settings.json").write_text(json.dumps(user_settings, indent=2))
-    proxy = base_url  # the stand-in refuses (and records) anything proxied through it
-    env = {
-        "HOME": str(home),
-        "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
-        "LANG": "C.UTF-8",
-        "LC_ALL": "C.UTF-8",
-        "TERM": "xterm-256color",
-        "SHELL": "/bin/bash",
-        "USER": os.environ.get("USER", "root"),
-        "TMPDIR": str(tmp_path),
-        "ANTHROPIC_API_KEY": api_key,
-        "ANTHROPIC_BASE_URL": base_url,
-        "HTTPS_PROXY": proxy, "HTTP_PROXY": proxy, "https_proxy": proxy, "http_proxy": proxy,
-        "NO_PROXY": "127.0.0.1,localhost,::1", "no_proxy": "127.0.0.1,localhost,::1",
-        **QUIET_ENV,
-    }
+    env = offline_env(home, base_url, tmpdir=tmp_path)
+    env.update(ANTHROPIC_API_KEY=api_key, ANTHROPIC_BASE_URL=base_url, **QUIET_ENV)
     env.update(extra or {})
     return env
 
 
 # --------------------------------------------------------------------------------------
-# tmux on a private socket
+# Claude Code in a pane: by hand, or recruited by the real captain CLI
 # --------------------------------------------------------------------------------------
 
-def tmux(socket_name: str, *args: str, check: bool = True,
-         timeout: float = TMUX_TIMEOUT) -> subprocess.CompletedProcess[str]:
-    """``tmux -L socket_name -f /dev/null ARGS`` (never the default server)."""
-    return subprocess.run(["tmux", "-L", socket_name, "-f", "/dev/null", *args],
-                          capture_output=True, text=True, timeout=timeout, check=check)
-
-
-def unique_socket(prefix: str = "captain-test") -> str:
-    return f"{prefix}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-
-
-def start_tmux_server(socket_name: str, jail: NetJail | None, *, session: str = "main",
-                      width: int = 100, height: int = 30,
-                      env: dict[str, str] | None = None) -> None:
-    """Start a tmux server on ``socket_name`` (inside ``jail`` when given) with one idle
-    window, so later windows and panes (e.g. captain's recruits) live in the jail too."""
-    base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8",
-            "TERM": "xterm-256color", "HOME": os.environ.get("HOME", "/root")}
-    base.update(env or {})
-    cmd = ["tmux", "-L", socket_name, "-f", "/dev/null", "new-session", "-d", "-s", session,
-           "-x", str(width), "-y", str(height), "sleep 86400"]
-    subprocess.run(jail.wrap(cmd) if jail else cmd, env=base, check=True,
-                   capture_output=True, text=True, timeout=TMUX_TIMEOUT)
-    # Claude Code nags (on screen) when tmux does not forward focus events.
-    tmux(socket_name, "set-option", "-g", "focus-events", "on", check=False)
-
-
-def tmux_socket_path(socket_name: str) -> Path:
-    """Where ``tmux -L socket_name`` lives: $TMUX_TMPDIR (or /tmp)/tmux-UID/NAME."""
-    return Path(os.environ.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}" / socket_name
-
-
-def kill_tmux_server(socket_name: str) -> None:
-    """Kill the private server and remove its socket file (tmux leaves it behind)."""
-    try:
-        tmux(socket_name, "kill-server", check=False)
-    except subprocess.TimeoutExpired:
-        return
-    path = tmux_socket_path(socket_name)
-    deadline = time.monotonic() + 2.0
-    while path.exists() and time.monotonic() < deadline:
-        if tmux(socket_name, "list-sessions", check=False).returncode != 0:
-            try:
-                path.unlink()
-            except FileNotFoundError:
-                pass
-            break
-        time.sleep(0.05)
-
-
-class ClaudePane:
+class ClaudePane(Pane):
     """Claude Code (or any command) running in a tmux pane on a private socket."""
 
-    def __init__(self, socket_name: str, pane_id: str, pane_pid: int) -> None:
-        self.socket = socket_name
-        self.pane_id = pane_id
-        self.pane_pid = pane_pid
+
 
     @classmethod
     def start(cls, socket_name: str, cwd: Path, env: dict[str, str], *,
@@ -793,50 +517,27 @@ class ClaudePane:
             raise RuntimeError("the pane escaped the network jail")
         return pane
 
-    # -- reading ---------------------------------------------------------------------
-    def capture(self, ansi: bool = False) -> str:
-        args = ["capture-pane", "-p", "-t", self.pane_id]
-        if ansi:
-            args.insert(2, "-e")
-        return tmux(self.socket, *args).stdout
 
-    def alive(self) -> bool:
-        out = tmux(self.socket, "display-message", "-p", "-t", self.pane_id,
-                   "#{pane_dead}", check=False)
-        return out.returncode == 0 and out.stdout.strip() == "0"
-
-    def wait_for(self, predicate: Callable[[str], bool] | str, timeout: float = 30.0,
-                 interval: float = 0.1, ansi: bool = False) -> str:
-        """Poll the screen until ``predicate(capture)`` (or the substring) holds; the
-        capture that satisfied it. Raises TimeoutError with the last screen otherwise."""
-        check = (lambda s: predicate in s) if isinstance(predicate, str) else predicate
-        deadline = time.monotonic() + timeout
-        screen = ""
-        while True:
-            try:
-                screen = self.capture(ansi=ansi)
-            except subprocess.CalledProcessError as exc:
-                raise RuntimeError(f"pane {self.pane_id} is gone: {exc.stderr}") from exc
-            if check(screen):
-                return screen
-            if time.monotonic() >= deadline:
-                raise TimeoutError(f"screen condition not met within {timeout}s; "
-                                   f"last screen:\n{screen}")
-            time.sleep(interval)
-
-    # -- typing ----------------------------------------------------------------------
-    def send_literal(self, text: str) -> None:
-        tmux(self.socket, "send-keys", "-t", self.pane_id, "-l", "--", text)
-
-    def send_enter(self) -> None:
-        tmux(self.socket, "send-keys", "-t", self.pane_id, "Enter")
-
-    def send_keys(self, *keys: str) -> None:
-        tmux(self.socket, "send-keys", "-t", self.pane_id, *keys)
-
-    def kill(self) -> None:
-        """Kill the whole private tmux server (and so this pane)."""
-        kill_tmux_server(self.socket)
+def start_claude_crew(root: Path, *, name: str = "Jack", task: str = "tidy the docs",
+                      home_root: Path | None = None, project: Path | None = None,
+                      width: int = 100, height: int = 30,
+                      log: Callable[[str], None] | None = None) -> AgentCrew:
+    """Recruit ``name`` with ``--agent claude`` through the real CLI
+    (``support.agents.start_agent_crew``): Claude Code in a fresh jail, in ``claude_env``
+    (``root/claude-home``), talking to a fresh ``StandIn``. The captain home defaults to
+    ``root/home``, the crew's cwd to ``root/project``. Raises RuntimeError when Claude Code
+    cannot run here (``claude_available()``)."""
+    reason = claude_available()
+    if reason:
+        raise RuntimeError(reason)
+    root = Path(root)
+    project = Path(project) if project else root / "project"
+    return start_agent_crew(
+        "claude", root, binary=claude_binary(), name=name, task=task,
+        stand_in=lambda jail: StandIn(jail=jail, log=log),
+        env=lambda base_url: claude_env(root, project, base_url),
+        home_root=Path(home_root) if home_root else root / "home", project=project,
+        width=width, height=height)
 
 
 # --------------------------------------------------------------------------------------

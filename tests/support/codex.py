@@ -3,7 +3,7 @@
 Nothing here talks to anything but loopback:
 
 - the tmux server (so every pane, Codex, its hooks and its tool calls) runs inside a
-  ``support.claude.NetJail``: a network namespace with nothing but its own loopback;
+  ``support.agents.NetJail``: a network namespace with nothing but its own loopback;
 - ``ResponsesStandIn`` plays the OpenAI Responses API there (a port of the shared lab's
   ``fake_openai_lab.py``): it streams a text reply, or an ``exec_command`` call asking for
   escalation (``sandbox_permissions: require_escalated``) so that Codex under
@@ -27,28 +27,28 @@ from __future__ import annotations
 import json
 import os
 import queue
-import shutil
 import signal
-import subprocess
-import sys
 import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, Callable
 
-from support.claude import (
-    ClaudePane,
+from support.agents import (
+    REPO,
+    AgentCrew,
     NetJail,
+    StandInServer,
+    agent_binary,
+    agent_unavailable,
     kill_tmux_server,
-    start_tmux_server,
-    tmux_socket_path,
-    unique_socket,
+    offline_env,
+    start_agent_crew,
+    tmux,
 )
 
-REPO = Path(__file__).resolve().parents[2]
 DEFAULT_CODEX = REPO / ".agents" / "codex" / "node_modules" / ".bin" / "codex"
 API_KEY = "captain-test-dummy-key"
 MODEL = "gpt-5.5"  # in Codex's bundled catalog: no "model metadata not found" warning
@@ -62,23 +62,17 @@ SHELL_TOOLS = ("exec_command", "shell_command", "shell")
 
 def codex_binary() -> Path:
     """``$CAPTAIN_TEST_CODEX`` if set, else the copy ``.ci/install-agents`` installs."""
-    override = os.environ.get("CAPTAIN_TEST_CODEX")
-    return Path(override) if override else DEFAULT_CODEX
+    return agent_binary("CAPTAIN_TEST_CODEX", DEFAULT_CODEX)
 
 
 def codex_available() -> str | None:
     """None when the real Codex can be run here offline; else why a test must skip."""
-    binary = codex_binary()
-    if not (binary.is_file() and os.access(binary, os.X_OK)):
-        return (f"Codex is not installed at {binary} (run .ci/install-agents, which needs "
-                f"npm; or set CAPTAIN_TEST_CODEX)")
-    if shutil.which("tmux") is None:
-        return "tmux is not installed"
-    if shutil.which("bwrap") is None:
-        # Codex then warns on screen ("could not find bubblewrap on PATH"), and its
-        # sandboxed commands cannot run.
-        return "bubblewrap (bwrap) is not installed; Codex's sandbox needs it"
-    return NetJail.unavailable_reason()
+    # Without bubblewrap Codex warns on screen ("could not find bubblewrap on PATH"), and
+    # its sandboxed commands cannot run.
+    return agent_unavailable("Codex", codex_binary(), "CAPTAIN_TEST_CODEX",
+                             ("tmux", "tmux is not installed"),
+                             ("bwrap", "bubblewrap (bwrap) is not installed; Codex's "
+                                       "sandbox needs it"))
 
 
 # --------------------------------------------------------------------------------------
@@ -167,7 +161,7 @@ def _sse(data: dict) -> bytes:
     return f"event: {data['type']}\ndata: {json.dumps(data)}\n\n".encode()
 
 
-class ResponsesStandIn:
+class ResponsesStandIn(StandInServer):
     """A threaded loopback HTTP server that plays the OpenAI Responses API.
 
     ``POST .../responses``: a main request carrying a tool's output gets a closing text;
@@ -176,30 +170,18 @@ class ResponsesStandIn:
     requests get a short text. Every request is recorded in ``requests``.
     """
 
+    request_cls = Request
+    name = "responses-stand-in"
+
     def __init__(self, jail: NetJail, default_text: str = "Done. (stand-in reply)",
                  log: Callable[[str], None] | None = None) -> None:
+        super().__init__(log)
         self.default_text = default_text
-        self.log = log
-        self.requests: list[Request] = []
         self._script: "queue.Queue[Reply]" = queue.Queue()
-        self._cond = threading.Condition()
-        self._seq = 0
-        owner = self
+        self.serve(_Handler, jail)
 
-        class Handler(_Handler):
-            stand_in = owner
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler, bind_and_activate=False)
-        self.server.daemon_threads = True
-        self.server.socket.close()
-        self.server.socket = jail.listen()
-        self.server.server_address = self.server.socket.getsockname()
-        self.port = self.server.server_address[1]
-        self.base_url = f"http://127.0.0.1:{self.port}"
-        self._thread = threading.Thread(target=self.server.serve_forever,
-                                        kwargs={"poll_interval": 0.1},
-                                        name="responses-stand-in", daemon=True)
-        self._thread.start()
+    def describe(self, req: Request) -> str:
+        return f"{super().describe(req)} {req.last_user[:60]!r}"
 
     def push(self, *replies: Reply) -> None:
         for reply in replies:
@@ -214,64 +196,6 @@ class ResponsesStandIn:
             return self._script.get_nowait()
         except queue.Empty:
             return Shell() if "SHELL" in req.last_user else Say(self.default_text)
-
-    def record(self, **kw: Any) -> Request:
-        with self._cond:
-            self._seq += 1
-            req = Request(seq=self._seq, at=time.monotonic(), **kw)
-            self.requests.append(req)
-            self._cond.notify_all()
-        if self.log:
-            self.log(f"stand-in: {req.kind} {req.method} {req.path} {req.last_user[:60]!r}")
-        return req
-
-    def snapshot(self, kind: str | None = None) -> list[Request]:
-        with self._cond:
-            return [r for r in self.requests if kind is None or r.kind == kind]
-
-    @property
-    def main_requests(self) -> list[Request]:
-        return self.snapshot("main")
-
-    @property
-    def blocked(self) -> list[Request]:
-        """Attempts to reach anything but this stand-in (refused, never forwarded)."""
-        return self.snapshot("blocked")
-
-    def mark(self) -> int:
-        with self._cond:
-            return self._seq
-
-    def wait_for(self, predicate: Callable[[Request], bool], timeout: float = 30.0,
-                 after: int = 0) -> Request:
-        """The first request with ``seq > after`` matching ``predicate``."""
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while True:
-                for req in self.requests:
-                    if req.seq > after and predicate(req):
-                        return req
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    seen = [f"{r.seq}:{r.kind} {r.last_user[:40]!r}" for r in self.requests]
-                    raise TimeoutError(f"no matching request within {timeout}s; seen: {seen}")
-                self._cond.wait(left)
-
-    def wait_main(self, after: int = 0, timeout: float = 30.0,
-                  containing: str | None = None) -> Request:
-        return self.wait_for(
-            lambda r: r.kind == "main" and (containing is None or containing in r.text),
-            timeout=timeout, after=after)
-
-    def quiet_for(self) -> float:
-        """Seconds since the last request (large when there was none)."""
-        with self._cond:
-            return time.monotonic() - self.requests[-1].at if self.requests else 1e9
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
 
 class _Handler(BaseHTTPRequestHandler):
     stand_in: ResponsesStandIn
@@ -440,20 +364,8 @@ apps = false
 {_toml_str(MODEL)} = "gpt-6-sol"
 """
     (codex_home / "config.toml").write_text(config)
-    proxy = base_url  # the stand-in refuses (and records) anything proxied through it
-    env = {
-        "HOME": str(home),
-        "CODEX_HOME": str(codex_home),
-        "STANDIN_API_KEY": API_KEY,
-        "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
-        "LANG": "C.UTF-8",
-        "LC_ALL": "C.UTF-8",
-        "TERM": "xterm-256color",
-        "SHELL": "/bin/bash",
-        "USER": os.environ.get("USER", "root"),
-        "HTTPS_PROXY": proxy, "HTTP_PROXY": proxy, "https_proxy": proxy, "http_proxy": proxy,
-        "NO_PROXY": "127.0.0.1,localhost,::1", "no_proxy": "127.0.0.1,localhost,::1",
-    }
+    env = offline_env(home, base_url)
+    env.update(CODEX_HOME=str(codex_home), STANDIN_API_KEY=API_KEY)
     env.update(extra or {})
     return env
 
@@ -518,38 +430,11 @@ def kill_pids(pids: list[int], grace: float = 3.0) -> None:
 # --------------------------------------------------------------------------------------
 
 @dataclass
-class CodexCrew:
-    """One real Codex crew in a jailed, private tmux server; ``close()`` undoes it all.
+class CodexCrew(AgentCrew):
+    """One real Codex crew in a jailed, private tmux server (an ``AgentCrew``);
+    ``close()`` also kills, by PID, every process it saw under the pane."""
 
-    ``home``: the captain home (``CAPTAIN_HOME``); ``name``: the crew as recruited;
-    ``socket``: the tmux ``-L`` name (``socket_path`` its file, which captain was given);
-    ``pane``: read/type helpers for the crew's pane (``pane.pane_id``, ``pane.pane_pid``);
-    ``data``: ``captain crew --json``'s answer; ``stand_in``: the model API it talks to.
-    """
-    home: Path
-    name: str
-    socket: str
-    socket_path: Path
-    pane: ClaudePane
-    data: dict
-    stand_in: ResponsesStandIn
-    jail: NetJail
-    project: Path
-    env: dict[str, str]
-    recruited_at: float  # time.monotonic() when `captain crew` returned
     started_pids: set[int] = field(default_factory=set)  # every pid seen under the pane
-
-    @property
-    def key(self) -> str:
-        return self.name.lower()
-
-    @property
-    def assignment(self) -> str:
-        return self.data["assignment_id"]
-
-    def captain(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-        """Run this captain's CLI against the crew's home (as the captain, not as crew)."""
-        return run_captain(self.home, self.project, args, timeout=timeout)
 
     def codex_pids(self) -> list[int]:
         """The Codex processes under the pane (the node launcher and the native binary)."""
@@ -558,33 +443,14 @@ class CodexCrew:
         self.started_pids.update(pids)
         return pids
 
-    def close(self) -> None:
-        """Kill Codex and everything under the pane (by PID), the tmux server, the stand-in
-        and the jail. Safe to call twice. Only processes inside this crew's jail are
-        signalled: every one of them is ours, and a recycled PID outside it is not."""
-        try:
-            if self.pane.pane_pid:
-                tree = [self.pane.pane_pid, *descendants(self.pane.pane_pid)]
-                self.started_pids.update(tree)
-            kill_tmux_server(self.socket)
-            kill_pids([p for p in self.started_pids
-                       if _alive(p) and self.jail.same_namespace(p)])
-        finally:
-            self.stand_in.close()
-            self.jail.close()
-
-
-def run_captain(home: Path, cwd: Path, args: tuple[str, ...] | list[str], *,
-                env: dict[str, str] | None = None,
-                timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """``python -m captain_tui ARGS`` with ``CAPTAIN_HOME=home`` (never the default home)."""
-    full = {k: v for k, v in os.environ.items()
-            if not k.startswith("CAPTAIN_") or k == "CAPTAIN_TMUX_SOCKET"}
-    full["CAPTAIN_HOME"] = str(home)
-    full["PYTHONPATH"] = str(REPO)
-    full.update(env or {})
-    return subprocess.run([sys.executable, "-m", "captain_tui", *args], cwd=cwd, env=full,
-                          capture_output=True, text=True, timeout=timeout)
+    def teardown(self) -> None:
+        """Kill Codex and everything under the pane (by PID) and the tmux server. Only
+        processes inside this crew's jail are signalled: every one of them is ours, and a
+        recycled PID outside it is not."""
+        if self.pane.pane_pid:
+            self.started_pids.update([self.pane.pane_pid, *descendants(self.pane.pane_pid)])
+        kill_tmux_server(self.socket)
+        kill_pids([p for p in self.started_pids if _alive(p) and self.jail.same_namespace(p)])
 
 
 def start_codex_crew(tmp_path: Path, *, name: str = "Jack",
@@ -594,57 +460,30 @@ def start_codex_crew(tmp_path: Path, *, name: str = "Jack",
                      env_extra: dict[str, str] | None = None,
                      log: Callable[[str], None] | None = None,
                      stand_in_text: str = "Done. (stand-in reply)") -> CodexCrew:
-    """Recruit ``name`` with ``captain crew NAME --task TASK --agent codex`` into a new
-    jailed tmux server, Codex talking to a new stand-in. Returns once the CLI answered (the
-    pane exists; Codex is starting). Raises RuntimeError if Codex cannot run here (see
+    """Recruit ``name`` with ``captain crew NAME --task TASK --agent codex``
+    (``support.agents.start_agent_crew``) into a new jailed tmux server, Codex talking to a
+    new stand-in. Returns once the CLI answered (the pane exists; Codex is starting). The
+    captain home defaults to ``tmp_path/captain-home``, the crew's cwd to
+    ``tmp_path/project``. Raises RuntimeError if Codex cannot run here (see
     ``codex_available``) or the recruit failed; whatever was started is cleaned up then."""
     reason = codex_available()
     if reason:
         raise RuntimeError(reason)
     tmp_path = Path(tmp_path)
-    home = Path(home) if home else tmp_path / "captain-home"
     project = Path(project) if project else tmp_path / "project"
-    project.mkdir(parents=True, exist_ok=True)
-    jail = NetJail()
-    stand_in = None
-    socket_name = unique_socket("captain-codex")
+    crew = start_agent_crew(
+        "codex", tmp_path, binary=codex_binary(), name=name, task=task,
+        stand_in=lambda jail: ResponsesStandIn(jail, default_text=stand_in_text, log=log),
+        env=lambda base_url: codex_env(tmp_path, project, base_url, extra=env_extra),
+        home_root=Path(home) if home else tmp_path / "captain-home", project=project,
+        width=width, height=height, crew_cls=CodexCrew)
     try:
-        stand_in = ResponsesStandIn(jail, default_text=stand_in_text, log=log)
-        env = codex_env(tmp_path, project, stand_in.base_url, extra=env_extra)
-        # The server lives in the jail and carries Codex's offline environment; captain's
-        # window inherits it (plus CAPTAIN_* and PATH, which captain passes).
-        start_tmux_server(socket_name, jail, width=width, height=height, env=env)
-        bindir = tmp_path / "codex-bin"
-        bindir.mkdir(exist_ok=True)
-        link = bindir / "codex"
-        if not link.exists():
-            link.symlink_to(codex_binary().resolve())
-        path = tmux_socket_path(socket_name)
-        r = run_captain(home, project, ["crew", name, "--task", task, "--agent", "codex",
-                                        "--socket", str(path), "--cwd", str(project),
-                                        "--json"],
-                        env={"PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}"})
-        recruited = time.monotonic()
-        if r.returncode != 0:
-            raise RuntimeError(f"captain crew failed ({r.returncode}): {r.stdout} {r.stderr}")
-        data = json.loads(r.stdout)
-        pane = ClaudePane(socket_name, data["pane"]["pane_id"], data["pane"]["pane_pid"])
-        crew = CodexCrew(home=home, name=name, socket=socket_name, socket_path=path,
-                         pane=pane, data=data, stand_in=stand_in, jail=jail, project=project,
-                         env=env, recruited_at=recruited)
-        subprocess.run(["tmux", "-L", socket_name, "-f", "/dev/null", "resize-window", "-t",
-                        pane.pane_id, "-x", str(width), "-y", str(height)],
-                       capture_output=True, timeout=10)
-        if not jail.same_namespace(pane.pane_pid):
-            crew.close()
-            raise RuntimeError("captain's pane is not inside the network jail")
-        return crew
+        tmux(crew.socket, "resize-window", "-t", crew.pane.pane_id, "-x", str(width),
+             "-y", str(height), check=False)
     except BaseException:
-        kill_tmux_server(socket_name)
-        if stand_in is not None:
-            stand_in.close()
-        jail.close()
+        crew.close()
         raise
+    return crew
 
 
 def surviving_codex(since_pids: set[int] | None = None) -> list[int]:
