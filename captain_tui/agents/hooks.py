@@ -26,7 +26,8 @@ pi (captain's extension, ``agents.pi``, runs the hook with the event's JSON on s
 - ``before_agent_start`` (every prompt): unread mail is printed as ``{"message": TEXT}``,
   which the extension adds to the prompt as a custom message (pi sends it to the model as
   user content, and shows it in the pane, so control characters are escaped); receipts are
-  written once that line is flushed, as for Claude Code.
+  written once that line is flushed, as for Claude Code. The line stays under what the
+  extension reads (``PI_MAX_LINE``): mail beyond it waits for the next prompt.
 - ``agent_end``: an ``idle`` signal carrying ``last_assistant_text``.
 - pi cannot be held at a stop: finishing (``captain done``) or asking is left to the protocol
   line every mail carries.
@@ -60,6 +61,10 @@ if TYPE_CHECKING:
 
 CLAUDE_EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "Notification", "PermissionRequest")
 CODEX_TURN_COMPLETE = "agent-turn-complete"
+MAX_INPUT = 16 * 1024 * 1024  # characters of hook JSON read from stdin; more fails open
+# What pi's extension reads of a hook's output (MAX_OUTPUT in pi_extension.ts is 4 MiB):
+# a longer line would be cut, fail to parse, and its mail be lost though marked read.
+PI_MAX_LINE = 1024 * 1024
 
 
 class FailOpen(Exception):
@@ -94,11 +99,25 @@ def run_hook(agent: str, event: str, payload: str | None, stdin, stdout,
     return 0
 
 
+# A failure note is one short line: the agent may show hook stderr on its screen (Codex
+# does), and the text can hold what the agent sent (an event name, a path).
+NOTE_MAX = 400
+
+
 def _note(call: Call, text: str) -> None:
-    line = " ".join(text.split())
+    line = f"captain: hook {call.agent} {call.event} failed open: {text}"
     try:
-        print(f"captain: hook {call.agent} {call.event} failed open: {line}",
-              file=sys.stderr, flush=True)
+        from state.inputs import TERMINAL_UNSAFE  # only on failure: it costs ~25 ms
+
+        # escape (never drop) what a terminal would obey, then bound it
+        line = TERMINAL_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
+    except Exception:  # noqa: BLE001
+        line = line.encode("ascii", "backslashreplace").decode("ascii")
+    line = " ".join(line.split())
+    if len(line) > NOTE_MAX:
+        line = line[:NOTE_MAX - 1] + "…"
+    try:
+        print(line, file=sys.stderr, flush=True)
     except Exception:  # noqa: BLE001
         pass
 
@@ -143,7 +162,10 @@ def _input(call: Call) -> dict:
     stream = call.stdin
     if stream is None or (hasattr(stream, "isatty") and stream.isatty()):
         raise FailOpen("no hook input on stdin")
-    raw = stream.read()
+    # Bounded: an agent that writes without end must not take the hook's memory with it.
+    raw = stream.read(MAX_INPUT + 1)
+    if len(raw) > MAX_INPUT:
+        raise FailOpen(f"stdin holds more than {MAX_INPUT} characters of hook input")
     try:
         data = json.loads(raw)
     except (TypeError, ValueError) as exc:
@@ -345,7 +367,18 @@ def _pi_inject(call: Call) -> None:
         if batch:
             from state.inputs import for_terminal  # only with mail: it costs ~25 ms
 
-            _emit(call.stdout, {"message": for_terminal(_mail_text(batch))})
+            # The oldest messages whose line fits PI_MAX_LINE (always at least one: one
+            # message is at most 64 KiB); the rest stay unread for the next prompt. The
+            # batch is cut in place because receipts are written for what it holds after
+            # this returns (rules.inbox).
+            n = len(batch)
+            line = json.dumps({"message": for_terminal(_mail_text(batch))})
+            while n > 1 and len(line) >= PI_MAX_LINE:
+                n = max(1, n * PI_MAX_LINE // (len(line) + 1)) if n > 2 else n - 1
+                line = json.dumps({"message": for_terminal(_mail_text(batch[:n]))})
+            del batch[n:]
+            call.stdout.write(line + "\n")
+            call.stdout.flush()
 
     _inbox(home, ctx, deliver)
 

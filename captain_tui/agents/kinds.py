@@ -11,6 +11,7 @@ import shutil
 import sys
 
 from state.errors import CaptainError
+from state.inputs import has_surrogate
 
 AGENTS = ("claude", "codex", "pi", "shell", "program")
 HOOKED = frozenset({"claude", "pi"})  # delivery by hooks: every ring is the fixed wake line
@@ -25,14 +26,22 @@ WAKE_LINE = "mail from the captain is waiting; keep working"
 
 
 def captain_command() -> list[str]:
-    """How a crew pane (or an agent's hook) runs this same captain."""
-    return [sys.executable, "-m", "captain_tui"]
+    """How a crew pane (or an agent's hook) runs this same captain.
+
+    ``-P``: ``python -m`` would put the working directory first on ``sys.path``, and hooks
+    run in the crew's project, which the agent writes (Codex's sandboxed model included):
+    a ``state/`` or ``captain_tui/`` there would run as captain, outside any sandbox."""
+    return [sys.executable, "-P", "-m", "captain_tui"]
 
 
 def captain_argv(captain: list[str]) -> list[str]:
     """``captain`` checked: the argv an agent's hook configuration runs captain with."""
     if not captain or not all(isinstance(a, str) and a for a in captain):
         raise ValueError("captain must be a non-empty list of non-empty strings")
+    # An undecodable byte (a lone surrogate) cannot be written into the JSON, TOML or
+    # settings an agent reads as the same path: refuse rather than a hook that never runs.
+    if any(has_surrogate(a) for a in captain):
+        raise ValueError("captain's path is not valid UTF-8; agents could not run it")
     return list(captain)
 
 

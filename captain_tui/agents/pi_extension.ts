@@ -17,6 +17,14 @@ import { spawn } from "node:child_process";
 const CAPTAIN: string[] = __CAPTAIN_ARGV__;
 const HOOK_TIMEOUT_MS = 10000;
 const MAX_OUTPUT = 4 * 1024 * 1024;
+// Text the extension passes on is cut to this many UTF-16 units: captain reads a bounded
+// stdin (hooks.MAX_INPUT) and fails open beyond it, which would lose the turn's signal or
+// the mail (a pasted prompt of megabytes). captain keeps a short summary anyway.
+const MAX_TEXT = 64 * 1024;
+
+function clip(text: string): string {
+	return text.length > MAX_TEXT ? text.slice(0, MAX_TEXT) : text;
+}
 
 function hook(event: string, input: Record<string, unknown>): Promise<string> {
 	return new Promise((resolve) => {
@@ -78,7 +86,7 @@ function lastAssistant(messages: any[]): { text: string; stopReason: string; err
 export default function (pi: any) {
 	pi.on("before_agent_start", async (event: any) => {
 		try {
-			const prompt = typeof event?.prompt === "string" ? event.prompt : "";
+			const prompt = clip(typeof event?.prompt === "string" ? event.prompt : "");
 			const data = answer(await hook("before_agent_start", { prompt }));
 			const text = data?.message;
 			if (typeof text !== "string" || text === "") return undefined;
@@ -92,9 +100,9 @@ export default function (pi: any) {
 		try {
 			const last = lastAssistant(event?.messages);
 			await hook("agent_end", {
-				last_assistant_text: last.text,
-				stop_reason: last.stopReason,
-				error_message: last.error,
+				last_assistant_text: clip(last.text),
+				stop_reason: clip(last.stopReason),
+				error_message: clip(last.error),
 			});
 		} catch {
 			// fail open

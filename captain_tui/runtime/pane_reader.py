@@ -549,7 +549,14 @@ def _read_codex(lines: list[str], styles: list[bytes] | None) -> Screen:
     if first == "Input disabled.":
         return _verdict(name, approval=approval, draft=None, working=working,
                         unreadable="Codex has disabled its input")
-    placeholder = first in _CODEX_PLACEHOLDERS or _dim_only(lines, styles, [(c, 2)])
+    # Codex draws the placeholder dim: where the capture shows dim text at all, the same
+    # words in the normal colour were typed (a draft, or the transcript's echo of one).
+    # Only a capture without dim (plain, or colour off), which cannot tell them apart,
+    # falls back on the wording.
+    if styles is not None and any(f & _DIM for row in styles for f in set(row)):
+        placeholder = _dim_only(lines, styles, [(c, 2)])
+    else:
+        placeholder = first in _CODEX_PLACEHOLDERS
     if placeholder and not cont:
         # Codex draws its composer at the bottom: one padding row, then a short footer.
         # A placeholder-looking line with more under it is a past message in the
@@ -637,6 +644,7 @@ def _read_pi(lines: list[str], styles: list[bytes] | None) -> Screen:
                                    "under them)")
     rows = lines[top + 1:bottom]
     working = _pi_working(lines[max(0, top - _PI_STATUS_WINDOW):top])
+
     approval = _pi_dialog(rows) or _pi_dialog(lines[bottom + 1:])
     if approval:
         return _verdict(name, approval=approval, draft=None, working=working,
@@ -657,6 +665,14 @@ def _read_pi(lines: list[str], styles: list[bytes] | None) -> Screen:
         if draft is None:
             return _verdict(name, approval=None, draft=None, working=working,
                             unreadable="the editor shows no cursor")
+    # The top rule is only the nearest one: a draft row of ─ as wide as the pane looks the
+    # same, and the "editor" under it is then the draft's tail. So an editor read as empty
+    # must be the only pair of rules from column 0 (pi draws its transcript one column in);
+    # with another rule above it, the real top rule may be that one. (A draft is a draft
+    # either way: the doorbell holds.)
+    if draft == "" and any(_pi_rule(lines[i]) for i in range(top)):
+        return _verdict(name, approval=None, draft=None, working=working,
+                        unreadable="another rule above the editor (a draft holding a rule?)")
     return _verdict(name, approval=None, draft=draft, unreadable=None, working=working)
 
 

@@ -197,7 +197,9 @@ def crew_turn(home: Home, key: str, name: str, ctx: Context, assignment_id: str 
 def inbox(home: Home, name: str, *, deliver: Callable[[list], None], ctx: Context, via: str,
           open_locked: Callable[[Home, str], object], unread: Callable[[Home, str, object], list],
           mark_read: Callable[[Home, str, list, str], None]) -> list:
-    """Hand queued mail (oldest first) to ``deliver``; receipts only after it returns."""
+    """Hand queued mail (oldest first) to ``deliver``; receipts only after it returns, for
+    what the list holds then: a ``deliver`` that can take only the oldest part cuts the
+    list in place (``del batch[n:]``) and the rest stays unread."""
     key = crew_key(name)
     with home.store.lock(lock_name(key)):  # so a dismissal cannot bounce what is being read
         snapshot = existing(name, open_locked(home, key))

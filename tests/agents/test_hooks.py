@@ -506,7 +506,7 @@ def test_codex_command_starts_without_daemon_with_hooks_and_no_notify(monkeypatc
     argv = shlex.split(codex.command())
     assert argv[:4] == ["/usr/bin/codex", "--no-daemon", "--enable", "hooks"]
     assert not any(a.startswith("notify=") for a in argv)  # Stop is the turn end
-    assert argv[4:] == codex.hook_args([sys.executable, "-m", "captain_tui"])
+    assert argv[4:] == codex.hook_args([sys.executable, "-P", "-m", "captain_tui"])
 
 
 def test_codex_hook_commands_run_through_a_shell(home: Home, jack, project: Path):

@@ -56,7 +56,7 @@ def test_command_runs_pi_with_the_crews_extension_and_the_wake_line(tmp_path, mo
     path = Path(argv[2])
     assert argv == [str(fake), "-e", str(path), WAKE_LINE]
     assert path == home.store.dir("agents", "jack") / "captain-pi.ts"
-    assert json.loads(_literal(path.read_text("utf-8")))[1:] == ["-m", "captain_tui"]
+    assert json.loads(_literal(path.read_text("utf-8")))[1:] == ["-P", "-m", "captain_tui"]
 
 
 def test_pi_without_pi_on_path_is_a_clear_refusal(tmp_path, monkeypatch):
