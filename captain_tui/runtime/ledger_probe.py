@@ -124,7 +124,7 @@ def dispatch(home: Home) -> list[str]:
                     raise
                 return pane
 
-            with home.store.lock("ledger"):
+            with ledger.capacity(home):
                 if not ledger.has_free_slot(home):
                     break
                 ledger.claim_held(home, item.work_id, holder=holder, start=start)

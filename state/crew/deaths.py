@@ -122,7 +122,7 @@ def _fail_work(home: Home, snapshot: CrewSnapshot, death: Death) -> str:
     from state.work import settle as ledger_settle
 
     work_id = ledger_settle.work_id(snapshot.assignment.assignment_id)
-    item = ledger.load(home, work_id) if home.work_exists(work_id) else None
+    item = ledger.load(home, work_id) if ledger.exists(home, work_id) else None
     if item is None:
         return ""
     current = item.attempts[-1] if item.attempts else None

@@ -195,7 +195,7 @@ def recruit(home: Home, name: str, task: str, *, owns: list[str] | None = None,
         spec = _spec(task, paths, actions, project_dir, handoff)
         incarnation = new_id(INCARNATION)
         env = crew_env(home, name, incarnation, spec.assignment_id)
-        with home.store.lock("ledger"):
+        with ledger.capacity(home):
             free = ledger.has_free_slot(home)
             pane, undo = launch(env) if launch is not None and free else (None, None)
             event = Recruited(seq=(snapshot.seq + 1) if snapshot else 1, at=now(),
@@ -220,9 +220,8 @@ def recruit(home: Home, name: str, task: str, *, owns: list[str] | None = None,
 
 def assign(home: Home, name: str, task: str, *, handoff: str, owns: list[str] | None = None,
            allow: list[str] | None = None, ctx: Context = CAPTAIN) -> AssignmentSpec:
-    from state.work import (
-        settle as ledger_settle,  # not at import: crew-side commands skip it
-    )
+    from state.work import ledger  # not at import: crew-side commands skip it
+    from state.work import settle as ledger_settle
 
     check_captain(ctx, "assign")
     key = crew_key(name)
@@ -243,7 +242,7 @@ def assign(home: Home, name: str, task: str, *, handoff: str, owns: list[str] | 
         _all_acknowledged(home, key, current.assignment_id)
         paths, actions = _grant(home, key, owns, allow, current.project_dir, current)
         spec = _spec(task, paths, actions, current.project_dir, handoff)
-        with home.store.lock("ledger"):
+        with ledger.capacity(home):
             snapshot = crewlog.append(home, key, snapshot, Assigned(
                 seq=snapshot.seq + 1, at=now(), actor="captain", assignment=spec))
             ledger_settle.claim_if_free(home, spec.assignment_id, snapshot.pane)
@@ -323,7 +322,7 @@ def dismiss(home: Home, name: str, *, reason: str = "crew dismissed",
         # live and dismissing it again finishes the job (cancel is idempotent). The other
         # order left a dismissed crew whose item stayed running, which nothing revisits.
         work_id = ledger_settle.work_id(snapshot.assignment.assignment_id)
-        if home.work_exists(work_id):
+        if ledger.exists(home, work_id):
             ledger.cancel(home, work_id, actor=actor, reason=reason,
                           stop=lambda attempt: stopped)
         crash_point("dismiss:after-work")

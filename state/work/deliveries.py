@@ -285,7 +285,7 @@ def settle_pending(home: Home) -> int:
 
 def _dispatch(home: Home, record: Delivery, config: dict) -> None:
     """Create the delivery's work item if it should have one (idempotent)."""
-    if record.work_id is None or home.work_exists(record.work_id):
+    if record.work_id is None or ledger.exists(home, record.work_id):
         return
     ledger.accept(home, source="webhook", work_id=record.work_id,
                   input={"delivery_id": record.delivery_id, "endpoint_id": record.endpoint_id,

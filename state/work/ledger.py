@@ -1,39 +1,41 @@
 """The work ledger: work items, attempts, generation fencing, leases, cancel, replay, resolve.
 
-docs/ledger.md is the prose; this module is the only code that changes a work item.
+docs/ledger.md is the prose; this module is the only code that changes a work item. Every
+rule is here (what an event means: ``state.work.rules``); the records are reached only
+through the storage interface (``state.work.backend``: the home's files, ``state.work.files``,
+or later PostgreSQL), chosen by ``backend_for``.
 
-Writing rules, on top of the store's:
+Writing rules, on top of the backend's:
 
-- ``work/<id>/input.json`` (create-once) is written before the item's first event, so an
-  item never exists without its input; an input with no events is not an item.
-- events are create-once and gapless; ``item.json`` is a cache, republished after each
-  event and rebuilt by folding when it is behind (a writer killed between the two).
-- every mutation holds the item's lock; claiming and anything that frees a slot also hold
-  the ``ledger`` lock first (one order everywhere: home, crew, ledger, item).
-- ``ledger/open/<id>`` marks every item that is not terminal (written before the first
-  event, removed after the terminal one), so capacity and the reconciler never scan
-  finished history.
+- the item's input is stored before its first event, so an item never exists without its
+  input; an input with no events is not an item.
+- every event is checked by ``fold`` before it is appended at the next sequence number,
+  then the item's folded state is stored.
+- every mutation is a transaction on the item; claiming and anything that frees a slot
+  are also transactions on the ``ledger`` (taken first: one order everywhere, home, crew,
+  ledger, item), so capacity is exact.
+- every item that is not terminal is in the open set (added before the first event,
+  removed after the terminal one), so capacity and the reconciler never scan finished
+  history.
+- leases are given and judged by the backend's clock (``now``).
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import math
-import os
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
 
-from state.clock import now
 from state.errors import CaptainError
 from state.home import Home
 from state.ids import WORK, derive, new_id
 from state.inputs import check_size, check_stored, check_text
 from state.models import PaneLocator
-from state.store import encode
+from state.work.backend import LedgerReader, LedgerWriter, backend_for
 from state.work.crash import crash_point
 from state.work.models import (
     HOLDS_SLOT,
@@ -42,13 +44,14 @@ from state.work.models import (
     WORK_STATES,
     Attempt,
     Lease,
-    Resolution,
     WorkEvent,
     WorkItem,
 )
+from state.work.rules import check_work_id as check_work_id
+from state.work.rules import fold as fold
+from state.work.rules import legal as legal
 
 RUN = "run"
-EVENT_NAME = "{:08d}"
 DEFAULT_SLOTS = 8
 DEFAULT_LEASE_SECONDS = 60.0
 # The holder of an attempt whose process captain did not start and cannot see (a crew
@@ -73,30 +76,24 @@ def lease_seconds(home: Home) -> float:
     return home.number("ledger", "lease_seconds", DEFAULT_LEASE_SECONDS, 1)
 
 
-# -- paths -------------------------------------------------------------------------------------
+# -- storage -----------------------------------------------------------------------------------
 
 
-def _item_dir(home: Home, work_id: str, create: bool = True) -> Path:
-    return home.store.dir("work", work_id, create=create)
+def _lock(home: Home, work_id: str) -> AbstractContextManager[LedgerWriter]:
+    """A transaction on one item (files: its lock)."""
+    return backend_for(home).transaction(work_id)
 
 
-def _events_dir(home: Home, work_id: str) -> Path:
-    return home.store.dir("work", work_id, "events")
+def capacity(home: Home) -> AbstractContextManager[LedgerWriter]:
+    """A transaction on the ledger, for a caller that decides on a free slot and claims in
+    it (``has_free_slot`` then ``claim_held``): files, the ``ledger`` lock. Transactions
+    opened inside it on the same thread join it."""
+    return backend_for(home).transaction(ledger=True)
 
 
-def _open_dir(home: Home, create: bool = True) -> Path:
-    return home.store.dir("ledger", "open", create=create)
-
-
-def _lock(home: Home, work_id: str):
-    return home.store.lock(f"work-{work_id}")
-
-
-def check_work_id(work_id: str) -> str:
-    if not (isinstance(work_id, str) and work_id.startswith(WORK + "_") and len(work_id) <= 64
-            and work_id[4:].isalnum() and work_id.isascii()):
-        raise CaptainError("unknown_work", f"{work_id!r} is not a work item ID (wrk_...).")
-    return work_id
+def exists(home: Home, work_id: str) -> bool:
+    """Whether the work item exists (its first event is stored)."""
+    return backend_for(home).exists(work_id)
 
 
 LINE_MAX = 200  # a name or revision printed for people: one line of at most this many
@@ -140,106 +137,15 @@ def _canonical(value) -> bytes:
                       separators=(",", ":")).encode()
 
 
-# -- folding: the one place that says what an event means ------------------------------------
-
-# event type -> states it may follow (None: the first event)
-_FROM = {
-    "accepted": {None},
-    "claimed": {"queued"},
-    "succeeded": {"running", "needs_reconciliation"},
-    "failed": {"running", "needs_reconciliation"},
-    "retry_queued": {"running"},
-    "cancel_requested": {"running", "needs_reconciliation"},
-    "cancelled": {"queued", "running", "needs_reconciliation"},
-    "needs_reconciliation": {"running"},
-    "resolved": {"needs_reconciliation"},
-}
-
-
-def legal(state: str | None, event: WorkEvent) -> bool:
-    if state not in _FROM[event.type]:
-        return False
-    if event.type == "resolved":
-        return event.state in TERMINAL
-    if event.type in ("succeeded", "failed", "cancelled"):
-        return event.state == event.type
-    expected = {"accepted": "queued", "claimed": "running", "retry_queued": "queued",
-                "needs_reconciliation": "needs_reconciliation"}
-    return event.type == "cancel_requested" and event.state == state or \
-        expected.get(event.type) == event.state
-
-
-def fold(item: WorkItem | None, event: WorkEvent, work_id: str) -> WorkItem:
-    if not legal(item.state if item else None, event):
-        raise CaptainError("store_error", f"{work_id}: event {event.seq} ({event.type}) is not "
-                                          f"legal after {item.state if item else 'nothing'}")
-    if event.type == "accepted":
-        return WorkItem(work_id=work_id, seq=event.seq, source=event.source, state="queued",
-                        generation=0, target_revision=event.target_revision,
-                        input_sha256=event.input_sha256, replay_of=event.replay_of,
-                        replay_reason=event.reason, requester=event.requester,
-                        crew=event.crew, assignment_id=event.assignment_id,
-                        delivery_id=event.delivery_id, max_attempts=event.max_attempts or 1,
-                        created_at=event.at, updated_at=event.at)
-    changes: dict = dict(seq=event.seq, state=event.state, updated_at=event.at)
-    attempts = list(item.attempts)
-    if event.type == "claimed":
-        changes["generation"] = event.generation
-        attempts.append(Attempt(run_id=event.run_id, generation=event.generation,
-                                started_at=event.at, lease_holder=event.lease_holder,
-                                lease_expires_at=event.lease_expires_at,
-                                runtime_locator=event.runtime_locator))
-    elif event.type == "cancel_requested":
-        changes["cancel_requested"] = [*item.cancel_requested, event.generation]
-    elif attempts and attempts[-1].ended_at is None and event.type != "needs_reconciliation":
-        outcome = event.state if event.type != "retry_queued" else "failed"
-        cost = event.cost_usd if event.cost_usd is not None else attempts[-1].cost_usd
-        attempts[-1] = attempts[-1].model_copy(update=dict(ended_at=event.at, outcome=outcome,
-                                                           cost_usd=cost))
-    if event.type == "resolved":
-        changes["resolution"] = Resolution(operator=event.actor, reason=event.reason or "",
-                                           to=event.state, runtime_stopped=bool(
-                                               event.runtime_stopped), at=event.at)
-    changes["attempts"] = attempts
-    return item.model_copy(update=changes)
-
-
 # -- reading -----------------------------------------------------------------------------------
 
 
-def _seqs(home: Home, work_id: str) -> list[int]:
-    return home.store.seqs(_events_dir(home, work_id))
-
-
-def _event(home: Home, work_id: str, seq: int) -> WorkEvent | None:
-    return home.store.read(_events_dir(home, work_id) / f"{EVENT_NAME.format(seq)}.json",
-                           WorkEvent)
-
-
 def load(home: Home, work_id: str, *, repair: bool = False) -> WorkItem | None:
-    """The item (None when unknown), its cache trusted up to its ``seq``; with ``repair``
-    (caller holds the item lock) a behind cache is republished."""
+    """The item (None when unknown), as its events say; with ``repair`` (caller holds the
+    item's transaction, ``_lock``) whatever the backend derives from them is brought up to
+    date (the file backend's cache and open marker)."""
     check_work_id(work_id)
-    if not home.work_exists(work_id):
-        return None
-    store = home.store
-    seqs = _seqs(home, work_id)
-    item = store.read(_item_dir(home, work_id) / "item.json", WorkItem)
-    if item is not None and (not seqs or item.seq > seqs[-1] or item.work_id != work_id):
-        item = None
-    start = item.seq if item is not None else 0
-    for seq in seqs:
-        if seq <= start:
-            continue
-        event = _event(home, work_id, seq)
-        if event is None:
-            break  # a quarantined event: the history stops there, loudly (store reported it)
-        item = fold(item, event, work_id)
-    if repair and item is not None and item.seq > start:
-        store.publish(_item_dir(home, work_id) / "item.json", encode(item))
-    if repair and item is not None and item.state in TERMINAL:
-        _close(home, work_id)
-    return item
+    return backend_for(home).item(work_id, repair=repair)
 
 
 def get(home: Home, work_id: str) -> WorkItem:
@@ -250,13 +156,7 @@ def get(home: Home, work_id: str) -> WorkItem:
 
 
 def events(home: Home, work_id: str) -> list[WorkEvent]:
-    out = []
-    for seq in _seqs(home, work_id):
-        event = _event(home, work_id, seq)
-        if event is None:
-            break
-        out.append(event)
-    return out
+    return backend_for(home).events(work_id)
 
 
 def lease(home: Home, item: WorkItem) -> Lease | None:
@@ -264,7 +164,7 @@ def lease(home: Home, item: WorkItem) -> Lease | None:
     current = item.attempts[-1] if item.attempts else None
     if current is None:
         return None
-    record = home.store.read(_item_dir(home, item.work_id) / "lease.json", Lease)
+    record = backend_for(home).lease(item.work_id)
     if record is None or record.generation != current.generation:
         return None
     return record
@@ -280,78 +180,58 @@ def lease_expires(home: Home, item: WorkItem) -> datetime | None:
 
 def input_of(home: Home, work_id: str):
     """The accepted input. Stored, never printed or served (replay copies it)."""
-    data = home.store.read_json(_item_dir(home, work_id) / "input.json")
+    data = backend_for(home).input(work_id)
     return None if data is None else data.get("input")
 
 
 def open_ids(home: Home) -> list[str]:
-    # reading never creates: a home with no work yet stays as it is (readers, the cockpit)
-    return home.store.names(_open_dir(home, create=False), suffix="")
+    return backend_for(home).open_ids()
 
 
 def all_ids(home: Home) -> list[str]:
-    try:
-        entries = os.scandir(home.store.dir("work", create=False))
-    except FileNotFoundError:
-        return []
-    return sorted(e.name for e in entries if e.name.startswith(WORK + "_")
-                  and e.is_dir(follow_symlinks=False))
-
-
-def _open_items(home: Home, states) -> list[WorkItem]:
-    out = []
-    for work_id in open_ids(home):
-        with contextlib.suppress(CaptainError):
-            item = load(home, work_id)
-            if item is not None and item.state in states:
-                out.append(item)
-    return out
+    return backend_for(home).all_ids()
 
 
 def held(home: Home) -> list[WorkItem]:
     """Items holding a slot (running or needing reconciliation)."""
-    return _open_items(home, HOLDS_SLOT)
+    return backend_for(home).open_items(HOLDS_SLOT)
 
 
 def queued(home: Home) -> list[WorkItem]:
     """Queued items, oldest first: the order slots are handed out in."""
-    return _open_items(home, ("queued",))
+    return backend_for(home).open_items(("queued",))
 
 
 def has_free_slot(home: Home) -> bool:
-    """The capacity rule, in one place (callers that act on it hold the ledger lock)."""
+    """The capacity rule, in one place (callers that act on it hold ``capacity``)."""
     return len(held(home)) < slots(home)
 
 
 # -- writing -----------------------------------------------------------------------------------
 
 
-def _close(home: Home, work_id: str) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(_open_dir(home) / work_id)
-
-
-def _append(home: Home, item: WorkItem | None, event: WorkEvent, work_id: str) -> WorkItem:
-    """Append one event (caller holds the item lock), then refresh the cache."""
+def _append(tx: LedgerWriter, item: WorkItem | None, event: WorkEvent,
+            work_id: str) -> WorkItem:
+    """Append one event (inside the item's transaction), then store the folded item."""
     new = fold(item, event, work_id)  # refuses an illegal transition before writing
-    path = _events_dir(home, work_id) / f"{EVENT_NAME.format(event.seq)}.json"
-    home.store.create_once(path, encode(event))
+    tx.append(work_id, event)
     crash_point(f"{event.type}:after-event")
-    home.store.publish(_item_dir(home, work_id) / "item.json", encode(new))
+    tx.store_item(new)
     crash_point(f"{event.type}:after-snapshot")
     if new.state in TERMINAL:
-        _close(home, work_id)
+        tx.mark_closed(work_id)
     return new
 
 
-def _next(item: WorkItem, type_: str, actor: str, state: str, at: datetime | None,
-          **fields) -> WorkEvent:
-    return WorkEvent(seq=item.seq + 1, at=at or now(), type=type_, generation=fields.pop(
-        "generation", item.generation), actor=actor, state=state, **fields)
+def _next(clock: LedgerReader, item: WorkItem, type_: str, actor: str, state: str,
+          at: datetime | None, **fields) -> WorkEvent:
+    return WorkEvent(seq=item.seq + 1, at=at or clock.now(), type=type_,
+                     generation=fields.pop("generation", item.generation), actor=actor,
+                     state=state, **fields)
 
 
-def _locked_item(home: Home, work_id: str) -> WorkItem:
-    item = load(home, work_id, repair=True)
+def _locked_item(tx: LedgerWriter, work_id: str) -> WorkItem:
+    item = tx.item(work_id, repair=True)
     if item is None:
         raise CaptainError("unknown_work", f"there is no work item {work_id}.")
     return item
@@ -381,21 +261,20 @@ def accept(home: Home, *, source: str, input, requester: str, work_id: str | Non
     work_id = check_work_id(work_id or new_id(WORK))
     data = _canonical({"input": input})
     check_size(data.decode(), "input", MAX_INPUT_BYTES)
-    with _lock(home, work_id):
-        item = load(home, work_id, repair=True)
+    with _lock(home, work_id) as tx:
+        item = tx.item(work_id, repair=True)
         if item is not None:
             return item
-        home.store.create_once(_item_dir(home, work_id) / "input.json", data + b"\n",
-                               same=lambda old, new: True)
+        tx.put_input(work_id, data + b"\n")
         crash_point("accepted:after-input")
-        home.store.create_once(_open_dir(home) / work_id, b"", same=lambda old, new: True)
-        event = WorkEvent(seq=1, at=at or now(), type="accepted", generation=0,
+        tx.mark_open(work_id)
+        event = WorkEvent(seq=1, at=at or tx.now(), type="accepted", generation=0,
                           actor=requester, state="queued", detail=detail, source=source,
                           requester=requester, target_revision=target_revision,
                           input_sha256=input_sha256(data + b"\n"), replay_of=replay_of,
                           reason=reason, crew=crew, assignment_id=assignment_id,
                           delivery_id=delivery_id, max_attempts=max_attempts)
-        return _append(home, None, event, work_id)
+        return _append(tx, None, event, work_id)
 
 
 def held_externally(attempt: Attempt) -> bool:
@@ -420,12 +299,11 @@ def claim(home: Home, work_id: str | None = None, *, holder: str,
         raise CaptainError("invalid_argument",
                            f"holder {EXTERNAL_HOLDER!r} is reserved for crews recorded with "
                            "--no-launch (the reconciler never expires it); name the worker.")
-    with home.store.lock("ledger"):
+    with capacity(home) as tx:
         if work_id is None:
             # a crew's assignment is started by a runner's dispatch (its pane is launched),
             # never handed to a worker asking for the oldest item
-            waiting = [i for i in queued(home) if (source is None or i.source == source)
-                       and i.crew is None]
+            waiting = tx.open_items(("queued",), source=source, crew=False, limit=1)
             if not waiting:
                 raise CaptainError("not_queued", "no work item is queued"
                                    + (f" from source {source}" if source else "")
@@ -433,7 +311,7 @@ def claim(home: Home, work_id: str | None = None, *, holder: str,
                                      "launches their pane).")
             work_id = waiting[0].work_id
         else:
-            item = load(home, check_work_id(work_id))
+            item = tx.item(check_work_id(work_id))
             if item is not None and item.crew is not None and start is None:
                 raise CaptainError(
                     "invalid_argument",
@@ -446,8 +324,8 @@ def claim(home: Home, work_id: str | None = None, *, holder: str,
 def claim_held(home: Home, work_id: str, *, holder: str, locator: PaneLocator | None = None,
                run_id: str | None = None, at: datetime | None = None,
                start: Callable[[WorkItem], PaneLocator | None] | None = None) -> WorkItem:
-    """``claim`` for a caller that already holds the ledger lock."""
-    at = at or now()
+    """``claim`` for a caller that already holds ``capacity``."""
+    at = at or backend_for(home).now()
     if not has_free_slot(home):
         holding, limit = held(home), slots(home)
         raise CaptainError(
@@ -455,19 +333,19 @@ def claim_held(home: Home, work_id: str, *, holder: str, locator: PaneLocator | 
             f"all {limit} slots are held ({', '.join(i.work_id for i in holding[:8])}); "
             "an item is claimed when one frees. Raise [ledger] slots in config.toml to "
             "run more at once.", slots=limit)
-    with _lock(home, check_work_id(work_id)):
-        item = _locked_item(home, work_id)
+    with _lock(home, check_work_id(work_id)) as tx:
+        item = _locked_item(tx, work_id)
         if item.state != "queued":
             raise CaptainError("not_queued", f"{work_id} is {item.state}, not queued; "
                                              "only a queued item can be claimed.",
                                state=item.state)
         if start is not None:
             locator = start(item)
-        event = _next(item, "claimed", holder, "running", at,
+        event = _next(tx, item, "claimed", holder, "running", at,
                       generation=item.generation + 1, run_id=run_id or new_id(RUN),
                       lease_holder=holder, runtime_locator=locator,
                       lease_expires_at=at + timedelta(seconds=lease_seconds(home)))
-        return _append(home, item, event, work_id)
+        return _append(tx, item, event, work_id)
 
 
 def _attempts_left(item: WorkItem) -> bool:
@@ -490,9 +368,9 @@ def heartbeat(home: Home, work_id: str, generation: int, *, holder: str | None =
     """Renew the current attempt's lease; fenced by generation."""
     if holder is not None:
         check_name(holder, "holder")
-    at = at or now()
-    with _lock(home, check_work_id(work_id)):
-        item = _locked_item(home, work_id)
+    at = at or backend_for(home).now()
+    with _lock(home, check_work_id(work_id)) as tx:
+        item = _locked_item(tx, work_id)
         _fenced(item, generation, "heartbeats")
         if item.state != "running":
             raise CaptainError("not_running", f"{work_id} is {item.state}; only a running "
@@ -501,7 +379,7 @@ def heartbeat(home: Home, work_id: str, generation: int, *, holder: str | None =
         record = Lease(work_id=work_id, run_id=current.run_id, generation=generation,
                        holder=holder or current.lease_holder, heartbeat_at=at,
                        expires_at=at + timedelta(seconds=lease_seconds(home)))
-        home.store.publish(_item_dir(home, work_id) / "lease.json", encode(record))
+        tx.put_lease(record)
         return item
 
 
@@ -520,8 +398,8 @@ def report(home: Home, work_id: str, generation: int, outcome: str, *, actor: st
     if cost_usd is not None and not (math.isfinite(cost_usd) and 0 <= cost_usd < MAX_COST_USD):
         raise CaptainError("invalid_argument", f"a cost must be a number from 0 to below "
                                                f"{MAX_COST_USD:.0f} USD.")
-    with home.store.lock("ledger"), _lock(home, check_work_id(work_id)):
-        item = _locked_item(home, work_id)
+    with backend_for(home).transaction(check_work_id(work_id), ledger=True) as tx:
+        item = _locked_item(tx, work_id)
         _fenced(item, generation, "reports")
         if item.state not in ("running", "needs_reconciliation"):
             raise CaptainError("not_running", f"{work_id} is {item.state}; there is no live "
@@ -529,9 +407,9 @@ def report(home: Home, work_id: str, generation: int, outcome: str, *, actor: st
         retry = outcome == "failed" and repeatable and item.state == "running" \
             and _attempts_left(item)
         kind = "retry_queued" if retry else outcome
-        return _append(home, item, _next(item, kind, actor, "queued" if retry else outcome,
-                                         at, cost_usd=cost_usd, detail=detail,
-                                         reason=reason), work_id)
+        return _append(tx, item, _next(tx, item, kind, actor, "queued" if retry else outcome,
+                                       at, cost_usd=cost_usd, detail=detail,
+                                       reason=reason), work_id)
 
 
 @dataclass(frozen=True)
@@ -552,25 +430,25 @@ def cancel(home: Home, work_id: str, *, actor: str, reason: str | None = None,
     needs_reconciliation. The request is recorded once per generation.
     """
     check_shown(reason)
-    with home.store.lock("ledger"), _lock(home, check_work_id(work_id)):
-        item = _locked_item(home, work_id)
+    with backend_for(home).transaction(check_work_id(work_id), ledger=True) as tx:
+        item = _locked_item(tx, work_id)
         if item.state in TERMINAL:
             return CancelResult(item, "already_terminal")
         if item.state == "queued":
-            item = _append(home, item, _next(item, "cancelled", actor, "cancelled", at,
-                                             reason=reason), work_id)
+            item = _append(tx, item, _next(tx, item, "cancelled", actor, "cancelled", at,
+                                           reason=reason), work_id)
             return CancelResult(item, "cancelled")
         if item.generation not in item.cancel_requested:
-            item = _append(home, item, _next(item, "cancel_requested", actor, item.state, at,
-                                             reason=reason), work_id)
+            item = _append(tx, item, _next(tx, item, "cancel_requested", actor, item.state,
+                                           at, reason=reason), work_id)
         stopped = stop(item.attempts[-1]) if stop is not None else None
         if stopped is True:
-            item = _append(home, item, _next(item, "cancelled", actor, "cancelled", at,
-                                             reason=reason), work_id)
+            item = _append(tx, item, _next(tx, item, "cancelled", actor, "cancelled", at,
+                                           reason=reason), work_id)
             return CancelResult(item, "cancelled")
         if item.state == "running":
-            item = _append(home, item, _next(
-                item, "needs_reconciliation", actor, "needs_reconciliation", at,
+            item = _append(tx, item, _next(
+                tx, item, "needs_reconciliation", actor, "needs_reconciliation", at,
                 reason="cancel requested; the stop could not be confirmed"), work_id)
         return CancelResult(item, "stop_unconfirmed")
 
@@ -592,15 +470,15 @@ def resolve(home: Home, work_id: str, *, generation: int, to: str, reason: str |
                            "cancelled means a confirmed stop: attest that the process is no "
                            "longer running (runtime_stopped, --runtime-stopped).")
     check_shown(reason)
-    with home.store.lock("ledger"), _lock(home, check_work_id(work_id)):
-        item = _locked_item(home, work_id)
+    with backend_for(home).transaction(check_work_id(work_id), ledger=True) as tx:
+        item = _locked_item(tx, work_id)
         if item.state != "needs_reconciliation":
             raise CaptainError("not_reconciling", f"{work_id} is {item.state}; only an item in "
                                                   "needs_reconciliation can be resolved.",
                                state=item.state)
         _fenced(item, generation, "is being resolved")
-        return _append(home, item, _next(item, "resolved", operator, to, at, reason=reason,
-                                         runtime_stopped=runtime_stopped), work_id)
+        return _append(tx, item, _next(tx, item, "resolved", operator, to, at, reason=reason,
+                                       runtime_stopped=runtime_stopped), work_id)
 
 
 # -- the reconciler ----------------------------------------------------------------------------
@@ -612,7 +490,7 @@ def examine(home: Home, probe: Probe, *, holder: str, at: datetime | None = None
     """One pass of whichever runner is alive: renew the lease of every running item whose
     process it confirms alive; decide expired leases by their locator. Returns what changed,
     as ``work_id: what`` lines."""
-    at = at or now()
+    at = at or backend_for(home).now()
     changes = []
     for work_id in open_ids(home):
         try:
@@ -641,21 +519,22 @@ def examine(home: Home, probe: Probe, *, holder: str, at: datetime | None = None
 
 def _expire(home: Home, work_id: str, generation: int, verdict: str, holder: str,
             at: datetime) -> str:
-    with home.store.lock("ledger"), _lock(home, work_id):
-        item = _locked_item(home, work_id)
+    with backend_for(home).transaction(work_id, ledger=True) as tx:
+        item = _locked_item(tx, work_id)
         _fenced(item, generation, "expired")
         if item.state != "running":
             return item.state
         if verdict == "gone":
             retry = _attempts_left(item)
             kind, state = ("retry_queued", "queued") if retry else ("failed", "failed")
-            _append(home, item, _next(item, kind, holder, state, at,
-                                      reason="lease expired; the process is confirmed gone "
-                                             "and never reported"), work_id)
+            _append(tx, item, _next(tx, item, kind, holder, state, at,
+                                    reason="lease expired; the process is confirmed gone "
+                                           "and never reported"), work_id)
             return "retry queued" if retry else "failed (process gone, no report)"
-        _append(home, item, _next(item, "needs_reconciliation", holder, "needs_reconciliation",
-                                  at, reason="lease expired; the process could not be "
-                                             "verified"), work_id)
+        _append(tx, item, _next(tx, item, "needs_reconciliation", holder,
+                                "needs_reconciliation", at,
+                                reason="lease expired; the process could not be verified"),
+                work_id)
         return "needs reconciliation"
 
 
@@ -685,20 +564,7 @@ def page(home: Home, *, state: str | None = None, source: str | None = None,
     ``limit``, and the cursor for the next page when more remain."""
     check_filters(state, source, limit)
     _cursor_ok(after)
-    out: list[WorkItem] = []
-    for work_id in all_ids(home):
-        if after is not None and work_id <= after:
-            continue
-        try:
-            item = load(home, work_id)
-        except CaptainError:
-            continue
-        if item is None or (state and item.state != state) or (source and item.source != source):
-            continue
-        if len(out) == limit:
-            return out, out[-1].work_id
-        out.append(item)
-    return out, None
+    return backend_for(home).page(state=state, source=source, limit=limit, after=after)
 
 
 def public(home: Home, item: WorkItem, *, detail: bool = False) -> dict:

@@ -33,7 +33,7 @@ def work_id(assignment_id: str) -> str:
 def accepted(home: Home, snapshot: CrewSnapshot, event: Recruited | Assigned) -> None:
     spec = event.assignment
     wid = work_id(spec.assignment_id)
-    if home.work_exists(wid):
+    if ledger.exists(home, wid):
         return
     ledger.accept(home, source="assignment", work_id=wid, requester=event.actor,
                   input={"task": spec.task, "crew": snapshot.name,

@@ -1,0 +1,155 @@
+"""The work ledger's storage interface: what a backend stores and fences, and nothing more.
+
+``state.work.ledger`` holds every rule of the ledger (docs/ledger.md: the legal transitions
+and the fold, generation fencing, capacity, leases and their expiry, attempt limits,
+cancel, replay, resolve, the reconciler, pagination's filters and bounds) and reaches its
+records only through a ``LedgerBackend``. ``backend_for`` is the one place a home's
+backend is chosen: today always the home's files (``state.work.files``); a PostgreSQL
+backend (``[ledger] url`` / ``CAPTAIN_LEDGER_URL``) will be chosen there too.
+
+What a backend must guarantee (docs/ledger.md, "Storage: one interface, two backends"):
+
+- **Transactions and their order.** ``transaction(work_id, ledger=...)`` is the only way to
+  write. ``ledger=True`` serializes it against every other ``ledger=True`` transaction of
+  the ledger (claims and everything that frees a slot: capacity is counted and changed
+  under it); ``work_id`` locks that item for the transaction. Always the ledger first, then
+  the item (files: the ``ledger`` lock, then ``work-<id>``; PostgreSQL: one transaction,
+  an advisory or row lock for the ledger, ``SELECT … FOR UPDATE`` for the item). A
+  transaction opened on a thread that already has one open on the same ledger *joins* it:
+  it takes only what the outer one lacks (asking for the ledger inside an item-only
+  transaction is refused: the order is fixed) and ends with it; reads on that thread run
+  in it too.
+- **Append at a sequence number, once.** ``append`` stores an event at ``event.seq`` and
+  fails (``message_conflict``) when a different event holds that number: a
+  compare-and-set, so two writers can never both extend the same history (files: the
+  create-once name; PostgreSQL: a unique ``(work_id, seq)``). The ledger calls it at
+  ``item.seq + 1`` of an item read in the same transaction.
+- **Durability points.** The file backend makes each write durable as it returns, and a
+  writer killed between two of them is repaired by the next one (``item(repair=True)``);
+  a transactional backend makes the whole transaction durable at commit and a kill before
+  it rolls back. Either way a reader only ever sees a legal prefix of the history. The
+  ledger's crash points (``state.work.crash``) sit between the calls, where they are.
+- **The clock.** ``now()`` is the time every lease is given and judged by (and every event
+  stamped with when the caller names none): the files' is ``state.clock.now()``; a shared
+  database's must be the database's, so a lease taken on one host expires by the same
+  clock on every other.
+- **The open set.** Every item that is not terminal is open, from before its first event
+  until after its terminal one; capacity and the reconciler read only open items, so their
+  cost never grows with finished history.
+- **Pagination.** Keyset over work IDs (time-ordered): the same cursor (the last work ID of
+  a full page) and the same bound (``ledger.PAGE_MAX``) on every backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Protocol
+
+from state.home import Home
+from state.work.files import FileBackend
+from state.work.models import Lease, WorkEvent, WorkItem
+
+
+class LedgerReader(Protocol):
+    """Reads: outside a transaction each is consistent on its own; inside one, they see
+    the transaction's writes."""
+
+    name: str  # "files", "postgresql": which ledger is in use, for people
+
+    def now(self) -> datetime:
+        """The clock leases are given and judged by (see the module's docstring)."""
+        ...
+
+    def exists(self, work_id: str) -> bool:
+        """Whether the item's first event is stored (an input alone is not an item)."""
+        ...
+
+    def item(self, work_id: str, *, repair: bool = False) -> WorkItem | None:
+        """The item as its events say (None when unknown). ``repair`` (only inside a
+        transaction on the item): bring whatever the backend derives from the events up to
+        them — the file backend's ``item.json`` cache and open marker after a writer was
+        killed between its writes; a transactional backend is never behind."""
+        ...
+
+    def events(self, work_id: str) -> list[WorkEvent]:
+        """The item's history in sequence order, up to the first unreadable event."""
+        ...
+
+    def lease(self, work_id: str) -> Lease | None:
+        """The last lease record written for the item (whichever attempt it was for)."""
+        ...
+
+    def input(self, work_id: str) -> dict | None:
+        """The stored input document, as ``put_input`` stored it (``{"input": ...}``)."""
+        ...
+
+    def open_ids(self) -> list[str]:
+        """IDs of the open (non-terminal) items, in ID order."""
+        ...
+
+    def all_ids(self) -> list[str]:
+        """Every work ID stored, in ID order (may include an input whose item never came
+        to be: the file backend's accept killed before its first event)."""
+        ...
+
+    def open_items(self, states: Collection[str], *, source: str | None = None,
+                   crew: bool | None = None, limit: int | None = None) -> list[WorkItem]:
+        """Open items in one of ``states``, oldest first; ``source`` narrows to one source,
+        ``crew`` to items of a crew's assignment (True) or of none (False), ``limit`` to
+        the first so many. Capacity (the slot-holding states), the queue, and a claim's
+        choice of the next item (PostgreSQL: ``FOR UPDATE SKIP LOCKED``) are all this."""
+        ...
+
+    def page(self, *, state: str | None, source: str | None, limit: int,
+             after: str | None) -> tuple[list[WorkItem], str | None]:
+        """Keyset pagination over work IDs: items after ``after`` matching the filters, at
+        most ``limit`` (already checked against PAGE_MAX), and the last one's ID as the
+        cursor when more remain (None otherwise)."""
+        ...
+
+
+class LedgerWriter(LedgerReader, Protocol):
+    """A transaction's handle (``LedgerBackend.transaction``): writes happen only here."""
+
+    def put_input(self, work_id: str, data: bytes) -> None:
+        """Store the item's input once; a second call leaves the first one's in place."""
+        ...
+
+    def mark_open(self, work_id: str) -> None:
+        """Add the item to the open set (before its first event)."""
+        ...
+
+    def append(self, work_id: str, event: WorkEvent) -> None:
+        """Store ``event`` at ``event.seq``: compare-and-set, see the module's docstring."""
+        ...
+
+    def store_item(self, item: WorkItem) -> None:
+        """Store the item's state folded up to ``item.seq`` (files: the ``item.json``
+        cache; PostgreSQL: the item's row, in the same transaction as the event)."""
+        ...
+
+    def mark_closed(self, work_id: str) -> None:
+        """Remove the item from the open set (after its terminal event); idempotent."""
+        ...
+
+    def put_lease(self, lease: Lease) -> None:
+        """Replace the item's lease record (a heartbeat; never part of the history)."""
+        ...
+
+
+class LedgerBackend(LedgerReader, Protocol):
+    """A ledger's storage: reads, and transactions to write in."""
+
+    def transaction(self, work_id: str | None = None, *,
+                    ledger: bool = False) -> AbstractContextManager[LedgerWriter]:
+        """Lock the ledger (``ledger``) and then the item (``work_id``) for the block, and
+        yield the handle to write through; joins a transaction this thread has open."""
+        ...
+
+
+def backend_for(home: Home) -> LedgerBackend:
+    """The one place a home's ledger storage is chosen: the home's own files. (The
+    PostgreSQL backend is chosen here from ``[ledger] url`` or ``CAPTAIN_LEDGER_URL``.)"""
+    return FileBackend(home)
