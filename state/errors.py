@@ -32,6 +32,9 @@ CODES = frozenset(
         # added by the delivery rules: a routine endpoint's receipt is executed by whatever
         # runs that endpoint's deliveries, so captain refuses to cancel or replay it (409)
         "routine_receipt",
+        # added by the PostgreSQL ledger: which ledger a home uses, and reaching it
+        "invalid_ledger_url", "ledger_unreachable", "postgres_not_installed",
+        "ledger_schema_newer", "ledger_error",
     }
 )
 

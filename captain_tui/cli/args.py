@@ -13,7 +13,7 @@ from captain_tui.cli.out import printable
 # Commands that only read open the home read-only: nothing is created, swept or moved, not
 # even the home, so they work on a read-only disk and leave a home that is not there absent.
 READ_ONLY = frozenset({"status", "work list", "work show", "deliveries list",
-                       "deliveries show", "tokens list"})
+                       "deliveries show", "tokens list", "ledger migrate"})
 
 
 def command_of(args) -> str:
@@ -43,7 +43,7 @@ def check_home(value: str | None) -> str | None:
 # Options whose values name things (a tmux session or socket, a holder, a label, a
 # directory, a program): they must be text. Undecodable bytes arrive as lone surrogates.
 NAMED = ("session", "socket", "holder", "label", "home", "main_home", "cwd", "program",
-         "endpoint", "owns", "source_delivery_id")
+         "endpoint", "owns", "source_delivery_id", "url")
 
 
 def check_named(args) -> None:

@@ -168,12 +168,13 @@ def cmd_status(args, out: Out) -> int:
 
     home = home_of(args)
     ctx = caller()
-    where = {"home": str(home.root), "home_exists": home.root.is_dir()}
+    ledger, ledger_line = _ledger(home)
+    where = {"home": str(home.root), "home_exists": home.root.is_dir(), "ledger": ledger}
     if not where["home_exists"]:  # status is read-only: it says so and creates nothing
         out.ok({"crew": [], "workspace_id": None, **where},
                f"No captain home at {home.root} yet. Start one by recruiting: captain crew "
                "NAME --task \"...\" (or try captain demo); --home DIR or $CAPTAIN_HOME "
-               "chooses another.")
+               f"chooses another.\n{ledger_line}")
         return 0
     rows = protocol.crew_status(home, include_dismissed=args.all)
     if ctx.role == "crew":
@@ -190,7 +191,8 @@ def cmd_status(args, out: Out) -> int:
     workspace = tokens.workspace_id(home)
     if not rows:
         out.ok({"crew": [], "workspace_id": workspace, **where},
-               f"Home: {home.root}\nNo crew yet. Recruit one: captain crew NAME --task \"...\"")
+               f"Home: {home.root}\n{ledger_line}\nNo crew yet. Recruit one: captain crew "
+               "NAME --task \"...\"")
         return 0
     lines = [["NAME", "AGENT", "STATE", "ASSIGNMENT", "UNREAD", "QUESTION", "UNACKED", "PANE",
               "DOORBELL"]]
@@ -200,8 +202,24 @@ def cmd_status(args, out: Out) -> int:
                       (r["pane"] or {}).get("pane_id", "-"),
                       f"held: {r['doorbell']['gate']}" if r["doorbell"]["gate"] else "-"])
     out.ok({"crew": rows, "workspace_id": workspace, **where},
-           table(lines) + f"\n\nHome: {home.root}")
+           table(lines) + f"\n\n{ledger_line}\nHome: {home.root}")
     return 0
+
+
+def _ledger(home) -> tuple[dict, str]:
+    """Which ledger the home uses, for status: JSON and one line (a password redacted). A
+    URL that is not one is reported here, not refused: status still shows the crew."""
+    from state.errors import CaptainError
+    from state.work.location import ledger_location
+
+    try:
+        location = ledger_location(home)
+    except CaptainError as err:
+        return ({"kind": "invalid", "error": err.as_json()},
+                f"Ledger: NOT USABLE: [{err.code}] {err.message}")
+    if not location.postgres:
+        return location.as_json(), "Ledger: files in the home (the default)"
+    return location.as_json(), f"Ledger: {location.describe()}"
 
 
 def dismissal_words(d) -> str:

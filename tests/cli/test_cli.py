@@ -461,7 +461,8 @@ def test_status_is_an_aligned_table(run):
     assert result.code == 0
     lines = [line for line in result.out.splitlines() if line.strip()]
     assert lines[-1] == f"Home: {run.cli.home}", result.out  # where this home is, last
-    lines = lines[:-1]
+    assert lines[-2] == "Ledger: files in the home (the default)", result.out  # which ledger
+    lines = lines[:-2]
     assert len(lines) == 3, result.out
     header = lines[0]
     assert header.split()[:3] == ["NAME", "AGENT", "STATE"]

@@ -1,0 +1,89 @@
+"""Connecting to a PostgreSQL ledger, and migrating its schema (``captain ledger migrate``).
+
+The only module that imports psycopg, and only inside functions: importing ``state.*``
+never loads a driver, so a home that never configures a database needs none installed.
+Every failure becomes a refusal with a stable code and a sentence that names the host and
+port tried, with the URL's password redacted (``LedgerLocation.shown``/``scrub``):
+
+- ``postgres_not_installed``: psycopg is missing (``pip install 'captain-tui[postgres]'``);
+- ``ledger_unreachable``: no connection (refused, timed out, authentication, no database);
+- ``invalid_ledger_url``: libpq could not read the URL after all;
+- ``ledger_error``: the database refused a statement (e.g. no right to create tables).
+"""
+
+from __future__ import annotations
+
+from state.errors import CaptainError
+from state.work import pg_schema
+from state.work.location import LedgerLocation
+
+CONNECT_TIMEOUT = 10  # seconds per host libpq tries
+INSTALL_HINT = "pip install 'captain-tui[postgres]'"
+
+
+def driver():
+    """psycopg, or the refusal that says how to install it."""
+    try:
+        import psycopg
+    except ImportError:
+        raise CaptainError(
+            "postgres_not_installed",
+            "the ledger is on PostgreSQL, but its driver (psycopg 3) is not installed in "
+            f"captain's Python: {INSTALL_HINT}") from None
+    return psycopg
+
+
+def _first_lines(text: str) -> str:
+    joined = "; ".join(line.strip() for line in str(text).strip().splitlines() if line.strip())
+    return joined.rstrip(".?! ") or "no reason given"
+
+
+def connect(location: LedgerLocation, *, timeout: float = CONNECT_TIMEOUT):
+    """An open psycopg connection (not autocommit) to ``location``'s database."""
+    if not location.postgres or not location.url:
+        raise CaptainError("invalid_argument",
+                           f"the ledger is {location.describe()}, not a PostgreSQL database.")
+    psycopg = driver()
+    try:
+        return psycopg.connect(location.url, connect_timeout=max(1, int(timeout)),
+                               application_name="captain")
+    except psycopg.ProgrammingError as exc:  # libpq could not parse what we let through
+        raise CaptainError("invalid_ledger_url",
+                           f"libpq could not read the ledger URL {location.shown}: "
+                           f"{location.scrub(_first_lines(exc))}.") from None
+    except psycopg.Error as exc:
+        raise unreachable(location, exc) from None
+
+
+def unreachable(location: LedgerLocation, exc: BaseException) -> CaptainError:
+    tried = ", ".join(location.targets) or "the default socket"
+    return CaptainError(
+        "ledger_unreachable",
+        f"could not connect to the ledger at {location.shown} (tried {tried}): "
+        f"{location.scrub(_first_lines(exc))}. Check that the server is running and "
+        "reachable from this host, and the user, password and database name.",
+        url=location.shown)
+
+
+def refused(location: LedgerLocation, exc) -> CaptainError:
+    """A statement the database refused, as a ``ledger_error`` naming its SQLSTATE."""
+    state = getattr(exc, "sqlstate", None) or "unknown"
+    return CaptainError(
+        "ledger_error",
+        f"the ledger's database at {location.shown} refused: "
+        f"{location.scrub(_first_lines(exc))} (SQLSTATE {state}).",
+        url=location.shown, sqlstate=state)
+
+
+def migrate(location: LedgerLocation) -> pg_schema.Migrated:
+    """Create or upgrade the schema at ``location`` (``pg_schema.migrate``)."""
+    psycopg = driver()
+    conn = connect(location)
+    try:
+        return pg_schema.migrate(conn)
+    except psycopg.Error as exc:
+        if conn.broken:  # the server went away mid-way: rolled back, nothing changed
+            raise unreachable(location, exc) from None
+        raise refused(location, exc) from None
+    finally:
+        conn.close()
