@@ -4,8 +4,8 @@
 and the fold, generation fencing, capacity, leases and their expiry, attempt limits,
 cancel, replay, resolve, the reconciler, pagination's filters and bounds) and reaches its
 records only through a ``LedgerBackend``. ``backend_for`` is the one place a home's
-backend is chosen: today always the home's files (``state.work.files``); a PostgreSQL
-backend (``[ledger] url`` / ``CAPTAIN_LEDGER_URL``) will be chosen there too.
+backend is chosen: the home's files (``state.work.files``), or the PostgreSQL database
+``[ledger] url`` / ``CAPTAIN_LEDGER_URL`` names (``state.work.pg_backend``).
 
 What a backend must guarantee (docs/ledger.md, "Storage: one interface, two backends"):
 
@@ -42,6 +42,7 @@ What a backend must guarantee (docs/ledger.md, "Storage: one interface, two back
 
 from __future__ import annotations
 
+import os
 from collections.abc import Collection
 from contextlib import AbstractContextManager
 from datetime import datetime
@@ -49,6 +50,7 @@ from typing import Protocol
 
 from state.home import Home
 from state.work.files import FileBackend
+from state.work.location import ENV, LedgerLocation, ledger_location
 from state.work.models import Lease, WorkEvent, WorkItem
 
 
@@ -150,6 +152,34 @@ class LedgerBackend(LedgerReader, Protocol):
 
 
 def backend_for(home: Home) -> LedgerBackend:
-    """The one place a home's ledger storage is chosen: the home's own files. (The
-    PostgreSQL backend is chosen here from ``[ledger] url`` or ``CAPTAIN_LEDGER_URL``.)"""
+    """The one place a home's ledger storage is chosen (``state.work.location``): the
+    database ``CAPTAIN_LEDGER_URL`` or ``[ledger] url`` names (``state.work.pg_backend``,
+    one per URL, imported only then: a file home loads no driver), else the home's own
+    files."""
+    location = _location(home)
+    if location.postgres:
+        from state.work import pg_backend
+
+        return pg_backend.for_location(location)
     return FileBackend(home)
+
+
+_LOCATIONS: dict[tuple[str, str | None, str | None], LedgerLocation] = {}
+
+
+def _location(home: Home) -> LedgerLocation:
+    """``ledger_location(home)``, remembered by what decides it (the home, the variable, the
+    ``[ledger] url``): every ledger call asks, and parsing the URL each time would be most
+    of a cheap read's cost. A refusal is never remembered: it is raised again."""
+    env = os.environ.get(ENV) or None
+    section = home.config().get("ledger")
+    url = section.get("url") if isinstance(section, dict) else None
+    key = (str(home.root), env, url if isinstance(url, str) else repr(url))
+    location = _LOCATIONS.get(key)
+    if location is None:
+        location = ledger_location(home, {ENV: env} if env else {})
+        if location.url == (env or url if location.postgres else None):  # nothing moved
+            if len(_LOCATIONS) >= 256:
+                _LOCATIONS.clear()
+            _LOCATIONS[key] = location
+    return location

@@ -19,6 +19,12 @@ the variable set and must die by SIGKILL, and the parent then audits the home:
   operation would have written — never a half state.
 
 A step nothing reaches fails: the child must die by the signal, not exit.
+
+On PostgreSQL (``test_crash_point_on_postgresql``: the home's ``[ledger] url`` names a fresh
+ledger) every ledger scenario runs again: there a mutation is one transaction, so a kill
+anywhere inside it leaves nothing of it (the server rolls it back): the item reads exactly
+as before the kill, the audit reads the rows over a connection of its own, and the retry
+ends with the same history as on files.
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from support.ledger_backends import Ledgers
+from support.postgres import pg_server  # noqa: F401
 
 from state.crew import crewlog, protocol, rules
 from state.errors import CaptainError
@@ -52,6 +60,7 @@ from state.models import (
 from state.store import TEMP_PREFIX, Store
 from state.work import deliveries, ledger, replay
 from state.work.crash import CRASH_ENV
+from state.work.location import ledger_location
 from state.work.models import (
     EVENT_TYPES,
     TERMINAL,
@@ -143,6 +152,7 @@ OPS: dict[str, Callable] = {name[3:]: fn for name, fn in globals().items()
 CHILD = f"""
 import json, sys
 sys.path.insert(0, {str(TESTS)!r})
+sys.path.insert(0, {str(TESTS.parent)!r})  # support/
 from pathlib import Path
 from state.home import Home
 import test_ledger_crash as t
@@ -293,15 +303,48 @@ def test_every_crash_point_has_a_scenario() -> None:
 # -- the audit -------------------------------------------------------------------------------
 
 
+def database(home: Home):
+    """A connection of the test's own to the home's PostgreSQL ledger (None on files)."""
+    location = ledger_location(home)
+    if not location.postgres:
+        return None
+    import psycopg
+
+    return psycopg.connect(location.url, autocommit=True)
+
+
+def stored_item(home: Home, work_id: str) -> WorkItem | None:
+    """What the backend stored as the item: ``item.json``, or the item's row."""
+    db = database(home)
+    if db is None:
+        return home.store.read(home.root / "work" / work_id / "item.json", WorkItem)
+    with db:
+        row = db.execute("SELECT item::text FROM work_items WHERE work_id = %s",
+                         (work_id,)).fetchone()
+    return None if row is None else WorkItem.model_validate_json(row[0])
+
+
 def history(home: Home, work_id: str) -> list[WorkEvent]:
-    """A work item's events straight from disk: gapless, each parses, each legal, nothing
-    after a terminal state, generations monotone."""
+    """A work item's events straight from disk (or the database's rows): gapless, each
+    parses, each legal, nothing after a terminal state, generations monotone."""
     store = home.store
-    directory = home.root / "work" / work_id / "events"
-    names = store.names(directory)
+    db = database(home)
+    if db is None:
+        directory = home.root / "work" / work_id / "events"
+        names = store.names(directory)
+    else:
+        with db:
+            rows = db.execute("SELECT seq, event::text, detail FROM work_events WHERE "
+                              "work_id = %s ORDER BY seq", (work_id,)).fetchall()
+        names = [f"{seq:08d}" for seq, _, _ in rows]
     assert names == [f"{i:08d}" for i in range(1, len(names) + 1)], \
         f"{work_id}: events have gaps: {names}"
-    events = [store.read(directory / f"{n}.json", WorkEvent) for n in names]
+    if db is None:
+        events = [store.read(directory / f"{n}.json", WorkEvent) for n in names]
+    else:
+        events = [WorkEvent.model_validate_json(doc).model_copy(
+            update={"detail": None if detail is None else bytes(detail).decode()})
+            for _, doc, detail in rows]
     assert all(e is not None for e in events), f"{work_id}: an event does not parse"
     state, generation = None, 0
     for e in events:
@@ -343,19 +386,17 @@ def recover(home: Home) -> None:
 
 def audit(home: Home, generations: dict[str, int]) -> None:
     """The invariants after recovery, for every work item in the home."""
-    root = home.root
     open_ids = set(ledger.open_ids(home))
     for work_id in ledger.all_ids(home):
         events = history(home, work_id)
         item = folded(events, work_id)
-        item_dir = root / "work" / work_id
         if item is None:  # killed after its input, before its first event: no item at all
             assert ledger.load(home, work_id) is None
-            assert not (item_dir / "item.json").exists()
+            assert stored_item(home, work_id) is None
             assert work_id not in open_ids, f"{work_id} is marked open with no events"
             assert work_id not in {i.work_id for i in ledger.page(home, limit=100)[0]}
             continue
-        cached = home.store.read(item_dir / "item.json", WorkItem)
+        cached = stored_item(home, work_id)
         assert cached == item, f"{work_id}: item.json is not the fold of its events"
         assert (work_id in open_ids) == (item.state not in TERMINAL), \
             f"{work_id} is {item.state} but its open marker says otherwise"
@@ -376,6 +417,8 @@ MODELS = {("mail",): Message, ("notifications",): Notification, ("bounces",): Bo
 
 def every_file_parses(home: Home) -> None:
     root, store = home.root, home.store
+    if ledger_location(home).postgres:  # the ledger is the database's, none of it in files
+        assert not (root / "work").exists() and not (root / "ledger").exists()
     for dirpath, dirnames, filenames in os.walk(root):
         rel = Path(dirpath).relative_to(root)
         parts = rel.parts
@@ -465,10 +508,13 @@ def test_crash_point(tmp_path: Path, scenario: Scenario) -> None:
 
 
 def check_item(home: Home, s: Scenario, work_id: str, kwargs: dict, before: set[str],
-               generations: dict[str, int], project: Path) -> None:
-    """A ledger mutation on one item: visible as the events say, and retryable."""
+               generations: dict[str, int], project: Path, visible: str | None = "files") \
+        -> None:
+    """A ledger mutation on one item: visible as the events say, and retryable.
+    ``visible``: on PostgreSQL, the state the item had before the killed transaction."""
     item = ledger.load(home, work_id)
-    assert (item.state if item else None) == s.visible, \
+    visible = s.visible if visible == "files" else visible
+    assert (item.state if item else None) == visible, \
         f"after the kill at {s.step} the item reads {item.state if item else None}"
     retry(home, s.op, kwargs, s.refusals)
     audit(home, generations)
@@ -482,14 +528,19 @@ def check_item(home: Home, s: Scenario, work_id: str, kwargs: dict, before: set[
 
 
 def check_replay(home: Home, s: Scenario, work_id: str, kwargs: dict, before: set[str],
-                 generations: dict[str, int], project: Path) -> None:
+                 generations: dict[str, int], project: Path,
+                 visible: str | None = "files") -> None:
     """A replay is a new item: killed after its input it does not exist (not listed, not
-    open); killed after its event it exists in full. Retrying makes a (new) replay."""
-    check_item(home, s, work_id, kwargs, before, generations, project)  # original unchanged
+    open); killed after its event it exists in full. Retrying makes a (new) replay. On
+    PostgreSQL the killed replay's transaction left nothing: only the retry's exists."""
+    check_item(home, s, work_id, kwargs, before, generations, project,
+               visible)  # original unchanged
     new = sorted(set(ledger.all_ids(home)) - before)
     items = [ledger.load(home, w) for w in new]
     made = [i for i in items if i is not None]
-    if s.step == "accepted:after-input":
+    if visible != "files":
+        assert len(new) == 1 and len(made) == 1, "the killed replay left nothing behind"
+    elif s.step == "accepted:after-input":
         assert len(new) == 2 and len(made) == 1, "the half-made replay is invisible"
     else:
         assert len(made) == 2, "the replay killed after its event is complete"
@@ -593,3 +644,63 @@ def check_dismiss(home: Home, s: Scenario, work_id: str, kwargs: dict, before: s
 
 CHECKS = {"replay": check_replay, "ingest": check_ingest, "recruit": check_recruit,
           "dismiss": check_dismiss, "done": check_done}
+
+
+# -- the same crash points on PostgreSQL ----------------------------------------------------
+
+LEDGER_OPS = ("accept", "replay", "claim", "report", "examine", "cancel", "resolve")
+PG_SCENARIOS = [s for s in SCENARIOS if s.op in LEDGER_OPS]
+
+
+@pytest.fixture(scope="module")
+def pg_ledgers(pg_server):  # noqa: F811
+    """One database for the module; each scenario's home gets a fresh ledger (a schema)."""
+    name = pg_server.create_database()
+    try:
+        yield Ledgers("postgresql", pg_server, name)
+    finally:
+        from state.work import pg_backend
+
+        pg_backend.close()
+        pg_server.drop_database(name)
+
+
+def test_every_ledger_op_has_its_crash_points_on_postgresql() -> None:
+    assert {s.op for s in PG_SCENARIOS} == set(LEDGER_OPS)
+    steps = {s.step for s in PG_SCENARIOS}
+    assert {f"{t}:{when}" for t in EVENT_TYPES for when in ("after-event", "after-snapshot")} \
+        <= steps and "accepted:after-input" in steps
+
+
+@pytest.mark.parametrize("scenario", PG_SCENARIOS, ids=lambda s: s.id)
+def test_crash_point_on_postgresql(tmp_path: Path, scenario: Scenario, pg_ledgers) -> None:
+    Store.reported()
+    root = tmp_path / "home"
+    home = Home(root)
+    url = pg_ledgers.fresh_url()
+    (root / "config.toml").write_text(CONFIG + "\n[ledger]\n" + pg_ledgers.config(url))
+    project = tmp_path / "project"
+    project.mkdir()
+    work_id = new_id(ledger.WORK)
+    home = Home(root)
+    try:
+        for op, kwargs in scenario.prepare:
+            OPS[op](home, **fill(kwargs, work_id, project))
+        generations = {w: ledger.get(home, w).generation for w in ledger.all_ids(home)}
+        before = set(ledger.all_ids(home))
+        was = ledger.load(home, work_id)
+        kwargs = fill(scenario.kwargs, work_id, project)
+
+        run_child(root, scenario.step, scenario.op, kwargs)
+
+        home = Home(root)  # a new process's view
+        readers_not_fooled(home)
+        recover(home)
+        audit(home, generations)
+        assert set(ledger.all_ids(home)) == before, "the killed transaction left an item"
+        check = check_replay if scenario.op == "replay" else check_item
+        check(home, scenario, work_id, kwargs, before, generations, project,
+              visible=was.state if was else None)
+        audit(home, generations)
+    finally:
+        pg_ledgers.forget(url)

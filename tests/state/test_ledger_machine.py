@@ -16,6 +16,11 @@ random (swarm testing leaves some rules out of each run); ``test_ledger_machine_
 drives the same machine through a fixed script that reaches every transition and every
 refusal, so none of them can silently go unchecked. fsync is a no-op here (see
 ``no_fsync``): durability is the crash test's subject.
+
+Every test here runs on both backends (tests/support/ledger_backends.py): the home's files,
+and a fresh PostgreSQL ledger per run named by the home's ``[ledger] url``. What the
+invariants read beside the ledger is the backend's own storage: on files ``input.json``,
+``events/`` and ``item.json``; on PostgreSQL the rows, over a connection of the test's own.
 """
 
 from __future__ import annotations
@@ -43,6 +48,8 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
+from support.ledger_backends import Ledgers, ledger_backend, ledgers  # noqa: F401
+from support.postgres import pg_server  # noqa: F401
 
 from state.errors import CaptainError
 from state.home import Home
@@ -109,6 +116,7 @@ def refused(code: str, call) -> CaptainError:
 
 class LedgerMachine(RuleBasedStateMachine):
     base: Path | None = None  # set by the test: where each run's home is made
+    ledgers: Ledgers = Ledgers("files")  # set by the test: which backend each run's is on
 
     items = Bundle("items")
 
@@ -116,8 +124,11 @@ class LedgerMachine(RuleBasedStateMachine):
         super().__init__()
         self.root = Path(tempfile.mkdtemp(prefix="ledger-", dir=self.base)) / "home"
         self.home = Home(self.root)
+        self.url = self.ledgers.fresh_url()  # None on files: the home is the ledger
+        self.db = self.ledgers.connect(self.url) if self.url else None
         (self.root / "config.toml").write_text(
-            f"[ledger]\nslots = {SLOTS}\nlease_seconds = {LEASE}\n")
+            f"[ledger]\nslots = {SLOTS}\nlease_seconds = {LEASE}\n"
+            + self.ledgers.config(self.url))
         self.home = Home(self.root)  # config is read once per Home: start from the file
         assert ledger.slots(self.home) == SLOTS
         assert ledger.lease_seconds(self.home) == LEASE
@@ -133,9 +144,32 @@ class LedgerMachine(RuleBasedStateMachine):
     def teardown(self) -> None:
         REACHED.update(_THIS_RUN)
         REACHED["runs"] += 1
+        if self.db is not None:
+            self.db.close()
+        self.ledgers.forget(self.url)
         shutil.rmtree(self.root.parent, ignore_errors=True)
 
     # -- helpers ----------------------------------------------------------------------------
+
+    def stored(self, work_id: str) -> tuple[bytes, list[str], WorkItem | None]:
+        """What the backend's storage holds for the item, read beside the ledger: the
+        input's bytes, the events' names (``NNNNNNNN``), the stored item. Files:
+        ``input.json``, ``events/``, the ``item.json`` cache; PostgreSQL: the rows."""
+        if self.db is None:
+            item_dir = self.root / "work" / work_id
+            assert (item_dir / "events").is_dir()
+            return ((item_dir / "input.json").read_bytes(),
+                    self.home.store.names(item_dir / "events"),
+                    self.home.store.read(item_dir / "item.json", WorkItem))
+        stored_input = self.db.execute("SELECT input FROM work_inputs WHERE work_id = %s",
+                                       (work_id,)).fetchone()
+        seqs = self.db.execute("SELECT seq FROM work_events WHERE work_id = %s ORDER BY seq",
+                               (work_id,)).fetchall()
+        row = self.db.execute("SELECT item::text FROM work_items WHERE work_id = %s",
+                              (work_id,)).fetchone()
+        assert stored_input is not None and row is not None, work_id
+        return (bytes(stored_input[0]), [f"{seq:08d}" for (seq,) in seqs],
+                WorkItem.model_validate_json(row[0]))
 
     def held(self) -> list[Model]:
         return [m for m in self.model.values() if m.state in HOLDS_SLOT]
@@ -518,7 +552,9 @@ class LedgerMachine(RuleBasedStateMachine):
 
     @invariant()
     def matches_the_model(self):
-        home, store = self.home, self.home.store
+        home = self.home
+        if self.db is not None:  # the work is in the database, none of it in the files
+            assert not (self.root / "work").exists() and not (self.root / "ledger").exists()
         assert ledger.slots(home) == SLOTS
         all_run_ids: list[str] = []
         for work_id, m in self.model.items():
@@ -542,7 +578,7 @@ class LedgerMachine(RuleBasedStateMachine):
                 r = item.resolution
                 assert (r.operator, r.reason, r.to, r.runtime_stopped, r.at) == m.resolution
             assert ledger.input_of(home, work_id) == m.input
-            stored = (self.root / "work" / work_id / "input.json").read_bytes()
+            stored, names, cached = self.stored(work_id)
             assert item.input_sha256 == hashlib.sha256(stored).hexdigest(), \
                 "input_sha256 is the fingerprint of the stored input"
             if m.state == "running":
@@ -551,7 +587,6 @@ class LedgerMachine(RuleBasedStateMachine):
 
             # events: gapless, each legal, generations monotone, nothing after terminal
             events = ledger.events(home, work_id)
-            names = store.names(root_events := self.root / "work" / work_id / "events")
             assert names == [f"{i:08d}" for i in range(1, len(names) + 1)], names
             assert len(events) == len(names), f"an event of {work_id} failed to parse"
             assert [e.seq for e in events] == list(range(1, len(events) + 1))
@@ -566,11 +601,9 @@ class LedgerMachine(RuleBasedStateMachine):
                 folded = ledger.fold(folded, ev, work_id)
             assert generation == m.generation
             assert sum(e.type == "claimed" for e in events) == m.generation
-            # item.json is exactly the fold of the events from scratch
-            cached = store.read(self.root / "work" / work_id / "item.json", WorkItem)
+            # item.json (the item's row) is exactly the fold of the events from scratch
             assert cached is not None and cached == folded, work_id
             assert item == folded
-            assert root_events.is_dir()
 
             # what may be shown: never the input, never an event's detail
             shown = json.dumps(ledger.public(home, item, detail=True)) + \
@@ -640,8 +673,9 @@ def no_fsync(monkeypatch):
     monkeypatch.setattr(os, "fsync", lambda fd: None)
 
 
-def test_ledger_state_machine(tmp_path: Path, no_fsync) -> None:
+def test_ledger_state_machine(tmp_path: Path, no_fsync, ledgers) -> None:  # noqa: F811
     LedgerMachine.base = tmp_path
+    LedgerMachine.ledgers = ledgers
     REACHED.clear()
     run_state_machine_as_test(
         LedgerMachine,
@@ -654,10 +688,11 @@ def test_ledger_state_machine(tmp_path: Path, no_fsync) -> None:
     assert not missing, f"the machine never reached {missing}: it proved nothing about them"
 
 
-def test_ledger_machine_tour(tmp_path: Path, no_fsync) -> None:
+def test_ledger_machine_tour(tmp_path: Path, no_fsync, ledgers) -> None:  # noqa: F811
     """The same machine driven through a fixed script that reaches every transition and
     every refusal, checking the invariants after each step like a Hypothesis run does."""
     LedgerMachine.base = tmp_path
+    LedgerMachine.ledgers = ledgers
     _THIS_RUN.clear()
     m = LedgerMachine()
     ids = m.model
@@ -743,8 +778,8 @@ def test_ledger_machine_tour(tmp_path: Path, no_fsync) -> None:
     assert not missing, f"the tour no longer reaches {missing}"
 
 
-def test_listing_work_in_a_home_without_any_creates_nothing(tmp_path):
-    home = Home(tmp_path / "home")
+def test_listing_work_in_a_home_without_any_creates_nothing(tmp_path, ledgers):  # noqa: F811
+    home = ledgers.home(tmp_path / "home")
     before = sorted(p.name for p in home.root.iterdir())
     assert ledger.open_ids(home) == [] and ledger.all_ids(home) == []
     assert sorted(p.name for p in home.root.iterdir()) == before

@@ -1,0 +1,390 @@
+"""The work ledger in a PostgreSQL database: the shared backend (``state.work.backend``).
+
+Chosen by ``backend_for`` when ``CAPTAIN_LEDGER_URL`` or ``[ledger] url`` names a database
+(``state.work.location``); the schema is ``state.work.pg_schema``'s, created by
+``captain ledger migrate`` (a backend refuses a database that is not at its version). The
+driver is reached through ``state.work.postgres`` only, so importing this module loads none.
+
+How the interface's guarantees are kept (docs/ledger.md, "Storage: one interface, two
+backends"):
+
+- **Transactions.** One connection per thread and URL (autocommit outside a transaction,
+  so a read never leaves one open). The outermost ``transaction`` is one database
+  transaction (READ COMMITTED; COMMIT at the end, ROLLBACK on any exception); a nested one
+  on the same thread joins it. ``ledger=True`` takes ``pg_advisory_xact_lock(LEDGER_KEY)``;
+  ``work_id`` takes the item's advisory lock (two-key form: ``ITEM_CLASS`` and the ID's
+  hash, so an item that does not exist yet is locked too) and then its row ``FOR UPDATE``.
+  The order is the files': the ledger first, then the item; the ledger asked for inside an
+  item-only transaction is refused. Every lock ends with the transaction; a process killed
+  mid-way holds nothing, and the server rolls its writes back.
+- **Append.** An INSERT under the primary key (work_id, seq): when a row is already there
+  the same event is accepted and a different one refused (``message_conflict``). The
+  item's row is written in the same transaction (``store_item``): never behind.
+- **The clock.** ``now()`` is the database's ``clock_timestamp()``: a lease given on one
+  host expires by the same clock on every other.
+- **The open set** is the items whose row says they are not terminal (the partial index
+  ``work_items_open``): ``mark_open``/``mark_closed`` have nothing to do.
+- **Claims** read the queue ``FOR UPDATE SKIP LOCKED`` inside a transaction; **pages** are
+  keyset over ``work_id`` with the files' cursor (the last ID of a full page, when more
+  remain).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+from collections.abc import Collection, Iterator
+from datetime import datetime
+
+from state.errors import CaptainError
+from state.work import pg_schema, postgres
+from state.work.location import LedgerLocation
+from state.work.models import HOLDS_SLOT, TERMINAL, Lease, WorkEvent, WorkItem
+
+# pg_advisory_xact_lock keys: the ledger's (one bigint: the bytes of "captainL"), and the
+# class of the items' two-int keys (the bytes of "wrk1"); the two key spaces never overlap
+LEDGER_KEY = int.from_bytes(b"captainL", "big", signed=True)
+ITEM_CLASS = int.from_bytes(b"wrk1", "big", signed=True)
+OPEN_STATES = tuple(sorted({"queued", *HOLDS_SLOT}))  # = work_items_open's predicate
+assert not set(OPEN_STATES) & TERMINAL
+
+_ITEM_COLUMNS = ("work_id", "source", "state", "generation", "seq", "requester", "crew",
+                 "assignment_id", "delivery_id", "replay_of", "target_revision",
+                 "input_sha256", "max_attempts", "created_at", "updated_at", "item")
+_UPSERT_ITEM = (
+    f"INSERT INTO work_items ({', '.join(_ITEM_COLUMNS)}) "
+    f"VALUES ({', '.join(['%s'] * len(_ITEM_COLUMNS))}) "
+    "ON CONFLICT (work_id) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in _ITEM_COLUMNS if c != "work_id"))
+
+
+class _Thread(threading.local):
+    """One thread's connection and the locks its open transaction holds."""
+
+    def __init__(self) -> None:
+        self.conn = None
+        self.depth = 0
+        self.held: set[str] = set()  # "ledger", "work-<id>"
+
+
+class PostgresBackend:
+    """One database's ledger. Made once per URL (``for_location``) and shared by threads;
+    each thread has its own connection."""
+
+    name = "postgresql"
+
+    def __init__(self, location: LedgerLocation) -> None:
+        self.location = location
+        self._local = _Thread()
+        self._checked = False
+        self._conns: list = []  # every connection made, so ``close`` can end them all
+        self._guard = threading.Lock()
+
+    # -- connections --------------------------------------------------------------------------
+
+    def _conn(self):
+        local = self._local
+        conn = local.conn
+        if conn is not None and not conn.closed and not conn.broken:
+            return conn
+        if local.depth:  # the connection died inside a transaction: it is rolled back
+            raise CaptainError("ledger_unreachable",
+                               f"the connection to the ledger at {self.location.shown} was "
+                               "lost mid-transaction; nothing of it was kept.")
+        conn = postgres.connect(self.location)
+        conn.autocommit = True  # reads outside a transaction never leave one open
+        if not self._checked:
+            self._check_schema(conn)
+        local.conn = conn
+        with self._guard:
+            self._conns = [c for c in self._conns if not c.closed]
+            self._conns.append(conn)
+        return conn
+
+    def _check_schema(self, conn) -> None:
+        try:
+            version = pg_schema.current_version(conn)
+        except postgres.driver().Error as exc:
+            conn.close()
+            raise postgres.refused(self.location, exc) from None
+        if version != pg_schema.LATEST:
+            conn.close()
+            if version > pg_schema.LATEST:
+                raise CaptainError(
+                    "ledger_schema_newer",
+                    f"the ledger at {self.location.shown} has schema version {version}, newer "
+                    f"than this captain knows (up to {pg_schema.LATEST}); upgrade captain on "
+                    "this host.", url=self.location.shown)
+            raise CaptainError(
+                "ledger_not_migrated",
+                f"the ledger at {self.location.shown} has schema version {version}, not "
+                f"{pg_schema.LATEST}: run `captain ledger migrate` once (from any host).",
+                url=self.location.shown, version=version)
+        self._checked = True
+
+    def close(self) -> None:
+        """Close every connection this backend made (tests; a process's end does it too)."""
+        with self._guard:
+            conns, self._conns = self._conns, []
+        for conn in conns:
+            with contextlib.suppress(Exception):
+                conn.close()
+        self._local = _Thread()
+
+    def _run(self, sql: str, params=(), *, fetch: str | None = None):
+        """Execute on this thread's connection; a driver error becomes a refusal."""
+        psycopg = postgres.driver()
+        conn = self._conn()
+        try:
+            cur = conn.execute(sql, params)
+            if fetch == "one":
+                return cur.fetchone()
+            if fetch == "all":
+                return cur.fetchall()
+            return cur
+        except psycopg.Error as exc:
+            if conn.broken:
+                raise postgres.unreachable(self.location, exc) from None
+            raise postgres.refused(self.location, exc) from None
+
+    # -- transactions -------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def transaction(self, work_id: str | None = None, *,
+                    ledger: bool = False) -> Iterator[PostgresBackend]:
+        local = self._local
+        item_key = f"work-{work_id}" if work_id else None
+        if ledger and "ledger" not in local.held and any(k != "ledger" for k in local.held):
+            raise CaptainError("store_error", "the ledger lock is taken before any item's, "
+                                              "never inside one.")
+        if local.depth == 0:
+            conn = self._conn()
+            psycopg = postgres.driver()
+            try:
+                tx = conn.transaction()
+                tx.__enter__()
+            except psycopg.Error as exc:
+                raise postgres.unreachable(self.location, exc) from None
+            local.depth = 1
+            try:
+                self._take(ledger, work_id, item_key)
+                yield self
+            except BaseException as exc:
+                local.depth, local.held = 0, set()
+                with contextlib.suppress(psycopg.Error):
+                    tx.__exit__(type(exc), exc, exc.__traceback__)
+                raise
+            local.depth, local.held = 0, set()
+            try:
+                tx.__exit__(None, None, None)  # COMMIT
+            except psycopg.Error as exc:
+                if conn.broken:
+                    raise postgres.unreachable(self.location, exc) from None
+                raise postgres.refused(self.location, exc) from None
+            return
+        # joined: take only what the outer transaction lacks; it ends with the outer one
+        taken = self._take(ledger, work_id, item_key)
+        local.depth += 1
+        try:
+            yield self
+        finally:
+            local.depth -= 1
+            for key in taken:  # as the files: the order check forgets an inner item's lock
+                local.held.discard(key)
+
+    def _take(self, ledger: bool, work_id: str | None, item_key: str | None) -> list[str]:
+        local = self._local
+        taken = []
+        if ledger and "ledger" not in local.held:
+            self._run("SELECT pg_advisory_xact_lock(%s::bigint)", (LEDGER_KEY,))
+            local.held.add("ledger")
+            taken.append("ledger")
+        if item_key and item_key not in local.held:
+            self._run("SELECT pg_advisory_xact_lock(%s::integer, hashtext(%s))",
+                      (ITEM_CLASS, work_id))
+            self._run("SELECT 1 FROM work_items WHERE work_id = %s FOR UPDATE", (work_id,))
+            local.held.add(item_key)
+            taken.append(item_key)
+        return taken
+
+    def now(self) -> datetime:
+        return self._run("SELECT clock_timestamp()", fetch="one")[0]
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def exists(self, work_id: str) -> bool:
+        return self._run("SELECT 1 FROM work_items WHERE work_id = %s", (work_id,),
+                         fetch="one") is not None
+
+    def item(self, work_id: str, *, repair: bool = False) -> WorkItem | None:
+        # the row is written in the event's transaction: never behind, nothing to repair
+        row = self._run("SELECT item::text FROM work_items WHERE work_id = %s", (work_id,),
+                        fetch="one")
+        return None if row is None else WorkItem.model_validate_json(row[0])
+
+    @staticmethod
+    def _event_of(doc: str, detail: bytes | None) -> WorkEvent:
+        event = WorkEvent.model_validate_json(doc)
+        if detail is not None:
+            event = event.model_copy(update={"detail": bytes(detail).decode()})
+        return event
+
+    def events(self, work_id: str) -> list[WorkEvent]:
+        rows = self._run("SELECT event::text, detail FROM work_events WHERE work_id = %s "
+                         "ORDER BY seq", (work_id,), fetch="all")
+        return [self._event_of(doc, detail) for doc, detail in rows]
+
+    def lease(self, work_id: str) -> Lease | None:
+        row = self._run("SELECT run_id, generation, holder, expires_at, heartbeat_at "
+                        "FROM work_leases WHERE work_id = %s", (work_id,), fetch="one")
+        if row is None:
+            return None
+        run_id, generation, holder, expires_at, heartbeat_at = row
+        return Lease(work_id=work_id, run_id=run_id, generation=generation, holder=holder,
+                     expires_at=expires_at, heartbeat_at=heartbeat_at)
+
+    def input(self, work_id: str) -> dict | None:
+        row = self._run("SELECT input FROM work_inputs WHERE work_id = %s", (work_id,),
+                        fetch="one")
+        return None if row is None else json.loads(bytes(row[0]))
+
+    def input_bytes(self, work_id: str) -> bytes | None:
+        """The input exactly as stored (its SHA-256 is the item's ``input_sha256``)."""
+        row = self._run("SELECT input FROM work_inputs WHERE work_id = %s", (work_id,),
+                        fetch="one")
+        return None if row is None else bytes(row[0])
+
+    def open_ids(self) -> list[str]:
+        rows = self._run("SELECT work_id FROM work_items WHERE state = ANY(%s) "
+                         "ORDER BY work_id", (list(OPEN_STATES),), fetch="all")
+        return [r[0] for r in rows]
+
+    def all_ids(self) -> list[str]:
+        return [r[0] for r in self._run("SELECT work_id FROM work_items ORDER BY work_id",
+                                        fetch="all")]
+
+    def open_items(self, states: Collection[str], *, source: str | None = None,
+                   crew: bool | None = None, limit: int | None = None) -> list[WorkItem]:
+        states = [s for s in states if s in OPEN_STATES]  # terminal items are not open
+        sql = ["SELECT item::text FROM work_items WHERE state = ANY(%s)"]
+        params: list = [states]
+        if source is not None:
+            sql.append("AND source = %s")
+            params.append(source)
+        if crew is not None:
+            sql.append("AND crew IS NOT NULL" if crew else "AND crew IS NULL")
+        sql.append("ORDER BY work_id")
+        if limit is not None:
+            sql.append("LIMIT %s")
+            params.append(limit)
+            if self._local.depth:
+                # a claim choosing the next item: one another transaction holds is skipped
+                sql.append("FOR UPDATE SKIP LOCKED")
+        rows = self._run(" ".join(sql), params, fetch="all")
+        return [WorkItem.model_validate_json(r[0]) for r in rows]
+
+    def page(self, *, state: str | None, source: str | None, limit: int,
+             after: str | None) -> tuple[list[WorkItem], str | None]:
+        sql = ["SELECT item::text FROM work_items WHERE true"]
+        params: list = []
+        if after is not None:
+            sql.append("AND work_id > %s")
+            params.append(after)
+        if state:
+            sql.append("AND state = %s")
+            params.append(state)
+        if source:
+            sql.append("AND source = %s")
+            params.append(source)
+        sql.append("ORDER BY work_id LIMIT %s")
+        params.append(limit + 1)  # one more: whether a next page exists
+        rows = self._run(" ".join(sql), params, fetch="all")
+        items = [WorkItem.model_validate_json(r[0]) for r in rows]
+        if len(items) > limit:
+            return items[:limit], items[limit - 1].work_id
+        return items, None
+
+    # -- writing (inside a transaction) -------------------------------------------------------
+
+    def put_input(self, work_id: str, data: bytes) -> None:
+        import hashlib
+
+        self._run("INSERT INTO work_inputs (work_id, sha256, input) VALUES (%s, %s, %s) "
+                  "ON CONFLICT (work_id) DO NOTHING",
+                  (work_id, hashlib.sha256(data).hexdigest(), data))
+
+    def mark_open(self, work_id: str) -> None:
+        """Nothing to do: the row's state says whether the item is open."""
+
+    def append(self, work_id: str, event: WorkEvent) -> None:
+        doc = event.model_dump(mode="json", by_alias=True, exclude_none=False,
+                               exclude={"detail"})
+        detail = event.detail.encode() if event.detail is not None else None
+        Jsonb = postgres.driver().types.json.Jsonb
+        row = self._run(
+            "INSERT INTO work_events (work_id, seq, type, state, generation, actor, at, event, "
+            "detail) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
+            "ON CONFLICT (work_id, seq) DO NOTHING RETURNING seq",
+            (work_id, event.seq, event.type, event.state, event.generation, event.actor,
+             event.at, Jsonb(doc), detail), fetch="one")
+        if row is not None:
+            return
+        stored = self._run("SELECT event::text, detail FROM work_events WHERE work_id = %s AND "
+                           "seq = %s", (work_id, event.seq), fetch="one")
+        if stored is not None and self._event_of(*stored) == event:
+            return  # the same event again: already there
+        raise CaptainError(
+            "message_conflict",
+            f"event {event.seq} of {work_id} already exists with different content; "
+            "nothing was overwritten.")
+
+    def store_item(self, item: WorkItem) -> None:
+        Jsonb = postgres.driver().types.json.Jsonb
+        doc = item.model_dump(mode="json", by_alias=True, exclude_none=False)
+        self._run(_UPSERT_ITEM, (
+            item.work_id, item.source, item.state, item.generation, item.seq, item.requester,
+            item.crew, item.assignment_id, item.delivery_id, item.replay_of,
+            item.target_revision, item.input_sha256, item.max_attempts, item.created_at,
+            item.updated_at, Jsonb(doc)))
+
+    def mark_closed(self, work_id: str) -> None:
+        """Nothing to do: a terminal row is outside the open set by its state."""
+
+    def put_lease(self, lease: Lease) -> None:
+        self._run(
+            "INSERT INTO work_leases (work_id, run_id, generation, holder, heartbeat_at, "
+            "expires_at) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (work_id) DO UPDATE SET "
+            "run_id = excluded.run_id, generation = excluded.generation, "
+            "holder = excluded.holder, heartbeat_at = excluded.heartbeat_at, "
+            "expires_at = excluded.expires_at",
+            (lease.work_id, lease.run_id, lease.generation, lease.holder, lease.heartbeat_at,
+             lease.expires_at))
+
+
+# -- one backend per URL ----------------------------------------------------------------------
+
+_BACKENDS: dict[str, PostgresBackend] = {}
+_REGISTRY = threading.Lock()
+
+
+def for_location(location: LedgerLocation) -> PostgresBackend:
+    """The process's one backend for ``location``'s URL (its connections are per thread)."""
+    key = location.url or ""
+    with _REGISTRY:
+        backend = _BACKENDS.get(key)
+        if backend is None:
+            backend = _BACKENDS[key] = PostgresBackend(location)
+        return backend
+
+
+def close(url: str | None = None) -> None:
+    """Close the connections of ``url``'s backend (every backend's without one) and forget
+    it: before its database is dropped (tests), or when a process is done with it."""
+    with _REGISTRY:
+        chosen = [_BACKENDS.pop(url)] if url in _BACKENDS else \
+            (list(_BACKENDS.values()) if url is None else [])
+        if url is None:
+            _BACKENDS.clear()
+    for backend in chosen:
+        backend.close()

@@ -1,0 +1,106 @@
+"""The ledger's suites on both backends: a home whose work ledger is its files, or one whose
+``[ledger] url`` names a fresh, migrated PostgreSQL ledger (tests/support/postgres.py).
+
+``ledger_backend`` is parametrized ``files`` / ``postgresql``; a test asks ``ledgers`` for
+as many fresh ledgers as it needs (``ledgers.home(path)`` makes a home on one). On
+PostgreSQL the test gets one database of its own; each fresh ledger in it is a schema of
+its own (``search_path`` in the URL's ``options``), migrated by ``captain ledger migrate``'s
+code, so a Hypothesis run that makes forty homes makes forty schemas, not forty databases.
+Every connection the backend opened is closed before the database is dropped.
+
+Use: ``from support.ledger_backends import ledger_backend, ledgers  # noqa: F401`` (with
+``pg_server`` from support.postgres, which ``ledgers`` asks for only on PostgreSQL).
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+from state.home import Home
+
+BACKENDS = ("files", "postgresql")
+
+
+class Ledgers:
+    """Fresh ledgers of one kind for one test."""
+
+    def __init__(self, kind: str, server=None, dbname: str | None = None) -> None:
+        self.kind = kind
+        self.server = server
+        self.dbname = dbname
+        self.urls: list[str] = []
+        self._n = itertools.count(1)
+
+    @property
+    def postgres(self) -> bool:
+        return self.kind == "postgresql"
+
+    def fresh_url(self) -> str | None:
+        """A new, empty, migrated ledger's URL (None on files: the home is the ledger)."""
+        if not self.postgres:
+            return None
+        import psycopg
+
+        from state.work import pg_schema
+
+        schema = f"ledger_{next(self._n)}"
+        base = self.server.url(self.dbname)
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f'CREATE SCHEMA "{schema}"')
+        url = f"{base}?options={quote(f'-csearch_path={schema}', safe='')}"
+        with psycopg.connect(url) as conn:
+            pg_schema.migrate(conn)
+        self.urls.append(url)
+        return url
+
+    def config(self, url: str | None) -> str:
+        """The ``[ledger] url`` line for config.toml ("" on files)."""
+        return f'url = "{url}"\n' if url else ""
+
+    def home(self, root: Path, extra: str = "") -> Home:
+        """A home at ``root`` on a fresh ledger; ``extra`` goes in its ``[ledger]`` table."""
+        url = self.fresh_url()
+        home = Home(root)  # makes the home before anything is written into it
+        if not (url or extra):
+            return home
+        (root / "config.toml").write_text(f"[ledger]\n{self.config(url)}{extra}")
+        return Home(root)  # config.toml is read once per Home: start from the file
+
+    def forget(self, url: str | None) -> None:
+        """Close the backend's connections to ``url`` (a run's ledger is done with)."""
+        if url:
+            from state.work import pg_backend
+
+            pg_backend.close(url)
+
+    def connect(self, url: str):
+        """An independent connection (not the backend's): what another host would see."""
+        import psycopg
+
+        return psycopg.connect(url, autocommit=True)
+
+
+@pytest.fixture(params=BACKENDS)
+def ledger_backend(request) -> str:
+    return request.param
+
+
+@pytest.fixture
+def ledgers(request, ledger_backend):
+    if ledger_backend == "files":
+        yield Ledgers("files")
+        return
+    server = request.getfixturevalue("pg_server")
+    name = server.create_database()
+    made = Ledgers("postgresql", server, name)
+    try:
+        yield made
+    finally:
+        from state.work import pg_backend
+
+        pg_backend.close()
+        server.drop_database(name)
