@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from support.ledger_backends import process_env
 
 from state.crew.rules import Context
 from state.home import Home
@@ -116,6 +117,7 @@ class Cli:
                if not k.startswith("CAPTAIN_") or k == "CAPTAIN_TMUX_SOCKET"}
         env["CAPTAIN_HOME"] = str(self.home)
         env["PYTHONPATH"] = str(REPO)
+        env.update(process_env())  # CAPTAIN_LEDGER_URL on a test's PostgreSQL ledger
         env.update(extra or {})
         return env
 

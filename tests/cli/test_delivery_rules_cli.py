@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 from support.cli import Run, ok, refused
+from support.ledger_backends import ON_BOTH, cli_ledger  # noqa: F401
+from support.postgres import pg_server  # noqa: F401
 
 from state.clock import now
 from state.home import Home
@@ -35,7 +37,7 @@ REFUSAL_LINE = re.compile(r"^captain: \[([a-z_]+)\] \S")
 
 
 @pytest.fixture
-def run(cli):
+def run(cli, cli_ledger):  # noqa: F811 (files; ON_BOTH tests again on PostgreSQL)
     return Run(cli, any_exit=True)
 
 
@@ -193,6 +195,7 @@ def test_every_work_list_filter_refuses_a_typo(run):
 # -- 4. routine receipts --------------------------------------------------------------------
 
 
+@ON_BOTH
 def test_a_routine_receipt_offers_no_cancel_or_replay(run, home):
     configure(home, "[endpoints.chores]\nroutine = true\n\n[endpoints.gh]\n")
     routine = ingest(run, "chores", "c-1")
@@ -224,6 +227,7 @@ def test_a_routine_receipt_offers_no_cancel_or_replay(run, home):
                   "--json"))["item"]["replay_of"] == plain["work_id"]
 
 
+@ON_BOTH
 def test_a_routine_item_needing_reconciliation_is_resolved_by_a_person(run, home):
     configure(home, "[endpoints.chores]\nroutine = true\n")
     wid = ingest(run, "chores", "c-1")["work_id"]

@@ -15,6 +15,8 @@ from datetime import datetime, timedelta
 
 import pytest
 from support.cli import Run, ok, refused
+from support.ledger_backends import ON_BOTH, cli_ledger  # noqa: F401
+from support.postgres import pg_server  # noqa: F401
 
 from state.work import ledger
 
@@ -28,8 +30,10 @@ BODY = '{"marker": "RAW-WEBHOOK-BODY-NEVER-PRINTED-5d1e", "token": "hunter2"}'
 
 
 @pytest.fixture
-def run(cli):
-    """The ``cli`` fixture, asserting on every call that no traceback reached a person."""
+def run(cli, cli_ledger):  # noqa: F811
+    """The ``cli`` fixture, asserting on every call that no traceback reached a person. The
+    ledger is the home's files; a test marked ``ON_BOTH`` runs again on a fresh PostgreSQL
+    ledger (``CAPTAIN_LEDGER_URL`` in every process, this one's in-process calls too)."""
     return Run(cli)
 
 
@@ -158,6 +162,7 @@ def test_unknown_work_for_every_command(run):
     assert show(run, known)["state"] == "queued"
 
 
+@ON_BOTH
 def test_stale_generation_after_a_retry_reclaims_the_item(run):
     item = submit(run, "flaky job", "--max-attempts", "2")
     wid = item["work_id"]
@@ -227,6 +232,7 @@ def test_not_queued(run):
     assert show(run, live)["generation"] == 1
 
 
+@ON_BOTH
 def test_no_capacity(run, home):
     configure(home, "[ledger]\nslots = 1\n")
     a = submit(run, "first")["work_id"]
@@ -414,6 +420,7 @@ def test_usage_errors_exit_2(run):
 # -- reading --------------------------------------------------------------------------------
 
 
+@ON_BOTH
 def test_list_pagination_has_no_duplicates_or_skips(run, home):
     made = [ledger.accept(home, source="chat", input={"text": f"task {i}"},
                           requester="captain:test").work_id for i in range(105)]
@@ -459,7 +466,9 @@ def test_list_pagination_has_no_duplicates_or_skips(run, home):
     assert ok(run("work", "list", "--source", "webhook", "--json"))["items"] == []
 
 
-def test_show_has_attempts_and_events_and_never_the_input_or_detail(run, home):
+@ON_BOTH
+def test_show_has_attempts_and_events_and_never_the_input_or_detail(run, home,
+                                                                      cli_ledger):  # noqa: F811
     item = submit(run, SECRET, "--target-revision", "rev-1")
     wid = item["work_id"]
     data = json.dumps({"input": {"text": SECRET}}, sort_keys=True, ensure_ascii=False,
@@ -470,9 +479,23 @@ def test_show_has_attempts_and_events_and_never_the_input_or_detail(run, home):
     ok(run("work", "report", wid, "--generation", "1", "--outcome", "succeeded",
            "--cost-usd", "0.25", "--detail-stdin", "--json", stdin=DETAIL))
 
-    # the ledger did store both (so their absence below is a real test)
-    assert SECRET in (home.root / "work" / wid / "input.json").read_text()
-    assert any(DETAIL in p.read_text() for p in (home.root / "work" / wid / "events").iterdir())
+    # the ledger did store both (so their absence below is a real test): in its files, or
+    # in its rows (read on a connection of our own, as another host would)
+    if cli_ledger is None:
+        assert SECRET in (home.root / "work" / wid / "input.json").read_text()
+        assert any(DETAIL in p.read_text()
+                   for p in (home.root / "work" / wid / "events").iterdir())
+    else:
+        import psycopg
+
+        with psycopg.connect(cli_ledger) as conn:
+            [(stored,)] = conn.execute("SELECT input FROM work_inputs WHERE work_id = %s",
+                                       (wid,)).fetchall()
+            details = [bytes(d).decode() for (d,) in conn.execute(
+                "SELECT detail FROM work_events WHERE work_id = %s AND detail IS NOT NULL",
+                (wid,))]
+        assert SECRET in bytes(stored).decode()
+        assert any(DETAIL in d for d in details)
 
     shown = show(run, wid)
     assert shown["state"] == "succeeded" and shown["target_revision"] == "rev-1"
@@ -509,6 +532,7 @@ def test_show_has_attempts_and_events_and_never_the_input_or_detail(run, home):
 # -- cancel, replay, resolve ----------------------------------------------------------------
 
 
+@ON_BOTH
 def test_cancel_outcomes(run):
     queued = submit(run)["work_id"]
     first = ok(run("work", "cancel", queued, "--reason", "not needed", "--json"))
@@ -545,6 +569,7 @@ def test_cancel_outcomes(run):
     assert "NEEDS_RECONCILIATION" in listed.out
 
 
+@ON_BOTH
 def test_replay_is_a_new_authorization(run):
     alice = {"LOGNAME": "alice", "USER": "alice"}
     bob = {"LOGNAME": "bob", "USER": "bob"}
@@ -576,6 +601,7 @@ def test_replay_is_a_new_authorization(run):
     assert len(items(run)) == 4
 
 
+@ON_BOTH
 def test_resolve_frees_the_slot(run, home):
     configure(home, "[ledger]\nslots = 1\n")
     stuck = reconciling_item(run)
@@ -692,6 +718,7 @@ def test_deliveries_never_print_the_body(run, home):
 # -- the protocol makes work items ----------------------------------------------------------
 
 
+@ON_BOTH
 def test_no_launch_crew_runs_an_item_and_done_succeeds_it(run):
     r = recruit_no_launch(run, "Jack", task=SECRET)
     assert r["queued"] is False
@@ -793,3 +820,69 @@ def test_reasons_and_revisions_never_carry_control_characters(run):
     assert len(items(run)) == 2
     for result in (run("work", "show", queued), run("work", "show", stuck), run("work", "list")):
         assert "\x1b" not in result.out and "\x07" not in result.out
+
+
+# -- two homes, one PostgreSQL ledger ----------------------------------------------------------
+
+
+def test_two_homes_sharing_one_postgresql_ledger_see_one_ledger(request, tmp_path, project):
+    """Two homes (standing for two hosts) on one database: what one submits, the other lists,
+    claims, cancels and replays; the claim a generation already holds and a report at a
+    stale generation are refused whichever home asks."""
+    from conftest import Cli
+    from support.ledger_backends import open_ledgers
+
+    with open_ledgers(request, "postgresql") as made:
+        env = {"CAPTAIN_LEDGER_URL": made.fresh_url()}
+        a, b = (Run(Cli(tmp_path / name, project)) for name in ("host-a", "host-b"))
+
+        def both(*args: str):
+            return [ok(host(*args, "--json", env=env)) for host in (a, b)]
+
+        for status in both("status"):
+            assert status["ledger"]["kind"] == "postgresql"
+
+        wid = submit(a, "shared job", "--max-attempts", "2", env=env)["work_id"]
+        assert [i["work_id"] for i in ok(b("work", "list", "--json", env=env))["items"]] == [wid]
+        first = ok(b("work", "claim", wid, "--holder", "worker-b", "--json", env=env))
+        assert first["generation"] == 1
+        # the same generation is never claimed twice: host A is refused
+        assert refused(a("work", "claim", wid, "--json", env=env), "not_queued")[
+            "state"] == "running"
+        refused(a("work", "claim", "--json", env=env), "not_queued")  # nothing else queued
+        ok(a("work", "heartbeat", wid, "--generation", "1", "--json", env=env))
+        ok(a("work", "report", wid, "--generation", "1", "--outcome", "failed",
+             "--repeatable", "--json", env=env))
+        second = ok(a("work", "claim", "--holder", "worker-a", "--json", env=env))
+        assert second["item"]["work_id"] == wid and second["generation"] == 2
+        # B's worker, still at generation 1, is fenced out
+        for args in (("heartbeat", wid, "--generation", "1"),
+                     ("report", wid, "--generation", "1", "--outcome", "succeeded")):
+            err = refused(b("work", *args, "--json", env=env), "stale_generation")
+            assert err["generation"] == 2 and err["state"] == "running"
+        ok(b("work", "report", wid, "--generation", "2", "--outcome", "failed", "--json",
+             env=env))
+        for shown in (s["item"] for s in both("work", "show", wid)):
+            assert shown["state"] == "failed" and shown["generation"] == 2
+            assert [t["outcome"] for t in shown["attempts"]] == ["failed", "failed"]
+            assert [e["type"] for e in shown["events"]] == ["accepted", "claimed",
+                                                            "retry_queued", "claimed",
+                                                            "failed"]
+
+        # cancelled through B, replayed through A, the replay seen and claimed through B
+        other = submit(b, "cancel me", env=env)["work_id"]
+        cancelled = ok(a("work", "cancel", other, "--reason", "not needed", "--json",
+                         env=env))
+        assert cancelled["outcome"] == "cancelled"
+        assert ok(b("work", "show", other, "--json", env=env))["item"]["state"] == "cancelled"
+        again = ok(a("work", "replay", other, "--reason", "needed after all", "--json",
+                     env=env))["item"]
+        assert again["replay_of"] == other and again["state"] == "queued"
+        assert ok(b("work", "claim", "--json", env=env))["item"]["work_id"] == again["work_id"]
+        pages = both("work", "list", "--limit", "100")
+        assert pages[0]["items"] == pages[1]["items"]
+        assert [i["work_id"] for i in pages[0]["items"]] == sorted([wid, other,
+                                                                     again["work_id"]])
+        # and nothing of it is in either home's files
+        for host in (a, b):
+            assert not (host.home / "work").exists() or not any((host.home / "work").iterdir())

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
+from support.ledger_backends import process_env
+
 REPO = Path(__file__).resolve().parents[2]
 START_DEADLINE = 60.0  # seconds for the server to print its URL (a cold, loaded 2-core box)
 
@@ -36,6 +38,7 @@ def cli_env(home: Path) -> dict[str, str]:
            if not k.startswith("CAPTAIN_") or k == "CAPTAIN_TMUX_SOCKET"}
     env["CAPTAIN_HOME"] = str(home)
     env["PYTHONPATH"] = str(REPO)
+    env.update(process_env())  # CAPTAIN_LEDGER_URL on a test's PostgreSQL ledger
     return env
 
 

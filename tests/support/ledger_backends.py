@@ -10,10 +10,18 @@ Every connection the backend opened is closed before the database is dropped.
 
 Use: ``from support.ledger_backends import ledger_backend, ledgers  # noqa: F401`` (with
 ``pg_server`` from support.postgres, which ``ledgers`` asks for only on PostgreSQL).
+
+The real CLI and server on both backends: ``cli_ledger`` (files unless a test is marked
+``ON_BOTH``, i.e. parametrized ``files`` / ``postgresql`` indirectly) puts a fresh, migrated
+ledger's URL in ``CAPTAIN_LEDGER_URL`` for the test's own process (``monkeypatch``) and for
+every CLI or server process it starts (``process_env``, which the ``cli`` fixture's ``Cli``
+and support/api.py's ``cli_env`` add: they drop the developer's own ``CAPTAIN_*`` variables,
+so a real ledger is never reached by accident).
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from pathlib import Path
 from urllib.parse import quote
@@ -89,9 +97,11 @@ def ledger_backend(request) -> str:
     return request.param
 
 
-@pytest.fixture
-def ledgers(request, ledger_backend):
-    if ledger_backend == "files":
+@contextlib.contextmanager
+def open_ledgers(request, kind: str):
+    """``Ledgers`` of ``kind``; on PostgreSQL in a database of their own, dropped (every
+    connection the backend opened closed first) when the block ends."""
+    if kind == "files":
         yield Ledgers("files")
         return
     server = request.getfixturevalue("pg_server")
@@ -104,3 +114,40 @@ def ledgers(request, ledger_backend):
 
         pg_backend.close()
         server.drop_database(name)
+
+
+@pytest.fixture
+def ledgers(request, ledger_backend):
+    with open_ledgers(request, ledger_backend) as made:
+        yield made
+
+
+# -- the real CLI and server on a backend -------------------------------------------------------
+
+LEDGER_ENV = "CAPTAIN_LEDGER_URL"
+_PROCESS_ENV: dict[str, str] = {}
+ON_BOTH = pytest.mark.parametrize("cli_ledger", BACKENDS, indirect=True)
+
+
+def process_env() -> dict[str, str]:
+    """What every real CLI or server process gets on top of its environment: the ledger's
+    URL while a test runs on PostgreSQL (``cli_ledger``), else nothing."""
+    return dict(_PROCESS_ENV)
+
+
+@pytest.fixture
+def cli_ledger(request, monkeypatch):
+    """The test's ledger: None on files (the home is the ledger), else a fresh, migrated
+    PostgreSQL ledger's URL, in ``CAPTAIN_LEDGER_URL`` here and in every process started."""
+    kind = getattr(request, "param", "files")
+    with open_ledgers(request, kind) as made:
+        url = made.fresh_url()
+        if url is None:
+            yield None
+            return
+        monkeypatch.setenv(LEDGER_ENV, url)
+        _PROCESS_ENV[LEDGER_ENV] = url
+        try:
+            yield url
+        finally:
+            _PROCESS_ENV.pop(LEDGER_ENV, None)
