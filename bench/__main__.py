@@ -31,6 +31,8 @@ SUITE = (
     ("agent doorbell", "agent_doorbell.py", ["--rounds", "20"], ["--rounds", "5"]),
     ("crew death", "crew_death.py", ["--runs", "20"], ["--runs", "5"]),
     ("cockpit", "cockpit.py", ["--events", "500"], ["--quick"]),
+    ("ledger claims", "ledger_claims.py", ["--items", "400", "--sizes", "10000,100000"],
+     ["--quick"]),
 )
 
 

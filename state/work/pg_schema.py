@@ -22,8 +22,9 @@ in a database:
   on when it lapses. (Not forced by a trigger: the ledger's rules compute ``expires_at``
   from the backend's clock, and its tests pass their own times to both backends.)
 - ``ledger_slots``: capacity as rows, one per slot, each held by at most one item
-  (``work_id`` unique): a claim takes a free slot row ``FOR UPDATE SKIP LOCKED`` in the same
-  transaction as the item's row, so capacity is exact without one global lock.
+  (``work_id`` unique), for claims that take a free slot row ``FOR UPDATE SKIP LOCKED`` in
+  the same transaction as the item's row. Not used yet: ``pg_backend`` counts capacity
+  under the ledger's advisory lock, so claims are still serialized (docs/ledger.md).
 - ``deliveries`` (identity: unique (endpoint_id, source_delivery_id); create-once, kept
   forever), ``delivery_bodies`` (the raw body until purged), ``delivery_body_claims``,
   ``delivery_rejections``.
