@@ -26,7 +26,7 @@ from datetime import datetime
 
 import pytest
 from support.api import Reply, Server, captain, cli_env, ok, refused, sign_captain, sign_github
-from support.ledger_backends import BACKENDS, open_ledgers
+from support.ledger_backends import BACKENDS, open_ledgers, stored_input_and_details
 from support.postgres import pg_server  # noqa: F401
 
 from state.home import Home
@@ -885,22 +885,9 @@ def test_no_response_ever_contains_input_detail_bodies_or_credentials(dep):
 
     # the markers really are stored: the walk below could find them (in the ledger's files,
     # or in its rows, read on a connection of our own)
-    url = ledger_location(home).url
-    if url is None:
-        assert MARKER_INPUT in (home.root / "work" / first / "input.json").read_text()
-        assert any(MARKER_DETAIL in p.read_text()
-                   for p in (home.root / "work" / first / "events").iterdir())
-    else:
-        import psycopg
-
-        with psycopg.connect(url) as conn:
-            [(stored,)] = conn.execute("SELECT input FROM work_inputs WHERE work_id = %s",
-                                       (first,)).fetchall()
-            details = [bytes(d).decode() for (d,) in conn.execute(
-                "SELECT detail FROM work_events WHERE work_id = %s AND detail IS NOT NULL",
-                (first,))]
-        assert MARKER_INPUT in bytes(stored).decode()
-        assert any(MARKER_DETAIL in d for d in details)
+    stored, details = stored_input_and_details(home.root, ledger_location(home).url, first)
+    assert MARKER_INPUT in stored
+    assert any(MARKER_DETAIL in d for d in details)
     assert any(MARKER_BODY.encode() in p.read_bytes() for p in
                (home.root / "delivery-bodies").glob(f"{ingested['delivery_id']}-*.body"))
 

@@ -15,7 +15,11 @@ from datetime import datetime, timedelta
 
 import pytest
 from support.cli import Run, ok, refused
-from support.ledger_backends import ON_BOTH, cli_ledger  # noqa: F401
+from support.ledger_backends import (  # noqa: F401
+    ON_BOTH,
+    cli_ledger,
+    stored_input_and_details,
+)
 from support.postgres import pg_server  # noqa: F401
 
 from state.work import ledger
@@ -481,21 +485,9 @@ def test_show_has_attempts_and_events_and_never_the_input_or_detail(run, home,
 
     # the ledger did store both (so their absence below is a real test): in its files, or
     # in its rows (read on a connection of our own, as another host would)
-    if cli_ledger is None:
-        assert SECRET in (home.root / "work" / wid / "input.json").read_text()
-        assert any(DETAIL in p.read_text()
-                   for p in (home.root / "work" / wid / "events").iterdir())
-    else:
-        import psycopg
-
-        with psycopg.connect(cli_ledger) as conn:
-            [(stored,)] = conn.execute("SELECT input FROM work_inputs WHERE work_id = %s",
-                                       (wid,)).fetchall()
-            details = [bytes(d).decode() for (d,) in conn.execute(
-                "SELECT detail FROM work_events WHERE work_id = %s AND detail IS NOT NULL",
-                (wid,))]
-        assert SECRET in bytes(stored).decode()
-        assert any(DETAIL in d for d in details)
+    stored, details = stored_input_and_details(home.root, cli_ledger, wid)
+    assert SECRET in stored
+    assert any(DETAIL in d for d in details)
 
     shown = show(run, wid)
     assert shown["state"] == "succeeded" and shown["target_revision"] == "rev-1"
