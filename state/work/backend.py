@@ -50,7 +50,7 @@ from typing import Protocol
 
 from state.home import Home
 from state.work.files import FileBackend
-from state.work.location import ENV, LedgerLocation, ledger_location
+from state.work.location import ENV, LedgerLocation, locate
 from state.work.models import Lease, WorkEvent, WorkItem
 
 
@@ -164,22 +164,21 @@ def backend_for(home: Home) -> LedgerBackend:
     return FileBackend(home)
 
 
-_LOCATIONS: dict[tuple[str, str | None, str | None], LedgerLocation] = {}
+_LOCATIONS: dict[tuple[str, str | None, str], LedgerLocation] = {}
 
 
 def _location(home: Home) -> LedgerLocation:
     """``ledger_location(home)``, remembered by what decides it (the home, the variable, the
     ``[ledger] url``): every ledger call asks, and parsing the URL each time would be most
     of a cheap read's cost. A refusal is never remembered: it is raised again."""
-    env = os.environ.get(ENV) or None
+    variable = os.environ.get(ENV) or None
     section = home.config().get("ledger")
     url = section.get("url") if isinstance(section, dict) else None
-    key = (str(home.root), env, url if isinstance(url, str) else repr(url))
+    key = (str(home.root), variable, repr(url))
     location = _LOCATIONS.get(key)
     if location is None:
-        location = ledger_location(home, {ENV: env} if env else {})
-        if location.url == (env or url if location.postgres else None):  # nothing moved
-            if len(_LOCATIONS) >= 256:
-                _LOCATIONS.clear()
-            _LOCATIONS[key] = location
+        location = locate(str(home.root), variable, section)  # the very values of the key
+        if len(_LOCATIONS) >= 256:
+            _LOCATIONS.clear()
+        _LOCATIONS[key] = location
     return location

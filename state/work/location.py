@@ -82,10 +82,14 @@ def ledger_location(home: Home, environ: Mapping[str, str] | None = None) -> Led
     """Which ledger ``home`` uses (see the module's docstring). Refuses a URL that is set
     but is not one (``invalid_ledger_url``); an empty ``CAPTAIN_LEDGER_URL`` is unset."""
     env = os.environ if environ is None else environ
-    value = env.get(ENV)
-    if value:
-        return parse_url(value, home=str(home.root), origin=ENV)
-    section = home.config().get("ledger")
+    return locate(str(home.root), env.get(ENV), home.config().get("ledger"))
+
+
+def locate(root: str, variable: str | None, section: object) -> LedgerLocation:
+    """``ledger_location`` from what decides it: the home's root, ``CAPTAIN_LEDGER_URL``'s
+    value and the config's ``[ledger]`` section."""
+    if variable:
+        return parse_url(variable, home=root, origin=ENV)
     if isinstance(section, dict) and "url" in section:
         url = section["url"]
         if not isinstance(url, str) or not url:
@@ -93,9 +97,8 @@ def ledger_location(home: Home, environ: Mapping[str, str] | None = None) -> Led
                 "invalid_ledger_url",
                 "[ledger] url in config.toml must be a postgresql:// URL in quotes; remove the "
                 "line to keep the ledger in the file home.")
-        return parse_url(url, home=str(home.root), origin="config.toml")
-    return LedgerLocation(kind="file", home=str(home.root), origin="default",
-                          shown=str(home.root))
+        return parse_url(url, home=root, origin="config.toml")
+    return LedgerLocation(kind="file", home=root, origin="default", shown=root)
 
 
 def _refuse(origin: str, why: str) -> CaptainError:

@@ -111,11 +111,8 @@ class PostgresBackend:
         if version != pg_schema.LATEST:
             conn.close()
             if version > pg_schema.LATEST:
-                raise CaptainError(
-                    "ledger_schema_newer",
-                    f"the ledger at {self.location.shown} has schema version {version}, newer "
-                    f"than this captain knows (up to {pg_schema.LATEST}); upgrade captain on "
-                    "this host.", url=self.location.shown)
+                raise pg_schema.newer(version, f"the ledger at {self.location.shown}",
+                                      url=self.location.shown)
             raise CaptainError(
                 "ledger_not_migrated",
                 f"the ledger at {self.location.shown} has schema version {version}, not "

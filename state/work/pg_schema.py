@@ -223,6 +223,14 @@ def current_version(conn) -> int:
     return conn.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()[0]
 
 
+def newer(version: int, where: str = "the ledger", **extra) -> CaptainError:
+    """The refusal for a schema newer than this captain's: never touched, never used."""
+    return CaptainError(
+        "ledger_schema_newer",
+        f"{where} has schema version {version}, newer than this captain knows (up to "
+        f"{LATEST}); upgrade captain on this host. Nothing was changed.", **extra)
+
+
 def migrate(conn) -> Migrated:
     """Bring ``conn``'s database to ``LATEST`` in one transaction under the advisory lock;
     idempotent. A schema newer than this code knows is refused, never touched."""
@@ -231,10 +239,7 @@ def migrate(conn) -> Migrated:
         conn.execute(_BOOTSTRAP)
         before = current_version(conn)
         if before > LATEST:
-            raise CaptainError(
-                "ledger_schema_newer",
-                f"the ledger's schema is at version {before}, newer than this captain knows "
-                f"(up to {LATEST}); upgrade captain on this host. Nothing was changed.")
+            raise newer(before)
         applied = []
         for version, description, sql in STEPS:
             if version <= before:
