@@ -129,8 +129,10 @@ class PostgresBackend:
                 conn.close()
         self._local = _Thread()
 
-    def _run(self, sql: str, params=(), *, fetch: str | None = None):
-        """Execute on this thread's connection; a driver error becomes a refusal."""
+    def run(self, sql: str, params=(), *, fetch: str | None = None):
+        """Execute on this thread's connection (inside its open transaction, if any: the
+        deliveries' and tokens' stores write through this too, so one commit covers them and
+        the ledger's rows); a driver error becomes a refusal."""
         psycopg = postgres.driver()
         conn = self._conn()
         try:
@@ -194,29 +196,29 @@ class PostgresBackend:
         local = self._local
         taken = []
         if ledger and "ledger" not in local.held:
-            self._run("SELECT pg_advisory_xact_lock(%s::bigint)", (LEDGER_KEY,))
+            self.run("SELECT pg_advisory_xact_lock(%s::bigint)", (LEDGER_KEY,))
             local.held.add("ledger")
             taken.append("ledger")
         if item_key and item_key not in local.held:
-            self._run("SELECT pg_advisory_xact_lock(%s::integer, hashtext(%s))",
+            self.run("SELECT pg_advisory_xact_lock(%s::integer, hashtext(%s))",
                       (ITEM_CLASS, work_id))
-            self._run("SELECT 1 FROM work_items WHERE work_id = %s FOR UPDATE", (work_id,))
+            self.run("SELECT 1 FROM work_items WHERE work_id = %s FOR UPDATE", (work_id,))
             local.held.add(item_key)
             taken.append(item_key)
         return taken
 
     def now(self) -> datetime:
-        return self._run("SELECT clock_timestamp()", fetch="one")[0]
+        return self.run("SELECT clock_timestamp()", fetch="one")[0]
 
     # -- reading ------------------------------------------------------------------------------
 
     def exists(self, work_id: str) -> bool:
-        return self._run("SELECT 1 FROM work_items WHERE work_id = %s", (work_id,),
+        return self.run("SELECT 1 FROM work_items WHERE work_id = %s", (work_id,),
                          fetch="one") is not None
 
     def item(self, work_id: str, *, repair: bool = False) -> WorkItem | None:
         # the row is written in the event's transaction: never behind, nothing to repair
-        row = self._run("SELECT item::text FROM work_items WHERE work_id = %s", (work_id,),
+        row = self.run("SELECT item::text FROM work_items WHERE work_id = %s", (work_id,),
                         fetch="one")
         return None if row is None else WorkItem.model_validate_json(row[0])
 
@@ -228,12 +230,12 @@ class PostgresBackend:
         return event
 
     def events(self, work_id: str) -> list[WorkEvent]:
-        rows = self._run("SELECT event::text, detail FROM work_events WHERE work_id = %s "
+        rows = self.run("SELECT event::text, detail FROM work_events WHERE work_id = %s "
                          "ORDER BY seq", (work_id,), fetch="all")
         return [self._event_of(doc, detail) for doc, detail in rows]
 
     def lease(self, work_id: str) -> Lease | None:
-        row = self._run("SELECT run_id, generation, holder, expires_at, heartbeat_at "
+        row = self.run("SELECT run_id, generation, holder, expires_at, heartbeat_at "
                         "FROM work_leases WHERE work_id = %s", (work_id,), fetch="one")
         if row is None:
             return None
@@ -242,23 +244,23 @@ class PostgresBackend:
                      expires_at=expires_at, heartbeat_at=heartbeat_at)
 
     def input(self, work_id: str) -> dict | None:
-        row = self._run("SELECT input FROM work_inputs WHERE work_id = %s", (work_id,),
+        row = self.run("SELECT input FROM work_inputs WHERE work_id = %s", (work_id,),
                         fetch="one")
         return None if row is None else json.loads(bytes(row[0]))
 
     def input_bytes(self, work_id: str) -> bytes | None:
         """The input exactly as stored (its SHA-256 is the item's ``input_sha256``)."""
-        row = self._run("SELECT input FROM work_inputs WHERE work_id = %s", (work_id,),
+        row = self.run("SELECT input FROM work_inputs WHERE work_id = %s", (work_id,),
                         fetch="one")
         return None if row is None else bytes(row[0])
 
     def open_ids(self) -> list[str]:
-        rows = self._run("SELECT work_id FROM work_items WHERE state = ANY(%s) "
+        rows = self.run("SELECT work_id FROM work_items WHERE state = ANY(%s) "
                          "ORDER BY work_id", (list(OPEN_STATES),), fetch="all")
         return [r[0] for r in rows]
 
     def all_ids(self) -> list[str]:
-        return [r[0] for r in self._run("SELECT work_id FROM work_items ORDER BY work_id",
+        return [r[0] for r in self.run("SELECT work_id FROM work_items ORDER BY work_id",
                                         fetch="all")]
 
     def open_items(self, states: Collection[str], *, source: str | None = None,
@@ -278,7 +280,7 @@ class PostgresBackend:
             if self._local.depth:
                 # a claim choosing the next item: one another transaction holds is skipped
                 sql.append("FOR UPDATE SKIP LOCKED")
-        rows = self._run(" ".join(sql), params, fetch="all")
+        rows = self.run(" ".join(sql), params, fetch="all")
         return [WorkItem.model_validate_json(r[0]) for r in rows]
 
     def page(self, *, state: str | None, source: str | None, limit: int,
@@ -296,7 +298,7 @@ class PostgresBackend:
             params.append(source)
         sql.append("ORDER BY work_id LIMIT %s")
         params.append(limit + 1)  # one more: whether a next page exists
-        rows = self._run(" ".join(sql), params, fetch="all")
+        rows = self.run(" ".join(sql), params, fetch="all")
         items = [WorkItem.model_validate_json(r[0]) for r in rows]
         if len(items) > limit:
             return items[:limit], items[limit - 1].work_id
@@ -307,7 +309,7 @@ class PostgresBackend:
     def put_input(self, work_id: str, data: bytes) -> None:
         import hashlib
 
-        self._run("INSERT INTO work_inputs (work_id, sha256, input) VALUES (%s, %s, %s) "
+        self.run("INSERT INTO work_inputs (work_id, sha256, input) VALUES (%s, %s, %s) "
                   "ON CONFLICT (work_id) DO NOTHING",
                   (work_id, hashlib.sha256(data).hexdigest(), data))
 
@@ -319,7 +321,7 @@ class PostgresBackend:
                                exclude={"detail"})
         detail = event.detail.encode() if event.detail is not None else None
         Jsonb = postgres.driver().types.json.Jsonb
-        row = self._run(
+        row = self.run(
             "INSERT INTO work_events (work_id, seq, type, state, generation, actor, at, event, "
             "detail) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
             "ON CONFLICT (work_id, seq) DO NOTHING RETURNING seq",
@@ -327,7 +329,7 @@ class PostgresBackend:
              event.at, Jsonb(doc), detail), fetch="one")
         if row is not None:
             return
-        stored = self._run("SELECT event::text, detail FROM work_events WHERE work_id = %s AND "
+        stored = self.run("SELECT event::text, detail FROM work_events WHERE work_id = %s AND "
                            "seq = %s", (work_id, event.seq), fetch="one")
         if stored is not None and self._event_of(*stored) == event:
             return  # the same event again: already there
@@ -339,7 +341,7 @@ class PostgresBackend:
     def store_item(self, item: WorkItem) -> None:
         Jsonb = postgres.driver().types.json.Jsonb
         doc = item.model_dump(mode="json", by_alias=True, exclude_none=False)
-        self._run(_UPSERT_ITEM, (
+        self.run(_UPSERT_ITEM, (
             item.work_id, item.source, item.state, item.generation, item.seq, item.requester,
             item.crew, item.assignment_id, item.delivery_id, item.replay_of,
             item.target_revision, item.input_sha256, item.max_attempts, item.created_at,
@@ -349,7 +351,7 @@ class PostgresBackend:
         """Nothing to do: a terminal row is outside the open set by its state."""
 
     def put_lease(self, lease: Lease) -> None:
-        self._run(
+        self.run(
             "INSERT INTO work_leases (work_id, run_id, generation, holder, heartbeat_at, "
             "expires_at) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (work_id) DO UPDATE SET "
             "run_id = excluded.run_id, generation = excluded.generation, "
