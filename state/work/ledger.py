@@ -441,7 +441,7 @@ def cancel(home: Home, work_id: str, *, actor: str, reason: str | None = None,
         if item.generation not in item.cancel_requested:
             item = _append(tx, item, _next(tx, item, "cancel_requested", actor, item.state,
                                            at, reason=reason), work_id)
-        stopped = stop(item.attempts[-1]) if stop is not None else None
+        stopped = _stop(stop, item.attempts[-1])
         if stopped is True:
             item = _append(tx, item, _next(tx, item, "cancelled", actor, "cancelled", at,
                                            reason=reason), work_id)
@@ -451,6 +451,20 @@ def cancel(home: Home, work_id: str, *, actor: str, reason: str | None = None,
                 tx, item, "needs_reconciliation", actor, "needs_reconciliation", at,
                 reason="cancel requested; the stop could not be confirmed"), work_id)
         return CancelResult(item, "stop_unconfirmed")
+
+
+def _stop(stop: Stop | None, attempt: Attempt) -> bool | None:
+    """Ask the runtime to stop ``attempt``. A stop that fails (the runtime raised: tmux gone,
+    a pane that will not close) confirms nothing: the cancel goes on as unconfirmed, so the
+    request already appended is kept on every backend (a transactional one would otherwise
+    roll it back with the exception, where the files had written it) and the item waits for
+    a person in needs_reconciliation, never cancelled on a guess."""
+    if stop is None:
+        return None
+    try:
+        return stop(attempt)
+    except Exception:  # noqa: BLE001 - any failure to stop is "not confirmed"
+        return None
 
 
 def resolve(home: Home, work_id: str, *, generation: int, to: str, reason: str | None,

@@ -382,8 +382,8 @@ class LedgerMachine(RuleBasedStateMachine):
         if was_running and m.state == "queued":
             assert item.generation == m.generation, "a retry keeps the generation until claimed"
 
-    @rule(work_id=items, first=st.sampled_from([True, False, None]),
-          second=st.sampled_from([True, False, None]), with_stop=st.booleans())
+    @rule(work_id=items, first=st.sampled_from([True, False, None, "raises"]),
+          second=st.sampled_from([True, False, None, "raises"]), with_stop=st.booleans())
     def cancel_twice(self, work_id, first, second, with_stop):
         m = self.model[work_id]
         for answer in (first, second):
@@ -392,6 +392,8 @@ class LedgerMachine(RuleBasedStateMachine):
 
             def stop(attempt, answer=answer, stops=stops):
                 stops.append(attempt.run_id)
+                if answer == "raises":  # the runtime failed to stop: confirms nothing
+                    raise OSError("the pane could not be closed")
                 return answer
 
             before = (m.state, m.generation)
@@ -533,8 +535,8 @@ class LedgerMachine(RuleBasedStateMachine):
         return self.replay(self.pick(data, TERMINAL), "run it again", target_revision)
 
     @precondition(lambda self: any(m.state == "running" for m in self.model.values()))
-    @rule(data=st.data(), first=st.sampled_from([True, False, None]),
-          second=st.sampled_from([True, False, None]))
+    @rule(data=st.data(), first=st.sampled_from([True, False, None, "raises"]),
+          second=st.sampled_from([True, False, None, "raises"]))
     def cancel_running(self, data, first, second):
         self.cancel_twice(self.pick(data, {"running"}), first, second, True)
 
