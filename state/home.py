@@ -164,6 +164,18 @@ class Home:
         """A work item exists once its first event does (``state.work.ledger``)."""
         return os.path.lexists(Path(self.root, "work", work_id, "events", "00000001.json"))
 
+    def work_seen_path(self, work_id: str) -> Path:
+        """``work-seen/<id>``: on a shared ledger (PostgreSQL) this home's note that an
+        assignment's work item exists there, written once it was seen
+        (``state.work.settle.accepted``). An item is never removed, so the note never lies;
+        the crew-side fast path reads it instead of reaching the database."""
+        return Path(self.root, "work-seen", work_id)
+
+    def work_known(self, work_id: str) -> bool:
+        """Whether the item is known to exist without asking a database: the files' first
+        event, or a shared ledger's ``work_seen_path`` note."""
+        return self.work_exists(work_id) or os.path.lexists(self.work_seen_path(work_id))
+
     def crew_keys(self) -> list[str]:
         """Keys of every crew directory; anything else found in crew/ is quarantined."""
         from state.inputs import NAME_RE

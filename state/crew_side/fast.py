@@ -55,7 +55,7 @@ def open_locked(home: Home, key: str) -> Rec | None:
         raise Unsure("the newest event vanished")
     if event.type in ("recruited", "assigned"):
         _exists(home.mail_dir(key) / f"{event.assignment.message_id}.json")
-        if not home.work_exists(derive(WORK, event.assignment.assignment_id)):
+        if not home.work_known(derive(WORK, event.assignment.assignment_id)):
             raise Unsure("the assignment's work item is not written yet")
     elif event.type == "asked":
         _exists(home.notifications_dir(key) / f"{event.delivery_id}.json")

@@ -33,12 +33,19 @@ def work_id(assignment_id: str) -> str:
 def accepted(home: Home, snapshot: CrewSnapshot, event: Recruited | Assigned) -> None:
     spec = event.assignment
     wid = work_id(spec.assignment_id)
-    if ledger.exists(home, wid):
-        return
-    ledger.accept(home, source="assignment", work_id=wid, requester=event.actor,
-                  input={"task": spec.task, "crew": snapshot.name,
-                         "assignment_id": spec.assignment_id},
-                  crew=snapshot.name, assignment_id=spec.assignment_id, at=event.at)
+    if home.work_known(wid):
+        return  # one stat: every writer's open settles the newest event
+    if not ledger.exists(home, wid):
+        ledger.accept(home, source="assignment", work_id=wid, requester=event.actor,
+                      input={"task": spec.task, "crew": snapshot.name,
+                             "assignment_id": spec.assignment_id},
+                      crew=snapshot.name, assignment_id=spec.assignment_id, at=event.at)
+    if not home.work_known(wid):
+        # a shared ledger: note in the home that the item exists, so the crew's hooks (the
+        # fast path, state/crew_side/fast.py) need not reach the database to know it
+        seen = home.work_seen_path(wid)
+        home.store.dir(seen.parent.name)  # 0700, a symlink refused
+        home.store.create_once(seen, b"", same=lambda old, new: True)
 
 
 def finished(home: Home, event: Finished) -> None:

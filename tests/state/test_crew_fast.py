@@ -20,6 +20,8 @@ from conftest import crew_ctx
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field, ValidationError
+from support.ledger_backends import open_ledgers
+from support.postgres import pg_server  # noqa: F401
 
 from state import models
 from state.crew import crewlog, protocol
@@ -325,6 +327,29 @@ def test_a_recruit_whose_work_item_is_missing_is_declined(home, project):
     (work / "events" / "00000001.json").rename(work / "moved-away")
     with pytest.raises(plain.Unsure):
         crew_fast.open_locked(home, "jack")
+
+
+def test_on_a_shared_ledger_the_fast_path_knows_the_work_item_without_the_database(
+        request, tmp_path, project):
+    """On PostgreSQL the item is in the database, not the home: settling notes it in the
+    home (``work-seen/<id>``) so a crew's hooks stay on the fast path; without the note
+    they decline, and the full path (which asks the database) writes it again."""
+    with open_ledgers(request, "postgresql") as made:
+        home = made.home(tmp_path / "home")
+        r = hire(home, project)
+        work_id = f"wrk_{r.assignment_id.split('_', 1)[1]}"
+        assert not (home.root / "work" / work_id).exists(), "the item is in the database"
+        assert crew_fast.open_locked(home, "jack") is not None
+        home.work_seen_path(work_id).unlink()
+        with pytest.raises(plain.Unsure):
+            crew_fast.open_locked(home, "jack")
+        protocol.inbox(home, "Jack", deliver=lambda b: None, ctx=crew_ctx(r))  # the full path
+        assert home.work_seen_path(work_id).exists()
+        fast = outcome(lambda: crew_fast.check(home, "Jack", "edit", ["src/a.py"],
+                                               assignment_id=None, ctx=crew_ctx(r)))
+        full = outcome(lambda: protocol.check(home, "Jack", "edit", ["src/a.py"],
+                                              assignment_id=None, ctx=crew_ctx(r)))
+        assert fast == full
 
 
 @pytest.mark.parametrize("tail", ["done", "dismissed"])
