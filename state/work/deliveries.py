@@ -1,13 +1,23 @@
 """Inbound webhook deliveries: recorded before anything is dispatched, deduped by identity.
 
-Identity is (endpoint, source delivery id) — never a signature. It is claimed once
-(``deliveries/by-identity/``), naming the delivery's time-ordered ID: the same identity
-with the same body is a duplicate, with another body a conflict. The raw body lives in its
-own file until its retention ends; the record keeps the body's hash and size forever, so
-"received, can no longer replay" stays distinct from "never seen". For a sender whose
-signature covers only the body (``body_once``), the body is claimed too
-(``deliveries/by-body/``) for the retention window. A refused delivery is kept in
-``deliveries/rejected/``, the newest ``MAX_REJECTIONS`` of them.
+Every rule of an intake is here, once; the records are reached only through a
+``DeliveryStore`` (``state.work.delivery_store``), chosen by ``store_for`` where the home's
+work ledger is: the home's files (``state.work.delivery_files``) or the PostgreSQL ledger's
+database (``state.work.pg_deliveries``), where two homes (two hosts, two ``captain serve``)
+share one set of deliveries, so a delivery made to each is one record and one work item.
+
+Identity is (endpoint, source delivery id) — never a signature. It is claimed once, naming
+the delivery's time-ordered ID: the same identity with the same body is a duplicate, with
+another body a conflict. The raw body is kept apart until its retention ends; the record
+keeps the body's hash and size forever, so "received, can no longer replay" stays distinct
+from "never seen". For a sender whose signature covers only the body (``body_once``), the
+body is claimed too, for the retention window. A refused delivery is kept on record, the
+newest ``MAX_REJECTIONS`` of them, none older than ``REJECTION_DAYS``.
+
+An intake is one store transaction: on PostgreSQL the identity, the record, the body and
+the work item (``ledger.accept`` joins the transaction) commit together or, killed midway,
+not at all; on files each write is durable as it returns and a ``pending`` marker lets
+``settle_pending`` (the runners) finish an intake killed before its work item.
 
 Endpoints are configured in the home's ``config.toml``::
 
@@ -23,24 +33,26 @@ call it on a clock, ``captain deliveries purge`` by hand); the record stays.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import hashlib
-import os
 import re
-import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
 
 from state.clock import now
 from state.errors import CaptainError
 from state.home import Home, number_in
 from state.ids import WORK, derive, new_id
-from state.models import Record
-from state.store import encode
 from state.work import ledger
+from state.work.backend import backend_for
 from state.work.crash import crash_point
+from state.work.delivery_files import KEY_NAME as KEY_NAME
+from state.work.delivery_files import ORPHAN_SECONDS as ORPHAN_SECONDS
+from state.work.delivery_files import FileDeliveries
+from state.work.delivery_files import Identity as Identity
+from state.work.delivery_files import identity_key as identity_key
+from state.work.delivery_store import BodySeen as BodySeen
+from state.work.delivery_store import DeliveryStore, Rejection
 from state.work.models import Delivery
 
 PREFIX = "whd"
@@ -50,6 +62,19 @@ ENDPOINT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 SOURCE_ID_MAX = 200
 MAX_REJECTIONS = 1000  # refused deliveries kept on record (the newest)
 REJECTION_DAYS = 7.0  # and none kept longer than this
+
+
+def store_for(home: Home) -> DeliveryStore:
+    """The one place a home's delivery store is chosen: where its work ledger is
+    (``backend_for``), so a delivery and the work item it creates are in one place, and
+    every home on one database shares its deliveries. The PostgreSQL store is imported only
+    then (a file home loads no driver)."""
+    chosen = backend_for(home)
+    if chosen.name == "postgresql":
+        from state.work.pg_deliveries import PostgresDeliveries
+
+        return PostgresDeliveries(chosen)
+    return FileDeliveries(home)
 
 
 def _endpoints(home: Home) -> dict:
@@ -74,33 +99,14 @@ def routine(config: dict) -> bool:
     return config.get("routine") is True
 
 
-KEY_NAME = re.compile(r"[a-z2-7]{32}")  # what identity_key makes (20 bytes in base32)
-
-
-def identity_key(endpoint_id: str, source_delivery_id: str) -> str:
-    """The file name that stands for (endpoint, source delivery id)."""
-    digest = hashlib.sha256(f"{endpoint_id}\0{source_delivery_id}".encode()).digest()
-    return base64.b32encode(digest[:20]).decode().rstrip("=").lower()
-
-
 def work_id_for(delivery_id: str) -> str:
     """The work item a delivery creates: derivable, so a crash between the record and the
     item is repaired by the next look."""
     return derive(WORK, delivery_id)
 
 
-def _dir(home: Home) -> Path:
-    return home.store.dir("deliveries")
-
-
-def _identity_path(home: Home, endpoint_id: str, source_delivery_id: str) -> Path:
-    return home.store.dir("deliveries", "by-identity") / \
-        f"{identity_key(endpoint_id, source_delivery_id)}.json"
-
-
-def _body_path(home: Home, delivery_id: str, sha256: str) -> Path:
-    # named by its hash too: a body left by a killed intake never stands in for another
-    return home.store.dir("delivery-bodies") / f"{delivery_id}-{sha256[:32]}.body"
+def _retention_days(config: dict) -> float:
+    return number_in(config, "retention_days", DEFAULT_RETENTION_DAYS, 0)
 
 
 def _filter(config: dict, event: str | None) -> str | None:
@@ -113,18 +119,20 @@ def _filter(config: dict, event: str | None) -> str | None:
     return None
 
 
-class Identity(Record):
-    """``deliveries/by-identity/<key>.json``: which delivery an identity is."""
-
-    delivery_id: str
-    endpoint_id: str
-    source_delivery_id: str
-
-
 @dataclass(frozen=True)
 class Intake:
     delivery: Delivery
     duplicate: bool
+
+
+class _Replayed(Exception):
+    """A body-once body already delivered under another id: the intake's transaction is
+    left (rolled back on PostgreSQL) before the refusal is recorded, so the rejection stays."""
+
+    def __init__(self, holder: str, days: float) -> None:
+        super().__init__(holder)
+        self.holder = holder
+        self.days = days
 
 
 def ingest(home: Home, endpoint_id: str, source_delivery_id: str, body: bytes, *,
@@ -147,105 +155,87 @@ def ingest(home: Home, endpoint_id: str, source_delivery_id: str, body: bytes, *
     if len(body) > MAX_BODY_BYTES:
         raise CaptainError("message_too_large", f"the body is {len(body)} bytes; at most "
                                                 f"{MAX_BODY_BYTES} are accepted.")
-    at = at or now()
+    store = store_for(home)
+    try:
+        with store.transaction():
+            return _intake(home, store, config, endpoint_id, source_delivery_id, body,
+                           event, at, body_once)
+    except _Replayed as replayed:
+        reject(home, endpoint_id, source_delivery_id, body,
+               f"replayed body: already delivered as {replayed.holder[:SOURCE_ID_MAX]}",
+               event=event)
+        raise CaptainError(
+            "delivery_conflict",
+            "this body was already delivered under another delivery id in the endpoint's "
+            f"{replayed.days:g}-day window, and this endpoint's signature covers only the "
+            "body, so it is taken for a replay. It was recorded as rejected and nothing was "
+            "dispatched.") from None
+
+
+def _intake(home: Home, store: DeliveryStore, config: dict, endpoint_id: str,
+            source_delivery_id: str, body: bytes, event: str | None, at: datetime | None,
+            body_once: bool) -> Intake:
+    """``ingest`` inside the store's transaction."""
+    at = at or store.now()
     sha = hashlib.sha256(body).hexdigest()
-    # The identity is claimed first (create-once, naming a fresh time-ordered ID), so two
-    # concurrent intakes of one delivery agree on a single record; a kill after the claim
-    # leaves an identity with no record, which the next intake of it completes.
-    claim = Identity(delivery_id=new_id(PREFIX), endpoint_id=endpoint_id,
-                     source_delivery_id=source_delivery_id)
-    ident_path = _identity_path(home, endpoint_id, source_delivery_id)
-    if body_once and not os.path.lexists(ident_path):  # a known identity is a redelivery
-        _claim_body(home, config, endpoint_id, source_delivery_id, sha, body, event, at)
-    home.store.create_once(ident_path, encode(claim), same=lambda old, new: True)
-    ident = home.store.read(ident_path, Identity)
-    if ident is None or (ident.endpoint_id, ident.source_delivery_id) != \
-            (endpoint_id, source_delivery_id):
-        raise CaptainError("store_error", "a delivery identity record could not be read back.")
-    crash_point("delivery:after-identity")
-    delivery_id = ident.delivery_id
-    _once(home, _pending_dir(home) / delivery_id, b"")
-    path = _dir(home) / f"{delivery_id}.json"
-    existing = home.store.read(path, Delivery)
-    if existing is not None:
-        return _same(home, existing, sha)
+    if body_once and not store.knows(endpoint_id, source_delivery_id):
+        _claim_body(store, config, endpoint_id, source_delivery_id, sha, at)  # a redelivery
     reason = _filter(config, event)
-    days = number_in(config, "retention_days", DEFAULT_RETENTION_DAYS, 0)
-    expires = at + timedelta(days=days)
-    record = Delivery(delivery_id=delivery_id, endpoint_id=endpoint_id,
-                      source_delivery_id=source_delivery_id, event=event, received_at=at,
-                      body_sha256=sha, body_bytes=len(body), raw_body_expires_at=expires,
-                      filter_reason=reason, routine=routine(config),
-                      work_id=None if reason else work_id_for(delivery_id))
+
+    def record_as(delivery_id: str) -> Delivery:
+        return Delivery(delivery_id=delivery_id, endpoint_id=endpoint_id,
+                        source_delivery_id=source_delivery_id, event=event, received_at=at,
+                        body_sha256=sha, body_bytes=len(body),
+                        raw_body_expires_at=at + timedelta(days=_retention_days(config)),
+                        filter_reason=reason, routine=routine(config),
+                        work_id=None if reason else work_id_for(delivery_id))
+
+    # The identity is claimed first (create-once, naming a fresh time-ordered ID), so two
+    # concurrent intakes of one delivery agree on a single record. On files a kill after the
+    # claim leaves an identity with no record, which the next intake of it completes; on
+    # PostgreSQL the claim is the record's row, and a kill anywhere leaves none of it.
+    record = record_as(new_id(PREFIX))
+    delivery_id = store.claim(record)
+    crash_point("delivery:after-identity")
+    store.mark_pending(delivery_id)
+    existing = store.record(delivery_id)
+    if existing is not None and existing != record:  # (PostgreSQL's claim stored ours)
+        return _same(home, store, existing, sha)
+    if delivery_id != record.delivery_id:  # files: an intake killed after its claim
+        record = record_as(delivery_id)
     # the body before the record: a record that says the body is held always has it
-    _once(home, _body_path(home, delivery_id, sha), body)
+    store.put_body(record, body)
     crash_point("delivery:after-body")
     try:
-        created = home.store.create_once(path, encode(record))
+        created = store.put_record(record)
     except CaptainError as err:
         if err.code != "message_conflict":
             raise
-        return _same(home, home.store.read(path, Delivery), sha)
+        return _same(home, store, store.record(delivery_id), sha)
     if not created:
         return Intake(record, duplicate=True)
     crash_point("delivery:after-record")
     _dispatch(home, record, config)
-    _settled(home, delivery_id)
+    store.settled(delivery_id)
     return Intake(record, duplicate=False)
 
 
-def _once(home: Home, path: Path, data: bytes) -> None:
-    """Create-once where any copy is as good as ours. With ``same`` always true, a conflict
-    can only mean the file was gone when read back: a concurrent intake of the same
-    delivery removed it (a pending marker goes once its work item exists) — done, not a
-    conflict, whatever another intake has made of it since."""
-    try:
-        home.store.create_once(path, data, same=lambda old, new: True)
-    except CaptainError as err:
-        if err.code != "message_conflict":
-            raise
-
-
-class BodySeen(Record):
-    """``deliveries/by-body/<key>.json``: which delivery id a body-once endpoint first got
-    this body under, and until when another id for it is taken for a replay."""
-
-    endpoint_id: str
-    body_sha256: str
-    source_delivery_id: str
-    until: datetime
-
-
-def _body_seen_path(home: Home, endpoint_id: str, sha: str) -> Path:
-    return home.store.dir("deliveries", "by-body") / f"{identity_key(endpoint_id, sha)}.json"
-
-
-def _claim_body(home: Home, config: dict, endpoint_id: str, source_delivery_id: str,
-                sha: str, body: bytes, event: str | None, at: datetime) -> None:
+def _claim_body(store: DeliveryStore, config: dict, endpoint_id: str,
+                source_delivery_id: str, sha: str, at: datetime) -> None:
     """Claim the body for this delivery id (create-once, so two concurrent replays cannot
-    both win), or refuse it as a replay of the delivery that holds it."""
-    days = number_in(config, "retention_days", DEFAULT_RETENTION_DAYS, 0)
-    path = _body_seen_path(home, endpoint_id, sha)
+    both win), or refuse it as a replay of the delivery that holds it (``_Replayed``)."""
+    days = _retention_days(config)
     mine = BodySeen(endpoint_id=endpoint_id, body_sha256=sha,
                     source_delivery_id=source_delivery_id, until=at + timedelta(days=days))
-    home.store.create_once(path, encode(mine), same=lambda old, new: True)
-    seen = home.store.read(path, BodySeen)
+    seen = store.claim_body(mine)
     if seen is not None and seen.source_delivery_id != source_delivery_id and at >= seen.until:
-        home.store.publish(path, encode(mine))  # its window is over: the body is new again
-        seen = home.store.read(path, BodySeen)
+        seen = store.renew_body_claim(mine)  # its window is over: the body is new again
     if seen is None or seen.source_delivery_id == source_delivery_id:
         return
-    reject(home, endpoint_id, source_delivery_id, body,
-           f"replayed body: already delivered as {seen.source_delivery_id[:SOURCE_ID_MAX]}",
-           event=event)
-    raise CaptainError(
-        "delivery_conflict",
-        "this body was already delivered under another delivery id in the endpoint's "
-        f"{days:g}-day window, and this endpoint's signature covers only the body, so it is "
-        "taken for a replay. It was recorded as rejected and nothing was dispatched.")
+    raise _Replayed(seen.source_delivery_id, days)
 
 
-def _same(home: Home, existing: Delivery | None, sha: str) -> Intake:
+def _same(home: Home, store: DeliveryStore, existing: Delivery | None, sha: str) -> Intake:
     if existing is None:
         raise CaptainError("store_error", "a delivery record could not be read back.")
     if existing.body_sha256 != sha:
@@ -255,30 +245,22 @@ def _same(home: Home, existing: Delivery | None, sha: str) -> Intake:
             f"already received ({existing.delivery_id}) with a different body; nothing new "
             "was recorded.", delivery_id=existing.delivery_id)
     _dispatch(home, existing, _endpoints(home).get(existing.endpoint_id) or {})
-    _settled(home, existing.delivery_id)
+    store.settled(existing.delivery_id)
     return Intake(existing, duplicate=True)
-
-
-def _pending_dir(home: Home) -> Path:
-    # deliveries/pending/<id>: recorded (or being recorded), its work item not yet sure
-    return home.store.dir("deliveries", "pending")
-
-
-def _settled(home: Home, delivery_id: str) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(_pending_dir(home) / delivery_id)
 
 
 def settle_pending(home: Home) -> int:
     """Finish intakes killed between the record and its work item (runners call this):
-    the item is created from the record; returns how many were finished."""
+    the item is created from the record; returns how many were finished. On PostgreSQL an
+    intake is one transaction, so there are never any: 0."""
+    store = store_for(home)
     done = 0
-    for delivery_id in home.store.names(_pending_dir(home), suffix=""):
-        record = home.store.read(_dir(home) / f"{delivery_id}.json", Delivery)
+    for delivery_id in store.pending():
+        record = store.record(delivery_id)
         if record is None:
             continue  # killed before the record: the sender's redelivery completes it
         _dispatch(home, record, _endpoints(home).get(record.endpoint_id) or {})
-        _settled(home, delivery_id)
+        store.settled(delivery_id)
         done += 1
     return done
 
@@ -294,71 +276,45 @@ def _dispatch(home: Home, record: Delivery, config: dict) -> None:
                   max_attempts=int(number_in(config, "max_attempts", 1, 1)), at=record.received_at)
 
 
-class Rejection(Record):
-    """A delivery refused at the door (bad signature, no delivery id): on record, never
-    dispatched, and it claims no identity (a forger cannot block the real delivery)."""
-
-    rejection_id: str
-    endpoint_id: str
-    source_delivery_id: str | None
-    event: str | None
-    received_at: datetime
-    reason: str
-    body_sha256: str
-    body_bytes: int
-
-
 def reject(home: Home, endpoint_id: str, source_delivery_id: str | None, body: bytes,
            reason: str, *, event: str | None = None) -> Rejection:
-    """Keep a refused delivery on record; the folder keeps the newest ``MAX_REJECTIONS``,
+    """Keep a refused delivery on record; the store keeps the newest ``MAX_REJECTIONS``,
     none older than ``REJECTION_DAYS`` (anyone can send one, so it must not grow without
     end)."""
-    record = Rejection(rejection_id=new_id("whr"), endpoint_id=endpoint_id,
-                       source_delivery_id=(source_delivery_id or None) and
-                       source_delivery_id[:SOURCE_ID_MAX],
-                       event=event and event[:100], received_at=now(), reason=reason[:500],
-                       body_sha256=hashlib.sha256(body).hexdigest(), body_bytes=len(body))
-    folder = home.store.dir("deliveries", "rejected")
-    home.store.create_once(folder / f"{record.rejection_id}.json", encode(record))
-    _prune_rejections(home, folder, time.time())
+    store = store_for(home)
+    with store.transaction():
+        record = Rejection(rejection_id=new_id("whr"), endpoint_id=endpoint_id,
+                           source_delivery_id=(source_delivery_id or None) and
+                           source_delivery_id[:SOURCE_ID_MAX],
+                           event=event and event[:100], received_at=store.now(),
+                           reason=reason[:500], body_sha256=hashlib.sha256(body).hexdigest(),
+                           body_bytes=len(body))
+        store.put_rejection(record)
+        store.prune_rejections(MAX_REJECTIONS, REJECTION_DAYS)
     return record
 
 
-def _prune_rejections(home: Home, folder: Path, clock: float) -> int:
-    """Drop all but the newest ``MAX_REJECTIONS``, and any older than ``REJECTION_DAYS``
-    at ``clock`` (seconds since the epoch); returns how many went."""
-    names = home.store.names(folder)  # time-ordered IDs: the oldest first
-    oldest_kept = clock - REJECTION_DAYS * 86400
-    removed = 0
-    for i, name in enumerate(names):
-        path = folder / f"{name}.json"
-        try:
-            if i >= len(names) - MAX_REJECTIONS and os.lstat(path).st_mtime >= oldest_kept:
-                return removed
-            os.unlink(path)
-            removed += 1
-        except FileNotFoundError:
-            continue  # another pruner got there first
-    return removed
-
-
 def rejections(home: Home) -> list[Rejection]:
-    return home.store.records(home.store.dir("deliveries", "rejected"), Rejection)
+    return store_for(home).rejections()
+
+
+def _is_delivery_id(delivery_id: object) -> bool:
+    return isinstance(delivery_id, str) and delivery_id.startswith(PREFIX + "_") \
+        and delivery_id[4:].isalnum() and len(delivery_id) <= 64
 
 
 def get(home: Home, delivery_id: str) -> Delivery:
-    if not (isinstance(delivery_id, str) and delivery_id.startswith(PREFIX + "_")
-            and delivery_id[4:].isalnum() and len(delivery_id) <= 64):
+    if not _is_delivery_id(delivery_id):
         raise CaptainError("unknown_delivery", f"{delivery_id!r} is not a delivery ID (whd_...).")
-    record = home.store.read(_dir(home) / f"{delivery_id}.json", Delivery)
+    record = store_for(home).record(delivery_id)
     if record is None:
         raise CaptainError("unknown_delivery", f"there is no delivery {delivery_id}.")
     return record
 
 
 def body_held(home: Home, record: Delivery) -> bool:
-    """Whether the raw body's file is still there (``purge`` deletes it once expired)."""
-    return os.path.lexists(_body_path(home, record.delivery_id, record.body_sha256))
+    """Whether the raw body is still kept (``purge`` deletes it once expired)."""
+    return store_for(home).body_held(record)
 
 
 def available(expires_at: datetime, held: bool, at: datetime | None = None) -> bool:
@@ -368,18 +324,16 @@ def available(expires_at: datetime, held: bool, at: datetime | None = None) -> b
 
 
 def raw_body_available(home: Home, record: Delivery, at: datetime | None = None) -> bool:
-    return available(record.raw_body_expires_at, body_held(home, record), at)
+    """``available`` by the store's clock (the database's on PostgreSQL) unless ``at``."""
+    store = store_for(home)
+    return available(record.raw_body_expires_at, store.body_held(record), at or store.now())
 
 
 def raw_body(home: Home, record: Delivery) -> bytes | None:
     """The raw body while it is retained (for a replay's worker); never printed or served."""
     if not raw_body_available(home, record):
         return None
-    return home.store.read_bytes(_body_path(home, record.delivery_id, record.body_sha256))
-
-
-ORPHAN_SECONDS = 3600.0  # a body with no record (its intake was killed) is kept this long
-_BODY_NAME = re.compile(rf"({PREFIX}_[0-9A-Za-z]{{1,60}})-[0-9a-f]{{32}}\.body")
+    return store_for(home).body(record)
 
 
 @dataclass(frozen=True)
@@ -387,7 +341,7 @@ class Purged:
     """What one ``purge`` deleted."""
 
     bodies: int  # raw bodies past their retention (their records stay)
-    body_claims: int  # deliveries/by-body/ entries past their window
+    body_claims: int  # body-once claims past their window
     rejections: int  # refused deliveries past the bound (age or count)
 
     def as_json(self) -> dict:
@@ -401,68 +355,13 @@ def purge(home: Home, at: datetime | None = None) -> Purged:
     ``body_bytes``; its ``raw_body_available`` is false from then on.
 
     It costs a listing of what is still held (not of every delivery ever received), so the
-    runners can call it on a clock. A body whose record does not exist is an intake killed
-    between the two writes: it is deleted once ``ORPHAN_SECONDS`` old (the sender's
-    redelivery writes it again)."""
-    at = at or now()
-    bodies = claims = 0
-    folder = home.store.dir("delivery-bodies", create=False)
-    try:
-        names = sorted(e.name for e in os.scandir(folder) if e.is_file(follow_symlinks=False))
-    except (FileNotFoundError, NotADirectoryError):
-        names = []
-    for name in names:
-        match = _BODY_NAME.fullmatch(name)
-        if match is None:
-            continue  # not a body captain wrote (the store sweeps its own temp files)
-        path = folder / name
-        try:
-            record = home.store.read(_dir(home) / f"{match.group(1)}.json", Delivery)
-        except CaptainError:
-            continue  # an unreadable record is the store's to report; its body waits
-        try:
-            if record is not None and \
-                    path == _body_path(home, record.delivery_id, record.body_sha256):
-                if at < record.raw_body_expires_at:
-                    continue
-            elif os.lstat(path).st_mtime > at.timestamp() - ORPHAN_SECONDS:
-                continue  # no record holds it: an intake killed between its two writes
-            os.unlink(path)
-            bodies += 1
-        except FileNotFoundError:
-            continue  # another purger got there first
-    seen_dir = home.store.dir("deliveries", "by-body", create=False)
-    for name in home.store.names(seen_dir, shape=KEY_NAME):
-        try:
-            seen = home.store.read(seen_dir / f"{name}.json", BodySeen)
-        except CaptainError:
-            continue
-        if seen is not None and at >= seen.until:
-            claims += _unclaim(home, seen_dir / f"{name}.json", at)
-    rejected = home.store.dir("deliveries", "rejected", create=False)
-    return Purged(bodies, claims, _prune_rejections(home, rejected, at.timestamp()))
-
-
-def _unclaim(home: Home, path: Path, at: datetime) -> int:
-    """Delete an expired body claim — unless an intake renewed it meanwhile: the claim is
-    taken aside atomically and looked at again, and a renewed one is put back (a newer one
-    made since wins), so the purge never drops a live replay guard."""
-    aside = path.with_name(f".purge-{os.getpid()}-{path.name}")
-    try:
-        os.rename(path, aside)
-    except FileNotFoundError:
-        return 0  # another purger got there first
-    try:
-        taken = home.store.read(aside, BodySeen)
-    except CaptainError:
-        taken = None
-    renewed = taken is not None and at < taken.until
-    if renewed:
-        with contextlib.suppress(FileExistsError):
-            os.link(aside, path)
-    with contextlib.suppress(FileNotFoundError):  # a claim that did not parse is quarantined
-        os.unlink(aside)
-    return 0 if renewed else 1
+    runners can call it on a clock. On files a body whose record does not exist is an
+    intake killed between the two writes: it is deleted once ``ORPHAN_SECONDS`` old (the
+    sender's redelivery writes it again); on PostgreSQL there are none."""
+    store = store_for(home)
+    at = at or store.now()
+    return Purged(store.purge_bodies(at), store.drop_body_claims(at),
+                  store.prune_rejections(MAX_REJECTIONS, REJECTION_DAYS, at))
 
 
 def public(home: Home, record: Delivery) -> dict:
@@ -480,9 +379,9 @@ def check_endpoint_filter(home: Home, endpoint_id: str,
     configured = sorted(k for k, v in _endpoints(home).items() if isinstance(v, dict))
     if endpoint_id in configured:
         return
-    if records is None:
-        records = home.store.records(_dir(home), Delivery)  # only for an unconfigured name
-    seen = {r.endpoint_id for r in records}
+    # only for an unconfigured name
+    seen = {r.endpoint_id for r in records} if records is not None else \
+        store_for(home).endpoints()
     if endpoint_id in seen:
         return
     known = sorted(set(configured) | seen)
@@ -506,33 +405,31 @@ def page(home: Home, *, endpoint_id: str | None = None, source_delivery_id: str 
     """Newest last, keyset-paginated by (received_at, delivery_id). The identity question
     (endpoint + source delivery id) answers a page of zero or one. Every filter is checked
     first: an unknown endpoint or a malformed value is ``invalid_filter``, never an empty
-    page."""
+    page; so is an ``after`` that is not a delivery of this listing (a cursor)."""
     if source_delivery_id is not None and endpoint_id is None:
         raise CaptainError("invalid_filter", "a source delivery id is only unique within an "
                                              "endpoint: name the endpoint with it (--endpoint, "
                                              "?endpoint_id=).")
     if not 1 <= limit <= ledger.PAGE_MAX:
         raise CaptainError("invalid_filter", f"limit must be between 1 and {ledger.PAGE_MAX}.")
+    store = store_for(home)
     if endpoint_id is not None and source_delivery_id is not None:
         check_source_filter(source_delivery_id)
         check_endpoint_filter(home, endpoint_id)
-        ident = home.store.read(_identity_path(home, endpoint_id, source_delivery_id),
-                                Identity)
+        delivery_id = store.identity(endpoint_id, source_delivery_id)
         with contextlib.suppress(CaptainError):
-            if ident is not None:
-                return [get(home, ident.delivery_id)], None
+            if delivery_id is not None:
+                return [get(home, delivery_id)], None
         return [], None
-    records = home.store.records(_dir(home), Delivery)
     if endpoint_id is not None:
-        check_endpoint_filter(home, endpoint_id, records)
-        records = [r for r in records if r.endpoint_id == endpoint_id]
-    records.sort(key=lambda r: (r.received_at, r.delivery_id))
+        check_endpoint_filter(home, endpoint_id)
+    cursor = None
     if after is not None:
-        ids = [r.delivery_id for r in records]
-        if after not in ids:
+        cursor = store.record(after) if _is_delivery_id(after) else None
+        if cursor is None or (endpoint_id is not None and cursor.endpoint_id != endpoint_id):
             raise CaptainError("invalid_filter", f"after={after!r} is not a cursor from a "
                                                  "previous page.")
-        records = records[ids.index(after) + 1:]
+    records = store.records(endpoint_id=endpoint_id, after=cursor, limit=limit + 1)
     if len(records) > limit:
         return records[:limit], records[limit - 1].delivery_id
     return records, None

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import pytest
+from support import deliveries as delivery_store
 from support.api import Reply, Server, captain, cli_env, ok, refused, sign_captain, sign_github
 from support.ledger_backends import BACKENDS, open_ledgers, stored_input_and_details
 from support.postgres import pg_server  # noqa: F401
@@ -708,7 +709,7 @@ def test_a_new_delivery_is_on_disk_when_202_arrives_and_a_redelivery_is_200(dep)
     delivery_id = receipt["delivery_id"]
     # durable before the answer: the record, the body and the work item are already there
     record = deliveries.get(dep.home, delivery_id)
-    assert (dep.home.root / "deliveries" / f"{delivery_id}.json").is_file()
+    assert delivery_id in delivery_store.records(dep.home)  # files, or the database rows
     assert deliveries.raw_body(dep.home, record) == body
     assert record.body_sha256 == hashlib.sha256(body).hexdigest()
     assert ledger.exists(dep.home, record.work_id)
@@ -770,7 +771,7 @@ def test_a_bad_signature_is_401_recorded_as_rejected_and_claims_nothing(dep, sty
                    sign(secret, body, source_id, at=now + 3600),  # from the future
                    {**good, name: good[name].split(",")[1]}]  # no timestamp
     before = {r.rejection_id for r in deliveries.rejections(dep.home)}
-    records = len(dep.home.store.names(dep.home.root / "deliveries"))
+    records = len(delivery_store.records(dep.home))
     for headers in forged:
         message = refused(s.hook(endpoint, body, headers), 401, "bad_signature")
         assert "rejected" in message and "nothing was dispatched" in message
@@ -781,11 +782,11 @@ def test_a_bad_signature_is_401_recorded_as_rejected_and_claims_nothing(dep, sty
         assert r.reason.startswith("bad signature") and r.event == "push"
         assert r.body_sha256 == hashlib.sha256(body).hexdigest()
     # nothing dispatched, no identity claimed: the genuine delivery is new
-    assert len(dep.home.store.names(dep.home.root / "deliveries")) == records
+    assert len(delivery_store.records(dep.home)) == records
     assert identity(dep, endpoint, source_id) == []
     receipt = ok(s.hook(endpoint, body, good), 202)
     assert receipt["duplicate"] is False
-    assert len(dep.home.store.names(dep.home.root / "deliveries")) == records + 1
+    assert len(delivery_store.records(dep.home)) == records + 1
     [shown] = identity(dep, endpoint, source_id)
     assert shown["delivery_id"] == receipt["delivery_id"] and shown["work_id"]
 
@@ -888,8 +889,7 @@ def test_no_response_ever_contains_input_detail_bodies_or_credentials(dep):
     stored, details = stored_input_and_details(home.root, ledger_location(home).url, first)
     assert MARKER_INPUT in stored
     assert any(MARKER_DETAIL in d for d in details)
-    assert any(MARKER_BODY.encode() in p.read_bytes() for p in
-               (home.root / "delivery-bodies").glob(f"{ingested['delivery_id']}-*.body"))
+    assert MARKER_BODY.encode() in delivery_store.bodies(home)[ingested["delivery_id"]]
 
     # webhook bodies with the marker through the door: new, duplicate, filtered, expired,
     # forged, conflicting, captain-style

@@ -9,17 +9,20 @@ subprocess; tests/support/api.py):
 
 Deliveries made before the server starts are recorded with the real CLI where it can
 (``captain deliveries ingest``), and in-process through ``state.work.deliveries`` for what
-only the door records (a body claim, a refusal).
+only the door records (a body claim, a refusal). All of it runs on the file home and again
+with the home's ledger — and so its deliveries — on PostgreSQL (what is stored is read
+past captain: tests/support/deliveries.py).
 """
 
 from __future__ import annotations
 
-import os
 import time
-from pathlib import Path
 
 import pytest
+from support import deliveries as stored
 from support.api import Server, captain, ok, refused, sign_captain
+from support.ledger_backends import BACKENDS, open_ledgers
+from support.postgres import pg_server  # noqa: F401
 
 from state.home import Home
 from state.work import deliveries
@@ -42,11 +45,6 @@ routine = true
 WS = "/api/workspaces/{ws}"
 
 
-def bodies(home: Home) -> list[str]:
-    folder = Path(home.root) / "delivery-bodies"
-    return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
-
-
 def until(predicate, what: str, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -54,13 +52,21 @@ def until(predicate, what: str, timeout: float = 30.0) -> None:
         time.sleep(0.05)
 
 
-@pytest.fixture(scope="module")
-def setup(tmp_path_factory):
+@pytest.fixture(scope="module", params=BACKENDS)
+def setup(request, tmp_path_factory):
     """A home with deliveries made before the server starts (one of them on an endpoint
-    since removed from config.toml), its server, and a manager token."""
+    since removed from config.toml), its server, and a manager token; on the file home,
+    and again with the home's ledger (and so its deliveries) on PostgreSQL."""
+    with open_ledgers(request, request.param) as on:
+        yield from _setup(tmp_path_factory, on)
+
+
+def _setup(tmp_path_factory, on):
     root = tmp_path_factory.mktemp("rules")
     home = Home(root / "home")
-    (home.root / "config.toml").write_text(CONFIG + "\n[endpoints.old]\n")
+    url = on.fresh_url()
+    ledger = f'[ledger]\nurl = "{url}"\n\n' if url else ""
+    (home.root / "config.toml").write_text(ledger + CONFIG + "\n[endpoints.old]\n")
     made = {name: captain(home.root, "deliveries", "ingest", "--endpoint", name,
                           "--delivery-id", f"{name}-1", "--event", "push",
                           stdin=f'{{"n": "{name}"}}')["delivery"]
@@ -68,11 +74,9 @@ def setup(tmp_path_factory):
     claim = deliveries.ingest(home, "gone", "gone-2", b'{"n": 2}', event="push",
                               body_once=True).delivery
     old = deliveries.reject(home, "kept", "kept-9", b"{}", "bad signature: test")
-    stale = time.time() - (deliveries.REJECTION_DAYS + 1) * 86400
-    os.utime(Path(home.root) / "deliveries" / "rejected" / f"{old.rejection_id}.json",
-             (stale, stale))
-    (home.root / "config.toml").write_text(CONFIG)  # "old" is no longer configured
-    assert len(bodies(home)) == 4
+    stored.age_rejection(home, old.rejection_id, deliveries.REJECTION_DAYS + 1)
+    (home.root / "config.toml").write_text(ledger + CONFIG)  # "old" is no longer configured
+    assert len(stored.bodies(home)) == 4 and stored.body_claims(home) == 1
     manager = captain(home.root, "tokens", "create", "--role", "manager")["token"]
     server = Server(home.root, root / "serve.log").start()
     yield server, home, manager, made, claim
@@ -83,11 +87,10 @@ def test_the_server_purges_expired_bodies_and_keeps_the_records(setup):
     server, home, manager, made, claim = setup
     gone = made["gone"]
     kept = made["kept"]
-    until(lambda: [n.split("-")[0] for n in bodies(home)] ==
+    until(lambda: sorted(stored.bodies(home)) ==
           sorted([kept["delivery_id"], made["old"]["delivery_id"]]),
           "the expired bodies to be purged")
-    until(lambda: not list((Path(home.root) / "deliveries" / "by-body").iterdir()),
-          "the expired body claim to be purged")
+    until(lambda: stored.body_claims(home) == 0, "the expired body claim to be purged")
     until(lambda: deliveries.rejections(home) == [], "the old refusal to be purged")
     for before in (gone, claim.model_dump(mode="json")):
         after = ok(server.get(WS.format(ws=server.workspace_id)

@@ -24,6 +24,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from support import deliveries as stored
 from support.cli import Run, ok, refused
 from support.ledger_backends import ON_BOTH, cli_ledger  # noqa: F401
 from support.postgres import pg_server  # noqa: F401
@@ -72,30 +73,31 @@ def files(home: Home) -> dict[str, bytes]:
 # -- 1. purging raw bodies ---------------------------------------------------------------
 
 
+@ON_BOTH
 def test_deliveries_purge_removes_expired_bodies_and_keeps_the_records(run, home):
     configure(home, "[endpoints.gone]\nretention_days = 0\n\n[endpoints.kept]\n"
                     "retention_days = 7\n")
     gone = ingest(run, "gone", "g-1")
     kept = ingest(run, "kept", "k-1")
     assert gone["raw_body_available"] is False  # zero days: expired on arrival ...
-    assert len(bodies(home)) == 2  # ... but its body is still on disk until a purge
+    assert len(stored.bodies(home)) == 2  # ... but its body is still held until a purge
     # a GitHub-style body claim past its window, and a refusal older than the bound
     claimed = deliveries.ingest(home, "gone", "g-2", b'{"n": 2}', event="push",
                                 body_once=True).delivery
-    seen = Path(home.root) / "deliveries" / "by-body"
-    assert len(list(seen.iterdir())) == 1
+    assert stored.body_claims(home) == 1
     old = deliveries.reject(home, "kept", "k-9", b"{}", "bad signature: test")
-    stale = time.time() - (deliveries.REJECTION_DAYS + 1) * 86400
-    os.utime(Path(home.root) / "deliveries" / "rejected" / f"{old.rejection_id}.json",
-             (stale, stale))
+    young = deliveries.reject(home, "kept", "k-8", b"{}", "bad signature: test")
+    stored.age_rejection(home, old.rejection_id, deliveries.REJECTION_DAYS + 1)
 
     purged = ok(run("deliveries", "purge", "--json"))
     assert {k: purged[k] for k in ("bodies_removed", "body_claims_removed",
                                    "rejections_removed")} == \
         {"bodies_removed": 2, "body_claims_removed": 1, "rejections_removed": 1}
-    assert [name.split("-")[0] for name in bodies(home)] == [kept["delivery_id"]]
-    assert list(seen.iterdir()) == []
-    assert deliveries.rejections(home) == []
+    assert list(stored.bodies(home)) == [kept["delivery_id"]]
+    assert stored.body_claims(home) == 0
+    assert deliveries.rejections(home) == [young]
+    assert sorted(stored.records(home)) == sorted(
+        [gone["delivery_id"], kept["delivery_id"], claimed.delivery_id])  # records stay
     quarantine = Path(home.root) / "quarantine"  # a claim is deleted, never quarantined
     assert not quarantine.exists() or list(quarantine.iterdir()) == []
 
