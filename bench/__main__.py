@@ -33,6 +33,7 @@ SUITE = (
     ("cockpit", "cockpit.py", ["--events", "500"], ["--quick"]),
     ("ledger claims", "ledger_claims.py", ["--items", "400", "--sizes", "10000,100000"],
      ["--quick"]),
+    ("ledger wake-ups", "ledger_wakeups.py", ["--rounds", "20"], ["--quick"]),
 )
 
 

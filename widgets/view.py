@@ -131,6 +131,7 @@ class HomeView:
 
     crews: dict[str, CrewView] = field(default_factory=dict)
     work: dict[str, WorkRow] = field(default_factory=dict)  # by work ID
+    ledger: str = ""  # which work ledger: "files", or the database's URL (password redacted)
 
     def crew_rows(self) -> list[CrewRow]:
         return [self.crews[k].crew for k in sorted(self.crews)]

@@ -6,6 +6,8 @@ Threads and messages, in one place:
   ``FeedUpdated`` with a fresh immutable ``HomeView``;
 - the watcher (a thread worker reading the watcher process on an event loop of its own,
   see ``Watcher``) turns change batches into pump requests;
+- on a PostgreSQL ledger, the ledger listener (a thread worker, ``LedgerListener``) turns
+  the database's notifications into pump requests for the work items written;
 - the doorbell (a thread worker) runs ``Runner.tick`` like ``captain wait`` does, so held
   mail rings in while the cockpit is open;
 - every action runs its protocol call in a thread worker and reports back with
@@ -36,7 +38,8 @@ from captain_tui.cockpit import prefs as settings
 from captain_tui.cockpit.commands import BY_ACTION, COMMANDS, Command
 from captain_tui.cockpit.feed.alerts import Alert, flood
 from captain_tui.cockpit.feed.home import Feed, Update
-from captain_tui.cockpit.feed.pump import RESCAN_SECONDS, FeedPump
+from captain_tui.cockpit.feed.listener import LedgerListener
+from captain_tui.cockpit.feed.pump import RESCAN_SECONDS, WORK_SECONDS, FeedPump
 from captain_tui.cockpit.feed.watcher import Watcher
 from captain_tui.cockpit.heap import Collector
 from captain_tui.cockpit.terminal import recording, writer
@@ -130,7 +133,9 @@ class CaptainApp(WorkCommands, App):
         self.last_change: datetime | None = None  # when the view last differed (the header)
         # knobs for tests and benchmarks; set them before the app runs
         self.watch_home = True
+        self.listen_ledger = True  # a PostgreSQL ledger's notifications (files: none)
         self.rescan_every = RESCAN_SECONDS
+        self.work_every = WORK_SECONDS  # the Work panel's re-read on a shared ledger
         self.preview_every = PREVIEW_EVERY
         self.ages_every = AGES_EVERY
         self.alert_window = ALERT_WINDOW
@@ -138,6 +143,7 @@ class CaptainApp(WorkCommands, App):
         self._jobs: dict[FormScreen, tuple[Callable[[dict], str], str | None]] = {}
         self._pump: FeedPump | None = None
         self._watcher: Watcher | None = None
+        self._listener: LedgerListener | None = None
         self._stopping = False
         self._last_problem: str | None = None
         self._footer_state: tuple[bool, ...] | None = None
@@ -174,6 +180,7 @@ class CaptainApp(WorkCommands, App):
         self._pump = FeedPump(Feed(self.home),
                                    lambda update: self.post_message(FeedUpdated(update)),
                                    rescan_every=self.rescan_every,
+                                   work_every=self.work_every,
                                    report=lambda exc: self.post_message(FeedProblem(exc)))
         self.run_worker(self._pump.run, thread=True, name="feed", group="feed",
                         exit_on_error=False)
@@ -192,6 +199,8 @@ class CaptainApp(WorkCommands, App):
             self._pump.stop()
         if self._watcher is not None:
             self._watcher.stop()
+        if self._listener is not None:
+            self._listener.stop()
 
     @property
     def _closing_down(self) -> bool:
@@ -219,6 +228,12 @@ class CaptainApp(WorkCommands, App):
             # after the first rows are painted (see Watcher); once up, it rescans
             self._watcher = Watcher(self.home.root, self._pump)
             self.run_worker(self._watcher.run, thread=True, name="watcher", group="feed",
+                            exit_on_error=False)
+        if self.listen_ledger and self._listener is None and self.scanned:
+            # a shared ledger's writes change nothing under the home: hear them from the
+            # database (on the files the worker finds no listener and ends at once)
+            self._listener = LedgerListener(self.home, self._pump)
+            self.run_worker(self._listener.run, thread=True, name="ledger", group="feed",
                             exit_on_error=False)
         for alert in update.alerts:
             self._alert(alert)
@@ -563,7 +578,11 @@ class CaptainApp(WorkCommands, App):
 
     def action_help(self) -> None:
         home = _shown_path(self.home.root).replace("`", "'")
-        self.push_screen(HelpScreen(f"**Home:** `{home}`\n\n{commands.help_markdown()}"))
+        where = f"**Home:** `{home}`"
+        if self.view.ledger:  # as the feed read it (off this thread): never a password
+            ledger = self.view.ledger.replace("`", "'")
+            where += f" · **Work ledger:** `{ledger}`"
+        self.push_screen(HelpScreen(f"{where}\n\n{commands.help_markdown()}"))
 
     def action_settings(self) -> None:
         values = {"theme": self.theme, "alert_toast": self.settings.alert_toast,

@@ -3,6 +3,12 @@ doorbells, look for approval prompts on hookless panes.
 
 watchfiles is a hint, never a log: every wake-up rescans what it serves, so an event the
 watcher dropped (inotify overflow, a watcher error) costs latency, never state.
+
+On a PostgreSQL ledger another host's report or cancel changes nothing under the home, so
+the runner also listens to the database (``state.work.backend.listener_for``: LISTEN/NOTIFY;
+the files have no listener). A notification brings the ledger round forward to the next
+tick (at most ``WAKE_MS`` away while sleeping), so a slot freed on another host is handed
+on at once, not on the round's 5 s clock; that clock stays, and covers a lost notification.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ LEDGER_EVERY = 5.0  # dispatch into freed slots, and the webhook intake's settli
 # writes every 5 s
 HEARTBEAT_EVERY = 15.0
 WAKE_MS = 250  # the longest one sleep lasts without an event
+LEDGER_SOONEST = 0.25  # a notification runs the round at once; rounds stay this far apart
 
 
 class Runner:
@@ -37,6 +44,10 @@ class Runner:
         self._next_ledger = 0.0
         self._next_examine = 0.0
         self._next_deaths = 0.0
+        self._last_ledger = float("-inf")
+        self._listener = None  # the shared ledger's wake-ups (None: files, or not asked yet)
+        self._next_listen = 0.0  # when to ask for a listener again
+        self.woken = 0  # ledger rounds a notification brought forward (tests, benchmarks)
         self._deaths = None  # deaths.Probe, made on the first round
         self._quiet: dict = {}  # doorbell.ring_all's memory: crews with nothing to ring
         self._purger = None  # upkeep.Purger (expired webhook bodies), made on the first round
@@ -64,8 +75,14 @@ class Runner:
                 doorbell.ring_all(self.home, self._quiet)
             else:
                 _quietly(doorbell.ring, self.home, self.crew)
+        if self._heard(clock) and clock < self._next_ledger:
+            soonest = self._last_ledger + LEDGER_SOONEST
+            if soonest < self._next_ledger:
+                self._next_ledger = soonest
+                self.woken += 1
         if clock >= self._next_ledger:
             self._next_ledger = clock + LEDGER_EVERY
+            self._last_ledger = clock
             from captain_tui.runtime import ledger_probe as ledger_runtime
 
             examine = clock >= self._next_examine
@@ -95,6 +112,28 @@ class Runner:
             for key in ([self.crew.lower()] if self.crew else self.home.crew_keys()):
                 _quietly(doorbell.check_approval, self.home, key)
 
+    @property
+    def listener(self):
+        """The shared ledger's listener once one was made (None on the files)."""
+        return self._listener
+
+    def _heard(self, clock: float) -> bool:
+        """Whether the shared ledger said it changed since the last tick (never waits)."""
+        if self._listener is None:
+            if clock < self._next_listen:
+                return False
+            self._next_listen = clock + LEDGER_EVERY  # the files: ask again now and then
+            from state.errors import CaptainError
+            from state.work.backend import listener_for
+
+            try:
+                self._listener = listener_for(self.home)
+            except CaptainError:
+                return False  # a bad URL: the round reports nothing; status says why
+            if self._listener is None:
+                return False
+        return bool(self._listener.wait(0))
+
     def sleep(self, seconds: float) -> None:
         self.tick()
         if seconds <= 0:
@@ -113,6 +152,9 @@ class Runner:
         if self._gen is not None:
             self._gen.close()
             self._gen = None
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
 
 
 def examine_every(home: Home) -> float:

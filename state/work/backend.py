@@ -164,6 +164,29 @@ def backend_for(home: Home) -> LedgerBackend:
     return FileBackend(home)
 
 
+class LedgerListener(Protocol):
+    """Wake-ups from a shared ledger (``state.work.pg_backend.Listener``): the work IDs of
+    committed writes, ``"*"`` (``pg_backend.EVERYTHING``) when anything may have changed."""
+
+    def wait(self, timeout: float) -> list[str]:
+        ...
+
+    def close(self) -> None:
+        ...
+
+
+def listener_for(home: Home) -> LedgerListener | None:
+    """The one place it is decided how a reader hears of ledger writes made elsewhere:
+    PostgreSQL's LISTEN/NOTIFY (a listener, which connects on its first wait), or None for
+    the files, whose writes land under the home where watchfiles sees them."""
+    location = _location(home)
+    if not location.postgres:
+        return None
+    from state.work import pg_backend
+
+    return pg_backend.for_location(location).listen()
+
+
 _LOCATIONS: dict[tuple[str, str | None, str], LedgerLocation] = {}
 
 

@@ -27,6 +27,17 @@ backends"):
 - **Claims** read the queue ``FOR UPDATE SKIP LOCKED`` inside a transaction; **pages** are
   keyset over ``work_id`` with the files' cursor (the last ID of a full page, when more
   remain).
+
+Wake-ups (what watchfiles on the home is to the file backend): every committed transaction
+that appended an event or stored an item notifies ``CHANNEL`` once per item it wrote, the
+payload its work ID (``EVERYTHING`` instead when it wrote more than ``NOTIFY_MAX`` items).
+The ``pg_notify`` calls run inside the transaction, just before its COMMIT: PostgreSQL
+delivers them at the commit, never for a rollback, and folds repeats of one payload into
+one. Lease heartbeats notify nothing (no panel shows them, and nothing waits on them).
+``listen`` gives a ``Listener``: a connection of its own that LISTENs and reconnects when it
+is lost, answering ``EVERYTHING`` after every (re)connection, since anything may have
+changed while nobody listened. Notifications are a hint, never a log: a listener that was
+not connected misses them, so every reader of them also re-reads on a clock.
 """
 
 from __future__ import annotations
@@ -34,6 +45,7 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
+import time
 from collections.abc import Collection, Iterator
 from datetime import datetime
 
@@ -42,6 +54,11 @@ from state.work import pg_schema, postgres
 from state.work.location import LedgerLocation
 from state.work.models import HOLDS_SLOT, TERMINAL, Lease, WorkEvent, WorkItem
 
+CHANNEL = "captain_ledger"  # LISTEN/NOTIFY: a committed write's work IDs (see the docstring)
+EVERYTHING = "*"  # the payload, or a listener's answer, that means: re-read everything
+NOTIFY_MAX = 100  # items one transaction notifies one by one; more are said as EVERYTHING
+RETRY_SECONDS = 1.0  # a listener that lost its connection tries again after this long,
+RETRY_MAX = 30.0  # twice as long each time it fails, up to this
 # pg_advisory_xact_lock keys: the ledger's (one bigint: the bytes of "captainL"), and the
 # class of the items' two-int keys (the bytes of "wrk1"); the two key spaces never overlap
 LEDGER_KEY = int.from_bytes(b"captainL", "big", signed=True)
@@ -66,6 +83,7 @@ class _Thread(threading.local):
         self.conn = None
         self.depth = 0
         self.held: set[str] = set()  # "ledger", "work-<id>"
+        self.changed: set[str] = set()  # work IDs the open transaction wrote: notified
 
 
 class PostgresBackend:
@@ -169,12 +187,13 @@ class PostgresBackend:
             try:
                 self._take(ledger, work_id, item_key)
                 yield self
+                self._notify(local.changed)  # delivered at the COMMIT below, if it happens
             except BaseException as exc:
-                local.depth, local.held = 0, set()
+                local.depth, local.held, local.changed = 0, set(), set()
                 with contextlib.suppress(psycopg.Error):
                     tx.__exit__(type(exc), exc, exc.__traceback__)
                 raise
-            local.depth, local.held = 0, set()
+            local.depth, local.held, local.changed = 0, set(), set()
             try:
                 tx.__exit__(None, None, None)  # COMMIT
             except psycopg.Error as exc:
@@ -206,6 +225,23 @@ class PostgresBackend:
             local.held.add(item_key)
             taken.append(item_key)
         return taken
+
+    def _notify(self, changed: set[str]) -> None:
+        """Queue the transaction's notifications (sent by PostgreSQL at its COMMIT)."""
+        if not changed:
+            return
+        payloads = sorted(changed) if len(changed) <= NOTIFY_MAX else [EVERYTHING]
+        self.run("SELECT pg_notify(%s, id) FROM unnest(%s::text[]) AS id", (CHANNEL, payloads))
+
+    def changed(self, work_id: str) -> None:
+        """Say that the open transaction changed ``work_id`` (the ledger's own writes do
+        this themselves; a store that writes an item's rows through ``run`` calls it)."""
+        if self._local.depth:
+            self._local.changed.add(work_id)
+
+    def listen(self) -> Listener:
+        """A ``Listener`` for this ledger's notifications (it connects on its first wait)."""
+        return Listener(self.location)
 
     def now(self) -> datetime:
         return self.run("SELECT clock_timestamp()", fetch="one")[0]
@@ -328,6 +364,7 @@ class PostgresBackend:
             (work_id, event.seq, event.type, event.state, event.generation, event.actor,
              event.at, Jsonb(doc), detail), fetch="one")
         if row is not None:
+            self.changed(work_id)
             return
         stored = self.run("SELECT event::text, detail FROM work_events WHERE work_id = %s AND "
                            "seq = %s", (work_id, event.seq), fetch="one")
@@ -339,6 +376,7 @@ class PostgresBackend:
             "nothing was overwritten.")
 
     def store_item(self, item: WorkItem) -> None:
+        self.changed(item.work_id)
         Jsonb = postgres.driver().types.json.Jsonb
         doc = item.model_dump(mode="json", by_alias=True, exclude_none=False)
         self.run(_UPSERT_ITEM, (
@@ -359,6 +397,90 @@ class PostgresBackend:
             "expires_at = excluded.expires_at",
             (lease.work_id, lease.run_id, lease.generation, lease.holder, lease.heartbeat_at,
              lease.expires_at))
+
+
+# -- wake-ups -----------------------------------------------------------------------------------
+
+
+class Listener:
+    """``LISTEN captain_ledger`` on a connection of its own (autocommit, so it never holds a
+    transaction open). One thread uses it: ``wait`` and ``close`` from the same thread."""
+
+    def __init__(self, location: LedgerLocation) -> None:
+        self.location = location
+        self.conn = None
+        self.connects = 0  # successful (re)connections so far (tests, the report)
+        self._retry_at = 0.0
+        self._retry = RETRY_SECONDS
+        self._closed = False
+
+    def wait(self, timeout: float) -> list[str]:
+        """The work IDs whose writes were committed since the last call, waiting up to
+        ``timeout`` seconds for the first (0: only what has arrived). ``EVERYTHING`` among
+        them means anything may have changed: after a (re)connection, or a transaction that
+        wrote too many items to name. A lost or refused connection never raises: the wait
+        sleeps, and a new connection is tried after a back-off."""
+        deadline = time.monotonic() + max(timeout, 0.0)
+        if self._closed:
+            return []
+        heard: list[str] = []
+        if self.conn is None or self.conn.closed or self.conn.broken:
+            self._drop()
+            if time.monotonic() < self._retry_at:
+                time.sleep(max(0.0, min(deadline, self._retry_at) - time.monotonic()))
+                return []
+            if not self._connect():
+                time.sleep(max(0.0, min(deadline, self._retry_at) - time.monotonic()))
+                return []
+            heard.append(EVERYTHING)  # whatever was written while nobody listened
+        psycopg = postgres.driver()
+        try:
+            wait = 0.0 if heard else max(0.0, deadline - time.monotonic())
+            for note in self.conn.notifies(timeout=wait, stop_after=1):
+                heard.append(note.payload)
+            for note in self.conn.notifies(timeout=0):  # the rest that already arrived
+                heard.append(note.payload)
+        except psycopg.Error:
+            self._drop()  # lost: the next wait reconnects and says EVERYTHING
+            self._retry_at = time.monotonic()
+        return list(dict.fromkeys(heard))
+
+    def _connect(self) -> bool:
+        psycopg = postgres.driver()
+        try:
+            conn = postgres.connect(self.location)
+        except CaptainError:
+            conn = None
+        try:
+            if conn is not None:
+                conn.autocommit = True
+                conn.execute(f"LISTEN {CHANNEL}")
+        except psycopg.Error:
+            with contextlib.suppress(Exception):
+                conn.close()
+            conn = None
+        if conn is None:
+            self._retry_at = time.monotonic() + self._retry
+            self._retry = min(self._retry * 2, RETRY_MAX)
+            return False
+        self.conn = conn
+        self.connects += 1
+        self._retry = RETRY_SECONDS
+        return True
+
+    def _drop(self) -> None:
+        conn, self.conn = self.conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+    def backend_pid(self) -> int | None:
+        """The server process serving this listener (tests end it to cut the line)."""
+        return None if self.conn is None or self.conn.closed else self.conn.info.backend_pid
+
+    def close(self) -> None:
+        self._closed = True
+        self._drop()
 
 
 # -- one backend per URL ----------------------------------------------------------------------

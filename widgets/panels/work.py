@@ -1,6 +1,8 @@
 """The Work panel: the work ledger's items, what needs reconciliation loud and first.
 
-A filter (the app's key cycles ``WORK_FILTERS``) narrows the list; the title names it.
+A filter (the app's key cycles ``WORK_FILTERS``) narrows the list; the title names it. The
+border's foot names the filter's key and which ledger is in use ("ledger: files", or the
+database's URL with its password redacted), as the feed read it.
 """
 
 from __future__ import annotations
@@ -55,15 +57,26 @@ class WorkPanel(Panel):
         super().__init__(**kwargs)
         self.state_filter = "all"
         self.matched = 0  # rows under the filter, before finished ones were capped
+        self.ledger = ""  # which ledger the rows come from (the feed says; shown in the foot)
         self._refilter = False
 
     def on_mount(self) -> None:  # after Panel's (Textual calls each class's handler)
         # a loud row stays red under the cursor (the cursor keeps only its background)
         self.table.cursor_foreground_priority = "renderable"
-        self.border_subtitle = f"{self.keys.get('work_filter', 'f')} filter"
+        self._show_foot()
+
+    def _show_foot(self) -> None:
+        foot = f"{self.keys.get('work_filter', 'f')} filter"
+        if self.ledger:
+            foot += f" · ledger: {self.ledger}"
+        if self.border_subtitle != foot:  # setting it repaints the panel, even when equal
+            self.border_subtitle = foot
 
     def show_view(self, view: HomeView, now: datetime) -> None:
         """The view's work under the filter; nothing is touched when that did not change."""
+        if view.ledger and view.ledger != self.ledger:
+            self.ledger = view.ledger
+            self._show_foot()
         rows, matched = view.work_rows(self.state_filter)
         self.set_class(view.reconciling() > 0, "-reconciling")
         if self.loaded and not self._refilter and matched == self.matched \

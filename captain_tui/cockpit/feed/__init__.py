@@ -3,5 +3,6 @@
 ``home`` (the ``Feed`` and its per-crew cache) and ``work`` (the Work panel's part) read;
 ``routes`` says which part a changed path touches; ``alerts`` what needs the captain now;
 ``pump`` serialises every request on one thread; ``watcher`` runs watchfiles in a child
-process. Knows nothing of Textual: may import ``state`` and ``widgets.view`` only.
+process; ``listener`` hears a PostgreSQL ledger's notifications (its writes change nothing
+under the home). Knows nothing of Textual: may import ``state`` and ``widgets.view`` only.
 """

@@ -7,6 +7,10 @@ what each one touched (docs/store.md says which directory holds what; ``route`` 
 turned around). The watcher is a hint, never a log: a dropped event costs at most one rescan
 period, never state.
 
+The work ledger on PostgreSQL changes with nothing under the home changing: there the pump
+is also fed the work IDs a ``feed.listener`` hears (LISTEN/NOTIFY), and re-reads the Work
+panel's part on a short clock of its own (``rescan_work``), which covers a lost notification.
+
 Records are create-once, so the cache never re-parses a file it has seen; mail that was read
 (or bounced) and notifications that were acknowledged are known by name only and never
 parsed at all, which keeps a home with 50k messages cheap to watch.
@@ -83,6 +87,7 @@ class Feed:
         self.scanned = False  # the first full scan has finished: from now on, new is news
         self._cache: dict[str, _CrewCache] = {}
         self._work = WorkFeed(home)
+        self.shared = False  # the ledger is a database other hosts write (not the home)
 
     # -- whole home ----------------------------------------------------------------------
 
@@ -105,15 +110,39 @@ class Feed:
         for gone in set(self._cache) - set(keys):
             del self._cache[gone]
         work = self._work.rescan(alerts, announce=self.scanned)
-        self.view = HomeView(crews, work)
+        self.view = HomeView(crews, work, self._ledger())
         self.scanned = True
         return Update(self.view, alerts)
 
-    def apply(self, paths: Iterable[str]) -> Update | None:
-        """Re-read what these changed paths touched; None when nothing shown changed."""
+    def rescan_work(self) -> Update | None:
+        """Re-read the Work panel's part only (the shared ledger's clock); None when nothing
+        shown changed."""
+        alerts: list[Alert] = []
+        work = self._work.rescan(alerts, announce=self.scanned)
+        ledger_name = self._ledger()
+        if work == self.view.work and ledger_name == self.view.ledger and not alerts:
+            return None
+        self.view = HomeView(self.view.crews, work, ledger_name)
+        return Update(self.view, alerts)
+
+    def _ledger(self) -> str:
+        """Which ledger the Work panel shows, as people should see it (never a password)."""
+        from state.work.location import ledger_location
+
+        try:
+            location = ledger_location(self.home)
+        except CaptainError:
+            self.shared = False
+            return "unusable [ledger] url"
+        self.shared = location.postgres
+        return location.shown if location.postgres else "files"
+
+    def apply(self, paths: Iterable[str], work_ids: Iterable[str] = ()) -> Update | None:
+        """Re-read what these changed paths touched, and these work items (a shared ledger's
+        notifications); None when nothing shown changed."""
         by_key: dict[str, list[Route]] = {}
         alerts: list[Alert] = []
-        work_ids: list[str] = []
+        work_ids = list(work_ids)
         for path in paths:
             r = route(self.home.root, path)
             if r is None:
@@ -136,7 +165,7 @@ class Feed:
         work = self._work.apply(work_ids, alerts, announce=self.scanned) if work_ids else None
         if crews == self.view.crews and work is None and not alerts:
             return None
-        self.view = HomeView(crews, self.view.work if work is None else work)
+        self.view = HomeView(crews, self.view.work if work is None else work, self.view.ledger)
         return Update(self.view, alerts)
 
     # -- one crew ------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 """The feed's pump: one thread owns the ``Feed``, and every request to it goes through here.
 
-Watcher batches, rescans and the periodic clock are queued and coalesced, so many events
-cost one read of each touched crew. The pump knows nothing of Textual: the app hands it a
-``publish`` callback that posts a message.
+Watcher batches, a shared ledger's notifications, rescans and the periodic clocks are
+queued and coalesced, so many events cost one read of each touched crew or item. The pump
+knows nothing of Textual: the app hands it a ``publish`` callback that posts a message.
 """
 
 from __future__ import annotations
@@ -14,9 +14,13 @@ from collections.abc import Callable, Iterable
 from captain_tui.cockpit.feed.home import Feed, Update
 
 RESCAN_SECONDS = 30.0
+# the Work panel's own re-read while the ledger is a shared database (PostgreSQL): its
+# notifications are the wake-up, and a lost one costs at most this long
+WORK_SECONDS = 5.0
 RETRY_SECONDS = 1.0  # a read that failed is retried with a rescan after this long
 
 _RESCAN = object()
+_WORK = object()  # re-read the Work panel's part
 _STOP = object()
 
 
@@ -30,12 +34,13 @@ class FeedPump:
     """
 
     def __init__(self, feed: Feed, publish: Callable[[Update], None], *,
-                 rescan_every: float = RESCAN_SECONDS,
+                 rescan_every: float = RESCAN_SECONDS, work_every: float = WORK_SECONDS,
                  report: Callable[[Exception], None] | None = None) -> None:
         self.feed = feed
         self.publish = publish
         self.report = report or (lambda exc: None)
         self.rescan_every = rescan_every
+        self.work_every = work_every  # only while the feed's ledger is shared
         self._queue: queue.Queue = queue.Queue()
         self._stopped = False
 
@@ -45,14 +50,23 @@ class FeedPump:
     def request_rescan(self) -> None:
         self._queue.put(_RESCAN)
 
+    def request_work(self, work_ids: Iterable[str]) -> None:
+        """Re-read these work items (a shared ledger's notifications)."""
+        self._queue.put(tuple(work_ids))
+
+    def request_work_rescan(self) -> None:
+        """Re-read the Work panel's part (a listener that may have missed anything)."""
+        self._queue.put(_WORK)
+
     def stop(self) -> None:
         self._stopped = True
         self._queue.put(_STOP)
 
     def run(self) -> None:
         next_rescan = 0.0  # the start-up scan
+        next_work = float("inf")  # the shared ledger's clock, set once a scan says it is
         while not self._stopped:
-            items = self._next_batch(next_rescan)
+            items = self._next_batch(next_rescan, next_work)
             if any(item is _STOP for item in items):
                 return
             rescan = any(item is _RESCAN for item in items) or not self.feed.scanned
@@ -60,9 +74,19 @@ class FeedPump:
                 if rescan:
                     update = self.feed.rescan(progress=self.publish)
                     next_rescan = time.monotonic() + self.rescan_every
+                elif any(item is _WORK for item in items):
+                    work = self.feed.rescan_work()  # covers the work IDs queued with it
+                    rest = self.feed.apply(p for item in items if isinstance(item, list)
+                                           for p in item)
+                    update = rest if work is None else Update(
+                        self.feed.view, work.alerts + (rest.alerts if rest else []))
                 else:
-                    update = self.feed.apply(p for item in items if isinstance(item, list)
-                                             for p in item)
+                    update = self.feed.apply(
+                        (p for item in items if isinstance(item, list) for p in item),
+                        (w for item in items if isinstance(item, tuple) for w in item))
+                if rescan or any(item is _WORK for item in items):
+                    next_work = time.monotonic() + self.work_every if self.feed.shared \
+                        else float("inf")
             except Exception as exc:  # noqa: BLE001 - report, and let a rescan repair it
                 self.report(exc)
                 next_rescan = time.monotonic() + RETRY_SECONDS
@@ -70,16 +94,18 @@ class FeedPump:
             if update is not None:
                 self.publish(update)
 
-    def _next_batch(self, next_rescan: float) -> list:
-        """Everything queued, waiting until the next rescan is due (then: a rescan)."""
-        wait = next_rescan - time.monotonic()
+    def _next_batch(self, next_rescan: float, next_work: float = float("inf")) -> list:
+        """Everything queued, waiting until the next rescan (or work re-read) is due."""
+        due = min(next_rescan, next_work)
+        wait = due - time.monotonic()
         if wait <= 0:
-            items = [_RESCAN]
+            items = [_RESCAN if next_rescan <= next_work else _WORK]
         else:
             try:
                 items = [self._queue.get(timeout=wait)]
             except queue.Empty:
-                items = [_RESCAN]  # the periodic rescan: repairs whatever the watcher missed
+                # the periodic rescan: repairs whatever the watcher (or a listener) missed
+                items = [_RESCAN if next_rescan <= next_work else _WORK]
         while True:
             try:
                 items.append(self._queue.get_nowait())
