@@ -68,6 +68,14 @@ class LedgerReader(Protocol):
         """Whether the item's first event is stored (an input alone is not an item)."""
         ...
 
+    def exists_durably(self, work_id: str) -> bool:
+        """Whether the item's first event is durable, seen by every reader now and after
+        any crash: the files' ``exists``; a transactional backend answers only outside a
+        transaction (inside one it cannot tell its own uncommitted write, which a kill
+        rolls back, from a committed one) and says False there. What a note kept beside
+        the ledger (``Home.work_seen_path``) may rest on."""
+        ...
+
     def item(self, work_id: str, *, repair: bool = False) -> WorkItem | None:
         """The item as its events say (None when unknown). ``repair`` (only inside a
         transaction on the item): bring whatever the backend derives from the events up to

@@ -96,6 +96,9 @@ class FileBackend:
     def exists(self, work_id: str) -> bool:
         return self.home.work_exists(work_id)
 
+    def exists_durably(self, work_id: str) -> bool:
+        return self.exists(work_id)  # each file is durable as its write returns
+
     def _seqs(self, work_id: str) -> list[int]:
         return self.store.seqs(self._events_dir(work_id))
 

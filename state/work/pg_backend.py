@@ -252,6 +252,10 @@ class PostgresBackend:
         return self.run("SELECT 1 FROM work_items WHERE work_id = %s", (work_id,),
                          fetch="one") is not None
 
+    def exists_durably(self, work_id: str) -> bool:
+        # inside a transaction the row may be this transaction's own, not yet committed
+        return not self._local.depth and self.exists(work_id)
+
     def item(self, work_id: str, *, repair: bool = False) -> WorkItem | None:
         # the row is written in the event's transaction: never behind, nothing to repair
         row = self.run("SELECT item::text FROM work_items WHERE work_id = %s", (work_id,),

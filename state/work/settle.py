@@ -15,6 +15,7 @@ from state.errors import CaptainError
 from state.home import Home
 from state.models import Assigned, CrewSnapshot, Finished, PaneLocator, Recruited
 from state.work import ledger
+from state.work.backend import backend_for
 
 HOLDER = "captain"
 
@@ -40,9 +41,11 @@ def accepted(home: Home, snapshot: CrewSnapshot, event: Recruited | Assigned) ->
                       input={"task": spec.task, "crew": snapshot.name,
                              "assignment_id": spec.assignment_id},
                       crew=snapshot.name, assignment_id=spec.assignment_id, at=event.at)
-    if not home.work_known(wid):
+    if not home.work_known(wid) and backend_for(home).exists_durably(wid):
         # a shared ledger: note in the home that the item exists, so the crew's hooks (the
-        # fast path, state/crew_side/fast.py) need not reach the database to know it
+        # fast path, state/crew_side/fast.py) need not reach the database to know it. Only
+        # once it is committed: inside recruit's transaction a kill would roll the item
+        # back and leave the note lying (the first hook's full path writes it instead).
         seen = home.work_seen_path(wid)
         home.store.dir(seen.parent.name)  # 0700, a symlink refused
         home.store.create_once(seen, b"", same=lambda old, new: True)

@@ -331,20 +331,23 @@ def test_a_recruit_whose_work_item_is_missing_is_declined(home, project):
 
 def test_on_a_shared_ledger_the_fast_path_knows_the_work_item_without_the_database(
         request, tmp_path, project):
-    """On PostgreSQL the item is in the database, not the home: settling notes it in the
-    home (``work-seen/<id>``) so a crew's hooks stay on the fast path; without the note
-    they decline, and the full path (which asks the database) writes it again."""
+    """On PostgreSQL the item is in the database, not the home: the first full-path settle
+    after it is committed notes it in the home (``work-seen/<id>``), so a crew's hooks stay
+    on the fast path from then on; without the note they decline, and the full path (which
+    asks the database) writes it. (A note written inside recruit's transaction would
+    outlive a kill that rolled the item back: test_ledger_crash's crew scenarios.)"""
     with open_ledgers(request, "postgresql") as made:
         home = made.home(tmp_path / "home")
         r = hire(home, project)
         work_id = f"wrk_{r.assignment_id.split('_', 1)[1]}"
         assert not (home.root / "work" / work_id).exists(), "the item is in the database"
-        assert crew_fast.open_locked(home, "jack") is not None
-        home.work_seen_path(work_id).unlink()
+        # recruit settles inside its own transaction: not noted before it is committed
+        assert not home.work_seen_path(work_id).exists()
         with pytest.raises(plain.Unsure):
             crew_fast.open_locked(home, "jack")
         protocol.inbox(home, "Jack", deliver=lambda b: None, ctx=crew_ctx(r))  # the full path
         assert home.work_seen_path(work_id).exists()
+        assert crew_fast.open_locked(home, "jack") is not None
         fast = outcome(lambda: crew_fast.check(home, "Jack", "edit", ["src/a.py"],
                                                assignment_id=None, ctx=crew_ctx(r)))
         full = outcome(lambda: protocol.check(home, "Jack", "edit", ["src/a.py"],

@@ -24,7 +24,9 @@ On PostgreSQL (``test_crash_point_on_postgresql``: the home's ``[ledger] url`` n
 ledger) every ledger scenario runs again: there a mutation is one transaction, so a kill
 anywhere inside it leaves nothing of it (the server rolls it back): the item reads exactly
 as before the kill, the audit reads the rows over a connection of its own, and the retry
-ends with the same history as on files.
+ends with the same history as on files. A webhook intake is one transaction there too
+(``test_intake_crash_point_on_postgresql``: the record, its body and its work item): killed
+at any of its crash points it leaves nothing, and the redelivery makes exactly one item.
 """
 
 from __future__ import annotations
@@ -436,6 +438,8 @@ def every_file_parses(home: Home) -> None:
                 assert name.endswith(".lock"), where
             elif parts == ("ledger", "open"):
                 assert name.startswith("wrk_") and path.stat().st_size == 0, where
+            elif parts == ("work-seen",):  # a shared ledger's note: empty, an item's ID
+                assert name.startswith("wrk_") and path.stat().st_size == 0, where
             elif parts == ("deliveries", "pending"):
                 assert name.startswith("whd_") and path.stat().st_size == 0, where
             elif parts[0] == "work" and len(parts) == 2:
@@ -702,5 +706,138 @@ def test_crash_point_on_postgresql(tmp_path: Path, scenario: Scenario, pg_ledger
         check(home, scenario, work_id, kwargs, before, generations, project,
               visible=was.state if was else None)
         audit(home, generations)
+    finally:
+        pg_ledgers.forget(url)
+
+
+# -- a webhook intake's crash points on PostgreSQL ---------------------------------------------
+
+# the intake's own steps, and one inside the accept of its work item (the three accept steps
+# sit in one transaction with the record; the ledger's scenarios above cover them all)
+PG_INGEST = [s for s in SCENARIOS if s.op == "ingest" and (
+    s.step.startswith("delivery:") or s.step == "accepted:after-event")]
+
+
+def test_every_intake_crash_point_runs_on_postgresql() -> None:
+    assert {s.step for s in PG_INGEST} == {"delivery:after-identity", "delivery:after-body",
+                                           "delivery:after-record", "accepted:after-event"}
+    assert {s.step for s in SCENARIOS if s.op == "ingest" and
+            s.step.startswith("delivery:")} <= {s.step for s in PG_INGEST}
+
+
+@pytest.mark.parametrize("scenario", PG_INGEST, ids=lambda s: s.id)
+def test_intake_crash_point_on_postgresql(tmp_path: Path, scenario: Scenario,
+                                          pg_ledgers) -> None:
+    """An intake is one transaction on PostgreSQL (the record, its body and its work item):
+    killed anywhere inside it, nothing of it is left — no record, no body, no item, no
+    claimed identity, nothing pending — and the sender's redelivery is then new and creates
+    exactly one item; a third delivery is a duplicate."""
+    from support import deliveries as stored
+
+    Store.reported()
+    root = tmp_path / "home"
+    Home(root)
+    url = pg_ledgers.fresh_url()
+    (root / "config.toml").write_text(CONFIG + "\n[ledger]\n" + pg_ledgers.config(url))
+    home = Home(root)
+    try:
+        run_child(root, scenario.step, "ingest", {})
+
+        home = Home(root)  # a new process's view
+        assert stored.records(home) == [] and stored.bodies(home) == {}, \
+            f"the intake killed at {scenario.step} left part of itself"
+        assert deliveries.page(home) == ([], None)
+        assert deliveries.page(home, endpoint_id="hook",
+                               source_delivery_id="delivery-1") == ([], None)
+        assert ledger.all_ids(home) == [], "the killed intake left a work item"
+        assert deliveries.settle_pending(home) == 0  # nothing is ever pending here
+        for folder in ("deliveries", "delivery-bodies", "work", "ledger"):
+            assert not (root / folder).exists(), f"{folder}/ was written on a database home"
+
+        intake = op_ingest(home)
+        assert not intake.duplicate
+        record = intake.delivery
+        assert deliveries.get(home, record.delivery_id) == record
+        assert record.work_id == deliveries.work_id_for(record.delivery_id)
+        assert deliveries.raw_body(home, record) == BODY
+        item = ledger.get(home, record.work_id)
+        assert (item.source, item.state, item.delivery_id) == \
+            ("webhook", "queued", record.delivery_id)
+        assert [e.type for e in ledger.events(home, record.work_id)] == [A]
+        again = deliveries.ingest(home, "hook", "delivery-1", BODY, event="push", at=T1)
+        assert again.duplicate and again.delivery == record
+        assert ledger.all_ids(home) == [record.work_id]
+        assert stored.records(home) == [record.delivery_id]
+        assert list(stored.bodies(home)) == [record.delivery_id]
+        audit(home, {})
+    finally:
+        pg_ledgers.forget(url)
+
+
+# -- a crew's steps on PostgreSQL: the crew's files here, the ledger's rows there -------------
+
+PG_CREW = [s for s in SCENARIOS if s.op in ("recruit", "done", "dismiss")]
+
+
+def check_recruit_on_postgresql(home: Home, s: Scenario, work_id: str, kwargs: dict,
+                                before: set[str], generations: dict[str, int],
+                                project: Path) -> None:
+    """Recruit's ledger part is one transaction (its capacity): killed anywhere in it, the
+    crew (files, durable as written) is recorded and its item rolled back whole; the crew
+    log's next writer accepted it again (queued: the claim is not derivable), the next
+    dispatch claims it, and recruiting again is refused."""
+    from captain_tui.runtime import ledger_probe as ledger_runtime
+
+    snapshot, _ = crewlog.load(home, "alpha")
+    assert snapshot is not None
+    wid = ledger.work_id_for_assignment(snapshot.assignment.assignment_id)
+    assert ledger.get(home, wid).state == "queued" and ledger.get(home, wid).crew == "alpha"
+    assert home.work_seen_path(wid).exists(), "settled outside a transaction: noted"
+    err = retry(home, "recruit", kwargs, frozenset({"crew_exists"}))
+    assert isinstance(err, CaptainError)
+    assert ledger_runtime.dispatch(home) == [wid]
+    item = ledger.get(home, wid)
+    assert item.state == "running" and item.generation == 1
+    assert [e.type for e in ledger.events(home, wid)] == [A, C]
+
+
+def notes_never_lie(home: Home) -> None:
+    """Every ``work-seen`` note names an item the ledger holds (committed)."""
+    folder = home.root / "work-seen"
+    for note in sorted(folder.iterdir()) if folder.exists() else []:
+        assert ledger.exists(home, note.name), f"work-seen/{note.name} names no item"
+
+
+@pytest.mark.parametrize("scenario", PG_CREW, ids=lambda s: s.id)
+def test_crew_crash_point_on_postgresql(tmp_path: Path, scenario: Scenario,
+                                        pg_ledgers) -> None:
+    Store.reported()
+    root = tmp_path / "home"
+    Home(root)
+    url = pg_ledgers.fresh_url()
+    (root / "config.toml").write_text(CONFIG + "\n[ledger]\n" + pg_ledgers.config(url))
+    project = tmp_path / "project"
+    project.mkdir()
+    work_id = new_id(ledger.WORK)
+    home = Home(root)
+    try:
+        for op, kwargs in scenario.prepare:
+            OPS[op](home, **fill(kwargs, work_id, project))
+        generations = {w: ledger.get(home, w).generation for w in ledger.all_ids(home)}
+        before = set(ledger.all_ids(home))
+        kwargs = fill(scenario.kwargs, work_id, project)
+
+        run_child(root, scenario.step, scenario.op, kwargs)
+
+        home = Home(root)  # a new process's view
+        notes_never_lie(home)
+        readers_not_fooled(home)
+        recover(home)
+        notes_never_lie(home)
+        audit(home, generations)
+        check = check_recruit_on_postgresql if scenario.op == "recruit" else CHECKS[scenario.op]
+        check(home, scenario, work_id, kwargs, before, generations, project)
+        audit(home, generations)
+        notes_never_lie(home)
     finally:
         pg_ledgers.forget(url)
