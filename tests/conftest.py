@@ -132,3 +132,16 @@ class Cli:
 @pytest.fixture
 def cli(tmp_path: Path, project: Path) -> Cli:
     return Cli(tmp_path / "home", project)
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """The lines a test asks to be shown however its output was captured (the stress runs'
+    summaries, with their kill and violation counts): ``("summary", line)`` in its
+    ``user_properties``, which pytest-xdist carries back from its workers too."""
+    lines = [value for key in ("passed", "failed") for report in terminalreporter.stats.get(key, [])
+             if getattr(report, "when", None) == "call"
+             for name, value in getattr(report, "user_properties", ()) if name == "summary"]
+    if lines:
+        terminalreporter.write_sep("=", "summaries")
+        for line in lines:
+            terminalreporter.write_line(line)

@@ -13,6 +13,17 @@ Two phases:
    event implies exists, terminal items are closed, and the product's own ``Store.read``
    parses every record without quarantining anything.
 
+**On PostgreSQL** (two homes sharing one database: stress_harness) the crews' part is
+each home's files, as before (crew names are unique across the homes: a record of one home
+in the other is a finding), and the ledger's part reads the ledger *through the backend*
+(``backend_for``: its items, events, inputs and leases, from the database), never from
+files: a ledger file in a PostgreSQL home is itself a finding (``unexpected``). The checks
+are the same: gapless legal histories (``illegal`` also catches an event appended after
+the end), one claim per generation and run, every logged report, heartbeat and resolve at
+the generation that was current (``unfenced``), the item's row equal to the fold of its
+events (``snapshot``), the input's hash, the open set, and capacity rebuilt from the events'
+times (the database's clock, stamped under the ledger's lock) against the homes' ``slots``.
+
 Each finding is a ``Violation(kind, detail)``. Kinds: unparseable, quarantined, unexpected,
 gap, illegal, generation, snapshot, phantom, dangling, duplicate, inconsistent, lost,
 unfenced, open_marker, capacity, unexpected_refusal, unsettled, audit_error.
@@ -42,6 +53,7 @@ from state.ids import DELIVERY, derive
 from state.models import Asked, Assigned, Dismissed, Finished, Recruited
 from state.store import Store
 from state.work import ledger
+from state.work.backend import backend_for
 from state.work.models import HOLDS_SLOT, TERMINAL
 
 # refusals a correct run produces: (op, code). Anything else is a finding.
@@ -56,6 +68,8 @@ EXPECTED_REFUSALS = {
     ("done", "not_running"),  # recruited while every slot was held: still queued
 }
 REPORTS = {"succeeded": {"succeeded"}, "failed": {"failed", "retry_queued"}}
+# the ledger's own records in a file home; a PostgreSQL home has none of them
+LEDGER_FILES = {"work_item", "work_event", "work_input", "lease", "open_marker"}
 
 
 @dataclass(frozen=True)
@@ -68,9 +82,15 @@ class Violation:
 
 
 class Audit:
-    def __init__(self, root: Path, entries: list[dict]) -> None:
-        self.root = Path(root)
+    def __init__(self, roots: Path | list[Path], entries: list[dict]) -> None:
+        self.roots = [Path(roots)] if isinstance(roots, (str, Path)) else \
+            [Path(r) for r in roots]
+        self.root = self.roots[0]
+        self.homes = {root: Home(root) for root in self.roots}
+        self.backend = backend_for(self.homes[self.root])
+        self.postgres = self.backend.name != "files"
         self.entries = entries
+        self.cross: Counter[str] = Counter()  # operations on another worker's item
         self.violations: list[Violation] = []
         self.checked = 0  # logged operations (completed or refused) held to the home
         self.ops: Counter[str] = Counter()
@@ -108,11 +128,24 @@ class Audit:
         self.leases: dict[str, object] = {}
         self.work_dirs: set[str] = set()
         self.open: set[str] = set()
+        self.crew_root: dict[str, Path] = {}  # crew key -> the home it lives in
+        self.seen_notes: list[tuple[str, str]] = []  # (home, work id): work-seen/ notes
         self.files = self.temps = 0
-        root = str(self.root)
+        for home_root in self.roots:
+            self._scan_home(home_root)
+        if self.postgres:
+            self._read_ledger()
+
+    def _scan_home(self, home_root: Path) -> None:
+        root = str(home_root)
         for dirpath, _dirnames, filenames in os.walk(root):
             rel_dir = os.path.relpath(dirpath, root)
             parts_dir = () if rel_dir == "." else tuple(rel_dir.split(os.sep))
+            if len(parts_dir) >= 2 and parts_dir[0] in PER_CREW + ("crew",):
+                owner = self.crew_root.setdefault(parts_dir[1], home_root)
+                if owner != home_root:
+                    self.flag("duplicate", f"crew {parts_dir[1]} has records in {owner.name} "
+                                           f"and in {home_root.name}")
             if len(parts_dir) == 2 and parts_dir[0] == "crew":
                 self.crew_dirs.add(parts_dir[1])
             if len(parts_dir) == 2 and parts_dir[0] == "work":
@@ -126,6 +159,10 @@ class Audit:
                 kind = classify(parts)
                 if kind is None:
                     self.flag("unexpected", f"{rel} is no record captain writes")
+                    continue
+                if self.postgres and kind in LEDGER_FILES:
+                    self.flag("unexpected", f"{home_root.name}/{rel}: a home whose ledger is "
+                                            "PostgreSQL writes no ledger files")
                     continue
                 if kind == "quarantined":
                     self.flag("quarantined", rel)
@@ -157,6 +194,31 @@ class Audit:
                     self.leases[parts[1]] = record
                 elif kind == "open_marker":
                     self.open.add(name)
+                elif kind == "work_seen":
+                    self.seen_notes.append((home_root.name, name))
+
+    def _read_ledger(self) -> None:
+        """The shared ledger, through its backend (the database), into the same maps the
+        files fill: every item's events, its row, its input's bytes, its lease, the open
+        set. Rows are read one item at a time; nothing writes while the audit runs."""
+        backend = self.backend
+        ids = backend.all_ids()
+        self.open = set(backend.open_ids())
+        for wid in ids:
+            self.work_dirs.add(wid)
+            for ev in backend.events(wid):
+                if ev.seq in self.work_events[wid]:
+                    self.flag("duplicate", f"work {wid} has two events {ev.seq}")
+                self.work_events[wid][ev.seq] = ev
+            item = backend.item(wid)
+            if item is not None:
+                self.work_item[wid] = item
+            data = backend.input_bytes(wid)
+            if data is not None:
+                self.work_input[wid] = data
+            lease = backend.lease(wid)
+            if lease is not None:
+                self.leases[wid] = lease
 
     # -- crews ----------------------------------------------------------------------------------
 
@@ -376,8 +438,12 @@ class Audit:
                 self.flag("phantom", f"work {wid}: input.json is missing or not what was "
                                      "accepted")
             cached = self.work_item.get(wid)
+            if self.postgres and (cached is None or cached.seq != len(folded)):
+                self.flag("snapshot", f"work {wid}: its row (seq "
+                                      f"{cached.seq if cached else None}) is not at its last "
+                                      f"event ({len(folded)}): a database row is never behind")
             if cached is not None and (cached.seq > len(folded)
-                                       or cached != folded[cached.seq - 1]):
+                                         or cached != folded[cached.seq - 1]):
                 self.flag("snapshot", f"work {wid} item.json (seq {cached.seq}) is not the "
                                       "fold of its events")
             lease = self.leases.get(wid)
@@ -401,15 +467,21 @@ class Audit:
                         ledger.work_id_for_assignment(item.assignment_id) != wid:
                     self.flag("phantom", f"work {wid} is the item of no assignment")
 
+        for home_name, wid in self.seen_notes:  # "an item is never removed": never a lie
+            item = self.items.get(wid)
+            if item is None or item.source != "assignment":
+                self.flag("phantom", f"{home_name}/work-seen/{wid} notes an assignment's item "
+                                     "the ledger does not have")
         self._check_capacity()
 
     def _check_capacity(self) -> None:
         """Claims and releases hold the ledger lock and stamp their events inside it, so
         replaying them in time order never holds more slots than the home has."""
-        slots = ledger.slots(Home(self.root))
-        held = self.peak_slots = 0
+        self.slots = slots = min(ledger.slots(home) for home in self.homes.values())
+        held = self.peak_slots = self.full = 0
         for at, delta, wid in sorted(self.slot_changes):  # at a tie, -1 sorts first
             held += delta
+            self.full += delta > 0 and held == slots  # a claim that took the last slot
             if held > slots:
                 self.flag("capacity", f"{held} slots held at {at.isoformat()} ({wid}), the "
                                       f"home has {slots}")
@@ -435,6 +507,8 @@ class Audit:
                 self._check_refusal(e)
                 continue
             self.ops[op] += 1
+            if op == "replay" and (whose := self._foreign(e, e.get("replay_of"))):
+                self.cross[f"replay of {whose}'s"] += 1
             try:
                 getattr(self, f"_log_{op}")(e)
             except (KeyError, AttributeError, TypeError) as exc:
@@ -445,11 +519,25 @@ class Audit:
                     self.flag("duplicate", f"two operations made {key}: {made[key]} and {e}")
                 made[key] = e
 
+    def _foreign(self, e: dict, work_id: str | None) -> str | None:
+        """Whose item a logged operation acted on, when not the worker's own: "other
+        worker", or "other host" (a worker of another home; on a shared ledger)."""
+        item = self.items.get(work_id or "")
+        if item is None or item.source != "chat" or item.requester == f"w{e['w']}":
+            return None
+        owner = item.requester.removeprefix("w")
+        if owner.isdigit() and len(self.roots) > 1 and \
+                int(owner) % len(self.roots) != e["w"] % len(self.roots):
+            return "other host"
+        return "other worker"
+
     def _check_refusal(self, e: dict) -> None:
         self.refusals[f"{e['op']}:{e['refused']}"] += 1
         if e.get("stale"):
             if e["refused"] == "stale_generation":
                 self.stale_refused += 1
+                if whose := self._foreign(e, e.get("work_id")):
+                    self.cross[f"stale {e['op']} refused, {whose}'s"] += 1
                 return
         elif (e["op"], e["refused"]) in EXPECTED_REFUSALS:
             return
@@ -597,28 +685,33 @@ class Audit:
 
     # -- phase 2: the next writer -----------------------------------------------------------------
 
+    def _home_of(self, key: str) -> Home:
+        return self.homes[self.crew_root.get(key, self.root)]
+
     def repair(self) -> None:
         Store.reported()  # drain: from here on, any quarantine is this audit's finding
-        self.home = home = Home(self.root)
+        self.homes = {root: Home(root) for root in self.roots}  # config read afresh
         for key in sorted(self.crew_events):
+            home = self._home_of(key)
             with home.store.lock(rules.lock_name(key)):
                 crewlog.open_locked(home, key)
-        for wid in sorted(self.items):
-            with home.store.lock(f"work-{wid}"):
-                ledger.load(home, wid, repair=True)
+        for wid in sorted(self.items):  # PostgreSQL: the row is never behind, nothing to do
+            with self.backend.transaction(wid):
+                ledger.load(self.homes[self.root], wid, repair=True)
 
     def check_settled(self) -> None:
-        root = self.root
         for key in sorted(self.crew_events):
             inc = None
-            for ev in crewlog.events(self.home, key):
+            home = self._home_of(key)
+            root = home.root
+            for ev in crewlog.events(home, key):
                 where = f"crew {key} event {ev.seq} ({ev.type}) after repair"
                 inc = ev.incarnation_id if isinstance(ev, Recruited) else inc
                 if isinstance(ev, (Recruited, Assigned)):
                     spec = ev.assignment
                     if not (root / "mail" / key / f"{spec.message_id}.json").is_file():
                         self.flag("unsettled", f"{where}: no task mail")
-                    if ledger.load(self.home, ledger.work_id_for_assignment(
+                    if ledger.load(home, ledger.work_id_for_assignment(
                             spec.assignment_id)) is None:
                         self.flag("unsettled", f"{where}: no work item")
                 elif isinstance(ev, (Asked, Finished)):
@@ -639,21 +732,25 @@ class Audit:
                         if not (root / "bounces" / key / f"{name}.json").is_file() or \
                                 not (root / "notifications" / key / f"{dlv}.json").is_file():
                             self.flag("unsettled", f"{where}: {name} neither read nor bounced")
+        open_ids = set(self.backend.open_ids())
         for wid in sorted(self.items):
-            item = ledger.load(self.home, wid)
-            marker = (root / "ledger" / "open" / wid).exists()
+            item = ledger.load(self.homes[self.root], wid)
+            if self.postgres:
+                marker = wid in open_ids
+            else:
+                marker = (self.root / "ledger" / "open" / wid).exists()
             if item is not None and marker == (item.state in TERMINAL):
-                self.flag("open_marker", f"work {wid} is {item.state}, open marker: {marker}")
+                self.flag("open_marker", f"work {wid} is {item.state}, open: {marker}")
 
     def check_store_reads(self) -> None:
         """The product's reader over every record: nothing may be quarantined."""
-        store = self.home.store
-        for dirpath, _dirnames, filenames in os.walk(self.root):
-            rel_dir = os.path.relpath(dirpath, self.root)
-            parts_dir = () if rel_dir == "." else tuple(rel_dir.split(os.sep))
-            for name in filenames:
-                kind = classify((*parts_dir, name))
-                if not is_temp(name) and kind in MODELS:
-                    store.read(Path(dirpath, name), MODELS[kind])
+        for root, home in self.homes.items():
+            for dirpath, _dirnames, filenames in os.walk(root):
+                rel_dir = os.path.relpath(dirpath, root)
+                parts_dir = () if rel_dir == "." else tuple(rel_dir.split(os.sep))
+                for name in filenames:
+                    kind = classify((*parts_dir, name))
+                    if not is_temp(name) and kind in MODELS:
+                        home.store.read(Path(dirpath, name), MODELS[kind])
         for rel, reason in Store.reported():
             self.flag("quarantined", f"Store.read quarantined {rel}: {reason}")

@@ -7,6 +7,13 @@ passed. Then every worker is killed, the reader finishes its last pass, the watc
 is compared with a full rescan (polled until equal or a deadline), and ``Audit`` holds the
 home to its invariants and to the workers' logs. The result carries every violation and a
 one-line summary.
+
+``run(..., ledger_url=URL)`` is the same run on a PostgreSQL ledger shared by two homes
+(two hosts, on one machine): ``home-a`` and ``home-b`` each have their own crews, mail and
+notifications (per host, as in production), and both name the same database in
+``[ledger] url``. Workers alternate between the homes (``w0``, ``w2`` in ``home-a``; ``w1``,
+``w3`` in ``home-b``), the one reader and the one watcher cover both homes' files, and the
+audit reads the ledger through the backend, from the database (stress_checks).
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from stress_checks import Audit, Violation
-from stress_layout import rescan
+from stress_layout import rescan_homes
 
 from state.home import Home
 
@@ -31,7 +38,12 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 WORKERS = 4
 KILL_EVERY = (0.02, 0.3)  # seconds between two kills
-CONFIG = "[ledger]\nslots = 64\nlease_seconds = 3600\n"
+CONFIG = "[ledger]\nslots = {slots}\nlease_seconds = 3600\n"
+SLOTS = 64  # a file home: more than the workers ever hold (4 x stress_worker.SLOT_CAP)
+# the shared ledger: fewer than the two hosts' workers would hold, so claims from both
+# hosts meet a full ledger and "never more than slots" is a real contest between hosts
+SHARED_SLOTS = 12
+HOMES_SHARING = ("home-a", "home-b")  # on PostgreSQL: two hosts, one ledger
 BREAK_ENV = "CAPTAIN_STRESS_BREAK"
 SEED_ENV = "CAPTAIN_STRESS_SEED"
 WATCHER_SETTLE = 60.0  # seconds the watcher gets to catch up once the writers are gone
@@ -53,18 +65,25 @@ class Outcome:
     def kinds(self) -> Counter[str]:
         return Counter(v.kind for v in self.violations)
 
+    ledger: str = "files"  # or "postgresql": two homes sharing one database
+    homes: int = 1
+
     def summary(self) -> str:
         s = self.stats
-        return (f"stress: {self.kills} kills survived, {s.get('operations_checked', 0)} "
+        where = "" if self.ledger == "files" else \
+            f"{self.homes} homes sharing one PostgreSQL ledger, "
+        return (f"stress{'' if self.ledger == 'files' else ' (postgresql)'}: {self.kills} "
+                f"kills survived, {s.get('operations_checked', 0)} "
                 f"operations checked, {s.get('reader_parses', 0)} reads by the reader, "
                 f"watcher index {s.get('watcher_files', 0)} files = rescan: "
                 f"{s.get('watcher_equal')}, violations: {len(self.violations)} "
-                f"({self.workers} workers, {self.seconds:.0f} s, seed {self.seed}"
+                f"({where}{self.workers} workers, {self.seconds:.0f} s, seed {self.seed}"
                 f"{', break ' + self.brk if self.brk else ''})")
 
     def report(self) -> dict:
         return {"summary": self.summary(), "seed": self.seed, "seconds": self.seconds,
-                "break": self.brk, "workers": self.workers, "kills": self.kills,
+                "break": self.brk, "ledger": self.ledger, "homes": self.homes,
+                "workers": self.workers, "kills": self.kills,
                 "spawns": self.spawns, "violations": len(self.violations),
                 "violation_kinds": dict(self.kinds), **self.stats}
 
@@ -100,13 +119,14 @@ def _poll(condition, timeout: float, what: str, interval: float = 0.05):
 class Zygote:
     """Forks workers on request and reports how each ended (see stress_worker)."""
 
-    def __init__(self, root: Path, logs: Path, project: Path, err: Path, env: dict) -> None:
+    def __init__(self, roots: list[Path], logs: Path, project: Path, err: Path,
+                 env: dict) -> None:
         self.err_path = err
         self._err = open(err, "wb")
         self.proc = subprocess.Popen(
-            [sys.executable, str(HERE / "stress_worker.py"), str(root), str(logs),
-             str(project)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err,
-            text=True, env=env)
+            [sys.executable, str(HERE / "stress_worker.py"), str(logs), str(project),
+             *map(str, roots)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=self._err, text=True, env=env)
 
     def _ask(self, line: str) -> str:
         self.proc.stdin.write(line + "\n")
@@ -156,9 +176,9 @@ def _read_lines(path: Path) -> list[dict]:
     return out
 
 
-def _compare_watcher(root: Path, ctl: Path, outcome: Outcome) -> None:
+def _compare_watcher(roots: list[Path], ctl: Path, outcome: Outcome) -> None:
     """Poll the watcher's index until it equals a full rescan, or report the difference."""
-    truth = rescan(root)
+    truth = rescan_homes(roots)
     deadline = time.monotonic() + WATCHER_SETTLE
     n, diff, stats = 0, None, {}
     while True:
@@ -197,35 +217,46 @@ def _compare_watcher(root: Path, ctl: Path, outcome: Outcome) -> None:
         outcome.stats.setdefault("watcher_error_messages", []).append(message[-300:])
 
 
-def audit_home(root: Path, logs: Path) -> Audit:
-    """Both phases of the audit over a home and its workers' logs."""
+def audit_home(roots: Path | list[Path], logs: Path) -> Audit:
+    """Both phases of the audit over a home (or the homes sharing one ledger) and its
+    workers' logs."""
     entries = []
     for log in sorted(logs.glob("w*.log")):
         entries += _read_lines(log)
-    audit = Audit(root, entries)
+    audit = Audit(roots, entries)
     audit.run()
     audit.run_after_repair()
     return audit
 
 
+def home_roots(tmp: Path, ledger_url: str | None) -> list[Path]:
+    """Where a run's homes are: one (its files are the ledger), or two sharing a database."""
+    return [tmp / name for name in (HOMES_SHARING if ledger_url else ("home",))]
+
+
 def run(tmp: Path, seconds: float, brk: str | None = None, seed: int | None = None,
-        workers: int = WORKERS) -> Outcome:
+        workers: int = WORKERS, ledger_url: str | None = None) -> Outcome:
     if seed is None:
         seed = int(os.environ.get(SEED_ENV) or random.randrange(2**32))
     rng = random.Random(seed)
-    outcome = Outcome(seed=seed, seconds=seconds, brk=brk, workers=workers)
-    root, logs, ctl, project = tmp / "home", tmp / "logs", tmp / "watcher", tmp / "project"
+    roots = home_roots(tmp, ledger_url)
+    outcome = Outcome(seed=seed, seconds=seconds, brk=brk, workers=workers,
+                      ledger="postgresql" if ledger_url else "files", homes=len(roots))
+    logs, ctl, project = tmp / "logs", tmp / "watcher", tmp / "project"
     for d in (logs, ctl, project / "src"):
         d.mkdir(parents=True)
-    Home(root)
-    (root / "config.toml").write_text(CONFIG)
+    config = CONFIG.format(slots=SHARED_SLOTS if ledger_url else SLOTS) + \
+        (f'url = "{ledger_url}"\n' if ledger_url else "")
+    for root in roots:
+        Home(root)
+        (root / "config.toml").write_text(config)
     env = _env(brk)
     helper_env = _env(None)  # the reader and the watcher are never broken
     started = time.monotonic()
 
     watcher_err = open(tmp / "watcher.err", "wb")
-    watcher = subprocess.Popen([sys.executable, str(HERE / "stress_watcher.py"), str(root),
-                                str(ctl)], env=helper_env, stderr=watcher_err,
+    watcher = subprocess.Popen([sys.executable, str(HERE / "stress_watcher.py"), str(ctl),
+                                *map(str, roots)], env=helper_env, stderr=watcher_err,
                                stdout=subprocess.DEVNULL)
     reader_out, reader_stop = tmp / "reader.jsonl", tmp / "reader.stop"
     reader_err = open(tmp / "reader.err", "wb")
@@ -236,12 +267,12 @@ def run(tmp: Path, seconds: float, brk: str | None = None, seed: int | None = No
         _poll(lambda: (ctl / "ready").exists() or watcher.poll() is not None, 120,
               "the watcher set up inotify")
         assert watcher.poll() is None, (tmp / "watcher.err").read_text()[-3000:]
-        reader = subprocess.Popen([sys.executable, str(HERE / "stress_reader.py"), str(root),
-                                   str(reader_out), str(reader_stop)], env=helper_env,
-                                  stderr=reader_err, stdout=subprocess.DEVNULL)
+        reader = subprocess.Popen([sys.executable, str(HERE / "stress_reader.py"),
+                                   str(reader_out), str(reader_stop), *map(str, roots)],
+                                  env=helper_env, stderr=reader_err, stdout=subprocess.DEVNULL)
         _poll(lambda: reader_out.exists() or reader.poll() is not None, 120,
               "the reader started")
-        zygote = Zygote(root, logs, project, tmp / "workers.err", env)
+        zygote = Zygote(roots, logs, project, tmp / "workers.err", env)
         gens = [0] * workers
         for i in range(workers):
             pids[i] = zygote.spawn(i, 0, rng.randrange(2**32))
@@ -283,7 +314,7 @@ def run(tmp: Path, seconds: float, brk: str | None = None, seed: int | None = No
             outcome.violations.append(Violation("watcher", "the watcher died: " + (
                 tmp / "watcher.err").read_text()[-2000:]))
         else:
-            _compare_watcher(root, ctl, outcome)
+            _compare_watcher(roots, ctl, outcome)
     finally:
         for pid in pids.values():  # only when something above failed: our workers, by pid
             try:
@@ -311,13 +342,19 @@ def run(tmp: Path, seconds: float, brk: str | None = None, seed: int | None = No
                                             + outcome.worker_errors[-1500:]))
 
     # -- the audit ---------------------------------------------------------------------------
-    audit = audit_home(root, logs)
+    audit = audit_home(roots, logs)
     outcome.violations += audit.violations
+    if audit.backend.name != outcome.ledger:  # e.g. CAPTAIN_LEDGER_URL set around the test
+        outcome.violations.append(Violation("audit_error", f"the audit read the ledger from "
+                                            f"{audit.backend.name}, the workers from "
+                                            f"{outcome.ledger}"))
     outcome.stats.update(
         chaos_seconds=round(chaos, 1), total_seconds=round(time.monotonic() - started, 1),
         operations_checked=audit.checked, ops=dict(sorted(audit.ops.items())),
         refusals=dict(sorted(audit.refusals.items())), stale_refused=audit.stale_refused,
         files=audit.files, temp_files_left=audit.temps,
         crews=len(audit.crew_events), work_items=len(audit.items),
-        peak_slots_held=getattr(audit, "peak_slots", None))
+        slots=getattr(audit, "slots", None), peak_slots_held=getattr(audit, "peak_slots", None),
+        slots_filled=getattr(audit, "full", None),
+        cross_worker=dict(sorted(audit.cross.items())))
     return outcome

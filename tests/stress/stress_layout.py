@@ -77,6 +77,8 @@ def classify(parts: tuple[str, ...]) -> str | None:
         return None
     if top == "ledger" and n == 3 and parts[1] == "open" and WORK_ID.fullmatch(name):
         return "open_marker"
+    if top == "work-seen" and n == 2 and WORK_ID.fullmatch(name):
+        return "work_seen"  # a shared ledger's item, noted in the home (Home.work_seen_path)
     return None
 
 
@@ -110,9 +112,9 @@ def parse(kind: str, data: bytes):
     """The parsed record (or a marker value); raises ``Unreadable`` when it is not whole."""
     if kind in ("lock", "quarantined"):
         return None
-    if kind == "open_marker":
+    if kind in ("open_marker", "work_seen"):
         if data:
-            raise Unreadable(f"an open marker holds {len(data)} bytes")
+            raise Unreadable(f"an empty marker ({kind}) holds {len(data)} bytes")
         return None
     try:
         text = data.decode("utf-8")
@@ -136,6 +138,21 @@ def parse(kind: str, data: bytes):
 
 def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def prefix_of(roots: list, root) -> str:
+    """How paths under ``root`` are named when several homes are watched or read at once:
+    each home's paths start with its directory's name (one home: none)."""
+    return "" if len(roots) == 1 else os.path.basename(os.path.realpath(root)) + os.sep
+
+
+def rescan_homes(roots: list) -> dict[str, str]:
+    """``rescan`` of every home in ``roots``, each one's paths named by ``prefix_of``."""
+    out = {}
+    for root in roots:
+        prefix = prefix_of(roots, root)
+        out.update({prefix + rel: h for rel, h in rescan(root).items()})
+    return out
 
 
 def rescan(root: Path | str) -> dict[str, str]:

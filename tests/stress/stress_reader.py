@@ -1,11 +1,13 @@
 """The reader: parses every file in the home, pass after pass, while workers write and die.
 
-``python stress_reader.py HOME OUT STOP``. Each pass walks the home and parses every
-non-temp file with its record's model (``stress_layout.parse``). A file that does not parse
-— torn, half-written, empty, garbage — is a violation, as is a file in ``quarantine/`` or
-one the layout does not know; each is written to OUT as one JSON line (once per path and
-content). The reader itself must never crash: an unexpected error is recorded and the pass
-goes on. When the file STOP exists it finishes the pass and writes a ``summary`` line.
+``python stress_reader.py OUT STOP HOME...``. Each pass walks each home and parses every
+non-temp file with its record's model (``stress_layout.parse``); with several homes (two
+hosts sharing a PostgreSQL ledger) a path is named with its home's directory first. A file
+that does not parse — torn, half-written, empty, garbage — is a violation, as is a file
+in ``quarantine/`` or one the layout does not know; each is written to OUT as one JSON line
+(once per path and content). The reader itself must never crash: an unexpected error is
+recorded and the pass goes on. When the file STOP exists it finishes the pass and writes a
+``summary`` line.
 """
 
 from __future__ import annotations
@@ -17,10 +19,10 @@ import time
 import traceback
 
 import stress_layout
-from stress_layout import Unreadable, classify, is_temp, parse, read_bytes
+from stress_layout import Unreadable, classify, is_temp, parse, prefix_of, read_bytes
 
 
-def main(root: str, out_path: str, stop: str) -> None:
+def main(out_path: str, stop: str, *roots: str) -> None:
     out = os.open(out_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
 
     def emit(**entry) -> None:
@@ -35,13 +37,14 @@ def main(root: str, out_path: str, stop: str) -> None:
     while True:
         last = os.path.exists(stop)  # the pass that starts after STOP is the final one
         try:
-            for dirpath, _dirnames, filenames in os.walk(root):
+            for root, dirpath, filenames in _walk(roots):
                 rel_dir = os.path.relpath(dirpath, root)
                 for name in filenames:
                     if is_temp(name):
                         continue
-                    rel = name if rel_dir == "." else os.path.join(rel_dir, name)
-                    kind = classify(tuple(rel.split(os.sep)))
+                    local = name if rel_dir == "." else os.path.join(rel_dir, name)
+                    rel = prefix_of(roots, root) + local
+                    kind = classify(tuple(local.split(os.sep)))
                     if kind in (None, "quarantined"):
                         if (rel, "") not in seen:
                             seen.add((rel, ""))
@@ -72,5 +75,11 @@ def main(root: str, out_path: str, stop: str) -> None:
          seconds=round(time.monotonic() - started, 1))
 
 
+def _walk(roots):
+    for root in roots:
+        for dirpath, _dirnames, filenames in os.walk(root):
+            yield root, dirpath, filenames
+
+
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    main(*sys.argv[1:])

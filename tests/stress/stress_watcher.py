@@ -1,6 +1,8 @@
 """The watcher: an index of the home (path -> sha256) kept up to date from watchfiles.
 
-``python stress_watcher.py HOME CTL``. Like the cockpit, it treats watchfiles as a hint:
+``python stress_watcher.py CTL HOME...``: one watcher over every home (with several, two
+hosts sharing a PostgreSQL ledger, a path is named with its home's directory first:
+``stress_layout.prefix_of``). Like the cockpit, it treats watchfiles as a hint:
 
 - a full rescan once inotify is set up (the first yield), and after any watcher error
   (then a new watcher);
@@ -27,7 +29,7 @@ import time
 import traceback
 
 import watchfiles
-from stress_layout import Unreadable, digest, is_temp, read_bytes
+from stress_layout import Unreadable, digest, is_temp, prefix_of, read_bytes
 
 
 class Flag:
@@ -40,8 +42,12 @@ class Flag:
         return os.path.exists(self.path)
 
 
-def main(root: str, ctl: str) -> None:
-    root = os.path.realpath(root)
+def main(ctl: str, *homes: str) -> None:
+    roots = [os.path.realpath(h) for h in homes]
+    # index keys: relative to the home, or to the homes' directory with the home's name first
+    base = roots[0] if len(roots) == 1 else os.path.dirname(roots[0])
+    assert all(prefix_of(roots, r) == ("" if len(roots) == 1 else
+                                       os.path.relpath(r, base) + os.sep) for r in roots)
     stop = Flag(os.path.join(ctl, "stop"))
     index: dict[str, str] = {}
     stats = {"batches": 0, "paths": 0, "rescans": 0, "dir_rescans": 0, "errors": 0,
@@ -54,15 +60,15 @@ def main(root: str, ctl: str) -> None:
         except Unreadable:
             data = b"<unreadable>"
         if data is None:
-            index.pop(os.path.relpath(path, root), None)
+            index.pop(os.path.relpath(path, base), None)
         else:
-            index[os.path.relpath(path, root)] = digest(data)
+            index[os.path.relpath(path, base)] = digest(data)
 
     def scan(top: str) -> None:
-        rel_top = os.path.relpath(top, root)
+        rel_top = os.path.relpath(top, base)
         prefix = "" if rel_top == "." else rel_top + os.sep
         for rel in [r for r in index if r.startswith(prefix)]:
-            if not os.path.lexists(os.path.join(root, rel)):
+            if not os.path.lexists(os.path.join(base, rel)):
                 del index[rel]
         for dirpath, _dirnames, filenames in os.walk(top):
             for name in filenames:
@@ -78,7 +84,7 @@ def main(root: str, ctl: str) -> None:
         elif os.path.lexists(path):
             put(path)
         else:
-            rel = os.path.relpath(path, root)
+            rel = os.path.relpath(path, base)
             index.pop(rel, None)
             for other in [r for r in index if r.startswith(rel + os.sep)]:
                 del index[other]
@@ -102,13 +108,14 @@ def main(root: str, ctl: str) -> None:
     while not stop.is_set():
         try:
             first = True
-            for batch in watchfiles.watch(root, watch_filter=None, debounce=200, step=20,
+            for batch in watchfiles.watch(*roots, watch_filter=None, debounce=200, step=20,
                                           rust_timeout=100, yield_on_timeout=True,
                                           raise_interrupt=False, stop_event=stop):
                 if first:  # inotify is set up: whatever happened before, a rescan finds
                     first = False
                     stats["rescans"] += 1
-                    scan(root)
+                    for root in roots:
+                        scan(root)
                     if not ready:
                         ready = True
                         with open(os.path.join(ctl, "ready"), "w") as f:
@@ -126,4 +133,4 @@ def main(root: str, ctl: str) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:3])
+    main(*sys.argv[1:])

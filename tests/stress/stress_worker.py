@@ -15,6 +15,13 @@ A new life continues from its log (its crews and items) and reads every state it
 from the home, as a person at a terminal would: the log is behind the home by at most the
 one operation the kill interrupted.
 
+With several homes sharing one PostgreSQL ledger (two hosts), worker ``w<IDX>`` lives in
+home ``IDX mod homes``: its crews, mail and notifications are that home's files, its work
+items the shared ledger's. There a worker also acts on the other workers' items, across
+hosts, the way the ledger allows anyone to: it replays their finished items (the replay is
+its own) and tries stale reports and heartbeats on their taken-over attempts, which the
+fence must refuse whichever host holds the attempt.
+
 ``CAPTAIN_STRESS_BREAK`` switches on a negative control, inside this process only:
 
 - ``in-place``: the store writes records in place (open, write half, pause, write the
@@ -52,6 +59,10 @@ MAX_CREWS = 5  # live crews per worker
 MAX_OPEN_ITEMS = 6  # unfinished chat items per worker
 KEEP_RETIRED = 8  # dismissed crews remembered for re-recruiting and acks
 TEAR_PAUSE = 0.003  # in-place control: seconds between the two halves of a record
+# a stale attempt acts at a generation below the current one, on a running item at this
+# generation or more: 2 (an attempt taken over by a retry's claim); the no-fence control
+# also uses 1 (generation 0, before any claim), so it is caught within seconds
+STALE_FROM = 2
 
 # how often each kind is picked when it has a target (a stale attempt needs a retried item
 # that is running again, which is rare: when there is one, it is likely to be tried)
@@ -114,6 +125,8 @@ def apply_break(mode: str) -> None:
         Store.create_once = _create_once_in_place
     elif mode == "no-fence":
         ledger._fenced = lambda item, generation, what: None
+        global STALE_FROM
+        STALE_FROM = 1  # the first claim's item is a target too: caught in a short run
     else:
         raise SystemExit(f"{BREAK_ENV}={mode!r} is not one of {', '.join(BREAKS)}")
 
@@ -123,9 +136,10 @@ def apply_break(mode: str) -> None:
 
 class Worker:
     def __init__(self, idx: int, gen: int, root: Path, logs: Path, project: Path,
-                 seed: int) -> None:
+                 seed: int, shared: bool = False) -> None:
         self.idx, self.gen, self.me = idx, gen, f"w{idx}"
         self.root = root
+        self.shared = shared  # the ledger is shared with workers of another home
         self.home = Home(root)
         self.project = str(project)
         self.rng = random.Random(seed)
@@ -464,12 +478,20 @@ class Worker:
                  outcome=outcome, state=got.state)
         return True
 
+    def _theirs(self) -> list:
+        """Other workers' chat items running at generation 2 or more (any home's)."""
+        return [i for i in ledger.held(self.home) if i.state == "running"
+                and i.generation >= 2 and i.source == "chat" and i.requester != self.me]
+
     def op_stale(self) -> bool:
         """Act for an attempt that was taken over: the fence must refuse it."""
-        item = self.pick(self._mine("running", min_generation=2))
+        if self.shared and self.rng.random() < 0.4:
+            item = self.pick(self._theirs())  # an attempt another host's worker holds
+        else:
+            item = self.pick(self._mine("running", min_generation=STALE_FROM))
         if item is None:
             return False
-        old = self.rng.randrange(1, item.generation)
+        old = self.rng.randrange(STALE_FROM - 1, item.generation)
         kind = self.rng.choice(["report", "heartbeat"])
         try:
             if kind == "report":
@@ -512,7 +534,12 @@ class Worker:
     def op_replay(self) -> bool:
         if len(self.items) >= MAX_OPEN_ITEMS:
             return False
-        original = self.pick(self.finished)
+        if self.shared and self.rng.random() < 0.3:  # another worker's, maybe another host's
+            done = [i.work_id for state in sorted(TERMINAL) for i in ledger.page(
+                self.home, state=state, source="chat", limit=20)[0] if i.requester != self.me]
+            original = self.pick(done)
+        else:
+            original = self.pick(self.finished)
         if original is None:
             return False
         got = replay.replay(self.home, original, actor=self.me, reason="run it again")
@@ -524,8 +551,19 @@ class Worker:
 # -- the zygote ---------------------------------------------------------------------------------
 
 
-def zygote(root: Path, logs: Path, project: Path) -> None:
+def _warm_up_ledger(roots: tuple[Path, ...]) -> None:
+    """Import the PostgreSQL driver and backend now when a home's ledger is a database, so
+    no forked life pays for it (nothing connects here: each life opens its own)."""
+    if any(ledger.backend_for(Home(root)).name != "files" for root in roots):
+        from state.work import postgres
+
+        postgres.driver()
+        import psycopg.types.json  # noqa: F401 - what the backend's writes use
+
+
+def zygote(logs: Path, project: Path, *roots: Path) -> None:
     stress_layout.warm_up()
+    _warm_up_ledger(roots)
     for line in sys.stdin:
         cmd, *args = line.split()
         if cmd == "spawn":
@@ -537,7 +575,8 @@ def zygote(root: Path, logs: Path, project: Path) -> None:
                     os.dup2(devnull, 0)
                     os.dup2(devnull, 1)
                     apply_break(os.environ.get(BREAK_ENV, ""))
-                    Worker(idx, gen, root, logs, project, seed).run()
+                    Worker(idx, gen, roots[idx % len(roots)], logs, project, seed,
+                           shared=len(roots) > 1).run()
                 except BaseException:  # noqa: BLE001 - see the comment below
                     traceback.print_exc()
                     sys.stderr.flush()
@@ -552,4 +591,4 @@ def zygote(root: Path, logs: Path, project: Path) -> None:
 
 
 if __name__ == "__main__":
-    zygote(*(Path(a) for a in sys.argv[1:4]))
+    zygote(*(Path(a) for a in sys.argv[1:]))
