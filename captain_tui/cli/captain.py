@@ -164,7 +164,6 @@ def cmd_wait(args, out: Out) -> int:
 def cmd_status(args, out: Out) -> int:
     from captain_tui.runtime import doorbell
     from state.crew import protocol
-    from state.work import tokens
 
     home = home_of(args)
     ctx = caller()
@@ -188,7 +187,7 @@ def cmd_status(args, out: Out) -> int:
             "gate": stamp.gate if live else None,
             "held_since": stamp.held_since.isoformat() if live and stamp.held_since else None,
             "head": stamp.head if live else None}
-    workspace = tokens.workspace_id(home)
+    workspace = _workspace(home)
     if not rows:
         out.ok({"crew": [], "workspace_id": workspace, **where},
                f"Home: {home.root}\n{ledger_line}\nNo crew yet. Recruit one: captain crew "
@@ -204,6 +203,19 @@ def cmd_status(args, out: Out) -> int:
     out.ok({"crew": rows, "workspace_id": workspace, **where},
            table(lines) + f"\n\n{ledger_line}\nHome: {home.root}")
     return 0
+
+
+def _workspace(home) -> str | None:
+    """The workspace ID, for status; None when the ledger cannot say (a bad URL, a database
+    that is unreachable or not migrated: ``_ledger`` reports the URL, and status still
+    answers) or, read-only as status is, when none was minted yet."""
+    from state.errors import CaptainError
+    from state.work import tokens
+
+    try:
+        return tokens.workspace_id(home)
+    except CaptainError:
+        return None
 
 
 def _ledger(home) -> tuple[dict, str]:

@@ -32,10 +32,14 @@ def cmd_tokens_create(args, out) -> int:
     from state.work import tokens
 
     captain_only("tokens create")
-    record, secret = tokens.create(home_of(args), args.role, args.label)
+    home = home_of(args)
+    record, secret = tokens.create(home, args.role, args.label)
+    shared = _shared_ledger(home)
+    where = f" in the PostgreSQL ledger at {shared}, where every home on it accepts it" \
+        if shared else ""
     out.ok({"token": secret, "token_id": record.token_id, "role": record.role},
-           f"{secret}\n\nThis is the only time the token is shown; it is stored hashed. "
-           f"Token {record.token_id}, role {record.role}. Send it as "
+           f"{secret}\n\nThis is the only time the token is shown; it is stored hashed"
+           f"{where}. Token {record.token_id}, role {record.role}. Send it as "
            "'Authorization: Bearer <token>'.")
     return 0
 
@@ -47,12 +51,18 @@ def cmd_tokens_list(args, out) -> int:
     home = home_of(args)
     rows = [r.model_dump(mode="json", exclude={"schema_", "sha256"})
             for r in tokens.records(home)]
+    shared = _shared_ledger(home)
+    where = f"in the PostgreSQL ledger at {shared}, shared by every home on it" if shared \
+        else ""
     if not rows:
-        out.ok({"tokens": []}, "No tokens yet: captain tokens create --role manager|member")
+        out.ok({"tokens": []}, "No tokens yet: captain tokens create --role manager|member"
+               + (f"\n(Tokens are kept {where}.)" if shared else ""))
         return 0
     lines = [f"{r['token_id']}  {r['role']:<7}  created {r['created_at'][:19]}  "
              + (f"REVOKED {r['revoked_at'][:19]}" if r["revoked_at"] else "live")
              + (f"  {r['label']}" if r["label"] else "") for r in rows]
+    if shared:
+        lines.append(f"(Kept {where}.)")
     out.ok({"tokens": rows}, "\n".join(lines))
     return 0
 
@@ -61,10 +71,23 @@ def cmd_tokens_revoke(args, out) -> int:
     from state.work import tokens
 
     captain_only("tokens revoke")
-    record = tokens.revoke(home_of(args), args.token_id)
+    home = home_of(args)
+    record = tokens.revoke(home, args.token_id)
+    shared = _shared_ledger(home)
+    who = f"every home on the PostgreSQL ledger at {shared} refuses it" if shared \
+        else "it is refused"
     out.ok({"token_id": record.token_id, "revoked_at": record.revoked_at.isoformat()},
-           f"Revoked {record.token_id}; it is refused from now on.")
+           f"Revoked {record.token_id}; {who} from now on.")
     return 0
+
+
+def _shared_ledger(home) -> str | None:
+    """The PostgreSQL ledger that keeps the home's tokens (its URL, the password redacted),
+    shared by every home on it; None when they are in the home's files."""
+    from state.work.backend import backend_for
+
+    chosen = backend_for(home)
+    return chosen.location.shown if chosen.name == "postgresql" else None
 
 
 def _port(text: str) -> int:

@@ -24,8 +24,9 @@ SCHEMES = ("postgresql", "postgres")
 REDACTED = "***"
 # What of the ledger a PostgreSQL URL moves there today (state/work/pg_backend.py); the
 # rest stays in the file home until it is moved behind the interface too, and status says so.
-ON_POSTGRES = ("work items", "events", "attempts", "leases")
-STILL_IN_FILES = ("webhook deliveries", "raw bodies", "API tokens")
+ON_POSTGRES = ("work items", "events", "attempts", "leases", "API tokens", "the workspace ID",
+               "webhook deliveries", "raw bodies")
+STILL_IN_FILES: tuple[str, ...] = ()
 MAX_URL = 4096
 _UNSAFE = re.compile(r"[\x00-\x20\x7f-\x9f]")
 _BAD_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
@@ -58,8 +59,10 @@ class LedgerLocation:
         where = {ENV: ENV, "config.toml": "[ledger] url in config.toml"}.get(
             self.origin, self.origin)
         text = f"PostgreSQL at {self.shown} (from {where})"
-        return (text + f": {', '.join(ON_POSTGRES)} there; "
-                f"{', '.join(STILL_IN_FILES)} still in the file home ({self.home})")
+        text += f": {', '.join(ON_POSTGRES)} there"
+        if STILL_IN_FILES:
+            text += f"; {', '.join(STILL_IN_FILES)} still in the file home ({self.home})"
+        return text
 
     def as_json(self) -> dict:
         """For ``captain status --json`` (beside its ``home``: a file ledger is that home)."""

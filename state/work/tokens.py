@@ -1,8 +1,18 @@
-"""API tokens and the workspace a home is.
+"""API tokens and the workspace a home is: the rules, written once, above two stores.
 
-A token is shown once, at creation, and stored only as its SHA-256: ``tokens/<id>.json``
-keeps the id, role, label, hash and (once revoked) when. A token reads
-``cpt_<id>_<secret>``; the id finds the record, the secret is compared in constant time.
+A token is shown once, at creation, and stored only as its SHA-256, with its id, role,
+label and (once revoked) when. A token reads ``cpt_<id>_<secret>``; the id finds the record
+(one read: a file, or one primary-key lookup), the secret is compared in constant time. A
+revoke is idempotent (the first one's time stays). The workspace ID is minted once, on
+first use; a read-only look at a home that has none mints nothing (None).
+
+Where they are stored follows the work ledger (``state.work.backend.backend_for``, the one
+place that decides, in ``store_for``), through a ``TokenStore``
+(``state.work.token_store``): the home's files (``FileTokens``: ``tokens/<id>.json`` and
+``workspace.json``), or, when the ledger is PostgreSQL, its database
+(``state.work.pg_tokens``: ``api_tokens`` and ``ledger_meta``). Every home pointed at one
+database is then one workspace: a token created through one is accepted by every other,
+and revoked through any is refused by all, at their next request.
 """
 
 from __future__ import annotations
@@ -10,58 +20,49 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from datetime import datetime
 
 from state.clock import now
 from state.errors import CaptainError
 from state.home import Home
 from state.ids import new_id
-from state.models import Record
-from state.store import encode
 from state.work.ledger import check_name
+from state.work.token_store import FileTokens, TokenStore
+from state.work.token_store import Token as Token
+from state.work.token_store import Workspace as Workspace
 
 ROLES = ("member", "manager")  # each may do what the roles before it may
 PREFIX = "cpt"
 WORKSPACE = "ws"
 
 
-class Token(Record):
-    token_id: str
-    role: str
-    label: str | None = None
-    sha256: str
-    created_at: datetime
-    revoked_at: datetime | None = None
+def store_for(home: Home) -> TokenStore:
+    """The home's token store: where its work ledger is (``backend_for`` decides); the
+    PostgreSQL one is imported only then."""
+    from state.work.backend import backend_for
 
+    chosen = backend_for(home)
+    if chosen.name == "postgresql":
+        from state.work.pg_tokens import PostgresTokens
 
-class Workspace(Record):
-    workspace_id: str
-    created_at: datetime
+        return PostgresTokens(chosen)
+    return FileTokens(home)
 
 
 def workspace_id(home: Home) -> str | None:
     """This home's workspace ID, minted once (create-once) on first use; None in a
     read-only look at a home that has none yet (a read mints nothing)."""
-    path = home.root / "workspace.json"
-    record = home.store.read(path, Workspace)
+    store = store_for(home)
+    record = store.workspace()
     if record is None and home.read_only:
         return None
     if record is None:
-        home.store.create_once(path, encode(Workspace(workspace_id=new_id(WORKSPACE),
-                                                      created_at=now())),
-                               same=lambda old, new: True)
-        record = home.store.read(path, Workspace)
-    if record is None:
-        raise CaptainError("store_error", "workspace.json could not be read back.")
+        record = store.mint_workspace(Workspace(workspace_id=new_id(WORKSPACE),
+                                                created_at=now()))
     return record.workspace_id
 
 
 def _digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
-
-
-def _path(home: Home, token_id: str):
-    return home.store.dir("tokens") / f"{token_id}.json"
 
 
 def _check_id(token_id: str) -> None:
@@ -80,23 +81,24 @@ def create(home: Home, role: str, label: str | None = None) -> tuple[Token, str]
     secret = secrets.token_urlsafe(32)
     record = Token(token_id=token_id, role=role, label=label, sha256=_digest(secret),
                    created_at=now())
-    home.store.create_once(_path(home, token_id), encode(record))
+    store_for(home).add(record)
     return record, f"{PREFIX}_{token_id}_{secret}"
 
 
 def records(home: Home) -> list[Token]:
-    return home.store.records(home.store.dir("tokens"), Token)
+    return store_for(home).records()
 
 
 def revoke(home: Home, token_id: str) -> Token:
     _check_id(token_id)
-    with home.store.lock("tokens"):
-        record = home.store.read(_path(home, token_id), Token)
+    store = store_for(home)
+    with store.locked(token_id):
+        record = store.get(token_id)
         if record is None:
             raise CaptainError("unknown_token", f"there is no token {token_id}.")
         if record.revoked_at is None:
             record = record.model_copy(update=dict(revoked_at=now()))
-            home.store.publish(_path(home, token_id), encode(record))
+            store.replace(record)
         return record
 
 
@@ -115,7 +117,7 @@ def verify(home: Home, presented: str) -> Token | None:
         _check_id(token_id)
     except CaptainError:
         return None
-    record = home.store.read(_path(home, token_id), Token)
+    record = store_for(home).get(token_id)
     if record is None or record.revoked_at is not None:
         return None
     if not hmac.compare_digest(record.sha256, _digest(secret)):
