@@ -48,7 +48,11 @@ def bodies(home: Home) -> dict[str, bytes]:
             folder = Path(home.root) / "delivery-bodies"
             if not folder.exists():
                 return {}
-            return {p.name.split("-")[0]: p.read_bytes() for p in sorted(folder.iterdir())}
+            held = {}
+            for path in sorted(folder.iterdir()):
+                with contextlib.suppress(FileNotFoundError):  # purged while we list: gone
+                    held[path.name.split("-")[0]] = path.read_bytes()
+            return held
         return {r[0]: bytes(r[1]) for r in db.execute(
             "SELECT delivery_id, body FROM delivery_bodies ORDER BY delivery_id")}
 
