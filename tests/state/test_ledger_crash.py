@@ -31,6 +31,7 @@ at any of its crash points it leaves nothing, and the redelivery makes exactly o
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -676,11 +677,13 @@ def test_every_ledger_op_has_its_crash_points_on_postgresql() -> None:
         <= steps and "accepted:after-input" in steps
 
 
-@pytest.mark.parametrize("scenario", PG_SCENARIOS, ids=lambda s: s.id)
-def test_crash_point_on_postgresql(tmp_path: Path, scenario: Scenario, pg_ledgers) -> None:
+@contextlib.contextmanager
+def prepared_on_postgresql(tmp_path: Path, scenario: Scenario, pg_ledgers):
+    """A home on a fresh ledger of the module's database with the scenario's preparation
+    done: ``(root, project, work_id, generations, before)``; the ledger is forgotten after."""
     Store.reported()
     root = tmp_path / "home"
-    home = Home(root)
+    Home(root)
     url = pg_ledgers.fresh_url()
     (root / "config.toml").write_text(CONFIG + "\n[ledger]\n" + pg_ledgers.config(url))
     project = tmp_path / "project"
@@ -691,8 +694,16 @@ def test_crash_point_on_postgresql(tmp_path: Path, scenario: Scenario, pg_ledger
         for op, kwargs in scenario.prepare:
             OPS[op](home, **fill(kwargs, work_id, project))
         generations = {w: ledger.get(home, w).generation for w in ledger.all_ids(home)}
-        before = set(ledger.all_ids(home))
-        was = ledger.load(home, work_id)
+        yield root, project, work_id, generations, set(ledger.all_ids(home))
+    finally:
+        pg_ledgers.forget(url)
+
+
+@pytest.mark.parametrize("scenario", PG_SCENARIOS, ids=lambda s: s.id)
+def test_crash_point_on_postgresql(tmp_path: Path, scenario: Scenario, pg_ledgers) -> None:
+    with prepared_on_postgresql(tmp_path, scenario, pg_ledgers) as prepared:
+        root, project, work_id, generations, before = prepared
+        was = ledger.load(Home(root), work_id)
         kwargs = fill(scenario.kwargs, work_id, project)
 
         run_child(root, scenario.step, scenario.op, kwargs)
@@ -706,8 +717,6 @@ def test_crash_point_on_postgresql(tmp_path: Path, scenario: Scenario, pg_ledger
         check(home, scenario, work_id, kwargs, before, generations, project,
               visible=was.state if was else None)
         audit(home, generations)
-    finally:
-        pg_ledgers.forget(url)
 
 
 # -- a webhook intake's crash points on PostgreSQL ---------------------------------------------
@@ -811,20 +820,8 @@ def notes_never_lie(home: Home) -> None:
 @pytest.mark.parametrize("scenario", PG_CREW, ids=lambda s: s.id)
 def test_crew_crash_point_on_postgresql(tmp_path: Path, scenario: Scenario,
                                         pg_ledgers) -> None:
-    Store.reported()
-    root = tmp_path / "home"
-    Home(root)
-    url = pg_ledgers.fresh_url()
-    (root / "config.toml").write_text(CONFIG + "\n[ledger]\n" + pg_ledgers.config(url))
-    project = tmp_path / "project"
-    project.mkdir()
-    work_id = new_id(ledger.WORK)
-    home = Home(root)
-    try:
-        for op, kwargs in scenario.prepare:
-            OPS[op](home, **fill(kwargs, work_id, project))
-        generations = {w: ledger.get(home, w).generation for w in ledger.all_ids(home)}
-        before = set(ledger.all_ids(home))
+    with prepared_on_postgresql(tmp_path, scenario, pg_ledgers) as prepared:
+        root, project, work_id, generations, before = prepared
         kwargs = fill(scenario.kwargs, work_id, project)
 
         run_child(root, scenario.step, scenario.op, kwargs)
@@ -839,5 +836,3 @@ def test_crew_crash_point_on_postgresql(tmp_path: Path, scenario: Scenario,
         check(home, scenario, work_id, kwargs, before, generations, project)
         audit(home, generations)
         notes_never_lie(home)
-    finally:
-        pg_ledgers.forget(url)
