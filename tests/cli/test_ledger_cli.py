@@ -14,6 +14,7 @@ import re
 from datetime import datetime, timedelta
 
 import pytest
+from support import deliveries as delivery_store
 from support.cli import Run, ok, refused
 from support.ledger_backends import (  # noqa: F401
     ON_BOTH,
@@ -35,9 +36,10 @@ BODY = '{"marker": "RAW-WEBHOOK-BODY-NEVER-PRINTED-5d1e", "token": "hunter2"}'
 
 @pytest.fixture
 def run(cli, cli_ledger):  # noqa: F811
-    """The ``cli`` fixture, asserting on every call that no traceback reached a person. The
-    ledger is the home's files; a test marked ``ON_BOTH`` runs again on a fresh PostgreSQL
-    ledger (``CAPTAIN_LEDGER_URL`` in every process, this one's in-process calls too)."""
+    """The ``cli`` fixture, asserting on every call that no traceback reached a person. Every
+    test here is marked ``ON_BOTH``: it runs on the home's files, and again on a fresh
+    PostgreSQL ledger (``CAPTAIN_LEDGER_URL`` in every process, this one's in-process calls
+    too)."""
     return Run(cli)
 
 
@@ -113,6 +115,7 @@ def crew_done(run, recruit: dict, report: str = "Changed x; tests pass"):
 # -- refusals -------------------------------------------------------------------------------
 
 
+@ON_BOTH
 def test_invalid_filter_is_a_refusal_never_an_empty_page(run):
     submit(run)
     typo, source, zero, over, after = run.many(
@@ -144,6 +147,7 @@ def test_invalid_filter_is_a_refusal_never_an_empty_page(run):
     refused_human(run("deliveries", "list", "--source-delivery-id", "abc"), "invalid_filter")
 
 
+@ON_BOTH
 def test_unknown_work_for_every_command(run):
     known = submit(run)["work_id"]
     unknown = "wrk_01JAAAAAAAAAAAAAAAAAAAAAAA"  # well-formed, never created
@@ -202,6 +206,7 @@ def test_stale_generation_after_a_retry_reclaims_the_item(run):
     assert done["state"] == "succeeded"
 
 
+@ON_BOTH
 def test_not_running(run):
     queued = submit(run)["work_id"]
     beat, report = run.many(
@@ -222,6 +227,7 @@ def test_not_running(run):
     assert show(run, queued)["state"] == "queued"
 
 
+@ON_BOTH
 def test_not_queued(run):
     err = refused(run("work", "claim", "--json"), "not_queued")
     assert "no work item is queued" in err["message"]
@@ -252,6 +258,7 @@ def test_no_capacity(run, home):
     assert claim(run)["item"]["work_id"] == b
 
 
+@ON_BOTH
 def test_not_finished(run):
     queued = submit(run)["work_id"]
     live = running_item(run)["work_id"]
@@ -264,6 +271,7 @@ def test_not_finished(run):
     assert len(items(run)) == 3  # no replay was created
 
 
+@ON_BOTH
 def test_payload_expired_names_the_expiry(run, home):
     configure(home, "[endpoints.gh]\nretention_days = 0\n\n[endpoints.keep]\n")
     got = ok(run("deliveries", "ingest", "--endpoint", "gh", "--delivery-id", "d-1", "--event",
@@ -297,6 +305,7 @@ def test_payload_expired_names_the_expiry(run, home):
     assert replayed["delivery_id"] == kept["delivery_id"] and replayed["source"] == "webhook"
 
 
+@ON_BOTH
 def test_evidence_required(run):
     stuck = reconciling_item(run)
     wid, gen = stuck["work_id"], str(stuck["generation"])
@@ -326,6 +335,7 @@ def test_evidence_required(run):
     assert len(items(run)) == 1
 
 
+@ON_BOTH
 def test_not_reconciling_and_stale_resolve(run):
     queued = submit(run)["work_id"]
     live = running_item(run)["work_id"]
@@ -347,6 +357,7 @@ def test_not_reconciling_and_stale_resolve(run):
     assert show(run, stuck)["state"] == "failed"
 
 
+@ON_BOTH
 def test_delivery_conflict(run, home):
     configure(home, "[endpoints.gh]\n")
     first = ok(run("deliveries", "ingest", "--endpoint", "gh", "--delivery-id", "abc",
@@ -362,6 +373,7 @@ def test_delivery_conflict(run, home):
     assert len(items(run)) == 1
 
 
+@ON_BOTH
 def test_unknown_endpoint(run, home):
     configure(home, "[endpoints.gh]\n")
     for name in ("github", "../gh", ""):
@@ -376,11 +388,13 @@ def test_unknown_endpoint(run, home):
     assert items(run) == []
 
 
+@ON_BOTH
 def test_unknown_delivery(run):
     for did in ("whd_AAAAAAAA", "nope"):
         refused(run("deliveries", "show", did, "--json"), "unknown_delivery")
 
 
+@ON_BOTH
 def test_crew_may_not_run_captain_ledger_commands(run):
     r = recruit_no_launch(run, "Jack")
     wid = r["work_id"]
@@ -392,6 +406,7 @@ def test_crew_may_not_run_captain_ledger_commands(run):
     assert show(run, wid)["state"] == "running"
 
 
+@ON_BOTH
 def test_usage_errors_exit_2(run):
     wid = "wrk_01JAAAAAAAAAAAAAAAAAAAAAAA"
     cases = [
@@ -618,6 +633,7 @@ def test_resolve_frees_the_slot(run, home):
 # -- deliveries -----------------------------------------------------------------------------
 
 
+@ON_BOTH
 def test_deliveries_ingest_duplicate_filter_and_identity(run, home):
     configure(home, '[endpoints.gh]\nevents = ["push"]\n\n[endpoints.other]\n')
     first = ok(run("deliveries", "ingest", "--endpoint", "gh", "--delivery-id", "d-1",
@@ -684,12 +700,12 @@ def test_deliveries_ingest_duplicate_filter_and_identity(run, home):
     assert sorted(ids) == sorted(by_id) and page2["next_cursor"] is None
 
 
+@ON_BOTH
 def test_deliveries_never_print_the_body(run, home):
     configure(home, "[endpoints.gh]\n")
     d = ok(run("deliveries", "ingest", "--endpoint", "gh", "--delivery-id", "d-1", "--json",
                stdin=BODY))["delivery"]
-    held = (home.root / "delivery-bodies" / f"{d['delivery_id']}-{d['body_sha256'][:32]}.body")
-    assert held.read_text() == BODY
+    assert delivery_store.bodies(home)[d["delivery_id"]] == BODY.encode()  # files or rows
     outputs = [run("deliveries", "show", d["delivery_id"], "--json"),
                run("deliveries", "show", d["delivery_id"]),
                run("deliveries", "list", "--json"), run("deliveries", "list"),
@@ -736,6 +752,7 @@ def test_no_launch_crew_runs_an_item_and_done_succeeds_it(run):
     assert second["state"] == "running" and second["assignment_id"] == nxt["assignment_id"]
 
 
+@ON_BOTH
 def test_dismissing_a_no_launch_crew_never_cancels_on_a_guess(run):
     r = recruit_no_launch(run, "Jack")
     dismissed = ok(run("dismiss", "Jack", "--json"))
@@ -747,6 +764,7 @@ def test_dismissing_a_no_launch_crew_never_cancels_on_a_guess(run):
     assert "cancelled" not in [e["type"] for e in item["events"]]
 
 
+@ON_BOTH
 def test_a_crew_recruited_with_every_slot_held_is_queued_and_cannot_be_done(run, home):
     configure(home, "[ledger]\nslots = 1\n")
     a = recruit_no_launch(run, "Able")
@@ -770,6 +788,7 @@ def test_a_crew_recruited_with_every_slot_held_is_queued_and_cannot_be_done(run,
     assert show(run, b["work_id"])["state"] == "succeeded"
 
 
+@ON_BOTH
 def test_a_worker_claim_never_takes_a_crews_queued_assignment(run, home):
     """A crew's queued assignment is started by a runner (its pane is launched); a worker
     asking for the oldest queued item must not take it, or the crew would never start."""
@@ -788,6 +807,7 @@ def test_a_worker_claim_never_takes_a_crews_queued_assignment(run, home):
     assert show(run, b["work_id"])["state"] == "running"
 
 
+@ON_BOTH
 def test_reasons_and_revisions_never_carry_control_characters(run):
     """What a person typed is shown in ``work show``: an escape sequence in a reason or a
     revision is refused at intake, never replayed to a terminal."""
