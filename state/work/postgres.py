@@ -53,6 +53,10 @@ def connect(location: LedgerLocation, *, timeout: float = CONNECT_TIMEOUT):
                            f"{location.scrub(_first_lines(exc))}.") from None
     except psycopg.Error as exc:
         raise unreachable(location, exc) from None
+    except (UnicodeError, ValueError) as exc:  # a host name libpq's lookup cannot encode
+        raise CaptainError("invalid_ledger_url",
+                           f"the ledger URL {location.shown} names a host that cannot be "
+                           f"looked up: {location.scrub(_first_lines(exc))}.") from None
 
 
 def unreachable(location: LedgerLocation, exc: BaseException) -> CaptainError:

@@ -104,6 +104,9 @@ def test_two_migrations_at_once_both_succeed_and_make_one_schema(cli, pg_url):  
 @pytest.mark.parametrize("url, code", [
     (f"mysql://bob:{SECRET}@db/captain", "invalid_ledger_url"),
     (f"postgresql://bob:{SECRET}@db:70000/captain", "invalid_ledger_url"),
+    # a host label past 63 characters: the name lookup's codec refuses it (was an
+    # internal_error with a Python exception's name)
+    (f"postgresql://bob:{SECRET}@{'a' * 70}.example:5999/captain", "invalid_ledger_url"),
     (f"postgresql://bob:{SECRET}@127.0.0.1:{{port}}/captain", "ledger_unreachable"),
 ])
 def test_a_bad_or_unreachable_url_is_a_stable_refusal(run, url: str, code: str):
