@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from pathlib import PurePosixPath
 
 from state.errors import CaptainError
@@ -165,3 +166,90 @@ def is_within(path: str, owner: str) -> bool:
 
 def overlaps(a: str, b: str) -> bool:
     return is_within(a, b) or is_within(b, a)
+
+
+MAX_LINKS = 40  # symlinks followed in one path before it counts as a loop (Linux's limit)
+
+
+def resolve_path(path: str) -> str | None:
+    """Where an absolute ``path`` leads now: every symlink followed, component by component
+    with ``lstat`` (``..`` after a link goes up from where the link led, as the kernel does).
+    What does not exist yet is kept as written, so a file about to be created resolves
+    through its deepest existing ancestor. None for a loop or a part that cannot be looked
+    at (not ours to grant)."""
+    done, links = "/", 0
+    rest = list(reversed(path.split("/")))
+    missing = False
+    while rest:
+        name = rest.pop()
+        if name in ("", "."):
+            continue
+        if name == "..":
+            done = os.path.dirname(done)
+            continue
+        step = os.path.join(done, name)
+        if missing:
+            done = step
+            continue
+        try:
+            st = os.lstat(step)
+        except (FileNotFoundError, NotADirectoryError):
+            missing, done = True, step
+            continue
+        except OSError:
+            return None
+        if not stat.S_ISLNK(st.st_mode):
+            done = step
+            continue
+        links += 1
+        if links > MAX_LINKS:
+            return None
+        try:
+            target = os.readlink(step)
+        except OSError:
+            return None
+        if target.startswith("/"):
+            done = "/"
+        rest.extend(reversed(target.split("/")))
+    return done
+
+
+def grant_problem(raw: str, project_dir: str, owns: list[str], who: str) -> str | None:
+    """Why ``raw`` (as crew ``who`` asks it, relative to the project) is not inside the owned
+    paths ``owns``, judged by what the path is now; None when it is inside.
+
+    Both the name and the file are judged where they really are: the directory entry (its
+    parent resolved) that a delete or a rename would change, and the file a write would
+    change (every link followed). An owned path counts only while it still resolves to
+    itself: owned paths are stored resolved at recruit, so one swapped for a symlink since
+    covers nothing. A regular file with more than one name (a hard link) is refused: its
+    other names cannot be found cheaply, so nothing shows they are inside the grant."""
+    lexical = normalise_path(raw, project_dir)  # the path's own rules: text, bounded
+    joined = os.path.join(project_dir, os.path.expanduser(raw))
+    target = resolve_path(joined)
+    head, tail = os.path.split(joined.rstrip("/") or "/")
+    parent = resolve_path(head) if tail not in ("", ".", "..") else target
+    if target is None or parent is None:
+        return f"{raw} cannot be resolved (a symlink loop, or a part that cannot be read)."
+    entry = os.path.join(parent, tail) if tail not in ("", ".", "..") else target
+    now = {o: resolve_path(o) for o in owns}
+    kept = [o for o in owns if now[o] == o]
+    outside = [p for p in (entry, target) if not any(is_within(p, o) for o in kept)]
+    if outside:
+        for o in owns:
+            if now[o] != o and is_within(lexical, o):
+                return (f"{raw} is under {o}, which now leads to {now[o] or 'a loop'}: an "
+                        "owned path replaced by a symlink after recruit covers nothing.")
+        shown = ", ".join(owns) or "no paths"
+        if any(is_within(lexical, o) for o in kept):
+            return (f"{raw} leads to {outside[0]}, outside the paths {who} owns ({shown}); "
+                    "a grant covers only files inside them.")
+        return f"{raw} is outside the paths {who} owns ({shown})."
+    try:
+        st = os.lstat(target)
+    except OSError:
+        return None  # not there yet: creating a new file is grantable
+    if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+        return (f"{raw} is a file with {st.st_nlink} names (hard links); its other names "
+                "cannot be shown to be inside the paths owned, so it is not granted.")
+    return None

@@ -28,6 +28,7 @@ from state.inputs import (
     is_within,
     normalise_path,
     overlaps,
+    resolve_path,
     summarize,
 )
 from state.models import (
@@ -95,12 +96,17 @@ def _grant(home: Home, key: str, owns: list[str] | None, allow: list[str] | None
         root = os.path.realpath(project_dir)
         for p in owns:
             n = normalise_path(p, project_dir)
-            if is_within(n, project_dir) and not is_within(os.path.realpath(n), root):
+            real = resolve_path(n)
+            if real is None:
+                raise CaptainError("invalid_path", f"{p} cannot be resolved (a symlink loop, "
+                                                   "or a part that cannot be read).")
+            if is_within(n, project_dir) and not is_within(real, root):
                 raise CaptainError("invalid_path", f"{p} is inside the project but a symlink "
-                                                   f"takes it to {os.path.realpath(n)}, "
+                                                   f"takes it to {real}, "
                                                    "outside it; own the real path instead.")
-            if n not in paths:
-                paths.append(n)
+            # stored where it really is: check grants only what still resolves to it
+            if real not in paths:
+                paths.append(real)
     for other in home.crew_keys():
         if other == key:
             continue

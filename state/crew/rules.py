@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from state.errors import CaptainError
 from state.home import Home
-from state.inputs import check_actions, crew_key, is_within, normalise_path
+from state.inputs import check_actions, crew_key, grant_problem
 from state.vocab import PATH_ACTIONS
 
 
@@ -131,12 +131,10 @@ def grant_verdict(snapshot, action: str, paths: list[str]) -> Verdict:
         return Verdict(False, f"{action} is not granted on {spec.assignment_id} "
                               f"(granted: {granted}).")
     if action in PATH_ACTIONS:
-        for raw in paths:
-            path = normalise_path(raw, spec.project_dir)
-            if not any(is_within(path, owned) for owned in spec.owns):
-                owned = ", ".join(spec.owns) or "no paths"
-                return Verdict(False, f"{raw} is outside the paths {snapshot.name} owns "
-                                      f"({owned}).")
+        for raw in paths:  # what each path is now, not what it was called
+            problem = grant_problem(raw, spec.project_dir, list(spec.owns), snapshot.name)
+            if problem is not None:
+                return Verdict(False, problem)
     shown = f" on {', '.join(paths)}" if paths else ""
     return Verdict(True, f"{action}{shown} is granted on {spec.assignment_id}.")
 
