@@ -128,7 +128,9 @@ def _note(call: Call, text: str) -> None:
 def _crew(env: Mapping[str, str]) -> tuple[Home, Context]:
     """The home and crew identity from the pane's CAPTAIN_* environment, or FailOpen."""
     ctx = Context.from_env(env)
-    if ctx.role != "crew" or not ctx.crew or not ctx.incarnation:
+    # a hook acts for a crew (delivers its mail, writes its receipts) only in a declared
+    # crew environment; a stray CAPTAIN_CREW in the captain's shell is not one
+    if env.get("CAPTAIN_ROLE") != "crew" or not ctx.crew or not ctx.incarnation:
         raise FailOpen("not a crew environment (CAPTAIN_ROLE=crew, CAPTAIN_CREW and "
                        "CAPTAIN_INCARNATION are required)")
     root = env.get("CAPTAIN_HOME")

@@ -66,6 +66,15 @@ def caller():
     return Context.from_env()
 
 
+def viewer(home) -> str | None:
+    """Whose records this caller may see: None (everyone's) for the captain, else the
+    calling crew's key once its identity holds (``rules.own_view``)."""
+    from state.crew.rules import own_view
+    from state.crew_side import commands
+
+    return own_view(caller(), lambda key: commands.load(home, key))
+
+
 def captain_only(command: str) -> None:
     """Refuse ``command`` to a crew process (``crew_forbidden``)."""
     from state.crew.rules import check_captain

@@ -6,7 +6,7 @@ or JSON; no rule lives here.
 
 from __future__ import annotations
 
-from captain_tui.cli.args import caller, home_of
+from captain_tui.cli.args import caller, home_of, viewer
 from captain_tui.cli.out import Out, json_line, table
 
 
@@ -166,7 +166,6 @@ def cmd_status(args, out: Out) -> int:
     from state.crew import protocol
 
     home = home_of(args)
-    ctx = caller()
     ledger, ledger_line = _ledger(home)
     where = {"home": str(home.root), "home_exists": home.root.is_dir(), "ledger": ledger}
     if not where["home_exists"]:  # status is read-only: it says so and creates nothing
@@ -175,11 +174,12 @@ def cmd_status(args, out: Out) -> int:
                "NAME --task \"...\" (or try captain demo); --home DIR or $CAPTAIN_HOME "
                f"chooses another.\n{ledger_line}")
         return 0
+    # a crew sees itself only, and only as itself: another crew's incarnation ID is all it
+    # would need to read that crew's mail and write its receipts
+    own = viewer(home)
     rows = protocol.crew_status(home, include_dismissed=args.all)
-    if ctx.role == "crew":
-        # a crew sees itself only: another crew's incarnation ID is all it would need to
-        # read that crew's mail and write its receipts
-        rows = [r for r in rows if r["name"].lower() == (ctx.crew or "").lower()]
+    if own is not None:
+        rows = [r for r in rows if r["name"].lower() == own]
     for row in rows:
         stamp = doorbell.read_stamp(home, row["name"].lower())
         live = stamp is not None and stamp.incarnation_id == row["incarnation_id"]

@@ -118,7 +118,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p = add("dismiss", "Retire a crew member; its unread mail bounces.", captain.cmd_dismiss)
     p.add_argument("name", metavar="NAME")
 
-    p = add("check", "Crew: is ACTION on PATHs granted? Executes nothing; exit 0 yes, 1 no.",
+    p = add("check", "Crew: is ACTION on PATHs granted, judged by what each path is now "
+                     "(links followed)? Executes nothing; exit 0 yes, 1 no.",
             crew.cmd_check)
     p.add_argument("name", metavar="NAME")
     p.add_argument("action", metavar="ACTION")

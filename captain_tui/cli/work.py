@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from captain_tui.cli.args import caller, captain_only, home_of
+from captain_tui.cli.args import caller, captain_only, home_of, viewer
 from captain_tui.cli.out import table, when
 
 
@@ -100,8 +100,17 @@ def cmd_list(args, out) -> int:
     from state.work import ledger
 
     home = home_of(args)
+    own = viewer(home)  # a crew lists its own items only
     items, cursor = ledger.page(home, state=args.state, source=args.source, limit=args.limit,
                                 after=args.after)
+    if own is not None:
+        items = [i for i in items if (i.crew or "").lower() == own]
+        while cursor and len(items) < args.limit:  # fill the page from the pages after it
+            more, cursor = ledger.page(home, state=args.state, source=args.source,
+                                       limit=args.limit, after=cursor)
+            items += [i for i in more if (i.crew or "").lower() == own]
+        if len(items) > args.limit:
+            items, cursor = items[:args.limit], items[args.limit - 1].work_id
     rows = [ledger.public(home, i) for i in items]
     if not rows:
         human = "No work items" + (" match." if args.state or args.source or args.after else
@@ -122,11 +131,14 @@ def cmd_list(args, out) -> int:
 def cmd_show(args, out) -> int:
     import contextlib
 
+    from state.crew.rules import own_item
     from state.errors import CaptainError
     from state.work import controls, ledger
 
     home = home_of(args)
+    own = viewer(home)
     item = ledger.get(home, args.work_id)
+    own_item(own, item.crew, f"work item {item.work_id}")  # a crew shows its own items only
     row = ledger.public(home, item, detail=True)
     human = _item_human(row)
     with contextlib.suppress(CaptainError):  # a missing delivery record is not show's to say
@@ -271,6 +283,7 @@ def cmd_ingest(args, out) -> int:
 def cmd_deliveries_list(args, out) -> int:
     from state.work import deliveries
 
+    captain_only("deliveries list")  # webhook deliveries are the captain's, not a crew's
     home = home_of(args)
     records, cursor = deliveries.page(home, endpoint_id=args.endpoint,
                                       source_delivery_id=args.source_delivery_id,
@@ -296,6 +309,7 @@ def cmd_deliveries_list(args, out) -> int:
 def cmd_deliveries_show(args, out) -> int:
     from state.work import deliveries
 
+    captain_only("deliveries show")
     home = home_of(args)
     row = deliveries.public(home, deliveries.get(home, args.delivery_id))
     body = (f"held until {when(row['raw_body_expires_at'])}" if row["raw_body_available"]
@@ -386,13 +400,15 @@ def add_commands(sub, common, parser_class) -> None:
 
     add = group("work", "The work ledger: every assignment, chat and webhook run as a work "
                         "item with attempts, generations and an append-only history.")
-    p = add("list", "List work items, oldest first (at most 100 per page).", cmd_list)
+    p = add("list", "List work items, oldest first (at most 100 per page; a crew: its own).",
+            cmd_list)
     p.add_argument("--state", metavar="STATE",
                    help="queued, running, succeeded, failed, cancelled, needs_reconciliation")
     p.add_argument("--source", metavar="SOURCE", help="assignment, chat or webhook")
     p.add_argument("--limit", type=_limit, default=50, metavar="N", help="1..100 (default 50)")
     p.add_argument("--after", metavar="CURSOR", help="the next_cursor of the previous page")
-    p = add("show", "One work item with its attempts and events (never its input).", cmd_show)
+    p = add("show", "One work item with its attempts and events (never its input; a crew: "
+                   "its own).", cmd_show)
     p.add_argument("work_id", metavar="WORK_ID")
     p = add("cancel", "Request a cancel: stopped and confirmed, already finished, or stop not "
                       "confirmed (then it needs reconciliation). Safe to repeat. A routine "
@@ -456,7 +472,7 @@ def add_commands(sub, common, parser_class) -> None:
     p.add_argument("--source-delivery-id", metavar="ID")
     p.add_argument("--limit", type=_limit, default=50, metavar="N")
     p.add_argument("--after", metavar="CURSOR")
-    p = add("show", "One delivery (never its body).", cmd_deliveries_show)
+    p = add("show", "One delivery (never its body; the captain's).", cmd_deliveries_show)
     p.add_argument("delivery_id", metavar="DELIVERY_ID")
     add("purge", "Delete raw bodies past their endpoint's retention_days now (the runners "
                  "and captain serve also do it every few minutes); the delivery records "

@@ -27,19 +27,25 @@ class Context(NamedTuple):  # not a dataclass: importing dataclasses costs crew 
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> Context:
-        """``CAPTAIN_ROLE=crew`` is a crew; unset, empty or ``captain`` is the captain; any
-        other value is refused: a typo must not hand a crew process the captain's powers."""
+        """A process with any crew identity (``CAPTAIN_CREW``, ``CAPTAIN_INCARNATION`` or
+        ``CAPTAIN_ASSIGNMENT`` set) is a crew, whatever ``CAPTAIN_ROLE`` says: a crew that
+        empties its role or sets it to ``captain`` stays a crew. ``CAPTAIN_ROLE=crew`` is a
+        crew too; the captain is a process with none of these. Any other role is refused:
+        a typo must not hand a crew process the captain's powers."""
         role = env.get("CAPTAIN_ROLE") or "captain"
-        if role == "captain":
-            return cls()
-        if role != "crew":
+        if role not in ("captain", "crew"):
             shown = role.encode("unicode_escape", "backslashreplace").decode()[:40]
             raise CaptainError(
                 "invalid_role",
                 f"CAPTAIN_ROLE is '{shown}'; it must be 'crew' (a crew process, as recruiting "
                 "sets it) or unset (the captain).")
-        return cls("crew", env.get("CAPTAIN_CREW") or None,
-                   env.get("CAPTAIN_INCARNATION") or None, env.get("CAPTAIN_ASSIGNMENT") or None)
+        identity = [env.get(k) or None for k in CREW_IDENTITY]
+        if role == "captain" and not any(identity):
+            return cls()
+        return cls("crew", *identity)
+
+
+CREW_IDENTITY = ("CAPTAIN_CREW", "CAPTAIN_INCARNATION", "CAPTAIN_ASSIGNMENT")
 
 
 CAPTAIN = Context()
@@ -92,10 +98,11 @@ def crew_identity(ctx: Context, snapshot) -> None:
         raise CaptainError("crew_forbidden",
                            f"this process is crew {ctx.crew}; it may not act for {snapshot.name}.")
     if ctx.incarnation != snapshot.incarnation_id:
+        # never names the current incarnation: with it, any process could act as this crew
         raise CaptainError(
             "stale_incarnation",
-            f"incarnation {ctx.incarnation} is not {snapshot.name}'s current one "
-            f"({snapshot.incarnation_id}); {live(snapshot)}.",
+            f"incarnation {ctx.incarnation} is not {snapshot.name}'s current one; "
+            f"{live(snapshot)}.",
         )
 
 
@@ -161,6 +168,25 @@ def current_crew(ctx: Context, load: Callable[[str], object]):
         raise CaptainError("crew_dismissed", f"{snapshot.name} was dismissed.")
     crew_identity(ctx, snapshot)
     return key, snapshot
+
+
+def own_view(ctx: Context, load: Callable[[str], object]) -> str | None:
+    """Whose records a caller may see: everyone's for the captain (None); for a crew
+    process, its own crew's key only, and only once its identity holds (its name and its
+    current incarnation), so a crew name typed into the environment shows nothing."""
+    if ctx.role != "crew":
+        return None
+    if not ctx.crew:
+        raise CaptainError("missing_context", "CAPTAIN_CREW is not set in this crew "
+                                              "environment; a crew sees only its own records.")
+    return current_crew(ctx, load)[0]
+
+
+def own_item(viewer: str | None, item_crew: str | None, what: str) -> None:
+    """A crew may see a record (a work item) only when it is its own."""
+    if viewer is not None and (item_crew or "").lower() != viewer:
+        raise CaptainError("crew_forbidden", f"{what} is not this crew's; a crew sees only "
+                                             "its own records.")
 
 
 # -- the crew side's turns, whichever records back them -----------------------------------
