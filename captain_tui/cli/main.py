@@ -16,7 +16,15 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from captain_tui.cli import captain, crew
-from captain_tui.cli.args import Parser, Skipped, check_home, check_named, seconds
+from captain_tui.cli.args import (
+    Parser,
+    Skipped,
+    UsageError,
+    check_home,
+    check_named,
+    seconds,
+    wants_json,
+)
 from captain_tui.cli.out import PROG, Out, printable
 from state.errors import CaptainError
 
@@ -281,7 +289,10 @@ def _main(argv: Sequence[str] | None) -> int:
         return _hook(argv[1:])  # `captain hook --help` alone goes to argparse: its usage
     # a crew-side command runs on every tool call: build only its parser
     parser = build_parser(argv[0] if argv[:1] and argv[0] in CREW_SIDE else None)
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as err:
+        return err.say(wants_json(argv))
     for dest in _SINGLE_POSITIONALS:
         # CPython 3.11's argparse strips a literal "--" that follows "--" and hands over []
         if isinstance(getattr(args, dest, None), list):
