@@ -74,7 +74,7 @@ def run_demo(*, keep: bool = False) -> int:
         demo.start()
         from captain_tui.cockpit.app import run_cockpit
 
-        return run_cockpit(demo.home)
+        return run_cockpit(demo.home, socket=demo.socket)  # its recruits stay in the demo
     finally:
         demo.stop(keep=keep)
         if keep:
