@@ -76,81 +76,110 @@ def _sockets(directory: Path) -> list[str]:
     return sorted(str(p) for p in directory.rglob("*") if p.is_socket())
 
 
-def test_the_demos_recruit_stays_in_its_tmux_and_nothing_outlives_the_demo(tmp_path):
-    sandbox = Path(tempfile.mkdtemp(prefix="cdt-", dir="/tmp"))  # short: socket paths
-    mark = uuid.uuid4().hex
-    outer = PrivateTmux()  # the person's terminal
-    tmux_dir = sandbox / f"tmux-{os.getuid()}"
-    default = tmux_dir / "captain"  # where a crew with no --socket lands outside tmux
-    try:
-        demo = shlex.join(["env", "-u", "TMUX", "-u", "CAPTAIN_TMUX_SOCKET",
-                           f"TMUX_TMPDIR={sandbox}", f"TMPDIR={sandbox}", f"{MARK}={mark}",
-                           f"CAPTAIN_CONFIG_DIR={tmp_path / 'config'}",
-                           sys.executable, "-m", "captain_tui", "demo"])
-        outer.tmux("new-session", "-d", "-x", "140", "-y", "40", "-s", "person",
-                   f"{demo}; echo DEMO-EXITED-$?; sleep 60")
-        pane = "person"
-        shell = int(outer.tmux("display-message", "-p", "-t", pane, "#{pane_pid}")
-                    .stdout.strip())
-        poll(lambda: "watching" in outer.capture(pane) and "Ada" in outer.capture(pane),
-             timeout=60, what="the demo's cockpit with its crew")
-        [demo_socket] = poll(lambda: [s for s in _sockets(tmux_dir) if "captain-demo-" in s],
-                             timeout=10, what="the demo's private tmux socket")
+class DemoRun:
+    """``captain demo`` in a pane of a private tmux (the person's terminal), its tmux
+    sockets and temporary files in a directory of its own, every process it starts
+    carrying ``MARK``."""
 
+    def __init__(self, tmp_path: Path, then: str = "") -> None:
+        self.sandbox = Path(tempfile.mkdtemp(prefix="cdt-", dir="/tmp"))  # short: sockets
+        self.mark = uuid.uuid4().hex
+        self.outer = PrivateTmux()
+        self.tmux_dir = self.sandbox / f"tmux-{os.getuid()}"
+        self.default = self.tmux_dir / "captain"  # a crew with no --socket, outside tmux
+        self.pane = "person"
+        demo = shlex.join(["env", "-u", "TMUX", "-u", "CAPTAIN_TMUX_SOCKET",
+                           f"TMUX_TMPDIR={self.sandbox}", f"TMPDIR={self.sandbox}",
+                           f"{MARK}={self.mark}", f"CAPTAIN_CONFIG_DIR={tmp_path / 'config'}",
+                           sys.executable, "-m", "captain_tui", "demo"])
+        self.outer.tmux("new-session", "-d", "-x", "140", "-y", "40", "-s", self.pane,
+                        demo + then)
+        self.shell = int(self.outer.tmux("display-message", "-p", "-t", self.pane,
+                                         "#{pane_pid}").stdout.strip())
+        poll(lambda: "watching" in self.screen() and "Ada" in self.screen(), timeout=60,
+             what="the demo's cockpit with its crew")
+        [self.socket] = poll(lambda: [s for s in _sockets(self.tmux_dir)
+                                      if "captain-demo-" in s],
+                             timeout=10, what="the demo's private tmux socket")
+        assert any("tmux" in cmd for cmd in _marked(self.mark).values())  # the mark works
+
+    def screen(self) -> str:
+        return self.outer.capture(self.pane)
+
+    def windows(self) -> list[str]:
+        return subprocess.run([shutil.which("tmux"), "-S", self.socket, "list-windows",
+                               "-a", "-F", "#{window_name}"], capture_output=True,
+                              text=True, timeout=10).stdout.split()
+
+    def assert_nothing_left(self) -> None:
+        try:
+            poll(lambda: not _marked(self.mark), timeout=15,
+                 what="every process the demo started to end")
+        except AssertionError as err:
+            raise AssertionError(f"{err}: {_marked(self.mark)}") from None
+        left = {pid: cmd for pid, cmd in _descendants(self.shell).items()
+                if not cmd.startswith("sleep 60")}
+        assert not left, f"the demo's descendants outlived it: {left}"
+        assert _sockets(self.sandbox) == [], "a tmux socket outlived the demo"
+        assert not self.default.exists(), "the default captain socket was made"
+        assert not list(self.sandbox.glob("captain-demo-*")), "the demo home outlived it"
+
+    def close(self) -> None:
+        self.outer.kill()
+        for path in _sockets(self.sandbox):  # what a failure leaves: end it, clean up
+            subprocess.run([shutil.which("tmux"), "-S", path, "kill-server"],
+                           capture_output=True, timeout=10)
+        shutil.rmtree(self.sandbox, ignore_errors=True)
+
+
+def test_the_demos_recruit_stays_in_its_tmux_and_nothing_outlives_the_demo(tmp_path):
+    run = DemoRun(tmp_path, then="; echo DEMO-EXITED-$?; sleep 60")
+    outer, pane = run.outer, run.pane
+    try:
         # r: recruit Zed from the form (name, tab tab to the task, ctrl+s)
         outer.key(pane, "r")
-        poll(lambda: "Task (the first assignment)" in outer.capture(pane), timeout=10,
+        poll(lambda: "Task (the first assignment)" in run.screen(), timeout=10,
              what="the recruit form")
         outer.type(pane, "Zed")
-        poll(lambda: "Zed" in outer.capture(pane), timeout=10, what="the typed name")
+        poll(lambda: "Zed" in run.screen(), timeout=10, what="the typed name")
         for field in ("shell — your", "▊▔"):  # tab to the agent, then to the task
             before = _styled(outer, pane, field)
             outer.key(pane, "Tab")
             poll(lambda: _styled(outer, pane, field) != before, timeout=10,  # noqa: B023
                  what=f"the focus to reach the {field!r} field")
         outer.type(pane, "Count the files.")
-        poll(lambda: "▊ Count the files." in outer.capture(pane), timeout=10,
+        poll(lambda: "▊ Count the files." in run.screen(), timeout=10,
              what="the typed task in the task box")
         outer.key(pane, "C-s")
         try:
-            poll(lambda: "Recruited Zed" in outer.capture(pane), timeout=20,
+            poll(lambda: "Recruited Zed" in run.screen(), timeout=20,
                  what="the recruit's confirmation")
         except AssertionError as err:
-            raise AssertionError(f"{err}\n{outer.capture(pane)}") from None
-
-        windows = subprocess.run([shutil.which("tmux"), "-S", demo_socket, "list-windows",
-                                  "-a", "-F", "#{window_name}"], capture_output=True,
-                                 text=True, timeout=10).stdout.split()
-        assert "Zed" in windows, f"Zed is not on the demo's tmux ({windows}); sockets: " \
-                                 f"{_sockets(tmux_dir)}"
-        assert not default.exists(), "the demo's recruit opened the default captain socket"
-        started = _marked(mark)
-        assert any("tmux" in cmd for cmd in started.values()), started  # the marker works
+            raise AssertionError(f"{err}\n{run.screen()}") from None
+        assert "Zed" in run.windows(), f"Zed is not on the demo's tmux ({run.windows()}); " \
+                                       f"sockets: {_sockets(run.tmux_dir)}"
+        assert not run.default.exists(), "the demo's recruit opened the default socket"
 
         # enter: jump to the selected crew; the cockpit is not in the demo's tmux, so it
         # says how to attach (and never tmux_unavailable)
         outer.key(pane, "Enter")
-        poll(lambda: "attach" in outer.capture(pane) and "tmux -S" in outer.capture(pane),
-             timeout=10, what="how to attach to the crew's pane")
-        assert "tmux_unavailable" not in outer.capture(pane)
+        poll(lambda: "attach" in run.screen() and "tmux -S" in run.screen(), timeout=10,
+             what="how to attach to the crew's pane")
+        assert "tmux_unavailable" not in run.screen()
 
         outer.key(pane, "C-q")
-        poll(lambda: "DEMO-EXITED-0" in outer.capture(pane), timeout=20,
+        poll(lambda: "DEMO-EXITED-0" in run.screen(), timeout=20,
              what="the demo to quit cleanly")
-        try:
-            poll(lambda: not _marked(mark), timeout=10,
-                 what="every process the demo started to end")
-        except AssertionError as err:
-            raise AssertionError(f"{err}: {_marked(mark)}") from None
-        left = {pid: cmd for pid, cmd in _descendants(shell).items()
-                if not cmd.startswith("sleep 60")}
-        assert not left, f"the demo's descendants outlived it: {left}"
-        assert _sockets(sandbox) == [], "a tmux socket outlived the demo"
-        assert not default.exists(), "the default captain socket was made"
-        assert not list(sandbox.glob("captain-demo-*")), "the demo home outlived the demo"
+        run.assert_nothing_left()
     finally:
-        outer.kill()
-        for path in _sockets(sandbox):  # what the bug leaves: end it, then clean up
-            subprocess.run([shutil.which("tmux"), "-S", path, "kill-server"],
-                           capture_output=True, timeout=10)
-        shutil.rmtree(sandbox, ignore_errors=True)
+        run.close()
+
+
+def test_closing_the_demos_terminal_leaves_nothing_behind(tmp_path):
+    """The person closes the terminal (SIGHUP) instead of pressing ctrl+q."""
+    run = DemoRun(tmp_path)
+    try:
+        run.outer.tmux("kill-pane", "-t", run.pane)  # the terminal window closes
+        run.assert_nothing_left()
+    finally:
+        run.close()
