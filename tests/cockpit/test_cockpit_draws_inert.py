@@ -1,0 +1,155 @@
+"""Nothing drawn by the cockpit can command the terminal: the bytes a real terminal receives.
+
+A real cockpit (``captain --home ...``) runs in a tmux pane of a private server (the
+captain's terminal); ``pipe-pane -O`` records every byte the cockpit writes to it. Hostile
+text then arrives through every source the cockpit draws outside its panels (the panels
+are tests/cockpit/test_cockpit_terminal_safety.py's): a hook summary (a toast, the bell, a
+desktop notice), a question, a file name the store quarantines (a quarantine report), a
+crew's pane content (the preview), its task (the Tell dialog), the home's path (the help
+screen). The recording must hold no hostile sequence: no clipboard write (OSC 52), no
+retitle (OSC 0/1/2), no reset (ESC c), no C1 control, no bidi or tag character, no
+sequence carrying a hostile payload, no markup obeyed; and every payload's words must be
+drawn, as text (proof that each source reached the screen).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import sys
+from pathlib import Path
+
+from support.tmux import PrivateTmux, needs_tmux, poll
+
+from captain_tui.cli.main import main
+from state.clock import now
+from state.crew import notify
+from state.home import Home
+
+pytestmark = needs_tmux
+
+ESC, BEL = "\x1b", "\x07"
+TAGS = "\U000e0001\U000e0041\U000e007f"  # invisible "tag" text
+BIDI = "\u202e\u2066\u200f\u061c"
+
+
+def hostile(word: str, *, controls: bool = True, sep: str = " ") -> str:
+    """A payload named ``word``: every kind of sequence a terminal obeys, each followed by
+    ``word`` (a drawn sequence leaves ``word`` right behind its first character), and Rich
+    markup that would be an action or a link if it were parsed."""
+    parts = []
+    if controls:
+        parts += [f"{ESC}]52;c;SE9TVElMRQ=={BEL}{word}-clip",  # write the clipboard
+                  f"{ESC}]0;{word}-title{BEL}", f"{ESC}]2;{word}-title2{ESC}\\",  # retitle
+                  f"{ESC}c{word}-reset", f"{ESC}[2J{ESC}[H{word}-clear",  # reset, clear
+                  f"{ESC}P+q{word}-dcs{ESC}\\",  # a DCS query
+                  f"\x9b2J{word}-c1csi \x9d0;{word}-c1osc\x9c",  # the 8-bit forms
+                  f"\x01\x08\x0e{word}-c0 \x7f"]
+    parts += [f"[@click=app.quit]{word}-click[/] [link=evil:x]{word}-link[/]",
+              f"{BIDI}{word}-bidi{TAGS}"]  # last: a pane's preview shows its bottom lines
+    return sep.join(parts)
+
+
+SOURCES = ("sum", "quar", "pane", "task", "home")
+
+
+def cockpit_bytes(tmp_path: Path) -> str:
+    """Run the scenario; what the cockpit wrote to its terminal, decoded."""
+    root = tmp_path.joinpath("home", *hostile("Xhome").split(" "))  # names <= 255 B
+    root.mkdir(parents=True)
+    home = Home(root)
+    crews = PrivateTmux()  # the crews' tmux server
+    outer = PrivateTmux()  # the captain's terminal
+    Path(crews.socket).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    record = tmp_path / "terminal.bytes"
+    pane_script = tmp_path / "pane.py"
+    pane_script.write_text(
+        "import sys, time\n"
+        f"sys.stdout.write({hostile('Xpane', sep=chr(10))!r} + '\\n')\n"
+        "sys.stdout.write('\\x1b[31mred\\x1b[0m \\x1b]8;;https://evil.example\\x1b\\\\"
+        "Xpane-hyperlink\\x1b]8;;\\x1b\\\\\\n')\n"
+        "sys.stdout.flush()\ntime.sleep(300)\n")
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            code = main(["crew", "Jack", "--task", hostile("Xtask", controls=False),
+                         "--command", f"{sys.executable} {pane_script}", "--socket",
+                         crews.socket, "--home", str(root)])
+        assert code == 0
+        outer.tmux("new-session", "-d", "-x", "160", "-y", "45", "-s", "captain",
+                   "-e", f"CAPTAIN_CONFIG_DIR={tmp_path / 'config'}",
+                   f"{sys.executable} -m captain_tui --home '{root}'; echo COCKPIT-EXITED-$?;"
+                   " sleep 60")
+        outer.tmux("pipe-pane", "-O", "-t", "captain", f"cat > '{record}'")
+        pane = "captain"
+
+        def screen() -> str:
+            return outer.capture(pane)
+
+        def written() -> str:
+            """What the cockpit has written so far: hostile text that was obeyed leaves
+            tmux's screen in no state to read, so arrivals are looked for here."""
+            return record.read_bytes().decode("utf-8", "surrogateescape") \
+                if record.exists() else ""
+
+        def arrives(text: str, what: str) -> None:
+            start = len(written())
+            poll(lambda: text in written()[start:], timeout=10, what=what)
+
+        poll(lambda: "Jack" in screen() and "Xpane" in written(), timeout=20,
+             what="the cockpit showing Jack and its pane")
+        # a hook's summary (a toast, the bell, a desktop notice)
+        notify.signal(home, "Jack", "awaiting_approval", hostile("Xsum"), at=now())
+        arrives("Xsum-bidi", "the summary's toast")
+        # a file the store quarantines, named by someone else
+        name = (f"msg_[@click=app.quit]Xquar-click[-] {BIDI}Xquar-bidi"
+                f"{TAGS} {ESC}]52;c;SE9TVElMRQ=={BEL}Q {ESC}]0;Q{BEL} {ESC}c {ESC}[2J \x9b2J"
+                " \x01.json")  # a file name holds at most 255 bytes
+        (home.mail_dir("jack") / name).write_bytes(b"\xff not json")
+        arrives("Xquar-bidi", "the quarantine report")
+        # the Tell dialog quotes the task
+        outer.key(pane, "t")
+        arrives("Xtask-bidi", "the Tell dialog")
+        outer.key(pane, "Escape")
+        poll(lambda: "A follow-up for" not in screen(), timeout=10, what="it to close")
+        # the help screen names the home
+        outer.key(pane, "?")
+        arrives("Xhome-bidi", "the help screen")
+        outer.key(pane, "Escape")
+        poll(lambda: "Home:" not in screen(), timeout=10, what="it to close")
+        outer.key(pane, "C-q")
+        poll(lambda: "COCKPIT-EXITED-0" in written(), timeout=20, what="the cockpit to quit")
+    finally:
+        outer.kill()
+        crews.kill()
+    return record.read_bytes().decode("utf-8", "surrogateescape")
+
+
+# what the cockpit itself writes around what it draws: CSI (cursor, modes, SGR), keypad
+# modes, Textual's pointer shape (OSC 22), the alert's bell, and the desktop notice (OSC 9,
+# wrapped for tmux). A hostile BEL only ever came inside a sequence: its ESC is caught.
+NOTICE = re.compile(r"\x1bPtmux;\x1b\x1b\]9;(captain: [^\x1b\x07]*)\x07\x1b\\")
+OWN_SEQUENCE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\]22;[a-z-]*\x07|\x1b[=>78]|\x07")
+UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e"
+                    "\u2066-\u2069\ud800-\udfff\U000e0000-\U000e007f]")
+
+
+def test_hostile_text_from_every_source_reaches_the_terminal_inert(tmp_path):
+    received = cockpit_bytes(tmp_path)
+    notices = NOTICE.findall(received)
+    assert notices and any("Xsum" in n for n in notices)  # the notice was sent
+    for notice in notices:
+        assert not UNSAFE.search(notice), notice  # nothing in it ends it or starts another
+    rest = OWN_SEQUENCE.sub("", NOTICE.sub("", received))
+    # every escape sequence left is one the cockpit's own drawing does not write
+    strays = sorted({rest[m.start():m.start() + 24] for m in re.finditer(ESC, rest)})
+    assert not strays, f"sequences from hostile text reached the terminal: {strays}"
+    bad = UNSAFE.search(rest)
+    assert bad is None, f"{bad.group()!r} reached the terminal: " \
+                        f"{rest[bad.start() - 40:bad.end() + 40]!r}"
+    for marker in ("]52;c;", "]0;", "]2;"):
+        assert ESC + marker not in received
+    for source in SOURCES:
+        word = f"X{source}"
+        assert f"{word}-bidi" in rest, f"the {source} was never drawn"
+        assert f"[@click=app.quit]{word}" in rest, f"the {source}'s markup was obeyed"
