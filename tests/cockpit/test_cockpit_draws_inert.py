@@ -153,3 +153,67 @@ def test_hostile_text_from_every_source_reaches_the_terminal_inert(tmp_path):
         word = f"X{source}"
         assert f"{word}-bidi" in rest, f"the {source} was never drawn"
         assert f"[@click=app.quit]{word}" in rest, f"the {source}'s markup was obeyed"
+
+
+# -- markup: crew- and webhook-supplied text drawn where Textual would parse it ---------------
+
+MARKUP = "[@click=app.quit]deploy[/] [link=https://evil.example]here[/]"
+
+
+def _meta(content) -> list:
+    """The actions and links a drawn Content carries (markup that was obeyed)."""
+    return [span.style for span in content.spans
+            if "@click" in str(span.style) or "link" in str(span.style)]
+
+
+def test_a_webhook_revision_in_the_replay_form_is_drawn_not_obeyed(home: Home):
+    from support.cockpit import drive, select_row, until
+    from textual.widgets import Label
+
+    from captain_tui.cockpit.app import CaptainApp
+    from state.work import ledger
+    from widgets.screens.work_forms import ReplayScreen
+
+    item = ledger.accept(home, source="chat", input={"text": "x"}, requester="captain:test",
+                         target_revision=MARKUP)
+    item = ledger.claim(home, item.work_id, holder="worker")
+    ledger.report(home, item.work_id, item.generation, "succeeded", actor="worker")
+    app = CaptainApp(home, run_doorbell=False)
+    drawn = {}
+
+    async def scenario(pilot):
+        await select_row(pilot, "work", item.work_id)
+        await pilot.press("R")
+        form = await until(pilot, lambda: isinstance(app.screen, ReplayScreen) and app.screen)
+        drawn["labels"] = [label.render() for label in form.query(Label)]
+
+    drive(app, scenario)
+    label = next(c for c in drawn["labels"] if "Target revision" in str(c))
+    assert MARKUP in str(label), str(label)  # every bracket drawn
+    assert not _meta(label)
+
+
+def test_a_ledger_url_in_the_work_panels_foot_is_drawn_not_obeyed(home: Home, monkeypatch):
+    from support.cockpit import drive, until
+
+    from captain_tui.cockpit.app import CaptainApp
+    from widgets.panels.work import WorkPanel
+
+    url = ("postgresql://u@/db?host=/nonexistent&application_name="
+           "[@click=app.quit]x[/]\u202eevil")
+    monkeypatch.setenv("CAPTAIN_LEDGER_URL", url)
+    app = CaptainApp(home, run_doorbell=False)
+    app.listen_ledger = False
+    drawn = {}
+
+    async def scenario(pilot):
+        panel = app.query_one(WorkPanel)
+        await until(pilot, lambda: "ledger:" in str(panel.border_subtitle), what="the foot")
+        drawn["foot"] = panel.border_subtitle  # the drawn title, as Textual markup
+
+    drive(app, scenario)
+    from textual.content import Content
+
+    foot = Content.from_markup(drawn["foot"])  # what is drawn
+    assert "application_name=[@click=app.quit]x[/]\ufffdevil" in foot.plain, foot.plain
+    assert not _meta(foot)
