@@ -14,6 +14,7 @@ drawn, as text (proof that each source reached the screen).
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import io
 import re
@@ -217,3 +218,71 @@ def test_a_ledger_url_in_the_work_panels_foot_is_drawn_not_obeyed(home: Home, mo
     foot = Content.from_markup(drawn["foot"])  # what is drawn
     assert "application_name=[@click=app.quit]x[/]\ufffdevil" in foot.plain, foot.plain
     assert not _meta(foot)
+
+
+# -- the boundary, in the code: every string handed to a widget comes from widgets.cells ------
+
+PROGRAM = Path(__file__).resolve().parents[2]
+DRAWS = {"Static", "Label", "Button", "Checkbox", "Markdown", "update"}  # first argument
+TITLES = {"border_title", "border_subtitle"}  # assigned
+BUILT_HERE = {"inert", "plain", "from_pane", "as_markup", "one_line", "clean"}  # widgets.cells
+# drawn values that are not built by a widgets.cells call where they are handed over
+CHECKED_ELSEWHERE = {
+    ("widgets/chrome.py", "title"): "App.format_title's Content (CaptainApp cleans it)",
+    ("widgets/preview.py", "text"): "from_pane's Text, a line above",
+    ("widgets/screens/help.py", "self.markdown"): "the command registry's Markdown; the app "
+                                                  "puts the home and ledger in as one_line "
+                                                  "code spans (action_help)",
+}
+
+
+def _drawn_values(tree: ast.AST):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.args:
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+            if name in DRAWS:
+                yield node.args[0]
+        if isinstance(node, ast.Call):
+            yield from (k.value for k in node.keywords if k.arg == "placeholder")
+        if isinstance(node, ast.Assign):
+            if any(isinstance(t, ast.Attribute) and t.attr in TITLES for t in node.targets):
+                yield node.value
+
+
+def _built_here(value: ast.expr) -> bool:
+    if isinstance(value, ast.Constant):
+        return isinstance(value.value, str)  # a literal: our own words
+    if isinstance(value, ast.Call):
+        func = value.func
+        return (func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")) \
+            in BUILT_HERE
+    name = value.id if isinstance(value, ast.Name) else getattr(value, "attr", "")
+    return bool(name) and name.isupper()  # a class's constant (HINT, LOADING_TEXT)
+
+
+def test_every_string_a_widget_draws_is_built_by_widgets_cells():
+    """Static, Label, Button, Checkbox, Markdown, update(), placeholders and border titles
+    in widgets/ and captain_tui/cockpit/ get a literal, a constant or what widgets.cells
+    built; markup is never turned on; toasts go through CaptainApp.notify, which cleans."""
+    from textual.app import App
+
+    from captain_tui.cockpit.app import CaptainApp
+
+    strays = []
+    for folder in ("widgets", "captain_tui/cockpit"):
+        for path in sorted((PROGRAM / folder).rglob("*.py")):
+            rel = path.relative_to(PROGRAM).as_posix()
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for value in _drawn_values(tree):
+                source = ast.unparse(value)
+                if not _built_here(value) and (rel, source) not in CHECKED_ELSEWHERE:
+                    strays.append(f"{rel}:{value.lineno}: {source}")
+            for node in ast.walk(tree):
+                if isinstance(node, ast.keyword) and node.arg == "markup" and not (
+                        isinstance(node.value, ast.Constant) and node.value.value is False):
+                    strays.append(f"{rel}:{node.value.lineno}: markup={ast.unparse(node.value)}")
+                if isinstance(node, ast.Attribute) and node.attr == "from_markup":
+                    strays.append(f"{rel}:{node.lineno}: from_markup")
+    assert strays == [], "drawn without widgets.cells:\n" + "\n".join(strays)
+    assert CaptainApp.notify is not App.notify  # the toasts' one door (see test above)
