@@ -286,3 +286,42 @@ def test_every_string_a_widget_draws_is_built_by_widgets_cells():
                     strays.append(f"{rel}:{node.lineno}: from_markup")
     assert strays == [], "drawn without widgets.cells:\n" + "\n".join(strays)
     assert CaptainApp.notify is not App.notify  # the toasts' one door (see test above)
+
+
+def test_the_pane_preview_keeps_colours_and_drops_everything_else():
+    """tmux's capture keeps what a program printed into cells: bidi and tag characters, C1
+    controls as characters, and (tmux 3.4+) OSC 8 hyperlinks, which the captain's terminal
+    would offer to open. The preview draws the colours and nothing else."""
+    import asyncio
+
+    from rich.text import Text
+    from textual.app import App
+    from textual.widgets import Static
+
+    from widgets.preview import PanePreview
+
+    capture = (f"\x1b[31mred\x1b[0m {BIDI}Xpane-bidi{TAGS} \x9b2J\n"
+               f"\x1b]8;;https://evil.example\x1b\\Xpane-hyperlink\x1b]8;;\x1b\\\n")
+
+    class Host(App):
+        def compose(self):
+            yield PanePreview()
+
+    shown = {}
+
+    async def main() -> None:
+        app = Host()
+        async with app.run_test(size=(80, 20)) as pilot:
+            preview = app.query_one(PanePreview)
+            preview.show_capture("Jack", capture)
+            await pilot.pause()
+            shown["content"] = preview.query_one("#screen", Static).content
+
+    asyncio.run(main())
+    text = shown["content"]
+    assert isinstance(text, Text)
+    assert "red" in text.plain and "Xpane-bidi" in text.plain and "Xpane-hyperlink" in text.plain
+    assert not UNSAFE.search(text.plain), repr(text.plain)
+    styles = [span.style for span in text.spans]
+    assert any(getattr(style, "color", None) for style in styles)  # the colours stay
+    assert not any(getattr(style, "link", None) for style in styles), styles
