@@ -43,10 +43,11 @@ def crew_key(name: str) -> str:
 
 # What a terminal would obey rather than show: every C0 control but tab and newline, DEL,
 # every C1 control (0x9b is a one-byte CSI), the bidi controls that reorder what is shown
-# (a command to approve could read backwards), and lone surrogates.
+# (a command to approve could read backwards), lone surrogates, and the tag characters
+# (U+E0000-U+E007F: invisible text a reader, or a model reading the screen, still gets).
 TERMINAL_UNSAFE = re.compile(
     "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
-    "\ud800-\udfff]")
+    "\ud800-\udfff\U000e0000-\U000e007f]")
 
 
 def for_terminal(text: str, replace=None) -> str:

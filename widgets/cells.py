@@ -1,9 +1,15 @@
-"""Turning what crews wrote into text that is safe to put on the screen.
+"""Turning what crews wrote into text that is safe to put on the screen: the cockpit's one
+boundary between text and the terminal.
 
-Anything in the home was typed by someone else (an agent, a script, a person). It reaches
-the terminal only through ``rich.text.Text`` built here: never as markup (a ``[`` in a
-question must not restyle the screen) and never with control characters (an escape
-sequence in a report must not drive the terminal).
+Anything in the home was typed by someone else (an agent, a script, a person, a webhook).
+Every string the cockpit draws (cells, toasts, titles, dialogs, the help screen, the pane
+preview, desktop notices, quarantine reports) passes ``clean`` here on its way to
+Textual/Rich: never as markup (a ``[@click=...]`` in a summary must not become an action,
+a ``[`` in a question must not restyle the screen) and never with what a terminal obeys
+(an escape sequence in a report must not retitle the terminal, clear it or write the
+clipboard; a bidi or tag character must not hide or reorder what is shown).
+``tests/cockpit/test_cockpit_draws_inert.py`` checks that every widget is given text built
+here.
 """
 
 from __future__ import annotations
@@ -11,7 +17,9 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from rich.text import Text
+from rich.style import Style
+from rich.text import Span, Text
+from textual.markup import escape
 
 from state.inputs import for_terminal
 
@@ -22,6 +30,31 @@ def clean(text: str) -> str:
     """Multi-line text with what a terminal would obey (``state.inputs.for_terminal``: the
     controls but newline and tab, bidi controls, lone surrogates) shown as '\ufffd'."""
     return for_terminal(text, replace=lambda m: "\ufffd")
+
+
+def inert(text: str) -> Text:
+    """Multi-line text for a widget (a dialog's body, a label, a border title): cleaned,
+    never parsed as markup."""
+    return Text(clean(text))
+
+
+def as_markup(text: str) -> str:
+    """Text for the few Textual APIs that take only markup (the command palette's help):
+    cleaned, and every ``[`` escaped so that it is drawn, not obeyed."""
+    return escape(clean(text))
+
+
+def from_pane(capture: str) -> Text:
+    """A tmux capture (``capture-pane -e``: SGR colours) as a picture: its colours kept, and
+    nothing else a terminal would obey. The text is cleaned character for character (the
+    colour spans keep their places) and hyperlinks (OSC 8, which the terminal would offer
+    to open) are dropped."""
+    text = Text.from_ansi(capture, no_wrap=True, overflow="crop")
+    text.plain = clean(text.plain)
+    text.spans = [Span(s.start, s.end, s.style.update_link(None))
+                  if isinstance(s.style, Style) and s.style.link else s
+                  for s in text.spans]
+    return text
 
 
 def one_line(text: str, limit: int | None = None) -> str:

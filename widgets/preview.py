@@ -1,14 +1,17 @@
 """The pane preview: the selected crew's tmux pane, as it looks, colours and all.
 
-It renders what the app captured (``tmux capture-pane -e``); it never talks to tmux.
+It renders what the app captured (``tmux capture-pane -e``); it never talks to tmux. A
+pane shows whatever its program printed: the capture is drawn through
+``widgets.cells.from_pane`` (colours kept, nothing a terminal would obey).
 """
 
 from __future__ import annotations
 
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
+
+from widgets.cells import from_pane, inert
 
 
 class PanePreview(Vertical):
@@ -48,8 +51,8 @@ class PanePreview(Vertical):
         while lines and not lines[-1].strip():
             lines.pop()  # an idle agent leaves the pane's lower half blank
         height = max(self.size.height - 2, 1)
-        text = Text.from_ansi("\n".join(lines[-height:]), no_wrap=True, overflow="crop")
-        self.border_title = f"Pane · {crew}"
+        text = from_pane("\n".join(lines[-height:]))
+        self.border_title = inert(f"Pane · {crew}")
         screen = self.query_one("#screen", Static)
         # its height is the panel's, not the text's: a new capture needs no layout
         screen.update(text, layout=not screen.display)
@@ -60,8 +63,8 @@ class PanePreview(Vertical):
         if self._shown == (title, message):
             return  # asked every second: an update would lay the whole screen out again
         self._shown = (title, message)
-        self.border_title = title
+        self.border_title = inert(title)
         self.query_one("#screen").display = False
         empty = self.query_one(".empty", Static)
-        empty.update(message)
+        empty.update(inert(message))
         empty.display = True

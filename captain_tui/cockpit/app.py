@@ -48,7 +48,7 @@ from captain_tui.runtime import ops
 from captain_tui.runtime.tmux import resolve_socket
 from state.errors import CaptainError
 from state.home import Home
-from widgets.cells import age
+from widgets.cells import age, as_markup, clean, one_line
 from widgets.chrome import CockpitFooter, CockpitHeader
 from widgets.panels.base import Panel
 from widgets.panels.crew import CrewPanel
@@ -296,8 +296,18 @@ class CaptainApp(WorkCommands, App):
             self._footer_state = state
             self.refresh_bindings()
 
+    def notify(self, message: str, *, title: str = "", severity: str = "information",
+               timeout: float | None = None, markup: bool = False) -> None:
+        """Every toast (the app's, its screens' and widgets'): its text cleaned
+        (``widgets.cells.clean``) and never parsed as markup, whatever the caller asked.
+        A toast says what crews, hooks, webhooks and file names said."""
+        super().notify(clean(str(message)), title=clean(str(title)), severity=severity,
+                       timeout=timeout, markup=False)
+
     def format_title(self, title: str, sub_title: str) -> Content:
-        """The title line; work that needs reconciliation is said loudly at its end."""
+        """The title line; work that needs reconciliation is said loudly at its end. Both
+        parts are cleaned: a screen's title may name what a crew wrote."""
+        title, sub_title = one_line(title), one_line(sub_title)
         loud = self._loud
         if not loud or not sub_title.endswith(loud):
             return super().format_title(title, sub_title)
@@ -475,7 +485,8 @@ class CaptainApp(WorkCommands, App):
             help_text = f"{commands.key_label(command)} · {command.description}"
             if why:
                 help_text += f" (not now: {why})"
-            yield SystemCommand(command.label, help_text, partial(self._invoke, command))
+            yield SystemCommand(as_markup(command.label), as_markup(help_text),
+                                partial(self._invoke, command))
         yield from super().get_system_commands(screen)
 
     def _invoke(self, command: Command) -> None:
@@ -585,10 +596,11 @@ class CaptainApp(WorkCommands, App):
         self._refresh_preview()
 
     def action_help(self) -> None:
-        home = _shown_path(self.home.root).replace("`", "'")
+        # one line each, cleaned, inside a code span: drawn as written, never as Markdown
+        home = one_line(_shown_path(self.home.root)).replace("`", "'")
         where = f"**Home:** `{home}`"
         if self.view.ledger:  # as the feed read it (off this thread): never a password
-            ledger = self.view.ledger.replace("`", "'")
+            ledger = one_line(self.view.ledger).replace("`", "'")
             where += f" · **Work ledger:** `{ledger}`"
         self.push_screen(HelpScreen(f"{where}\n\n{commands.help_markdown()}"))
 

@@ -10,19 +10,20 @@ forwards them when ``allow-passthrough`` is on).
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
+
+from widgets.cells import one_line
 
 ESC = "\x1b"
 BEL = "\x07"
-_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 LIMIT = 200  # desktop notices are glanced at; the cockpit holds the whole text
 
 
 def _safe(text: str) -> str:
-    """No control character may end the sequence early or start another one."""
-    flat = " ".join(_UNSAFE.sub(" ", text).split())
-    return flat if len(flat) <= LIMIT else flat[: LIMIT - 1] + "…"
+    """No character may end the sequence early or start another one: one line, cleaned
+    like everything the cockpit draws (``widgets.cells``: ESC, BEL, C1 controls, bidi and
+    tag characters become '\ufffd')."""
+    return one_line(text, LIMIT)
 
 
 def speaks_osc777(env: Mapping[str, str]) -> bool:

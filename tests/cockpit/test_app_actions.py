@@ -581,7 +581,8 @@ def test_desktop_notices_pick_one_protocol_and_pass_through_tmux():
     from captain_tui.cockpit.desktop_alerts import desktop_notice
 
     plain = desktop_notice("Jack asks", "Which\x1b]0;evil\x07 one?", env={"TERM": "xterm"})
-    assert plain == "\x1b]9;Jack asks: Which ]0;evil one?\x07"  # no control char survives
+    # no control char survives: each is shown as the cockpit shows it, '\ufffd'
+    assert plain == "\x1b]9;Jack asks: Which\ufffd]0;evil\ufffd one?\x07"
     vte = desktop_notice("a;b", "body", env={"VTE_VERSION": "7600"})
     assert vte == "\x1b]777;notify;a,b;body\x07"
     wrapped = desktop_notice("t", "b", env={"TERM": "xterm", "TMUX": "/tmp/s,1,0"})

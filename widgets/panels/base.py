@@ -16,6 +16,7 @@ from rich.text import Text
 from textual.containers import Vertical
 from textual.widgets import Static
 
+from widgets.cells import inert
 from widgets.panels.row_list import PanelTable
 
 __all__ = ["Column", "Panel"]
@@ -89,7 +90,7 @@ class Panel(Vertical):
         yield self._empty
 
     def on_mount(self) -> None:
-        self.border_title = self.title
+        self.border_title = inert(self.title)
         self._add_columns()
 
     @property
@@ -128,7 +129,7 @@ class Panel(Vertical):
         self._now = now
         title = self.counter(rows)
         if self.border_title != title:  # setting it repaints the panel, even when equal
-            self.border_title = title
+            self.border_title = inert(title)
         table = self.table
         keys = [self.row_key(r) for r in rows]
         held = self._patch(table, dict(zip(keys, rows)), now, every_row)
@@ -203,7 +204,7 @@ class Panel(Vertical):
         if empty_now and text != self._empty_shown:  # an update lays the screen out again
             self._empty_shown = text
             empty.remove_class("loading")
-            empty.update(text)
+            empty.update(inert(text))
 
     def rows(self) -> list:
         return [self._rows[k] for k in self._keys]

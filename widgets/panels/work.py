@@ -12,7 +12,7 @@ from typing import Any
 
 from rich.text import Text
 
-from widgets.cells import age, plain
+from widgets.cells import age, inert, plain
 from widgets.panels.base import Column, Panel
 from widgets.view import RECONCILE, WORK_FILTERS, HomeView, WorkRow
 
@@ -70,7 +70,7 @@ class WorkPanel(Panel):
         if self.ledger:
             foot += f" · ledger: {self.ledger}"
         if self.border_subtitle != foot:  # setting it repaints the panel, even when equal
-            self.border_subtitle = foot
+            self.border_subtitle = inert(foot)  # the ledger's URL is someone's text
 
     def show_view(self, view: HomeView, now: datetime) -> None:
         """The view's work under the filter; nothing is touched when that did not change."""

@@ -12,7 +12,6 @@ from __future__ import annotations
 import shlex
 from typing import Any, ClassVar
 
-from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -21,7 +20,7 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static, TextArea
 
-from widgets.cells import clean
+from widgets.cells import inert
 
 
 class FormError(Exception):
@@ -141,7 +140,7 @@ class FormScreen(ModalScreen[Any]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog") as dialog:
-            dialog.border_title = self.title_text
+            dialog.border_title = inert(self.title_text)
             with VerticalScroll(id="fields"):
                 yield from self.fields()
             yield Static("", id="error", markup=False, disabled=True)
@@ -201,7 +200,7 @@ class FormScreen(ModalScreen[Any]):
 
     def show_error(self, text: str) -> None:
         error = self.query_one("#error", Static)
-        error.update(text)
+        error.update(inert(text))
         error.disabled = not text
 
 
@@ -235,8 +234,8 @@ class AnswerScreen(FormScreen):
         self.asked = asked
 
     def fields(self) -> ComposeResult:
-        yield Static(Text(f"{self.crew} asked {self.asked}:"), classes="context")
-        yield Static(Text(clean(self.question)), classes="quote")
+        yield Static(inert(f"{self.crew} asked {self.asked}:"), classes="context")
+        yield Static(inert(self.question), classes="quote")
         yield Label("Your answer")
         yield _text_area("answer", self.initial_text("answer"))
 
@@ -254,8 +253,8 @@ class TellScreen(FormScreen):
         self.assignment_id = assignment_id
 
     def fields(self) -> ComposeResult:
-        yield Static(Text(f"A follow-up for {self.crew} on {self.assignment_id}: "
-                          f"{clean(self.crew_task)}"), classes="context")
+        yield Static(inert(f"A follow-up for {self.crew} on {self.assignment_id}: "
+                           f"{self.crew_task}"), classes="context")
         yield Label("Message")
         yield _text_area("message", self.initial_text("message"))
 
@@ -277,11 +276,11 @@ class AssignScreen(FormScreen):
         self.warning = warning
 
     def fields(self) -> ComposeResult:
-        yield Static(Text(f"{self.crew} finished {self.handoff}: {clean(self.previous_task)}\n"
-                          f"The new assignment hands that one off (handoff {self.handoff})."),
+        yield Static(inert(f"{self.crew} finished {self.handoff}: {self.previous_task}\n"
+                           f"The new assignment hands that one off (handoff {self.handoff})."),
                      classes="context")
         if self.warning:
-            yield Static(Text(self.warning), classes="quote")
+            yield Static(inert(self.warning), classes="quote")
         yield Label("Task")
         yield _text_area("task", self.initial_text("task"))
         yield Label("Owns (paths, space-separated; kept from the last assignment)")
@@ -383,11 +382,11 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog") as dialog:
-            dialog.border_title = self.title_text
-            yield Static(Text(self.body))
+            dialog.border_title = inert(self.title_text)
+            yield Static(inert(self.body))
             with Horizontal(id="buttons"):
                 yield Button("No", id="no", variant="default")
-                yield Button(self.yes, id="yes", variant="error")
+                yield Button(inert(self.yes), id="yes", variant="error")
             yield Static("y yes · n / escape no", classes="hint", markup=False)
 
     def on_mount(self) -> None:

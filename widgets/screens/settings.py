@@ -13,6 +13,8 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Label, Select, Static, Switch
 
+from widgets.cells import inert
+
 SWITCHES = (
     ("alert_toast", "Toast in the cockpit"),
     ("alert_bell", "Terminal bell"),
@@ -74,7 +76,7 @@ class SettingsScreen(ModalScreen[None]):
             for name, label in SWITCHES:
                 with Horizontal(classes="switch-row"):
                     yield Switch(bool(self.values.get(name)), id=name)
-                    yield Label(label)
+                    yield Label(inert(label))
             yield Label("Theme", classes="theme-label")
             yield Select([(t, t) for t in self.themes], value=self.values.get("theme"),
                          allow_blank=False, id="theme", prompt="Theme")

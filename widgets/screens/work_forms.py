@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Checkbox, Input, Label, Select, Static
 
-from widgets.cells import clean
+from widgets.cells import inert, one_line
 from widgets.screens.forms import FormError, FormScreen, _text_area
 from widgets.view import WorkRow
 
@@ -35,16 +34,16 @@ class ReplayScreen(FormScreen):
         self.row = row
 
     def fields(self) -> ComposeResult:
-        yield Static(Text(f"{_about(self.row)}, {self.row.state}.\nA replay is a new work item "
-                          "with the same input, authorized by you: it is queued for a worker "
-                          "to claim. The original's history is not touched."),
+        yield Static(inert(f"{_about(self.row)}, {self.row.state}.\nA replay is a new work "
+                           "item with the same input, authorized by you: it is queued for a "
+                           "worker to claim. The original's history is not touched."),
                      classes="context")
         yield Label("Reason (why it runs again; recorded on the new item)")
         yield _text_area("reason", self.initial_text("reason"), classes="short")
-        inherited = clean(self.row.target_revision or "none")
-        yield Label(f"Target revision (leave empty to keep the original's: {inherited})")
+        inherited = self.row.target_revision or "none"
+        yield Label(inert(f"Target revision (leave empty to keep the original's: {inherited})"))
         yield Input(self.initial_text("target_revision"), id="target_revision", compact=True,
-                    placeholder=self.row.target_revision or "")
+                    placeholder=one_line(self.row.target_revision or ""))
 
     def values(self) -> dict[str, Any]:
         # the reason is not checked here: the ledger refuses an empty one with its own code
@@ -62,14 +61,14 @@ class ResolveScreen(FormScreen):
         self.row = row
 
     def fields(self) -> ComposeResult:
-        why = clean(self.row.why or "its outcome could not be verified")
+        why = self.row.why or "its outcome could not be verified"
         pane = f"pane {self.row.pane}" if self.row.pane else "no pane on record"
-        yield Static(Text(f"{_about(self.row)}, {pane}.\nIt needs reconciliation: {why}.\n"
-                          "Check whether its process is still running and what it did, then "
-                          "record what you found. This frees its slot and starts nothing."),
+        yield Static(inert(f"{_about(self.row)}, {pane}.\nIt needs reconciliation: {why}.\n"
+                           "Check whether its process is still running and what it did, then "
+                           "record what you found. This frees its slot and starts nothing."),
                      classes="context")
-        yield Static(Text(f"Generation {self.row.generation}: refused if the item has moved on "
-                          "since you looked."), classes="quote")
+        yield Static(inert(f"Generation {self.row.generation}: refused if the item has moved "
+                           "on since you looked."), classes="quote")
         yield Label("It became")
         yield Select(RESOLUTIONS, prompt="choose what it became", allow_blank=True,
                      value=self.initial.get("to", Select.NULL), id="to", compact=True)
