@@ -184,3 +184,39 @@ def test_the_notice_runs_nothing_and_leaves_nothing_on_the_line(world, mode, use
     assert (trap / "runs").read_text() == "seed\n"  # no history entry ran again
     assert not (shared / "editor-ran").exists()  # no editor was opened
     assert doorbell.ring(home, name).action == "nothing"  # rung once, not wedged
+
+
+def test_a_typed_notice_not_seen_where_it_was_typed_is_erased_not_left_as_a_draft(
+        cli, tmux, tmp_path):
+    """dash as root (prompt ``# ``), its terminal upper-casing what it prints (``stty
+    olcuc``): the kernel edits the line, so the notice is typed, but its echo never reads
+    as typed. Not landed, it is never submitted, and it is erased with the terminal's own
+    erase character: the line is empty again, nothing is left to hold the doorbell as a
+    human draft, and the next command typed runs alone."""
+    if shutil.which("dash") is None:
+        pytest.skip("dash is not installed")
+    work = tmp_path / "work"
+    work.mkdir()
+    r = cli("crew", "Olcuc", "--task", "T", "--command", "dash -i", "--socket", tmux.socket,
+            "--cwd", str(work), "--json")
+    assert r.code == 0, r.err
+    pane, home = r.json["pane"]["pane_id"], Home(cli.home)
+    poll(lambda: _empty_prompt(tmux, pane), what="dash's prompt")
+    tmux.type(pane, "stty olcuc")
+    tmux.key(pane, "Enter")
+    poll(lambda: tmux.capture(pane).count("#") >= 2 and _empty_prompt(tmux, pane),
+         what="the next prompt")
+    outcomes = []
+    poll(lambda: outcomes.append(doorbell.ring(home, "Olcuc")) or outcomes[-1].action == "rang",
+         timeout=10, interval=0.1, what=f"the ring ({outcomes[-3:]})")
+    poll(lambda: _empty_prompt(tmux, pane), timeout=5,
+         what=f"the line to be empty again: {tmux.capture(pane)}")
+    assert doorbell.ring(home, "Olcuc").gate != "human_draft"
+    assert outcomes[-1].detail.endswith("erased"), outcomes[-1]
+    stamp = doorbell.read_stamp(home, "olcuc")
+    assert (stamp.landed, stamp.typed) == (False, None)
+    marker = work / "marker"
+    tmux.type(pane, f"touch {marker}")
+    tmux.key(pane, "Enter")
+    poll(marker.exists, what=f"the next command to run: {tmux.capture(pane)}")
+    assert sorted(p.name for p in work.iterdir()) == ["marker"]
