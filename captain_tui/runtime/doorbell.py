@@ -1,4 +1,5 @@
-"""The doorbell: type a short notice into a crew's pane, only when every gate is clear.
+"""The doorbell: type a short notice into a crew's pane, only when every gate is clear (a
+shell's line editor is never typed into: the notice is printed on its terminal instead).
 
 The mail is already durable before anything here runs, so no outcome of a ring can lose a
 message: a gate that holds is not an error (the next attempt tries again), a pane that is
@@ -59,7 +60,8 @@ def notice(name: str) -> str:
     and the crew name (itself letters, digits, '_' and '-'). Nothing in it is special to any
     shell: no quote, no '$', no backtick, no separator, no glob, no '!' — so a shell that
     does not take '#' as a comment (zsh by default, bash without interactive_comments)
-    looks for a command named '#' and runs nothing. No byte of mail is ever typed there."""
+    looks for a command named '#' and runs nothing. No byte of mail is ever typed there, and
+    this is typed only where the kernel edits the line (``_ring_terminal``)."""
     words = f"mail from the captain is waiting run captain inbox {name} to read it"
     if not _INERT.fullmatch(words):  # a name the recruit rules would have refused
         words = "mail from the captain is waiting run captain inbox to read it"

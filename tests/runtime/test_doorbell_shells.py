@@ -2,9 +2,11 @@
 
 A shell crew (``--agent shell``) or any program (``--command``) is not an agent composer
 captain can read, so its ring is a fixed notice (``doorbell.notice``): a comment of letters,
-digits, spaces and the crew name, never a byte of the mail. Each shell below is rung with
-mail full of what a shell would obey — separators, pipes, substitutions, redirections,
-history expansion, quotes, a newline — and afterwards nothing the mail asked for exists.
+digits, spaces and the crew name, never a byte of the mail (typed where the kernel edits
+the line, printed on the terminal of a line editor: test_doorbell_line_editors.py).
+Each shell below is rung with mail full of what a shell would obey — separators, pipes,
+substitutions, redirections, history expansion, quotes, a newline — and afterwards nothing
+the mail asked for exists.
 The shells come from Debian's packages (.ci/install-agents installs zsh and fish).
 """
 
