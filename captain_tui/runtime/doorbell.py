@@ -335,7 +335,7 @@ def _wait(until, seconds: float) -> bool:
 
 def _rows_reading(tmux: Tmux, snapshot: CrewSnapshot, text: str) -> int:
     """How many rows of the pane (wrapped rows joined) read exactly ``text``."""
-    out = tmux.run("capture-pane", "-p", "-J", "-t", snapshot.pane.pane_id).stdout
+    out = tmux.run("capture-pane", "-p", "-J", "-t", snapshot.pane.pane_id, check=False).stdout
     return sum(1 for row in out.split("\n") if row.rstrip() == text)
 
 
