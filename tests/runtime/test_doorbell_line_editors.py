@@ -3,14 +3,17 @@
 A shell's line editor may be in any keymap, and none shows it: in vi command mode every
 letter is a command (``#`` comments out and runs the line, ``v`` runs $EDITOR, ``k`` fetches
 history, ``Enter`` runs whatever that left), and emacs mode after a stray ESC reads the
-next key as Meta. So the doorbell types only where the kernel edits the line (dash here);
-a shell with a line editor gets the notice printed on its terminal, which nothing reads.
+next key as Meta. So the doorbell types only where the kernel edits the line (dash, bash
+--noediting here); a shell with a line editor gets the notice printed on its terminal,
+which nothing reads. Every crew's task is hostile mail (support.tmux.hostile): no
+byte of it reaches any pane.
 
 One tmux server, every shell in every mode started at once, each as root (``#`` prompts)
 and as ``nobody`` (``$``/``%``/``>`` prompts). Each shell's history holds a command that
 appends a line to ``runs`` and its $EDITOR is a trap, so a history entry run again, an
 editor opened or any word of the notice run shows as a file. After the ring the line must
-be empty (redrawn with Ctrl-L), and a command typed then must run alone.
+be empty (redrawn with Ctrl-L), a command typed then must run alone, and no word of the
+notice may run as a command (each is a trap on $PATH).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from support.tmux import PrivateTmux, needs_tmux, poll
+from support.tmux import PrivateTmux, hostile, needs_tmux, poll
 
 from captain_tui.cli.main import main
 from captain_tui.runtime import doorbell, pane_reader
@@ -36,6 +39,8 @@ SHELLS = {
     "bash": ["bash", "--norc", "--noprofile", "-i"],
     "bashvi": ["bash", "--norc", "--noprofile", "-o", "vi", "-i"],
     "dash": ["dash", "-i"],
+    # no line editor, and '#' not a comment: the typed notice looks for a command '#'
+    "bashne": ["bash", "--noprofile", "--rcfile", "{rc}", "--noediting", "-i"],
     "zsh": ["zsh", "-f", "-i"],
     # fish reads its configuration from the empty $HOME below (with --no-config, fish
     # 3.6 has no key bindings at all once vi mode is chosen)
@@ -49,6 +54,7 @@ MODES = {
     "bash-vi-insert": ("bashvi", "bind 'set show-mode-in-prompt on'", ()),
     "bash-vi-command": ("bashvi", "bind 'set show-mode-in-prompt on'", ("Escape",)),
     "dash": ("dash", None, ()),
+    "bash-noediting-no-comments": ("bashne", None, ()),
     "zsh-emacs": ("zsh", None, ()),
     "zsh-emacs-stray-esc": ("zsh", None, ("Escape",)),
     "zsh-vi-insert": ("zsh", "bindkey -v; zle-keymap-select() { print -n \"\\e]2;$KEYMAP\\a\" }; "
@@ -61,6 +67,7 @@ MODES = {
 }
 USERS = ("root", "nobody")
 CASES = [(mode, user) for mode in MODES for user in USERS]
+TYPED = ("dash", "bash-noediting-no-comments")  # the kernel edits their line
 
 
 def _shown_in(tmux: PrivateTmux, pane: str, mode: str) -> bool:
@@ -98,6 +105,14 @@ def world(tmp_path_factory):
     editor = shared / "editor"
     editor.write_text(f"#!/bin/sh\ntouch {shared}/editor-ran\n")
     editor.chmod(0o755)
+    # each word of the notice, run as a command, leaves a file in that crew's $HOME
+    words = shared / "bin"
+    words.mkdir()
+    for word in set(doorbell.notice("E0").split()) - {"#", "read", "E0"}:
+        (words / word).write_text(f'#!/bin/sh\ntouch "$HOME/ran-{word}"\n')
+        (words / word).chmod(0o755)
+    rc = shared / "bashrc"
+    rc.write_text("shopt -u interactive_comments\n")
     tmux = PrivateTmux()
     crews = {}
     try:
@@ -107,14 +122,14 @@ def world(tmp_path_factory):
             trap = shared / name
             trap.mkdir()
             trap.chmod(0o777)
-            env = (f"env HOME={trap} XDG_CONFIG_HOME={trap}/.config EDITOR={editor} "
-                   f"VISUAL={editor} FCEDIT={editor}")
-            argv = " ".join(SHELLS[shell])
+            env = (f"env PATH={words}:$PATH HOME={trap} XDG_CONFIG_HOME={trap}/.config "
+                   f"EDITOR={editor} VISUAL={editor} FCEDIT={editor}")
+            argv = " ".join(SHELLS[shell]).replace("{rc}", str(rc))
             command = f"{env} {argv}" if user == "root" else \
                 f"runuser -u nobody -- {env} {argv}"
             out = io.StringIO()
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-                code = main(["crew", name, "--task", f"touch {trap}/task", "--command", command,
+                code = main(["crew", name, "--task", hostile(trap), "--command", command,
                              "--cwd", str(trap), "--socket", tmux.socket, "--home",
                              str(home.root), "--json"])
             assert code == 0, out.getvalue()
@@ -158,16 +173,11 @@ def test_the_notice_runs_nothing_and_leaves_nothing_on_the_line(world, mode, use
     stamp = doorbell.read_stamp(home, name.lower())
     screen = tmux.capture(pane)
     rows = [row.rstrip() for row in screen.splitlines()]
-    if mode == "dash":
-        # the kernel edits dash's line: typed, seen where it was typed, submitted
-        assert doorbell.notice(name) in screen
-        assert (outcome.detail, stamp.typed) == ("landed", doorbell.notice(name))
-    else:  # a line editor: printed, never typed, so no Enter either
-        assert doorbell.notice(name) in rows, screen  # on a row of its own
-        assert outcome.detail.startswith("printed") and stamp.typed is None, outcome
-        assert stamp.landed and stamp.head is not None
+    assert "fix it" not in screen and "touch" not in screen  # no byte of the mail
+    assert doorbell.notice(name) in screen
+    if mode not in TYPED:
         # the editor redraws its line (bash's vi insert keymap has no redraw key: from
-        # command mode): it must still be empty
+        # command mode): it must be empty, nothing of the notice left on it
         tmux.key(pane, *(("Escape", "C-l") if mode == "bash-vi-insert" else ("C-l",)))
         poll(lambda: _empty_prompt(tmux, pane) and doorbell.notice(name)
              not in tmux.capture(pane), timeout=5,
@@ -179,10 +189,18 @@ def test_the_notice_runs_nothing_and_leaves_nothing_on_the_line(world, mode, use
     tmux.key(pane, "Enter")
     poll(marker.exists, timeout=10, what=f"{mode}'s shell to run a command typed after the "
          f"ring: {tmux.capture(pane)[-400:]}")
+    # no word of the notice ran as a command, nothing the mail asks for exists
     assert sorted(p.name for p in trap.iterdir() if not p.name.startswith(".")) \
         == ["marker", "runs"], tmux.capture(pane)
     assert (trap / "runs").read_text() == "seed\n"  # no history entry ran again
     assert not (shared / "editor-ran").exists()  # no editor was opened
+    if mode in TYPED:
+        # the kernel edits the line: typed, seen where it was typed, submitted
+        assert (outcome.detail, stamp.typed) == ("landed", doorbell.notice(name))
+    else:  # a line editor: printed on a row of its own, never typed, so no Enter either
+        assert doorbell.notice(name) in rows, screen
+        assert outcome.detail.startswith("printed") and stamp.typed is None, outcome
+        assert stamp.landed and stamp.head is not None
     assert doorbell.ring(home, name).action == "nothing"  # rung once, not wedged
 
 
