@@ -39,8 +39,9 @@ class LineMode:
 
     def takes(self, text: str) -> bool:
         """``text`` goes in as it is: printable ASCII, no byte the discipline acts on."""
-        data = text.encode("ascii", errors="replace")
-        return self.kernel and all(0x20 <= b < 0x7f and b not in self.special for b in data)
+        if not self.kernel or not text.isascii():
+            return False
+        return all(0x20 <= b < 0x7f and b not in self.special for b in text.encode())
 
 
 def _controlling_tty(pid: int) -> int | None:
@@ -64,13 +65,14 @@ def _open(tty: str | None, pid: int | None) -> int | None:
         return None
     try:
         st = os.fstat(fd)
-        if stat.S_ISCHR(st.st_mode) and os.isatty(fd) and _controlling_tty(pid) == st.st_rdev:
-            fd, kept = -1, fd
-            return kept
+        ours = stat.S_ISCHR(st.st_mode) and os.isatty(fd) \
+            and _controlling_tty(pid) == st.st_rdev
+    except OSError:
+        ours = False
+    if not ours:
+        os.close(fd)
         return None
-    finally:
-        if fd >= 0:
-            os.close(fd)
+    return fd
 
 
 def line_mode(tty: str | None, pid: int | None) -> LineMode | None:
