@@ -305,7 +305,8 @@ def _ring_terminal(home: Home, key: str, snapshot: CrewSnapshot, stamp: RingStam
         return hold("unreadable_composer", seen.reason)
     if seen.draft and stamp.landed is False and _draft_is(seen.draft, stamp.typed):
         tmux.send_enter(snapshot.pane)  # our own ring, seen whole after its check ran out
-        return rang(_submitted(tmux, snapshot, stamp.typed), stamp.typed, "landed")
+        landed = _submitted(tmux, snapshot, stamp.typed)
+        return rang(landed, stamp.typed, "landed" if landed else "typed; not confirmed")
     if seen.draft:
         return hold("human_draft", "someone is typing on the composer")
     lines = screens.strip_ansi(capture).split("\n")
@@ -320,7 +321,9 @@ def _ring_terminal(home: Home, key: str, snapshot: CrewSnapshot, stamp: RingStam
     # it): take it back with the terminal's own erase character, one per character typed,
     # so no text of captain's is left on the line to read as a person's draft.
     tmux.send_bytes(snapshot.pane, mode.erase * len(text))
-    return rang(False, None, "typed, not seen where it was typed; erased")
+    erased = _poll(tmux, snapshot, lambda s, cap: s.draft == "", LANDED_WAIT) is not None
+    return rang(False, None, "typed, not seen where it was typed; "
+                + ("erased" if erased else "erase sent, not confirmed"))
 
 
 def _wait(until, seconds: float) -> bool:
