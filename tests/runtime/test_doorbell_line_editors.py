@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -120,6 +121,8 @@ def world(tmp_path_factory):
     crews = {}
     try:
         for i, (mode, user) in enumerate(CASES):
+            if user == "nobody" and os.geteuid() != 0:
+                continue  # runuser needs root; the other cases run as this user
             shell, setup, _ = MODES[mode]
             name = f"E{i}"
             trap = shared / name
@@ -160,6 +163,8 @@ def world(tmp_path_factory):
 @pytest.mark.parametrize(("mode", "user"), CASES)
 def test_the_notice_runs_nothing_and_leaves_nothing_on_the_line(world, mode, user):
     home, tmux, crews, shared = world
+    if (mode, user) not in crews:
+        pytest.skip("the tests do not run as root: no shell as another user (runuser)")
     crew = crews[(mode, user)]
     pane, trap, name = crew["pane"], crew["trap"], crew["name"]
     for key in MODES[mode][2]:
