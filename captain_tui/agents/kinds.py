@@ -20,7 +20,9 @@ HOOKED = frozenset({"claude", "pi"})  # delivery by hooks: every ring is the fix
 # captain's hooks, so pi is HOOKED for mail but not here.
 APPROVAL_BY_HOOK = frozenset({"claude", "codex"})  # codex: its PermissionRequest hook
 # Agents whose composer the pane reader knows: only there may a ring carry mail text. A shell
-# or any other program would run what it is typed, so it gets a fixed, inert notice.
+# or any other program would run what it is typed, so it gets a fixed, inert notice, typed
+# only where the kernel edits the line and printed on the terminal anywhere else
+# (runtime/pane_tty.py: a line editor's keymap cannot be known).
 COMPOSERS = frozenset({"claude", "codex", "pi"})
 WAKE_LINE = "mail from the captain is waiting; keep working"
 

@@ -1,4 +1,5 @@
-"""The doorbell: type a short notice into a crew's pane, only when every gate is clear.
+"""The doorbell: type a short notice into a crew's pane, only when every gate is clear (a
+shell's line editor is never typed into: the notice is printed on its terminal instead).
 
 The mail is already durable before anything here runs, so no outcome of a ring can lose a
 message: a gate that holds is not an error (the next attempt tries again), a pane that is
@@ -10,11 +11,13 @@ from __future__ import annotations
 import os
 import re
 import time
+import unicodedata
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from captain_tui.agents.kinds import APPROVAL_BY_HOOK, COMPOSERS, HOOKED, WAKE_LINE
 from captain_tui.runtime import pane_reader as screens
+from captain_tui.runtime import pane_tty
 from captain_tui.runtime.tmux import ALIVE, GONE, Tmux
 from state.clock import now
 from state.crew import crewlog, mailbox, notify, protocol
@@ -57,7 +60,8 @@ def notice(name: str) -> str:
     and the crew name (itself letters, digits, '_' and '-'). Nothing in it is special to any
     shell: no quote, no '$', no backtick, no separator, no glob, no '!' — so a shell that
     does not take '#' as a comment (zsh by default, bash without interactive_comments)
-    looks for a command named '#' and runs nothing. No byte of mail is ever typed there."""
+    looks for a command named '#' and runs nothing. No byte of mail is ever typed there, and
+    this is typed only where the kernel edits the line (``_ring_terminal``)."""
     words = f"mail from the captain is waiting run captain inbox {name} to read it"
     if not _INERT.fullmatch(words):  # a name the recruit rules would have refused
         words = "mail from the captain is waiting run captain inbox to read it"
@@ -233,6 +237,9 @@ def _ring_locked(home: Home, key: str, at: datetime) -> Outcome:
         return hold("tmux_unavailable", err.message)
     if seen.working:
         return hold("not_quiescent", seen.reason)
+    if snapshot.agent not in COMPOSERS:
+        return _ring_terminal(home, key, snapshot, stamp, head, at, tmux, info, capture, seen,
+                              hold)
     if not seen.composer_readable:
         return hold("unreadable_composer", seen.reason)
 
@@ -260,6 +267,113 @@ def _ring_locked(home: Home, key: str, at: datetime) -> Outcome:
         head=head, rung_at=at, landed=landed, typed=text, body_landed=body, gate=None,
         held_since=None, held_head=None, checked_at=at)))
     return Outcome(snapshot.name, "rang", detail="landed" if landed else "typed; not confirmed")
+
+
+def _ring_terminal(home: Home, key: str, snapshot: CrewSnapshot, stamp: RingStamp, head: str,
+                   at: datetime, tmux: Tmux, info, capture: str, seen: screens.Screen,
+                   hold) -> Outcome:
+    """A shell or any other program: the notice, typed only where the kernel edits the
+    line (``pane_tty``), else printed on the terminal. Nothing typed is ever left behind:
+    a typed notice that is not seen exactly where it was typed is erased again."""
+    text = notice(snapshot.name)
+    mode = pane_tty.line_mode(info.tty, info.pid)
+    if mode is None:
+        return hold("unreadable_composer", "captain could not ask the pane's terminal")
+
+    def rang(landed: bool, typed: str | None, detail: str) -> Outcome:
+        _save(home, key, stamp.model_copy(update=dict(
+            head=head, rung_at=at, landed=landed, typed=typed, body_landed=False, gate=None,
+            held_since=None, held_head=None, checked_at=at)))
+        return Outcome(snapshot.name, "rang", detail=detail)
+
+    if not mode.takes(text):
+        # A line editor (any keymap), a full-screen program, a terminal that does not echo:
+        # what a key does there is unknown, so nothing is typed. Printing is inert anywhere,
+        # but would scribble over a full-screen program's screen.
+        if info.alternate:
+            return hold("unreadable_composer", "a full-screen program holds the terminal")
+        lines = screens.strip_ansi(capture).split("\n")
+        x, y = info.cursor or (1, 0)
+        fresh = x == 0 and 0 <= y < len(lines) and not lines[y].strip()
+        before = _rows_reading(tmux, snapshot, text)
+        if not pane_tty.show_line(info.tty, info.pid, text, fresh=fresh):
+            return hold("not_quiescent", "the pane's terminal takes no output now")
+        shown = _wait(lambda: _rows_reading(tmux, snapshot, text) > before, LANDED_WAIT)
+        return rang(True, None, "printed" if shown else "printed; not seen on screen yet")
+
+    if not seen.composer_readable:
+        return hold("unreadable_composer", seen.reason)
+    if seen.draft and stamp.landed is False and _draft_is(seen.draft, stamp.typed):
+        tmux.send_enter(snapshot.pane)  # our own ring, seen whole after its check ran out
+        landed = _submitted(tmux, snapshot, stamp.typed)
+        return rang(landed, stamp.typed, "landed" if landed else "typed; not confirmed")
+    if seen.draft:
+        return hold("human_draft", "someone is typing on the composer")
+    lines = screens.strip_ansi(capture).split("\n")
+    x, y = info.cursor
+    prompt = lines[y] if 0 <= y < len(lines) else ""
+    tmux.send_literal(snapshot.pane, text)
+    if _wait(lambda: _typed_at(tmux, snapshot, prompt, x, y, text), LANDED_WAIT):
+        tmux.send_enter(snapshot.pane)
+        landed = _submitted(tmux, snapshot, text)
+        return rang(landed, text, "landed" if landed else "typed; not confirmed")
+    # Not where it was typed (someone typed at the same moment, or the program drew over
+    # it): take it back with the terminal's own erase character, one per character typed,
+    # so no text of captain's is left on the line to read as a person's draft.
+    tmux.send_bytes(snapshot.pane, mode.erase * len(text))
+    erased = _poll(tmux, snapshot, lambda s, cap: s.draft == "", LANDED_WAIT) is not None
+    return rang(False, None, "typed, not seen where it was typed; "
+                + ("erased" if erased else "erase sent, not confirmed"))
+
+
+def _wait(until, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while True:
+        if until():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+
+
+def _rows_reading(tmux: Tmux, snapshot: CrewSnapshot, text: str) -> int:
+    """How many rows of the pane (wrapped rows joined) read exactly ``text``."""
+    out = tmux.run("capture-pane", "-p", "-J", "-t", snapshot.pane.pane_id, check=False).stdout
+    return sum(1 for row in out.split("\n") if row.rstrip() == text)
+
+
+def _cols(text: str) -> int:
+    return sum(0 if unicodedata.combining(c) else
+               2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def _typed_at(tmux: Tmux, snapshot: CrewSnapshot, prompt: str, x: int, y: int,
+              text: str) -> bool:
+    """The typed text reads, from the cursor it was typed at, exactly as typed: the row
+    before it unchanged (the prompt) and the text after it, wrapped at the pane's width
+    (and scrolled up when it ran past the bottom). A prompt ending in the notice's own
+    glyph (a root ``#``) cannot pass for it: the prompt's part is compared separately."""
+    info = tmux.pane(snapshot.pane)
+    if info.state != ALIVE or not info.width or not info.height:
+        return False
+    lines = tmux.capture(snapshot.pane).split("\n")
+    head = prompt.rstrip()
+    head += " " * max(0, x - _cols(head))
+    if _cols(head) != x:
+        return False
+    total = x + len(text)
+    rows = max(1, -(-total // info.width))
+    y0 = min(y, info.height - rows)
+    if y0 < 0 or y0 + rows > len(lines):
+        return False
+    got = lines[y0:y0 + rows]
+    joined = "".join(r + " " * max(0, info.width - _cols(r)) for r in got[:-1]) + got[-1]
+    return joined.rstrip() == (head + text).rstrip()
+
+
+def _submitted(tmux: Tmux, snapshot: CrewSnapshot, text: str) -> bool:
+    return _poll(tmux, snapshot, lambda s, cap: s.working or s.draft == ""
+                 or not _draft_is(s.draft, text), SUBMIT_WAIT) is not None
 
 
 def ring_all(home: Home, quiet: dict | None = None) -> list[Outcome]:

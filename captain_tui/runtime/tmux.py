@@ -111,6 +111,10 @@ class PaneInfo:
     cursor: tuple[int, int] | None = None
     height: int | None = None
     dead: bool = False
+    width: int | None = None
+    tty: str | None = None  # the pane's terminal device (/dev/pts/N)
+    pid: int | None = None  # the pane's first process
+    alternate: bool = False  # a full-screen program drew on the alternate screen
 
 
 class Tmux:
@@ -222,19 +226,22 @@ class Tmux:
             return PaneInfo(UNKNOWN)
         proc = self.run("display-message", "-p", "-t", locator.pane_id, "-F",
                         "#{pane_id}\t#{window_activity}\t#{cursor_x}\t#{cursor_y}\t"
-                        "#{pane_height}\t#{pane_dead}", check=False)
+                        "#{pane_height}\t#{pane_dead}\t#{pane_width}\t#{pane_tty}\t"
+                        "#{pane_pid}\t#{alternate_on}", check=False)
         if proc.returncode != 0:
             err = proc.stderr.lower()
             if "can't find pane" in err or "can't find window" in err:
                 return PaneInfo(GONE)
             return PaneInfo(UNKNOWN)
         fields = proc.stdout.rstrip("\n").split("\t")
-        if len(fields) != 6 or fields[0] != locator.pane_id:
+        if len(fields) != 10 or fields[0] != locator.pane_id:
             return PaneInfo(GONE if fields and fields[0] != locator.pane_id else UNKNOWN)
         try:
             return PaneInfo(ALIVE, activity=float(fields[1] or 0),
                             cursor=(int(fields[2]), int(fields[3])), height=int(fields[4]),
-                            dead=fields[5] == "1")
+                            dead=fields[5] == "1", width=int(fields[6]),
+                            tty=fields[7] or None, pid=int(fields[8]) if fields[8] else None,
+                            alternate=fields[9] == "1")
         except ValueError:
             return PaneInfo(UNKNOWN)
 
@@ -246,6 +253,11 @@ class Tmux:
 
     def send_literal(self, locator: PaneLocator, text: str) -> None:
         self.run("send-keys", "-t", locator.pane_id, "-l", "--", text)
+
+    def send_bytes(self, locator: PaneLocator, data: bytes) -> None:
+        """Raw bytes as keys (``send-keys -H``): say, a terminal's own erase character."""
+        if data:
+            self.run("send-keys", "-t", locator.pane_id, "-H", *(f"{b:02x}" for b in data))
 
     def send_enter(self, locator: PaneLocator) -> None:
         self.run("send-keys", "-t", locator.pane_id, "Enter")

@@ -2,10 +2,15 @@
 
 A shell crew (``--agent shell``) or any program (``--command``) is not an agent composer
 captain can read, so its ring is a fixed notice (``doorbell.notice``): a comment of letters,
-digits, spaces and the crew name, never a byte of the mail. Each shell below is rung with
-mail full of what a shell would obey — separators, pipes, substitutions, redirections,
-history expansion, quotes, a newline — and afterwards nothing the mail asked for exists.
-The shells come from Debian's packages (.ci/install-agents installs zsh and fish).
+digits, spaces and the crew name, never a byte of the mail (typed where the kernel edits
+the line, printed on the terminal of a line editor: test_doorbell_line_editors.py).
+Each shell below is rung with mail full of what a shell would obey — separators, pipes,
+substitutions, redirections, history expansion, quotes, a newline — and afterwards nothing
+the mail asked for exists.
+The shells come from Debian's packages (.ci/install-agents installs zsh and fish). The same
+shells as ``--command`` crews (bash with and without a line editor or comments, dash, zsh,
+fish), each in each keymap and as root and as a user, with the same mail, are in
+test_doorbell_line_editors.py.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from support.tmux import needs_tmux, poll
+from support.tmux import hostile, needs_tmux, poll
 
 from captain_tui.runtime import doorbell
 from state.clock import now
@@ -22,24 +27,6 @@ from state.crew import crewlog
 from state.home import Home
 
 pytestmark = needs_tmux
-
-
-def hostile(trap: Path) -> str:
-    """Mail that creates trap/1..9 if any shell ever runs any part of it."""
-    t = str(trap)
-    return (f"fix it; touch {t}/1 && touch {t}/2 || touch {t}/2b | touch {t}/3 "
-            f"$(touch {t}/4) `touch {t}/5` > {t}/6 >> {t}/6b < /etc/hostname "
-            f"!! !-1 'touch {t}/7' \"$(touch {t}/8)\" ${{IFS}}x\ntouch {t}/9\n"
-            f"& touch {t}/10 &")
-
-
-SHELLS = {
-    "bash": ["bash", "--norc", "--noprofile", "-i"],
-    "bash-no-comments": ["bash", "--noprofile", "--rcfile", "{rc}", "-i"],
-    "dash": ["dash", "-i"],
-    "zsh": ["zsh", "-f", "-i"],  # default options: '#' is not a comment interactively
-    "fish": ["fish", "--no-config", "-i"],
-}
 
 
 def _ring_and_prove_nothing_ran(cli, tmux, name: str, data: dict, trap: Path) -> None:
@@ -75,23 +62,6 @@ def _ring_and_prove_nothing_ran(cli, tmux, name: str, data: dict, trap: Path) ->
     assert sorted(p.name for p in trap.iterdir()) == ["marker"]
     # nor a stray file named after a word of the ring (a redirection would make one here)
     assert sorted(p.name for p in cli.cwd.iterdir()) == before
-
-
-@pytest.mark.parametrize("shell", sorted(SHELLS))
-def test_a_program_crew_running_a_shell_runs_nothing_from_its_mail(shell, cli, tmux,
-                                                                  tmp_path):
-    argv = SHELLS[shell]
-    if shutil.which(argv[0]) is None:
-        pytest.skip(f"{argv[0]} is not installed (.ci/install-agents installs it)")
-    rc = tmp_path / "bashrc"
-    rc.write_text("shopt -u interactive_comments\n")
-    trap = tmp_path / "trap"
-    trap.mkdir()
-    command = " ".join(a.replace("{rc}", str(rc)) for a in argv)
-    r = cli("crew", "Jack", "--task", hostile(trap), "--command", command,
-            "--socket", tmux.socket, "--json")
-    assert r.code == 0, r.err
-    _ring_and_prove_nothing_ran(cli, tmux, "Jack", r.json, trap)
 
 
 @pytest.mark.parametrize("shell", ["bash", "dash", "zsh", "fish"])

@@ -58,6 +58,15 @@ class PrivateTmux:
         Path(self.socket).unlink(missing_ok=True)  # a killed server can leave its socket
 
 
+def hostile(trap: Path) -> str:
+    """Mail that creates trap/1..9 if any shell ever runs any part of it."""
+    t = str(trap)
+    return (f"fix it; touch {t}/1 && touch {t}/2 || touch {t}/2b | touch {t}/3 "
+            f"$(touch {t}/4) `touch {t}/5` > {t}/6 >> {t}/6b < /etc/hostname "
+            f"!! !-1 'touch {t}/7' \"$(touch {t}/8)\" ${{IFS}}x\ntouch {t}/9\n"
+            f"& touch {t}/10 &")
+
+
 SLEEPER = "sh -c 'sleep 300'"  # a crew's agent that only waits: its pane stays up
 
 
