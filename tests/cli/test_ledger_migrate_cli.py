@@ -170,11 +170,15 @@ def test_status_says_which_ledger_is_in_use(run, pg_url):  # noqa: F811
 
 
 @pytest.mark.parametrize("trouble", ["unmigrated", "unreachable"])
-def test_status_fails_on_a_ledger_it_cannot_use_and_still_shows_the_crew(run, pg_url, trouble):  # noqa: F811
+def test_status_fails_on_a_ledger_it_cannot_use_and_still_shows_the_crew(
+        run, pg_server, pg_url, trouble):  # noqa: F811
     """A ledger that cannot be used is said, not hidden: the crew table as always, the
     ledger's refusal with its code, exit 1 (a script never reads a broken ledger as an
-    empty one). A file home's status is unaffected."""
-    ok(run("crew", "Jack", "--task", "Fix it", "--no-launch", "--json"))
+    empty one)."""
+    working = pg_server.url(pg_server.create_database())
+    assert run("ledger", "migrate", "--url", working).code == 0
+    ok(run("crew", "Jack", "--task", "Fix it", "--no-launch", "--json",
+           env={"CAPTAIN_LEDGER_URL": working}))
     url = pg_url if trouble == "unmigrated" else f"postgresql://postgres@127.0.0.1:{_closed_port()}/x"
     env = {"CAPTAIN_LEDGER_URL": _with_password(url)}
     code = {"unmigrated": "ledger_not_migrated", "unreachable": "ledger_unreachable"}[trouble]
