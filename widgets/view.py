@@ -31,7 +31,7 @@ class CrewRow:
     key: str  # the crew name in lower case: the row key in every panel
     name: str
     agent: str
-    state: str  # assigned | asked | approval | done | died
+    state: str  # state.crew.standing.CrewState: assigned | asked | approval | held | done | died
     assignment_id: str
     incarnation_id: str
     task: str

@@ -116,7 +116,14 @@ def envelope(n, crew: str | None, assignment_id: str | None) -> dict:
     return env
 
 
-def _next_step(n) -> str:
+def _next_step(n, state: str | None = None) -> str:
+    """What to do about ``n``, given the crew's state now (``state.crew.standing``): a
+    notification can be older than what happened since (a crew that asked, then died)."""
+    if state == "died" and n.status != "error":
+        return f"next:   the crew has died since; captain wait {n.crew} --ack " \
+               f"{n.delivery_id}, then the error notification tells what to do"
+    if state == "dismissed":
+        return f"ack:    captain wait {n.crew} --ack {n.delivery_id} (the crew is dismissed)"
     if n.status == "asked":
         return (f"answer: captain answer {n.crew} {n.question_id} \"...\" --assignment "
                 f"{n.assignment_id}")
@@ -154,9 +161,13 @@ def cmd_wait(args, out: Out) -> int:
     if n is None:
         human = f"timeout: nothing from {name or 'any crew'} (no delivery)."
     else:
+        from state.crew import protocol
+        from state.inputs import crew_key
+
         summary = "\n".join("  " + line for line in n.summary.splitlines() or [""])
+        state = protocol.crew_state(home, crew_key(n.crew))
         human = f"{n.status}  {n.crew}  {n.delivery_id}  ({n.assignment_id})\n{summary}\n" \
-                f"  {_next_step(n)}"
+                f"  {_next_step(n, state)}"
     out.ok(env, human)
     return 0
 

@@ -13,7 +13,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 
 from state.clock import now
-from state.crew import crewlog, mailbox, rules
+from state.crew import crewlog, deaths, mailbox, rules, standing
 from state.crew.rules import CAPTAIN, Context, Verdict, check_captain
 from state.errors import CaptainError
 from state.home import Home
@@ -444,6 +444,24 @@ def _actor(ctx: Context) -> str:
     return "crew" if ctx.role == "crew" else "captain"
 
 
+def _state(home: Home, key: str, snapshot, pending, unacked) -> standing.CrewState:
+    """``standing.crew_state`` from the home's files (the cockpit feeds it from its cache)."""
+    return standing.crew_state(
+        dismissed=snapshot.dismissed_at is not None, done=snapshot.done_at is not None,
+        died=deaths.reported(home, key, snapshot.incarnation_id),
+        question_pending=pending is not None, unacknowledged=unacked,
+        assignment_id=snapshot.assignment.assignment_id)
+
+
+def crew_state(home: Home, key: str) -> standing.CrewState | None:
+    """One crew's state now (None: no such crew), as ``status`` shows it."""
+    snapshot, _ = crewlog.load(home, key)
+    if snapshot is None:
+        return None
+    return _state(home, key, snapshot, rules.pending_question(home, key, snapshot),
+                  mailbox.unacknowledged(home, key))
+
+
 def crew_status(home: Home, include_dismissed: bool = False) -> list[dict]:
     """One row per crew for ``status``: who, on what, and what it waits on."""
     rows = []
@@ -453,21 +471,15 @@ def crew_status(home: Home, include_dismissed: bool = False) -> list[dict]:
             continue
         pending = rules.pending_question(home, key, snapshot)
         queued = [] if snapshot.dismissed_at else mailbox.unread(home, key, snapshot)
-        if snapshot.dismissed_at:
-            state = "dismissed"
-        elif snapshot.done_at:
-            state = "done"
-        elif pending:
-            state = "asked"
-        else:
-            state = "assigned"
+        unacked = mailbox.unacknowledged(home, key)
+        state = _state(home, key, snapshot, pending, unacked)
         rows.append({
             "name": snapshot.name, "agent": snapshot.agent, "state": state,
             "incarnation_id": snapshot.incarnation_id,
             "assignment_id": snapshot.assignment.assignment_id,
             "unread": len(queued),
             "question_id": pending.question_id if pending else None,
-            "unacknowledged": len(mailbox.unacknowledged(home, key)),
+            "unacknowledged": len(unacked),
             "owns": snapshot.assignment.owns, "allow": snapshot.assignment.allow,
             "pane": snapshot.pane.model_dump() if snapshot.pane else None,
         })

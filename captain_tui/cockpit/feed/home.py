@@ -32,7 +32,7 @@ from pathlib import Path
 from captain_tui.cockpit.feed.alerts import Alert, alert_for
 from captain_tui.cockpit.feed.routes import Route, route
 from captain_tui.cockpit.feed.work import WorkFeed
-from state.crew import crewlog, deaths, rules
+from state.crew import crewlog, deaths, rules, standing
 from state.errors import CaptainError
 from state.home import Home
 from state.models import CrewSnapshot, Message, Notification, RingStamp
@@ -306,17 +306,11 @@ def _crew_view(key: str, cache: _CrewCache) -> CrewView | None:
     live_stamp = cache.stamp if cache.stamp is not None \
         and cache.stamp.incarnation_id == s.incarnation_id else None
     gate = live_stamp.gate if live_stamp is not None and unread else None
-    if s.done_at is not None:
-        state = "done"
-    elif deaths.delivery_id(s.incarnation_id) in cache.notes:  # acknowledged or not
-        state = "died"
-    elif pending is not None:
-        state = "asked"
-    elif any(n.status == "awaiting_approval" and n.assignment_id == s.assignment.assignment_id
-             for n in notes):
-        state = "approval"
-    else:
-        state = "assigned"
+    state = standing.crew_state(
+        dismissed=False, done=s.done_at is not None,
+        died=deaths.delivery_id(s.incarnation_id) in cache.notes,  # acknowledged or not
+        question_pending=pending is not None, unacknowledged=notes,
+        assignment_id=s.assignment.assignment_id)
     moments = [s.recruited_at, s.assigned_at, s.done_at, q.asked_at if q else None,
                live_stamp.rung_at if live_stamp else None]
     moments += [m.queued_at for m in unread] + [n.created_at for n in notes[-1:]]
