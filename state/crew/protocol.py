@@ -296,8 +296,14 @@ def answer(home: Home, name: str, question_id: str, text: str, *, assignment_id:
         if rules.is_answered(home, key, question_id):
             raise CaptainError("question_answered",
                                f"{question_id} was already answered; use captain tell to add more.")
-        return _write_mail(home, key, snapshot, "answer", text,
-                           rules.answer_id(question_id), question_id=question_id)
+        message = _write_mail(home, key, snapshot, "answer", text,
+                              rules.answer_id(question_id), question_id=question_id)
+        # The answer is the captain's response to `asked`: it acknowledges that notification,
+        # so ask -> answer -> done -> next task needs no separate acknowledgement (README).
+        for n in mailbox.unacknowledged(home, key, snapshot.assignment.assignment_id):
+            if n.status == "asked" and n.question_id == question_id:
+                mailbox.write_ack(home, key, n)
+        return message
 
 
 def dismiss(home: Home, name: str, *, reason: str = "crew dismissed",
