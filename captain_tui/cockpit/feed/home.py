@@ -110,7 +110,7 @@ class Feed:
         for gone in set(self._cache) - set(keys):
             del self._cache[gone]
         work = self._work.rescan(alerts, announce=self.scanned)
-        self.view = HomeView(crews, work, self._ledger())
+        self.view = HomeView(crews, work, self._ledger(alerts))
         self.scanned = True
         return Update(self.view, alerts)
 
@@ -119,23 +119,29 @@ class Feed:
         shown changed."""
         alerts: list[Alert] = []
         work = self._work.rescan(alerts, announce=self.scanned)
-        ledger_name = self._ledger()
+        ledger_name = self._ledger(alerts)
         if work == self.view.work and ledger_name == self.view.ledger and not alerts:
             return None
         self.view = HomeView(self.view.crews, work, ledger_name)
         return Update(self.view, alerts)
 
-    def _ledger(self) -> str:
-        """Which ledger the Work panel shows, as people should see it (never a password)."""
+    def _ledger(self, alerts: list[Alert]) -> str:
+        """Which ledger the Work panel shows, as people should see it (never a password).
+        A ledger that changes under the running cockpit (``[ledger] url`` edited,
+        ``captain ledger migrate`` run) is said, never followed silently."""
         from state.work.location import ledger_location
 
         try:
             location = ledger_location(self.home)
+            name = location.shown if location.postgres else "files"
         except CaptainError:
-            self.shared = False
-            return "unusable [ledger] url"
-        self.shared = location.postgres
-        return location.shown if location.postgres else "files"
+            location, name = None, "unusable [ledger] url"
+        self.shared = location is not None and location.postgres
+        if self.scanned and self.view.ledger and name != self.view.ledger:
+            alerts.append(Alert("ledger", "The ledger changed",
+                                f"The Work panel now shows the ledger {name} "
+                                f"(it showed {self.view.ledger})."))
+        return name
 
     def apply(self, paths: Iterable[str], work_ids: Iterable[str] = ()) -> Update | None:
         """Re-read what these changed paths touched, and these work items (a shared ledger's
