@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from captain_tui.cli.args import caller, home_of
 from captain_tui.cli.out import Out, json_line, table
+from state.vocab import counted
 
 
 def _bell(home, name: str) -> dict | None:
@@ -268,7 +269,7 @@ def _ledger(home):
 
 def dismissal_words(d) -> str:
     """``ops.Dismissal`` in a sentence's tail: what bounced, whether the pane is gone."""
-    extra = f"; {len(d.bounced)} unread message(s) bounced" if d.bounced else ""
+    extra = f"; {counted(len(d.bounced), 'unread message')} bounced" if d.bounced else ""
     pane = {True: "; its pane is closed", False: "; its pane could NOT be confirmed closed",
             None: ""}[d.pane_stopped]
     return extra + pane

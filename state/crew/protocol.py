@@ -46,6 +46,7 @@ from state.models import (
     Recruited,
 )
 from state.store import encode
+from state.vocab import counted
 from state.work.crash import crash_point
 
 
@@ -76,7 +77,8 @@ def _all_acknowledged(home: Home, key: str, assignment_id: str) -> None:
         first = owed[0]
         raise CaptainError(
             "unacknowledged",
-            f"{len(owed)} notification(s) of {assignment_id} are not acknowledged, first "
+            f"{counted(len(owed), 'notification')} of {assignment_id} "
+            f"{'is' if len(owed) == 1 else 'are'} not acknowledged, first "
             f"{first.delivery_id} ({first.status}): {summarize(first.summary)[:200]}. "
             f"Acknowledge with captain wait {first.crew} --ack {first.delivery_id}.",
             delivery_id=first.delivery_id, status=first.status,
@@ -417,8 +419,9 @@ def done(home: Home, name: str, report: str | None, *, assignment_id: str | None
         if waiting:
             err = CaptainError(
                 "unread_mail",
-                f"{len(waiting)} unread message(s) came in; they are shown here and now count "
-                "as read. Act on them, then run done again.",
+                f"{counted(len(waiting), 'unread message')} came in; "
+                f"{'it is' if len(waiting) == 1 else 'they are'} shown here and now "
+                "counted as read. Act on them, then run done again.",
                 messages=[m.model_dump(mode="json", by_alias=True) for m in waiting])
             err.after_report = lambda: mailbox.mark_read(home, key, waiting, "done")
             raise err

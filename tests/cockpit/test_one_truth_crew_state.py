@@ -163,14 +163,14 @@ class OneTruth(RuleBasedStateMachine):
         cockpit = {v.crew.name: (v.crew.state, v.crew.unread,
                                  v.question.question_id if v.question else None,
                                  v.crew.unacknowledged, v.crew.assignment_id)
-                   for v in self.feed.view.crews.values()}
+                   for v in self.feed.view.crews.values() if v.crew is not None}
         cli = {r["name"]: (r["state"], r["unread"], r["question_id"], r["unacknowledged"],
                            r["assignment_id"])
                for r in protocol.crew_status(self.home)}
         assert cockpit == cli
         fresh = Feed(self.home)
         fresh.rescan()
-        assert {v.crew.name: v.crew.state for v in fresh.view.crews.values()} == \
+        assert {r.name: r.state for r in fresh.view.crew_rows()} == \
             {name: row[0] for name, row in cli.items()}
         assert set(row[0] for row in cli.values()) <= set(standing.STATES)
 

@@ -299,16 +299,17 @@ class Feed:
 def _crew_view(key: str, cache: _CrewCache) -> CrewView | None:
     """The rows one crew contributes to each panel (the rules are state's: see below)."""
     s = cache.snapshot
-    if s is None or s.dismissed_at is not None:
+    if s is None:
         return None
+    if s.dismissed_at is not None:  # only what still needs acknowledging: its bounces
+        return _retired_view(key, cache)
     # mailbox.unread: this incarnation's mail, neither read nor bounced
     unread = [m for mid, m in cache.mail.items()
               if m is not None and mid not in cache.read and m.incarnation_id == s.incarnation_id]
     # rules.pending_question: the snapshot's question, unless its answer mail exists
     q = s.question
     pending = q if q is not None and rules.answer_id(q.question_id) not in cache.mail else None
-    notes = sorted((n for n in cache.notes.values() if n is not None),
-                   key=lambda n: (n.created_at, n.delivery_id))
+    notes = _unacknowledged(cache)
     live_stamp = cache.stamp if cache.stamp is not None \
         and cache.stamp.incarnation_id == s.incarnation_id else None
     gate = live_stamp.gate if live_stamp is not None and unread else None
@@ -329,8 +330,23 @@ def _crew_view(key: str, cache: _CrewCache) -> CrewView | None:
     question = QuestionRow(key, s.name, pending.question_id, s.assignment.assignment_id,
                            pending.text, pending.asked_at) if pending is not None else None
     doorbell = DoorbellRow(key, s.name, gate, live_stamp.held_since) if gate else None
-    rows = tuple(NotificationRow(key, n.crew, n.delivery_id, n.status, n.assignment_id,
+    return CrewView(crew, question, doorbell, _note_rows(key, notes))
+
+
+def _unacknowledged(cache: _CrewCache) -> list[Notification]:
+    return sorted((n for n in cache.notes.values() if n is not None),
+                  key=lambda n: (n.created_at, n.delivery_id))
+
+
+def _note_rows(key: str, notes: list[Notification]) -> tuple[NotificationRow, ...]:
+    return tuple(NotificationRow(key, n.crew, n.delivery_id, n.status, n.assignment_id,
                                  n.summary, n.created_at) for n in notes)
-    return CrewView(crew, question, doorbell, rows)
+
+
+def _retired_view(key: str, cache: _CrewCache) -> CrewView | None:
+    """A dismissed crew: no row of its own, but its unacknowledged notifications (the mail
+    its dismissal bounced) are listed, since they block recruiting the name again."""
+    notes = _unacknowledged(cache)
+    return CrewView(None, notifications=_note_rows(key, notes)) if notes else None
 
 
