@@ -37,6 +37,7 @@ CODES = frozenset(
         "ledger_schema_newer", "ledger_error", "ledger_not_migrated",
         # a command line argparse cannot take, answered with --json (exit 2)
         "usage",
+        "ledger_not_imported", "ledger_import_conflict",
     }
 )
 
