@@ -1,4 +1,4 @@
-"""A corrupted ledger row is reported, not fatal (state/work/corrupt.py), on both ledgers.
+"""A corrupted ledger row is reported, not fatal (state/work/corrupt.py).
 
 Rows are damaged past captain (tests/support/corrupt.py): SQL UPDATEs on a real PostgreSQL
 ledger, bytes over a file ledger's files. Asking for the damaged record is refused with
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from support.corrupt import FILE_DAMAGE, ROW_DAMAGE, damage_delivery, damage_event, damage_item
 from support.corrupt import database as raw_database
-from support.ledger_backends import ledger_backend, ledgers  # noqa: F401
+from support.ledger_backends import ledger_backend, ledgers, open_ledgers  # noqa: F401
 from support.postgres import pg_server  # noqa: F401
 
 from state.errors import CaptainError
@@ -45,6 +45,14 @@ def _quiet_store():
     Store.reported(), Store.warnings()  # another test's reports are not this one's
     yield
     Store.reported(), Store.warnings()
+
+
+@pytest.fixture
+def pg(request):
+    """A PostgreSQL ledger only: on the files, what these damage is the store's quarantine
+    (rule 6, tests/state/test_store.py), which served the rest before this rule did."""
+    with open_ledgers(request, "postgresql") as made:
+        yield made
 
 
 def damages(ledgers) -> list[str]:  # noqa: F811
@@ -87,9 +95,8 @@ def test_a_corrupt_item_is_refused_by_id_and_skipped_by_every_listing(
         ledgers.forget(ledgers.urls[-1] if ledgers.urls else None)
 
 
-def test_a_corrupt_item_between_two_full_pages_keeps_the_cursor(tmp_path: Path,
-                                                                ledgers) -> None:  # noqa: F811
-    home = ledgers.home(tmp_path / "home")
+def test_a_corrupt_item_between_two_full_pages_keeps_the_cursor(tmp_path: Path, pg) -> None:
+    home = pg.home(tmp_path / "home")
     made = [submit(home, str(n)) for n in range(5)]
     damage_item(home, made[2].work_id, "wrong shape")
     seen, cursor = [], None
@@ -101,9 +108,8 @@ def test_a_corrupt_item_between_two_full_pages_keeps_the_cursor(tmp_path: Path,
     assert seen == [made[n].work_id for n in (0, 1, 3, 4)]
 
 
-def test_a_corrupt_event_ends_the_history_shown_and_is_reported(tmp_path: Path,
-                                                                 ledgers) -> None:  # noqa: F811
-    home = ledgers.home(tmp_path / "home")
+def test_a_corrupt_event_ends_the_history_shown_and_is_reported(tmp_path: Path, pg) -> None:
+    home = pg.home(tmp_path / "home")
     item = submit(home, "x")
     ledger.claim(home, holder="w")
     ledger.heartbeat(home, item.work_id, 1)
@@ -115,11 +121,9 @@ def test_a_corrupt_event_ends_the_history_shown_and_is_reported(tmp_path: Path,
     assert reports_of(item.work_id)
 
 
-def test_a_corrupt_row_on_postgresql_in_every_table_the_ledger_reads(
-        tmp_path: Path, ledgers) -> None:  # noqa: F811
-    if not ledgers.postgres:
-        pytest.skip("the file ledger's files: the store's quarantine (tests/state/test_store.py)")
-    home = ledgers.home(tmp_path / "home")
+def test_a_corrupt_row_on_postgresql_in_every_table_the_ledger_reads(tmp_path: Path,
+                                                                      pg) -> None:
+    home = pg.home(tmp_path / "home")
     (home.root / "config.toml").write_text((home.root / "config.toml").read_text()
                                            + "\n[endpoints.gh]\n")
     from state.home import Home
