@@ -1,7 +1,7 @@
 """A ledger row that does not validate: refused by its ID, skipped by a listing, said once.
 
 The one rule for every stored ledger record that a backend turns back into a model (a work
-item, an event, a lease, an input, a delivery; docs/ledger.md, "A corrupted row"):
+item, an event and its detail, an input, a delivery; docs/ledger.md, "A corrupted row"):
 
 - ``parse`` (and ``check``, for a model built from columns) turns whatever goes wrong —
   not JSON, not UTF-8, a field of the wrong type or shape, a record larger than any captain
