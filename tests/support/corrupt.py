@@ -20,6 +20,7 @@ ROW_DAMAGE = {
     "wrong shape": """'{"bad": true}'::jsonb""",
     "wrong type": """jsonb_set(item, '{generation}', '"two"')""",
     "another item's": """jsonb_set(item, '{work_id}', '"wrk_0000000000000000000000000"')""",
+    "an attempt of the wrong shape": """jsonb_set(item, '{attempts}', '[{"bad": 1}]')""",
     "not an object": """'[1, 2, 3]'::jsonb""",
     "huge": """jsonb_build_object('pad', repeat('x', 1100000))""",
 }
