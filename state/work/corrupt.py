@@ -35,7 +35,7 @@ PREFIX = "ledger row "  # what a report's path starts with (the cockpit's feed s
 
 M = TypeVar("M", bound=BaseModel)
 
-_said: set[tuple[str, str]] = set()  # (what, id) reported by this process
+_said: set[str] = set()  # the rows this process has reported, by ID
 _lock = threading.Lock()
 
 
@@ -99,12 +99,11 @@ def loads(data: bytes, *, what: str, ident: str):
 
 def skip(err: CaptainError) -> None:
     """A listing leaves this row out: say so, once per row per process."""
-    ident = str(err.extra.get("id", ""))
-    key = (err.message.split(" is corrupt", 1)[0], ident)
+    ident = str(err.extra.get("id", ""))  # unique across records: wrk_…, whd_…, "wrk_… #3"
     with _lock:
-        if key in _said:
+        if ident in _said:
             return
         if len(_said) >= 10_000:
             _said.clear()  # bounded: a ledger this broken is said again, never grows memory
-        _said.add(key)
+        _said.add(ident)
     Store.report(f"{PREFIX}{ident}", f"was skipped: {err.message}", moved=False)
