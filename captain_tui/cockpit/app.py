@@ -251,7 +251,8 @@ class CaptainApp(WorkCommands, App):
                             (self.query_one(NotificationsPanel), view.notifications())):
             if not panel.loaded or rows != panel.rows():
                 panel.show(rows, now, every_row=False)
-        self.query_one(WorkPanel).show_view(view, now)
+        if self.scanned:  # until the ledger was read once, the panel says it is reading
+            self.query_one(WorkPanel).show_view(view, now)
         self._loud = reconciling_text(view.reconciling())
         self._show_status(now)
         self._refresh_footer()

@@ -128,3 +128,38 @@ def test_an_unreadable_ledger_leaves_the_crew_panel_drawn_and_says_why(tmp_path:
         assert "⚠" in foot(app)
 
     drive(app, scenario)
+
+
+def test_a_ledger_that_never_answers_keeps_no_crew_off_the_screen(tmp_path: Path, pg) -> None:
+    home = home_on(tmp_path, pg.fresh_url())
+    crew(home, "alice")
+    # a "database" that takes the connection and never says a word: libpq waits for its
+    # answer (up to its connect timeout) while the feed reads the ledger
+    mute = socket.socket()
+    mute.bind(("127.0.0.1", 0))
+    mute.listen(8)
+    port = mute.getsockname()[1]
+    (home.root / "config.toml").write_text(
+        f'[ledger]\nurl = "postgresql://postgres@127.0.0.1:{port}/nothing"\n')
+    app = cockpit(Home(home.root))
+
+    async def main() -> None:
+        async with app.run_test(notifications=True) as pilot:
+            crew_panel, work_panel = app.query_one(CrewPanel), app.query_one(WorkPanel)
+            try:
+                await until(pilot, lambda: crew_panel.loaded, timeout=5,
+                            what="the Crew panel, while the ledger says nothing")
+                assert [r.name for r in crew_panel.rows()] == ["alice"]
+                assert not app.scanned and not work_panel.loaded
+                said = str(app.query_one("#work .empty").render())
+                assert "Reading the home" in said, said
+            finally:
+                mute.close()  # the waiting connection is reset: the read fails at once
+            await until(pilot, lambda: work_panel.loaded, what="the Work panel, after it")
+            said = str(app.query_one("#work .empty").render())
+            assert "could not be read" in said, said
+
+    try:
+        asyncio.run(main())
+    finally:
+        mute.close()

@@ -109,6 +109,10 @@ class Feed:
                 pause = PROGRESS_LATER if pause < PROGRESS_LATER else pause * 2
         for gone in set(self._cache) - set(keys):
             del self._cache[gone]
+        if progress is not None and not self.scanned:
+            # the crew panels first: a ledger slow to answer (a database that does not
+            # reply) must not keep them from the screen
+            progress(Update(HomeView(dict(crews)), scanned=False))
         work = self._work.rescan(alerts, announce=self.scanned)  # never raises: see WorkFeed
         self.view = HomeView(crews, work, self._ledger(), self._work.shown_problem)
         self.scanned = True
