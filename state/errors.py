@@ -38,6 +38,8 @@ CODES = frozenset(
         # a command line argparse cannot take, answered with --json (exit 2)
         "usage",
         "ledger_not_imported", "ledger_import_conflict",
+        # added by the corrupted-row work: one ledger row that does not validate, named
+        "ledger_corrupt",
     }
 )
 

@@ -134,6 +134,9 @@ class HomeView:
     crews: dict[str, CrewView] = field(default_factory=dict)
     work: dict[str, WorkRow] = field(default_factory=dict)  # by work ID
     ledger: str = ""  # which work ledger: "files", or the database's URL (password redacted)
+    # what keeps the Work panel from showing the whole ledger ("" when nothing does): a
+    # ledger that cannot be read (rows are what was read last), or items that do not validate
+    work_problem: str = ""
 
     def crew_rows(self) -> list[CrewRow]:
         return [v.crew for k, v in sorted(self.crews.items()) if v.crew is not None]

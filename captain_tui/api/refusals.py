@@ -25,6 +25,9 @@ STATUS = {
     "not_queued": 409, "no_capacity": 409, "message_conflict": 409, "routine_receipt": 409,
     "message_too_large": 413,
     "store_error": 503,
+    # one stored record does not validate: the server's data, not the request, is at fault,
+    # and asking again will not help (docs/api.md, "Errors")
+    "ledger_corrupt": 500,
 }
 
 

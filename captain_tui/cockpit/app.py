@@ -257,7 +257,8 @@ class CaptainApp(WorkCommands, App):
                             (self.query_one(NotificationsPanel), view.notifications())):
             if not panel.loaded or rows != panel.rows():
                 panel.show(rows, now, every_row=False)
-        self.query_one(WorkPanel).show_view(view, now)
+        if self.scanned:  # until the ledger was read once, the panel says it is reading
+            self.query_one(WorkPanel).show_view(view, now)
         self._loud = reconciling_text(view.reconciling())
         self._show_status(now)
         self._refresh_footer()
@@ -350,12 +351,16 @@ class CaptainApp(WorkCommands, App):
     def _store_warnings(self) -> None:
         """What the store reports and leaves in place (a broken config.toml, a file it could
         not move) has no quarantine/*.reason for the feed to see: a toast here. Moved files
-        are the feed's (their .reason file); drained so the list does not grow."""
+        are the feed's (their .reason file), and so are ledger rows that do not validate
+        (the Work panel's, once per item); drained so the list does not grow."""
         from state.store import Store
+        from state.work import corrupt
 
         self.home.config()  # a stat per round; said as soon as the file breaks, used or not
         Store.reported()
         for path, reason in Store.warnings():
+            if path.startswith(corrupt.PREFIX):
+                continue
             self.call_from_thread(self._alert, Alert("quarantine", f"{path} is not usable",
                                                      f"{path} {reason}"))
 

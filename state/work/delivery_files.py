@@ -34,6 +34,7 @@ from state.errors import CaptainError
 from state.home import Home
 from state.models import Record
 from state.store import encode
+from state.work import corrupt
 from state.work.delivery_store import BodySeen, Rejection
 from state.work.models import Delivery
 
@@ -116,7 +117,15 @@ class FileDeliveries:
         return ident.delivery_id
 
     def record(self, delivery_id: str) -> Delivery | None:
-        return self.store.read(self._dir() / f"{delivery_id}.json", Delivery)
+        """The record (None when there is none). A file there that does not read is
+        ``ledger_corrupt``, as a bad row is on PostgreSQL (``state.work.corrupt``); the store
+        quarantined and reported it (rule 6), so the next read finds none."""
+        path = self._dir() / f"{delivery_id}.json"
+        there = os.path.lexists(path)
+        record = self.store.read(path, Delivery)
+        if record is None and there:
+            raise corrupt.error("delivery", delivery_id, "its file does not validate")
+        return record
 
     def put_body(self, record: Delivery, body: bytes) -> None:
         self._once(self._body_path(record.delivery_id, record.body_sha256), body)

@@ -30,6 +30,7 @@ from state.errors import CaptainError
 from state.home import Home
 from state.ids import WORK
 from state.store import encode
+from state.work import corrupt
 from state.work.models import TERMINAL, Lease, WorkEvent, WorkItem
 from state.work.rules import check_work_id, fold
 
@@ -125,9 +126,14 @@ class FileBackend:
             if event is None:
                 break  # a quarantined event: the history stops there, loudly (store reported it)
             item = fold(item, event, work_id)
-        if repair and item is not None and item.seq > start:
+        if item is None:
+            # its first event is there but neither it nor the cache reads (the store
+            # reported the file, and moved it aside if this command may write)
+            raise corrupt.error("work item", work_id, "neither its first event nor its "
+                                                      "item.json can be read")
+        if repair and item.seq > start:
             self.store_item(item)
-        if repair and item is not None and item.state in TERMINAL:
+        if repair and item.state in TERMINAL:
             self.mark_closed(work_id)
         return item
 

@@ -43,14 +43,13 @@ not connected misses them, so every reader of them also re-reads on a clock.
 from __future__ import annotations
 
 import contextlib
-import json
 import threading
 import time
 from collections.abc import Collection, Iterator
 from datetime import datetime
 
 from state.errors import CaptainError
-from state.work import pg_schema, postgres
+from state.work import corrupt, pg_schema, postgres
 from state.work.location import LedgerLocation
 from state.work.models import HOLDS_SLOT, TERMINAL, Lease, WorkEvent, WorkItem
 
@@ -69,6 +68,10 @@ assert not set(OPEN_STATES) & TERMINAL
 _ITEM_COLUMNS = ("work_id", "source", "state", "generation", "seq", "requester", "crew",
                  "assignment_id", "delivery_id", "replay_of", "target_revision",
                  "input_sha256", "max_attempts", "created_at", "updated_at", "item")
+
+
+_ITEM = corrupt.stored("item")  # the item's document, unless larger than any record
+_EVENT = corrupt.stored("event")
 _UPSERT_ITEM = (
     f"INSERT INTO work_items ({', '.join(_ITEM_COLUMNS)}) "
     f"VALUES ({', '.join(['%s'] * len(_ITEM_COLUMNS))}) "
@@ -258,21 +261,77 @@ class PostgresBackend:
 
     def item(self, work_id: str, *, repair: bool = False) -> WorkItem | None:
         # the row is written in the event's transaction: never behind, nothing to repair
-        row = self.run("SELECT item::text FROM work_items WHERE work_id = %s", (work_id,),
-                        fetch="one")
-        return None if row is None else WorkItem.model_validate_json(row[0])
+        row = self.run(f"SELECT work_id, {_ITEM} FROM work_items WHERE work_id = %s",
+                        (work_id,), fetch="one")
+        return None if row is None else self._item_of(*row)
 
     @staticmethod
-    def _event_of(doc: str, detail: bytes | None) -> WorkEvent:
-        event = WorkEvent.model_validate_json(doc)
+    def _item_of(work_id: str, doc: str | None, size: int) -> WorkItem:
+        """A row's item, or ``ledger_corrupt`` naming it (``state.work.corrupt``)."""
+        item = corrupt.parse(WorkItem, doc, what="work item", ident=work_id, size=size)
+        if item.work_id != work_id:
+            raise corrupt.error("work item", work_id, "its record is another item's")
+        return item
+
+    def _items(self, sql: list[str], params: list, limit: int | None) -> list[WorkItem]:
+        """The items of ``sql`` (a query of ``work_id, stored('item')`` with no ORDER or
+        LIMIT yet), in ID order, at most ``limit``: a corrupt row is skipped and reported
+        (``corrupt.skip``) and the next ones are read in its place."""
+        out: list[WorkItem] = []
+        after: str | None = None
+        while True:
+            query, args = list(sql), list(params)
+            if after is not None:
+                query.append("AND work_id > %s")
+                args.append(after)
+            query.append("ORDER BY work_id")
+            wanted = None if limit is None else limit - len(out)
+            if wanted is not None:
+                query.append("LIMIT %s")
+                args.append(wanted)
+                if self._local.depth:
+                    # a claim choosing the next item: one another transaction holds is
+                    # skipped
+                    query.append("FOR UPDATE SKIP LOCKED")
+            rows = self.run(" ".join(query), args, fetch="all")
+            for row in rows:
+                try:
+                    out.append(self._item_of(*row))
+                except CaptainError as err:
+                    if err.code != corrupt.CODE:
+                        raise
+                    corrupt.skip(err)
+            if wanted is None or len(rows) < wanted or len(out) >= limit:
+                return out
+            after = rows[-1][0]
+
+    @staticmethod
+    def _event_of(work_id: str, seq: int, doc: str | None, size: int,
+                  detail: bytes | None) -> WorkEvent:
+        ident = f"{work_id} #{seq}"
+        event = corrupt.parse(WorkEvent, doc, what="event", ident=ident, size=size)
+        if event.seq != seq:
+            raise corrupt.error("event", ident, f"its record says it is event {event.seq}")
         if detail is not None:
-            event = event.model_copy(update={"detail": bytes(detail).decode()})
+            text = corrupt.check(lambda: bytes(detail).decode(), what="event", ident=ident)
+            event = event.model_copy(update={"detail": text})
         return event
 
     def events(self, work_id: str) -> list[WorkEvent]:
-        rows = self.run("SELECT event::text, detail FROM work_events WHERE work_id = %s "
-                         "ORDER BY seq", (work_id,), fetch="all")
-        return [self._event_of(doc, detail) for doc, detail in rows]
+        """Up to the first unreadable event (reported once), as the files' history stops
+        at a quarantined one."""
+        rows = self.run(f"SELECT seq, {_EVENT}, detail FROM work_events "
+                         "WHERE work_id = %s ORDER BY seq", (work_id,), fetch="all")
+        out = []
+        for row in rows:
+            try:
+                out.append(self._event_of(work_id, *row))
+            except CaptainError as err:
+                if err.code != corrupt.CODE:
+                    raise
+                corrupt.skip(err)
+                break
+        return out
 
     def lease(self, work_id: str) -> Lease | None:
         row = self.run("SELECT run_id, generation, holder, expires_at, heartbeat_at "
@@ -286,7 +345,12 @@ class PostgresBackend:
     def input(self, work_id: str) -> dict | None:
         row = self.run("SELECT input FROM work_inputs WHERE work_id = %s", (work_id,),
                         fetch="one")
-        return None if row is None else json.loads(bytes(row[0]))
+        if row is None:
+            return None
+        data = corrupt.loads(bytes(row[0]), what="work input", ident=work_id)
+        if not isinstance(data, dict):
+            raise corrupt.error("work input", work_id, "is not a JSON object")
+        return data
 
     def input_bytes(self, work_id: str) -> bytes | None:
         """The input exactly as stored (its SHA-256 is the item's ``input_sha256``)."""
@@ -306,26 +370,18 @@ class PostgresBackend:
     def open_items(self, states: Collection[str], *, source: str | None = None,
                    crew: bool | None = None, limit: int | None = None) -> list[WorkItem]:
         states = [s for s in states if s in OPEN_STATES]  # terminal items are not open
-        sql = ["SELECT item::text FROM work_items WHERE state = ANY(%s)"]
+        sql = [f"SELECT work_id, {_ITEM} FROM work_items WHERE state = ANY(%s)"]
         params: list = [states]
         if source is not None:
             sql.append("AND source = %s")
             params.append(source)
         if crew is not None:
             sql.append("AND crew IS NOT NULL" if crew else "AND crew IS NULL")
-        sql.append("ORDER BY work_id")
-        if limit is not None:
-            sql.append("LIMIT %s")
-            params.append(limit)
-            if self._local.depth:
-                # a claim choosing the next item: one another transaction holds is skipped
-                sql.append("FOR UPDATE SKIP LOCKED")
-        rows = self.run(" ".join(sql), params, fetch="all")
-        return [WorkItem.model_validate_json(r[0]) for r in rows]
+        return self._items(sql, params, limit)
 
     def page(self, *, state: str | None, source: str | None, limit: int,
              after: str | None) -> tuple[list[WorkItem], str | None]:
-        sql = ["SELECT item::text FROM work_items WHERE true"]
+        sql = [f"SELECT work_id, {_ITEM} FROM work_items WHERE true"]
         params: list = []
         if after is not None:
             sql.append("AND work_id > %s")
@@ -336,10 +392,7 @@ class PostgresBackend:
         if source:
             sql.append("AND source = %s")
             params.append(source)
-        sql.append("ORDER BY work_id LIMIT %s")
-        params.append(limit + 1)  # one more: whether a next page exists
-        rows = self.run(" ".join(sql), params, fetch="all")
-        items = [WorkItem.model_validate_json(r[0]) for r in rows]
+        items = self._items(sql, params, limit + 1)  # one more: whether a next page exists
         if len(items) > limit:
             return items[:limit], items[limit - 1].work_id
         return items, None
@@ -370,9 +423,9 @@ class PostgresBackend:
         if row is not None:
             self.changed(work_id)
             return
-        stored = self.run("SELECT event::text, detail FROM work_events WHERE work_id = %s AND "
-                           "seq = %s", (work_id, event.seq), fetch="one")
-        if stored is not None and self._event_of(*stored) == event:
+        there = self.run(f"SELECT seq, {_EVENT}, detail FROM work_events "
+                          "WHERE work_id = %s AND seq = %s", (work_id, event.seq), fetch="one")
+        if there is not None and self._event_of(work_id, *there) == event:
             return  # the same event again: already there
         raise CaptainError(
             "message_conflict",

@@ -36,7 +36,7 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 
 from state.errors import CaptainError
-from state.work import postgres
+from state.work import corrupt, postgres
 from state.work.delivery_store import BodySeen, Rejection
 from state.work.models import Delivery
 
@@ -50,6 +50,17 @@ _ORDER = 'received_at, delivery_id COLLATE "C"'  # the files' (received_at, deli
 _CLAIM_COLUMNS = "endpoint_id, body_sha256, source_delivery_id, until"
 _REJECTION_COLUMNS = ("rejection_id, endpoint_id, source_delivery_id, event, received_at, "
                       "reason, body_sha256, body_bytes")
+
+
+_STORED = corrupt.stored("record")
+
+
+def _record_of(delivery_id: str, doc: str | None, size: int) -> Delivery:
+    """A row's record, or ``ledger_corrupt`` naming it (``state.work.corrupt``)."""
+    record = corrupt.parse(Delivery, doc, what="delivery", ident=delivery_id, size=size)
+    if record.delivery_id != delivery_id:
+        raise corrupt.error("delivery", delivery_id, "its record is another delivery's")
+    return record
 
 
 def _utc(value: datetime) -> datetime:
@@ -103,9 +114,9 @@ class PostgresDeliveries:
         return held
 
     def record(self, delivery_id: str) -> Delivery | None:
-        row = self.run("SELECT record::text FROM deliveries WHERE delivery_id = %s",
+        row = self.run(f"SELECT delivery_id, {_STORED} FROM deliveries WHERE delivery_id = %s",
                        (delivery_id,), fetch="one")
-        return None if row is None else Delivery.model_validate_json(row[0])
+        return None if row is None else _record_of(*row)
 
     def put_body(self, record: Delivery, body: bytes) -> None:
         self.run("INSERT INTO delivery_bodies (delivery_id, body, expires_at) "
@@ -119,20 +130,35 @@ class PostgresDeliveries:
 
     def records(self, *, endpoint_id: str | None = None, after: Delivery | None = None,
                 limit: int | None = None) -> list[Delivery]:
-        sql = ["SELECT record::text FROM deliveries WHERE true"]
-        params: list = []
-        if endpoint_id is not None:
-            sql.append("AND endpoint_id = %s")
-            params.append(endpoint_id)
-        if after is not None:
-            sql.append('AND (received_at, delivery_id COLLATE "C") > (%s, %s)')
-            params += [after.received_at, after.delivery_id]
-        sql.append(f"ORDER BY {_ORDER}")
-        if limit is not None:
-            sql.append("LIMIT %s")
-            params.append(limit)
-        return [Delivery.model_validate_json(r[0])
-                for r in self.run(" ".join(sql), params, fetch="all")]
+        # a corrupt row is skipped and reported (corrupt.skip), and the rows after it are
+        # read in its place: the keyset goes on from the last row read, whatever it held
+        out: list[Delivery] = []
+        key = None if after is None else (after.received_at, after.delivery_id)
+        while True:
+            sql = [f"SELECT received_at, delivery_id, {_STORED} FROM deliveries WHERE true"]
+            params: list = []
+            if endpoint_id is not None:
+                sql.append("AND endpoint_id = %s")
+                params.append(endpoint_id)
+            if key is not None:
+                sql.append('AND (received_at, delivery_id COLLATE "C") > (%s, %s)')
+                params += list(key)
+            sql.append(f"ORDER BY {_ORDER}")
+            wanted = None if limit is None else limit - len(out)
+            if wanted is not None:
+                sql.append("LIMIT %s")
+                params.append(wanted)
+            rows = self.run(" ".join(sql), params, fetch="all")
+            for _, delivery_id, doc, size in rows:
+                try:
+                    out.append(_record_of(delivery_id, doc, size))
+                except CaptainError as err:
+                    if err.code != corrupt.CODE:
+                        raise
+                    corrupt.skip(err)
+            if wanted is None or len(rows) < wanted or len(out) >= limit:
+                return out
+            key = (rows[-1][0], rows[-1][1])
 
     def endpoints(self) -> set[str]:
         return {r[0] for r in self.run("SELECT DISTINCT endpoint_id FROM deliveries",

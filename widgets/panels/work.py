@@ -2,7 +2,9 @@
 
 A filter (the app's key cycles ``WORK_FILTERS``) narrows the list; the title names it. The
 border's foot names the filter's key and which ledger is in use ("ledger: files", or the
-database's URL with its password redacted), as the feed read it.
+database's URL with its password redacted), as the feed read it. What keeps the panel from
+showing the whole ledger (``HomeView.work_problem``: a ledger that cannot be read, items
+that do not validate) is said in the foot and, while there are no rows, in their place.
 """
 
 from __future__ import annotations
@@ -58,6 +60,8 @@ class WorkPanel(Panel):
         self.state_filter = "all"
         self.matched = 0  # rows under the filter, before finished ones were capped
         self.ledger = ""  # which ledger the rows come from (the feed says; shown in the foot)
+        self.problem = ""  # what the feed could not read (shown in the foot and when empty)
+        self._filter_empty = EMPTY_ALL  # the empty text of the filter, when nothing is wrong
         self._refilter = False
 
     def on_mount(self) -> None:  # after Panel's (Textual calls each class's handler)
@@ -69,6 +73,9 @@ class WorkPanel(Panel):
         foot = f"{self.keys.get('work_filter', 'f')} filter"
         if self.ledger:
             foot += f" · ledger: {self.ledger}"
+        if self.problem:
+            foot += " · ⚠ " + (self.problem if len(self.problem) <= 60
+                               else self.problem[:59] + "…")
         if self.border_subtitle != foot:  # setting it repaints the panel, even when equal
             self.border_subtitle = inert(foot)  # the ledger's URL is someone's text
 
@@ -77,6 +84,11 @@ class WorkPanel(Panel):
         if view.ledger and view.ledger != self.ledger:
             self.ledger = view.ledger
             self._show_foot()
+        if view.work_problem != self.problem:
+            self.problem = view.work_problem
+            self._show_foot()
+            self._set_empty()
+            self._refilter = True  # the empty text changed even if the rows did not
         rows, matched = view.work_rows(self.state_filter)
         self.set_class(view.reconciling() > 0, "-reconciling")
         if self.loaded and not self._refilter and matched == self.matched \
@@ -92,12 +104,19 @@ class WorkPanel(Panel):
         self._refilter = True  # the title and the empty text change even if the rows do not
         self.table.picked = False
         if self.state_filter == "all":
-            self.empty_text = EMPTY_ALL
+            self._filter_empty = EMPTY_ALL
         else:
-            self.empty_text = EMPTY_FILTERED.format(
+            self._filter_empty = EMPTY_FILTERED.format(
                 what=FILTER_WORDS.get(self.state_filter, self.state_filter),
                 next=_shown(_after(self.state_filter)), work_filter="{work_filter}")
+        self._set_empty()
         return self.state_filter
+
+    def _set_empty(self) -> None:
+        """The sentence in place of rows: what is wrong, if anything is, else the filter's
+        (a problem's braces are doubled: the text is formatted with the keys)."""
+        self.empty_text = self.problem.replace("{", "{{").replace("}", "}}") \
+            if self.problem else self._filter_empty
 
     def counter(self, rows: list) -> str:
         label = f"{self.title} · {FILTER_WORDS.get(self.state_filter, self.state_filter)}"

@@ -109,8 +109,12 @@ class Feed:
                 pause = PROGRESS_LATER if pause < PROGRESS_LATER else pause * 2
         for gone in set(self._cache) - set(keys):
             del self._cache[gone]
-        work = self._work.rescan(alerts, announce=self.scanned)
-        self.view = HomeView(crews, work, self._ledger(alerts))
+        if progress is not None and not self.scanned:
+            # the crew panels first: a ledger slow to answer (a database that does not
+            # reply) must not keep them from the screen
+            progress(Update(HomeView(dict(crews)), scanned=False))
+        work = self._work.rescan(alerts, announce=self.scanned)  # never raises: see WorkFeed
+        self.view = HomeView(crews, work, self._ledger(alerts), self._work.shown_problem)
         self.scanned = True
         return Update(self.view, alerts)
 
@@ -120,9 +124,11 @@ class Feed:
         alerts: list[Alert] = []
         work = self._work.rescan(alerts, announce=self.scanned)
         ledger_name = self._ledger(alerts)
-        if work == self.view.work and ledger_name == self.view.ledger and not alerts:
+        problem = self._work.shown_problem
+        if work == self.view.work and ledger_name == self.view.ledger \
+                and problem == self.view.work_problem and not alerts:
             return None
-        self.view = HomeView(self.view.crews, work, ledger_name)
+        self.view = HomeView(self.view.crews, work, ledger_name, problem)
         return Update(self.view, alerts)
 
     def _ledger(self, alerts: list[Alert]) -> str:
@@ -169,9 +175,12 @@ class Feed:
             else:
                 crews[key] = view
         work = self._work.apply(work_ids, alerts, announce=self.scanned) if work_ids else None
-        if crews == self.view.crews and work is None and not alerts:
+        problem = self._work.shown_problem
+        if crews == self.view.crews and work is None and not alerts \
+                and problem == self.view.work_problem:
             return None
-        self.view = HomeView(crews, self.view.work if work is None else work, self.view.ledger)
+        self.view = HomeView(crews, self.view.work if work is None else work, self.view.ledger,
+                             problem)
         return Update(self.view, alerts)
 
     # -- one crew ------------------------------------------------------------------------

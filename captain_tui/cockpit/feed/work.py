@@ -7,6 +7,12 @@ the items the watcher saw change (``feed.routes.route`` maps ``work/<id>/...`` a
 ``ledger/open/<id>`` to the item's ID).
 
 An item that enters needs_reconciliation after the first scan raises an alert, like a bounce.
+
+A read that fails costs the Work panel only, never the crew panels (``problem``): a ledger
+that cannot be read at all (a database down, ``work/`` swapped for a symlink, anything
+raised) keeps the rows read last; an item that does not validate (``ledger_corrupt``) is
+left out and the rest shown. Each is said once — one alert per problem, one per corrupt
+item — and named in the panel (``HomeView.work_problem``) for as long as it lasts.
 """
 
 from __future__ import annotations
@@ -16,9 +22,15 @@ from collections.abc import Iterable
 from state.errors import CaptainError
 from state.home import Home
 from state.inputs import crew_key
-from state.work import controls, ledger
+from state.work import controls, corrupt, ledger
 from state.work.models import WorkItem
 from widgets.view import RECONCILE, WorkRow
+
+# refusals about the whole ledger, not one item: a read that meets one keeps the rows read
+# last instead of dropping the item (every other refusal is the item's own)
+LEDGER_WIDE = frozenset({"ledger_unreachable", "ledger_error", "ledger_not_migrated",
+                         "ledger_schema_newer", "postgres_not_installed",
+                         "invalid_ledger_url"})
 
 
 class WorkFeed:
@@ -27,57 +39,87 @@ class WorkFeed:
     def __init__(self, home: Home) -> None:
         self.home = home
         self.rows: dict[str, WorkRow] = {}
-        self.problem: str | None = None  # the last listing failure, said once
+        self.problem: str | None = None  # the last failure to read the ledger, said once
+        self.corrupt: dict[str, str] = {}  # work ID -> why it cannot be read, while it lasts
+        self._said: set[str] = set()  # corrupt items already alerted (once per item)
+
+    @property
+    def shown_problem(self) -> str:
+        """What the Work panel says is wrong ("" when nothing is)."""
+        if self.problem is not None:
+            return (f"The work ledger could not be read: {self.problem} Showing what was "
+                    "read last; trying again.")
+        if self.corrupt:
+            ids = sorted(self.corrupt)
+            more = f" and {len(ids) - 3} more" if len(ids) > 3 else ""
+            return (f"{len(ids)} work item{'s' if len(ids) > 1 else ''} could not be read "
+                    f"(ledger_corrupt) and {'are' if len(ids) > 1 else 'is'} not shown: "
+                    f"{', '.join(ids[:3])}{more}.")
+        return ""
 
     def rescan(self, alerts: list, *, announce: bool) -> dict[str, WorkRow]:
         """Every item again (finished ones from the cache); a new dict every time. A ledger
-        that cannot be listed (``work/`` swapped for a symlink, say) is reported once and
-        costs only the Work panel's freshness, never the crew panels."""
+        that cannot be read, for whatever reason, is reported once and costs only the Work
+        panel's freshness (the rows read last stay), never the crew panels."""
         try:
-            ids = ledger.all_ids(self.home)
-        except CaptainError as err:
-            if err.message != self.problem:
-                from captain_tui.cockpit.feed.alerts import Alert
-
-                alerts.append(Alert("quarantine", "The work ledger could not be read",
-                                    f"{err.message} (the Work panel shows what was read last)"))
-            self.problem = err.message
+            rows: dict[str, WorkRow] = {}
+            self.corrupt = {}
+            for work_id in ledger.all_ids(self.home):
+                old = self.rows.get(work_id)
+                row = old if old is not None and old.finished else self._read(work_id, alerts)
+                if row is not None:
+                    rows[work_id] = row
+                    _announce(old, row, alerts, announce)
+        except Exception as exc:  # noqa: BLE001 - the Work panel's failure stays its own
+            self._failed(exc, alerts)
             return dict(self.rows)
         self.problem = None
-        rows: dict[str, WorkRow] = {}
-        for work_id in ids:
-            old = self.rows.get(work_id)
-            row = old if old is not None and old.finished else self._read(work_id)
-            if row is not None:
-                rows[work_id] = row
-                _announce(old, row, alerts, announce)
         self.rows = rows
         return rows
+
+    def _failed(self, exc: Exception, alerts: list) -> None:
+        what = exc.message if isinstance(exc, CaptainError) else \
+            f"{type(exc).__name__}: {str(exc)[:300]}"
+        if what != self.problem:
+            from captain_tui.cockpit.feed.alerts import Alert
+
+            alerts.append(Alert("quarantine", "The work ledger could not be read",
+                                f"{what} (the Work panel shows what was read last)"))
+        self.problem = what
 
     def apply(self, ids: Iterable[str], alerts: list, *,
               announce: bool) -> dict[str, WorkRow] | None:
         """Re-read these items; the new rows, or None when nothing shown changed."""
         rows = None
-        for work_id in dict.fromkeys(ids):
-            old = self.rows.get(work_id)
-            row = self._read(work_id)
-            if row == old:
-                continue
-            rows = dict(self.rows) if rows is None else rows
-            if row is None:
-                rows.pop(work_id, None)
-            else:
-                rows[work_id] = row
-                _announce(old, row, alerts, announce)
+        try:
+            for work_id in dict.fromkeys(ids):
+                old = self.rows.get(work_id)
+                row = self._read(work_id, alerts)
+                if row == old:
+                    continue
+                rows = dict(self.rows) if rows is None else rows
+                if row is None:
+                    rows.pop(work_id, None)
+                else:
+                    rows[work_id] = row
+                    _announce(old, row, alerts, announce)
+        except Exception as exc:  # noqa: BLE001 - as in rescan: the next one repairs it
+            self._failed(exc, alerts)
+            return dict(self.rows)
         if rows is not None:
             self.rows = rows
         return rows
 
-    def _read(self, work_id: str) -> WorkRow | None:
+    def _read(self, work_id: str, alerts: list) -> WorkRow | None:
         try:
             item = ledger.load(self.home, work_id)
-        except CaptainError:
+        except CaptainError as err:
+            if err.code in LEDGER_WIDE:
+                raise  # the ledger's, not the item's: keep what was read last
+            if err.code == corrupt.CODE:
+                self._corrupt(work_id, err, alerts)
             return None  # not a work item, or a history that does not fold: not shown
+        self.corrupt.pop(work_id, None)
         if item is None:
             return None
         why = None
@@ -93,6 +135,16 @@ class WorkFeed:
         except CaptainError:
             facts = controls.Facts(item.work_id, item.state, item.source, item.delivery_id)
         return work_row(item, why, facts)
+
+
+    def _corrupt(self, work_id: str, err: CaptainError, alerts: list) -> None:
+        self.corrupt[work_id] = err.message
+        if work_id in self._said:
+            return
+        self._said.add(work_id)
+        from captain_tui.cockpit.feed.alerts import Alert
+
+        alerts.append(Alert("quarantine", "A work item could not be read", err.message))
 
 
 def work_row(item: WorkItem, why: str | None = None,
