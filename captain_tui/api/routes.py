@@ -42,6 +42,13 @@ def body_limit(path: str) -> int:
     return deliveries.MAX_BODY_BYTES if path.startswith("/hooks/") else limits.API_BODY_BYTES
 
 
+def body_before_auth(path: str) -> bool:
+    """Whether a route reads its body before the sender is authenticated: the webhook
+    door's signature covers the body (intake bounds how many such bodies are read at once);
+    every /api route reads a body only after its token."""
+    return path.startswith("/hooks/")
+
+
 def _first_error(errors: list, default: str = "request") -> str:
     """One validation error as a sentence: where (a field path), then what."""
     first = errors[0] if errors else {}
