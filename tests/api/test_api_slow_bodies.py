@@ -3,7 +3,8 @@
 The webhook door must read a body before it can judge its signature, so a body there is
 held before its sender is authenticated. 150 clients each start a 1 MiB delivery with a
 wrong signature, send all of it but the last byte as fast as the server takes it, and
-stall. The server must hold little for them (its peak resident memory, read from
+stall. (A delivery with no signature header at all is refused on its head, its body never
+read.) The server must hold little for them (its peak resident memory, read from
 /proc/PID/status, grows by little more than a few bodies), and a real client — a member's
 GET and a correctly signed delivery — must be answered within a second all the while.
 
@@ -16,10 +17,11 @@ import socket
 import threading
 import time
 
-from support.api import Server, process_memory, sign_github
+import pytest
+from support.api import Server, process_memory, read_answer, sign_github
 
 from state.home import Home
-from state.work import tokens
+from state.work import deliveries, tokens
 
 GH = "gh-slow-bodies-secret"
 CONFIG = f"""\
@@ -74,11 +76,38 @@ def push(socks: list[socket.socket], until: float, progress: dict) -> None:
             time.sleep(0.005)
 
 
-def test_slow_unauthenticated_bodies_are_held_small_and_a_real_client_is_answered(tmp_path):
-    home = Home(tmp_path / "home")
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    root = tmp_path_factory.mktemp("slow-bodies")
+    home = Home(root / "home")
     (home.root / "config.toml").write_text(CONFIG)
     _, member = tokens.create(home, "member")
-    server = Server(home.root, tmp_path / "serve.log").start()
+    server = Server(home.root, root / "serve.log").start()
+    yield server, member, home
+    server.stop()
+
+
+def test_a_delivery_with_no_signature_at_all_is_refused_before_its_body(served):
+    """The signature header's absence is known from the head: 401 at once, recorded as a
+    rejection, without waiting for (or reading) a byte of the body."""
+    server, _, home = served
+    for headers in ({"X-GitHub-Delivery": "unsigned-1", "X-GitHub-Event": "push"},
+                    {"X-Hub-Signature-256": "", "X-GitHub-Delivery": "unsigned-2"}):
+        head = [b"POST /hooks/gh HTTP/1.1", b"Host: 127.0.0.1", b"Content-Length: %d" % (BODY - 1)]
+        head += [f"{k}: {v}".encode() for k, v in headers.items()]
+        with server.connect(b"\r\n".join(head) + b"\r\n\r\n") as sock:  # and no body
+            answer = read_answer(sock, time.monotonic() + 5)  # the body timeout is 30 s
+        assert answer is not None and answer.status == 401, answer
+        assert answer.error["code"] == "bad_signature"
+        assert "X-Hub-Signature-256 is missing" in answer.error["message"]
+        assert answer.headers.get("connection") == "close"  # the body is never read
+    kept = [r for r in deliveries.rejections(home)
+            if r.source_delivery_id in ("unsigned-1", "unsigned-2")]
+    assert len(kept) == 2 and all(r.body_bytes == 0 for r in kept), kept
+
+
+def test_slow_unauthenticated_bodies_are_held_small_and_a_real_client_is_answered(served):
+    server, member, _ = served
     socks: list[socket.socket] = []
     try:
         pid = server.proc.pid
@@ -110,4 +139,3 @@ def test_slow_unauthenticated_bodies_are_held_small_and_a_real_client_is_answere
     finally:
         for sock in socks:
             sock.close()
-        server.stop()
