@@ -12,9 +12,10 @@ reset). A head over ``limits.HEAD_BYTES`` is refused (431) before the app runs.
 A body read before its sender is authenticated (``before_auth``: the webhook door, whose
 signature covers the body) is held whole before anyone knows it is wanted, so past
 ``limits.SMALL_BODY`` (declared, or read so far) at most ``limits.UNAUTHENTICATED_BODIES``
-are read at once (``Readers``). Past that a new one waits for a place (its socket unread:
-``doorman``), or takes the place of the one that has sent nothing for
-``limits.STALL_SECONDS`` the longest, whose connection is closed. A real sender sends its
+are read at once (``Readers``). Past that a new one waits in line for a place (its socket
+unread: ``doorman``; the newest is served first); the next in line takes the place of the
+one that has sent nothing for ``limits.STALL_SECONDS`` the longest, whose connection is
+closed. A real sender sends its
 body at once and is through in milliseconds; a slow one holds a place only while no one
 else needs it; a small body (most deliveries) never waits for one.
 """
@@ -22,6 +23,7 @@ else needs it; a small body (most deliveries) never waits for one.
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Callable
 
 from captain_tui.api import limits, refusals
@@ -71,39 +73,65 @@ class Intake:
 
 
 class Readers:
-    """The places for bodies read before their sender is authenticated."""
+    """The places for bodies read before their sender is authenticated. Who waits for one
+    waits in line, and only the next in line is woken: a thousand waiting senders cost
+    nothing while they wait. The line is served newest first: in a flood of slow senders
+    the ones that came first are the ones to give up on (their body deadline ends their
+    wait), and a real sender arriving amid them is placed at the next chance."""
 
     def __init__(self, most: int, stall: float) -> None:
         self.most = most
         self.stall = stall
         self.holding: list[Body] = []
-        self.changed = asyncio.Event()
+        self.line: deque[tuple[asyncio.Future, Body]] = deque()
+        self.timer: asyncio.TimerHandle | None = None
 
     async def enter(self, body: Body) -> None:
         loop = asyncio.get_running_loop()
-        while len(self.holding) >= self.most:
-            now = loop.time()
-            stalled = min(self.holding, key=lambda b: b.moved)
-            if now - stalled.moved >= self.stall:  # it makes room
-                self.leave(stalled)
-                stalled.drop()
-                break
-            wait = min(stalled.moved + self.stall, body.deadline) - now
-            if wait <= 0:
-                raise body.late()
-            changed = self.changed
-            try:
-                await asyncio.wait_for(changed.wait(), timeout=wait)
-            except TimeoutError:
-                pass
-        body.moved = loop.time()
-        self.holding.append(body)
+        placed = loop.create_future()
+        self.line.append((placed, body))
+        self.admit()
+        try:
+            await asyncio.wait_for(placed, timeout=max(body.deadline - loop.time(), 0))
+        except TimeoutError:
+            raise body.late() from None
+        finally:
+            if not placed.done() or placed.cancelled():
+                self.line = deque(w for w in self.line if w[0] is not placed)
+
+    def admit(self) -> None:
+        """Place whoever is next in line while there is room, or a place to take from a
+        body stalled for ``stall`` seconds; else look again when the likeliest one would
+        have stalled that long."""
+        loop = asyncio.get_running_loop()
+        while self.line:
+            if self.line[-1][0].done():  # gone: its deadline passed, or it was cancelled
+                self.line.pop()
+                continue
+            if len(self.holding) >= self.most:
+                stalled = min(self.holding, key=lambda b: b.moved)
+                due = stalled.moved + self.stall
+                if loop.time() < due:
+                    if self.timer is None or self.timer.when() > due:
+                        if self.timer is not None:
+                            self.timer.cancel()
+                        self.timer = loop.call_at(due, self._again)
+                    return
+                self.holding.remove(stalled)
+                stalled.drop()  # closes its connection: its reader sees a disconnect
+            placed, body = self.line.pop()
+            body.moved = loop.time()
+            self.holding.append(body)
+            placed.set_result(None)
+
+    def _again(self) -> None:
+        self.timer = None
+        self.admit()
 
     def leave(self, body: Body) -> None:
         if body in self.holding:
             self.holding.remove(body)
-            self.changed.set()  # wakes who waits for a place
-            self.changed = asyncio.Event()
+            self.admit()
 
 
 class Body:

@@ -6,7 +6,9 @@ wrong signature, send all of it but the last byte as fast as the server takes it
 stall. (A delivery with no signature header at all is refused on its head, its body never
 read.) The server must hold little for them (its peak resident memory, read from
 /proc/PID/status, grows by little more than a few bodies), and a real client — a member's
-GET and a correctly signed delivery — must be answered within a second all the while.
+GET and a correctly signed delivery — must be answered within a second all the while, and
+a signed delivery of 200 KB (big enough to need one of the few places for unauthenticated
+bodies) within a second of one slow sender having stalled long enough to lose its place.
 
 A real ``captain serve`` (tests/support/api.py) on a loopback port; raw sockets.
 """
@@ -20,6 +22,7 @@ import time
 import pytest
 from support.api import Server, process_memory, read_answer, sign_github
 
+from captain_tui.api import limits
 from state.home import Home
 from state.work import deliveries, tokens
 
@@ -118,7 +121,7 @@ def test_slow_unauthenticated_bodies_are_held_small_and_a_real_client_is_answere
         pusher = threading.Thread(target=push, args=(socks, time.monotonic() + SEND_FOR,
                                                      progress))
         pusher.start()
-        waits, n = [], 0
+        waits, big_waits, n = [], [], 0
         while pusher.is_alive() or n < 3:  # real clients, all the while the load lasts
             n += 1
             started = time.monotonic()
@@ -128,6 +131,12 @@ def test_slow_unauthenticated_bodies_are_held_small_and_a_real_client_is_answere
             reply = server.hook("gh", body, sign_github(GH, body, f"real-{n}"))
             assert reply.status == 202, reply.raw
             waits += [middle - started, time.monotonic() - middle]
+            # a real delivery big enough to need a place among the unauthenticated bodies
+            started = time.monotonic()
+            body = b'{"ref": "big-%d", "pad": "%s"}' % (n, b"p" * 200_000)
+            reply = server.hook("gh", body, sign_github(GH, body, f"big-{n}"))
+            assert reply.status == 202, reply.raw
+            big_waits.append(time.monotonic() - started)
             time.sleep(0.1)
         pusher.join()
         after = process_memory(pid)
@@ -136,6 +145,8 @@ def test_slow_unauthenticated_bodies_are_held_small_and_a_real_client_is_answere
                                    f"{CLIENTS} slow senders", before, after, progress)
         assert max(waits) < 1.0, (f"a real client waited {max(waits):.2f} s", waits,
                                   progress)
+        # it waits at most for one slow sender to have stalled long enough to lose its place
+        assert max(big_waits) < limits.STALL_SECONDS + 1.0, (big_waits, progress)
     finally:
         for sock in socks:
             sock.close()
