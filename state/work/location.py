@@ -136,6 +136,10 @@ def parse_url(url: str, *, home: str = "", origin: str = "--url") -> LedgerLocat
     if _UNSAFE.search(url):
         raise _refuse(origin, "it contains a space or a control character (percent-encode "
                               "them: %20)")
+    try:
+        url.encode("utf-8")
+    except UnicodeEncodeError:  # bytes that were not UTF-8 (an environment variable's)
+        raise _refuse(origin, "it is not UTF-8 text") from None
     if "#" in rest:
         raise _refuse(origin, "it has a #fragment, which a database URL cannot have")
     if _BAD_PERCENT.search(rest):

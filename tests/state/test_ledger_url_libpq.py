@@ -148,6 +148,7 @@ def test_hypothesis_urls_are_read_as_libpq_reads_them(scheme: str, rest: str):
     ("postgresql://h/db?a=1&&password=Z", "each with one ="),
     ("postgresql://u:Z%00@h/db", "%00"),
     ("POSTGRESQL://u:Z@h/db", "its scheme is POSTGRESQL://"),
+    ("postgresql://u:Z\udcff@h/db", "not UTF-8"),  # undecodable bytes in an environment
 ])
 def test_what_libpq_would_refuse_or_a_terminal_would_obey_is_refused_first(url: str,
                                                                             why: str):
