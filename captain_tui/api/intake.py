@@ -15,9 +15,9 @@ signature covers the body) is held whole before anyone knows it is wanted, so pa
 are read at once (``Readers``). Past that a new one waits in line for a place (its socket
 unread: ``doorman``; the newest is served first); the next in line takes the place of the
 one that has sent nothing for ``limits.STALL_SECONDS`` the longest, whose connection is
-closed. A real sender sends its
-body at once and is through in milliseconds; a slow one holds a place only while no one
-else needs it; a small body (most deliveries) never waits for one.
+closed. A real sender sends its body at once and is through in milliseconds; a slow one
+holds a place only while no one else needs it; a small body (most deliveries) never waits
+for one.
 """
 
 from __future__ import annotations
