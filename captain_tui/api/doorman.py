@@ -16,6 +16,13 @@ connection is wrapped (``Doorman.protocol``, the protocol factory uvicorn is giv
 ``intake`` tells the doorman where each request is (``started``, ``body_done``,
 ``finished``), naming the connection by ``scope["client"]``: the peer address uvicorn
 takes from the socket (proxy headers are off, so a client cannot name another).
+
+What a connection may make the server hold is bounded too: the socket is read at most
+``limits.READ_BYTES`` at a time (into one buffer the doorman shares), and once a request
+with a body has started, its socket is not read again until the app asks for the body
+(``reading``): a body no one has asked for yet — one behind a token check, an endpoint
+look-up, or a free place among the unauthenticated bodies (``intake``) — stays in the
+client's kernel buffers, not in ours.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from captain_tui.api import refusals
+from captain_tui.api import limits, refusals
 
 _TIMEOUT = refusals.body("request_timeout", "the request did not arrive in time; the "
                                             "connection is closed.")
@@ -38,6 +45,8 @@ class Doorman:
         self.max_connections = max_connections
         self.head_timeout = head_timeout
         self.open: dict[tuple, Guarded] = {}
+        self.buffer = bytearray(limits.READ_BYTES)  # every socket is read into this one
+
 
     def protocol(self, **kwargs) -> asyncio.Protocol:
         """uvicorn's ``http=``: its own h11 protocol, wrapped."""
@@ -50,6 +59,18 @@ class Doorman:
             conn.busy += 1
             conn.stop_clock()
             conn.owed_since = asyncio.get_running_loop().time() if has_body else None
+            if has_body:
+                conn.hold()
+
+    def reading(self, client) -> None:
+        """The app asks for the body: read the socket again."""
+        if (conn := self._find(client)) is not None:
+            conn.release()
+
+    def drop(self, client) -> None:
+        """Close this request's connection (a stalled body making room for another)."""
+        if (conn := self._find(client)) is not None:
+            conn.cut()
 
     def body_done(self, client) -> None:
         if (conn := self._find(client)) is not None:
@@ -80,8 +101,9 @@ class Doorman:
             del self.open[conn.key]
 
 
-class Guarded(asyncio.Protocol):
-    """One connection: uvicorn's protocol inside, our clock around it."""
+class Guarded(asyncio.BufferedProtocol):
+    """One connection: uvicorn's protocol inside, our clock around it. The transport reads
+    into the doorman's buffer (``get_buffer``), at most ``limits.READ_BYTES`` at a time."""
 
     def __init__(self, doorman: Doorman, inner: asyncio.Protocol) -> None:
         self.doorman = doorman
@@ -104,10 +126,24 @@ class Guarded(asyncio.Protocol):
         else:
             transport.close()
 
+    def get_buffer(self, sizehint: int):
+        return self.doorman.buffer
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.data_received(bytes(memoryview(self.doorman.buffer)[:nbytes]))
+
     def data_received(self, data: bytes) -> None:
         if self.busy == 0:
             self.heard = True
         self.inner.data_received(data)
+
+    def hold(self) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.pause_reading()
+
+    def release(self) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.resume_reading()
 
     def eof_received(self):
         return self.inner.eof_received()

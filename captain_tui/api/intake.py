@@ -8,11 +8,22 @@ answers it, in the order the routes ask for the body — a token is checked befo
 it is read (routes). An answer that leaves part of a body unread closes the connection
 (after draining at most ``limits.LINGER_BYTES`` of it, so the answer is not lost to a
 reset). A head over ``limits.HEAD_BYTES`` is refused (431) before the app runs.
+
+A body read before its sender is authenticated (``before_auth``: the webhook door, whose
+signature covers the body) is held whole before anyone knows it is wanted, so past
+``limits.SMALL_BODY`` (declared, or read so far) at most ``limits.UNAUTHENTICATED_BODIES``
+are read at once (``Readers``). Past that a new one waits in line for a place (its socket
+unread: ``doorman``; the newest is served first); the next in line takes the place of the
+one that has sent nothing for ``limits.STALL_SECONDS`` the longest, whose connection is
+closed. A real sender sends its body at once and is through in milliseconds; a slow one
+holds a place only while no one else needs it; a small body (most deliveries) never waits
+for one.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Callable
 
 from captain_tui.api import limits, refusals
@@ -22,11 +33,15 @@ from state.errors import CaptainError
 
 class Intake:
     def __init__(self, app, *, doorman: Doorman, limit_for: Callable[[str], int],
-                 body_timeout: float) -> None:
+                 body_timeout: float, before_auth: Callable[[str], bool] = lambda _: False,
+                 readers: int = limits.UNAUTHENTICATED_BODIES,
+                 stall: float = limits.STALL_SECONDS) -> None:
         self.app = app
         self.doorman = doorman
         self.limit_for = limit_for
         self.body_timeout = body_timeout
+        self.before_auth = before_auth
+        self.readers = Readers(readers, stall)
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -39,7 +54,10 @@ class Intake:
         self.doorman.started(client, has_body=has_body)
         body = Body(receive, send, limit=self.limit_for(scope["path"]), declared=declared,
                     complete=not has_body, deadline=self.body_timeout,
-                    done=lambda: self.doorman.body_done(client))
+                    done=lambda: self.doorman.body_done(client),
+                    reading=lambda: self.doorman.reading(client),
+                    drop=lambda: self.doorman.drop(client),
+                    readers=self.readers if self.before_auth(scope["path"]) else None)
         try:
             head = len(scope["raw_path"]) + len(scope["query_string"]) + \
                 sum(len(k) + len(v) + 4 for k, v in headers)
@@ -50,15 +68,85 @@ class Intake:
                 return await response(scope, body.receive, body.send)
             await self.app(scope, body.receive, body.send)
         finally:
+            self.readers.leave(body)
             self.doorman.finished(client)
+
+
+class Readers:
+    """The places for bodies read before their sender is authenticated. Who waits for one
+    waits in line, and only the next in line is woken: a thousand waiting senders cost
+    nothing while they wait. The line is served newest first: in a flood of slow senders
+    the ones that came first are the ones to give up on (their body deadline ends their
+    wait), and a real sender arriving amid them is placed at the next chance."""
+
+    def __init__(self, most: int, stall: float) -> None:
+        self.most = most
+        self.stall = stall
+        self.holding: list[Body] = []
+        self.line: deque[tuple[asyncio.Future, Body]] = deque()
+        self.timer: asyncio.TimerHandle | None = None
+
+    async def enter(self, body: Body) -> None:
+        loop = asyncio.get_running_loop()
+        placed = loop.create_future()
+        self.line.append((placed, body))
+        self.admit()
+        try:
+            await asyncio.wait_for(placed, timeout=max(body.deadline - loop.time(), 0))
+        except TimeoutError:
+            raise body.late() from None
+        finally:
+            if not placed.done() or placed.cancelled():
+                self.line = deque(w for w in self.line if w[0] is not placed)
+
+    def admit(self) -> None:
+        """Place whoever is next in line while there is room, or a place to take from a
+        body stalled for ``stall`` seconds; else look again when the likeliest one would
+        have stalled that long."""
+        loop = asyncio.get_running_loop()
+        while self.line:
+            if self.line[-1][0].done():  # gone: its deadline passed, or it was cancelled
+                self.line.pop()
+                continue
+            if len(self.holding) >= self.most:
+                stalled = min(self.holding, key=lambda b: b.moved)
+                due = stalled.moved + self.stall
+                if loop.time() < due:
+                    if self.timer is None or self.timer.when() > due:
+                        if self.timer is not None:
+                            self.timer.cancel()
+                        self.timer = loop.call_at(due, self._again)
+                    return
+                self.holding.remove(stalled)
+                stalled.drop()  # closes its connection: its reader sees a disconnect
+            placed, body = self.line.pop()
+            body.moved = loop.time()
+            self.holding.append(body)
+            placed.set_result(None)
+
+    def _again(self) -> None:
+        self.timer = None
+        self.admit()
+
+    def leave(self, body: Body) -> None:
+        if body in self.holding:
+            self.holding.remove(body)
+            self.admit()
 
 
 class Body:
     """The request body as the app may read it: within ``limit`` bytes and the deadline."""
 
     def __init__(self, receive, send, *, limit: int, declared: bytes | None, complete: bool,
-                 deadline: float, done: Callable[[], None]) -> None:
-        self.inner_receive, self.inner_send = receive, send
+                 deadline: float, done: Callable[[], None],
+                 reading: Callable[[], None] = lambda: None,
+                 drop: Callable[[], None] = lambda: None,
+                 readers: Readers | None = None) -> None:
+        self._receive, self.inner_send = receive, send
+        self.reading, self.drop = reading, drop
+        self.readers = readers  # a place among the unauthenticated bodies is needed first
+        self.placed = False  # it has been given a place (it may have lost it since)
+        self.moved = 0.0  # when a byte of it last arrived (while it holds a place)
         self.limit = limit
         self.declared = declared
         self.complete = complete  # every byte of the body has been received
@@ -70,6 +158,19 @@ class Body:
         if complete:
             done()
 
+    async def inner_receive(self):
+        self.reading()  # the socket is read again only when the app asks
+        return await self._receive()
+
+    def large(self) -> bool:
+        """Over ``limits.SMALL_BODY``, as declared or as read so far."""
+        declared = int(self.declared) if self.declared is not None else 0
+        return max(declared, self.size) > limits.SMALL_BODY
+
+    def late(self) -> CaptainError:
+        return CaptainError("request_timeout", f"the body did not arrive within "
+                                               f"{self.timeout:g} s.")
+
     async def receive(self):
         if self.complete:
             return await self.inner_receive()  # only a disconnect can come now
@@ -77,12 +178,16 @@ class Body:
         if self.declared is not None and (len(self.declared) > 15
                                           or int(self.declared) > self.limit):
             raise self.too_large()
-        left = self.deadline - asyncio.get_running_loop().time()
+        loop = asyncio.get_running_loop()
+        if self.readers is not None and not self.placed and self.large():
+            await self.readers.enter(self)
+            self.placed = True
+        left = self.deadline - loop.time()
         try:
             message = await asyncio.wait_for(self.inner_receive(), timeout=max(left, 0))
         except TimeoutError:
-            raise CaptainError("request_timeout", f"the body did not arrive within "
-                                                  f"{self.timeout:g} s.") from None
+            raise self.late() from None
+        self.moved = loop.time()
         if message["type"] == "http.request":
             self.size += len(message.get("body", b""))
             if self.size > self.limit:
@@ -90,6 +195,8 @@ class Body:
             if not message.get("more_body", False):
                 self.complete = True
                 self.done()
+                if self.readers is not None:
+                    self.readers.leave(self)
         return message
 
     async def send(self, message) -> None:

@@ -11,4 +11,11 @@ HEAD_BYTES = 16 * 1024  # a request head: request line and headers
 API_BODY_BYTES = 64 * 1024  # a body on /api (the webhook door's is deliveries.MAX_BODY_BYTES)
 LINGER_SECONDS = 2.0  # after answering early, how long to drain a body still arriving
 LINGER_BYTES = 8 * 1024 * 1024  # and how much of it, at most, before closing
+READ_BYTES = 16 * 1024  # the most read off one socket at a time
+# bodies over SMALL_BODY read before their sender is authenticated (the webhook door: the
+# signature covers the body), at once; past it a new one waits, or makes room by closing
+# one stalled for STALL_SECONDS. A body up to SMALL_BODY needs no place.
+UNAUTHENTICATED_BODIES = 8
+SMALL_BODY = 64 * 1024
+STALL_SECONDS = 0.5
 FD_SPARE = 128  # descriptors kept for the store, the log and the listening socket

@@ -3,11 +3,17 @@
 Every refusal is ``{"error": {"code", "message"}}`` with a code from ``state.errors.CODES``,
 whether it comes from a route, from the guard on request bodies (``intake``) or from the
 connection guard (``doorman``), which writes its 408 before any app runs.
+
+A refusal that says the ledger or the home cannot be reached (``UNAVAILABLE``) is a 503
+with its stable code and one fixed sentence, whoever asks, token or not: its own message
+names infrastructure (a database's user, host, port and name, a path in the home), so that
+goes to the server's log as one line, never to the client.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 
 from fastapi.responses import JSONResponse
 
@@ -24,11 +30,17 @@ STATUS = {
     "not_reconciling": 409, "delivery_conflict": 409, "not_running": 409,
     "not_queued": 409, "no_capacity": 409, "message_conflict": 409, "routine_receipt": 409,
     "message_too_large": 413,
-    "store_error": 503,
     # one stored record does not validate: the server's data, not the request, is at fault,
     # and asking again will not help (docs/api.md, "Errors")
     "ledger_corrupt": 500,
 }
+# the ledger or the home is unreachable or unusable: the client learns the code, no more
+UNAVAILABLE = frozenset({"store_error", "ledger_unreachable", "ledger_error",
+                         "ledger_not_migrated", "ledger_schema_newer", "postgres_not_installed",
+                         "invalid_ledger_url"})
+STATUS.update(dict.fromkeys(UNAVAILABLE, 503))
+UNAVAILABLE_MESSAGE = "the ledger is unavailable right now; nothing was done. Try again later."
+log = logging.getLogger("uvicorn.error")  # serve's log (stderr), as uvicorn configures it
 
 
 def payload(code: str, message: str) -> dict:
@@ -46,6 +58,10 @@ def error(status: int, code: str, message: str) -> JSONResponse:
 
 
 def refuse(err: CaptainError, status: int | None = None) -> JSONResponse:
+    if err.code in UNAVAILABLE:
+        log.warning("captain serve: answered 503 %s: %s", err.code,
+                    " ".join(err.message.split()))  # one line, whatever the message held
+        return error(503, err.code, UNAVAILABLE_MESSAGE)
     response = error(status or STATUS.get(err.code, 500), err.code, err.message)
     if err.code == "unauthorized":
         response.headers["WWW-Authenticate"] = "Bearer"

@@ -17,6 +17,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ValidationError
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
@@ -40,6 +42,13 @@ def body_limit(path: str) -> int:
     return deliveries.MAX_BODY_BYTES if path.startswith("/hooks/") else limits.API_BODY_BYTES
 
 
+def body_before_auth(path: str) -> bool:
+    """Whether a route reads its body before the sender is authenticated: the webhook
+    door's signature covers the body (intake bounds how many such bodies are read at once);
+    every /api route reads a body only after its token."""
+    return path.startswith("/hooks/")
+
+
 def _first_error(errors: list, default: str = "request") -> str:
     """One validation error as a sentence: where (a field path), then what."""
     first = errors[0] if errors else {}
@@ -55,9 +64,54 @@ def _request_body(model: type[BaseModel], *, optional: bool = False) -> dict:
                             "content": {"application/json": {"schema": schema}}}}
 
 
-def build_app(home: Home) -> FastAPI:
+UNAUTHORIZED = ("unauthorized", "a valid, unrevoked token is required "
+                                "(Authorization: Bearer ...).")
+
+
+def _bearer(value: str | None) -> str | None:
+    """The credential of an ``Authorization: Bearer <credential>`` header (HTTPBearer's
+    reading of it), or None."""
+    scheme, _, credential = (value or "").partition(" ")
+    return credential if scheme.lower() == "bearer" and credential else None
+
+
+class TokenFirst:
+    """Under ``/api`` the token is checked before anything else: before routing, so a
+    client without a valid one learns nothing of which routes exist (no 404 against 401,
+    no 405, no trailing-slash redirect), and before a byte of any body. The record it
+    finds is handed to the routes in ``scope["state"]`` (``caller``), checked once."""
+
+    def __init__(self, app, home: Home) -> None:
+        self.app = app
+        self.home = home
+
+    async def __call__(self, scope, receive, send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] == "http" and (path == "/api" or path.startswith("/api/")):
+            credential = _bearer(Headers(scope=scope).get("authorization"))
+            try:
+                record = await run_in_threadpool(tokens.verify, self.home, credential) \
+                    if credential else None
+            except CaptainError as err:  # the ledger is unreachable: 503, the code only
+                return await refuse(err)(scope, receive, send)
+            if record is None:
+                return await refuse(CaptainError(*UNAUTHORIZED))(scope, receive, send)
+            scope.setdefault("state", {})[TOKEN_KEY] = record
+        await self.app(scope, receive, send)
+
+
+TOKEN_KEY = "captain_token"
+
+
+def build_app(home: Home) -> TokenFirst:
+    """The API: FastAPI's routes behind ``TokenFirst``."""
+    return TokenFirst(_routes(home), home)
+
+
+def _routes(home: Home) -> FastAPI:
     workspace = tokens.workspace_id(home)
-    app = FastAPI(title="captain", version="1",
+    # no trailing-slash redirects: /work/ is not /work (a 404, after the token)
+    app = FastAPI(title="captain", version="1", redirect_slashes=False,
                   description="The work ledger of one captain home (one workspace).")
 
     def document() -> dict:
@@ -106,12 +160,12 @@ def build_app(home: Home) -> FastAPI:
         return error(500, "internal_error", "the server failed to answer this request; "
                                             "nothing about it is in this reply.")
 
-    def caller(credentials: Annotated[HTTPAuthorizationCredentials | None,
-                                      Depends(bearer)]) -> tokens.Token:
-        record = tokens.verify(home, credentials.credentials) if credentials else None
+    def caller(request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None,
+                                                        Depends(bearer)]) -> tokens.Token:
+        # TokenFirst checked it already (``bearer`` stays for the OpenAPI document)
+        record = request.scope.get("state", {}).get(TOKEN_KEY)
         if record is None:
-            raise CaptainError("unauthorized", "a valid, unrevoked token is required "
-                                               "(Authorization: Bearer ...).")
+            raise CaptainError(*UNAUTHORIZED)
         return record
 
     def member(workspaceId: str, who: Annotated[tokens.Token, Depends(caller)]) -> tokens.Token:
@@ -209,7 +263,9 @@ def build_app(home: Home) -> FastAPI:
               responses={**BODY_ERRORS, 200: {"model": out.Receipt}})
     async def webhook(endpoint_id: str, request: Request):
         config = await asyncio.to_thread(_endpoint, home, endpoint_id)  # 404 before any body
-        body = await request.body()  # bounded in size and time by intake
+        # no signature header at all: refused on the head (401, recorded), the body unread
+        body = b"" if signatures.unsigned(config, request.headers) else \
+            await request.body()  # bounded in size, time and number by intake
         return await asyncio.to_thread(_door, home, endpoint_id, config, request.headers, body)
 
     return app

@@ -16,7 +16,7 @@ import threading
 from captain_tui.api import limits
 from captain_tui.api.doorman import Doorman
 from captain_tui.api.intake import Intake
-from captain_tui.api.routes import body_limit, build_app
+from captain_tui.api.routes import body_before_auth, body_limit, build_app
 from captain_tui.runtime.upkeep import run_purger
 from state.errors import CaptainError
 from state.home import Home
@@ -40,7 +40,7 @@ def serve(home: Home, host: str, port: int, *, allow_remote: bool, announce,
     sock = _listen(host, port)
     doorman = Doorman(H11Protocol, max_connections=max_connections, head_timeout=head_timeout)
     app = Intake(build_app(home), doorman=doorman, limit_for=body_limit,
-                 body_timeout=body_timeout)
+                 body_timeout=body_timeout, before_auth=body_before_auth)
     announce(host, sock.getsockname()[1], tokens.workspace_id(home), host not in LOOPBACK)
     config = uvicorn.Config(
         app, http=doorman.protocol, ws="none", lifespan="off", log_level="warning",

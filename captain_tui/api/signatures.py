@@ -44,6 +44,9 @@ def check(config: dict, headers, body: bytes, now: float | None = None) -> Verdi
     names = HEADERS[scheme]
     source_id = headers.get(names[1]) or None
     event = headers.get(names[2]) or None
+    if unsigned(config, headers):  # known from the head: the door never reads the body
+        return Verdict(False, source_id, event, f"{_shown(names[0])} is missing (the body "
+                                                "was not read)", scheme == "captain")
     repeated = [n for n in names if len(headers.getlist(n)) > 1]
     if repeated:  # two values: which one was signed, which one recorded?
         return Verdict(False, source_id, event, f"{_shown(repeated[0])} is sent more than once",
@@ -56,6 +59,13 @@ def check(config: dict, headers, body: bytes, now: float | None = None) -> Verdi
     ok, why = _captain(secret, headers.get(names[0], ""), source_id, event, body,
                        time.time() if now is None else now)
     return Verdict(ok, source_id, event, why, binds_delivery=True)
+
+
+def unsigned(config: dict, headers) -> bool:
+    """Whether the request carries no signature header at all for its endpoint's scheme:
+    then it is refused on its head, and its body is never read."""
+    scheme = "captain" if config.get("signature") == "captain" else "github"
+    return not headers.get(HEADERS[scheme][0])
 
 
 def _captain(secret: bytes, value: str, source_id: str | None, event: str | None,
