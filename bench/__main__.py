@@ -77,10 +77,22 @@ def _why_not(stderr: str) -> str | None:
 
 
 def _last_error(text: str) -> str:
-    """The line a crash ended with (a traceback's last line: the exception and its
-    message), not the traceback."""
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else "no output"
+    """What a crash said, on one line: the last traceback's exception and its message
+    (without the frames), else the last line of output."""
+    lines = text.strip().splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent")]
+    if starts:
+        after = lines[starts[-1] + 1:]
+        for i, line in enumerate(after):
+            if line and not line[0].isspace():  # frames are indented; the exception is not
+                return " ".join(x.strip() for x in after[i:] if x.strip())
+    flat = [line.strip() for line in lines if line.strip()]
+    return flat[-1] if flat else "no output"
+
+
+def _cell(text: str) -> str:
+    """``text`` fit for one table cell: one line, no column bar."""
+    return " ".join(text.split()).replace("|", "/")
 
 
 def run_one(name: str, script: str, extra: list[str], *, env: dict | None = None,
@@ -110,14 +122,14 @@ def run_one(name: str, script: str, extra: list[str], *, env: dict | None = None
     rows = data.get("rows") or (_rows_from_markdown(stdout) if code in (0, 1) else [])
     why = _why_not(stderr) if code == CANNOT_RUN else None
     if why is not None:
-        rows = [{"what": name, "measured": f"cannot run here: {why}", "budget": "—",
+        rows = [{"what": name, "measured": f"cannot run here: {_cell(why)}", "budget": "—",
                  "verdict": NOT_RUN}]
     elif code is None:
         rows = [{"what": name, "measured": f"did not finish within {timeout:.0f} s",
                  "budget": "—", "verdict": FAILED}]
     elif not rows:  # a crash (or a run that printed no table): its last error line
         rows = [{"what": name, "measured": f"crashed (exit {code}): "
-                                           f"{_last_error(stderr or stdout)}",
+                                           f"{_cell(_last_error(stderr or stdout))}",
                  "budget": "—", "verdict": FAILED}]
     # exit 1 with rows: a budget was missed, and the rows say which
     return {"name": name, "script": script, "seconds": round(seconds, 1), "exit": code,
