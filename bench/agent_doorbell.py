@@ -9,7 +9,7 @@ does; a second thread captures the pane every 5 ms and stamps the moment one mor
 the ring's text is on screen than before (the doorbell's own "landed" test). The per-crew
 cooldown is a gate, not latency: it is 0 here. Budget (docs/design.md): p95 <= 500 ms.
 
-    python bench/agent_doorbell.py [--rounds 20] [--agents pi,codex] [--json PATH]
+    python bench/agent_doorbell.py [--rounds 20] [--agents pi,codex] [--smoke] [--json PATH]
 
 Needs what the live tests need (the agents from ``.ci/install-agents``, tmux, and root or
 CAP_SYS_ADMIN for the network namespace); an agent that cannot run is reported, not timed.
@@ -30,7 +30,14 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))  # the live tests' harness (support.pi, support.codex)
 
-from bench.report import latency_row, print_report, until, write_json  # noqa: E402
+from bench.report import (  # noqa: E402
+    SMOKE,
+    latency_row,
+    print_report,
+    run_script,
+    until,
+    write_json,
+)
 from captain_tui.runtime import doorbell  # noqa: E402
 from captain_tui.runtime import pane_reader as screens  # noqa: E402
 from state.clock import now  # noqa: E402
@@ -127,8 +134,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--agents", default="pi,codex", help="comma-separated: pi, codex")
+    parser.add_argument("--smoke", action="store_true", help=f"{SMOKE}: --rounds 1")
     parser.add_argument("--json", type=Path, default=None, help="also write results here")
     args = parser.parse_args()
+    if args.smoke:
+        args.rounds = 1
     doorbell.COOLDOWN = timedelta(0)
     rows, raw = [], {}
     for agent in [a.strip() for a in args.agents.split(",") if a.strip()]:
@@ -153,4 +163,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

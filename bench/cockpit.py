@@ -24,7 +24,7 @@ Prints one Markdown table and the machine; ``--json PATH`` also writes every num
 the table's rows, under ``rows``).
 
     python bench/cockpit.py [--events 200] [--paint-runs 3] [--idle-seconds 30]
-                            [--big-home PATH] [--quick] [--json PATH]
+                            [--big-home PATH] [--quick] [--smoke] [--json PATH]
 """
 
 from __future__ import annotations
@@ -48,6 +48,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from bench.report import SMOKE, run_script  # noqa: E402
 
 SIZE = (160, 50)
 EVENT_TIMEOUT = 15.0
@@ -379,7 +381,7 @@ class _Shown:
         self.panel_class.show = self.real
 
 
-async def _events(root: Path, n_events: int, label: str) -> dict:
+async def _events(root: Path, n_events: int, label: str, settle: float = 1.0) -> dict:
     from bench.report import pct
     from captain_tui.cockpit.app import CaptainApp
     from state.home import Home
@@ -410,7 +412,7 @@ async def _events(root: Path, n_events: int, label: str) -> dict:
         async with app.run_test(size=SIZE, notifications=True):
             await _wait(lambda: app.scanned and len(rescans.runs) >= 2, 300,
                         "the first scan and the watcher's")
-            await asyncio.sleep(1.0)
+            await asyncio.sleep(settle)
             crew_panel = app.query_one(CrewPanel)
             q_panel, n_panel = app.query_one(QuestionsPanel), app.query_one(NotificationsPanel)
             keys = [row.key for row in app.view.crew_rows()]
@@ -474,9 +476,9 @@ async def _events(root: Path, n_events: int, label: str) -> dict:
     }
 
 
-def event_phase(root: Path, n_events: int, label: str) -> dict:
+def event_phase(root: Path, n_events: int, label: str, settle: float = 1.0) -> dict:
     _log(f"event -> row on the {label} home: {n_events} events")
-    return asyncio.run(_events(root, n_events, label))
+    return asyncio.run(_events(root, n_events, label, settle))
 
 
 # -- 2a: first paint and RSS, in a fresh process ---------------------------------------------
@@ -602,7 +604,7 @@ def paint_phase(root: Path, runs: int, settle: float) -> dict:
 # -- 3: idle CPU ----------------------------------------------------------------------------
 
 
-def idle_driver(root: str, seconds: float, doorbell: bool) -> int:
+def idle_driver(root: str, seconds: float, doorbell: bool, warm: float = 3.0) -> int:
     """A cockpit as ``captain`` runs it, left alone: CPU time over ``seconds`` (this
     process's threads, plus the tmux clients it ran and waited for)."""
     from captain_tui.cockpit.app import CaptainApp
@@ -615,7 +617,7 @@ def idle_driver(root: str, seconds: float, doorbell: bool) -> int:
         async with app.run_test(size=SIZE, notifications=True):
             await _wait(lambda: app.scanned and len(rescans.runs) >= 2, 300,
                         "the first scan and the watcher's")
-            await asyncio.sleep(3.0)  # start-up work done: now it is idle
+            await asyncio.sleep(warm)  # start-up work done: now it is idle
             live = {pid: _cpu_of(pid) for pid in _children()}  # the watcher process
             t0, c0, w0 = os.times(), time.process_time(), time.monotonic()
             await asyncio.sleep(seconds)
@@ -633,10 +635,10 @@ def idle_driver(root: str, seconds: float, doorbell: bool) -> int:
     return 0
 
 
-def idle_phase(root: Path, seconds: float, label: str) -> dict:
+def idle_phase(root: Path, seconds: float, label: str, warm: float = 3.0) -> dict:
     _log(f"idle CPU, {label}: {seconds:.0f} s")
     proc = subprocess.run([sys.executable, __file__, "--idle-driver", str(root), "--seconds",
-                           str(seconds)], capture_output=True, text=True,
+                           str(seconds), "--warm", str(warm)], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=seconds + 600)
     if proc.returncode != 0:
         raise RuntimeError(f"idle driver failed: {proc.stderr[-2000:]}")
@@ -668,6 +670,10 @@ class _TmuxPanes:
 # -- the report -----------------------------------------------------------------------------
 
 
+def _k(n: int) -> str:
+    return f"{n // 1000}k" if n >= 1000 else str(n)
+
+
 def _verdict(ok: bool) -> str:
     return "meets" if ok else "**missed**"
 
@@ -696,8 +702,8 @@ def report(results: dict) -> str:
         f"{sc['notifications']} notifications); {ev['events']} events | {_latency(ev)} | "
         f"p95 <= 100 ms | {_verdict(ev['p95_ms'] <= 100 and not ev['missed'])} |")
     bc = big["census"]
-    size = (f"{bc['crew']} crew, {bc['mail'] // 1000}k messages ({bc['unread']} unread), "
-            f"{bc['notifications'] // 1000}k notifications ({bc['unacknowledged']} "
+    size = (f"{bc['crew']} crew, {_k(bc['mail'])} messages ({bc['unread']} unread), "
+            f"{_k(bc['notifications'])} notifications ({bc['unacknowledged']} "
             "unacknowledged)")
     p = results["paint"]
     runs = len(p["runs"])
@@ -758,6 +764,10 @@ def main() -> int:
     parser.add_argument("--no-tmux", action="store_true",
                         help="skip the idle run with crew in live tmux panes")
     parser.add_argument("--quick", action="store_true", help="a short run")
+    parser.add_argument("--smoke", action="store_true",
+                        help=f"{SMOKE}: one event of each kind, one paint, 0.5 s idle, "
+                             "3-crew homes and a 4-crew big home built afresh in a temporary "
+                             "directory")
     parser.add_argument("--json", type=Path, default=None, help="also write results here")
     # internal: the processes the bench starts
     parser.add_argument("--writer", help=argparse.SUPPRESS)
@@ -766,15 +776,22 @@ def main() -> int:
     parser.add_argument("--settle", type=float, default=2.0, help=argparse.SUPPRESS)
     parser.add_argument("--seconds", type=float, default=30.0, help=argparse.SUPPRESS)
     parser.add_argument("--no-doorbell", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--warm", type=float, default=3.0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.writer:
         return writer_main(args.writer)
     if args.paint_driver:
         return paint_driver(args.paint_driver, args.settle)
     if args.idle_driver:
-        return idle_driver(args.idle_driver, args.seconds, not args.no_doorbell)
+        return idle_driver(args.idle_driver, args.seconds, not args.no_doorbell, args.warm)
 
     quick = args.quick
+    warm, settle = 3.0, 1.0  # seconds: before idle is measured, before the first event
+    small = (20, 500, 500)  # crew, messages, notifications: the small home, the idle ones
+    if args.smoke:  # one event of each kind, every phase once, on tiny homes, briefly
+        args.events, args.paint_runs, args.idle_seconds = len(KINDS), 1, 0.5
+        args.big_crew, args.big_messages, args.big_notifications = 4, 60, 60
+        args.settle, warm, settle, small = 0.1, 0.2, 0.1, (3, 30, 30)
     events = args.events or (45 if quick else 200)
     paint_runs = args.paint_runs or (1 if quick else 3)
     idle_seconds = args.idle_seconds or (6.0 if quick else 30.0)
@@ -793,6 +810,8 @@ def main() -> int:
         "args": {"events": events, "paint_runs": paint_runs, "idle_seconds": idle_seconds,
                  "quick": quick}}
     tmp = Path(tempfile.mkdtemp(prefix="captain-bench-cockpit-"))
+    if args.smoke and not args.big_home:
+        big_path = tmp / "big"  # built afresh, gone with the rest
     # the cockpit's own settings (theme, alerts) stay out of the person's config
     os.environ["CAPTAIN_CONFIG_DIR"] = str(tmp / "config")
     os.environ.pop("CAPTAIN_HOME", None)
@@ -800,35 +819,36 @@ def main() -> int:
     try:
         small_root = tmp / "small" / "home"
         small_root.parent.mkdir()
-        results["small"] = {"spec": build_home(small_root, 20, 500, 500)}
+        results["small"] = {"spec": build_home(small_root, *small)}
         results["small"]["census"] = census(small_root)
         results["events_small"] = _phase(results, "events_small",
-                                         lambda: event_phase(small_root, events, "small"))
+                                         lambda: event_phase(small_root, events, "small", settle))
 
         big_root = big_home(big_path, args.big_crew, big_messages, big_notes, args.rebuild)
         results["big"] = {"path": str(big_root), "census": census(big_root)}
         results["paint"] = _phase(results, "paint",
                                   lambda: paint_phase(big_root, paint_runs, args.settle))
         results["events_big"] = _phase(results, "events_big",
-                                       lambda: event_phase(big_root, events, "big"))
+                                       lambda: event_phase(big_root, events, "big", settle))
 
         results["idle"] = []
         idle_root = tmp / "idle" / "home"
         idle_root.parent.mkdir()
-        build_home(idle_root, 20, 500, 500)
+        build_home(idle_root, *small)
         idle = _phase(results, "idle_no_panes",
-                      lambda: idle_phase(idle_root, idle_seconds, "no panes"))
-        results["idle"].append({"label": "20 crew without panes (--no-launch), doorbell on",
-                                **idle})
+                      lambda: idle_phase(idle_root, idle_seconds, "no panes", warm))
+        results["idle"].append({"label": f"{small[0]} crew without panes (--no-launch), "
+                                         "doorbell on", **idle})
         if shutil.which("tmux") and not args.no_tmux:
             panes = _TmuxPanes()
             panes_root = tmp / "panes" / "home"
             panes_root.parent.mkdir()
-            build_home(panes_root, 20, 500, 500, launch=panes.launch, unread_frac=0.0)
+            build_home(panes_root, *small, launch=panes.launch, unread_frac=0.0)
             idle = _phase(results, "idle_tmux",
-                          lambda: idle_phase(panes_root, idle_seconds, "tmux panes"))
+                          lambda: idle_phase(panes_root, idle_seconds, "tmux panes", warm))
             results["idle"].append({
-                "label": "20 crew in live tmux panes (500 messages, all read), doorbell on",
+                "label": f"{small[0]} crew in live tmux panes ({small[1]} messages, all "
+                         "read), doorbell on",
                 **idle})
     finally:
         if panes is not None:
@@ -844,4 +864,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

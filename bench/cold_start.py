@@ -6,7 +6,7 @@ path: the question is answered (untimed) between runs. `inbox` is measured twice
 answer waiting (delivered, then read) and with nothing waiting. `hook claude Stop` runs with
 no mail waiting on an unfinished assignment (it blocks the stop), the common case.
 
-    python bench/cold_start.py [--runs 10] [--json PATH]
+    python bench/cold_start.py [--runs 10] [--smoke] [--json PATH]
 
 Two baselines are measured in the same run, so ratios hold on a noisy machine even when
 the milliseconds do not: `python -c pass` on the same interpreter, and the floor of any
@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.report import print_report, write_json  # noqa: E402
+from bench.report import SMOKE, print_report, run_script, write_json  # noqa: E402
 
 # What every command that reads a record through the models pays before doing anything.
 PYDANTIC_FLOOR = ("from pydantic import BaseModel\n"
@@ -56,8 +56,12 @@ def _run(cmd: list[str], env: dict[str, str]) -> tuple[float, subprocess.Complet
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--smoke", action="store_true",
+                        help=f"{SMOKE}: --runs 1")
     parser.add_argument("--json", type=Path, default=None, help="also write results here")
     args = parser.parse_args()
+    if args.smoke:
+        args.runs = 1
     captain = _captain()
     with tempfile.TemporaryDirectory() as tmp:
         base = {k: v for k, v in os.environ.items()
@@ -118,4 +122,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

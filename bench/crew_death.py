@@ -11,7 +11,7 @@ Each run recruits a crew through the real CLI into a private tmux server, lets i
 mail (unread mail would bounce first), arms ``captain wait``, kills, and times the line
 ``wait`` prints. The crew is dismissed afterwards, so every run is one fresh death.
 
-    python bench/crew_death.py [--runs 20] [--json PATH]
+    python bench/crew_death.py [--runs 20] [--smoke] [--json PATH]
 """
 
 from __future__ import annotations
@@ -32,7 +32,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.report import latency_row, print_report, write_json  # noqa: E402
+from bench.report import (  # noqa: E402
+    SMOKE,
+    latency_row,
+    need_tmux,
+    print_report,
+    run_script,
+    write_json,
+)
 from captain_tui.runtime.tmux import socket_path_for  # noqa: E402
 
 # the pane's own process, alone on its terminal (the shell tmux starts execs it), as an
@@ -104,11 +111,13 @@ class Bench:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--smoke", action="store_true",
+                        help=f"{SMOKE}: one run of each kind")
     parser.add_argument("--json", type=Path, default=None, help="also write results here")
     args = parser.parse_args()
-    if not shutil.which("tmux"):
-        print("tmux is not installed")
-        return 1
+    if args.smoke:
+        args.runs = 1
+    need_tmux()
     tmp = Path(tempfile.mkdtemp())
     bench = Bench(tmp)
     sockets = []
@@ -122,9 +131,10 @@ def main() -> int:
         killed = [bench.one(f"K{i}", socket,
                             lambda r: os.kill(r["pane"]["pane_pid"], signal.SIGKILL))
                   for i in range(args.runs)]
-        alone = [bench.hook_alone(f"H{i}", socket) for i in range(max(5, args.runs // 2))]
+        alone = [bench.hook_alone(f"H{i}", socket)
+                 for i in range(1 if args.smoke else max(5, args.runs // 2))]
         server = []
-        for i in range(max(3, args.runs // 4)):
+        for i in range(1 if args.smoke else max(3, args.runs // 4)):
             own = new_socket()
             server.append(bench.one(f"S{i}", own, lambda r, own=own: subprocess.run(
                 ["tmux", "-S", own, "kill-server"], capture_output=True)))
@@ -158,4 +168,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

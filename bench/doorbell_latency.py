@@ -8,7 +8,7 @@
 The crew is the simulated agent (captain_tui.cockpit.simcrew), which logs the time each line
 reaches it. The per-crew cooldown is a gate, not latency: it is set to 0 here.
 
-    python bench/doorbell_latency.py [--rounds 20] [--json PATH]
+    python bench/doorbell_latency.py [--rounds 20] [--smoke] [--json PATH]
 """
 
 from __future__ import annotations
@@ -28,7 +28,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.report import latency_row, print_report, until, write_json  # noqa: E402
+from bench.report import (  # noqa: E402
+    SMOKE,
+    latency_row,
+    need_tmux,
+    print_report,
+    run_script,
+    until,
+    write_json,
+)
 from captain_tui.runtime import doorbell  # noqa: E402
 from captain_tui.runtime.tmux import socket_path_for  # noqa: E402
 from state import clock  # noqa: E402
@@ -49,11 +57,13 @@ def _received(log: Path, after: float) -> float | None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--smoke", action="store_true",
+                        help=f"{SMOKE}: --rounds 1, one held gate")
     parser.add_argument("--json", type=Path, default=None, help="also write results here")
     args = parser.parse_args()
-    if not shutil.which("tmux"):
-        print("tmux is not installed")
-        return 1
+    if args.smoke:
+        args.rounds = 1
+    need_tmux()
     doorbell.COOLDOWN = timedelta(0)
     socket = socket_path_for(f"captain-bench-{uuid.uuid4().hex[:8]}")
     tmp = Path(tempfile.mkdtemp())
@@ -92,7 +102,7 @@ def main() -> int:
             ring_ms.append((got - start) * 1000)
 
         release_ms = []
-        for i in range(max(3, args.rounds // 4)):
+        for i in range(1 if args.smoke else max(3, args.rounds // 4)):
             until(settled)
             subprocess.run(["tmux", "-S", socket, "send-keys", "-t", pane, "-l", "draft"])
             time.sleep(0.5)
@@ -150,4 +160,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

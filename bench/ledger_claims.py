@@ -30,7 +30,8 @@ postgres.py's ``Cluster``; as root via ``runuser -u postgres``), fsync off, and 
 the end. Every home is a temporary directory (``CAPTAIN_HOME`` points into it too).
 
     python bench/ledger_claims.py [--items 400] [--workers 1,4,16]
-                                  [--sizes 10000,100000] [--samples 200] [--json PATH]
+                                  [--sizes 10000,100000] [--samples 200] [--quick] [--smoke]
+                                  [--json PATH]
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ import multiprocessing as mp
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -52,7 +54,15 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
-from bench.report import latency_row, pct, print_report, write_json  # noqa: E402
+from bench.report import (  # noqa: E402
+    SMOKE,
+    CannotRun,
+    latency_row,
+    pct,
+    print_report,
+    run_script,
+    write_json,
+)
 
 SLOTS = 64
 BACKENDS = ("files", "postgresql")
@@ -76,11 +86,16 @@ class Postgres:
 
             reason = why_not()
             if reason:
-                raise SystemExit(f"no PostgreSQL for the bench: {reason} "
-                                 "(or set CAPTAIN_BENCH_PG_URL)")
+                raise CannotRun(f"no PostgreSQL server for the bench: {reason} "
+                                "(or set CAPTAIN_BENCH_PG_URL)")
             self.cluster = Cluster(server_bindir())
             try:
                 self.cluster.start()
+            except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+                self.cluster.stop()
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+                raise CannotRun(f"a throwaway PostgreSQL cluster did not start: {first}") \
+                    from None
             except BaseException:
                 self.cluster.stop()
                 raise
@@ -261,38 +276,51 @@ def _write_files(home, records) -> None:
 
 class _Recorder:
     """The PostgreSQL backend's writes, recorded instead of run: ``(sql, params)`` each, so
-    a batch is executed with exactly the statements ``put_input/append/store_item`` run."""
+    a batch is executed with exactly the statements ``put_input/append/store_item`` run.
+
+    A ``PostgresBackend`` whose public ``run`` (every statement goes through it) records;
+    its location is the ledger's own, so a write that went around ``run`` would hit the
+    database's deferred foreign keys at once, and ``WRITES_PER_ITEM`` is checked: the
+    shortcut fails loudly rather than fill nothing."""
+
+    WRITES_PER_ITEM = 5  # the input, three events, the item
 
     def __init__(self, location) -> None:
         from state.work.pg_backend import PostgresBackend
 
-        self.backend = PostgresBackend(location)
-        self.calls: list[tuple[str, tuple]] = []
-        self.backend._run = self._run
+        calls: list[tuple[str, tuple]] = []
 
-    def _run(self, sql, params=(), *, fetch=None):
-        self.calls.append((sql, tuple(params)))
-        return (1,) if fetch == "one" else None
+        class Recording(PostgresBackend):
+            def run(self, sql, params=(), *, fetch=None):
+                calls.append((sql, tuple(params)))
+                return (1,) if fetch == "one" else None
+
+        self.backend = Recording(location)
+        self.calls = calls
 
 
 def _write_pg(home, records) -> None:
     import psycopg
 
-    from state.work.backend import _location
+    from state.work import ledger
 
-    location = _location(home)
+    location = ledger.backend_for(home).location
     rec = _Recorder(location)
     for work_id, data, events, item in records:
         rec.backend.put_input(work_id, data)
         for event in events:
             rec.backend.append(work_id, event)
         rec.backend.store_item(item)
+    if len(rec.calls) != _Recorder.WRITES_PER_ITEM * len(records):
+        raise RuntimeError(f"the PostgreSQL backend made {len(rec.calls)} writes through "
+                           f"run() for {len(records)} finished items, not "
+                           f"{_Recorder.WRITES_PER_ITEM} each: the shortcut must follow it")
     by_sql: dict[str, list[tuple]] = {}
     for sql, params in rec.calls:
         by_sql.setdefault(sql, []).append(params)
-    with psycopg.connect(location.url) as conn:
+    with psycopg.connect(location.url) as conn:  # one transaction: the FKs are deferred
         with conn.cursor() as cur:
-            for sql, rows in by_sql.items():  # inputs, events, items: the FKs' order
+            for sql, rows in by_sql.items():
                 cur.executemany(sql, rows)
 
 
@@ -309,19 +337,20 @@ def add_finished(kind: str, home, count: int, via_api: int) -> dict:
         ledger.report(home, item.work_id, item.generation, "succeeded", actor="bench-fill")
     api_s = time.monotonic() - t0
     t0 = time.monotonic()
-    at = ledger.backend_for(home).now()
+    backend = ledger.backend_for(home)
+    at = backend.now()
+    before = len(ledger.all_ids(home))
     left = count - api
     while left > 0:
         batch = [_finished_records(n, at) for n in range(min(PG_BATCH, left))]
         (_write_pg if kind == "postgresql" else _write_files)(home, batch)
         left -= len(batch)
+    made = len(ledger.all_ids(home)) - before
+    if made != count - api:  # a shortcut that wrote nothing must not pass for a grown ledger
+        raise RuntimeError(f"{kind}: the shortcut made {made} finished items, not "
+                           f"{count - api}")
     if kind == "postgresql" and count > api:
-        import psycopg
-
-        from state.work.backend import _location
-
-        with psycopg.connect(_location(home).url, autocommit=True) as conn:
-            conn.execute("ANALYZE")
+        backend.run("ANALYZE")
     return {"api_items": api, "api_s": api_s, "shortcut_items": count - api,
             "shortcut_s": time.monotonic() - t0}
 
@@ -345,8 +374,9 @@ def time_claims(home, samples: int, warm: int = 5) -> list[float]:
 
 def interleaved(grown, control, samples: int, rounds: int = 10) -> tuple[list, list]:
     """Claims timed on the grown ledger and on an empty control ledger in alternating
-    rounds, so both see the same minutes of machine load."""
+    rounds (at most ``samples``), so both see the same minutes of machine load."""
     a, b = [], []
+    rounds = max(1, min(rounds, samples))
     per = max(1, samples // rounds)
     for _ in range(rounds):
         a += time_claims(grown, per, warm=1)
@@ -449,10 +479,16 @@ def main() -> int:
                         help="finished items made through the API (the rest: the shortcut)")
     parser.add_argument("--quick", action="store_true",
                         help="--items 100 --sizes 1000,10000 --samples 50")
+    parser.add_argument("--smoke", action="store_true",
+                        help=f"{SMOKE}: --items 6 --workers 1 --sizes 40 --samples 2 "
+                             "--queued 2 --via-api 3")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     if args.quick:
         args.items, args.sizes, args.samples, args.via_api = 100, "1000,10000", 50, 100
+    if args.smoke:
+        args.items, args.workers, args.sizes, args.samples, args.queued, args.via_api = (
+            6, "1", "40", 2, 2, 3)
     workers = [int(w) for w in args.workers.split(",")]
     sizes = sorted(int(s) for s in args.sizes.split(","))
 
@@ -496,4 +532,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

@@ -18,7 +18,7 @@ Each is timed from the call that writes (its own time included: a claim is a few
 The server is ``CAPTAIN_BENCH_PG_URL`` or a throwaway cluster (``bench/ledger_claims.py``'s
 ``Postgres``). Homes are temporary directories (``CAPTAIN_HOME`` points into one too).
 
-    python bench/ledger_wakeups.py [--rounds 20] [--json PATH]
+    python bench/ledger_wakeups.py [--rounds 20] [--quick] [--smoke] [--json PATH]
 """
 
 from __future__ import annotations
@@ -37,7 +37,14 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
 from bench.ledger_claims import Postgres  # noqa: E402
-from bench.report import latency_row, print_report, until, write_json  # noqa: E402
+from bench.report import (  # noqa: E402
+    SMOKE,
+    latency_row,
+    print_report,
+    run_script,
+    until,
+    write_json,
+)
 
 BUDGET_MS = 1000.0
 FAR = 3600.0  # seconds: a clock that must not be what is measured
@@ -183,9 +190,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--quick", action="store_true", help="--rounds 5")
+    parser.add_argument("--smoke", action="store_true", help=f"{SMOKE}: --rounds 1")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    rounds = 5 if args.quick else args.rounds
+    rounds = 1 if args.smoke else 5 if args.quick else args.rounds
     tmp = Path(tempfile.mkdtemp(prefix="captain-bench-wakeups-"))
     os.environ["CAPTAIN_HOME"] = str(tmp / "default-home")  # never the user's home
     os.environ.pop("CAPTAIN_LEDGER_URL", None)
@@ -213,4 +221,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

@@ -1,12 +1,44 @@
 """What every bench script does the same way: polls until a condition holds, and reports:
-percentiles, a latency row, the what | measured | budget | verdict table, the JSON file."""
+percentiles, a latency row, the what | measured | budget | verdict table, the JSON file;
+and how a script says it cannot run here (``CannotRun``, ``run_script``)."""
 
 from __future__ import annotations
 
 import json
 import statistics
+import sys
 import time
 from pathlib import Path
+
+# The exit code of a script that cannot run here (no tmux, no PostgreSQL, ...): it printed
+# one line, ``cannot run: <why>``, on stderr, and measured nothing. ``python -m bench``
+# shows that sentence in the part's row; any other failure is a crash.
+CANNOT_RUN = 3
+CANNOT_RUN_PREFIX = "cannot run: "
+# every script's --smoke (its help begins with this): the tests run each part so
+SMOKE = "the smallest run that goes through every step (seconds; its numbers mean nothing)"
+
+
+class CannotRun(Exception):
+    """This part cannot run on this machine; the message says why, in one sentence."""
+
+
+def run_script(main) -> None:
+    """``sys.exit(main())``, but a ``CannotRun`` is one line on stderr and ``CANNOT_RUN``."""
+    try:
+        code = main()
+    except CannotRun as exc:
+        print(f"{CANNOT_RUN_PREFIX}{exc}", file=sys.stderr, flush=True)
+        code = CANNOT_RUN
+    sys.exit(code)
+
+
+def need_tmux() -> None:
+    """``CannotRun`` unless tmux is on PATH."""
+    import shutil
+
+    if not shutil.which("tmux"):
+        raise CannotRun("tmux is not installed (.ci/install-agents installs it)")
 
 
 def until(pred, timeout: float = 15.0, what: str = "condition", interval: float = 0.005):
