@@ -37,7 +37,7 @@ STATUS = {
 # the ledger or the home is unreachable or unusable: the client learns the code, no more
 UNAVAILABLE = frozenset({"store_error", "ledger_unreachable", "ledger_error",
                          "ledger_not_migrated", "ledger_schema_newer", "postgres_not_installed",
-                         "invalid_ledger_url"})
+                         "invalid_ledger_url", "ledger_not_imported"})
 STATUS.update(dict.fromkeys(UNAVAILABLE, 503))
 UNAVAILABLE_MESSAGE = "the ledger is unavailable right now; nothing was done. Try again later."
 log = logging.getLogger("uvicorn.error")  # serve's log (stderr), as uvicorn configures it
