@@ -35,6 +35,8 @@ CODES = frozenset(
         # added by the PostgreSQL ledger: which ledger a home uses, and reaching it
         "invalid_ledger_url", "ledger_unreachable", "postgres_not_installed",
         "ledger_schema_newer", "ledger_error", "ledger_not_migrated",
+        # added by the config bounds: a setting in config.toml of the wrong type or range
+        "invalid_config",
     }
 )
 

@@ -24,7 +24,7 @@ STATUS = {
     "not_reconciling": 409, "delivery_conflict": 409, "not_running": 409,
     "not_queued": 409, "no_capacity": 409, "message_conflict": 409, "routine_receipt": 409,
     "message_too_large": 413,
-    "store_error": 503,
+    "store_error": 503, "invalid_config": 503,
 }
 
 

@@ -109,6 +109,7 @@ def _check_recruitment(req: Recruitment) -> None:
 
 def recruit(home: Home, req: Recruitment, *, ctx: Context = CAPTAIN) -> Recruited:
     _check_recruitment(req)
+    home.config()  # invalid_config before a pane is started or anything is written
     if req.cwd and not os.path.isdir(os.path.expanduser(req.cwd)):
         raise CaptainError("invalid_path", f"--cwd {req.cwd} is not a directory: a crew works "
                                            "in an existing directory.")
