@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass
 
 from captain_tui.runtime import launch
+from captain_tui.runtime.tmux import check_session
 from state.crew import crewlog, notify, protocol, rules
 from state.crew.rules import CAPTAIN, Context
 from state.errors import CaptainError
@@ -105,6 +106,7 @@ def _check_recruitment(req: Recruitment) -> None:
     if req.socket:
         check_path(req.socket, "tmux socket")
     ledger.check_name(req.session, "tmux session")
+    check_session(req.session)  # one tmux keeps as given
 
 
 def recruit(home: Home, req: Recruitment, *, ctx: Context = CAPTAIN) -> Recruited:
