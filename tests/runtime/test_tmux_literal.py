@@ -23,7 +23,6 @@ import pytest
 from support.tmux import needs_tmux, poll
 
 from captain_tui.cli.main import main
-from captain_tui.runtime.tmux import literal
 from state.home import Home
 
 pytestmark = needs_tmux
@@ -46,6 +45,8 @@ def invoke(*argv: str) -> tuple[int, dict | None, str]:
 
 
 def test_literal_is_what_tmux_turns_back():
+    from captain_tui.runtime.tmux import literal
+
     assert [literal(a) for a in ("a;", "a\\;", ";", "a;b", "a")] == \
         ["a\\;", "a\\\\;", "\\;", "a;b", "a"]
 
