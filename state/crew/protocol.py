@@ -7,7 +7,9 @@ before anything else happens; ringing a pane is the runtime's business, not this
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -195,27 +197,61 @@ def recruit(home: Home, name: str, task: str, *, owns: list[str] | None = None,
         spec = _spec(task, paths, actions, project_dir, handoff)
         incarnation = new_id(INCARNATION)
         env = crew_env(home, name, incarnation, spec.assignment_id)
-        with ledger.capacity(home):
-            free = ledger.has_free_slot(home)
-            pane, undo = launch(env) if launch is not None and free else (None, None)
-            event = Recruited(seq=(snapshot.seq + 1) if snapshot else 1, at=now(),
-                              actor="captain", name=name, incarnation_id=incarnation,
-                              agent=agent, assignment=spec, pane=pane,
-                              launch=later if launch is not None and not free else None)
-            try:
-                crewlog.append(home, key, snapshot, event)
-                crash_point("recruit:after-crew")
-                if free:
-                    ledger.claim_held(home, ledger_settle.work_id(spec.assignment_id),
-                                      locator=pane,
-                                      holder=ledger_settle.holder_for(pane is not None))
-            except BaseException:
-                if undo is not None:
-                    undo()
-                raise
+        seq = (snapshot.seq + 1) if snapshot else 1
+        undo = None
+        try:
+            with ledger.capacity(home):
+                free = ledger.has_free_slot(home)
+                pane, undo = launch(env) if launch is not None and free else (None, None)
+                event = Recruited(seq=seq, at=now(), actor="captain", name=name,
+                                  incarnation_id=incarnation, agent=agent, assignment=spec,
+                                  pane=pane,
+                                  launch=later if launch is not None and not free else None)
+                try:
+                    crewlog.append(home, key, snapshot, event)
+                    crash_point("recruit:after-crew")
+                    if free:
+                        ledger.claim_held(home, ledger_settle.work_id(spec.assignment_id),
+                                          locator=pane,
+                                          holder=ledger_settle.holder_for(pane is not None))
+                except BaseException:
+                    _unrecruit(home, key, seq, spec, undo)  # under the ledger's lock
+                    undo = None
+                    raise
+        except BaseException:
+            if undo is not None:  # the commit itself failed (PostgreSQL): nothing holds
+                _unrecruit(home, key, seq, spec, undo)
+            raise
     return Recruit(name, incarnation, spec.assignment_id, spec.message_id, env,
                    work_id=ledger_settle.work_id(spec.assignment_id),
                    queued=launch is not None and not free)
+
+
+def _unrecruit(home: Home, key: str, seq: int, spec: AssignmentSpec,
+               undo: Callable[[], object] | None) -> None:
+    """A recruit that failed part way (a full disk: ``store_error``) takes back all it
+    wrote, so nothing of it is left for anyone to see: the pane, the work item (files;
+    PostgreSQL rolls it back), the task's mail, the ``recruited`` event and a snapshot that
+    folded it (a reader folds the events again). Deletions need no free space. A process
+    killed part way is the other case: the next writer settles its event forward."""
+    from state.work import ledger
+    from state.work import settle as ledger_settle
+
+    if undo is not None:
+        undo()
+    ledger.discard_unrecorded(home, ledger_settle.work_id(spec.assignment_id))
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(home.mail_dir(key) / f"{spec.message_id}.json")
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(home.event_path(key, seq))
+    if seq == 1:  # a new crew: none of it stays, its folders neither
+        with contextlib.suppress(FileNotFoundError):
+            shutil.rmtree(home.snapshot_path(key).parent)
+        with contextlib.suppress(OSError):  # only when empty
+            os.rmdir(home.mail_dir(key))
+    else:  # the snapshot may have folded the event: a cache, rebuilt from the events
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(home.snapshot_path(key))
 
 
 def assign(home: Home, name: str, task: str, *, handoff: str, owns: list[str] | None = None,

@@ -91,6 +91,14 @@ def capacity(home: Home) -> AbstractContextManager[LedgerWriter]:
     return backend_for(home).transaction(ledger=True)
 
 
+def discard_unrecorded(home: Home, work_id: str) -> None:
+    """Undo an item a step made and then failed to finish (a recruit on a full disk): the
+    crew that would hold it is not recorded, so nobody may see it. Only for an ID nobody
+    was told (derived from an assignment made in the failed step); on PostgreSQL the
+    step's rolled-back transaction has already done it."""
+    backend_for(home).discard_unrecorded(work_id)
+
+
 def exists(home: Home, work_id: str) -> bool:
     """Whether the work item exists (its first event is stored)."""
     return backend_for(home).exists(work_id)
