@@ -13,7 +13,8 @@ On disk (docs/ledger.md, "On disk"), through the store's writing rules:
   event, removed after the terminal one).
 - a transaction is ``flock``: ``locks/ledger.lock`` first, then ``locks/work-<id>.lock``
   (one order everywhere: home, crew, ledger, item). Every write is durable when it
-  returns; nothing is rolled back, the next writer repairs instead.
+  returns; nothing is rolled back, the next writer repairs instead — except an item made by
+  a step that then failed before anything else recorded it (``discard_unrecorded``).
 """
 
 from __future__ import annotations
