@@ -13,6 +13,7 @@ import shutil
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from state.clock import now
 from state.crew import crewlog, mailbox, rules
@@ -198,16 +199,17 @@ def recruit(home: Home, name: str, task: str, *, owns: list[str] | None = None,
         incarnation = new_id(INCARNATION)
         env = crew_env(home, name, incarnation, spec.assignment_id)
         seq = (snapshot.seq + 1) if snapshot else 1
-        undo = None
+        undo, wrote, taken = None, False, False
         try:
             with ledger.capacity(home):
-                free = ledger.has_free_slot(home)
-                pane, undo = launch(env) if launch is not None and free else (None, None)
-                event = Recruited(seq=seq, at=now(), actor="captain", name=name,
-                                  incarnation_id=incarnation, agent=agent, assignment=spec,
-                                  pane=pane,
-                                  launch=later if launch is not None and not free else None)
                 try:
+                    free = ledger.has_free_slot(home)
+                    pane, undo = launch(env) if launch is not None and free else (None, None)
+                    event = Recruited(seq=seq, at=now(), actor="captain", name=name,
+                                      incarnation_id=incarnation, agent=agent,
+                                      assignment=spec, pane=pane,
+                                      launch=later if launch is not None and not free else None)
+                    wrote = True
                     crewlog.append(home, key, snapshot, event)
                     crash_point("recruit:after-crew")
                     if free:
@@ -215,43 +217,47 @@ def recruit(home: Home, name: str, task: str, *, owns: list[str] | None = None,
                                           locator=pane,
                                           holder=ledger_settle.holder_for(pane is not None))
                 except BaseException:
-                    _unrecruit(home, key, seq, spec, undo)  # under the ledger's lock
-                    undo = None
+                    taken = True  # under the ledger's lock: no dispatch sees the item
+                    _take_back(home, key, seq, spec, undo, wrote=wrote)
                     raise
         except BaseException:
-            if undo is not None:  # the commit itself failed (PostgreSQL): nothing holds
-                _unrecruit(home, key, seq, spec, undo)
+            if not taken:  # the commit itself failed (PostgreSQL: the item is not there)
+                _take_back(home, key, seq, spec, undo, wrote=wrote)
             raise
     return Recruit(name, incarnation, spec.assignment_id, spec.message_id, env,
                    work_id=ledger_settle.work_id(spec.assignment_id),
                    queued=launch is not None and not free)
 
 
-def _unrecruit(home: Home, key: str, seq: int, spec: AssignmentSpec,
-               undo: Callable[[], object] | None) -> None:
-    """A recruit that failed part way (a full disk: ``store_error``) takes back all it
-    wrote, so nothing of it is left for anyone to see: the pane, the work item (files;
-    PostgreSQL rolls it back), the task's mail, the ``recruited`` event and a snapshot that
-    folded it (a reader folds the events again). Deletions need no free space. A process
+def _take_back(home: Home, key: str, seq: int, spec: AssignmentSpec,
+               undo: Callable[[], object] | None, *, wrote: bool) -> None:
+    """A recruit or an assign that failed part way (a full disk: ``store_error``) takes
+    back all it wrote, so nothing of it is left for anyone to see: the pane, the work item
+    (files; PostgreSQL rolls it back), the task's mail, the event and a snapshot that
+    folded it (a reader folds the events again). Deletions need no free space, and the
+    paths are named here, never made (``Home``'s would create missing folders). A process
     killed part way is the other case: the next writer settles its event forward."""
     from state.work import ledger
     from state.work import settle as ledger_settle
 
     if undo is not None:
         undo()
+    if not wrote:
+        return
     ledger.discard_unrecorded(home, ledger_settle.work_id(spec.assignment_id))
+    crew_dir, mail_dir = Path(home.root, "crew", key), Path(home.root, "mail", key)
     with contextlib.suppress(FileNotFoundError):
-        os.unlink(home.mail_dir(key) / f"{spec.message_id}.json")
+        os.unlink(mail_dir / f"{spec.message_id}.json")
     with contextlib.suppress(FileNotFoundError):
-        os.unlink(home.event_path(key, seq))
+        os.unlink(crew_dir / "events" / f"{seq:08d}.json")  # Home.event_path's name
     if seq == 1:  # a new crew: none of it stays, its folders neither
         with contextlib.suppress(FileNotFoundError):
-            shutil.rmtree(home.snapshot_path(key).parent)
+            shutil.rmtree(crew_dir)
         with contextlib.suppress(OSError):  # only when empty
-            os.rmdir(home.mail_dir(key))
+            os.rmdir(mail_dir)
     else:  # the snapshot may have folded the event: a cache, rebuilt from the events
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(home.snapshot_path(key))
+            os.unlink(crew_dir / "state.json")
 
 
 def assign(home: Home, name: str, task: str, *, handoff: str, owns: list[str] | None = None,
@@ -278,10 +284,23 @@ def assign(home: Home, name: str, task: str, *, handoff: str, owns: list[str] | 
         _all_acknowledged(home, key, current.assignment_id)
         paths, actions = _grant(home, key, owns, allow, current.project_dir, current)
         spec = _spec(task, paths, actions, current.project_dir, handoff)
-        with ledger.capacity(home):
-            snapshot = crewlog.append(home, key, snapshot, Assigned(
-                seq=snapshot.seq + 1, at=now(), actor="captain", assignment=spec))
-            ledger_settle.claim_if_free(home, spec.assignment_id, snapshot.pane)
+        seq = snapshot.seq + 1
+        wrote, taken = False, False
+        try:
+            with ledger.capacity(home):
+                try:
+                    wrote = True
+                    snapshot = crewlog.append(home, key, snapshot, Assigned(
+                        seq=seq, at=now(), actor="captain", assignment=spec))
+                    ledger_settle.claim_if_free(home, spec.assignment_id, snapshot.pane)
+                except BaseException:
+                    taken = True  # under the ledger's lock: no dispatch sees the item
+                    _take_back(home, key, seq, spec, None, wrote=wrote)
+                    raise
+        except BaseException:
+            if not taken:  # the commit itself failed (PostgreSQL)
+                _take_back(home, key, seq, spec, None, wrote=wrote)
+            raise
     return spec
 
 

@@ -16,6 +16,7 @@ so some recruit fails at every write it makes. On both ledgers, through the CLI'
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -29,9 +30,10 @@ from support.ledger_backends import ON_BOTH, cli_ledger  # noqa: F401
 from support.postgres import pg_server  # noqa: F401
 
 from captain_tui.cli.main import main
+from state.work import ledger
 
 STEP = 4096
-LEVELS = 10  # files: the first 8 fail, at every write a recruit makes
+LEVELS = 40  # at most; each test stops once it has succeeded (files: after 8 refusals)
 
 
 def invoke(*argv: str) -> tuple[int, dict | None, str]:
@@ -114,6 +116,8 @@ def test_a_recruit_refused_for_want_of_space_leaves_nothing_of_itself(small_disk
             shown = invoke("work", "show", payload["work_id"], *home)
             assert shown[0] == 0 and shown[1]["item"]["state"] == "running", shown
             assert listing(root, "mail", name.lower()) == [f"{payload['message_id']}.json"]
+            if len(recruited) == 2:
+                break  # room enough, twice: every write a recruit makes was short once
             continue
         assert payload["error"]["code"] == "store_error", payload
         refused.append(name)
@@ -130,3 +134,63 @@ def test_a_recruit_refused_for_want_of_space_leaves_nothing_of_itself(small_disk
         code, payload, err = invoke("crew", name, "--task", "again", "--no-launch", "--cwd",
                                     str(project), *home)
         assert code == 0 and payload["ok"], (name, payload, err)
+
+
+@contextlib.contextmanager
+def as_crew(env: dict[str, str]):
+    """This process as the crew whose environment recruiting printed."""
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@ON_BOTH
+def test_an_assign_refused_for_want_of_space_leaves_nothing_of_itself(small_disk,
+                                                                     cli_ledger):  # noqa: F811
+    root = small_disk / "home"
+    project = small_disk / "project"
+    project.mkdir()
+    home = ("--home", str(root), "--json")
+    code, first, err = invoke("crew", "Ann", "--task", "t", "--no-launch", "--cwd",
+                              str(project), *home)
+    assert code == 0, (first, err)
+    with as_crew(first["env"]):
+        assert invoke("inbox", "Ann", "--json")[0] == 0
+        assert invoke("done", "Ann", "--report", "r", "--json")[0] == 0
+    done = invoke("wait", "Ann", "--timeout", "5", *home)[1]
+    assert invoke("wait", "Ann", "--ack", done["delivery_id"], "--timeout", "0", *home)[0] == 0
+    refused = 0
+    for level in range(LEVELS):
+        events, mail = listing(root, "crew", "ann", "events"), listing(root, "mail", "ann")
+        open_items, items = listing(root, "ledger", "open"), listing(root, "work")
+        listed = len(invoke("work", "list", "--limit", "100", *home)[1]["items"])
+        filler = fill(small_disk, level * STEP)
+        code, payload, err = invoke("assign", "Ann", "--task", f"next {level}", "--handoff",
+                                    first["assignment_id"], *home)
+        filler.unlink()
+        assert "Traceback" not in err
+        if code == 0:
+            work_id = ledger.work_id_for_assignment(payload["assignment_id"])
+            shown = invoke("work", "show", work_id, *home)
+            assert shown[0] == 0, shown
+            break
+        assert payload["error"]["code"] == "store_error", payload
+        refused += 1
+        row = next(c for c in invoke("status", *home)[1]["crew"] if c["name"] == "Ann")
+        assert row["assignment_id"] == first["assignment_id"], f"free {level} x 4K"
+        assert listing(root, "crew", "ann", "events") == events, f"free {level} x 4K"
+        assert listing(root, "mail", "ann") == mail
+        assert listing(root, "ledger", "open") == open_items and listing(root, "work") == items
+        assert len(invoke("work", "list", "--limit", "100", *home)[1]["items"]) == listed
+    else:
+        raise AssertionError(f"no assign succeeded with {LEVELS} x 4K free")
+    assert refused, "no level was short of space: the test did not test"
+    print(f"{cli_ledger and 'postgresql' or 'files'}: {refused} assigns refused for space, "
+          "none left a trace")
