@@ -18,6 +18,8 @@ from __future__ import annotations
 import io
 import json
 import os
+import subprocess
+import sys
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
@@ -29,6 +31,8 @@ from captain_tui.cli.main import main
 from state import config
 from state.home import Home
 from state.store import Store
+
+REPO = Path(__file__).resolve().parents[2]
 
 BAD_NUMBERS = ["inf", "-inf", "nan", "1e400", "-1", "1e300", str(10**30), "true", '"8"',
                "[1]", "{ a = 1 }", "1979-05-27"]
@@ -128,6 +132,21 @@ def test_every_command_that_reads_settings_refuses_the_same_way(world):
                  ("wait", "--all"), ("tokens", "list"), ("deliveries", "purge")):
         refused_invalid_config(invoke(*argv, *home), "[ledger] lease_seconds")
     nothing_recorded(root)
+
+
+def test_serve_and_the_cockpit_refuse_to_start_on_it(world):
+    """Neither has good settings to keep yet: each says the key and exits, before a port
+    is bound or the screen taken (a real process for serve, with a deadline)."""
+    root, _ = world
+    write(root, "[ledger]\nslots = 1e400\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CAPTAIN_")}
+    served = subprocess.run([sys.executable, "-m", "captain_tui", "serve", "--port", "0",
+                             "--home", str(root), "--json"], capture_output=True, text=True,
+                            timeout=30, env={**env, "PYTHONPATH": str(REPO)})
+    assert served.returncode == 1, served
+    assert json.loads(served.stdout)["error"]["code"] == "invalid_config", served
+    code, _, err = invoke("--home", str(root))  # the cockpit
+    assert code == 1 and "[invalid_config] [ledger] slots" in err, err
 
 
 def test_the_bounds_themselves_are_accepted(world):
