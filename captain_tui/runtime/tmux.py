@@ -176,20 +176,27 @@ class Tmux:
         shown = "#{session_id}\t#{window_id}\t#{pane_id}\t#{pane_pid}"
         where = ["-n", format_literal(name), "-c", format_literal(cwd)]
         where += [f"-e{k}={v}" for k, v in env.items()]
-        target = self._session_id(session)
-        if target is not None:
-            proc = self.run("new-window", "-d", "-P", "-F", shown, "-t", f"{target}:", *where,
-                            "--", command, check=False)
-        else:
-            proc = self.run("new-session", "-d", "-P", "-F", shown, "-s",
-                            format_literal(session), "-x", str(width), "-y", str(height),
-                            *where, "--", command, check=False)
+        for _ in range(2):  # a session another recruit made in between: a window in it
+            target = self._session_id(session)
+            if target is not None:
+                proc = self.run("new-window", "-d", "-P", "-F", shown, "-t", f"{target}:",
+                                *where, "--", command, check=False)
+            else:
+                proc = self.run("new-session", "-d", "-P", "-F", shown, "-s",
+                                format_literal(session), "-x", str(width), "-y", str(height),
+                                *where, "--", command, check=False)
+            if "duplicate session" not in proc.stderr:
+                break
         fields = proc.stdout.strip().split("\t")
         if proc.returncode != 0 or len(fields) != 4:
             raise CaptainError("tmux_unavailable", "tmux could not open a window: "
                                                    f"{proc.stderr.strip() or proc.returncode}")
         _, window_id, pane_id, pid = fields
-        self.run("set-option", "-w", "-t", window_id, "remain-on-exit", "on")  # stays readable
+        try:  # a crashed agent's pane stays readable
+            self.run("set-option", "-w", "-t", window_id, "remain-on-exit", "on")
+        except CaptainError:
+            self.run("kill-window", "-t", window_id, check=False)  # no window left behind
+            raise
         return PaneLocator(socket=self.socket, session=session, window_id=window_id,
                            pane_id=pane_id, pane_pid=int(pid) if pid.isdigit() else None)
 
