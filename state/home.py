@@ -211,8 +211,10 @@ class Home:
         path = self.root / CONFIG
         stamp = _stamp(path)
         if stamp == self._config_stamp or (self._config_good and self._settling(stamp)):
-            if self._config_refused is not None and stamp == self._config_stamp:
-                raise self._config_refused
+            refused = self._config_refused
+            if refused is not None and stamp == self._config_stamp:
+                # a new one each time: one raised again and again would grow its traceback
+                raise CaptainError(refused.code, refused.message, **refused.extra)
             return self._config
         self._config_refused = None
         try:

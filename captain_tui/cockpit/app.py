@@ -145,7 +145,7 @@ class CaptainApp(WorkCommands, App):
         self._watcher: Watcher | None = None
         self._listener: LedgerListener | None = None
         self._stopping = False
-        self._config_said: Exception | None = None  # the invalid_config last toasted
+        self._config_said: str | None = None  # the invalid_config last toasted
         self._last_problem: str | None = None
         self._footer_state: tuple[bool, ...] | None = None
         self._previewed: tuple | None = None  # the crew (key, pane) the preview last asked for
@@ -342,8 +342,8 @@ class CaptainApp(WorkCommands, App):
         try:
             self.home.config()  # a stat per round; said as soon as the file breaks, used or not
         except CaptainError as err:  # invalid_config with no good settings to keep
-            if err is not self._config_said:
-                self._config_said = err
+            if err.message != self._config_said:
+                self._config_said = err.message
                 self.call_from_thread(self._alert, Alert("quarantine", "config.toml is not "
                                                          "usable", f"[{err.code}] {err.message}"))
         Store.reported()
