@@ -40,6 +40,8 @@ CODES = frozenset(
         "ledger_not_imported", "ledger_import_conflict",
         # added by the corrupted-row work: one ledger row that does not validate, named
         "ledger_corrupt",
+        # added by the config bounds: a setting in config.toml of the wrong type or range
+        "invalid_config",
     }
 )
 

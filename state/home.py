@@ -8,6 +8,8 @@ import stat
 import time
 from pathlib import Path
 
+from state import config as settings
+from state.config import DEFAULT_WAIT_TIMEOUT  # noqa: F401 (where callers look for it)
 from state.errors import CaptainError
 from state.store import DIR_MODE, Quarantined, Store, encode
 
@@ -17,7 +19,6 @@ NETWORK_FILESYSTEMS = frozenset(
     {"nfs", "nfs4", "cifs", "smb", "smb2", "smb3", "smbfs", "afs", "ncpfs", "fuse.sshfs",
      "9p", "ceph", "glusterfs", "fuse.glusterfs", "lustre"}
 )
-DEFAULT_WAIT_TIMEOUT = 86400.0
 CONFIG = "config.toml"
 # An editor saving in place truncates, then writes: a config changed less than this long
 # ago may be half written, so a process that has good settings keeps them until it is still.
@@ -85,6 +86,7 @@ class Home:
         self._config_stamp: object = _UNREAD
         self._config_good = False  # _config came from a file that parsed (or no file)
         self._config_reported: object = _UNREAD
+        self._config_refused: CaptainError | None = None  # the file's invalid_config
 
     def _open(self, mountinfo: str | None) -> None:
         root = self.root
@@ -214,7 +216,12 @@ class Home:
         path = self.root / CONFIG
         stamp = _stamp(path)
         if stamp == self._config_stamp or (self._config_good and self._settling(stamp)):
+            refused = self._config_refused
+            if refused is not None and stamp == self._config_stamp:
+                # a new one each time: one raised again and again would grow its traceback
+                raise CaptainError(refused.code, refused.message, **refused.extra)
             return self._config
+        self._config_refused = None
         try:
             data = self.store.read_bytes(path)
             if _stamp(path) != stamp:
@@ -229,6 +236,14 @@ class Home:
         except Exception as exc:  # noqa: BLE001 - bad bytes, bad TOML, nesting too deep
             problem = f"is not valid TOML: {exc}"
         else:
+            try:
+                unknown = settings.check(parsed)
+            except CaptainError as refused:
+                return self._invalid(stamp, refused)
+            if unknown and self._config_reported != stamp:
+                self._config_reported = stamp
+                Store.report(CONFIG, "has settings captain does not know, ignored: "
+                                     f"{', '.join(unknown[:10])}", moved=False)
             self._config, self._config_good, self._config_stamp = parsed, True, stamp
             return self._config
         self._config_stamp = stamp  # not read again until it changes
@@ -238,6 +253,20 @@ class Home:
                 "the defaults are used"
             Store.report(CONFIG, f"{problem}; {kept} until it is fixed (the file is left as "
                                  "it is)", moved=False)
+        return self._config
+
+    def _invalid(self, stamp, refused: CaptainError) -> dict:
+        """A config that parses but holds a value captain cannot use (``state/config.py``).
+        A process that has good settings (``serve``, the cockpit) keeps them and says so
+        once per change; one that has none refuses, before it does anything."""
+        self._config_stamp = stamp
+        if not self._config_good:
+            self._config_refused = refused
+            raise refused
+        if self._config_reported != stamp:
+            self._config_reported = stamp
+            Store.report(CONFIG, f"[invalid_config] {refused.message} The last good settings "
+                                 "are kept until it is fixed.", moved=False)
         return self._config
 
     def _settling(self, stamp) -> bool:
@@ -251,13 +280,12 @@ class Home:
             changed = stamp[1]
         return abs(time.time_ns() - changed) < CONFIG_SETTLE_SECONDS * 1e9
 
-    def number(self, table: str, name: str, default: float, minimum: float) -> float:
-        """``[table] name`` from config.toml; absent or nonsense: the documented default."""
-        section = self.config().get(table)
-        return number_in(section if isinstance(section, dict) else {}, name, default, minimum)
+    def setting(self, table: str, name: str):
+        """``[table] name`` from config.toml, validated at load; absent: its default."""
+        return settings.value(self.config().get(table), name, table)
 
     def wait_timeout(self) -> float:
-        return self.number("crew", "wait_timeout", DEFAULT_WAIT_TIMEOUT, 0)
+        return self.setting("crew", "wait_timeout")
 
 
 _UNREAD = object()  # config.toml not looked at yet
@@ -270,11 +298,3 @@ def _stamp(path: Path):
     except OSError:
         return None
     return (st.st_ino, st.st_mtime_ns, st.st_size, st.st_ctime_ns)
-
-
-def number_in(section: dict, name: str, default: float, minimum: float) -> float:
-    """One settings rule: a real number at least ``minimum`` (a bool is not a number)."""
-    value = section.get(name)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= minimum:
-        return default
-    return float(value)

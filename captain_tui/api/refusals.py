@@ -33,6 +33,7 @@ STATUS = {
     # one stored record does not validate: the server's data, not the request, is at fault,
     # and asking again will not help (docs/api.md, "Errors")
     "ledger_corrupt": 500,
+    "invalid_config": 503,  # config.toml holds a value out of range: docs/api.md
 }
 # the ledger or the home is unreachable or unusable: the client learns the code, no more
 UNAVAILABLE = frozenset({"store_error", "ledger_unreachable", "ledger_error",

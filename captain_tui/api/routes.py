@@ -305,7 +305,9 @@ def _actor(who: tokens.Token) -> str:
 def _endpoint(home: Home, endpoint_id: str) -> dict:
     try:
         config = deliveries.endpoint(home, endpoint_id)
-    except CaptainError:
+    except CaptainError as err:
+        if err.code != "unknown_endpoint":
+            raise  # invalid_config: a 503 that says so, never taken for an unknown endpoint
         config = {}
     if not isinstance(config.get("secret"), str) or not config["secret"]:
         # an endpoint without a secret takes no deliveries over the network; the door says

@@ -215,6 +215,7 @@ def _cockpit(home_arg: str | None) -> int:
     try:
         check_captain(caller(), "the cockpit")  # a crew process never opens it
         home = Home(Path(check_home(home_arg)) if home_arg is not None else default_home())
+        home.config()  # invalid_config: said here, before the screen is taken
     except CaptainError as err:
         Out(False).refuse(err)
         return 1

@@ -12,6 +12,7 @@ def cmd_serve(args, out) -> int:
 
     captain_only("serve")
     home = home_of(args)
+    home.config()  # invalid_config: refused before a port is bound
 
     def announce(host: str, port: int, workspace: str, remote: bool) -> None:
         if remote:

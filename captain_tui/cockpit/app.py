@@ -151,6 +151,7 @@ class CaptainApp(WorkCommands, App):
         self._watcher: Watcher | None = None
         self._listener: LedgerListener | None = None
         self._stopping = False
+        self._config_said: str | None = None  # the invalid_config last toasted
         self._last_problem: str | None = None
         self._footer_state: tuple[bool, ...] | None = None
         self._previewed: tuple | None = None  # the crew (key, pane) the preview last asked for
@@ -353,10 +354,17 @@ class CaptainApp(WorkCommands, App):
         not move) has no quarantine/*.reason for the feed to see: a toast here. Moved files
         are the feed's (their .reason file), and so are ledger rows that do not validate
         (the Work panel's, once per item); drained so the list does not grow."""
+        from state.errors import CaptainError
         from state.store import Store
         from state.work import corrupt
 
-        self.home.config()  # a stat per round; said as soon as the file breaks, used or not
+        try:
+            self.home.config()  # a stat per round; said as soon as the file breaks, used or not
+        except CaptainError as err:  # invalid_config with no good settings to keep
+            if err.message != self._config_said:
+                self._config_said = err.message
+                self.call_from_thread(self._alert, Alert("quarantine", "config.toml is not "
+                                                         "usable", f"[{err.code}] {err.message}"))
         Store.reported()
         for path, reason in Store.warnings():
             if path.startswith(corrupt.PREFIX):

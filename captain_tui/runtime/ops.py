@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass
 
 from captain_tui.runtime import launch
+from captain_tui.runtime.tmux import check_session
 from state.crew import crewlog, notify, protocol, rules
 from state.crew.rules import CAPTAIN, Context
 from state.errors import CaptainError
@@ -105,10 +106,12 @@ def _check_recruitment(req: Recruitment) -> None:
     if req.socket:
         check_path(req.socket, "tmux socket")
     ledger.check_name(req.session, "tmux session")
+    check_session(req.session)  # one tmux keeps as given
 
 
 def recruit(home: Home, req: Recruitment, *, ctx: Context = CAPTAIN) -> Recruited:
     _check_recruitment(req)
+    home.config()  # invalid_config before a pane is started or anything is written
     if req.cwd and not os.path.isdir(os.path.expanduser(req.cwd)):
         raise CaptainError("invalid_path", f"--cwd {req.cwd} is not a directory: a crew works "
                                            "in an existing directory.")

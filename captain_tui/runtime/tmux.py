@@ -1,19 +1,17 @@
 """The tmux side of captain: which server, crew windows, reading and typing into panes.
 
-Everything here talks to a real tmux through libtmux. Answers about a pane are three-way
-on purpose: ``alive``, ``gone`` (confirmed: the server answered and the pane is not there,
-or no server listens on the socket) and ``unknown`` (we could not tell) — mail bounces
-only on a confirmed ``gone``.
+Everything here talks to a real tmux, each argument taken literally (``literal``). Answers
+about a pane are three-way on purpose: ``alive``, ``gone`` (confirmed: the server answered
+and the pane is not there, or no server listens on the socket) and ``unknown`` (we could
+not tell) — mail bounces only on a confirmed ``gone``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
 import shutil
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,7 +124,8 @@ class Tmux:
 
     def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         try:
-            proc = subprocess.run([self.binary, "-S", self.socket, *args], capture_output=True,
+            proc = subprocess.run([self.binary, "-S", self.socket, *map(literal, args)],
+                                  capture_output=True,
                                   text=True, errors="backslashreplace", timeout=TMUX_TIMEOUT,
                                   stdin=subprocess.DEVNULL)  # an odd socket path's bytes
         except subprocess.TimeoutExpired:
@@ -192,31 +191,52 @@ class Tmux:
 
     def open_window(self, session: str, name: str, cwd: str, env: dict[str, str],
                     command: str, *, width: int = 200, height: int = 50) -> PaneLocator:
-        """A new window named after the crew (one window per crew: activity is per crew)."""
-        libtmux = _libtmux()
-        from libtmux import exc
-
-        _socket_dir(self.socket)
-        server = libtmux.Server(socket_path=self.socket, tmux_bin=self.binary)
-        try:
-            sessions = server.sessions.filter(session_name=session)
-            if sessions:
-                window = sessions[0].new_window(window_name=name, start_directory=cwd,
-                                                environment=env, window_shell=command)
+        """A new window named after the crew (one window per crew: activity is per crew),
+        in ``session`` (created when there is none of that exact name). Every argument is
+        taken literally (``run``; ``format_literal`` for the ones tmux expands)."""
+        check_session(session)
+        _socket_dir(self.socket)  # tmux makes it for -L, not for the -S captain passes
+        shown = "#{session_id}\t#{window_id}\t#{pane_id}\t#{pane_pid}"
+        where = ["-n", format_literal(name), "-c", format_literal(cwd)]
+        where += [f"-e{k}={v}" for k, v in env.items()]
+        for _ in range(2):  # a session another recruit made in between: a window in it
+            target = self._session_id(session)
+            if target is not None:
+                proc = self.run("new-window", "-d", "-P", "-F", shown, "-t", f"{target}:",
+                                *where, "--", command, check=False)
             else:
-                created = server.new_session(session_name=session, window_name=name,
-                                             start_directory=cwd, environment=env,
-                                             window_command=command, x=width, y=height)
-                window = created.windows[0]
-            pane = window.panes[0]
-            window.set_option("remain-on-exit", "on")  # a crashed agent stays readable
-            return PaneLocator(socket=self.socket, session=session,
-                               window_id=window.window_id or "", pane_id=pane.pane_id or "",
-                               pane_pid=int(pane.pane_pid) if pane.pane_pid else None)
-        except exc.ObjectDoesNotExist as e:
-            raise CaptainError("tmux_unavailable", f"tmux lost the new window: {e}") from None
-        except exc.LibTmuxException as e:
-            raise CaptainError("tmux_unavailable", f"tmux could not open a window: {e}") from None
+                proc = self.run("new-session", "-d", "-P", "-F", shown, "-s",
+                                format_literal(session), "-x", str(width), "-y", str(height),
+                                *where, "--", command, check=False)
+            if "duplicate session" not in proc.stderr:
+                break
+        fields = proc.stdout.strip().split("\t")
+        if proc.returncode != 0 or len(fields) != 4:
+            raise CaptainError("tmux_unavailable", "tmux could not open a window: "
+                                                   f"{proc.stderr.strip() or proc.returncode}")
+        _, window_id, pane_id, pid = fields
+        try:  # a crashed agent's pane stays readable
+            self.run("set-option", "-w", "-t", window_id, "remain-on-exit", "on")
+        except CaptainError:
+            self.run("kill-window", "-t", window_id, check=False)  # no window left behind
+            raise
+        return PaneLocator(socket=self.socket, session=session, window_id=window_id,
+                           pane_id=pane_id, pane_pid=int(pid) if pid.isdigit() else None)
+
+    def _session_id(self, session: str) -> str | None:
+        """The ID (``$N``) of the session named exactly ``session``: a ``-t`` name would be
+        matched by prefix and pattern too, and read as a format."""
+        proc = self.run("list-sessions", "-F", "#{session_id}\t#{session_name}", check=False)
+        if proc.returncode != 0:
+            if _no_server(proc.stderr) or not os.path.exists(self.socket):
+                return None
+            raise CaptainError("tmux_unavailable", f"tmux list-sessions failed on "
+                                                   f"{self.socket}: {proc.stderr.strip()}")
+        for line in proc.stdout.splitlines():
+            sid, _, name = line.partition("\t")
+            if name == session:
+                return sid
+        return None
 
     def pane(self, locator: PaneLocator) -> PaneInfo:
         alive = self.server_alive()
@@ -287,11 +307,26 @@ class Tmux:
                                                f"{proc.stderr.strip() or proc.returncode}")
 
 
-def _libtmux():
-    """libtmux, imported safely: its first import reads ``sys.stdout.encoding``, and inside
-    the cockpit ``sys.stdout`` is Textual's print capture, which has none (recruiting from
-    the cockpit failed with an AttributeError)."""
-    if "libtmux" not in sys.modules and not hasattr(sys.stdout, "encoding"):
-        with contextlib.redirect_stdout(sys.__stdout__):
-            return importlib.import_module("libtmux")
-    return importlib.import_module("libtmux")
+def literal(arg: str) -> str:
+    """``arg`` as tmux's own parser of its command line takes it literally: an argument
+    that ends in ``;`` ends a command there (``a;`` is ``a`` and a new command), unless the
+    ``;`` is escaped as ``\\;``, which tmux turns back into ``;``. The one rule for every
+    argument captain gives tmux (``Tmux.run``)."""
+    return arg[:-1] + "\\;" if arg.endswith(";") else arg
+
+
+def format_literal(text: str) -> str:
+    """``text`` for an option tmux expands as a format (``-c``, ``-n``, ``-s``): ``#{...}``,
+    ``#S`` and the like would be replaced (a directory ``a#{host}`` is not where the crew
+    would start); ``##`` is one ``#``."""
+    return text.replace("#", "##")
+
+
+def check_session(session: str) -> str:
+    """A session name tmux keeps as given: it rewrites ``:`` and ``.`` (they separate
+    session, window and pane in a target), so such a name would never be found again."""
+    if not session or ":" in session or "." in session or not session.isprintable():
+        raise CaptainError("invalid_argument",
+                           f"tmux session {session[:80]!r} is not a name tmux keeps as given: "
+                           "use printable characters other than ':' and '.'.")
+    return session

@@ -7,10 +7,13 @@ before anything else happens; ringing a pane is the runtime's business, not this
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from state.clock import now
 from state.crew import crewlog, deaths, mailbox, rules, standing
@@ -203,27 +206,66 @@ def recruit(home: Home, name: str, task: str, *, owns: list[str] | None = None,
         spec = _spec(task, paths, actions, project_dir, handoff)
         incarnation = new_id(INCARNATION)
         env = crew_env(home, name, incarnation, spec.assignment_id)
-        with ledger.capacity(home):
-            free = ledger.has_free_slot(home)
-            pane, undo = launch(env) if launch is not None and free else (None, None)
-            event = Recruited(seq=(snapshot.seq + 1) if snapshot else 1, at=now(),
-                              actor="captain", name=name, incarnation_id=incarnation,
-                              agent=agent, assignment=spec, pane=pane,
-                              launch=later if launch is not None and not free else None)
-            try:
-                crewlog.append(home, key, snapshot, event)
-                crash_point("recruit:after-crew")
-                if free:
-                    ledger.claim_held(home, ledger_settle.work_id(spec.assignment_id),
-                                      locator=pane,
-                                      holder=ledger_settle.holder_for(pane is not None))
-            except BaseException:
-                if undo is not None:
-                    undo()
-                raise
+        seq = (snapshot.seq + 1) if snapshot else 1
+        undo, wrote, taken = None, False, False
+        try:
+            with ledger.capacity(home):
+                try:
+                    free = ledger.has_free_slot(home)
+                    pane, undo = launch(env) if launch is not None and free else (None, None)
+                    event = Recruited(seq=seq, at=now(), actor="captain", name=name,
+                                      incarnation_id=incarnation, agent=agent,
+                                      assignment=spec, pane=pane,
+                                      launch=later if launch is not None and not free else None)
+                    wrote = True
+                    crewlog.append(home, key, snapshot, event)
+                    crash_point("recruit:after-crew")
+                    if free:
+                        ledger.claim_held(home, ledger_settle.work_id(spec.assignment_id),
+                                          locator=pane,
+                                          holder=ledger_settle.holder_for(pane is not None))
+                except BaseException:
+                    taken = True  # under the ledger's lock: no dispatch sees the item
+                    _take_back(home, key, seq, spec, undo, wrote=wrote)
+                    raise
+        except BaseException:
+            if not taken:  # the commit itself failed (PostgreSQL: the item is not there)
+                _take_back(home, key, seq, spec, undo, wrote=wrote)
+            raise
     return Recruit(name, incarnation, spec.assignment_id, spec.message_id, env,
                    work_id=ledger_settle.work_id(spec.assignment_id),
                    queued=launch is not None and not free)
+
+
+def _take_back(home: Home, key: str, seq: int, spec: AssignmentSpec,
+               undo: Callable[[], object] | None, *, wrote: bool) -> None:
+    """A recruit or an assign that failed part way (a full disk: ``store_error``) takes
+    back all it wrote, so nothing of it is left for anyone to see: the pane, the work item
+    (files; PostgreSQL rolls it back), the task's mail, the event and a snapshot that
+    folded it (a reader folds the events again). Deletions need no free space, and the
+    paths are named here, never made (``Home``'s would create missing folders). A process
+    killed part way is the other case: the next writer settles its event forward."""
+    from state.work import ledger
+    from state.work import settle as ledger_settle
+
+    if undo is not None:
+        undo()
+    if not wrote:
+        return
+    ledger.discard_unrecorded(home, ledger_settle.work_id(spec.assignment_id))
+    crew_dir, mail_dir = Path(home.root, "crew", key), Path(home.root, "mail", key)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(mail_dir / f"{spec.message_id}.json")
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(crew_dir / "events" / f"{seq:08d}.json")  # Home.event_path's name
+    if seq == 1:  # a new crew: none of it stays, its folders neither
+        with contextlib.suppress(FileNotFoundError):
+            shutil.rmtree(crew_dir)
+        with contextlib.suppress(OSError):  # only when empty
+            os.rmdir(mail_dir)
+    else:  # the snapshot may have folded the event: a cache, rebuilt from the events
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(crew_dir / "state.json")
 
 
 def assign(home: Home, name: str, task: str, *, handoff: str, owns: list[str] | None = None,
@@ -250,10 +292,23 @@ def assign(home: Home, name: str, task: str, *, handoff: str, owns: list[str] | 
         _all_acknowledged(home, key, current.assignment_id)
         paths, actions = _grant(home, key, owns, allow, current.project_dir, current)
         spec = _spec(task, paths, actions, current.project_dir, handoff)
-        with ledger.capacity(home):
-            snapshot = crewlog.append(home, key, snapshot, Assigned(
-                seq=snapshot.seq + 1, at=now(), actor="captain", assignment=spec))
-            ledger_settle.claim_if_free(home, spec.assignment_id, snapshot.pane)
+        seq = snapshot.seq + 1
+        wrote, taken = False, False
+        try:
+            with ledger.capacity(home):
+                try:
+                    wrote = True
+                    snapshot = crewlog.append(home, key, snapshot, Assigned(
+                        seq=seq, at=now(), actor="captain", assignment=spec))
+                    ledger_settle.claim_if_free(home, spec.assignment_id, snapshot.pane)
+                except BaseException:
+                    taken = True  # under the ledger's lock: no dispatch sees the item
+                    _take_back(home, key, seq, spec, None, wrote=wrote)
+                    raise
+        except BaseException:
+            if not taken:  # the commit itself failed (PostgreSQL)
+                _take_back(home, key, seq, spec, None, wrote=wrote)
+            raise
     return spec
 
 

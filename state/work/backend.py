@@ -158,6 +158,11 @@ class LedgerBackend(LedgerReader, Protocol):
         yield the handle to write through; joins a transaction this thread has open."""
         ...
 
+    def discard_unrecorded(self, work_id: str) -> None:
+        """Remove an item made by a step that failed before it was recorded anywhere else
+        (``ledger.discard_unrecorded``); PostgreSQL: nothing, its transaction rolled back."""
+        ...
+
 
 def backend_for(home: Home) -> LedgerBackend:
     """The one place a home's ledger storage is chosen (``state.work.location``): the

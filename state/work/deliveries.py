@@ -35,13 +35,15 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from state import config as settings
 from state.clock import now
+from state.config import DEFAULT_RETENTION_DAYS as DEFAULT_RETENTION_DAYS
+from state.config import ENDPOINT_RE
 from state.errors import CaptainError
-from state.home import Home, number_in
+from state.home import Home
 from state.ids import WORK, derive, new_id
 from state.work import ledger
 from state.work.backend import backend_for
@@ -56,9 +58,7 @@ from state.work.delivery_store import DeliveryStore, Rejection
 from state.work.models import Delivery
 
 PREFIX = "whd"
-DEFAULT_RETENTION_DAYS = 7.0
 MAX_BODY_BYTES = 1024 * 1024 - 1  # the store's record cap: a body must stay readable
-ENDPOINT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 SOURCE_ID_MAX = 200
 MAX_REJECTIONS = 1000  # refused deliveries kept on record (the newest)
 REJECTION_DAYS = 7.0  # and none kept longer than this
@@ -96,7 +96,7 @@ def endpoint(home: Home, endpoint_id: str) -> dict:
 
 def routine(config: dict) -> bool:
     """``routine = true`` (a TOML boolean; anything else is not routine)."""
-    return config.get("routine") is True
+    return settings.value(config, "routine") is True
 
 
 def work_id_for(delivery_id: str) -> str:
@@ -106,7 +106,7 @@ def work_id_for(delivery_id: str) -> str:
 
 
 def _retention_days(config: dict) -> float:
-    return number_in(config, "retention_days", DEFAULT_RETENTION_DAYS, 0)
+    return settings.value(config, "retention_days")
 
 
 def _filter(config: dict, event: str | None) -> str | None:
@@ -273,7 +273,7 @@ def _dispatch(home: Home, record: Delivery, config: dict) -> None:
                   input={"delivery_id": record.delivery_id, "endpoint_id": record.endpoint_id,
                          "event": record.event, "body_sha256": record.body_sha256},
                   requester=f"webhook:{record.endpoint_id}", delivery_id=record.delivery_id,
-                  max_attempts=int(number_in(config, "max_attempts", 1, 1)), at=record.received_at)
+                  max_attempts=settings.value(config, "max_attempts"), at=record.received_at)
 
 
 def reject(home: Home, endpoint_id: str, source_delivery_id: str | None, body: bytes,

@@ -13,13 +13,15 @@ On disk (docs/ledger.md, "On disk"), through the store's writing rules:
   event, removed after the terminal one).
 - a transaction is ``flock``: ``locks/ledger.lock`` first, then ``locks/work-<id>.lock``
   (one order everywhere: home, crew, ledger, item). Every write is durable when it
-  returns; nothing is rolled back, the next writer repairs instead.
+  returns; nothing is rolled back, the next writer repairs instead — except an item made by
+  a step that then failed before anything else recorded it (``discard_unrecorded``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import threading
 from collections.abc import Collection, Iterator
 from datetime import datetime
@@ -219,6 +221,18 @@ class FileBackend:
     def mark_closed(self, work_id: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self._open_dir() / work_id)
+
+    def discard_unrecorded(self, work_id: str) -> None:
+        """Remove an item a failed step made (``ledger.discard_unrecorded``): its first
+        event first, so it stops being an item at once, then its files and open mark."""
+        item_dir = self._item_dir(work_id, create=False)
+        with contextlib.suppress(FileNotFoundError):
+            for name in sorted(os.listdir(item_dir / "events")):
+                os.unlink(item_dir / "events" / name)
+        with contextlib.suppress(FileNotFoundError):
+            shutil.rmtree(item_dir)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self._open_dir(create=False) / work_id)
 
     def put_lease(self, lease: Lease) -> None:
         self.store.publish(self._item_dir(lease.work_id) / "lease.json", encode(lease))

@@ -30,6 +30,9 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from state.config import DEFAULT_LEASE_SECONDS as DEFAULT_LEASE_SECONDS
+from state.config import DEFAULT_SLOTS as DEFAULT_SLOTS
+from state.config import MAX_ATTEMPTS  # the table of settings bounds max_attempts by it
 from state.errors import CaptainError
 from state.home import Home
 from state.ids import WORK, derive, new_id
@@ -52,15 +55,12 @@ from state.work.rules import fold as fold
 from state.work.rules import legal as legal
 
 RUN = "run"
-DEFAULT_SLOTS = 8
-DEFAULT_LEASE_SECONDS = 60.0
 # The holder of an attempt whose process captain did not start and cannot see (a crew
 # recorded with --no-launch): the person who started it answers for it, not a lease.
 EXTERNAL_HOLDER = "external"
 PAGE_MAX = 100
 # Bounds that keep every record of an item readable (store.MAX_RECORD_BYTES): the item's
 # cache holds one attempt per claim, and its input is stored whole.
-MAX_ATTEMPTS = 20
 MAX_INPUT_BYTES = 256 * 1024
 MAX_COST_USD = 1e9
 
@@ -69,11 +69,11 @@ MAX_COST_USD = 1e9
 
 
 def slots(home: Home) -> int:
-    return int(home.number("ledger", "slots", DEFAULT_SLOTS, 1))
+    return home.setting("ledger", "slots")
 
 
 def lease_seconds(home: Home) -> float:
-    return home.number("ledger", "lease_seconds", DEFAULT_LEASE_SECONDS, 1)
+    return home.setting("ledger", "lease_seconds")
 
 
 # -- storage -----------------------------------------------------------------------------------
@@ -89,6 +89,14 @@ def capacity(home: Home) -> AbstractContextManager[LedgerWriter]:
     it (``has_free_slot`` then ``claim_held``): files, the ``ledger`` lock. Transactions
     opened inside it on the same thread join it."""
     return backend_for(home).transaction(ledger=True)
+
+
+def discard_unrecorded(home: Home, work_id: str) -> None:
+    """Undo an item a step made and then failed to finish (a recruit on a full disk): the
+    crew that would hold it is not recorded, so nobody may see it. Only for an ID nobody
+    was told (derived from an assignment made in the failed step); on PostgreSQL the
+    step's rolled-back transaction has already done it."""
+    backend_for(home).discard_unrecorded(work_id)
 
 
 def exists(home: Home, work_id: str) -> bool:

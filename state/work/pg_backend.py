@@ -445,6 +445,9 @@ class PostgresBackend:
     def mark_closed(self, work_id: str) -> None:
         """Nothing to do: a terminal row is outside the open set by its state."""
 
+    def discard_unrecorded(self, work_id: str) -> None:
+        """Nothing to do: the failed step's transaction is rolled back, its rows with it."""
+
     def put_lease(self, lease: Lease) -> None:
         self.run(
             "INSERT INTO work_leases (work_id, run_id, generation, holder, heartbeat_at, "

@@ -253,5 +253,6 @@ def test_routine_is_decided_when_a_delivery_is_recorded(run, home):
     # the history is not rewritten by a config change: the earlier item keeps its controls
     assert ok(run("work", "cancel", earlier["work_id"], "--json"))["outcome"] == "cancelled"
     refused(run("work", "cancel", later["work_id"], "--json"), "routine_receipt")
-    configure(home, '[endpoints.chores]\nroutine = "yes"\n')  # only a TOML true is routine
-    assert ingest(run, "chores", "c-3")["routine"] is False
+    configure(home, '[endpoints.chores]\nroutine = "yes"\n')  # only a TOML boolean: refused
+    refused(run("deliveries", "ingest", "--endpoint", "chores", "--delivery-id", "c-3",
+                "--json", stdin="{}"), "invalid_config")

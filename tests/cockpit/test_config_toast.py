@@ -29,3 +29,29 @@ def test_a_broken_config_is_a_toast_and_stays_where_it_is(home: Home):
     drive(app, scenario)
     assert (home.root / "config.toml").read_text() == BROKEN
     assert not (home.root / "quarantine").exists()
+
+
+def test_a_setting_out_of_range_is_a_toast_and_the_last_good_settings_stay(home: Home):
+    """A running cockpit has good settings: an edit to ``slots = inf`` is said
+    (``invalid_config``, the key) and the cockpit goes on with the ones it had."""
+    import os
+
+    from state.work import ledger
+
+    path = home.root / "config.toml"
+    path.write_text("[ledger]\nslots = 3\n")
+    app = CaptainApp(home)
+
+    async def scenario(pilot):
+        await until(pilot, lambda: ledger.slots(home) == 3, timeout=20,
+                    what="the good settings read")
+        path.write_text("[ledger]\nslots = inf\n")
+        past = os.stat(path).st_mtime - 10
+        os.utime(path, (past, past))  # still: believed at once
+        said = await until(pilot, lambda: [t for t in toasts(app) if "invalid_config" in t],
+                           timeout=20, what="the invalid_config toast")
+        assert "[ledger] slots" in said[0]
+        assert ledger.slots(app.home) == 3
+
+    drive(app, scenario)
+    assert path.read_text() == "[ledger]\nslots = inf\n"
