@@ -413,7 +413,7 @@ async def _events(root: Path, n_events: int, label: str) -> dict:
             await asyncio.sleep(1.0)
             crew_panel = app.query_one(CrewPanel)
             q_panel, n_panel = app.query_one(QuestionsPanel), app.query_one(NotificationsPanel)
-            keys = sorted(app.view.crews)
+            keys = [row.key for row in app.view.crew_rows()]
             before_rescans = len(rescans.runs)
             began = time.monotonic()
 
@@ -548,7 +548,7 @@ def paint_driver(root: str, settle: float) -> int:
 
         shown.expect("rows", rows)
         shown.expect("scan", lambda panel: isinstance(panel, CrewPanel) and app.scanned
-                     and panel.table.row_count == len(app.view.crews))
+                     and panel.table.row_count == len(app.view.crew_rows()))
         async with app.run_test(size=SIZE, notifications=True):
             if not (await shown.wait("rows", 300) and await shown.wait("scan", 300)):
                 raise TimeoutError("the crew rows did not come")

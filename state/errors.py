@@ -35,6 +35,7 @@ CODES = frozenset(
         # added by the PostgreSQL ledger: which ledger a home uses, and reaching it
         "invalid_ledger_url", "ledger_unreachable", "postgres_not_installed",
         "ledger_schema_newer", "ledger_error", "ledger_not_migrated",
+        "ledger_not_imported", "ledger_import_conflict",
     }
 )
 

@@ -64,6 +64,12 @@ def check_filesystem(path: Path, mountinfo: str | None = None) -> None:
         )
 
 
+def _blank(root: Path) -> bool:
+    """A directory that may become a home: nothing in it but hidden names and, at most, the
+    home's own ``config.toml`` (docs/ledger.md: write the config first, then use the home)."""
+    return all(n.startswith(".") or n == CONFIG for n in os.listdir(root))
+
+
 class Home:
     """A captain home: the store plus the layout documented in docs/store.md."""
 
@@ -87,8 +93,7 @@ class Home:
         check_filesystem(root, mountinfo)  # before anything is created there
         fresh = not root.exists()
         if self.read_only:
-            if not fresh and not (root / "home.json").exists() \
-                    and any(not n.startswith(".") for n in os.listdir(root)):
+            if not fresh and not (root / "home.json").exists() and not _blank(root):
                 raise CaptainError("invalid_home", f"{root} is not empty and is not a captain "
                                                    "home. Choose the home's directory.")
             return
@@ -101,7 +106,7 @@ class Home:
             os.chmod(root, DIR_MODE)  # before home.json: a umask of 277 would leave 0500
         marker = root / "home.json"
         if not marker.exists():
-            if not fresh and any(not n.startswith(".") for n in os.listdir(root)):
+            if not fresh and not _blank(root):
                 raise CaptainError(
                     "invalid_home",
                     f"{root} is not empty and is not a captain home; refusing to write into "

@@ -13,3 +13,9 @@ PATH_ACTIONS = frozenset({"edit", "format", "delete", "commit", "version"})
 STATUSES = ("working", "idle", "asked", "awaiting_approval", "done", "held", "bounced",
             "timeout", "error")
 
+
+
+def counted(n: int, one: str, many: str | None = None) -> str:
+    """``n`` things in a sentence people read: "1 message", "3 messages" — never
+    "message(s)". ``many`` for a plural that is not ``one`` + "s" ("deliveries")."""
+    return f"{n} {one if n == 1 else (many or one + 's')}"

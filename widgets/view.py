@@ -31,7 +31,7 @@ class CrewRow:
     key: str  # the crew name in lower case: the row key in every panel
     name: str
     agent: str
-    state: str  # assigned | asked | approval | done | died
+    state: str  # state.crew.standing.CrewState: assigned | asked | approval | held | done | died
     assignment_id: str
     incarnation_id: str
     task: str
@@ -116,9 +116,11 @@ _WORK_RANK = {RECONCILE: 0, "running": 1, "queued": 2}
 
 @dataclass(frozen=True)
 class CrewView:
-    """Everything the cockpit shows about one crew."""
+    """Everything the cockpit shows about one crew. ``crew`` is None for a dismissed crew
+    whose notifications are not all acknowledged (its bounces): they block recruiting the
+    name again, so the Notifications panel lists them though the Crew panel does not."""
 
-    crew: CrewRow
+    crew: CrewRow | None
     question: QuestionRow | None = None
     doorbell: DoorbellRow | None = None
     notifications: tuple[NotificationRow, ...] = ()
@@ -134,7 +136,7 @@ class HomeView:
     ledger: str = ""  # which work ledger: "files", or the database's URL (password redacted)
 
     def crew_rows(self) -> list[CrewRow]:
-        return [self.crews[k].crew for k in sorted(self.crews)]
+        return [v.crew for k, v in sorted(self.crews.items()) if v.crew is not None]
 
     def questions(self) -> list[QuestionRow]:
         """Pending questions, oldest first (the one that has waited longest on top)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from captain_tui.cli.args import caller, home_of
 from captain_tui.cli.out import Out, json_line, table
+from state.vocab import counted
 
 
 def _bell(home, name: str) -> dict | None:
@@ -116,7 +117,14 @@ def envelope(n, crew: str | None, assignment_id: str | None) -> dict:
     return env
 
 
-def _next_step(n) -> str:
+def _next_step(n, state: str | None = None) -> str:
+    """What to do about ``n``, given the crew's state now (``state.crew.standing``): a
+    notification can be older than what happened since (a crew that asked, then died)."""
+    if state == "died" and n.status != "error":
+        return f"next:   the crew has died since; captain wait {n.crew} --ack " \
+               f"{n.delivery_id}, then the error notification tells what to do"
+    if state == "dismissed":
+        return f"ack:    captain wait {n.crew} --ack {n.delivery_id} (the crew is dismissed)"
     if n.status == "asked":
         return (f"answer: captain answer {n.crew} {n.question_id} \"...\" --assignment "
                 f"{n.assignment_id}")
@@ -154,9 +162,13 @@ def cmd_wait(args, out: Out) -> int:
     if n is None:
         human = f"timeout: nothing from {name or 'any crew'} (no delivery)."
     else:
+        from state.crew import protocol
+        from state.inputs import crew_key
+
         summary = "\n".join("  " + line for line in n.summary.splitlines() or [""])
+        state = protocol.crew_state(home, crew_key(n.crew))
         human = f"{n.status}  {n.crew}  {n.delivery_id}  ({n.assignment_id})\n{summary}\n" \
-                f"  {_next_step(n)}"
+                f"  {_next_step(n, state)}"
     out.ok(env, human)
     return 0
 
@@ -167,14 +179,14 @@ def cmd_status(args, out: Out) -> int:
 
     home = home_of(args)
     ctx = caller()
-    ledger, ledger_line = _ledger(home)
+    ledger, ledger_line, problem = _ledger(home)
     where = {"home": str(home.root), "home_exists": home.root.is_dir(), "ledger": ledger}
     if not where["home_exists"]:  # status is read-only: it says so and creates nothing
-        out.ok({"crew": [], "workspace_id": None, **where},
-               f"No captain home at {home.root} yet. Start one by recruiting: captain crew "
-               "NAME --task \"...\" (or try captain demo); --home DIR or $CAPTAIN_HOME "
-               f"chooses another.\n{ledger_line}")
-        return 0
+        return _status_answer(
+            out, {"crew": [], "workspace_id": None, **where},
+            f"No captain home at {home.root} yet. Start one by recruiting: captain crew "
+            "NAME --task \"...\" (or try captain demo); --home DIR or $CAPTAIN_HOME "
+            f"chooses another.\n{ledger_line}", problem)
     rows = protocol.crew_status(home, include_dismissed=args.all)
     if ctx.role == "crew":
         # a crew sees itself only: another crew's incarnation ID is all it would need to
@@ -187,12 +199,18 @@ def cmd_status(args, out: Out) -> int:
             "gate": stamp.gate if live else None,
             "held_since": stamp.held_since.isoformat() if live and stamp.held_since else None,
             "head": stamp.head if live else None}
-    workspace = _workspace(home)
+    workspace = None
+    if problem is None:
+        workspace, problem = _workspace(home)
+        if problem is not None:
+            ledger = {**ledger, "error": problem.as_json()}
+            where["ledger"] = ledger
+            ledger_line = _unusable(problem)
     if not rows:
-        out.ok({"crew": [], "workspace_id": workspace, **where},
-               f"Home: {home.root}\n{ledger_line}\nNo crew yet. Recruit one: captain crew "
-               "NAME --task \"...\"")
-        return 0
+        return _status_answer(
+            out, {"crew": [], "workspace_id": workspace, **where},
+            f"Home: {home.root}\n{ledger_line}\nNo crew yet. Recruit one: captain crew "
+            "NAME --task \"...\"", problem)
     lines = [["NAME", "AGENT", "STATE", "ASSIGNMENT", "UNREAD", "QUESTION", "UNACKED", "PANE",
               "DOORBELL"]]
     for r in rows:
@@ -200,43 +218,58 @@ def cmd_status(args, out: Out) -> int:
                       r["question_id"] or "-", str(r["unacknowledged"]),
                       (r["pane"] or {}).get("pane_id", "-"),
                       f"held: {r['doorbell']['gate']}" if r["doorbell"]["gate"] else "-"])
-    out.ok({"crew": rows, "workspace_id": workspace, **where},
-           table(lines) + f"\n\n{ledger_line}\nHome: {home.root}")
-    return 0
+    return _status_answer(out, {"crew": rows, "workspace_id": workspace, **where},
+                          table(lines) + f"\n\n{ledger_line}\nHome: {home.root}", problem)
 
 
-def _workspace(home) -> str | None:
-    """The workspace ID, for status; None when the ledger cannot say (a bad URL, a database
-    that is unreachable or not migrated: ``_ledger`` reports the URL, and status still
-    answers) or, read-only as status is, when none was minted yet."""
+def _status_answer(out: Out, payload: dict, human: str, problem) -> int:
+    """Status shows the crew whatever the ledger's state; a ledger it cannot use (a bad
+    URL, a database that is unreachable, not migrated, or without its driver) is said
+    there and makes the command fail (exit 1, ``--json``: ``ok`` false and the refusal's
+    code), so a script never mistakes a broken ledger for an empty one."""
+    if problem is None:
+        out.ok(payload, human)
+        return 0
+    out.partial(payload, human, problem)
+    return 1
+
+
+def _unusable(err) -> str:
+    return f"Ledger: NOT USABLE: [{err.code}] {err.message}"
+
+
+def _workspace(home):
+    """The workspace ID, for status, and what stopped the ledger from saying it (a
+    database that is unreachable, not migrated, or whose driver is missing). None, None
+    in a read-only look at a home that has none minted yet."""
     from state.errors import CaptainError
     from state.work import tokens
 
     try:
-        return tokens.workspace_id(home)
-    except CaptainError:
-        return None
+        return tokens.workspace_id(home), None
+    except CaptainError as err:
+        return None, err
 
 
-def _ledger(home) -> tuple[dict, str]:
-    """Which ledger the home uses, for status: JSON and one line (a password redacted). A
-    URL that is not one is reported here, not refused: status still shows the crew."""
+def _ledger(home):
+    """Which ledger the home uses, for status: JSON, one line (a password redacted) and
+    the refusal when its location is not one (a bad URL): reported here, not raised, so
+    status still shows the crew."""
     from state.errors import CaptainError
     from state.work.location import ledger_location
 
     try:
         location = ledger_location(home)
     except CaptainError as err:
-        return ({"kind": "invalid", "error": err.as_json()},
-                f"Ledger: NOT USABLE: [{err.code}] {err.message}")
+        return {"kind": "invalid", "error": err.as_json()}, _unusable(err), err
     if not location.postgres:
-        return location.as_json(), "Ledger: files in the home (the default)"
-    return location.as_json(), f"Ledger: {location.describe()}"
+        return location.as_json(), "Ledger: files in the home (the default)", None
+    return location.as_json(), f"Ledger: {location.describe()}", None
 
 
 def dismissal_words(d) -> str:
     """``ops.Dismissal`` in a sentence's tail: what bounced, whether the pane is gone."""
-    extra = f"; {len(d.bounced)} unread message(s) bounced" if d.bounced else ""
+    extra = f"; {counted(len(d.bounced), 'unread message')} bounced" if d.bounced else ""
     pane = {True: "; its pane is closed", False: "; its pane could NOT be confirmed closed",
             None: ""}[d.pane_stopped]
     return extra + pane

@@ -2,7 +2,8 @@
 
 ``captain ledger migrate [--url URL]`` creates or upgrades the schema of a PostgreSQL
 ledger (``state.work.postgres``). Without ``--url`` it migrates the database this home is
-configured for (``CAPTAIN_LEDGER_URL``, else ``[ledger] url`` in config.toml). A URL's
+configured for (``CAPTAIN_LEDGER_URL``, else ``[ledger] url`` in config.toml), and imports
+the home's file ledger into it when the files hold one (``state.work.importer``). A URL's
 password is never printed: every line shows it as ``***``.
 """
 
@@ -41,9 +42,36 @@ def cmd_migrate(args, out) -> int:
     else:
         human = (f"The ledger at {location.shown} is current; nothing to do: schema at "
                  f"version {done.version}.")
-    out.ok({"url": location.shown, **done.as_json(), "latest": pg_schema.LATEST,
-            "changed": bool(done.applied)}, human)
+    imported = _import(args, location)
+    payload = {"url": location.shown, **done.as_json(), "latest": pg_schema.LATEST,
+               "changed": bool(done.applied) or bool(imported and imported.new_items)}
+    if imported is not None:
+        payload["imported"] = imported.as_json()
+        human += f"\nAlso {imported.sentence()}"
+    out.ok(payload, human)
     return 0
+
+
+def _import(args, location):
+    """The home's file ledger into the database the home is pointed at (the one explicit
+    switch: ``state.work.importer``), when its files hold one; None otherwise. A ``--url``
+    that is not the home's own database imports nothing: the home is not moving there."""
+    from state.errors import CaptainError
+    from state.home import Home
+    from state.work import importer, pg_backend
+    from state.work.location import ledger_location
+
+    home = home_of(args)
+    if not home.root.is_dir() or not importer.held(home):
+        return None
+    try:
+        own = ledger_location(home)
+    except CaptainError:
+        return None
+    if not own.postgres or own.url != location.url:
+        return None
+    # the files are set aside afterwards: the one write this command makes in the home
+    return importer.import_files(Home(home.root), pg_backend.for_location(location))
 
 
 def add_commands(sub, common, parser_class) -> None:
@@ -54,7 +82,10 @@ def add_commands(sub, common, parser_class) -> None:
     inner = p.add_subparsers(dest="ledger_command", metavar="COMMAND", required=True,
                              parser_class=parser_class)
     text = ("Create or upgrade the PostgreSQL ledger's schema: idempotent, under an advisory "
-            "lock (safe to run from two hosts at once). Prints the schema's version.")
+            "lock (safe to run from two hosts at once). Prints the schema's version. A home "
+            "whose own files hold a ledger (it worked on files before) has it imported into "
+            "its database in one transaction, checked by counts; the files are then set "
+            "aside under ledger-imported/ in the home.")
     q = inner.add_parser("migrate", parents=[common], help=text, description=text)
     q.set_defaults(func=cmd_migrate)
     q.add_argument("--url", metavar="URL",

@@ -112,7 +112,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     add("watch", "Ring doorbells, check panes, purge expired webhook bodies and print each "
                  "new notification as a JSON line, until interrupted.", captain.cmd_watch)
 
-    p = add("status", "List the crew and what each is waiting on.", captain.cmd_status)
+    p = add("status", "List the crew and what each is waiting on, and which ledger is in "
+            "use (exit 1 when it cannot be used).", captain.cmd_status)
     p.add_argument("--all", action="store_true", help="include dismissed crew")
 
     p = add("dismiss", "Retire a crew member; its unread mail bounces.", captain.cmd_dismiss)

@@ -48,6 +48,15 @@ class Out:
         else:
             print(shown(human), flush=True)
 
+    def partial(self, payload: dict, human: str, err: CaptainError) -> None:
+        """A read that answered in part: what it could read, and the refusal that stopped
+        the rest (``ok`` false with the error in JSON; the refusal on stderr for people)."""
+        if self.json:
+            print(json_line({"ok": False, **payload, "error": err.as_json()}), flush=True)
+            return
+        print(shown(human), flush=True)
+        print(f"{PROG}: [{err.code}] {printable(err.message)}", file=sys.stderr, flush=True)
+
     def refuse(self, err: CaptainError) -> None:
         if self.json:
             print(json_line({"ok": False, "error": err.as_json()}), flush=True)

@@ -261,7 +261,7 @@ class CaptainApp(WorkCommands, App):
     def _show_status(self, now: datetime) -> None:
         """The header's status: the home is watched all along, so it says when the view
         last changed (and, once that is a while ago, how long ago: true with no event)."""
-        count = len(self.view.crews)
+        count = len(self.view.crew_rows())
         changed = self.last_change or now
         since = f", {age(changed, now)} ago" if (now - changed).total_seconds() >= 60 else ""
         reading = "" if self.scanned else " · reading the home…"
@@ -662,7 +662,8 @@ class CaptainApp(WorkCommands, App):
 
     def _preview_target(self) -> tuple:
         crew = self.selected_crew()
-        return (crew.key, crew.pane) if crew is not None else (None, bool(self.view.crews))
+        return (crew.key, crew.pane) if crew is not None else \
+            (None, bool(self.view.crew_rows()))
 
     def _preview_tick(self) -> None:
         """The timer: capture again when due. A pane whose captures come back the same is
@@ -683,7 +684,8 @@ class CaptainApp(WorkCommands, App):
         crew = self.selected_crew()
         if crew is None:
             preview.show_message("Pane", "Each crew's tmux pane shows here, live."
-                                 if not self.view.crews else "Select a crew to see its pane.")
+                                 if not self.view.crew_rows()
+                                 else "Select a crew to see its pane.")
         elif crew.pane is None:
             preview.show_message(f"Pane · {crew.name}",
                                  f"{crew.name} has no tmux pane: it was recorded with "

@@ -15,6 +15,7 @@ from state.crew import crewlog
 from state.errors import CaptainError
 from state.home import Home
 from state.inputs import crew_key
+from state.vocab import counted
 from state.work import ledger
 from state.work.models import WorkItem
 
@@ -89,7 +90,7 @@ def recruit(home: Home, values: dict) -> str:
 
 
 def _dismissed(d: ops.Dismissal) -> str:
-    extra = f"; {len(d.bounced)} unread message(s) bounced" if d.bounced else ""
+    extra = f"; {counted(len(d.bounced), 'unread message')} bounced" if d.bounced else ""
     pane = {True: "; its window is closed", False: "; its window could NOT be confirmed "
             "closed", None: ""}[d.pane_stopped]
     return f"{extra}{pane}"

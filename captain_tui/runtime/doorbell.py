@@ -22,6 +22,7 @@ from state.errors import CaptainError
 from state.home import Home
 from state.models import CrewSnapshot, Message, RingStamp
 from state.store import encode
+from state.vocab import counted
 
 GATES = ("approval_prompt", "human_draft", "unreadable_composer", "not_quiescent",
          "launch_grace", "cooldown", "tmux_unavailable", "queued")
@@ -206,7 +207,8 @@ def _ring_locked(home: Home, key: str, at: datetime) -> Outcome:
         bounced = protocol.bounce(home, snapshot.name, reason)
         _save(home, key, stamp.model_copy(update=dict(gate=None, held_since=None,
                                                       checked_at=at)))
-        return Outcome(snapshot.name, "bounced", detail=f"{len(bounced)} message(s): {reason}")
+        return Outcome(snapshot.name, "bounced",
+                       detail=f"{counted(len(bounced), 'message')}: {reason}")
     if info.state != ALIVE:
         return hold("tmux_unavailable", "tmux did not say whether the pane is there")
 

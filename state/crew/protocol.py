@@ -13,7 +13,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 
 from state.clock import now
-from state.crew import crewlog, mailbox, rules
+from state.crew import crewlog, deaths, mailbox, rules, standing
 from state.crew.rules import CAPTAIN, Context, Verdict, check_captain
 from state.errors import CaptainError
 from state.home import Home
@@ -46,6 +46,7 @@ from state.models import (
     Recruited,
 )
 from state.store import encode
+from state.vocab import counted
 from state.work.crash import crash_point
 
 
@@ -76,7 +77,8 @@ def _all_acknowledged(home: Home, key: str, assignment_id: str) -> None:
         first = owed[0]
         raise CaptainError(
             "unacknowledged",
-            f"{len(owed)} notification(s) of {assignment_id} are not acknowledged, first "
+            f"{counted(len(owed), 'notification')} of {assignment_id} "
+            f"{'is' if len(owed) == 1 else 'are'} not acknowledged, first "
             f"{first.delivery_id} ({first.status}): {summarize(first.summary)[:200]}. "
             f"Acknowledge with captain wait {first.crew} --ack {first.delivery_id}.",
             delivery_id=first.delivery_id, status=first.status,
@@ -296,8 +298,14 @@ def answer(home: Home, name: str, question_id: str, text: str, *, assignment_id:
         if rules.is_answered(home, key, question_id):
             raise CaptainError("question_answered",
                                f"{question_id} was already answered; use captain tell to add more.")
-        return _write_mail(home, key, snapshot, "answer", text,
-                           rules.answer_id(question_id), question_id=question_id)
+        message = _write_mail(home, key, snapshot, "answer", text,
+                              rules.answer_id(question_id), question_id=question_id)
+        # The answer is the captain's response to `asked`: it acknowledges that notification,
+        # so ask -> answer -> done -> next task needs no separate acknowledgement (README).
+        for n in mailbox.unacknowledged(home, key, snapshot.assignment.assignment_id):
+            if n.status == "asked" and n.question_id == question_id:
+                mailbox.write_ack(home, key, n)
+        return message
 
 
 def dismiss(home: Home, name: str, *, reason: str = "crew dismissed",
@@ -411,8 +419,9 @@ def done(home: Home, name: str, report: str | None, *, assignment_id: str | None
         if waiting:
             err = CaptainError(
                 "unread_mail",
-                f"{len(waiting)} unread message(s) came in; they are shown here and now count "
-                "as read. Act on them, then run done again.",
+                f"{counted(len(waiting), 'unread message')} came in; "
+                f"{'it is' if len(waiting) == 1 else 'they are'} shown here and now "
+                "counted as read. Act on them, then run done again.",
                 messages=[m.model_dump(mode="json", by_alias=True) for m in waiting])
             err.after_report = lambda: mailbox.mark_read(home, key, waiting, "done")
             raise err
@@ -444,6 +453,24 @@ def _actor(ctx: Context) -> str:
     return "crew" if ctx.role == "crew" else "captain"
 
 
+def _state(home: Home, key: str, snapshot, pending, unacked) -> standing.CrewState:
+    """``standing.crew_state`` from the home's files (the cockpit feeds it from its cache)."""
+    return standing.crew_state(
+        dismissed=snapshot.dismissed_at is not None, done=snapshot.done_at is not None,
+        died=deaths.reported(home, key, snapshot.incarnation_id),
+        question_pending=pending is not None, unacknowledged=unacked,
+        assignment_id=snapshot.assignment.assignment_id)
+
+
+def crew_state(home: Home, key: str) -> standing.CrewState | None:
+    """One crew's state now (None: no such crew), as ``status`` shows it."""
+    snapshot, _ = crewlog.load(home, key)
+    if snapshot is None:
+        return None
+    return _state(home, key, snapshot, rules.pending_question(home, key, snapshot),
+                  mailbox.unacknowledged(home, key))
+
+
 def crew_status(home: Home, include_dismissed: bool = False) -> list[dict]:
     """One row per crew for ``status``: who, on what, and what it waits on."""
     rows = []
@@ -453,21 +480,15 @@ def crew_status(home: Home, include_dismissed: bool = False) -> list[dict]:
             continue
         pending = rules.pending_question(home, key, snapshot)
         queued = [] if snapshot.dismissed_at else mailbox.unread(home, key, snapshot)
-        if snapshot.dismissed_at:
-            state = "dismissed"
-        elif snapshot.done_at:
-            state = "done"
-        elif pending:
-            state = "asked"
-        else:
-            state = "assigned"
+        unacked = mailbox.unacknowledged(home, key)
+        state = _state(home, key, snapshot, pending, unacked)
         rows.append({
             "name": snapshot.name, "agent": snapshot.agent, "state": state,
             "incarnation_id": snapshot.incarnation_id,
             "assignment_id": snapshot.assignment.assignment_id,
             "unread": len(queued),
             "question_id": pending.question_id if pending else None,
-            "unacknowledged": len(mailbox.unacknowledged(home, key)),
+            "unacknowledged": len(unacked),
             "owns": snapshot.assignment.owns, "allow": snapshot.assignment.allow,
             "pane": snapshot.pane.model_dump() if snapshot.pane else None,
         })

@@ -163,11 +163,15 @@ def backend_for(home: Home) -> LedgerBackend:
     """The one place a home's ledger storage is chosen (``state.work.location``): the
     database ``CAPTAIN_LEDGER_URL`` or ``[ledger] url`` names (``state.work.pg_backend``,
     one per URL, imported only then: a file home loads no driver), else the home's own
-    files."""
+    files. A home pointed at a database while its files still hold a ledger is refused
+    (``ledger_not_imported``) until ``captain ledger migrate`` imports them
+    (``state.work.importer``)."""
     location = _location(home)
     if location.postgres:
-        from state.work import pg_backend
+        from state.work import importer, pg_backend
 
+        if importer.held(home):  # never follow a URL away from work the files hold
+            raise importer.not_imported(home, location.shown)
         return pg_backend.for_location(location)
     return FileBackend(home)
 

@@ -5,7 +5,8 @@ never loads a driver, so a home that never configures a database needs none inst
 Every failure becomes a refusal with a stable code and a sentence that names the host and
 port tried, with the URL's password redacted (``LedgerLocation.shown``/``scrub``):
 
-- ``postgres_not_installed``: psycopg is missing (``pip install 'captain-tui[postgres]'``);
+- ``postgres_not_installed``: psycopg is missing (``install_hint``: captain is installed
+  from its checkout, not from an index, so the hint names the checkout's extra);
 - ``ledger_unreachable``: no connection (refused, timed out, authentication, no database);
 - ``invalid_ledger_url``: libpq could not read the URL after all;
 - ``ledger_error``: the database refused a statement (e.g. no right to create tables).
@@ -18,7 +19,25 @@ from state.work import pg_schema
 from state.work.location import LedgerLocation
 
 CONNECT_TIMEOUT = 10  # seconds per host libpq tries
-INSTALL_HINT = "pip install 'captain-tui[postgres]'"
+DRIVER = "psycopg[binary]>=3.2,<4"  # pyproject.toml's postgres extra
+
+
+def install_hint() -> str:
+    """How to install the driver into the Python captain runs on. captain is installed
+    from its checkout (the package is on no index), so ``pip install 'captain-tui[...]'``
+    would find nothing: name the checkout's extra when captain runs from one, and the
+    driver itself in every case."""
+    import shlex
+    import sys
+    from pathlib import Path
+
+    python = shlex.quote(sys.executable)
+    hint = f"{python} -m pip install {shlex.quote(DRIVER)}"
+    checkout = Path(__file__).resolve().parents[2]
+    if (checkout / "pyproject.toml").is_file():
+        extra = shlex.quote(f"{checkout}[postgres]")
+        hint = f"{python} -m pip install -e {extra} (captain's checkout), or {hint}"
+    return hint
 
 
 def driver():
@@ -29,7 +48,7 @@ def driver():
         raise CaptainError(
             "postgres_not_installed",
             "the ledger is on PostgreSQL, but its driver (psycopg 3) is not installed in "
-            f"captain's Python: {INSTALL_HINT}") from None
+            f"captain's Python: {install_hint()}") from None
     return psycopg
 
 

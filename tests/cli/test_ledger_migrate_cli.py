@@ -11,6 +11,7 @@ import sys
 import time
 
 import pytest
+from conftest import REPO
 from support.cli import Run, ok, refused
 from support.postgres import pg_server, pg_url  # noqa: F401 - the fixtures
 
@@ -142,7 +143,11 @@ def test_no_driver_is_a_refusal_naming_the_extra(cli):
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     error = json.loads(proc.stdout)["error"]
     assert error["code"] == "postgres_not_installed"
-    assert "pip install 'captain-tui[postgres]'" in error["message"]
+    # captain is installed from its checkout (no index has it): the hint names the
+    # checkout's extra and the driver, for the Python captain runs on
+    assert f"-m pip install -e '{REPO}[postgres]'" in error["message"]
+    assert "'psycopg[binary]>=3.2,<4'" in error["message"]
+    assert "captain-tui[postgres]" not in error["message"]
     assert SECRET not in proc.stdout + proc.stderr
 
 
@@ -150,6 +155,7 @@ def test_status_says_which_ledger_is_in_use(run, pg_url):  # noqa: F811
     assert ok(run("status", "--json"))["ledger"]["kind"] == "file"
     assert "Ledger: files in the home" in run("status").out
     env = {"CAPTAIN_LEDGER_URL": _with_password(pg_url)}
+    assert run("ledger", "migrate", env=env).code == 0
     payload_result = run("status", "--json", env=env)
     ledger = ok(payload_result)["ledger"]
     assert ledger["kind"] == "postgresql" and ledger["origin"] == "CAPTAIN_LEDGER_URL"
@@ -157,5 +163,34 @@ def test_status_says_which_ledger_is_in_use(run, pg_url):  # noqa: F811
     human = run("status", env=env)
     assert f"Ledger: PostgreSQL at {ledger['url']}" in human.out
     bad = run("status", "--json", env={"CAPTAIN_LEDGER_URL": f"http://x:{SECRET}@y/"})
-    assert ok(bad)["ledger"]["error"]["code"] == "invalid_ledger_url"  # status still answers
+    answer = json.loads(bad.out)  # status still answers, and says the ledger is unusable
+    assert bad.code == 1 and answer["ok"] is False and "crew" in answer
+    assert answer["error"]["code"] == answer["ledger"]["error"]["code"] == "invalid_ledger_url"
     _no_secret(payload_result, human, bad)
+
+
+@pytest.mark.parametrize("trouble", ["unmigrated", "unreachable"])
+def test_status_fails_on_a_ledger_it_cannot_use_and_still_shows_the_crew(
+        run, pg_server, pg_url, trouble):  # noqa: F811
+    """A ledger that cannot be used is said, not hidden: the crew table as always, the
+    ledger's refusal with its code, exit 1 (a script never reads a broken ledger as an
+    empty one)."""
+    working = pg_server.url(pg_server.create_database())
+    assert run("ledger", "migrate", "--url", working).code == 0
+    ok(run("crew", "Jack", "--task", "Fix it", "--no-launch", "--json",
+           env={"CAPTAIN_LEDGER_URL": working}))
+    url = pg_url if trouble == "unmigrated" else f"postgresql://postgres@127.0.0.1:{_closed_port()}/x"
+    env = {"CAPTAIN_LEDGER_URL": _with_password(url)}
+    code = {"unmigrated": "ledger_not_migrated", "unreachable": "ledger_unreachable"}[trouble]
+    result = run("status", "--json", env=env)
+    answer = json.loads(result.out)
+    assert result.code == 1 and answer["ok"] is False, result
+    assert answer["error"]["code"] == code and answer["ledger"]["error"]["code"] == code
+    assert [row["name"] for row in answer["crew"]] == ["Jack"]
+    human = run("status", env=env)
+    assert human.code == 1 and "Jack" in human.out
+    assert f"Ledger: NOT USABLE: [{code}]" in human.out and f"[{code}]" in human.err
+    _no_secret(result, human)
+    if trouble == "unmigrated":
+        assert run("ledger", "migrate", env=env).code == 0
+        assert ok(run("status", "--json", env=env))["ledger"]["kind"] == "postgresql"

@@ -121,3 +121,24 @@ def test_with_no_notifications_the_work_panel_catches_up_on_its_clock(tmp_path: 
                     what="the claim, on the Work panel's own clock")
 
     drive(app, scenario)
+
+
+def test_a_ledger_changed_under_the_running_cockpit_is_said(home: Home):
+    """A `[ledger] url` edited while the cockpit runs is never followed silently: the feed
+    raises one alert naming the ledger it now shows and the one it showed."""
+    import time
+
+    from captain_tui.cockpit.feed.home import Feed
+
+    feed = Feed(home)
+    assert feed.rescan().view.ledger == "files"
+    (home.root / "config.toml").write_text('[ledger]\nurl = "mysql://nope/x"\n')
+    deadline, said = time.monotonic() + 10, []
+    while not said and time.monotonic() < deadline:  # the config is read once it is still
+        update = feed.rescan_work()
+        said = [a for a in (update.alerts if update else []) if a.kind == "ledger"]
+        time.sleep(0.05)
+    assert len(said) == 1 and "unusable" in said[0].body and "files" in said[0].body
+    assert feed.view.ledger == "unusable [ledger] url"
+    again = feed.rescan_work()
+    assert again is None or not any(a.kind == "ledger" for a in again.alerts)  # said once

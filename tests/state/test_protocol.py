@@ -1010,3 +1010,24 @@ def test_a_path_inside_the_project_that_leads_outside_it_is_refused(home, projec
     err = refused("invalid_path", hire, home, project, "Jack", owns=["escape/x"])
     assert "outside" in err.message and "escape/x" in err.message
     assert home.crew_keys() == []  # nothing written
+
+
+# -- the answer acknowledges its question ------------------------------------------------------
+
+
+def test_the_answer_acknowledges_its_asked_notification(home, project):
+    """ask -> answer -> done -> next task with no separate acknowledgement of `asked`:
+    the captain's answer is the response to it (README, the protocol's step 4)."""
+    r = hire(home, project)
+    read_all(home, r)
+    q = protocol.ask(home, "Jack", "Keep it?", ctx=crew_ctx(r))
+    asked = notify.wait(home, "Jack", timeout=0)
+    assert asked is not None and asked.status == "asked"  # returned, not acknowledged
+    protocol.answer(home, "Jack", q.question_id, "yes", assignment_id=r.assignment_id)
+    assert mailbox.unacknowledged(home, key("Jack")) == []
+    finish(home, r)
+    done = notify.wait(home, "Jack", timeout=0)  # no `unacknowledged` refusal for `asked`
+    assert done is not None and done.status == "done"
+    notify.wait(home, "Jack", timeout=0, ack=done.delivery_id)
+    nxt = protocol.assign(home, "Jack", "next", handoff=r.assignment_id)
+    assert nxt.assignment_id != r.assignment_id

@@ -12,7 +12,7 @@ from widgets.view import CrewRow
 
 # crew state -> theme colour variable
 STATE_COLOURS = {"assigned": "foreground", "asked": "warning", "approval": "error",
-                 "done": "success", "died": "error"}
+                 "held": "warning", "done": "success", "died": "error"}
 
 
 class CrewPanel(Panel):

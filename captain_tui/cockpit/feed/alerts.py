@@ -40,12 +40,26 @@ def flood(kind: str, alerts: list[Alert]) -> Alert:
 def alert_for(n: Notification) -> Alert:
     title = {"asked": f"{n.crew} asks", "awaiting_approval": f"{n.crew} needs approval",
              "bounced": f"Mail to {n.crew} bounced", "error": f"{n.crew} died"}[n.status]
-    return Alert(n.status, title, _named(n.summary) if n.status == "bounced" else n.summary,
-                 crew=n.crew)
+    body = {"bounced": _named, "error": _death}.get(n.status, lambda s: s)(n.summary)
+    return Alert(n.status, title, body, crew=n.crew)
 
 
 _BOUNCED = re.compile(r"^msg_[0-9A-Za-z]+ bounced \(")
 _WORK_ITEM = re.compile(r"\bwork item wrk_[0-9A-Za-z]+ ")
+
+
+_DIED_ON = re.compile(r" before reporting done on asg_[0-9A-Za-z]+:")
+_ITEM_IS = re.compile(r"Its work item wrk_[0-9A-Za-z]+ is (\w+)\.")
+
+
+def _death(summary: str) -> str:
+    """A death's summary names the assignment, the work item and the delivery to
+    acknowledge (the CLI's next step): the toast says who died, how, and what became of
+    the task — its first line, without the IDs (the pane's last lines and the commands are
+    in the Notifications panel)."""
+    head = _DIED_ON.sub(" before reporting done:", summary.split("\n", 1)[0])
+    return _ITEM_IS.sub(lambda m: "Its task failed." if m.group(1) == "failed"
+                        else f"Its task is {m.group(1).replace('_', ' ')}.", head)
 
 
 def _named(summary: str) -> str:

@@ -32,7 +32,7 @@ from pathlib import Path
 from captain_tui.cockpit.feed.alerts import Alert, alert_for
 from captain_tui.cockpit.feed.routes import Route, route
 from captain_tui.cockpit.feed.work import WorkFeed
-from state.crew import crewlog, deaths, rules
+from state.crew import crewlog, deaths, rules, standing
 from state.errors import CaptainError
 from state.home import Home
 from state.models import CrewSnapshot, Message, Notification, RingStamp
@@ -110,7 +110,7 @@ class Feed:
         for gone in set(self._cache) - set(keys):
             del self._cache[gone]
         work = self._work.rescan(alerts, announce=self.scanned)
-        self.view = HomeView(crews, work, self._ledger())
+        self.view = HomeView(crews, work, self._ledger(alerts))
         self.scanned = True
         return Update(self.view, alerts)
 
@@ -119,23 +119,29 @@ class Feed:
         shown changed."""
         alerts: list[Alert] = []
         work = self._work.rescan(alerts, announce=self.scanned)
-        ledger_name = self._ledger()
+        ledger_name = self._ledger(alerts)
         if work == self.view.work and ledger_name == self.view.ledger and not alerts:
             return None
         self.view = HomeView(self.view.crews, work, ledger_name)
         return Update(self.view, alerts)
 
-    def _ledger(self) -> str:
-        """Which ledger the Work panel shows, as people should see it (never a password)."""
+    def _ledger(self, alerts: list[Alert]) -> str:
+        """Which ledger the Work panel shows, as people should see it (never a password).
+        A ledger that changes under the running cockpit (``[ledger] url`` edited,
+        ``captain ledger migrate`` run) is said, never followed silently."""
         from state.work.location import ledger_location
 
         try:
             location = ledger_location(self.home)
+            name = location.shown if location.postgres else "files"
         except CaptainError:
-            self.shared = False
-            return "unusable [ledger] url"
-        self.shared = location.postgres
-        return location.shown if location.postgres else "files"
+            location, name = None, "unusable [ledger] url"
+        self.shared = location is not None and location.postgres
+        if self.scanned and self.view.ledger and name != self.view.ledger:
+            alerts.append(Alert("ledger", "The ledger changed",
+                                f"The Work panel now shows the ledger {name} "
+                                f"(it showed {self.view.ledger})."))
+        return name
 
     def apply(self, paths: Iterable[str], work_ids: Iterable[str] = ()) -> Update | None:
         """Re-read what these changed paths touched, and these work items (a shared ledger's
@@ -293,30 +299,25 @@ class Feed:
 def _crew_view(key: str, cache: _CrewCache) -> CrewView | None:
     """The rows one crew contributes to each panel (the rules are state's: see below)."""
     s = cache.snapshot
-    if s is None or s.dismissed_at is not None:
+    if s is None:
         return None
+    if s.dismissed_at is not None:  # only what still needs acknowledging: its bounces
+        return _retired_view(key, cache)
     # mailbox.unread: this incarnation's mail, neither read nor bounced
     unread = [m for mid, m in cache.mail.items()
               if m is not None and mid not in cache.read and m.incarnation_id == s.incarnation_id]
     # rules.pending_question: the snapshot's question, unless its answer mail exists
     q = s.question
     pending = q if q is not None and rules.answer_id(q.question_id) not in cache.mail else None
-    notes = sorted((n for n in cache.notes.values() if n is not None),
-                   key=lambda n: (n.created_at, n.delivery_id))
+    notes = _unacknowledged(cache)
     live_stamp = cache.stamp if cache.stamp is not None \
         and cache.stamp.incarnation_id == s.incarnation_id else None
     gate = live_stamp.gate if live_stamp is not None and unread else None
-    if s.done_at is not None:
-        state = "done"
-    elif deaths.delivery_id(s.incarnation_id) in cache.notes:  # acknowledged or not
-        state = "died"
-    elif pending is not None:
-        state = "asked"
-    elif any(n.status == "awaiting_approval" and n.assignment_id == s.assignment.assignment_id
-             for n in notes):
-        state = "approval"
-    else:
-        state = "assigned"
+    state = standing.crew_state(
+        dismissed=False, done=s.done_at is not None,
+        died=deaths.delivery_id(s.incarnation_id) in cache.notes,  # acknowledged or not
+        question_pending=pending is not None, unacknowledged=notes,
+        assignment_id=s.assignment.assignment_id)
     moments = [s.recruited_at, s.assigned_at, s.done_at, q.asked_at if q else None,
                live_stamp.rung_at if live_stamp else None]
     moments += [m.queued_at for m in unread] + [n.created_at for n in notes[-1:]]
@@ -329,8 +330,23 @@ def _crew_view(key: str, cache: _CrewCache) -> CrewView | None:
     question = QuestionRow(key, s.name, pending.question_id, s.assignment.assignment_id,
                            pending.text, pending.asked_at) if pending is not None else None
     doorbell = DoorbellRow(key, s.name, gate, live_stamp.held_since) if gate else None
-    rows = tuple(NotificationRow(key, n.crew, n.delivery_id, n.status, n.assignment_id,
+    return CrewView(crew, question, doorbell, _note_rows(key, notes))
+
+
+def _unacknowledged(cache: _CrewCache) -> list[Notification]:
+    return sorted((n for n in cache.notes.values() if n is not None),
+                  key=lambda n: (n.created_at, n.delivery_id))
+
+
+def _note_rows(key: str, notes: list[Notification]) -> tuple[NotificationRow, ...]:
+    return tuple(NotificationRow(key, n.crew, n.delivery_id, n.status, n.assignment_id,
                                  n.summary, n.created_at) for n in notes)
-    return CrewView(crew, question, doorbell, rows)
+
+
+def _retired_view(key: str, cache: _CrewCache) -> CrewView | None:
+    """A dismissed crew: no row of its own, but its unacknowledged notifications (the mail
+    its dismissal bounced) are listed, since they block recruiting the name again."""
+    notes = _unacknowledged(cache)
+    return CrewView(None, notifications=_note_rows(key, notes)) if notes else None
 
 
