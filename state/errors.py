@@ -36,6 +36,8 @@ CODES = frozenset(
         "invalid_ledger_url", "ledger_unreachable", "postgres_not_installed",
         "ledger_schema_newer", "ledger_error", "ledger_not_migrated",
         "ledger_not_imported", "ledger_import_conflict",
+        # a command line argparse cannot take, answered with --json (exit 2)
+        "usage",
     }
 )
 

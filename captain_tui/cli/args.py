@@ -83,11 +83,53 @@ def seconds(text: str) -> float:
     return value
 
 
+class UsageError(SystemExit):
+    """A command line argparse cannot take: exit 2. ``main`` says it, as one line after the
+    usage on stderr, or with ``--json`` as a ``usage`` refusal on stdout (``say``)."""
+
+    def __init__(self, parser: argparse.ArgumentParser, message: str) -> None:
+        super().__init__(2)
+        self.parser = parser
+        self.message = message
+
+    def say(self, as_json: bool) -> int:
+        if as_json:
+            from captain_tui.cli.out import Out
+            from state.errors import CaptainError
+
+            usage = " ".join(self.parser.format_usage().split())
+            Out(True).refuse(CaptainError("usage", self.message, usage=usage))
+        else:
+            self.parser.print_usage(sys.stderr)
+            print(f"{self.parser.prog}: error: {printable(self.message)}",  # echoes argv
+                  file=sys.stderr)
+        return 2
+
+
+def wants_json(argv: list[str]) -> bool:
+    """Whether the command line asks for JSON (``--json`` before any ``--``), read without
+    argparse: a command line argparse refuses is still answered in the form asked for."""
+    return "--json" in (argv[: argv.index("--")] if "--" in argv else argv)
+
+
 class Parser(argparse.ArgumentParser):
     def error(self, message: str):  # usage errors: exit 2, one clear line, no traceback
-        self.print_usage(sys.stderr)
-        print(f"{self.prog}: error: {printable(message)}", file=sys.stderr)  # echoes argv
-        raise SystemExit(2)
+        raise UsageError(self, message)
+
+    def _check_value(self, action: argparse.Action, value) -> None:
+        """An unknown command names the nearest known one (``stauts``: did you mean
+        ``status``?); any other unknown choice too."""
+        choices = action.choices
+        if choices is None or value in choices:
+            return
+        import difflib  # only on this error: the crew-side path starts fast
+
+        names = [str(c) for c in choices]
+        near = difflib.get_close_matches(str(value), names, n=1, cutoff=0.6)
+        hint = f"; did you mean {near[0]!r}?" if near else ""
+        what = "command" if isinstance(choices, dict) else "choice"  # subcommands: a dict
+        raise argparse.ArgumentError(action, f"unknown {what} {value!r}{hint} (choose from "
+                                             f"{', '.join(names)})")
 
 
 class Skipped:

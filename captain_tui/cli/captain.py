@@ -101,15 +101,24 @@ def cmd_answer(args, out: Out) -> int:
     return 0
 
 
+def _stamp(at) -> str | None:
+    return at.isoformat().replace("+00:00", "Z") if at else None
+
+
 def envelope(n, crew: str | None, assignment_id: str | None) -> dict:
-    """One notification as ``wait`` and ``watch`` print it (a timeout has no delivery)."""
+    """One notification as ``wait`` and ``watch`` print it (a timeout has no delivery).
+
+    ``event_at``: when its event happened (the question asked, the report made, the mail
+    bounced, the death seen, the turn ended); ``queued_at``: when the mail it concerns was
+    queued (a bounce: the bounced message; else the newest mail the crew had then, which it
+    may be answering; null when it had none). Both UTC, ISO 8601 with ``Z``."""
     if n is None:
         return {"status": "timeout", "delivery_id": None, "crew": crew,
                 "assignment_id": assignment_id, "summary": "nothing to report before the timeout",
-                "queued_at": None}
+                "queued_at": None, "event_at": None}
     env = {"status": n.status, "delivery_id": n.delivery_id, "crew": n.crew,
            "assignment_id": n.assignment_id, "summary": n.summary,
-           "queued_at": n.queued_at.isoformat().replace("+00:00", "Z") if n.queued_at else None}
+           "queued_at": _stamp(n.queued_at), "event_at": _stamp(n.created_at)}
     if n.question_id:
         env["question_id"] = n.question_id
     if n.message_id:

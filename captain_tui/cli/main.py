@@ -16,7 +16,15 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from captain_tui.cli import captain, crew
-from captain_tui.cli.args import Parser, Skipped, check_home, check_named, seconds
+from captain_tui.cli.args import (
+    Parser,
+    Skipped,
+    UsageError,
+    check_home,
+    check_named,
+    seconds,
+    wants_json,
+)
 from captain_tui.cli.out import PROG, Out, printable
 from state.errors import CaptainError
 
@@ -239,7 +247,39 @@ def _hook(argv: list[str]) -> int:
         return 0
 
 
+# A reader that closed its end of our stdout (``captain status --json | head -c 300``):
+# the command ends quietly with the status a shell shows for a program SIGPIPE ended
+# (128 + 13), as ``cat`` or ``ls`` would; whatever the command wrote to the home it wrote
+# in full before printing, so nothing is half-written.
+CLOSED_STDOUT = 141
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command and return its exit status (``CLOSED_STDOUT`` when the reader of its
+    output went away first: no traceback, no refusal, nothing more printed)."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        return _output_closed()
+
+
+def _output_closed() -> int:
+    """Point stdout and stderr, whichever went away, at /dev/null: the interpreter's last
+    flush must not raise again (and print "Exception ignored ..." on the way out)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            try:
+                os.dup2(devnull, stream.fileno())
+            except (OSError, ValueError):
+                pass
+    os.close(devnull)
+    return CLOSED_STDOUT
+
+
+def _main(argv: Sequence[str] | None) -> int:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.reconfigure(errors="backslashreplace")
@@ -250,7 +290,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _hook(argv[1:])  # `captain hook --help` alone goes to argparse: its usage
     # a crew-side command runs on every tool call: build only its parser
     parser = build_parser(argv[0] if argv[:1] and argv[0] in CREW_SIDE else None)
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as err:
+        return err.say(wants_json(argv))
     for dest in _SINGLE_POSITIONALS:
         # CPython 3.11's argparse strips a literal "--" that follows "--" and hands over []
         if isinstance(getattr(args, dest, None), list):
@@ -269,6 +312,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if err.after_report is not None:
             err.after_report()
         return 1
+    except BrokenPipeError:
+        raise  # our reader went away: not the store's failure (see main)
     except OSError as exc:
         where = exc.filename or "home"
         out.refuse(CaptainError("store_error", f"{exc.strerror or exc} ({where})."))

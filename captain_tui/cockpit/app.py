@@ -45,6 +45,7 @@ from captain_tui.cockpit.heap import Collector
 from captain_tui.cockpit.terminal import recording, writer
 from captain_tui.cockpit.work import WorkCommands, reconciling_text
 from captain_tui.runtime import ops
+from captain_tui.runtime.tmux import resolve_socket
 from state.errors import CaptainError
 from state.home import Home
 from widgets.cells import age, as_markup, clean, one_line
@@ -121,9 +122,14 @@ class CaptainApp(WorkCommands, App):
     _loud = ""  # the title line's "2 need reconciliation" (see format_title)
 
     def __init__(self, home: Home, *, run_doorbell: bool = True,
-                 clock: Callable[[], datetime] | None = None) -> None:
+                 clock: Callable[[], datetime] | None = None, socket: str | None = None) -> None:
         super().__init__()
         self.home = home
+        # this cockpit's tmux server, resolved once (--socket > $CAPTAIN_TMUX_SOCKET > the
+        # tmux it runs in > captain; the demo passes its private one): every window the
+        # cockpit opens goes there. What acts on an existing pane (jump, dismiss, the
+        # preview, the doorbell) uses the server that pane's record names.
+        self.tmux_socket = resolve_socket(socket)
         self.run_doorbell = run_doorbell
         self.clock = clock or _local_now
         self.settings = settings.load()
@@ -538,7 +544,7 @@ class CaptainApp(WorkCommands, App):
 
     def action_recruit(self) -> None:
         form = RecruitScreen(**self._draft("recruit"))
-        self._open(form, lambda v: jobs.recruit(self.home, v))
+        self._open(form, lambda v: jobs.recruit(self.home, v, socket=self.tmux_socket))
 
     def action_acknowledge(self) -> None:
         n = self.selected_notification()
@@ -570,17 +576,19 @@ class CaptainApp(WorkCommands, App):
     @work(thread=True, group="actions", exit_on_error=False)
     def _jump(self, crew: CrewRow) -> None:
         try:
-            command = ops.jump(crew.pane)
+            attach = ops.jump(crew.pane)
         except CaptainError as err:
             self.call_from_thread(self._refused, err)
             return
-        if command is not None:
-            self.call_from_thread(self._show_attach, crew.name, command)
+        if attach is not None:
+            self.call_from_thread(self._show_attach, crew.name, attach)
 
-    def _show_attach(self, name: str, command: str) -> None:
-        self.copy_to_clipboard(command)
-        self.notify(f"{command}\n(copied to the clipboard)", markup=False, timeout=30,
-                    title=f"{name}'s pane is on another tmux: run this in another terminal")
+    def _show_attach(self, name: str, attach: ops.Attach) -> None:
+        self.copy_to_clipboard(attach.command)
+        title = {"no_client": f"No terminal is attached to {name}'s tmux: attach one"}.get(
+            attach.reason, f"{name}'s pane is on another tmux: run this in another terminal")
+        self.notify(f"{attach.sentence}\n(the command is copied to the clipboard)",
+                    markup=False, timeout=30, title=title)
 
     def action_toggle_preview(self) -> None:
         preview = self.query_one(PanePreview)
@@ -772,9 +780,10 @@ def _attempt(perform: Callable[[Any], str], values: Any) -> str:
         raise CaptainError("internal_error", f"unexpected {type(exc).__name__}: {exc}") from None
 
 
-def run_cockpit(home: Home) -> int:
-    """Open the cockpit on ``home`` until the person quits."""
-    CaptainApp(home).run()
+def run_cockpit(home: Home, *, socket: str | None = None) -> int:
+    """Open the cockpit on ``home`` until the person quits; crews it recruits open on the
+    tmux server ``socket`` names (default: where ``captain crew`` would put them)."""
+    CaptainApp(home, socket=socket).run()
     return 0
 
 

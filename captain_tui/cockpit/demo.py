@@ -12,9 +12,11 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 from captain_tui.runtime.launch import launcher
@@ -68,13 +70,44 @@ class Demo:
             shutil.rmtree(self.root, ignore_errors=True)
 
 
+HANGUP_GRACE = 5.0  # seconds the cockpit has to end by itself after SIGHUP or SIGTERM
+
+
+def _end_on_hangup(demo: Demo, app, *, keep: bool) -> None:
+    """Closing the terminal (SIGHUP) or a plain ``kill`` (SIGTERM) ends the demo like
+    ``ctrl+q``: the cockpit is asked to exit, so ``run_demo``'s clean-up runs (its tmux
+    server, crews and home used to outlive it). A cockpit that cannot end by itself (its
+    terminal is gone) is not waited for: after HANGUP_GRACE the demo is taken down from
+    here and the process ends."""
+
+    def last_resort(signum: int) -> None:
+        try:
+            app.call_from_thread(app.exit)
+        except Exception:  # noqa: BLE001 - the app is gone or going: the timer decides
+            pass
+        threading.main_thread().join(HANGUP_GRACE)
+        if threading.main_thread().is_alive():
+            demo.stop(keep=keep)
+            os._exit(128 + signum)
+
+    def end(signum, frame):
+        threading.Thread(target=last_resort, args=(signum,), daemon=True,
+                         name="demo-hangup").start()
+
+    for name in ("SIGHUP", "SIGTERM"):
+        signal.signal(getattr(signal, name), end)
+
+
 def run_demo(*, keep: bool = False) -> int:
     demo = Demo()
     try:
         demo.start()
-        from captain_tui.cockpit.app import run_cockpit
+        from captain_tui.cockpit.app import CaptainApp
 
-        return run_cockpit(demo.home)
+        app = CaptainApp(demo.home, socket=demo.socket)  # its recruits stay in the demo
+        _end_on_hangup(demo, app, keep=keep)
+        app.run()
+        return 0
     finally:
         demo.stop(keep=keep)
         if keep:

@@ -80,9 +80,10 @@ def acknowledge(home: Home, crew: str, delivery_id: str) -> str:
     return f"Acknowledged {crew}'s notification."
 
 
-def recruit(home: Home, values: dict) -> str:
-    """``values`` are the recruit form's fields (``ops.Recruitment``'s names)."""
-    r = ops.recruit(home, ops.Recruitment(**values))
+def recruit(home: Home, values: dict, *, socket: str) -> str:
+    """``values`` are the recruit form's fields (``ops.Recruitment``'s names); ``socket`` is
+    the cockpit's tmux server, where the new window opens."""
+    r = ops.recruit(home, ops.Recruitment(**values, socket=socket))
     where = "in a new tmux window" if r.pane else "(not launched: start it yourself)"
     if r.queued:
         where = "queued: every ledger slot is held; its window opens when one frees"

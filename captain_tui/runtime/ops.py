@@ -184,17 +184,34 @@ def dismiss(home: Home, name: str, *, ctx: Context = CAPTAIN, reason: str = "cre
                      tuple(bounced), stopped)
 
 
-def jump(pane: PaneLocator, env=None) -> str | None:
-    """Switch this tmux client to the crew's pane; returns the attach command instead when
-    the caller is not inside tmux, or inside another tmux server."""
+@dataclass(frozen=True)
+class Attach:
+    """A jump the cockpit cannot make itself: what the person runs to reach the pane."""
+
+    command: str  # tmux -S SOCKET attach -t PANE
+    reason: str  # another_tmux: the cockpit is not on the pane's server; no_client: it is,
+    #              but no terminal is attached to that server to switch
+    sentence: str
+
+
+def jump(pane: PaneLocator, env=None) -> Attach | None:
+    """Switch this tmux client to the crew's pane (None: done). When that cannot be done
+    (the caller is outside tmux, inside another tmux server, or on the pane's server with
+    no terminal attached to it) returns how to attach instead."""
     from captain_tui.runtime.tmux import Tmux
 
     env = os.environ if env is None else env
     inside = env.get("TMUX", "").split(",")[0]
+    command = launch.attach_command(pane)
     if inside and os.path.realpath(inside) == os.path.realpath(pane.socket):
-        Tmux(pane.socket).switch_to(pane)
-        return None
-    return launch.attach_command(pane)
+        if Tmux(pane.socket).switch_to(pane):
+            return None
+        return Attach(command, "no_client",
+                      f"No terminal is attached to the tmux server {pane.socket}, so there "
+                      f"is no client to switch; attach one from another terminal: {command}")
+    return Attach(command, "another_tmux",
+                  f"The pane is on another tmux server ({pane.socket}); attach to it from "
+                  f"another terminal: {command}")
 
 
 # -- the work ledger ------------------------------------------------------------------------

@@ -42,6 +42,17 @@ def socket_path_for(name: str) -> str:
     return str(Path(base) / f"tmux-{os.getuid()}" / name)
 
 
+def _socket_dir(socket: str) -> None:
+    """Make tmux's own socket directory ($TMUX_TMPDIR/tmux-UID, private) when a server is to
+    start in it and it is not there yet: tmux makes it for ``-L NAME`` but not for the
+    ``-S PATH`` captain passes, so on a machine where tmux never ran yet the first crew
+    window (the demo's first of all) failed with "error creating … No such file"."""
+    parent = Path(socket).parent
+    if parent.name == f"tmux-{os.getuid()}" and not parent.exists():
+        with contextlib.suppress(FileExistsError):
+            parent.mkdir(mode=0o700)
+
+
 def resolve_socket(arg: str | None = None, env: dict[str, str] | None = None) -> str:
     """--socket NAME > $CAPTAIN_TMUX_SOCKET > the current $TMUX server > ``captain``.
 
@@ -85,6 +96,12 @@ def _no_server(stderr: str) -> bool:
     err = stderr.lower()
     return "no server running" in err or "error connecting" in err or "no such file" in err \
         or "connection refused" in err
+
+
+def _no_client(stderr: str) -> bool:
+    """tmux's words for "no terminal is attached to switch"."""
+    err = stderr.lower()
+    return "no current client" in err or "can't find client" in err or "no clients" in err
 
 
 @dataclass(frozen=True)
@@ -175,6 +192,7 @@ class Tmux:
         libtmux = _libtmux()
         from libtmux import exc
 
+        _socket_dir(self.socket)
         server = libtmux.Server(socket_path=self.socket, tmux_bin=self.binary)
         try:
             sessions = server.sessions.filter(session_name=session)
@@ -245,8 +263,16 @@ class Tmux:
             time.sleep(0.05)
         return False
 
-    def switch_to(self, locator: PaneLocator) -> None:
-        self.run("switch-client", "-t", locator.pane_id)
+    def switch_to(self, locator: PaneLocator) -> bool:
+        """Switch the server's current client to the pane: False when no client is
+        attached to switch (a detached session); any other failure is tmux_unavailable."""
+        proc = self.run("switch-client", "-t", locator.pane_id, check=False)
+        if proc.returncode == 0:
+            return True
+        if _no_client(proc.stderr):
+            return False
+        raise CaptainError("tmux_unavailable", f"tmux switch-client failed on {self.socket}: "
+                                               f"{proc.stderr.strip() or proc.returncode}")
 
 
 def _libtmux():

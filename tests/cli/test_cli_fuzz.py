@@ -32,6 +32,7 @@ from hypothesis import (
 )
 from hypothesis import strategies as st
 
+from captain_tui.cli.args import wants_json
 from captain_tui.cli.main import build_parser, main
 from state.errors import CODES
 
@@ -110,7 +111,12 @@ def check_outcome(argv: list[str], code, out: str, err: str, *, as_json: bool,
     assert "Traceback" not in err and "Traceback" not in out, where
     if code == 2:
         assert usage_possible, "a well-formed command exited 2\n" + where
-        assert "usage:" in err and "error:" in err, where
+        if wants_json(argv):  # asked for JSON: one usage refusal on stdout
+            error = json.loads(out)["error"]
+            assert error["code"] == "usage" and error["usage"].startswith("usage:"), where
+            assert err == "", where
+        else:
+            assert "usage:" in err and "error:" in err, where
         return None
     if code == 1:
         if as_json:

@@ -57,7 +57,31 @@ def test_jump_from_another_tmux_server_gives_the_attach_command(home: Home, proj
                          cwd=str(project), socket=crews.socket, session="desk")
         protocol.recruit(home, "Jack", "Wait", cwd=str(project), agent="program", launch=start)
         pane = crewlog.load(home, "jack")[0].pane
-        command = ops.jump(pane, env={"TMUX": "/tmp/some-other-tmux,1,0"})
-        assert command == f"tmux -S {pane.socket} attach -t {pane.pane_id}"
+        attach = ops.jump(pane, env={"TMUX": "/tmp/some-other-tmux,1,0"})
+        assert attach.command == f"tmux -S {pane.socket} attach -t {pane.pane_id}"
+        assert attach.reason == "another_tmux" and attach.command in attach.sentence
+    finally:
+        crews.kill()
+
+
+@needs_tmux
+def test_jump_on_the_panes_server_with_no_terminal_attached_says_how_to_attach(
+        home: Home, project: Path):
+    """The cockpit runs in a detached session of the crews' server (started by a script,
+    or its terminal closed): there is no client to switch, so the person is told how to
+    attach one, not ``tmux_unavailable``."""
+    crews = PrivateTmux()
+    try:
+        crews.tmux("new-session", "-d", "-s", "desk", "sleep 600")
+        start = launcher(home, name="Jack", key="jack", agent="program", program="sleep 600",
+                         cwd=str(project), socket=crews.socket, session="desk")
+        protocol.recruit(home, "Jack", "Wait", cwd=str(project), agent="program", launch=start)
+        pane = crewlog.load(home, "jack")[0].pane
+        assert crews.tmux("list-clients").stdout == ""  # nobody is attached
+        attach = ops.jump(pane, env={"TMUX": f"{crews.socket},1,0"})
+        assert attach is not None and attach.reason == "no_client"
+        assert attach.command == f"tmux -S {pane.socket} attach -t {pane.pane_id}"
+        assert attach.sentence.startswith("No terminal is attached to the tmux server")
+        assert attach.sentence.endswith(attach.command)
     finally:
         crews.kill()
