@@ -261,8 +261,8 @@ class TellScreen(FormScreen):
         self.assignment_id = assignment_id
 
     def fields(self) -> ComposeResult:
-        yield Static(inert(f"A follow-up for {self.crew} on {self.assignment_id}: "
-                           f"{self.crew_task}"), classes="context")
+        yield Static(inert(ended(f"A follow-up for {self.crew} on its task "
+                                 f"{quoted(short(self.crew_task))}")), classes="context")
         yield Label("Message")
         yield _text_area("message", self.initial_text("message"))
 
@@ -284,9 +284,9 @@ class AssignScreen(FormScreen):
         self.warning = warning
 
     def fields(self) -> ComposeResult:
-        yield Static(inert(f"{self.crew} finished {self.handoff}: {self.previous_task}\n"
-                           f"The new assignment hands that one off (handoff {self.handoff})."),
-                     classes="context")
+        finished = ended(f"{self.crew} finished its task {quoted(short(self.previous_task))}")
+        yield Static(inert(f"{finished}\nThe next task carries on from it (a handoff): its "
+                           "grants are offered again below."), classes="context")
         if self.warning:
             yield Static(inert(self.warning), classes="quote")
         yield Label("Task")
