@@ -117,8 +117,8 @@ def cancel_work(home: Home, work_id: str) -> Said:
     crew = ""
     if c.dismissal is not None:
         d = c.dismissal
-        crew = (f" {d.crew} is dismissed{_dismissed(d)}; recruit the name again with "
-                "--handoff to carry its work on.")
+        crew = (f" {d.crew} is dismissed{_dismissed(d)}; recruiting the name again "
+                "(r) offers to carry its work on.")
     if c.outcome == "cancelled":
         return Said(f"Cancelled {what}: the stop is confirmed.{crew}")
     if c.outcome == "already_terminal":

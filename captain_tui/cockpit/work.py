@@ -74,9 +74,9 @@ class WorkCommands:
                     f"{stop}; only a confirmed stop cancels it. Otherwise it needs "
                     "reconciliation and keeps its slot until you resolve it.")
         if item.source == "assignment" and item.crew:
-            body += (f" While it is {item.crew}'s current assignment, {item.crew} is dismissed "
-                     "with it (its unread mail bounces); the name can be recruited again with "
-                     f"captain crew {item.crew} --handoff ASSIGNMENT.")
+            body += (f" While it is {item.crew}'s current assignment, {item.crew} will be "
+                     "dismissed with it (its unread mail will bounce); recruiting the name "
+                     "again (r) offers to carry on from that task.")
         body += " Cancelling never undoes what the work already did."
 
         def decided(yes: bool | None) -> None:

@@ -557,7 +557,7 @@ def test_c_on_an_assignment_dismisses_its_crew_like_d(home: Home, project: Path)
             await pilot.press("c")
             confirm = await until(pilot, lambda: isinstance(app.screen, ConfirmScreen)
                                   and app.screen)
-            assert "Jack is dismissed with it" in confirm.body
+            assert "Jack will be dismissed with it" in confirm.body
             await pilot.press("y")
             await until(pilot, lambda: any("Jack is dismissed" in t for t in toasts(app)),
                         what="the outcome toast")
