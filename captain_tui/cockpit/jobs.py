@@ -39,17 +39,32 @@ def _task_of(home: Home, crew: str, assignment_id: str | None) -> str | None:
     return snapshot.assignment.task
 
 
-def named(home: Home, item: WorkItem) -> str:
-    """A work item as a person knows it: whose task and what it says ("Jack's task “Fix
-    the login bug”"), a chat request, a webhook's delivery; never a bare ID."""
-    if item.source == "assignment" and item.crew:
-        task = _task_of(home, item.crew, item.assignment_id)
-        return f"{item.crew}'s task {quoted(short(task))}" if task else f"{item.crew}'s task"
+def task_of(home: Home, item: WorkItem) -> str | None:
+    """An assignment item's task, while its crew's record still says it (reads the record:
+    call it off the UI thread)."""
+    if item.source != "assignment" or not item.crew:
+        return None
+    return _task_of(home, item.crew, item.assignment_id)
+
+
+def title(item: WorkItem, task: str | None) -> str:
+    """A work item's title, the one rule (the Work panel's rows and every sentence that
+    names an item): an assignment's task, a webhook's endpoint, a chat request's requester
+    and time — a chat item's input is never shown (docs/ledger.md); never a bare ID."""
+    if item.source == "assignment":
+        return quoted(short(task)) if task else f"{item.crew or 'a crew'}'s task"
     if item.source == "webhook":
-        endpoint = item.requester.removeprefix("webhook:")
-        return f"the {endpoint} webhook delivery"
-    # a chat item's input is never shown (docs/ledger.md): who asked, and when
-    return f"the chat task {item.requester} queued at {item.created_at.astimezone():%H:%M}"
+        return f"{item.requester.removeprefix('webhook:')} webhook delivery"
+    return f"chat task {item.requester} queued at {item.created_at.astimezone():%H:%M}"
+
+
+def named(home: Home, item: WorkItem) -> str:
+    """A work item as a person knows it, in a sentence: whose task and what it says
+    ("Jack's task “Fix the login bug”"), a chat request, a webhook's delivery."""
+    task = task_of(home, item)
+    if item.source == "assignment" and item.crew:
+        return f"{item.crew}'s task {title(item, task)}" if task else f"{item.crew}'s task"
+    return f"the {title(item, task)}"
 
 
 def answer(home: Home, crew: str, question_id: str, assignment_id: str, text: str) -> str:

@@ -218,3 +218,22 @@ def test_a_sentence_after_quoted_words_is_closed_once():
     assert ended("Keep the old session format?") == "Keep the old session format?"
     assert ended("Fixed (see the log)") == "Fixed (see the log)."
     assert ended("Mail to Jack bounced: no pane") == "Mail to Jack bounced: no pane."
+
+
+def test_the_work_panel_shows_the_task_and_the_id_in_its_foot(home: Home, project: Path):
+    jack = crew(home, "Jack", "Fix the login bug", project=project)
+    app = cockpit(home)
+
+    async def scenario(pilot):
+        panel = app.query_one("#work")
+        await until(pilot, lambda: panel.rows(), what="Jack's work item")
+        row = panel.rows()[0]
+        assert row.work_id.startswith("wrk_") and row.crew == "Jack"
+        await select_row(pilot, "work", row.work_id)
+        line = " ".join(str(c) for c in panel.row_cells(row, app.clock(), 40))
+        assert "“Fix the login bug”" in line and "wrk_" not in line, line
+        await until(pilot, lambda: str(panel.border_subtitle).startswith(row.work_id),
+                    what="the item's ID in the foot")
+
+    drive(app, scenario)
+    assert jack.work_id
