@@ -25,6 +25,7 @@ from functools import partial
 from typing import Any
 
 from textual import on, work
+from textual.actions import parse as parse_action
 from textual.app import App, ComposeResult, SystemCommand
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
@@ -493,9 +494,9 @@ class CaptainApp(WorkCommands, App):
         not apply now says why in a toast instead of doing nothing. The one place for every
         command in ``commands.COMMANDS``; the palette goes through ``_invoke``."""
         if isinstance(action, str):
-            target, name, _ = self._parse_action(
-                action, self if default_namespace is None else default_namespace, namespaces)
-            command = BY_ACTION.get(name) if target is self else None
+            namespace, name, _ = parse_action(action)
+            ours = namespace == "app" if namespace else default_namespace in (None, self)
+            command = BY_ACTION.get(name) if ours else None
             if command is not None and self._said_why_not(command):
                 return True  # handled: the key did what it can, it said why
         return await super().run_action(action, default_namespace, namespaces)

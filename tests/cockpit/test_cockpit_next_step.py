@@ -140,6 +140,15 @@ def test_every_command_that_does_not_apply_says_why_when_pressed(home: Home, pro
                         what=f"why {command.id} is not available")
             assert why in toasts(app)[-1], (command.id, toasts(app)[-1])
             assert not isinstance(app.screen, (FormScreen, ConfirmScreen)), command.id
+        # a click on a dimmed key in the footer says the same (and rings the bell)
+        from widgets.chrome import CockpitKey
+
+        key = next(k for k in app.query(CockpitKey) if k.action == "assign")
+        await until(pilot, lambda: key.region.width and key.dimmed, what="n dimmed")
+        before = len(toasts(app))
+        await pilot.click(key)
+        await until(pilot, lambda: len(toasts(app)) > before, what="the click's reason")
+        assert "It gets a next task once it says it is done." in toasts(app)[-1]
 
     drive(app, scenario)
     # what a working crew with no pane, question, notification or work offers nothing for

@@ -262,7 +262,7 @@ class TellScreen(FormScreen):
 
     def fields(self) -> ComposeResult:
         yield Static(inert(ended(f"A follow-up for {self.crew} on its task "
-                                 f"{quoted(short(self.crew_task))}")), classes="context")
+                                 f"{quoted(self.crew_task)}")), classes="context")
         yield Label("Message")
         yield _text_area("message", self.initial_text("message"))
 
@@ -284,7 +284,7 @@ class AssignScreen(FormScreen):
         self.warning = warning
 
     def fields(self) -> ComposeResult:
-        finished = ended(f"{self.crew} finished its task {quoted(short(self.previous_task))}")
+        finished = ended(f"{self.crew} finished its task {quoted(self.previous_task)}")
         yield Static(inert(f"{finished}\nThe next task carries on from it (a handoff): its "
                            "grants are offered again below."), classes="context")
         if self.warning:
