@@ -61,7 +61,11 @@ def title(item: WorkItem, task: str | None) -> str:
 def named(home: Home, item: WorkItem) -> str:
     """A work item as a person knows it, in a sentence: whose task and what it says
     ("Jack's task “Fix the login bug”"), a chat request, a webhook's delivery."""
-    task = task_of(home, item)
+    return named_as(item, task_of(home, item))
+
+
+def named_as(item: WorkItem, task: str | None) -> str:
+    """``named``, with the task already read (the feed keeps it on the Work panel's row)."""
     if item.source == "assignment" and item.crew:
         return f"{item.crew}'s task {title(item, task)}" if task else f"{item.crew}'s task"
     return f"the {title(item, task)}"

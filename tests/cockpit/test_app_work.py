@@ -198,7 +198,8 @@ def test_c_cancels_a_queued_item_after_confirming(home: Home):
         await pilot.press("c")
         confirm = await until(pilot, lambda: isinstance(app.screen, ConfirmScreen)
                               and app.screen)
-        assert item.work_id in confirm.title_text and "at once" in confirm.body
+        assert confirm.title_text.startswith("Cancel the chat task ") and "at once" in confirm.body
+        assert "wrk_" not in confirm.title_text + confirm.body  # named, never a bare ID
         await pilot.press("n")  # no is the safe answer: nothing happens
         await until(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
         assert ledger.get(home, item.work_id).state == "queued"

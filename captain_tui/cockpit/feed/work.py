@@ -117,7 +117,8 @@ def work_row(item: WorkItem, why: str | None = None,
                    generation=item.generation, created_at=item.created_at,
                    updated_at=item.updated_at, target_revision=item.target_revision,
                    replay_of=item.replay_of, pane=locator.pane_id if locator else None, why=why,
-                   facts=facts, title=jobs.title(item, task))
+                   facts=facts, title=jobs.title(item, task),
+                   named=jobs.named_as(item, task))
 
 
 def _key(crew: str | None) -> str | None:
