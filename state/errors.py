@@ -42,6 +42,9 @@ CODES = frozenset(
         "ledger_corrupt",
         # added by the config bounds: a setting in config.toml of the wrong type or range
         "invalid_config",
+        "ledger_not_imported", "ledger_import_conflict",
+        # a command line argparse cannot take, answered with --json (exit 2)
+        "usage",
     }
 )
 

@@ -19,3 +19,29 @@ def counted(n: int, one: str, many: str | None = None) -> str:
     """``n`` things in a sentence people read: "1 message", "3 messages" — never
     "message(s)". ``many`` for a plural that is not ``one`` + "s" ("deliveries")."""
     return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
+_SENTENCE_ENDS = ".?!…"
+_CLOSERS = "”’\"')]»"
+
+
+def ended(text: str, end: str = ".") -> str:
+    """``text`` closed with ``end``, unless it already ends a sentence: a quoted task or a
+    summary that ends in "." or "?" is not followed by another (“…README.”. or
+    "format?. Run"). The one place a sentence is closed after text someone else wrote."""
+    core = text.rstrip().rstrip(_CLOSERS)
+    return text if core[-1:] in _SENTENCE_ENDS else text + end
+
+
+def quoted(text: str) -> str:
+    """Someone's words inside a sentence: “like this”."""
+    return f"“{text}”"
+
+
+QUOTE_MAX = 60  # someone's words quoted in a sentence (a task in a toast) are cut to this
+
+
+def short(text: str, limit: int = QUOTE_MAX) -> str:
+    """Someone's words for a sentence: one line, cut with '…' at ``limit`` characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

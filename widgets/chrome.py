@@ -7,10 +7,10 @@ says, and the sub-title ("last change HH:MM:SS") changes with nearly every feed 
 Textual's header lays the whole screen out again.
 
 ``CockpitFooter``: a key for each binding on show (the app's are ``commands.COMMANDS``), dimmed
-when its command does not apply now; a click runs it (a dimmed one rings the bell), as in
-Textual's footer. In the cockpit the keys stay the same and only their dimming follows the
-selection (a question came: ``a`` undims), so a bindings change only dims or undims the
-keys on show; other keys, or another order, compose the footer again.
+when its command does not apply now; a click runs it (a dimmed one rings the bell and the app
+says why), as in Textual's footer. In the cockpit the keys stay the same and only their
+dimming follows the selection (a question came: ``a`` undims), so a bindings change only
+dims or undims the keys on show; other keys, or another order, compose the footer again.
 """
 
 from __future__ import annotations
@@ -213,9 +213,8 @@ class CockpitKey(Widget):
 
     def on_mouse_down(self) -> None:
         if self.dimmed:
-            self.app.bell()  # it does not apply now
-        else:
-            self.app.simulate_key(self.key)  # as if typed: the binding runs its action
+            self.app.bell()  # it does not apply now; the key, run anyway, says why
+        self.app.simulate_key(self.key)  # as if typed: the binding runs its action
 
 
 class KeyShown(NamedTuple):

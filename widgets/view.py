@@ -93,6 +93,8 @@ class WorkRow:
     replay_of: str | None = None
     pane: str | None = None  # the current attempt's pane ID, where it has one
     why: str | None = None  # why it needs reconciliation (the transition's reason)
+    title: str = ""  # what a person knows it by (cockpit.jobs.title): the row shows this
+    named: str = ""  # the same in a sentence (cockpit.jobs.named): "Jack's task “…”"
     # what state.work.controls decides cancel and replay by (a webhook item's delivery:
     # routine, raw body held until when), read by the feed so the UI thread never reads
     facts: Facts | None = None

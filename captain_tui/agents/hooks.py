@@ -55,6 +55,7 @@ from state.crew import rules
 from state.crew.rules import Context
 from state.errors import CaptainError
 from state.home import Home
+from state.vocab import counted
 
 if TYPE_CHECKING:
     from state.models import CrewSnapshot, Message
@@ -193,8 +194,8 @@ def _when(stamp: datetime) -> str:
 
 def _mail_text(batch: list[Message]) -> str:
     name = batch[0].crew
-    head = (f"Mail from the captain for {name}: {len(batch)} message(s), oldest first. "
-            "Delivered here, it now counts as read.")
+    head = (f"Mail from the captain for {name}: {counted(len(batch), 'message')}, oldest "
+            "first. Delivered here, it now counts as read.")
     parts = [head]
     for m in batch:
         label = f"{m.message_id} · {m.kind}"

@@ -328,13 +328,14 @@ def cmd_deliveries_show(args, out) -> int:
 
 
 def cmd_deliveries_purge(args, out) -> int:
+    from state.vocab import counted
     from state.work import deliveries
 
     captain_only("deliveries purge")
     purged = deliveries.purge(home_of(args))
-    extra = [f"{n} {what}" for n, what in (
-        (purged.body_claims, "body claim(s) past their window"),
-        (purged.rejections, "refused delivery record(s) past the bound")) if n]
+    extra = [counted(n, one) + what for n, one, what in (
+        (purged.body_claims, "body claim", " past their window"),
+        (purged.rejections, "refused delivery record", " past the bound")) if n]
     one = purged.bodies == 1
     human = (f"Removed {purged.bodies} raw bod{'y' if one else 'ies'} past "
              f"{'its' if one else 'their'} retention"

@@ -25,6 +25,7 @@ from functools import partial
 from typing import Any
 
 from textual import on, work
+from textual.actions import parse as parse_action
 from textual.app import App, ComposeResult, SystemCommand
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
@@ -48,6 +49,7 @@ from captain_tui.runtime import ops
 from captain_tui.runtime.tmux import resolve_socket
 from state.errors import CaptainError
 from state.home import Home
+from state.vocab import counted, ended, quoted, short
 from widgets.cells import age, as_markup, clean, one_line
 from widgets.chrome import CockpitFooter, CockpitHeader
 from widgets.panels.base import Panel
@@ -448,6 +450,29 @@ class CaptainApp(WorkCommands, App):
     def selected_notification(self) -> NotificationRow | None:
         return self.view.notification(self.query_one(NotificationsPanel).current_key)
 
+    def to_acknowledge(self) -> list[NotificationRow]:
+        """What ``x`` acknowledges now. In Notifications: the highlighted one. Anywhere else:
+        every notification of the selected crew still listed, oldest first — what blocks
+        its next task (``n``), e.g. its *done* report and a question answered elsewhere."""
+        if isinstance(self._main_focus_panel(), NotificationsPanel):
+            n = self.selected_notification()
+            return [n] if n is not None else []
+        crew = self.selected_crew()
+        view = self.view.crews.get(crew.key) if crew is not None else None
+        return sorted(view.notifications, key=lambda n: (n.created_at, n.delivery_id)) \
+            if view is not None else []
+
+    def _why_not_acknowledge(self) -> str | None:
+        if self.to_acknowledge():
+            return None
+        crew = None if isinstance(self._main_focus_panel(), NotificationsPanel) \
+            else self.selected_crew()
+        if crew is None:
+            return "Nothing to acknowledge."
+        others = " (the Notifications panel lists other crews')" \
+            if self.view.notifications() else ""
+        return f"{crew.name} has no notification to acknowledge{others}."
+
     def why_not(self, command: Command) -> str | None:
         """Why a command cannot run now (None: it can). Dims it in the footer."""
         need = command.needs
@@ -458,15 +483,15 @@ class CaptainApp(WorkCommands, App):
         if need == "question":
             return None if self.selected_question() else "No question is waiting."
         if need == "notification":
-            return None if self.selected_notification() else "Nothing to acknowledge."
+            return self._why_not_acknowledge()
         crew = self.selected_crew()
         if crew is None:
             return "No crew is selected."
         if need == "working_crew" and crew.done:
             return f"{crew.name} has finished; press {_key('assign')} for its next task."
         if need == "done_crew" and not crew.done:
-            return (f"{crew.name} is still on {crew.assignment_id}; a next task is given "
-                    "once it is done.")
+            return ended(f"{crew.name} is still on its task {quoted(short(crew.task))}") + \
+                " It gets a next task once it says it is done."
         if need == "pane" and crew.pane is None:
             return f"{crew.name} has no tmux pane (it was recorded with --no-launch)."
         return None
@@ -476,6 +501,25 @@ class CaptainApp(WorkCommands, App):
         if command is not None and self.why_not(command):
             return None  # shown dimmed: the key is there, it just does not apply now
         return True
+
+    async def run_action(self, action, default_namespace=None, namespaces=None) -> bool:
+        """Every command's key (and a click on it in the footer) comes here: one that does
+        not apply now says why in a toast instead of doing nothing. The one place for every
+        command in ``commands.COMMANDS``; the palette goes through ``_invoke``."""
+        if isinstance(action, str):
+            namespace, name, _ = parse_action(action)
+            ours = namespace == "app" if namespace else default_namespace in (None, self)
+            command = BY_ACTION.get(name) if ours else None
+            if command is not None and self._said_why_not(command):
+                return True  # handled: the key did what it can, it said why
+        return await super().run_action(action, default_namespace, namespaces)
+
+    def _said_why_not(self, command: Command) -> bool:
+        why = self.why_not(command)
+        if why:
+            self.notify(why, title=f"{command.label} ({commands.key_label(command)}) is not "
+                        "available now", severity="warning", markup=False, timeout=4)
+        return bool(why)
 
     @on(PanelTable.RowHighlighted)
     def _selection_moved(self) -> None:
@@ -503,9 +547,7 @@ class CaptainApp(WorkCommands, App):
         yield from super().get_system_commands(screen)
 
     def _invoke(self, command: Command) -> None:
-        why = self.why_not(command)
-        if why:
-            self.notify(why, severity="warning", markup=False)
+        if self._said_why_not(command):
             return
         getattr(self, f"action_{command.action}")()
 
@@ -545,9 +587,11 @@ class CaptainApp(WorkCommands, App):
                 if n.key == crew.key and n.assignment_id == crew.assignment_id]
         warning = ""
         if owed:
-            warning = (f"{len(owed)} notification(s) of {crew.assignment_id} are not "
-                       "acknowledged yet; the handoff is refused until they are (press "
-                       f"{_key('acknowledge')} on each in Notifications).")
+            said = "; ".join(jobs.described(n.status, n.summary) for n in reversed(owed))
+            warning = (f"{crew.name} has {counted(len(owed), 'notification')} not "
+                       f"acknowledged yet ({said}): the next task is refused until "
+                       f"{'it is' if len(owed) == 1 else 'they are'}. Press escape, then "
+                       f"{_key('acknowledge')} on {crew.name} in Crew.")
         form = AssignScreen(crew.name, crew.assignment_id, crew.task, list(crew.owns),
                             list(crew.allow), warning,
                             **self._draft(f"assign:{crew.assignment_id}"))
@@ -560,19 +604,40 @@ class CaptainApp(WorkCommands, App):
         self._open(form, lambda v: jobs.recruit(self.home, v, socket=self.tmux_socket))
 
     def action_acknowledge(self) -> None:
-        n = self.selected_notification()
-        if n is not None:
-            self._in_worker(partial(jobs.acknowledge, self.home, n.crew, n.delivery_id))
+        notes = self.to_acknowledge()
+        if not notes:
+            return
+        name = notes[0].crew
+        said = [(n.delivery_id, jobs.described(n.status, n.summary)) for n in notes]
+        if len(notes) == 1:
+            self._in_worker(partial(jobs.acknowledge_all, self.home, name, said))
+            return
+
+        def decided(yes: bool | None) -> None:
+            if yes:
+                self._in_worker(partial(jobs.acknowledge_all, self.home, name, said))
+
+        now = self.clock()
+        listed = "\n".join(f"• {what} ({age(n.created_at, now)} ago)"
+                           for n, (_, what) in zip(notes, said, strict=True))
+        body = (f"{listed}\n\nAcknowledging says you have seen "
+                f"{'it' if len(notes) == 1 else 'them'}; {name}'s next task (or recruiting "
+                "the name again) waits for that.")
+        self.push_screen(ConfirmScreen(
+            f"Acknowledge {name}'s {counted(len(notes), 'notification')}?", body,
+            yes="Acknowledge"), decided)
 
     def action_dismiss(self) -> None:
         crew = self.selected_crew()
         if crew is None:
             return
-        bounce = (f" Its {crew.unread} unread message(s) bounce, each with a notification."
+        unread = counted(crew.unread, "unread message")
+        bounce = (f" Its {unread} will bounce, each with a notification to acknowledge."
                   if crew.unread else "")
-        window = " Its tmux window is closed." if crew.pane else ""
-        body = (f"{crew.name} is retired from {crew.assignment_id}.{window}{bounce} The name "
-                f"can be recruited again later, with a handoff of {crew.assignment_id}.")
+        window = " Its tmux window will be closed." if crew.pane else ""
+        task = ended(f"{crew.name} will be retired from its task {quoted(short(crew.task))}")
+        body = (f"{task}{window}{bounce} The name can be recruited again later, carrying on "
+                "from that task (the Recruit form offers it).")
 
         def decided(yes: bool | None) -> None:
             if yes:
@@ -673,9 +738,14 @@ class CaptainApp(WorkCommands, App):
             self.call_from_thread(self.notify, said, markup=False)
 
     def _refused(self, err: CaptainError, form: FormScreen | None = None) -> None:
-        text = f"[{err.code}] {err.message}"
+        in_crew = self.view.crew(str(err.extra.get("crew", "")).lower()) is not None
+        text = f"[{err.code}] {_said_here(err, in_crew)}"
         if form is not None and form.is_attached:
             form.refused(text)
+            if err.code == "crew_dismissed" and isinstance(form, RecruitScreen) \
+                    and err.extra.get("handoff"):
+                form.offer_handoff(err.extra["crew"], err.extra["handoff"],
+                                   err.extra.get("task") or "")
         self.notify(text, title="Refused — nothing was written", severity="error",
                     markup=False, timeout=10)
 
@@ -774,6 +844,27 @@ def _shown_path(path) -> str:
         return "~/" + str(Path(path).relative_to(Path.home()))
     except (ValueError, RuntimeError):
         return str(path)
+
+
+def _said_here(err: CaptainError, in_crew: bool) -> str:
+    """A refusal as the cockpit words it: the state's sentence names the CLI's flags
+    (``--handoff asg_…``, ``captain wait --ack``); here it names the form's box and the
+    key that clears it."""
+    extra = err.extra
+    if err.code == "crew_dismissed" and extra.get("handoff"):
+        return (f"{extra['crew']} was dismissed. To recruit the name again, carry on from its "
+                "last task: tick the box below (it is ticked for you) and send again.")
+    if err.code == "unacknowledged" and extra.get("crew"):
+        count = extra.get("count", 1)
+        said = jobs.described(extra.get("status", ""), extra.get("summary", ""))
+        first = "it" if count == 1 else f"them (first: {said})"
+        where = f"{extra['crew']} in Crew, or on each in Notifications" if in_crew \
+            else "each in Notifications"
+        what = said if count == 1 else counted(count, "notification")
+        return (f"{extra['crew']} has {'a notification' if count == 1 else what} not "
+                f"acknowledged{f' ({what})' if count == 1 else ''}. Acknowledge {first}: "
+                f"press {_key('acknowledge')} on {where}; then send again.")
+    return err.message
 
 
 def _key(command_id: str) -> str:

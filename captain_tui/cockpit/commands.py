@@ -33,13 +33,17 @@ COMMANDS: tuple[Command, ...] = (
             "Give the selected crew its next assignment; the finished one is handed off.",
             "assign", needs="done_crew"),
     Command("acknowledge", "x", "Ack",
-            "Acknowledge the notification highlighted in Notifications (the newest unless "
-            "you pick another).", "acknowledge", needs="notification"),
+            "In Notifications: acknowledge the highlighted one. Anywhere else: acknowledge "
+            "every notification of the selected crew — what blocks its next task (its done, "
+            "an approval, a bounce) — listing them and asking first when there are several.",
+            "acknowledge", needs="notification"),
     Command("recruit", "r", "Recruit",
-            "Recruit a new crew member with its first task, in a new tmux window.", "recruit"),
+            "Recruit a new crew member with its first task, in a new tmux window. A name "
+            "that was dismissed is offered to carry on from its last task (a handoff).",
+            "recruit"),
     Command("dismiss", "d", "Dismiss",
-            "Retire the selected crew: its window closes and its unread mail bounces "
-            "(asks first).", "dismiss", needs="crew"),
+            "Retire the selected crew: its window will be closed and its unread mail will "
+            "bounce (asks first).", "dismiss", needs="crew"),
     Command("jump", "enter", "Jump",
             "Go to the selected crew's tmux pane (or show the command that attaches to it).",
             "jump", needs="pane"),
@@ -112,6 +116,7 @@ def help_markdown() -> str:
         out += [f"- `{key_label(c)}` **{c.label}** — {c.description}"
                 for c in COMMANDS if c.group == group]
         out.append("")
+    out += ["A key that does not apply now is dimmed; pressed, it says why.", ""]
     out += ["## Everywhere", ""]
     out += [f"- `{k}` {d}" for k, d in BUILT_IN]
     out += ["", "## The panels", "",
@@ -123,7 +128,10 @@ def help_markdown() -> str:
             "the composer, an approval prompt, …). It rings by itself once that clears.",
             "- **Notifications** — what crews reported, newest first; acknowledge each once "
             "you have seen it. A finished crew gets its next task after its *done* is "
-            "acknowledged.",
+            f"acknowledged: `{key_label(BY_ID['acknowledge'])}` on the crew in Crew does it "
+            "(ask → answer → done → ack → next task, without coming here). A dismissed "
+            "crew's bounces are listed here until acknowledged; they block recruiting the "
+            "name again.",
             "- **Work** — the work ledger: every assignment, chat and webhook run is a work "
             "item with a *state* (queued, running, succeeded, failed, cancelled, "
             "**needs reconciliation**), a *generation* (bumped on every claim: the fence "

@@ -15,11 +15,9 @@ from state.crew import crewlog
 from state.errors import CaptainError
 from state.home import Home
 from state.inputs import crew_key
-from state.vocab import counted
+from state.vocab import counted, ended, quoted, short
 from state.work import ledger
 from state.work.models import WorkItem
-
-TASK_WORDS = 60  # a task named in a toast is cut to this many characters
 
 
 @dataclass(frozen=True)
@@ -28,11 +26,6 @@ class Said:
 
     text: str
     severity: str = "information"
-
-
-def _short(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= TASK_WORDS else text[: TASK_WORDS - 1].rstrip() + "…"
 
 
 def _task_of(home: Home, crew: str, assignment_id: str | None) -> str | None:
@@ -46,17 +39,36 @@ def _task_of(home: Home, crew: str, assignment_id: str | None) -> str | None:
     return snapshot.assignment.task
 
 
-def named(home: Home, item: WorkItem) -> str:
-    """A work item as a person knows it: whose task and what it says ("Jack's task “Fix
-    the login bug”"), a chat request, a webhook's delivery; never a bare ID."""
-    if item.source == "assignment" and item.crew:
-        task = _task_of(home, item.crew, item.assignment_id)
-        return f"{item.crew}'s task “{_short(task)}”" if task else f"{item.crew}'s task"
+def task_of(home: Home, item: WorkItem) -> str | None:
+    """An assignment item's task, while its crew's record still says it (reads the record:
+    call it off the UI thread)."""
+    if item.source != "assignment" or not item.crew:
+        return None
+    return _task_of(home, item.crew, item.assignment_id)
+
+
+def title(item: WorkItem, task: str | None) -> str:
+    """A work item's title, the one rule (the Work panel's rows and every sentence that
+    names an item): an assignment's task, a webhook's endpoint, a chat request's requester
+    and time — a chat item's input is never shown (docs/ledger.md); never a bare ID."""
+    if item.source == "assignment":
+        return quoted(short(task)) if task else f"{item.crew or 'a crew'}'s task"
     if item.source == "webhook":
-        endpoint = item.requester.removeprefix("webhook:")
-        return f"the {endpoint} webhook delivery"
-    # a chat item's input is never shown (docs/ledger.md): who asked, and when
-    return f"the chat task {item.requester} queued at {item.created_at.astimezone():%H:%M}"
+        return f"{item.requester.removeprefix('webhook:')} webhook delivery"
+    return f"chat task {item.requester} queued at {item.created_at.astimezone():%H:%M}"
+
+
+def named(home: Home, item: WorkItem) -> str:
+    """A work item as a person knows it, in a sentence: whose task and what it says
+    ("Jack's task “Fix the login bug”"), a chat request, a webhook's delivery."""
+    return named_as(item, task_of(home, item))
+
+
+def named_as(item: WorkItem, task: str | None) -> str:
+    """``named``, with the task already read (the feed keeps it on the Work panel's row)."""
+    if item.source == "assignment" and item.crew:
+        return f"{item.crew}'s task {title(item, task)}" if task else f"{item.crew}'s task"
+    return f"the {title(item, task)}"
 
 
 def answer(home: Home, crew: str, question_id: str, assignment_id: str, text: str) -> str:
@@ -72,12 +84,28 @@ def tell(home: Home, crew: str, assignment_id: str, text: str) -> str:
 def assign(home: Home, crew: str, handoff: str, task: str, owns: list[str] | None,
            allow: list[str] | None) -> str:
     ops.assign(home, crew, task, handoff=handoff, owns=owns, allow=allow)
-    return f"{crew} has its next task: “{_short(task)}”."
+    return ended(f"{crew} has its next task: {quoted(short(task))}")
 
 
 def acknowledge(home: Home, crew: str, delivery_id: str) -> str:
     ops.acknowledge(home, crew, delivery_id)
     return f"Acknowledged {crew}'s notification."
+
+
+def described(status: str, summary: str) -> str:
+    """A notification as a person reads it: what happened and what the crew said."""
+    return f"{status.replace('_', ' ')} {quoted(short(summary))}" if summary.strip() \
+        else status.replace("_", " ")
+
+
+def acknowledge_all(home: Home, crew: str, notes: list[tuple[str, str]]) -> str:
+    """``x`` on a crew: each of its listed notifications (delivery ID, what it said), oldest
+    first. Each acknowledgment is its own durable fact; a refusal stops at that one and
+    says so, the ones before it stay acknowledged."""
+    for delivery_id, _ in notes:
+        ops.acknowledge(home, crew, delivery_id)
+    what = "; ".join(said for _, said in notes)
+    return ended(f"Acknowledged {crew}'s {counted(len(notes), 'notification')}: {what}")
 
 
 def recruit(home: Home, values: dict, *, socket: str) -> str:
@@ -87,7 +115,7 @@ def recruit(home: Home, values: dict, *, socket: str) -> str:
     where = "in a new tmux window" if r.pane else "(not launched: start it yourself)"
     if r.queued:
         where = "queued: every ledger slot is held; its window opens when one frees"
-    return f"Recruited {r.crew} {where}; its task: “{_short(values.get('task') or '')}”."
+    return ended(f"Recruited {r.crew} {where}; its task: {quoted(short(values.get('task') or ''))}")
 
 
 def _dismissed(d: ops.Dismissal) -> str:
@@ -108,8 +136,8 @@ def cancel_work(home: Home, work_id: str) -> Said:
     crew = ""
     if c.dismissal is not None:
         d = c.dismissal
-        crew = (f" {d.crew} is dismissed{_dismissed(d)}; recruit the name again with "
-                "--handoff to carry its work on.")
+        crew = (f" {d.crew} is dismissed{_dismissed(d)}; recruiting the name again "
+                "(r) offers to carry its work on.")
     if c.outcome == "cancelled":
         return Said(f"Cancelled {what}: the stop is confirmed.{crew}")
     if c.outcome == "already_terminal":
@@ -144,9 +172,9 @@ def ring(home: Home, crew: str) -> str | None:
     if bell is None:
         return None
     if bell.action == "held":
-        return f"{crew}'s doorbell is held ({bell.gate}): {bell.detail}. It rings when that " \
-               "clears."
+        return ended(f"{crew}'s doorbell is held ({bell.gate}): {bell.detail}") + \
+            " It rings when that clears."
     if bell.action == "bounced":
-        return f"Mail to {crew} bounced: {bell.detail}."
+        return ended(f"Mail to {crew} bounced: {bell.detail}")
     return None
 

@@ -37,14 +37,14 @@ class WorkCommands:
             item.work_id, item.state, item.source), self.clock()) if action else None
         if refused is not None and refused.code == "routine_receipt":
             return refused.message  # the reason that holds whatever its state
+        what = _upper(_named(item))
         if need == "live_work" and item.finished:
-            return f"{item.work_id} has already finished ({item.state}); nothing to cancel."
+            return f"{what} has already finished ({item.state}); nothing to cancel."
         if need == "finished_work" and not item.finished:
-            return (f"{item.work_id} is {item.state}; only a finished item can be replayed "
+            return (f"{what} is {item.state}; only a finished item can be replayed "
                     "(replaying live work would run it twice; cancel it first).")
         if need == "reconciling_work" and not item.reconciling:
-            return f"{item.work_id} is {item.state}; only an item that needs reconciliation " \
-                   "is resolved."
+            return f"{what} is {item.state}; only an item that needs reconciliation is resolved."
         return refused.message if refused is not None else None
 
     def action_cycle_work_filter(self) -> None:
@@ -66,24 +66,24 @@ class WorkCommands:
         if item is None or self._work_refused("live_work"):
             return
         if item.state == "queued":
-            body = f"{item.work_id} has not started: it is cancelled at once."
+            body = f"{_upper(_named(item))} has not started: it will be cancelled at once."
         else:
             stop = (f"Its pane {item.pane} is closed" if item.pane else
                     "It has no pane on record, so its stop cannot be confirmed")
-            body = (f"{item.work_id} {_words(item.state)} (generation {item.generation}). "
+            body = (f"{_upper(_named(item))} {_words(item.state)} (generation {item.generation}). "
                     f"{stop}; only a confirmed stop cancels it. Otherwise it needs "
                     "reconciliation and keeps its slot until you resolve it.")
         if item.source == "assignment" and item.crew:
-            body += (f" While it is {item.crew}'s current assignment, {item.crew} is dismissed "
-                     "with it (its unread mail bounces); the name can be recruited again with "
-                     f"captain crew {item.crew} --handoff ASSIGNMENT.")
+            body += (f" While it is {item.crew}'s current assignment, {item.crew} will be "
+                     "dismissed with it (its unread mail will bounce); recruiting the name "
+                     "again (r) offers to carry on from that task.")
         body += " Cancelling never undoes what the work already did."
 
         def decided(yes: bool | None) -> None:
             if yes:
                 self._in_worker(partial(jobs.cancel_work, self.home, item.work_id))
 
-        self.push_screen(ConfirmScreen(f"Cancel {item.work_id}?", body, yes="Cancel work"),
+        self.push_screen(ConfirmScreen(f"Cancel {_named(item)}?", body, yes="Cancel work"),
                          decided)
 
     def action_replay_work(self) -> None:
@@ -111,3 +111,12 @@ def _words(state: str) -> str:
 def reconciling_text(count: int) -> str:
     """The title line's loud part."""
     return f"{count} {'needs' if count == 1 else 'need'} reconciliation" if count else ""
+
+
+def _named(item: WorkRow) -> str:
+    """A work item in a dialog: its name (the feed's, ``jobs.named``), never its bare ID."""
+    return item.named or item.work_id
+
+
+def _upper(text: str) -> str:
+    return text[:1].upper() + text[1:]

@@ -17,6 +17,7 @@ from state.errors import CaptainError
 from state.home import Home
 from state.inputs import crew_key
 from state.models import Launched, PaneLocator, Recruited
+from state.vocab import counted
 from state.work import ledger, settle
 from state.work.models import Attempt, WorkItem
 
@@ -138,8 +139,8 @@ def round(home: Home, *, examine: bool = True) -> list[str]:  # noqa: A001 - one
     try:
         from state.work import deliveries
 
-        changes += [f"{n} webhook intake(s) finished" for n in [deliveries.settle_pending(home)]
-                    if n]
+        changes += [f"{counted(n, 'webhook intake')} finished"
+                    for n in [deliveries.settle_pending(home)] if n]
         if examine:
             changes += ledger.examine(home, Panes(), holder=holder())
     except CaptainError:

@@ -15,6 +15,7 @@ from state.ids import DELIVERY, new_id
 from state.inputs import crew_key, summarize
 from state.models import Notification, Returned
 from state.store import encode
+from state.vocab import ended
 
 POLL_SECONDS = 0.05
 REPAIR_SECONDS = 1.0  # how often a running wait re-settles the crew it watches
@@ -86,8 +87,8 @@ def take(home: Home, keys: list[str]) -> Notification | None:
                 raise CaptainError(
                     "unacknowledged",
                     f"{n.delivery_id} ({n.status}) from {n.crew} was returned and not "
-                    f"acknowledged: {summarize(n.summary)[:200]}. Run captain wait {n.crew} "
-                    f"--ack {n.delivery_id}.",
+                    f"acknowledged: {ended(summarize(n.summary)[:200])} Run captain wait "
+                    f"{n.crew} --ack {n.delivery_id}.",
                     delivery_id=n.delivery_id, status=n.status, summary=n.summary)
             candidates.append((key, n))
     candidates.sort(key=lambda kn: (kn[1].created_at, kn[1].delivery_id))

@@ -50,7 +50,7 @@ from state.models import (
     Recruited,
 )
 from state.store import encode
-from state.vocab import counted
+from state.vocab import counted, ended
 from state.work.crash import crash_point
 
 
@@ -83,9 +83,10 @@ def _all_acknowledged(home: Home, key: str, assignment_id: str) -> None:
             "unacknowledged",
             f"{counted(len(owed), 'notification')} of {assignment_id} "
             f"{'is' if len(owed) == 1 else 'are'} not acknowledged, first "
-            f"{first.delivery_id} ({first.status}): {summarize(first.summary)[:200]}. "
+            f"{first.delivery_id} ({first.status}): {ended(summarize(first.summary)[:200])} "
             f"Acknowledge with captain wait {first.crew} --ack {first.delivery_id}.",
-            delivery_id=first.delivery_id, status=first.status,
+            delivery_id=first.delivery_id, status=first.status, crew=first.crew,
+            summary=first.summary, count=len(owed),
         )
 
 
@@ -193,7 +194,8 @@ def recruit(home: Home, name: str, task: str, *, owns: list[str] | None = None,
                 raise CaptainError(
                     "crew_dismissed",
                     f"{snapshot.name} was dismissed; to recruit that name again pass "
-                    f"--handoff {last}.")
+                    f"--handoff {last}.", handoff=last, crew=snapshot.name,
+                    task=snapshot.assignment.task)
             if handoff != last:
                 raise CaptainError("handoff_mismatch",
                                    f"{handoff} is not {snapshot.name}'s last assignment ({last}).")

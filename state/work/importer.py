@@ -30,6 +30,7 @@ from pathlib import Path
 
 from state.errors import CaptainError
 from state.home import Home
+from state.vocab import counted
 
 # Where the file ledger keeps its records (docs/store.md): what is set aside after import.
 LEDGER_PATHS = ("work", "ledger", "deliveries", "delivery-bodies", "tokens", "workspace.json")
@@ -56,11 +57,14 @@ class Imported:
         return asdict(self)
 
     def sentence(self) -> str:
-        parts = [f"{self.items} work item(s) with {self.events} event(s)",
-                 f"{self.deliveries} webhook delivery(ies) with {self.bodies} body(ies)",
-                 f"{self.rejections} refused delivery(ies)", f"{self.tokens} API token(s)"]
-        new = (f"{self.new_items} item(s), {self.new_deliveries} delivery(ies) and "
-               f"{self.new_tokens} token(s) were new to the database")
+        parts = [f"{counted(self.items, 'work item')} with {counted(self.events, 'event')}",
+                 f"{counted(self.deliveries, 'webhook delivery', 'webhook deliveries')} with "
+                 f"{counted(self.bodies, 'body', 'bodies')}",
+                 counted(self.rejections, "refused delivery", "refused deliveries"),
+                 counted(self.tokens, "API token")]
+        new = (f"{counted(self.new_items, 'item')}, "
+               f"{counted(self.new_deliveries, 'delivery', 'deliveries')} and "
+               f"{counted(self.new_tokens, 'token')} were new to the database")
         where = f"; the files are kept in {self.set_aside}" if self.set_aside else ""
         return f"imported the home's file ledger: {', '.join(parts)} ({new}){where}."
 

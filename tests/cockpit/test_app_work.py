@@ -198,7 +198,8 @@ def test_c_cancels_a_queued_item_after_confirming(home: Home):
         await pilot.press("c")
         confirm = await until(pilot, lambda: isinstance(app.screen, ConfirmScreen)
                               and app.screen)
-        assert item.work_id in confirm.title_text and "at once" in confirm.body
+        assert confirm.title_text.startswith("Cancel the chat task ") and "at once" in confirm.body
+        assert "wrk_" not in confirm.title_text + confirm.body  # named, never a bare ID
         await pilot.press("n")  # no is the safe answer: nothing happens
         await until(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
         assert ledger.get(home, item.work_id).state == "queued"
@@ -557,7 +558,7 @@ def test_c_on_an_assignment_dismisses_its_crew_like_d(home: Home, project: Path)
             await pilot.press("c")
             confirm = await until(pilot, lambda: isinstance(app.screen, ConfirmScreen)
                                   and app.screen)
-            assert "Jack is dismissed with it" in confirm.body
+            assert "Jack will be dismissed with it" in confirm.body
             await pilot.press("y")
             await until(pilot, lambda: any("Jack is dismissed" in t for t in toasts(app)),
                         what="the outcome toast")

@@ -211,6 +211,9 @@ def test_dismissed_name_needs_the_handoff_of_its_last_assignment(home, project):
 
     err = refused("crew_dismissed", hire, home, project, "Jack", owns=["x"])
     assert old.assignment_id in err.message
+    # what a form offers instead of asking for the flag: the handoff, whose and what task
+    assert (err.extra["handoff"], err.extra["crew"]) == (old.assignment_id, "Jack")
+    assert err.extra["task"] == crewlog.load(home, "jack")[0].assignment.task
     err = refused("handoff_mismatch", hire, home, project, "Jack", handoff="asg_WRONG")
     assert old.assignment_id in err.message
     refused("handoff_mismatch", hire, home, project, "Jack", handoff=old.assignment_id.lower())

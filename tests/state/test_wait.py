@@ -128,6 +128,17 @@ def test_a_notification_is_returned_once_then_unacknowledged(home, project):
     assert err.extra["delivery_id"] == q.delivery_id
 
 
+def test_a_refusal_quoting_a_question_closes_its_sentence_once(home, project):
+    """The question's own "?" ends the quoted sentence: never "format?. Run" (state.vocab
+    .ended is the one place a sentence is closed after someone's words)."""
+    r = hire(home, project)
+    protocol.ask(home, "Jack", "Keep the old session format?", ctx=crew_ctx(r))
+    notify.wait(home, "Jack", timeout=0)
+    err = refused("unacknowledged", notify.wait, home, "Jack", timeout=0)
+    assert "format? Run captain wait Jack --ack" in err.message, err.message
+    assert "?." not in err.message
+
+
 def test_ack_returns_the_next_notification(home, project):
     r = hire(home, project)
     q1 = protocol.ask(home, "Jack", "first?", ctx=crew_ctx(r))

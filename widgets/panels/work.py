@@ -13,9 +13,11 @@ from datetime import datetime
 from typing import Any
 
 from rich.text import Text
+from textual import on
 
 from widgets.cells import age, inert, plain
 from widgets.panels.base import Column, Panel
+from widgets.panels.row_list import PanelTable
 from widgets.view import RECONCILE, WORK_FILTERS, HomeView, WorkRow
 
 # work state -> theme colour variable
@@ -70,7 +72,12 @@ class WorkPanel(Panel):
         self._show_foot()
 
     def _show_foot(self) -> None:
+        """The highlighted item's ID (the row shows its title), the filter's key, and which
+        ledger."""
         foot = f"{self.keys.get('work_filter', 'f')} filter"
+        row = self.current if self.loaded else None
+        if row is not None:
+            foot = f"{row.work_id} · {foot}"
         if self.ledger:
             foot += f" · ledger: {self.ledger}"
         if self.problem:
@@ -78,6 +85,10 @@ class WorkPanel(Panel):
                                else self.problem[:59] + "…")
         if self.border_subtitle != foot:  # setting it repaints the panel, even when equal
             self.border_subtitle = inert(foot)  # the ledger's URL is someone's text
+
+    @on(PanelTable.RowHighlighted)
+    def _highlighted(self) -> None:
+        self._show_foot()  # not stopped: the app follows the selection too
 
     def show_view(self, view: HomeView, now: datetime) -> None:
         """The view's work under the filter; nothing is touched when that did not change."""
@@ -97,6 +108,7 @@ class WorkPanel(Panel):
         refilter, self._refilter = self._refilter, False
         self.matched = matched
         self.show(rows, now, every_row=refilter)
+        self._show_foot()
 
     def cycle_filter(self) -> str:
         """The next filter; the cursor goes back to the first row of the new list."""
@@ -130,17 +142,22 @@ class WorkPanel(Panel):
     def row_cells(self, row: WorkRow, now: datetime, flex: int) -> tuple[Text, ...]:
         if row.reconciling:  # loud: the whole row in the error colour
             loud = f"bold {self.colour('error')}"
-            return (plain(STATE_WORDS[RECONCILE], loud), plain(short_id(row.work_id, flex), loud),
+            return (plain(STATE_WORDS[RECONCILE], loud), plain(_title(row, flex), loud, flex),
                     plain(row.crew or "—", loud), plain(str(row.generation), loud),
                     plain(source_word(row), loud),
                     plain(age(row.updated_at, now), loud))
         colour = self.colour(STATE_COLOURS.get(row.state, "foreground"))
         muted = self.colour("text-muted")
         return (plain(STATE_WORDS.get(row.state, row.state), f"bold {colour}"),
-                plain(short_id(row.work_id, flex)), plain(row.crew or "—", "bold"),
+                plain(_title(row, flex), "", flex), plain(row.crew or "—", "bold"),
                 plain(str(row.generation), muted),
                 plain(source_word(row), muted),
                 plain(age(row.updated_at, now), muted))
+
+
+def _title(row: WorkRow, width: int) -> str:
+    """What a person knows the item by (the feed's ``title``); its ID is in the foot."""
+    return row.title or short_id(row.work_id, width)
 
 
 def source_word(row: WorkRow) -> str:

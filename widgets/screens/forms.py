@@ -20,7 +20,12 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static, TextArea
 
+from state.vocab import ended, quoted, short
 from widgets.cells import inert
+
+
+def crew_key_of(name: str) -> str:
+    return name.strip().lower()
 
 
 class FormError(Exception):
@@ -83,6 +88,9 @@ FormScreen .pair > Vertical {
 }
 FormScreen Checkbox {
     margin-top: 1;
+}
+FormScreen Checkbox.-hidden {
+    display: none;
 }
 FormScreen #error {
     color: $error;
@@ -253,8 +261,8 @@ class TellScreen(FormScreen):
         self.assignment_id = assignment_id
 
     def fields(self) -> ComposeResult:
-        yield Static(inert(f"A follow-up for {self.crew} on {self.assignment_id}: "
-                           f"{self.crew_task}"), classes="context")
+        yield Static(inert(ended(f"A follow-up for {self.crew} on its task "
+                                 f"{quoted(self.crew_task)}")), classes="context")
         yield Label("Message")
         yield _text_area("message", self.initial_text("message"))
 
@@ -276,9 +284,9 @@ class AssignScreen(FormScreen):
         self.warning = warning
 
     def fields(self) -> ComposeResult:
-        yield Static(inert(f"{self.crew} finished {self.handoff}: {self.previous_task}\n"
-                           f"The new assignment hands that one off (handoff {self.handoff})."),
-                     classes="context")
+        finished = ended(f"{self.crew} finished its task {quoted(self.previous_task)}")
+        yield Static(inert(f"{finished}\nThe next task carries on from it (a handoff): its "
+                           "grants are offered again below."), classes="context")
         if self.warning:
             yield Static(inert(self.warning), classes="quote")
         yield Label("Task")
@@ -338,6 +346,20 @@ class RecruitScreen(FormScreen):
                             placeholder="where captain runs")
         yield Checkbox("Record only — I start its process myself (--no-launch)",
                        self.initial.get("no_launch", False), id="no_launch", compact=True)
+        # offered once a recruit is refused because the name was dismissed (offer_handoff)
+        yield Checkbox("Carry on from the name's last task", False, id="handoff",
+                       compact=True, classes="-hidden")
+
+    def offer_handoff(self, crew: str, assignment_id: str, task: str) -> None:
+        """The name was used before: recruiting it again carries on from its last task (a
+        handoff, as ``captain crew NAME --handoff``). Offered here, ticked, so the person
+        sends again instead of typing an ID."""
+        self.handoff = (crew_key_of(crew), assignment_id)
+        box = self.query_one("#handoff", Checkbox)
+        box.label = inert(ended(f"Carry on from {crew}'s last task {quoted(short(task))}")
+                          + " (its grants carry over unless you change them)")
+        box.value = True
+        box.remove_class("-hidden")
 
     def draft(self) -> dict[str, Any]:
         out = super().draft()
@@ -362,7 +384,14 @@ class RecruitScreen(FormScreen):
             "allow": tuple(_words(self.query_one("#allow", Input).value, "Allow")),
             "cwd": self.query_one("#cwd", Input).value.strip() or None,
             "launch": not self.query_one("#no_launch", Checkbox).value,
+            "handoff": self._handoff_for(name),
         }
+
+    def _handoff_for(self, name: str) -> str | None:
+        offered = getattr(self, "handoff", None)
+        if offered is None or offered[0] != crew_key_of(name):
+            return None  # another name than the one the offer was for
+        return offered[1] if self.query_one("#handoff", Checkbox).value else None
 
 
 class ConfirmScreen(ModalScreen[bool]):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from captain_tui.cockpit import jobs
 from state.errors import CaptainError
 from state.home import Home
 from state.inputs import crew_key
@@ -40,6 +41,7 @@ class WorkFeed:
         self.home = home
         self.rows: dict[str, WorkRow] = {}
         self.problem: str | None = None  # the last failure to read the ledger, said once
+        self.tasks: dict[str, str] = {}  # an assignment's task never changes: read once
         self.corrupt: dict[str, str] = {}  # work ID -> why it cannot be read, while it lasts
         self._said: set[str] = set()  # corrupt items already alerted (once per item)
 
@@ -134,8 +136,17 @@ class WorkFeed:
             facts = controls.facts(self.home, item)  # a webhook item: its delivery record
         except CaptainError:
             facts = controls.Facts(item.work_id, item.state, item.source, item.delivery_id)
-        return work_row(item, why, facts)
+        return work_row(item, why, facts, self._task(item))
 
+    def _task(self, item: WorkItem) -> str | None:
+        if item.source != "assignment" or not item.assignment_id:
+            return None
+        task = self.tasks.get(item.assignment_id)
+        if task is None:  # not read yet, or not on the crew's record yet: ask again
+            task = jobs.task_of(self.home, item)
+            if task is not None:
+                self.tasks[item.assignment_id] = task
+        return task
 
     def _corrupt(self, work_id: str, err: CaptainError, alerts: list) -> None:
         self.corrupt[work_id] = err.message
@@ -148,7 +159,8 @@ class WorkFeed:
 
 
 def work_row(item: WorkItem, why: str | None = None,
-             facts: controls.Facts | None = None) -> WorkRow:
+             facts: controls.Facts | None = None, task: str | None = None) -> WorkRow:
+
     current = item.attempts[-1] if item.attempts else None
     locator = current.runtime_locator if current is not None else None
     return WorkRow(work_id=item.work_id, key=_key(item.crew),
@@ -156,7 +168,8 @@ def work_row(item: WorkItem, why: str | None = None,
                    generation=item.generation, created_at=item.created_at,
                    updated_at=item.updated_at, target_revision=item.target_revision,
                    replay_of=item.replay_of, pane=locator.pane_id if locator else None, why=why,
-                   facts=facts)
+                   facts=facts, title=jobs.title(item, task),
+                   named=jobs.named_as(item, task))
 
 
 def _key(crew: str | None) -> str | None:
