@@ -271,6 +271,12 @@ def _ring_locked(home: Home, key: str, at: datetime) -> Outcome:
     return Outcome(snapshot.name, "rang", detail="landed" if landed else "typed; not confirmed")
 
 
+def _still(before, now, text: str) -> bool:
+    """The line is still the kernel's and read by the same shell as when the notice was
+    typed: a program started in between would take Enter as its answer."""
+    return now is not None and now.takes(text) and now.foreground == before.foreground
+
+
 def _ring_terminal(home: Home, key: str, snapshot: CrewSnapshot, stamp: RingStamp, head: str,
                    at: datetime, tmux: Tmux, info, capture: str, seen: screens.Screen,
                    hold) -> Outcome:
@@ -315,7 +321,8 @@ def _ring_terminal(home: Home, key: str, snapshot: CrewSnapshot, stamp: RingStam
     x, y = info.cursor
     prompt = lines[y] if 0 <= y < len(lines) else ""
     tmux.send_literal(snapshot.pane, text)
-    if _wait(lambda: _typed_at(tmux, snapshot, prompt, x, y, text), LANDED_WAIT):
+    if _wait(lambda: _typed_at(tmux, snapshot, prompt, x, y, text), LANDED_WAIT) \
+            and _still(mode, pane_tty.line_mode(info.tty, info.pid), text):
         tmux.send_enter(snapshot.pane)
         landed = _submitted(tmux, snapshot, text)
         return rang(landed, text, "landed" if landed else "typed; not confirmed")

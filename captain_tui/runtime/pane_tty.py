@@ -30,12 +30,21 @@ _SPECIAL = tuple(getattr(termios, n) for n in (
     "VSUSP", "VREPRINT", "VWERASE", "VLNEXT", "VDISCARD") if hasattr(termios, n))
 
 
+# Who may be typed into even where the kernel edits the line: Enter there submits the line
+# to whatever program reads it, so only an interactive shell (which takes the notice for a
+# comment, or looks for a command named '#') or captain's own simulated crew. A script
+# reading a line — "Deploy to production? >" — would take the notice as its answer.
+SHELLS = frozenset({"sh", "dash", "ash", "bash", "zsh", "ksh", "mksh", "posh", "yash", "fish"})
+SIMCREW = "captain_tui.cockpit.simcrew"
+
+
 @dataclass(frozen=True)
 class LineMode:
     kernel: bool          # canonical mode with echo, Enter ends a line: the kernel edits it
     erase: bytes          # the terminal's erase character (VERASE), to take back our text
     special: frozenset    # bytes the line discipline would act on
     reason: str           # why not, when ``kernel`` is False
+    foreground: int | None = None  # the terminal's foreground process group (tpgid)
 
     def takes(self, text: str) -> bool:
         """``text`` goes in as it is: printable ASCII, no byte the discipline acts on."""
@@ -44,14 +53,71 @@ class LineMode:
         return all(0x20 <= b < 0x7f and b not in self.special for b in text.encode())
 
 
-def _controlling_tty(pid: int) -> int | None:
-    """The device number of ``pid``'s controlling terminal (/proc/PID/stat, tty_nr)."""
+def _stat(pid: int) -> list[bytes] | None:
+    """/proc/PID/stat's fields after the command name: state, ppid, pgrp, session,
+    tty_nr, tpgid, ..."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
-        return int(fields[4])
-    except (OSError, IndexError, ValueError):
+            return f.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
         return None
+
+
+def _controlling_tty(pid: int) -> int | None:
+    """The device number of ``pid``'s controlling terminal (/proc/PID/stat, tty_nr)."""
+    fields = _stat(pid)
+    try:
+        return int(fields[4]) if fields else None
+    except (IndexError, ValueError):
+        return None
+
+
+def _cmdline(pid: int) -> list[str]:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+    except OSError:
+        return []
+
+
+def foreground(pid: int) -> tuple[int | None, list[list[str]]]:
+    """The foreground process group of ``pid``'s terminal, and the command lines of the
+    processes in it that have no child in it: the ones that read the line (a ``sh -c``
+    waiting on its child is not)."""
+    fields = _stat(pid)
+    try:
+        tpgid = int(fields[5]) if fields else -1
+    except (IndexError, ValueError):
+        tpgid = -1
+    if tpgid <= 0:
+        return None, []
+    members: dict[int, int] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        f = _stat(int(name))
+        try:
+            if f and int(f[2]) == tpgid:
+                members[int(name)] = int(f[1])
+        except (IndexError, ValueError):
+            continue
+    parents = set(members.values())
+    return tpgid, [_cmdline(p) for p in sorted(members) if p not in parents]
+
+
+def may_type_for(argv: list[str]) -> bool:
+    """An interactive shell with no script or ``-c`` command to run, or captain's own
+    simulated crew: a program for which a typed notice and Enter are a comment."""
+    if len(argv) >= 3 and argv[1] == "-m" and argv[2] == SIMCREW:
+        return True
+    if not argv or os.path.basename(argv[0]).lstrip("-") not in SHELLS:
+        return False
+    short = [a[1:] for a in argv[1:] if a.startswith("-") and not a.startswith("--")]
+    if any("c" in flags for flags in short):
+        return False  # -c COMMAND: a command runs, not a prompt
+    if any("i" in flags for flags in short):
+        return True
+    return all(a.startswith("-") for a in argv[1:])  # no script operand
 
 
 def _open(tty: str | None, pid: int | None) -> int | None:
@@ -103,7 +169,15 @@ def line_mode(tty: str | None, pid: int | None) -> LineMode | None:
         reason = "the terminal has no erase character"
     else:
         reason = ""
-    return LineMode(kernel=not reason, erase=erase, special=special, reason=reason)
+    group, readers = foreground(pid)
+    if not reason:
+        strangers = [a for a in readers if not may_type_for(a)]
+        if not readers or strangers:
+            name = os.path.basename(strangers[0][0]) if strangers and strangers[0] else "?"
+            reason = (f"the program reading the line ({name}) is not an interactive shell: "
+                      "Enter would answer it")
+    return LineMode(kernel=not reason, erase=erase, special=special, reason=reason,
+                    foreground=group)
 
 
 def show_line(tty: str | None, pid: int | None, text: str, *, fresh: bool) -> bool:

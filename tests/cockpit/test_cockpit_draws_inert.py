@@ -200,8 +200,8 @@ def test_a_ledger_url_in_the_work_panels_foot_is_drawn_not_obeyed(home: Home, mo
     from captain_tui.cockpit.app import CaptainApp
     from widgets.panels.work import WorkPanel
 
-    url = ("postgresql://u@/db?host=/nonexistent&application_name="
-           "[@click=app.quit]x[/]\u202eevil")
+    # the database name: a query value may not hold a second '=' (libpq refuses it)
+    url = "postgresql://u@/[@click=app.quit]x[/]\u202eevil?host=/nonexistent"
     monkeypatch.setenv("CAPTAIN_LEDGER_URL", url)
     app = CaptainApp(home, run_doorbell=False)
     app.listen_ledger = False
@@ -216,7 +216,7 @@ def test_a_ledger_url_in_the_work_panels_foot_is_drawn_not_obeyed(home: Home, mo
     from textual.content import Content
 
     foot = Content.from_markup(drawn["foot"])  # what is drawn
-    assert "application_name=[@click=app.quit]x[/]\ufffdevil" in foot.plain, foot.plain
+    assert "/[@click=app.quit]x[/]\ufffdevil?host=" in foot.plain, foot.plain
     assert not _meta(foot)
 
 

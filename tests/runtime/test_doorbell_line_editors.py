@@ -246,3 +246,37 @@ def test_a_typed_notice_not_seen_where_it_was_typed_is_erased_not_left_as_a_draf
     tmux.key(pane, "Enter")
     poll(marker.exists, what=f"the next command to run: {tmux.capture(pane)}")
     assert sorted(p.name for p in work.iterdir()) == ["marker"]
+
+
+@pytest.mark.parametrize("how", ["command", "job"])
+def test_a_program_reading_a_line_is_never_answered_by_the_notice(cli, tmux, tmp_path, how):
+    """The kernel edits the line, but the program reading it is not a shell: a script's
+    prompt ("Deploy build 42 to production >"), as the crew's own command or as a job run
+    from an interactive dash. Enter there would answer it, so the notice is printed,
+    never typed: the script is still waiting, and nothing it guards has run."""
+    if shutil.which("dash") is None:
+        pytest.skip("dash is not installed")
+    work = tmp_path / "work"
+    work.mkdir()
+    deployed = work / "DEPLOYED"
+    script = work / "deploy.sh"
+    script.write_text("#!/bin/sh\nprintf 'Deploy build 42 to production (Ctrl-C aborts) > '\n"
+                      f"read answer\necho \"deploy ran ($answer)\" > {deployed}\nsleep 600\n")
+    script.chmod(0o755)
+    command = str(script) if how == "command" else "dash -i"
+    r = cli("crew", "Dave", "--task", "T", "--command", command, "--socket", tmux.socket,
+            "--cwd", str(work), "--json")
+    assert r.code == 0, r.err
+    pane, home = r.json["pane"]["pane_id"], Home(cli.home)
+    if how == "job":
+        poll(lambda: _empty_prompt(tmux, pane), what="dash's prompt")
+        tmux.type(pane, str(script))
+        tmux.key(pane, "Enter")
+    poll(lambda: "production (Ctrl-C aborts) >" in tmux.capture(pane), what="the prompt")
+    outcomes = []
+    poll(lambda: outcomes.append(doorbell.ring(home, "Dave")) or outcomes[-1].action == "rang",
+         timeout=15, interval=0.1, what=f"the ring ({outcomes[-3:]})")
+    assert outcomes[-1].detail.startswith("printed"), outcomes[-1]
+    assert doorbell.read_stamp(home, "dave").typed is None
+    assert doorbell.notice("Dave") in tmux.capture(pane)
+    assert not deployed.exists(), deployed.read_text()
