@@ -203,7 +203,9 @@ def resolve_path(path: str) -> str | None:
             done = step
             continue
         links += 1
-        if links > MAX_LINKS:
+        if links > MAX_LINKS or step == "/proc" or step.startswith("/proc/"):
+            # a link in /proc is the kernel's: /proc/PID/fd/N reads "… (deleted)" or
+            # "pipe:[…]" while the kernel follows it to the file itself; not ours to judge
             return None
         try:
             target = os.readlink(step)

@@ -46,6 +46,18 @@ def _file(project: Path, at: str, text: str = "x") -> Path:
     return project / at
 
 
+_HELD: list[int] = []  # descriptors a case keeps open while it is asked
+
+
+def _fd_of_deleted_link(project: Path) -> str:
+    """A hard link in my directory to another crew's file, opened and then deleted: only
+    ``/proc/PID/fd/N`` leads to the file now."""
+    os.link(project / "src/b/secret.py", project / "src/a/hl")
+    _HELD.append(os.open(project / "src/a/hl", os.O_WRONLY | os.O_APPEND))
+    os.unlink(project / "src/a/hl")
+    return f"/proc/{os.getpid()}/fd/{_HELD[-1]}"
+
+
 def _swap_for_link(project: Path, owned: str, to: str) -> None:
     """After recruit: the owned directory is moved away and a link takes its name."""
     os.rename(project / owned, project / (owned + ".old"))
@@ -85,6 +97,12 @@ CASES = {
     "a hard link within my own directory too": (
         lambda p: (_file(p, "src/a/one.py"), os.link(p / "src/a/one.py", p / "src/a/two.py")),
         "edit", "src/a/two.py", False),
+    # the kernel's magic links: /proc/PID/fd/N reads as "…/hl (deleted)", a name inside my
+    # directory that does not exist, while the kernel follows it to another crew's file
+    "a /proc fd link to another crew's file, its hard link deleted": (
+        lambda p: _link(p, "src/a/l", _fd_of_deleted_link(p)), "edit", "src/a/l", False),
+    "a link through /proc/self/root": (
+        lambda p: _link(p, "src/a/r", "/proc/self/root"), "edit", "src/a/r/etc/passwd", False),
     # what stays granted
     "a file of mine": (lambda p: _file(p, "src/a/x.py"), "edit", "src/a/x.py", True),
     "a file not created yet, in directories not created yet": (
