@@ -109,6 +109,13 @@ def _conflict(what: str) -> CaptainError:
         "its own database, or keep it on its files.")
 
 
+def _bad_file(what: str) -> CaptainError:
+    return CaptainError(
+        "ledger_import_conflict",
+        f"{what}; nothing was imported and nothing changed. Look at that file (move it "
+        "aside if it is not captain's), then run captain ledger migrate again.")
+
+
 def import_files(home: Home, backend) -> Imported:
     """Copy the home's file ledger into ``backend`` (a ``PostgresBackend``, migrated) in
     one transaction, check it by counts, then set the files aside. Idempotent."""
@@ -122,7 +129,7 @@ def import_files(home: Home, backend) -> Imported:
 
     files, file_deliveries, file_tokens = FileBackend(home), FileDeliveries(home), FileTokens(home)
     if file_deliveries.pending():
-        raise _conflict("a webhook intake in the files was never finished (deliveries/"
+        raise _bad_file("a webhook intake in the files was never finished (deliveries/"
                         "pending/): run `captain watch` once on the file ledger first")
     deliveries, tokens = PostgresDeliveries(backend), PostgresTokens(backend)
     counts = dict(items=0, events=0, deliveries=0, bodies=0, rejections=0, tokens=0,
@@ -135,7 +142,7 @@ def import_files(home: Home, backend) -> Imported:
                 continue  # an input whose item never came to be (an accept killed early)
             item = files.item(work_id)
             if item is None or item.seq != len(events):
-                raise _conflict(f"the work item {work_id} in the files cannot be read whole")
+                raise _bad_file(f"the work item {work_id} in the files cannot be read whole")
             counts["items"] += 1
             counts["events"] += len(events)
             item_ids.append(work_id)
@@ -144,7 +151,7 @@ def import_files(home: Home, backend) -> Imported:
                     raise _conflict(f"the work item {work_id} has another history in the "
                                     "database")
                 continue
-            data = _input_bytes(home, work_id)
+            data = _input_bytes(home, work_id, item.input_sha256)
             if data is not None:
                 tx.put_input(work_id, data)
             tx.mark_open(work_id)
@@ -205,12 +212,34 @@ def _terminal():
     return TERMINAL
 
 
-def _input_bytes(home: Home, work_id: str) -> bytes | None:
-    """The input exactly as the files stored it: its SHA-256 is the item's fingerprint."""
+def _input_bytes(home: Home, work_id: str, fingerprint: str) -> bytes | None:
+    """The input exactly as the files stored it, read as the store reads (a regular file,
+    never through a link, bounded) and checked against the item's fingerprint: what goes
+    into the database is what the item was accepted with, or nothing is imported."""
+    import hashlib
+    import stat
+
+    from state.work.ledger import MAX_INPUT_BYTES
+
+    path = Path(home.root, "work", work_id, "input.json")
     try:
-        return Path(home.root, "work", work_id, "input.json").read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         return None
+    except OSError as exc:
+        raise _bad_file(f"the input of {work_id} in the files cannot be read ({exc.strerror})")
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > 2 * MAX_INPUT_BYTES:
+            raise _bad_file(f"the input of {work_id} in the files is not a regular file of "
+                            "at most its bound")
+        data = os.read(fd, 2 * MAX_INPUT_BYTES + 1)
+    finally:
+        os.close(fd)
+    if hashlib.sha256(data).hexdigest() != fingerprint:
+        raise _bad_file(f"the input of {work_id} in the files does not match its "
+                        "fingerprint (input_sha256)")
+    return data
 
 
 def _verify(backend, item_ids, counts, file_deliveries, file_tokens) -> None:

@@ -118,3 +118,29 @@ def test_a_conflict_imports_nothing_at_all(run, pg_url):  # noqa: F811
         assert conn.execute("SELECT count(*) FROM deliveries").fetchone()[0] == 0
     assert (run.home / "work").is_dir() and not (run.home / "ledger-imported").exists()
     refused(run("work", "list", "--json"), "ledger_not_imported")
+
+
+@pytest.mark.parametrize("damage", ["fifo", "symlink", "tampered"])
+def test_an_input_file_that_is_not_what_was_accepted_imports_nothing(run, pg_url, damage):  # noqa: F811
+    """The input is read as the store reads (no link followed, a regular file, bounded) and
+    checked against the item's fingerprint: a FIFO would hang the import's transaction, a
+    link would import a file from outside the home, an edited file another input."""
+    import os
+
+    before = _file_home_with_work(run)
+    chat = run.home / "work" / before["chat"]["work_id"] / "input.json"
+    chat.unlink()
+    if damage == "fifo":
+        os.mkfifo(chat)
+    elif damage == "symlink":
+        outside = run.home.parent / "elsewhere.json"
+        outside.write_text('{"input": {"text": "not what was accepted"}}\n')
+        os.symlink(outside, chat)
+    else:
+        chat.write_text('{"input": {"text": "not what was accepted"}}\n')
+    _point_at(run, pg_url)
+    err = refused(run("ledger", "migrate", "--json", timeout=30), "ledger_import_conflict")
+    assert before["chat"]["work_id"] in err["message"]
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT count(*) FROM work_items").fetchone()[0] == 0
+    assert (run.home / "work").is_dir()
