@@ -186,10 +186,18 @@ def lease_expires(home: Home, item: WorkItem) -> datetime | None:
     return live.expires_at if live else current.lease_expires_at
 
 
-def input_of(home: Home, work_id: str):
-    """The accepted input. Stored, never printed or served (replay copies it)."""
+def input_of(home: Home, work_id: str, fingerprint: str | None = None):
+    """The accepted input. Stored, never printed or served (replay copies it). With the
+    item's ``fingerprint`` (its ``input_sha256``), an input that is not the one accepted —
+    edited in the files or the database since — is ``ledger_corrupt``, never copied on."""
     data = backend_for(home).input(work_id)
-    return None if data is None else data.get("input")
+    if data is None:
+        return None
+    if fingerprint is not None and input_sha256(_canonical(data) + b"\n") != fingerprint:
+        raise CaptainError("ledger_corrupt", f"the stored input of {work_id} is not the one "
+                           "it was accepted with (its fingerprint differs); nothing was "
+                           "replayed.", id=work_id)
+    return data.get("input")
 
 
 def open_ids(home: Home) -> list[str]:

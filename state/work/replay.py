@@ -35,7 +35,8 @@ def replay(home: Home, work_id: str, *, actor: str, reason: str,
                            "a replay needs a reason (--reason): why run it again.")
     original = ledger.get(home, ledger.check_work_id(work_id))
     check_replay(home, original)
-    return ledger.accept(home, source=original.source, input=ledger.input_of(home, work_id),
+    accepted = ledger.input_of(home, work_id, original.input_sha256)
+    return ledger.accept(home, source=original.source, input=accepted,
                          requester=actor, replay_of=work_id, reason=reason,
                          target_revision=target_revision if target_revision is not None
                          else original.target_revision, delivery_id=original.delivery_id,

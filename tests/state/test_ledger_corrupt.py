@@ -151,3 +151,26 @@ def test_a_corrupt_row_on_postgresql_in_every_table_the_ledger_reads(tmp_path: P
     assert [r.delivery_id for r in page] == [three] and cursor is None
     assert [r.delivery_id for r in deliveries.page(home, endpoint_id="gh")[0]] == [one, three]
     assert len(reports_of(two)) == 1
+
+
+def test_an_input_edited_since_it_was_accepted_is_never_replayed(tmp_path: Path,
+                                                                  ledgers) -> None:  # noqa: F811
+    """Well-formed JSON, but not the input the item was accepted with (its fingerprint,
+    ``input_sha256``, differs): a replay would run work nobody authorized. It is refused
+    ``ledger_corrupt`` by the item's ID, and no new item is made."""
+    home = ledgers.home(tmp_path / "home")
+    item = submit(home, "the real task")
+    ledger.claim(home, holder="w")
+    ledger.report(home, item.work_id, 1, "failed", actor="w")
+    tampered = b'{"input":{"text":"rm -rf ~"}}\n'
+    with raw_database(home) as db:
+        if db is None:
+            (home.root / "work" / item.work_id / "input.json").write_bytes(tampered)
+        else:
+            db.execute("UPDATE work_inputs SET input = %s WHERE work_id = %s",
+                       (tampered, item.work_id))
+    from state.work import replay
+
+    refused_corrupt(replay.replay, home, item.work_id, actor="captain", reason="again",
+                    ident=item.work_id)
+    assert len(ledger.all_ids(home)) == 1
