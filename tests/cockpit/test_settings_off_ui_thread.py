@@ -9,11 +9,10 @@ import os
 import threading
 from pathlib import Path
 
-from support.cockpit import drive, toasts, until
+from support.cockpit import Cockpit, drive, toasts, until
 from support.cockpit_env import plain_terminal, private_config  # noqa: F401 (autouse fixtures)
 
 from captain_tui.cockpit import prefs as settings
-from captain_tui.cockpit.app import CaptainApp
 from state.home import Home
 from widgets.screens.settings import SettingsScreen
 
@@ -37,7 +36,7 @@ def test_a_stuck_settings_write_does_not_freeze_the_cockpit(home: Home):
         with open(fifo, "rb") as pipe:  # the writer holds it open: this releases it
             got["written"] = pipe.read()
 
-    app = CaptainApp(home, run_doorbell=False)
+    app = Cockpit(home, run_doorbell=False)
     releaser = threading.Thread(target=reader, daemon=True)
 
     async def scenario(pilot):
@@ -64,7 +63,7 @@ def test_a_settings_write_that_fails_is_a_toast_and_the_cockpit_runs_on(home: Ho
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("a file where the config directory should be\n")
     monkeypatch.setenv("CAPTAIN_CONFIG_DIR", str(blocker / "captain"))
-    app = CaptainApp(home, run_doorbell=False)
+    app = Cockpit(home, run_doorbell=False)
 
     async def scenario(pilot):
         await pilot.press("s")
