@@ -18,6 +18,8 @@ The UI thread only renders views and opens forms: it never touches the disk or t
 
 from __future__ import annotations
 
+import dataclasses
+import threading
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -135,6 +137,7 @@ class CaptainApp(WorkCommands, App):
         self.run_doorbell = run_doorbell
         self.clock = clock or _local_now
         self.settings = settings.load()
+        self._saving = threading.Lock()  # settings writes, one at a time (_save_settings)
         self.view = HomeView()
         self.scanned = False  # the first full read of the home has finished
         self.last_refresh: datetime | None = None
@@ -825,15 +828,31 @@ class CaptainApp(WorkCommands, App):
             self.theme = event.value  # _theme_changed saves it
             return
         setattr(self.settings, event.name, bool(event.value))
-        settings.save(self.settings)
+        self._save_settings()
 
     def _theme_changed(self, theme) -> None:
         if self.settings.theme != theme.name:
             self.settings.theme = theme.name
-            settings.save(self.settings)
+            self._save_settings()
         if self.last_refresh is not None:  # row colours come from the theme: re-render
             for panel in self.query(Panel):
                 panel.show(panel.rows(), self.clock())
+
+
+    @work(thread=True, group="settings", exit_on_error=False)
+    def _save_settings(self) -> None:
+        """Write the settings off the UI thread (a slow or stuck config directory never
+        freezes the cockpit), one write at a time, each of the settings as they are when it
+        writes: the last write holds the last change, whichever worker ran first."""
+        with self._saving:
+            try:
+                settings.save(dataclasses.replace(self.settings))
+            except OSError as exc:
+                self.call_from_thread(
+                    self.notify, f"{settings.FILE_NAME} in {settings.config_dir()} could not "
+                    f"be written ({exc.strerror or type(exc).__name__}); the change holds "
+                    "until the cockpit closes.", title="Settings not saved",
+                    severity="warning", markup=False)
 
 
 def _shown_path(path) -> str:

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 from support.cockpit import (
+    Cockpit,
     as_crew,
     crew,
     drive,
@@ -39,7 +40,7 @@ from widgets.screens.settings import SettingsScreen
 
 
 def cockpit(home: Home) -> CaptainApp:
-    return CaptainApp(home, run_doorbell=False)
+    return Cockpit(home, run_doorbell=False)
 
 
 def files(home: Home) -> set[str]:

@@ -14,7 +14,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from support.cockpit import drive, select_row, toasts, until
+from support.cockpit import Cockpit, drive, select_row, toasts, until
 from support.cockpit_env import plain_terminal, private_config  # noqa: F401 (autouse fixtures)
 
 from captain_tui.cockpit import commands
@@ -73,7 +73,7 @@ def test_replay_is_offered_only_while_the_raw_body_is_held(home: Home, ui_reads)
     expired = delivered(home, "gone", "g-1")
     held = delivered(home, "kept", "k-1")
     clock = {"at": now()}
-    app = CaptainApp(home, run_doorbell=False, clock=lambda: clock["at"])
+    app = Cockpit(home, run_doorbell=False, clock=lambda: clock["at"])
 
     async def scenario(pilot):
         await select_row(pilot, "work", expired)
@@ -115,7 +115,7 @@ def test_a_routine_receipt_offers_neither_cancel_nor_replay(home: Home, ui_reads
     done = delivered(home, "chores", "c-2")
     before = {p: p.read_bytes() for p in Path(home.root).rglob("*.json")
               if "locks" not in p.parts}
-    app = CaptainApp(home, run_doorbell=False)
+    app = Cockpit(home, run_doorbell=False)
 
     async def scenario(pilot):
         await select_row(pilot, "work", live)
@@ -150,7 +150,7 @@ def test_the_cockpit_purges_expired_raw_bodies(home: Home):
     work_id = delivered(home, "gone", "g-1")
     record = deliveries.get(home, ledger.get(home, work_id).delivery_id)
     assert deliveries.body_held(home, record)
-    app = CaptainApp(home, run_doorbell=True)  # its runner purges, off the UI thread
+    app = Cockpit(home, run_doorbell=True)  # its runner purges, off the UI thread
 
     async def scenario(pilot):
         await until(pilot, lambda: not deliveries.body_held(home, record),

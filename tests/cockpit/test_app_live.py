@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
-from support.cockpit import as_crew, crew, drive, toasts, until
+from support.cockpit import Cockpit, as_crew, crew, drive, toasts, until
 from support.cockpit_env import private_config  # noqa: F401 (autouse fixtures)
 from support.tmux import PrivateTmux, needs_tmux
 
@@ -28,7 +28,7 @@ from state.store import encode
 
 
 def cockpit(home: Home, **knobs) -> CaptainApp:
-    app = CaptainApp(home, run_doorbell=False)
+    app = Cockpit(home, run_doorbell=False)
     for name, value in knobs.items():
         setattr(app, name, value)
     return app

@@ -8,7 +8,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from support.cockpit import as_crew, crew, drive, select_row, toasts, until
+from support.cockpit import Cockpit, as_crew, crew, drive, select_row, toasts, until
 from support.cockpit_env import plain_terminal, private_config  # noqa: F401 (autouse fixtures)
 from support.tmux import PrivateTmux, needs_tmux
 
@@ -24,7 +24,7 @@ NAMES = ("Ada", "Brook", "Cy", "Dee", "Eve")
 
 def test_a_flood_of_questions_is_one_toast_and_one_bell(home: Home, project: Path):
     recruits = [crew(home, name, project=project) for name in NAMES]
-    app = CaptainApp(home, run_doorbell=False)
+    app = Cockpit(home, run_doorbell=False)
     app.alert_window = 3.0  # wide: all five land in it however slow the machine is
     emitted: list[str] = []
     app.emit_to_terminal = emitted.append
@@ -62,7 +62,7 @@ def test_cancel_names_the_crew_and_task_not_ids(home: Home,
 
     jack = crew(home, "Jack", "Fix the login bug", project=project)
     work_id = ledger.work_id_for_assignment(jack.assignment_id)
-    app = CaptainApp(home, run_doorbell=False)
+    app = Cockpit(home, run_doorbell=False)
 
     async def scenario(pilot):
         await select_row(pilot, "work", work_id)
@@ -86,7 +86,7 @@ def test_cancel_names_the_crew_and_task_not_ids(home: Home,
 def test_the_header_stays_true_when_nothing_happens(home: Home, project: Path):
     crew(home, "Jack", project=project)
     clock = {"at": now().astimezone()}
-    app = CaptainApp(home, run_doorbell=False, clock=lambda: clock["at"])
+    app = Cockpit(home, run_doorbell=False, clock=lambda: clock["at"])
     app.ages_every = 0.1
 
     async def scenario(pilot):
@@ -104,7 +104,7 @@ def test_the_header_stays_true_when_nothing_happens(home: Home, project: Path):
 @pytest.mark.parametrize("under_home", [False, True])
 def test_help_shows_the_homes_path(home: Home, tmp_path: Path, monkeypatch, under_home: bool):
     monkeypatch.setenv("HOME", str(tmp_path if under_home else tmp_path / "elsewhere"))
-    app = CaptainApp(home, run_doorbell=False)
+    app = Cockpit(home, run_doorbell=False)
 
     async def scenario(pilot):
         await pilot.press("question_mark")
@@ -132,7 +132,7 @@ def test_the_preview_backs_off_on_a_quiet_pane_and_follows_a_change(home: Home,
     try:
         protocol.recruit(home, "Jack", "Wait", cwd=str(project), agent="program",
                          launch=start)
-        app = CaptainApp(home, run_doorbell=False)
+        app = Cockpit(home, run_doorbell=False)
         app.preview_every = 0.1
 
         def shown() -> str:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
-from support.cockpit import crew, drive, select_row, toasts, type_text, until
+from support.cockpit import Cockpit, crew, drive, select_row, toasts, type_text, until
 from support.cockpit_env import plain_terminal, private_config  # noqa: F401 (autouse fixtures)
 from support.tmux import PrivateTmux, needs_tmux
 from textual.widgets import Label
@@ -34,7 +34,7 @@ from widgets.view import WORK_FILTERS
 
 
 def cockpit(home: Home) -> CaptainApp:
-    return CaptainApp(home, run_doorbell=False)
+    return Cockpit(home, run_doorbell=False)
 
 
 def files(home: Home) -> dict[str, bytes]:

@@ -15,7 +15,7 @@ import socket
 from pathlib import Path
 
 import pytest
-from support.cockpit import crew, drive, toasts, until
+from support.cockpit import Cockpit, crew, drive, toasts, until
 from support.cockpit_env import plain_terminal, private_config  # noqa: F401 (autouse fixtures)
 from support.corrupt import damage_item
 from support.ledger_backends import BACKENDS, open_ledgers
@@ -45,7 +45,7 @@ def home_on(tmp_path: Path, url: str | None) -> Home:
 
 
 def cockpit(home: Home, *, work_every: float = NEVER) -> CaptainApp:
-    app = CaptainApp(home, run_doorbell=False)
+    app = Cockpit(home, run_doorbell=False)
     app.watch_home = False
     app.rescan_every = NEVER
     app.listen_ledger = False  # the Work panel's own clock re-reads it (work_every)

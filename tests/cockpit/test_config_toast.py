@@ -8,10 +8,9 @@ settings on every round (docs/store.md, "Settings").
 
 from __future__ import annotations
 
-from support.cockpit import drive, toasts, until
+from support.cockpit import Cockpit, drive, toasts, until
 from support.cockpit_env import private_config  # noqa: F401 (autouse fixtures)
 
-from captain_tui.cockpit.app import CaptainApp
 from state.home import Home
 
 BROKEN = "[ledger\nslots = 2\n"
@@ -19,7 +18,7 @@ BROKEN = "[ledger\nslots = 2\n"
 
 def test_a_broken_config_is_a_toast_and_stays_where_it_is(home: Home):
     (home.root / "config.toml").write_text(BROKEN)
-    app = CaptainApp(home)  # with its doorbell thread: a runner, which reads the settings
+    app = Cockpit(home)  # with its doorbell thread: a runner, which reads the settings
 
     async def scenario(pilot):
         said = await until(pilot, lambda: [t for t in toasts(app) if "config.toml" in t],

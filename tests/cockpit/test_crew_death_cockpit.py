@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from support.cockpit import drive, toasts, until
+from support.cockpit import Cockpit, drive, toasts, until
 from support.cockpit_env import plain_terminal, private_config  # noqa: F401 (autouse fixtures)
 
-from captain_tui.cockpit.app import CaptainApp
 from state.crew import deaths as crew_deaths
 from state.crew import protocol
 from state.crew.deaths import KILLED, Death
@@ -31,7 +30,7 @@ def launched(home: Home, name: str, project: Path):
 
 def test_a_dead_crew_is_a_red_row_an_error_toast_and_the_bell(home: Home, project: Path):
     jack = launched(home, "Jack", project)
-    app = CaptainApp(home, run_doorbell=False)
+    app = Cockpit(home, run_doorbell=False)
     emitted: list[str] = []
     app.emit_to_terminal = emitted.append
     severities: list[str] = []

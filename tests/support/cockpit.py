@@ -7,6 +7,7 @@ pytest-asyncio is not used: each test is a plain ``def`` that runs its scenario 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -54,23 +55,27 @@ async def until(pilot, predicate: Callable[[], object], *, timeout: float = 10.0
         await pilot.pause(0.02)
 
 
-_notify = CaptainApp.notify
+class Cockpit(CaptainApp):
+    """The cockpit under test: ``CaptainApp``, which also keeps the text of every toast it
+    showed (Textual keeps its notifications in a private attribute, so tests read this
+    list). A subclass, so importing this module changes nothing for any other app."""
+
+    CSS_PATH = Path(inspect.getfile(CaptainApp)).with_name(CaptainApp.CSS_PATH)  # its own
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.shown_toasts: list[str] = []
+
+    def notify(self, message, *, title: str = "", **kwargs) -> None:
+        self.shown_toasts.append(f"{title}: {message}" if title else str(message))
+        return super().notify(message, title=title, **kwargs)
 
 
-def _notify_and_remember(self, message, *, title: str = "", **kwargs):
-    """``App.notify``, which also keeps what it showed: Textual keeps its notifications in
-    a private attribute, so the tests read this list instead."""
-    self.__dict__.setdefault("shown_toasts", []).append(f"{title}: {message}" if title
-                                                       else str(message))
-    return _notify(self, message, title=title, **kwargs)
-
-
-CaptainApp.notify = _notify_and_remember
-
-
-def toasts(app: CaptainApp) -> list[str]:
-    """Every toast the app has shown, oldest first."""
-    return list(app.__dict__.get("shown_toasts", []))
+def toasts(app: Cockpit) -> list[str]:
+    """Every toast the app has shown, oldest first (the app must be a ``Cockpit``)."""
+    if not isinstance(app, Cockpit):
+        raise TypeError("toasts() reads a Cockpit's toasts: build the app as Cockpit(...)")
+    return list(app.shown_toasts)
 
 
 async def type_text(pilot, text: str) -> None:
