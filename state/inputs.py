@@ -45,9 +45,14 @@ def crew_key(name: str) -> str:
 # every C1 control (0x9b is a one-byte CSI), the bidi controls that reorder what is shown
 # (a command to approve could read backwards), lone surrogates, and the tag characters
 # (U+E0000-U+E007F: invisible text a reader, or a model reading the screen, still gets).
+# C0/C1 controls, bidi controls, lone surrogates; and what is drawn as nothing yet carries
+# text a reader (or a model reading captain's output) would take in unseen: tag characters,
+# the supplementary variation selectors, zero-width space, word joiner and the invisible
+# operators, the byte-order mark, and the line and paragraph separators.
 TERMINAL_UNSAFE = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
-    "\ud800-\udfff\U000e0000-\U000e007f]")
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u2028\u2029\u202a-\u202e"
+    "\u2060-\u2064\u2066-\u2069\ufeff\ud800-\udfff\U000e0000-\U000e007f"
+    "\U000e0100-\U000e01ef]")
 
 
 def for_terminal(text: str, replace=None) -> str:

@@ -32,8 +32,10 @@ def json_line(payload: dict) -> str:
     """One JSON object on one line, UTF-8 kept readable; what a terminal would obey is
     written as a JSON escape (``\\u001b``), so the line is safe to show and still the same
     JSON to a program."""
+    # json.dumps of the one character: \u001b, or a surrogate pair for a character past
+    # U+FFFF (a tag character), so the line still decodes to the exact text
     return for_terminal(json.dumps(payload, ensure_ascii=False),
-                        replace=lambda m: f"\\u{ord(m.group()):04x}")
+                        replace=lambda m: json.dumps(m.group())[1:-1])
 
 
 class Out:

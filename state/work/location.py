@@ -303,6 +303,9 @@ def _targets(uri: _LibpqUri, origin: str) -> tuple[str, ...]:
         host = host or "/var/run/postgresql"
         if _UNSAFE.search(host) or not host.isprintable():
             raise _refuse(origin, "a host decodes to a space or a control character")
+        if "@" in host:  # libpq ends the user information at the first '@': the rest of a
+            # password with an '@' in it would be read, and shown, as the host
+            raise _refuse(origin, "a host holds an '@' (an '@' in a password is written %40)")
         if host.startswith("/"):
             targets.append(f"{host} port {port} (unix socket)")
         else:

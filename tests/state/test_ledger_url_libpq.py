@@ -160,3 +160,17 @@ def test_what_libpq_would_refuse_or_a_terminal_would_obey_is_refused_first(url: 
         parse_url(url)
     assert why in caught.value.message, caught.value.message
     assert "Z" not in caught.value.message and "evil" not in caught.value.message
+
+
+def test_an_at_sign_left_in_a_password_is_refused_not_shown_as_the_host():
+    """``u:p@ssw0rd@host``: libpq ends the user information at the first '@', so the
+    rest of the password would be tried, and shown, as the host. Refused, never shown."""
+    from state.errors import CaptainError
+    from state.work.location import parse_url
+
+    with pytest.raises(CaptainError) as caught:
+        parse_url("postgresql://u:p@ssw0rd@127.0.0.1:5432/c1")
+    assert caught.value.code == "invalid_ledger_url" and "%40" in caught.value.message
+    assert "ssw0rd" not in caught.value.message
+    assert parse_url("postgresql://u:p%40ssw0rd@127.0.0.1:5432/c1").shown == \
+        "postgresql://u:***@127.0.0.1:5432/c1"
