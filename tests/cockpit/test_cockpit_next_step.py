@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from support.cockpit import (
+    Cockpit,
     as_crew,
     crew,
     drive,
@@ -21,7 +22,6 @@ from support.cockpit import (
 from support.cockpit_env import plain_terminal, private_config  # noqa: F401 (autouse fixtures)
 
 from captain_tui.cockpit import commands
-from captain_tui.cockpit.app import CaptainApp
 from state.clock import now
 from state.crew import crewlog, mailbox, notify, protocol
 from state.home import Home
@@ -29,8 +29,8 @@ from state.vocab import ended
 from widgets.screens.forms import AssignScreen, ConfirmScreen, FormScreen, RecruitScreen
 
 
-def cockpit(home: Home) -> CaptainApp:
-    return CaptainApp(home, run_doorbell=False)
+def cockpit(home: Home) -> Cockpit:
+    return Cockpit(home, run_doorbell=False)
 
 
 def _text(screen) -> str:

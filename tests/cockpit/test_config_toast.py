@@ -39,7 +39,7 @@ def test_a_setting_out_of_range_is_a_toast_and_the_last_good_settings_stay(home:
 
     path = home.root / "config.toml"
     path.write_text("[ledger]\nslots = 3\n")
-    app = CaptainApp(home)
+    app = Cockpit(home)
 
     async def scenario(pilot):
         await until(pilot, lambda: ledger.slots(home) == 3, timeout=20,
