@@ -294,8 +294,10 @@ def cmd_dismiss(args, out: Out) -> int:
 
 
 def cmd_demo(args, out: Out) -> int:
+    from captain_tui.cli.args import captain_only
     from captain_tui.cockpit.demo import run_demo
 
+    captain_only("demo")  # a cockpit, even the demo's: the captain's, never a crew's
     return run_demo(keep=args.keep)
 
 

@@ -149,3 +149,11 @@ def test_the_role_is_decided_the_same_in_a_real_process(cli, recruit):
     result = cli("dismiss", "Jack", "--json", env={**jack["env"], "CAPTAIN_ROLE": ""})
     refused_json(result, "crew_forbidden")
     assert "Traceback" not in result.err
+
+
+def test_a_crew_may_not_start_a_cockpit_not_even_the_demo(run, recruit):
+    """The demo's cockpit is on a throwaway home, but it is still a captain's cockpit
+    (it recruits, answers, dismisses): a crew process is refused before anything starts."""
+    jack = recruit("Jack", "src/a")
+    result = run("demo", "--json", env=jack["env"])
+    assert "demo" in refused_json(result, "crew_forbidden")["message"]
