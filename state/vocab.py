@@ -7,6 +7,7 @@ and the text rules use them without paying pydantic's start-up.
 from __future__ import annotations
 
 SUMMARY_MAX = 1600
+MAX_INPUT_BYTES = 256 * 1024  # a work item's accepted input, as stored (state.work.ledger)
 
 ACTIONS = ("read", "search", "edit", "test", "build", "format", "commit", "version", "delete")
 PATH_ACTIONS = frozenset({"edit", "format", "delete", "commit", "version"})

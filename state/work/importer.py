@@ -219,7 +219,7 @@ def _input_bytes(home: Home, work_id: str, fingerprint: str) -> bytes | None:
     import hashlib
     import stat
 
-    from state.work.ledger import MAX_INPUT_BYTES
+    from state.vocab import MAX_INPUT_BYTES
 
     path = Path(home.root, "work", work_id, "input.json")
     try:

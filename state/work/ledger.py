@@ -30,6 +30,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from state import vocab
 from state.config import DEFAULT_LEASE_SECONDS as DEFAULT_LEASE_SECONDS
 from state.config import DEFAULT_SLOTS as DEFAULT_SLOTS
 from state.config import MAX_ATTEMPTS  # the table of settings bounds max_attempts by it
@@ -61,7 +62,7 @@ EXTERNAL_HOLDER = "external"
 PAGE_MAX = 100
 # Bounds that keep every record of an item readable (store.MAX_RECORD_BYTES): the item's
 # cache holds one attempt per claim, and its input is stored whole.
-MAX_INPUT_BYTES = 256 * 1024
+MAX_INPUT_BYTES = vocab.MAX_INPUT_BYTES
 MAX_COST_USD = 1e9
 
 
