@@ -100,10 +100,15 @@ def loads(data: bytes, *, what: str, ident: str):
 def skip(err: CaptainError) -> None:
     """A listing leaves this row out: say so, once per row per process."""
     ident = str(err.extra.get("id", ""))  # unique across records: wrk_…, whd_…, "wrk_… #3"
+    say_once(ident, f"{PREFIX}{ident}", f"was skipped: {err.message}")
+
+
+def say_once(ident: str, path: str, reason: str) -> None:
+    """Report (``Store.report``, left in place) once per ``ident`` per process."""
     with _lock:
         if ident in _said:
             return
         if len(_said) >= 10_000:
             _said.clear()  # bounded: a ledger this broken is said again, never grows memory
         _said.add(ident)
-    Store.report(f"{PREFIX}{ident}", f"was skipped: {err.message}", moved=False)
+    Store.report(path, reason, moved=False)

@@ -64,8 +64,10 @@ def connect(location: LedgerLocation, *, timeout: float = CONNECT_TIMEOUT):
                            f"the ledger is {location.describe()}, not a PostgreSQL database.")
     psycopg = driver()
     try:
-        return psycopg.connect(location.url, connect_timeout=max(1, int(timeout)),
+        conn = psycopg.connect(location.url, connect_timeout=max(1, int(timeout)),
                                application_name="captain")
+        _read_any_timestamp(conn)
+        return conn
     except psycopg.ProgrammingError as exc:  # libpq could not parse what we let through
         raise CaptainError("invalid_ledger_url",
                            f"libpq could not read the ledger URL {location.shown}: "
@@ -76,6 +78,37 @@ def connect(location: LedgerLocation, *, timeout: float = CONNECT_TIMEOUT):
         raise CaptainError("invalid_ledger_url",
                            f"the ledger URL {location.shown} names a host that cannot be "
                            f"looked up: {location.scrub(_first_lines(exc))}.") from None
+
+
+def _read_any_timestamp(conn) -> None:
+    """A stored time Python cannot hold (``infinity``, a year past 9999: a row damaged past
+    captain) is read as the nearest one it can, and said once, instead of failing the whole
+    query: one damaged row must not take ``tokens list``, ``deliveries list`` or the
+    workspace down with it (docs/ledger.md, "A corrupted row")."""
+    from datetime import datetime, timezone
+
+    from psycopg.types.datetime import TimestampLoader, TimestamptzLoader
+
+    def clamped(base, tz):
+        class Loader(base):
+            def load(self, data):
+                try:
+                    return super().load(data)
+                except driver().DataError:
+                    from state.work import corrupt
+
+                    low = bytes(data).lstrip().startswith(b"-")
+                    shown = bytes(data)[:40].decode("ascii", "replace")
+                    corrupt.say_once(f"timestamp {shown}", f"ledger timestamp {shown!r}",
+                                     "is out of the range captain reads (a row damaged "
+                                     "past captain); shown as the year "
+                                     f"{1 if low else 9999}, the row is otherwise served")
+                    value = datetime.min if low else datetime.max
+                    return value.replace(tzinfo=tz)
+        return Loader
+
+    conn.adapters.register_loader("timestamptz", clamped(TimestamptzLoader, timezone.utc))
+    conn.adapters.register_loader("timestamp", clamped(TimestampLoader, None))
 
 
 def unreachable(location: LedgerLocation, exc: BaseException) -> CaptainError:

@@ -174,3 +174,39 @@ def test_an_input_edited_since_it_was_accepted_is_never_replayed(tmp_path: Path,
     refused_corrupt(replay.replay, home, item.work_id, actor="captain", reason="again",
                     ident=item.work_id)
     assert len(ledger.all_ids(home)) == 1
+
+
+def test_a_time_python_cannot_hold_fails_no_listing(tmp_path: Path, pg) -> None:
+    """``infinity`` or a year past 9999 in a token's, a delivery's or the workspace's time
+    (damaged past captain): the rows are served with the nearest time captain can hold,
+    the damage is said once, and tokens, deliveries, the workspace and claims go on (they
+    failed whole: "timestamp too large")."""
+    from state.home import Home
+    from state.work import tokens
+
+    home = pg.home(tmp_path / "home")
+    (home.root / "config.toml").write_text((home.root / "config.toml").read_text()
+                                           + "\n[endpoints.gh]\n")
+    home = Home(home.root)
+    workspace = tokens.workspace_id(home)
+    good, _ = tokens.create(home, "member", "good")
+    bad, _ = tokens.create(home, "member", "bad")
+    one, two = (deliveries.ingest(home, "gh", f"d-{n}", b"{}").delivery.delivery_id
+                for n in range(2))
+    with raw_database(home) as db:
+        db.execute("UPDATE ledger_meta SET created_at = 'infinity'")
+        db.execute("UPDATE api_tokens SET created_at = '-infinity', revoked_at = 'infinity' "
+                   "WHERE token_id = %s", (bad.token_id,))
+        db.execute("UPDATE deliveries SET received_at = 'infinity' WHERE delivery_id = %s",
+                   (one,))
+    Store.reported(), Store.warnings()
+    for _ in range(3):  # said once however often it is read
+        assert tokens.workspace_id(Home(home.root)) == workspace
+        listed = {t.token_id: t for t in tokens.store_for(home).records()}
+        assert set(listed) == {good.token_id, bad.token_id}
+        assert listed[bad.token_id].revoked_at.year == 9999
+        page, _ = deliveries.page(home, endpoint_id="gh")
+        assert [r.delivery_id for r in page] == [two, one]  # 'infinity' sorts last
+    said = [r for r in Store.warnings() if r[0].startswith("ledger timestamp")]
+    assert sorted(p for p, _ in said) == ["ledger timestamp '-infinity'",
+                                          "ledger timestamp 'infinity'"], said
