@@ -1,7 +1,11 @@
 """The work ledger through the real CLI: ``captain work ...`` and ``captain deliveries ...``.
 
-Every call is ``python -m captain_tui`` as a subprocess (the ``cli`` fixture). Refusals are
-checked by code and exit 1, in JSON and in the human line on stderr; usage errors exit 2.
+Every call is ``captain_tui.cli.main.main(argv)`` in this process, in the world a fresh
+``python -m captain_tui`` would have (``support.cli.InProcess``); the tests marked
+``in_a_process`` run every call as a real subprocess instead (the ``cli`` fixture), so the
+entry point, stdin, exit codes and a crew's environment are seen through a real process
+too. Refusals are checked by code and exit 1, in JSON and in the human line on stderr;
+usage errors exit 2.
 Only bulk set-up (a hundred items for paging) is written in-process, through the same
 ``state.work.ledger`` functions the CLI calls.
 """
@@ -15,7 +19,7 @@ from datetime import datetime, timedelta
 
 import pytest
 from support import deliveries as delivery_store
-from support.cli import Run, ok, refused
+from support.cli import InProcess, Run, ok, refused
 from support.ledger_backends import (  # noqa: F401
     ON_BOTH,
     cli_ledger,
@@ -34,13 +38,16 @@ BODY = '{"marker": "RAW-WEBHOOK-BODY-NEVER-PRINTED-5d1e", "token": "hunter2"}'
 # -- helpers --------------------------------------------------------------------------------
 
 
+IN_A_PROCESS = pytest.mark.in_a_process
+
+
 @pytest.fixture
-def run(cli, cli_ledger):  # noqa: F811
-    """The ``cli`` fixture, asserting on every call that no traceback reached a person. Every
-    test here is marked ``ON_BOTH``: it runs on the home's files, and again on a fresh
-    PostgreSQL ledger (``CAPTAIN_LEDGER_URL`` in every process, this one's in-process calls
-    too)."""
-    return Run(cli)
+def run(request, cli, cli_ledger):  # noqa: F811
+    """The CLI, asserting on every call that no traceback reached a person: in this process,
+    or a real process per call for a test marked ``IN_A_PROCESS``. Every test here is marked
+    ``ON_BOTH``: it runs on the home's files, and again on a fresh PostgreSQL ledger
+    (``CAPTAIN_LEDGER_URL`` in every call, this test's own ledger calls too)."""
+    return Run(cli if request.node.get_closest_marker("in_a_process") else InProcess(cli))
 
 
 def refused_human(result, code: str) -> str:
@@ -358,6 +365,7 @@ def test_not_reconciling_and_stale_resolve(run):
 
 
 @ON_BOTH
+@IN_A_PROCESS
 def test_delivery_conflict(run, home):
     configure(home, "[endpoints.gh]\n")
     first = ok(run("deliveries", "ingest", "--endpoint", "gh", "--delivery-id", "abc",
@@ -389,6 +397,7 @@ def test_unknown_endpoint(run, home):
 
 
 @ON_BOTH
+@IN_A_PROCESS
 def test_unknown_delivery(run):
     for did in ("whd_AAAAAAAA", "nope"):
         refused(run("deliveries", "show", did, "--json"), "unknown_delivery")
@@ -727,6 +736,7 @@ def test_deliveries_never_print_the_body(run, home):
 
 
 @ON_BOTH
+@IN_A_PROCESS
 def test_no_launch_crew_runs_an_item_and_done_succeeds_it(run):
     r = recruit_no_launch(run, "Jack", task=SECRET)
     assert r["queued"] is False
@@ -846,7 +856,7 @@ def test_two_homes_sharing_one_postgresql_ledger_see_one_ledger(request, tmp_pat
 
     with open_ledgers(request, "postgresql") as made:
         env = {"CAPTAIN_LEDGER_URL": made.fresh_url()}
-        a, b = (Run(Cli(tmp_path / name, project)) for name in ("host-a", "host-b"))
+        a, b = (Run(InProcess(Cli(tmp_path / name, project))) for name in ("host-a", "host-b"))
 
         def both(*args: str):
             return [ok(host(*args, "--json", env=env)) for host in (a, b)]
