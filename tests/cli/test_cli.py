@@ -1,4 +1,5 @@
-"""The protocol through the real CLI: ``python -m captain_tui`` as a subprocess.
+"""The protocol through the CLI: ``main(argv)`` in this process, as a fresh process would
+run it (``support.cli.InProcess``); ``IN_A_PROCESS`` tests run ``python -m captain_tui``.
 
 Every call goes through ``run``, which also asserts that no traceback ever reaches a
 person. Exit codes, stdout JSON and stderr lines are the contract under test.
@@ -15,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from support.cli import Run
+from support.cli import IN_A_PROCESS, runner
 from support.cli import ok as ok_json
 from support.cli import refused as refused_json
 
@@ -27,9 +28,10 @@ REFUSAL_LINE = re.compile(r"^captain: \[([a-z_]+)\] \S")
 
 
 @pytest.fixture
-def run(cli):
-    """The ``cli`` fixture, asserting on every call that no traceback was printed."""
-    return Run(cli)
+def run(request, cli):
+    """The CLI in this process (a real one for ``IN_A_PROCESS``), asserting on every call
+    that no traceback was printed."""
+    return runner(request, cli)
 
 
 def refused_human(result, code: str) -> str:
@@ -74,6 +76,7 @@ def status_row(run, name: str, *flags: str) -> dict | None:
 # -- the happy path -------------------------------------------------------------------------
 
 
+@IN_A_PROCESS
 def test_full_protocol_round_trip(run, project: Path):
     # recruit: separate IDs and the environment a crew process needs
     r = recruit(run, task="Rewrite the docs", owns=("src",), allow=("edit",))
@@ -201,6 +204,7 @@ def test_wait_returns_when_a_notification_arrives(run, cli):
 # -- refusals and usage errors --------------------------------------------------------------
 
 
+@IN_A_PROCESS
 def test_refusal_format_json_and_human(run):
     as_json = run("tell", "Nobody", "hello", "--assignment", "asg_x", "--json")
     refused_json(as_json, "unknown_crew")
@@ -592,6 +596,7 @@ def test_the_captain_role_may_be_unset_empty_or_named(run):
         assert ok_json(run("status", "--json", env=env))["crew"][0]["name"] == "Jack"
 
 
+@IN_A_PROCESS
 def test_a_crew_process_cannot_open_the_cockpit(run, cli):
     jack = recruit(run, "Jack", owns=("src/a",))
     result = run(env=jack["env"])

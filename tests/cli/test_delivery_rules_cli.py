@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 from support import deliveries as stored
-from support.cli import Run, ok, refused
+from support.cli import IN_A_PROCESS, ok, refused, runner
 from support.ledger_backends import ON_BOTH, cli_ledger  # noqa: F401
 from support.postgres import pg_server  # noqa: F401
 
@@ -38,8 +38,8 @@ REFUSAL_LINE = re.compile(r"^captain: \[([a-z_]+)\] \S")
 
 
 @pytest.fixture
-def run(cli, cli_ledger):  # noqa: F811 (files; ON_BOTH tests again on PostgreSQL)
-    return Run(cli, any_exit=True)
+def run(request, cli, cli_ledger):  # noqa: F811 (files; ON_BOTH tests again on PostgreSQL)
+    return runner(request, cli, any_exit=True)
 
 
 def refused_human(result, code: str) -> str:
@@ -116,6 +116,7 @@ def test_deliveries_purge_removes_expired_bodies_and_keeps_the_records(run, home
     assert "RAW-WEBHOOK-BODY" not in again.out + again.err
 
 
+@IN_A_PROCESS
 def test_deliveries_purge_is_the_captains(run, home):
     configure(home, "[endpoints.gone]\nretention_days = 0\n")
     ingest(run, "gone", "g-1")

@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 
 import pytest
 from support import deliveries as delivery_store
-from support.cli import InProcess, Run, ok, refused
+from support.cli import IN_A_PROCESS, InProcess, Run, ok, refused, runner
 from support.ledger_backends import (  # noqa: F401
     ON_BOTH,
     cli_ledger,
@@ -38,16 +38,13 @@ BODY = '{"marker": "RAW-WEBHOOK-BODY-NEVER-PRINTED-5d1e", "token": "hunter2"}'
 # -- helpers --------------------------------------------------------------------------------
 
 
-IN_A_PROCESS = pytest.mark.in_a_process
-
-
 @pytest.fixture
 def run(request, cli, cli_ledger):  # noqa: F811
     """The CLI, asserting on every call that no traceback reached a person: in this process,
     or a real process per call for a test marked ``IN_A_PROCESS``. Every test here is marked
     ``ON_BOTH``: it runs on the home's files, and again on a fresh PostgreSQL ledger
     (``CAPTAIN_LEDGER_URL`` in every call, this test's own ledger calls too)."""
-    return Run(cli if request.node.get_closest_marker("in_a_process") else InProcess(cli))
+    return runner(request, cli)
 
 
 def refused_human(result, code: str) -> str:

@@ -11,7 +11,7 @@ import sys
 import time
 
 import pytest
-from support.cli import Run, ok, refused
+from support.cli import IN_A_PROCESS, ok, refused, runner
 from support.postgres import pg_server, pg_url  # noqa: F401 - the fixtures
 
 from state.home import Home
@@ -21,8 +21,8 @@ SECRET = "Hunter2-Never-Print-77"
 
 
 @pytest.fixture
-def run(cli):
-    return Run(cli)
+def run(request, cli):
+    return runner(request, cli)
 
 
 def _with_password(url: str) -> str:
@@ -41,6 +41,7 @@ def _no_secret(*results) -> None:
         assert SECRET not in result.out and SECRET not in result.err, result
 
 
+@IN_A_PROCESS
 def test_migrate_an_empty_database_then_again(run, pg_url):  # noqa: F811
     url = _with_password(pg_url)
     first = run("ledger", "migrate", "--url", url)

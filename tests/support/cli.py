@@ -1,7 +1,9 @@
 """The real CLI in tests: ``Run``, the ``cli`` fixture checked on every call, and reading
 its answers: one success, one refusal, each checked whole.
 
-Each test module's ``run`` fixture is ``Run(cli, ...)``. (Not one fixture in a
+Each test module's ``run`` fixture is ``runner(request, cli, ...)``: ``Run`` calling
+``main(argv)`` in this process (``InProcess``), a real process per call for the few tests
+marked ``IN_A_PROCESS``. (Not one fixture in a
 ``tests/cli/conftest.py``: a second module named ``conftest`` would shadow
 ``tests/conftest.py`` for every test module that does ``from conftest import ...``.)
 """
@@ -11,6 +13,8 @@ from __future__ import annotations
 import json
 import sys
 from concurrent.futures import ThreadPoolExecutor
+
+import pytest
 
 from state.errors import CODES
 
@@ -75,6 +79,17 @@ class Run:
 
 
 # -- the CLI in this process ----------------------------------------------------------------
+
+# A CLI test marked so runs every call as a real ``python -m captain_tui`` (``runner``).
+IN_A_PROCESS = pytest.mark.in_a_process
+
+
+def runner(request, cli, **checks) -> Run:
+    """A CLI test module's ``run`` fixture: ``Run`` over ``InProcess(cli)``, or over the real
+    ``cli`` for a test marked ``IN_A_PROCESS`` (each CLI test file keeps a few of those, so
+    the entry point and what only a process has are exercised too)."""
+    real = request.node.get_closest_marker("in_a_process") is not None
+    return Run(cli if real else InProcess(cli), **checks)
 
 
 class InProcess:
