@@ -26,8 +26,7 @@ from pathlib import Path
 import pytest
 from support import deliveries as stored
 from support.cli import IN_A_PROCESS, ok, refused, runner
-from support.ledger_backends import ON_BOTH, cli_ledger  # noqa: F401
-from support.postgres import pg_server  # noqa: F401
+from support.ledger_backends import ON_BOTH
 
 from state.clock import now
 from state.home import Home
@@ -38,7 +37,7 @@ REFUSAL_LINE = re.compile(r"^captain: \[([a-z_]+)\] \S")
 
 
 @pytest.fixture
-def run(request, cli, cli_ledger):  # noqa: F811 (files; ON_BOTH tests again on PostgreSQL)
+def run(request, cli, cli_ledger):  # files; ON_BOTH tests again on PostgreSQL
     return runner(request, cli, any_exit=True)
 
 

@@ -20,12 +20,7 @@ from datetime import datetime, timedelta
 import pytest
 from support import deliveries as delivery_store
 from support.cli import IN_A_PROCESS, InProcess, Run, ok, refused, runner
-from support.ledger_backends import (  # noqa: F401
-    ON_BOTH,
-    cli_ledger,
-    stored_input_and_details,
-)
-from support.postgres import pg_server  # noqa: F401
+from support.ledger_backends import ON_BOTH, stored_input_and_details
 
 from state.work import ledger
 
@@ -39,7 +34,7 @@ BODY = '{"marker": "RAW-WEBHOOK-BODY-NEVER-PRINTED-5d1e", "token": "hunter2"}'
 
 
 @pytest.fixture
-def run(request, cli, cli_ledger):  # noqa: F811
+def run(request, cli, cli_ledger):
     """The CLI, asserting on every call that no traceback reached a person: in this process,
     or a real process per call for a test marked ``IN_A_PROCESS``. Every test here is marked
     ``ON_BOTH``: it runs on the home's files, and again on a fresh PostgreSQL ledger
@@ -493,7 +488,7 @@ def test_list_pagination_has_no_duplicates_or_skips(run, home):
 
 @ON_BOTH
 def test_show_has_attempts_and_events_and_never_the_input_or_detail(run, home,
-                                                                      cli_ledger):  # noqa: F811
+                                                                      cli_ledger):
     item = submit(run, SECRET, "--target-revision", "rev-1")
     wid = item["work_id"]
     data = json.dumps({"input": {"text": SECRET}}, sort_keys=True, ensure_ascii=False,

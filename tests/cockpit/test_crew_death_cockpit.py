@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from support.cockpit import drive, toasts, until
-from support.cockpit_env import plain_terminal, private_config  # noqa: F401 (autouse fixtures)
 
 from captain_tui.cockpit.app import CaptainApp
 from state.crew import deaths as crew_deaths
@@ -19,6 +19,8 @@ from state.models import PaneLocator
 from state.work import ledger
 from widgets.panels.crew import CrewPanel
 from widgets.panels.notifications import NotificationsPanel
+
+pytestmark = pytest.mark.usefixtures("plain_terminal", "private_config")  # support/cockpit_env.py
 
 
 def launched(home: Home, name: str, project: Path):

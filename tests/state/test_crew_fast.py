@@ -21,7 +21,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field, ValidationError
 from support.ledger_backends import open_ledgers
-from support.postgres import pg_server  # noqa: F401
 
 from state import models
 from state.crew import crewlog, protocol
