@@ -20,8 +20,10 @@ REPO = Path(__file__).resolve().parents[1]
 
 # The shared fixtures, for every test module without an import: PostgreSQL (pg_server,
 # pg_url), the ledger on both backends (ledger_backend, ledgers, cli_ledger) and where the
-# cockpit runs (private_config, plain_terminal: a cockpit module asks with usefixtures).
-pytest_plugins = ["support.postgres", "support.ledger_backends", "support.cockpit_env"]
+# cockpit runs (private_config, plain_terminal: a cockpit module asks with usefixtures),
+# a recruited crew (jack).
+pytest_plugins = ["support.postgres", "support.ledger_backends", "support.cockpit_env",
+                  "support.crew"]
 
 # Hypothesis tries the same examples on every run, so no test passes or fails by luck (a
 # state machine that must reach a refusal reaches it every time). A run that explores anew

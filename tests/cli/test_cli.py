@@ -16,12 +16,11 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from support.cli import IN_A_PROCESS, runner
+from support.cli import IN_A_PROCESS, refused_human, runner
 from support.cli import ok as ok_json
 from support.cli import refused as refused_json
 
 ENVELOPE_KEYS = {"status", "delivery_id", "crew", "assignment_id", "summary", "queued_at"}
-REFUSAL_LINE = re.compile(r"^captain: \[([a-z_]+)\] \S")
 
 
 # -- helpers --------------------------------------------------------------------------------
@@ -32,17 +31,6 @@ def run(request, cli):
     """The CLI in this process (a real one for ``IN_A_PROCESS``), asserting on every call
     that no traceback was printed."""
     return runner(request, cli)
-
-
-def refused_human(result, code: str) -> str:
-    """Exit 1 and a stderr line ``captain: [code] message``; returns the message."""
-    assert result.code == 1, (result.code, result.out, result.err)
-    lines = [line for line in result.err.splitlines() if line.startswith("captain: [")]
-    assert lines, result.err
-    match = REFUSAL_LINE.match(lines[0])
-    assert match, lines[0]
-    assert match.group(1) == code, lines[0]
-    return lines[0][len(f"captain: [{code}] "):]
 
 
 def usage_error(result) -> None:
@@ -360,7 +348,7 @@ def test_done_with_unread_mail_human(run):
     r = recruit(run, task="Do the thing\nwith two lines")
     env = r["env"]
     first = run("done", "Jack", "--report", "R", env=env)
-    refused_human(first, "unread_mail")
+    refused_human(first, "unread_mail", quiet=False)  # the mail is on stdout
     both = first.out + first.err
     assert "Do the thing" in both and "with two lines" in both
     second = run("done", "Jack", "--report", "R", env=env)

@@ -15,7 +15,6 @@ door records) is written in-process through the same ``state.work.deliveries`` f
 from __future__ import annotations
 
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -25,7 +24,7 @@ from pathlib import Path
 
 import pytest
 from support import deliveries as stored
-from support.cli import IN_A_PROCESS, ok, refused, runner
+from support.cli import IN_A_PROCESS, ok, refused, refused_human, runner
 from support.ledger_backends import ON_BOTH
 
 from state.clock import now
@@ -33,21 +32,11 @@ from state.home import Home
 from state.work import deliveries, ledger
 
 BODY = '{"marker": "RAW-WEBHOOK-BODY-NEVER-PRINTED-77c1"}'
-REFUSAL_LINE = re.compile(r"^captain: \[([a-z_]+)\] \S")
 
 
 @pytest.fixture
 def run(request, cli, cli_ledger):  # files; ON_BOTH tests again on PostgreSQL
     return runner(request, cli, any_exit=True)
-
-
-def refused_human(result, code: str) -> str:
-    assert result.code == 1, (result.code, result.out, result.err)
-    assert result.out == ""
-    line = next(x for x in result.err.splitlines() if x.startswith("captain: ["))
-    match = REFUSAL_LINE.match(line)
-    assert match and match.group(1) == code, line
-    return line
 
 
 def configure(home: Home, text: str) -> None:

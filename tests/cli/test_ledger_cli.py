@@ -19,12 +19,11 @@ from datetime import datetime, timedelta
 
 import pytest
 from support import deliveries as delivery_store
-from support.cli import IN_A_PROCESS, InProcess, Run, ok, refused, runner
+from support.cli import IN_A_PROCESS, InProcess, Run, ok, refused, refused_human, runner
 from support.ledger_backends import ON_BOTH, stored_input_and_details
 
 from state.work import ledger
 
-REFUSAL_LINE = re.compile(r"^captain: \[([a-z_]+)\] \S")
 SECRET = "PLEASE-NEVER-PRINT-THIS-INPUT-7f3a"
 DETAIL = "PRIVATE-DETAIL-NEVER-PRINTED-91c2"
 BODY = '{"marker": "RAW-WEBHOOK-BODY-NEVER-PRINTED-5d1e", "token": "hunter2"}'
@@ -40,17 +39,6 @@ def run(request, cli, cli_ledger):
     ``ON_BOTH``: it runs on the home's files, and again on a fresh PostgreSQL ledger
     (``CAPTAIN_LEDGER_URL`` in every call, this test's own ledger calls too)."""
     return runner(request, cli)
-
-
-def refused_human(result, code: str) -> str:
-    """Exit 1, nothing on stdout, and one ``captain: [code] message`` line on stderr."""
-    assert result.code == 1, (result.code, result.out, result.err)
-    assert result.out == "", result.out
-    lines = [line for line in result.err.splitlines() if line.startswith("captain: [")]
-    assert lines, result.err
-    match = REFUSAL_LINE.match(lines[0])
-    assert match and match.group(1) == code, lines[0]
-    return lines[0][len(f"captain: [{code}] "):]
 
 
 def usage(result) -> None:

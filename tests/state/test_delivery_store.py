@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 from support import deliveries as stored
+from support.crew import refused
 from support.ledger_backends import open_ledgers
 
-from state.errors import CaptainError
 from state.home import Home
 from state.work import deliveries, delivery_store, ledger
 from state.work.backend import backend_for
@@ -43,13 +43,6 @@ def on(ledgers, root: Path, config: str = CONFIG) -> Home:
     with (root / "config.toml").open("a") as f:
         f.write("\n" + config)
     return Home(root)
-
-
-def refused(code: str, fn, *args, **kwargs) -> CaptainError:
-    with pytest.raises(CaptainError) as err:
-        fn(*args, **kwargs)
-    assert err.value.code == code, err.value
-    return err.value
 
 
 # -- the interface, on both stores -------------------------------------------------------------

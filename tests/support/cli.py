@@ -11,6 +11,7 @@ marked ``IN_A_PROCESS``. (Not one fixture in a
 from __future__ import annotations
 
 import json
+import re
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
@@ -31,6 +32,24 @@ def ok_clean(result) -> dict:
     """``ok``, and no traceback on stderr either (a warning may be there)."""
     assert "Traceback" not in result.err, result.err
     return ok(result)
+
+
+REFUSAL_LINE = re.compile(r"^captain: \[([a-z_]+)\] \S")
+
+
+def refused_human(result, code: str, *, quiet: bool = True) -> str:
+    """Exit 1, nothing on stdout (unless not ``quiet``: a refusal that hands over what it is
+    about, like ``done`` with unread mail), and a ``captain: [code] message`` line on stderr
+    (the first such line: a warning may come before it); returns the message."""
+    assert result.code == 1, (result.code, result.out[:2000], result.err[:2000])
+    if quiet:
+        assert result.out == "", result.out[:2000]
+    lines = [line for line in result.err.splitlines() if line.startswith("captain: [")]
+    assert lines, result.err
+    match = REFUSAL_LINE.match(lines[0])
+    assert match and match.group(1) == code, lines[0]
+    assert code in CODES, code
+    return lines[0][len(f"captain: [{code}] "):]
 
 
 def refused(result, code: str) -> dict:
