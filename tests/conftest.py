@@ -21,9 +21,9 @@ REPO = Path(__file__).resolve().parents[1]
 # The shared fixtures, for every test module without an import: PostgreSQL (pg_server,
 # pg_url), the ledger on both backends (ledger_backend, ledgers, cli_ledger) and where the
 # cockpit runs (private_config, plain_terminal: a cockpit module asks with usefixtures),
-# a recruited crew (jack).
+# a recruited crew (jack); and the order the workers take the files in (support/order.py).
 pytest_plugins = ["support.postgres", "support.ledger_backends", "support.cockpit_env",
-                  "support.crew"]
+                  "support.crew", "support.order"]
 
 # Hypothesis tries the same examples on every run, so no test passes or fails by luck (a
 # state machine that must reach a refusal reaches it every time). A run that explores anew
