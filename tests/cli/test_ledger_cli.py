@@ -3,9 +3,10 @@
 Every call is ``captain_tui.cli.main.main(argv)`` in this process, in the world a fresh
 ``python -m captain_tui`` would have (``support.cli.InProcess``); the tests marked
 ``in_a_process`` run every call as a real subprocess instead (the ``cli`` fixture), so the
-entry point, stdin, exit codes and a crew's environment are seen through a real process
-too. Refusals are checked by code and exit 1, in JSON and in the human line on stderr;
-usage errors exit 2.
+entry point and exit codes are seen through a real process too (stdin and a crew's
+environment are, in tests/cli/test_stdin_and_args.py and test_cli.py's round trip).
+Refusals are checked by code and exit 1, in JSON and in the human line on stderr; usage
+errors exit 2.
 Only bulk set-up (a hundred items for paging) is written in-process, through the same
 ``state.work.ledger`` functions the CLI calls.
 """
@@ -345,7 +346,6 @@ def test_not_reconciling_and_stale_resolve(run):
 
 
 @ON_BOTH
-@IN_A_PROCESS
 def test_delivery_conflict(run, home):
     configure(home, "[endpoints.gh]\n")
     first = ok(run("deliveries", "ingest", "--endpoint", "gh", "--delivery-id", "abc",
@@ -716,7 +716,6 @@ def test_deliveries_never_print_the_body(run, home):
 
 
 @ON_BOTH
-@IN_A_PROCESS
 def test_no_launch_crew_runs_an_item_and_done_succeeds_it(run):
     r = recruit_no_launch(run, "Jack", task=SECRET)
     assert r["queued"] is False
@@ -743,6 +742,7 @@ def test_no_launch_crew_runs_an_item_and_done_succeeds_it(run):
 
 
 @ON_BOTH
+@IN_A_PROCESS
 def test_dismissing_a_no_launch_crew_never_cancels_on_a_guess(run):
     r = recruit_no_launch(run, "Jack")
     dismissed = ok(run("dismiss", "Jack", "--json"))
