@@ -17,7 +17,6 @@ from __future__ import annotations
 # --durations=0 on 2 shared cores (2026-12-01; what matters is the order, not the figures)
 LONGEST_FIRST = (
     "tests/state/test_ledger_crash.py",  # 439 s
-    "tests/cli/test_ledger_cli.py",  # 232 s
     "tests/api/test_api.py",  # 213 s
     "tests/stress/test_stress.py",  # 197 s (fixed chaos times: README's stress summaries)
     "tests/runtime/test_doorbell_tmux.py",  # 129 s
@@ -31,6 +30,7 @@ LONGEST_FIRST = (
     "tests/cockpit/test_app_work.py",  # 64 s
     "tests/runtime/test_ledger_tmux.py",  # 64 s
     "tests/cli/test_read_only_home.py",  # 57 s
+    "tests/cli/test_ledger_cli.py",  # ~50 s since its calls run in process (232 s before)
 )
 
 
