@@ -11,12 +11,26 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from support.ledger_backends import process_env
+from hypothesis import settings
 
 from state.crew.rules import Context
 from state.home import Home
 
 REPO = Path(__file__).resolve().parents[1]
+
+# The shared fixtures, for every test module without an import: PostgreSQL (pg_server,
+# pg_url), the ledger on both backends (ledger_backend, ledgers, cli_ledger) and where the
+# cockpit runs (private_config, plain_terminal: a cockpit module asks with usefixtures),
+# a recruited crew (jack); and the order the workers take the files in (support/order.py).
+pytest_plugins = ["support.postgres", "support.ledger_backends", "support.cockpit_env",
+                  "support.crew", "support.order"]
+
+# Hypothesis tries the same examples on every run, so no test passes or fails by luck (a
+# state machine that must reach a refusal reaches it every time). A run that explores anew
+# is opt-in: `.venv/bin/pytest --hypothesis-profile=explore` (a test's own settings win).
+settings.register_profile("deterministic", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile("deterministic")
 
 
 def _user_world() -> dict[str, object]:
@@ -113,6 +127,8 @@ class Cli:
         self.cwd = cwd
 
     def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        from support.ledger_backends import process_env  # a plugin: imported by pytest first
+
         env = {k: v for k, v in os.environ.items()
                if not k.startswith("CAPTAIN_") or k == "CAPTAIN_TMUX_SOCKET"}
         env["CAPTAIN_HOME"] = str(self.home)

@@ -28,11 +28,6 @@ REPO = Path(__file__).resolve().parents[2]
 EXTENSION = (REPO / "captain_tui" / "agents" / "pi_extension.ts").read_text("utf-8")
 
 
-@pytest.fixture
-def jack(home: Home, project: Path):
-    return protocol.recruit(home, "Jack", "Write the docs", cwd=str(project))
-
-
 def hook(env, agent: str, event: str, stdin, out=None) -> str:
     out = out if out is not None else io.StringIO()
     stream = io.StringIO(stdin) if isinstance(stdin, str) else stdin

@@ -63,11 +63,6 @@ class Hook:
 
 
 @pytest.fixture
-def jack(home: Home, project: Path):
-    return protocol.recruit(home, "Jack", "Write the docs", cwd=str(project))
-
-
-@pytest.fixture
 def hook(jack) -> Hook:
     return Hook(dict(jack.env))
 

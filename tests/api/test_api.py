@@ -28,7 +28,6 @@ import pytest
 from support import deliveries as delivery_store
 from support.api import Reply, Server, captain, cli_env, ok, refused, sign_captain, sign_github
 from support.ledger_backends import BACKENDS, open_ledgers, stored_input_and_details
-from support.postgres import pg_server  # noqa: F401
 
 from state.home import Home
 from state.work import deliveries, ledger, tokens

@@ -22,7 +22,6 @@ import pytest
 from support import deliveries as stored
 from support.api import Server, captain, ok, refused, sign_captain
 from support.ledger_backends import BACKENDS, open_ledgers
-from support.postgres import pg_server  # noqa: F401
 
 from state.home import Home
 from state.work import deliveries

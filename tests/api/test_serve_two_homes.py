@@ -26,7 +26,6 @@ from dataclasses import dataclass
 import pytest
 from support.api import Server, captain, ok, refused, sign_github
 from support.ledger_backends import open_ledgers
-from support.postgres import pg_server  # noqa: F401
 
 from state.home import Home
 from state.work import tokens

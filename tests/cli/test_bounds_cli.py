@@ -3,8 +3,9 @@
 Each test is one way a writer used to acknowledge a record larger than the reader's cap
 (``store.MAX_RECORD_BYTES``), which the next read quarantined: an oversized report detail,
 a dismissal of a crew with more than a thousand unread messages, a recruit owning thousands
-of paths. Every call is ``python -m captain_tui`` as a subprocess; only bulk mail is written
-in-process, as the records ``tell`` writes. Nothing is ever quarantined afterwards, and a
+of paths. Every call is ``main(argv)`` in this process, in a fresh process's world
+(``support.cli.InProcess``; a real process for ``IN_A_PROCESS``); bulk mail is written
+directly, as the records ``tell`` writes. Nothing is ever quarantined afterwards, and a
 refusal writes nothing.
 """
 
@@ -15,7 +16,7 @@ import os
 from pathlib import Path
 
 import pytest
-from support.cli import Run, ok
+from support.cli import IN_A_PROCESS, ok, runner
 
 from state.clock import now
 from state.errors import CODES
@@ -41,9 +42,10 @@ def test_the_documented_limits_are_the_rules():
 
 
 @pytest.fixture
-def run(cli):
-    """The real CLI; no traceback and no quarantine warning ever reach a person."""
-    return Run(cli, no_warnings=True)
+def run(request, cli):
+    """The CLI (in this process; a real one for ``IN_A_PROCESS``); no traceback and no
+    quarantine warning ever reach a person."""
+    return runner(request, cli, no_warnings=True)
 
 
 def refused(result, code: str, *limit: str) -> str:
@@ -100,6 +102,7 @@ def test_an_oversized_detail_is_refused_and_terminal_history_stands(run):
     assert not (run.home / "quarantine").exists()
 
 
+@IN_A_PROCESS
 def test_max_attempts_is_bounded(run):
     over = run("work", "submit", "--text", "x", "--max-attempts", str(MAX_ATTEMPTS + 1),
                "--json")

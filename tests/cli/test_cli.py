@@ -1,4 +1,5 @@
-"""The protocol through the real CLI: ``python -m captain_tui`` as a subprocess.
+"""The protocol through the CLI: ``main(argv)`` in this process, as a fresh process would
+run it (``support.cli.InProcess``); ``IN_A_PROCESS`` tests run ``python -m captain_tui``.
 
 Every call goes through ``run``, which also asserts that no traceback ever reaches a
 person. Exit codes, stdout JSON and stderr lines are the contract under test.
@@ -15,32 +16,21 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from support.cli import Run
+from support.cli import IN_A_PROCESS, refused_human, runner
 from support.cli import ok as ok_json
 from support.cli import refused as refused_json
 
 ENVELOPE_KEYS = {"status", "delivery_id", "crew", "assignment_id", "summary", "queued_at"}
-REFUSAL_LINE = re.compile(r"^captain: \[([a-z_]+)\] \S")
 
 
 # -- helpers --------------------------------------------------------------------------------
 
 
 @pytest.fixture
-def run(cli):
-    """The ``cli`` fixture, asserting on every call that no traceback was printed."""
-    return Run(cli)
-
-
-def refused_human(result, code: str) -> str:
-    """Exit 1 and a stderr line ``captain: [code] message``; returns the message."""
-    assert result.code == 1, (result.code, result.out, result.err)
-    lines = [line for line in result.err.splitlines() if line.startswith("captain: [")]
-    assert lines, result.err
-    match = REFUSAL_LINE.match(lines[0])
-    assert match, lines[0]
-    assert match.group(1) == code, lines[0]
-    return lines[0][len(f"captain: [{code}] "):]
+def run(request, cli):
+    """The CLI in this process (a real one for ``IN_A_PROCESS``), asserting on every call
+    that no traceback was printed."""
+    return runner(request, cli)
 
 
 def usage_error(result, *, as_json: bool = False) -> None:
@@ -78,6 +68,7 @@ def status_row(run, name: str, *flags: str) -> dict | None:
 # -- the happy path -------------------------------------------------------------------------
 
 
+@IN_A_PROCESS
 def test_full_protocol_round_trip(run, project: Path):
     # recruit: separate IDs and the environment a crew process needs
     r = recruit(run, task="Rewrite the docs", owns=("src",), allow=("edit",))
@@ -205,6 +196,7 @@ def test_wait_returns_when_a_notification_arrives(run, cli):
 # -- refusals and usage errors --------------------------------------------------------------
 
 
+@IN_A_PROCESS
 def test_refusal_format_json_and_human(run):
     as_json = run("tell", "Nobody", "hello", "--assignment", "asg_x", "--json")
     refused_json(as_json, "unknown_crew")
@@ -360,7 +352,7 @@ def test_done_with_unread_mail_human(run):
     r = recruit(run, task="Do the thing\nwith two lines")
     env = r["env"]
     first = run("done", "Jack", "--report", "R", env=env)
-    refused_human(first, "unread_mail")
+    refused_human(first, "unread_mail", quiet=False)  # the mail is on stdout
     both = first.out + first.err
     assert "Do the thing" in both and "with two lines" in both
     second = run("done", "Jack", "--report", "R", env=env)
@@ -596,6 +588,7 @@ def test_the_captain_role_may_be_unset_empty_or_named(run):
         assert ok_json(run("status", "--json", env=env))["crew"][0]["name"] == "Jack"
 
 
+@IN_A_PROCESS
 def test_a_crew_process_cannot_open_the_cockpit(run, cli):
     jack = recruit(run, "Jack", owns=("src/a",))
     result = run(env=jack["env"])

@@ -36,7 +36,7 @@ from captain_tui.cli.args import wants_json
 from captain_tui.cli.main import build_parser, main
 from state.errors import CODES
 
-SETTINGS = settings(max_examples=150, deadline=None, derandomize=False,
+SETTINGS = settings(max_examples=150, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 
 COMMANDS = ["crew", "assign", "tell", "answer", "wait", "status", "dismiss", "check", "ask",

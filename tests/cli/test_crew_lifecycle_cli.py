@@ -1,8 +1,9 @@
 """#14 §2 and §4 through the real CLI: a --no-launch crew's lease, captain-side inbox,
 ``--version``, ``hook --help`` and where ``status`` says the home is.
 
-Every call is ``python -m captain_tui`` as a subprocess on a tmp_path home; crews that are
-launched open in the private tmux server tests/conftest.py sets up.
+Every call is ``main(argv)`` in this process (``support.cli.InProcess``; ``python -m
+captain_tui`` for ``IN_A_PROCESS``) on a tmp_path home; crews that are launched open in
+the private tmux server tests/conftest.py sets up.
 """
 
 from __future__ import annotations
@@ -12,12 +13,12 @@ import sys
 import time
 
 import pytest
-from support.cli import Run, ok, refused
+from support.cli import IN_A_PROCESS, ok, refused, runner
 
 
 @pytest.fixture
-def run(cli):
-    return Run(cli, any_exit=True)
+def run(request, cli):
+    return runner(request, cli, any_exit=True)
 
 
 def show(run, work_id: str) -> dict:
@@ -117,6 +118,7 @@ def test_captain_side_inbox_is_a_peek_and_the_crew_still_writes_receipts(run):
 # -- small things: --version, hook's help, where the home is ------------------------------------
 
 
+@IN_A_PROCESS
 def test_version_and_hook_help(run):
     from importlib import metadata
 

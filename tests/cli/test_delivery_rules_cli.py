@@ -15,7 +15,6 @@ door records) is written in-process through the same ``state.work.deliveries`` f
 from __future__ import annotations
 
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -25,30 +24,19 @@ from pathlib import Path
 
 import pytest
 from support import deliveries as stored
-from support.cli import Run, ok, refused
-from support.ledger_backends import ON_BOTH, cli_ledger  # noqa: F401
-from support.postgres import pg_server  # noqa: F401
+from support.cli import IN_A_PROCESS, ok, refused, refused_human, runner
+from support.ledger_backends import ON_BOTH
 
 from state.clock import now
 from state.home import Home
 from state.work import deliveries, ledger
 
 BODY = '{"marker": "RAW-WEBHOOK-BODY-NEVER-PRINTED-77c1"}'
-REFUSAL_LINE = re.compile(r"^captain: \[([a-z_]+)\] \S")
 
 
 @pytest.fixture
-def run(cli, cli_ledger):  # noqa: F811 (files; ON_BOTH tests again on PostgreSQL)
-    return Run(cli, any_exit=True)
-
-
-def refused_human(result, code: str) -> str:
-    assert result.code == 1, (result.code, result.out, result.err)
-    assert result.out == ""
-    line = next(x for x in result.err.splitlines() if x.startswith("captain: ["))
-    match = REFUSAL_LINE.match(line)
-    assert match and match.group(1) == code, line
-    return line
+def run(request, cli, cli_ledger):  # files; ON_BOTH tests again on PostgreSQL
+    return runner(request, cli, any_exit=True)
 
 
 def configure(home: Home, text: str) -> None:
@@ -116,6 +104,7 @@ def test_deliveries_purge_removes_expired_bodies_and_keeps_the_records(run, home
     assert "RAW-WEBHOOK-BODY" not in again.out + again.err
 
 
+@IN_A_PROCESS
 def test_deliveries_purge_is_the_captains(run, home):
     configure(home, "[endpoints.gone]\nretention_days = 0\n")
     ingest(run, "gone", "g-1")

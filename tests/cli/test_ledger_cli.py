@@ -1,7 +1,12 @@
 """The work ledger through the real CLI: ``captain work ...`` and ``captain deliveries ...``.
 
-Every call is ``python -m captain_tui`` as a subprocess (the ``cli`` fixture). Refusals are
-checked by code and exit 1, in JSON and in the human line on stderr; usage errors exit 2.
+Every call is ``captain_tui.cli.main.main(argv)`` in this process, in the world a fresh
+``python -m captain_tui`` would have (``support.cli.InProcess``); the tests marked
+``in_a_process`` run every call as a real subprocess instead (the ``cli`` fixture), so the
+entry point and exit codes are seen through a real process too (stdin and a crew's
+environment are, in tests/cli/test_stdin_and_args.py and test_cli.py's round trip).
+Refusals are checked by code and exit 1, in JSON and in the human line on stderr; usage
+errors exit 2.
 Only bulk set-up (a hundred items for paging) is written in-process, through the same
 ``state.work.ledger`` functions the CLI calls.
 """
@@ -15,17 +20,11 @@ from datetime import datetime, timedelta
 
 import pytest
 from support import deliveries as delivery_store
-from support.cli import Run, ok, refused
-from support.ledger_backends import (  # noqa: F401
-    ON_BOTH,
-    cli_ledger,
-    stored_input_and_details,
-)
-from support.postgres import pg_server  # noqa: F401
+from support.cli import IN_A_PROCESS, InProcess, Run, ok, refused, refused_human, runner
+from support.ledger_backends import ON_BOTH, stored_input_and_details
 
 from state.work import ledger
 
-REFUSAL_LINE = re.compile(r"^captain: \[([a-z_]+)\] \S")
 SECRET = "PLEASE-NEVER-PRINT-THIS-INPUT-7f3a"
 DETAIL = "PRIVATE-DETAIL-NEVER-PRINTED-91c2"
 BODY = '{"marker": "RAW-WEBHOOK-BODY-NEVER-PRINTED-5d1e", "token": "hunter2"}'
@@ -35,23 +34,12 @@ BODY = '{"marker": "RAW-WEBHOOK-BODY-NEVER-PRINTED-5d1e", "token": "hunter2"}'
 
 
 @pytest.fixture
-def run(cli, cli_ledger):  # noqa: F811
-    """The ``cli`` fixture, asserting on every call that no traceback reached a person. Every
-    test here is marked ``ON_BOTH``: it runs on the home's files, and again on a fresh
-    PostgreSQL ledger (``CAPTAIN_LEDGER_URL`` in every process, this one's in-process calls
-    too)."""
-    return Run(cli)
-
-
-def refused_human(result, code: str) -> str:
-    """Exit 1, nothing on stdout, and one ``captain: [code] message`` line on stderr."""
-    assert result.code == 1, (result.code, result.out, result.err)
-    assert result.out == "", result.out
-    lines = [line for line in result.err.splitlines() if line.startswith("captain: [")]
-    assert lines, result.err
-    match = REFUSAL_LINE.match(lines[0])
-    assert match and match.group(1) == code, lines[0]
-    return lines[0][len(f"captain: [{code}] "):]
+def run(request, cli, cli_ledger):
+    """The CLI, asserting on every call that no traceback reached a person: in this process,
+    or a real process per call for a test marked ``IN_A_PROCESS``. Every test here is marked
+    ``ON_BOTH``: it runs on the home's files, and again on a fresh PostgreSQL ledger
+    (``CAPTAIN_LEDGER_URL`` in every call, this test's own ledger calls too)."""
+    return runner(request, cli)
 
 
 def usage(result) -> None:
@@ -389,6 +377,7 @@ def test_unknown_endpoint(run, home):
 
 
 @ON_BOTH
+@IN_A_PROCESS
 def test_unknown_delivery(run):
     for did in ("whd_AAAAAAAA", "nope"):
         refused(run("deliveries", "show", did, "--json"), "unknown_delivery")
@@ -487,7 +476,7 @@ def test_list_pagination_has_no_duplicates_or_skips(run, home):
 
 @ON_BOTH
 def test_show_has_attempts_and_events_and_never_the_input_or_detail(run, home,
-                                                                      cli_ledger):  # noqa: F811
+                                                                      cli_ledger):
     item = submit(run, SECRET, "--target-revision", "rev-1")
     wid = item["work_id"]
     data = json.dumps({"input": {"text": SECRET}}, sort_keys=True, ensure_ascii=False,
@@ -753,6 +742,7 @@ def test_no_launch_crew_runs_an_item_and_done_succeeds_it(run):
 
 
 @ON_BOTH
+@IN_A_PROCESS
 def test_dismissing_a_no_launch_crew_never_cancels_on_a_guess(run):
     r = recruit_no_launch(run, "Jack")
     dismissed = ok(run("dismiss", "Jack", "--json"))
@@ -846,7 +836,7 @@ def test_two_homes_sharing_one_postgresql_ledger_see_one_ledger(request, tmp_pat
 
     with open_ledgers(request, "postgresql") as made:
         env = {"CAPTAIN_LEDGER_URL": made.fresh_url()}
-        a, b = (Run(Cli(tmp_path / name, project)) for name in ("host-a", "host-b"))
+        a, b = (Run(InProcess(Cli(tmp_path / name, project))) for name in ("host-a", "host-b"))
 
         def both(*args: str):
             return [ok(host(*args, "--json", env=env)) for host in (a, b)]

@@ -12,8 +12,7 @@ import time
 
 import pytest
 from conftest import REPO
-from support.cli import Run, ok, refused
-from support.postgres import pg_server, pg_url  # noqa: F401 - the fixtures
+from support.cli import IN_A_PROCESS, ok, refused, runner
 
 from state.home import Home
 from state.work import pg_schema
@@ -22,8 +21,8 @@ SECRET = "Hunter2-Never-Print-77"
 
 
 @pytest.fixture
-def run(cli):
-    return Run(cli)
+def run(request, cli):
+    return runner(request, cli)
 
 
 def _with_password(url: str) -> str:
@@ -42,7 +41,8 @@ def _no_secret(*results) -> None:
         assert SECRET not in result.out and SECRET not in result.err, result
 
 
-def test_migrate_an_empty_database_then_again(run, pg_url):  # noqa: F811
+@IN_A_PROCESS
+def test_migrate_an_empty_database_then_again(run, pg_url):
     url = _with_password(pg_url)
     first = run("ledger", "migrate", "--url", url)
     assert first.code == 0, first.err
@@ -58,7 +58,7 @@ def test_migrate_an_empty_database_then_again(run, pg_url):  # noqa: F811
     _no_secret(first, second, human)
 
 
-def test_migrate_reads_the_homes_url_env_first(run, pg_url):  # noqa: F811
+def test_migrate_reads_the_homes_url_env_first(run, pg_url):
     home = Home(run.home)
     (home.root / "config.toml").write_text(f'[ledger]\nurl = "{_with_password(pg_url)}"\n')
     from_config = run("ledger", "migrate", "--json")
@@ -70,7 +70,7 @@ def test_migrate_reads_the_homes_url_env_first(run, pg_url):  # noqa: F811
     _no_secret(from_config, from_env)
 
 
-def test_two_migrations_at_once_both_succeed_and_make_one_schema(cli, pg_url):  # noqa: F811
+def test_two_migrations_at_once_both_succeed_and_make_one_schema(cli, pg_url):
     import psycopg
 
     holder = psycopg.connect(pg_url, autocommit=True)
@@ -151,7 +151,7 @@ def test_no_driver_is_a_refusal_naming_the_extra(cli):
     assert SECRET not in proc.stdout + proc.stderr
 
 
-def test_status_says_which_ledger_is_in_use(run, pg_url):  # noqa: F811
+def test_status_says_which_ledger_is_in_use(run, pg_url):
     assert ok(run("status", "--json"))["ledger"]["kind"] == "file"
     assert "Ledger: files in the home" in run("status").out
     env = {"CAPTAIN_LEDGER_URL": _with_password(pg_url)}

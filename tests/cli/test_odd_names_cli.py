@@ -3,7 +3,9 @@
 The issue's example: one ``¹.json`` in a crew's events folder made every crew command fail
 with ``internal_error``. Here one odd name at a time is planted in every folder the store
 lists (as a copy of a real sibling record, the most convincing impostor), then the
-commands people and crews run go through ``python -m captain_tui``: read-only ones answer
+commands people and crews run go through ``main(argv)`` in this process, in a fresh
+process's world (``support.cli.InProcess``; the home is built by ``python -m captain_tui``,
+once per module): read-only ones answer
 exactly what they answer without it and warn; the ones that write quarantine it.
 The Hypothesis search over names, folders and kinds of entry is tests/state/test_odd_names.py.
 """
@@ -17,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from conftest import Cli
+from support.cli import InProcess
 
 from state.errors import CODES
 
@@ -104,7 +107,7 @@ STEMS = ["¹", "١", "1", "99999999999999999999999", "a b", "msg\udcff", "msg_¹
 @pytest.mark.parametrize("stem", STEMS)
 def test_one_odd_name_in_every_folder_never_takes_a_command_down(built, tmp_path, stem):
     template, crew, work_id, answers = built
-    cli = Cli(tmp_path / "home", template.cwd)
+    cli = InProcess(Cli(tmp_path / "home", template.cwd))  # `built` ran a real process
     shutil.copytree(template.home, cli.home, symlinks=True)
     planted = [plant(cli.home, folder, stem) for folder in FOLDERS]
     said = ""

@@ -12,15 +12,13 @@ from pathlib import Path
 
 import pytest
 from support.cli import Run, ok
-from support.ledger_backends import cli_ledger  # noqa: F401
-from support.postgres import pg_server  # noqa: F401
 
 from state.home import Home
 from state.work import tokens
 
 
 @pytest.mark.parametrize("cli_ledger", ["postgresql"], indirect=True)
-def test_two_homes_share_the_tokens_and_say_where_they_are(cli_ledger, tmp_path: Path,  # noqa: F811
+def test_two_homes_share_the_tokens_and_say_where_they_are(cli_ledger, tmp_path: Path,
                                                            project: Path):
     from conftest import Cli
 

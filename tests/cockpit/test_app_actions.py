@@ -7,6 +7,7 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 from support.cockpit import (
     Cockpit,
     as_crew,
@@ -18,7 +19,6 @@ from support.cockpit import (
     type_text,
     until,
 )
-from support.cockpit_env import plain_terminal, private_config  # noqa: F401 (autouse fixtures)
 from support.tmux import needs_tmux
 
 from captain_tui.cockpit import commands
@@ -37,6 +37,8 @@ from widgets.screens.forms import (
 )
 from widgets.screens.help import HelpScreen
 from widgets.screens.settings import SettingsScreen
+
+pytestmark = pytest.mark.usefixtures("plain_terminal", "private_config")  # support/cockpit_env.py
 
 
 def cockpit(home: Home) -> CaptainApp:

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 from support.cockpit import Cockpit, drive, select_row, toasts, until
-from support.cockpit_env import plain_terminal, private_config  # noqa: F401 (autouse fixtures)
 
 from captain_tui.cockpit import commands
 from captain_tui.cockpit.app import CaptainApp
@@ -25,6 +24,8 @@ from state.work import deliveries, ledger
 from widgets.panels.work import WorkPanel
 from widgets.screens.forms import ConfirmScreen, FormScreen
 from widgets.screens.work_forms import ReplayScreen
+
+pytestmark = pytest.mark.usefixtures("plain_terminal", "private_config")  # support/cockpit_env.py
 
 CONFIG = """\
 [endpoints.gone]

@@ -14,9 +14,7 @@ from pathlib import Path
 
 import pytest
 from support.cockpit import drive, until
-from support.cockpit_env import plain_terminal, private_config  # noqa: F401 (autouse fixtures)
 from support.ledger_backends import open_ledgers
-from support.postgres import pg_server  # noqa: F401 (the fixture open_ledgers asks for)
 
 from captain_tui.cockpit.app import CaptainApp
 from state.home import Home
@@ -24,6 +22,8 @@ from state.work import ledger
 from state.work.location import ledger_location
 from widgets.panels.work import WorkPanel
 from widgets.screens.help import HelpScreen
+
+pytestmark = pytest.mark.usefixtures("plain_terminal", "private_config")  # support/cockpit_env.py
 
 NEVER = 600.0  # seconds: a clock that must not be what a test sees
 PASSWORD = "s3cret-pw"

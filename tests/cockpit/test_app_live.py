@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 from support.cockpit import Cockpit, as_crew, crew, drive, toasts, until
-from support.cockpit_env import private_config  # noqa: F401 (autouse fixtures)
 from support.tmux import PrivateTmux, needs_tmux
 
 from captain_tui.cockpit.app import CaptainApp
@@ -25,6 +24,8 @@ from state.crew.protocol import crew_status
 from state.home import Home
 from state.models import RingStamp
 from state.store import encode
+
+pytestmark = pytest.mark.usefixtures("private_config")  # support/cockpit_env.py
 
 
 def cockpit(home: Home, **knobs) -> CaptainApp:

@@ -8,8 +8,8 @@ import asyncio
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import pytest
 from support.cockpit import as_crew, crew, drive, until
-from support.cockpit_env import private_config  # noqa: F401 (autouse fixtures)
 from textual.app import App
 from textual.geometry import Region
 
@@ -21,6 +21,8 @@ from widgets.panels.base import Panel
 from widgets.panels.notifications import NotificationsPanel
 from widgets.panels.row_list import PanelTable
 from widgets.view import NotificationRow
+
+pytestmark = pytest.mark.usefixtures("private_config")  # support/cockpit_env.py
 
 NOW = datetime(2026, 11, 29, 14, 30, 0, tzinfo=timezone.utc)
 

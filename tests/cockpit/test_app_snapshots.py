@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 from support.cockpit import SIZE, until
-from support.cockpit_env import private_config  # noqa: F401 (autouse fixtures)
 
 from captain_tui.cockpit.app import CaptainApp
 from state import clock
@@ -24,6 +23,8 @@ from state.home import Home
 from state.models import RingStamp
 from state.store import encode
 from state.work import ledger
+
+pytestmark = pytest.mark.usefixtures("private_config")  # support/cockpit_env.py
 
 NOW = datetime(2026, 11, 29, 14, 30, 0, tzinfo=timezone.utc)
 PROJECT = "/work/ship"  # recorded, never touched: owned paths show in the assign form

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 from support.cockpit import Cockpit, as_crew, crew, drive, select_row, toasts, until
-from support.cockpit_env import plain_terminal, private_config  # noqa: F401 (autouse fixtures)
 from support.tmux import PrivateTmux, needs_tmux
 
 from captain_tui.cockpit.app import CaptainApp
@@ -18,6 +17,8 @@ from state.crew import protocol
 from state.home import Home
 from widgets.screens.forms import ConfirmScreen
 from widgets.screens.help import HelpScreen
+
+pytestmark = pytest.mark.usefixtures("plain_terminal", "private_config")  # support/cockpit_env.py
 
 NAMES = ("Ada", "Brook", "Cy", "Dee", "Eve")
 

@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 from support.cockpit import Cockpit, crew, drive, select_row, toasts, type_text, until
-from support.cockpit_env import plain_terminal, private_config  # noqa: F401 (autouse fixtures)
 from support.tmux import PrivateTmux, needs_tmux
 from textual.widgets import Label
 
@@ -31,6 +30,8 @@ from widgets.panels.work import WorkPanel
 from widgets.screens.forms import ConfirmScreen, FormScreen
 from widgets.screens.work_forms import ReplayScreen, ResolveScreen
 from widgets.view import WORK_FILTERS
+
+pytestmark = pytest.mark.usefixtures("plain_terminal", "private_config")  # support/cockpit_env.py
 
 
 def cockpit(home: Home) -> CaptainApp:

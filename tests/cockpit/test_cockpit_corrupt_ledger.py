@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 from support.cockpit import Cockpit, crew, drive, toasts, until
-from support.cockpit_env import plain_terminal, private_config  # noqa: F401 (autouse fixtures)
 from support.corrupt import damage_item
 from support.ledger_backends import BACKENDS, open_ledgers
 from support.postgres import pg_server  # noqa: F401
@@ -28,6 +27,8 @@ from widgets.panels.crew import CrewPanel
 from widgets.panels.work import WorkPanel
 
 NEVER = 600.0  # seconds: a clock that must not be what a test sees
+
+pytestmark = pytest.mark.usefixtures("plain_terminal", "private_config")  # support/cockpit_env.py
 
 
 @pytest.fixture(params=BACKENDS)

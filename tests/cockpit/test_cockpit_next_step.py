@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from support.cockpit import (
     Cockpit,
     as_crew,
@@ -19,7 +20,6 @@ from support.cockpit import (
     type_text,
     until,
 )
-from support.cockpit_env import plain_terminal, private_config  # noqa: F401 (autouse fixtures)
 
 from captain_tui.cockpit import commands
 from state.clock import now
@@ -27,6 +27,8 @@ from state.crew import crewlog, mailbox, notify, protocol
 from state.home import Home
 from state.vocab import ended
 from widgets.screens.forms import AssignScreen, ConfirmScreen, FormScreen, RecruitScreen
+
+pytestmark = pytest.mark.usefixtures("plain_terminal", "private_config")  # support/cockpit_env.py
 
 
 def cockpit(home: Home) -> Cockpit:

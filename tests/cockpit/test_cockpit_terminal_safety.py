@@ -13,8 +13,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
 from support.cockpit import as_crew, crew, until
-from support.cockpit_env import private_config  # noqa: F401 (autouse fixtures)
 from textual.geometry import Region
 
 from captain_tui.cockpit.app import CaptainApp
@@ -23,6 +23,8 @@ from state.crew import notify, protocol
 from state.home import Home
 from state.inputs import TERMINAL_UNSAFE
 from widgets.panels.row_list import PanelTable
+
+pytestmark = pytest.mark.usefixtures("private_config")  # support/cockpit_env.py
 
 # what a record's intake lets through differs: summaries keep ESC (an agent said it), text
 # a person typed keeps bidi overrides (names, holders and requesters refuse both at intake)

@@ -8,10 +8,12 @@ settings on every round (docs/store.md, "Settings").
 
 from __future__ import annotations
 
+import pytest
 from support.cockpit import Cockpit, drive, toasts, until
-from support.cockpit_env import private_config  # noqa: F401 (autouse fixtures)
 
 from state.home import Home
+
+pytestmark = pytest.mark.usefixtures("private_config")  # support/cockpit_env.py
 
 BROKEN = "[ledger\nslots = 2\n"
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from support.cockpit import Cockpit, drive, toasts, until
-from support.cockpit_env import plain_terminal, private_config  # noqa: F401 (autouse fixtures)
 
 from state.crew import deaths as crew_deaths
 from state.crew import protocol
@@ -18,6 +18,8 @@ from state.models import PaneLocator
 from state.work import ledger
 from widgets.panels.crew import CrewPanel
 from widgets.panels.notifications import NotificationsPanel
+
+pytestmark = pytest.mark.usefixtures("plain_terminal", "private_config")  # support/cockpit_env.py
 
 
 def launched(home: Home, name: str, project: Path):

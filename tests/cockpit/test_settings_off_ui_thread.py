@@ -9,14 +9,16 @@ import os
 import threading
 from pathlib import Path
 
+import pytest
 from support.cockpit import Cockpit, drive, toasts, until
-from support.cockpit_env import plain_terminal, private_config  # noqa: F401 (autouse fixtures)
 
 from captain_tui.cockpit import prefs as settings
 from state.home import Home
 from widgets.screens.settings import SettingsScreen
 
 PATIENCE = 5.0  # seconds the stuck write is held while the UI is asked to answer
+
+pytestmark = pytest.mark.usefixtures("plain_terminal", "private_config")  # support/cockpit_env.py
 
 
 def test_a_stuck_settings_write_does_not_freeze_the_cockpit(home: Home):

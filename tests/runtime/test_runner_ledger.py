@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from support.cockpit import crew
 from support.ledger_backends import open_ledgers
-from support.postgres import pg_server  # noqa: F401 (the fixture open_ledgers asks for)
 
 from captain_tui.runtime import runner as runner_module
 from captain_tui.runtime.runner import Runner

@@ -20,8 +20,8 @@ from conftest import crew_ctx
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field, ValidationError
+from support.crew import EDITOR, hire
 from support.ledger_backends import open_ledgers
-from support.postgres import pg_server  # noqa: F401
 
 from state import models
 from state.crew import crewlog, protocol
@@ -211,11 +211,6 @@ def outcome(fn) -> tuple:
     return ("verdict", verdict.allowed, verdict.reason)
 
 
-def hire(home: Home, project: Path, name: str = "Jack"):
-    return protocol.recruit(home, name, "Do the thing", owns=["src"], allow=["edit", "read"],
-                            cwd=str(project))
-
-
 def _done(home, r):
     protocol.inbox(home, r.crew, deliver=lambda b: None, ctx=crew_ctx(r))
     protocol.done(home, r.crew, "changed it", ctx=crew_ctx(r))
@@ -252,7 +247,7 @@ SCENARIOS = {
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_fast_check_says_what_the_protocol_says(home: Home, project: Path, scenario: str):
     setup, name, action, paths, assignment, ctx_of = SCENARIOS[scenario]
-    r = hire(home, project)
+    r = hire(home, project, **EDITOR)
     if setup is not None:
         setup(home, r)
     assignment = r.assignment_id if assignment == "self" else assignment
@@ -268,7 +263,7 @@ def test_fast_check_says_what_the_protocol_says(home: Home, project: Path, scena
 
 
 def test_a_snapshot_behind_its_events_is_declined_and_the_full_path_folds_them(home, project):
-    r = hire(home, project)
+    r = hire(home, project, **EDITOR)
     key = "jack"
     before = home.snapshot_path(key).read_bytes()
     protocol.ask(home, "Jack", "which?", ctx=crew_ctx(r))
@@ -281,7 +276,7 @@ def test_a_snapshot_behind_its_events_is_declined_and_the_full_path_folds_them(h
 
 def test_a_missing_or_damaged_snapshot_is_declined_and_quarantined_by_the_full_path(
         home, project):
-    r = hire(home, project)
+    r = hire(home, project, **EDITOR)
     path = home.snapshot_path("jack")
     path.write_bytes(b'{"schema": 1, "seq": "one"}')
     with pytest.raises(plain.Unsure):
@@ -307,7 +302,7 @@ def _tail_not_settled(home: Home, r, key: str = "jack") -> None:
 @pytest.mark.parametrize("tail", ["recruited", "asked"])
 def test_a_newest_event_without_its_records_is_declined_and_the_full_path_settles_it(
         home, project, tail):
-    r = hire(home, project)
+    r = hire(home, project, **EDITOR)
     if tail == "asked":
         protocol.inbox(home, "Jack", deliver=lambda b: None, ctx=crew_ctx(r))
         protocol.ask(home, "Jack", "which?", ctx=crew_ctx(r))
@@ -322,7 +317,7 @@ def test_a_newest_event_without_its_records_is_declined_and_the_full_path_settle
 
 
 def test_a_recruit_whose_work_item_is_missing_is_declined(home, project):
-    r = hire(home, project)
+    r = hire(home, project, **EDITOR)
     work = home.root / "work" / f"wrk_{r.assignment_id.split('_', 1)[1]}"
     (work / "events" / "00000001.json").rename(work / "moved-away")
     with pytest.raises(plain.Unsure):
@@ -338,7 +333,7 @@ def test_on_a_shared_ledger_the_fast_path_knows_the_work_item_without_the_databa
     outlive a kill that rolled the item back: test_ledger_crash's crew scenarios.)"""
     with open_ledgers(request, "postgresql") as made:
         home = made.home(tmp_path / "home")
-        r = hire(home, project)
+        r = hire(home, project, **EDITOR)
         work_id = f"wrk_{r.assignment_id.split('_', 1)[1]}"
         assert not (home.root / "work" / work_id).exists(), "the item is in the database"
         # recruit settles inside its own transaction: not noted before it is committed
@@ -357,7 +352,7 @@ def test_on_a_shared_ledger_the_fast_path_knows_the_work_item_without_the_databa
 
 @pytest.mark.parametrize("tail", ["done", "dismissed"])
 def test_a_finished_or_dismissed_crew_is_left_to_the_full_path(home, project, tail):
-    r = hire(home, project)
+    r = hire(home, project, **EDITOR)
     _done(home, r) if tail == "done" else protocol.dismiss(home, "Jack")
     with pytest.raises(plain.Unsure):
         crew_fast.open_locked(home, "jack")
@@ -381,7 +376,7 @@ def _normalised(home: Home, replace: dict[str, str]) -> dict[str, bytes]:
 def _twins(tmp_path: Path, project: Path, story) -> tuple[list[Home], object]:
     """One home after ``story``, and an exact copy of it: the same crew, IDs and stamps."""
     first = Home(tmp_path / "fast")
-    r = hire(first, project)
+    r = hire(first, project, **EDITOR)
     story(first, r)
     shutil.copytree(first.root, tmp_path / "full", symlinks=True)
     return [first, Home(tmp_path / "full")], r
@@ -446,7 +441,7 @@ ASKS = {
 @pytest.mark.parametrize("scenario", sorted(ASKS))
 def test_fast_ask_refuses_as_the_protocol_does(home, project, scenario):
     setup, name, text, assignment, ctx_of = ASKS[scenario]
-    r = hire(home, project)
+    r = hire(home, project, **EDITOR)
     protocol.inbox(home, "Jack", deliver=lambda b: None, ctx=crew_ctx(r))
     if setup is not None:
         setup(home, r)
@@ -466,7 +461,7 @@ def test_fast_ask_refuses_as_the_protocol_does(home, project, scenario):
 
 
 def test_the_fast_inbox_refuses_as_the_protocol_does(home, project):
-    r = hire(home, project)
+    r = hire(home, project, **EDITOR)
     protocol.inbox(home, "Jack", deliver=lambda b: None, ctx=crew_ctx(r))
     stale = Context("crew", "Jack", "inc_OLD", r.assignment_id)
     for name, ctx in (("Jack", stale), ("Nobody", crew_ctx(r))):

@@ -23,10 +23,9 @@ from pathlib import Path
 
 import pytest
 from support import deliveries as stored
-from support.ledger_backends import ledger_backend, ledgers, open_ledgers  # noqa: F401
-from support.postgres import pg_server  # noqa: F401
+from support.crew import refused
+from support.ledger_backends import open_ledgers
 
-from state.errors import CaptainError
 from state.home import Home
 from state.work import deliveries, delivery_store, ledger
 from state.work.backend import backend_for
@@ -39,24 +38,17 @@ CONFIG = ('[endpoints.gh]\nevents = ["push"]\nretention_days = 7\n\n'
           '[endpoints.quiet]\n\n[endpoints.old]\n')
 
 
-def on(ledgers, root: Path, config: str = CONFIG) -> Home:  # noqa: F811
+def on(ledgers, root: Path, config: str = CONFIG) -> Home:
     ledgers.home(root)
     with (root / "config.toml").open("a") as f:
         f.write("\n" + config)
     return Home(root)
 
 
-def refused(code: str, fn, *args, **kwargs) -> CaptainError:
-    with pytest.raises(CaptainError) as err:
-        fn(*args, **kwargs)
-    assert err.value.code == code, err.value
-    return err.value
-
-
 # -- the interface, on both stores -------------------------------------------------------------
 
 
-def test_each_store_implements_the_whole_interface(tmp_path: Path, ledgers) -> None:  # noqa: F811
+def test_each_store_implements_the_whole_interface(tmp_path: Path, ledgers) -> None:
     home = on(ledgers, tmp_path / "home")
     chosen = deliveries.store_for(home)
     assert chosen.name == backend_for(home).name  # one decision: where the ledger is
@@ -75,7 +67,7 @@ def test_each_store_implements_the_whole_interface(tmp_path: Path, ledgers) -> N
 
 
 def test_a_body_once_body_is_claimed_for_its_window_then_purged(tmp_path: Path,
-                                                                ledgers) -> None:  # noqa: F811
+                                                                ledgers) -> None:
     home = on(ledgers, tmp_path / "home")
     first = deliveries.ingest(home, "gh", "x-1", BODY, event="push", at=T0, body_once=True)
     assert not first.duplicate and stored.body_claims(home) == 1
@@ -116,7 +108,7 @@ def test_a_body_once_body_is_claimed_for_its_window_then_purged(tmp_path: Path,
             (intake.delivery.body_sha256, len(BODY))
 
 
-def test_refusals_are_bounded_by_count_and_by_age(tmp_path: Path, ledgers,  # noqa: F811
+def test_refusals_are_bounded_by_count_and_by_age(tmp_path: Path, ledgers,
                                                   monkeypatch) -> None:
     home = on(ledgers, tmp_path / "home")
     monkeypatch.setattr(deliveries, "MAX_REJECTIONS", 3)
@@ -135,7 +127,7 @@ def test_refusals_are_bounded_by_count_and_by_age(tmp_path: Path, ledgers,  # no
     assert len(kept.source_delivery_id) == deliveries.SOURCE_ID_MAX and len(kept.reason) == 500
 
 
-def test_lists_keep_their_order_cursors_and_filters(tmp_path: Path, ledgers) -> None:  # noqa: F811
+def test_lists_keep_their_order_cursors_and_filters(tmp_path: Path, ledgers) -> None:
     home = on(ledgers, tmp_path / "home")
     # received out of ID order: the list is by (received_at, delivery_id), newest last
     late = deliveries.ingest(home, "gh", "d-late", BODY, event="push",

@@ -16,8 +16,6 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from support.ledger_backends import ledger_backend, ledgers  # noqa: F401
-from support.postgres import pg_server  # noqa: F401
 
 from state.clock import Fixed, using
 from state.errors import CaptainError
@@ -32,7 +30,7 @@ def members(protocol: type) -> set[str]:
             if not name.startswith("_") and (inspect.isfunction(value) or name == "name")}
 
 
-def test_each_backend_implements_the_whole_interface(tmp_path: Path, ledgers) -> None:  # noqa: F811
+def test_each_backend_implements_the_whole_interface(tmp_path: Path, ledgers) -> None:
     chosen = backend.backend_for(ledgers.home(tmp_path / "home"))
     if ledgers.postgres:
         from state.work.pg_backend import PostgresBackend as expected
@@ -50,7 +48,7 @@ def test_each_backend_implements_the_whole_interface(tmp_path: Path, ledgers) ->
                 assert list(got.parameters) == list(wanted.parameters), name
 
 
-def test_a_transaction_inside_another_joins_it_in_one_order(tmp_path: Path, ledgers) -> None:  # noqa: F811
+def test_a_transaction_inside_another_joins_it_in_one_order(tmp_path: Path, ledgers) -> None:
     home = ledgers.home(tmp_path / "home")
     item = ledger.accept(home, source="chat", input={"text": "x"}, requester="alice")
     with ledger.capacity(home):
@@ -65,7 +63,7 @@ def test_a_transaction_inside_another_joins_it_in_one_order(tmp_path: Path, ledg
     assert err.value.code == "store_error"
 
 
-def test_another_thread_waits_for_the_ledger(tmp_path: Path, ledgers) -> None:  # noqa: F811
+def test_another_thread_waits_for_the_ledger(tmp_path: Path, ledgers) -> None:
     home = ledgers.home(tmp_path / "home")
     entered = threading.Event()
     with ledger.capacity(home):
@@ -79,7 +77,7 @@ def test_another_thread_waits_for_the_ledger(tmp_path: Path, ledgers) -> None:  
     assert entered.is_set()
 
 
-def test_leases_are_given_by_the_backends_clock(tmp_path: Path, ledgers) -> None:  # noqa: F811
+def test_leases_are_given_by_the_backends_clock(tmp_path: Path, ledgers) -> None:
     home = ledgers.home(tmp_path / "home")
     if ledgers.postgres:
         # the database's clock, never this host's: a lease taken here expires by the same
@@ -108,7 +106,7 @@ def test_leases_are_given_by_the_backends_clock(tmp_path: Path, ledgers) -> None
     assert [e.at for e in ledger.events(home, item.work_id)] == [T0, T0]
 
 
-def test_append_is_a_compare_and_set(tmp_path: Path, ledgers) -> None:  # noqa: F811
+def test_append_is_a_compare_and_set(tmp_path: Path, ledgers) -> None:
     home = ledgers.home(tmp_path / "home")
     item = ledger.accept(home, source="chat", input={"text": "x"}, requester="alice", at=T0)
     first = ledger.events(home, item.work_id)[0]
@@ -123,7 +121,7 @@ def test_append_is_a_compare_and_set(tmp_path: Path, ledgers) -> None:  # noqa: 
     assert ledger.load(home, item.work_id) == item
 
 
-def test_pages_have_the_same_cursors_on_every_backend(tmp_path: Path, ledgers) -> None:  # noqa: F811
+def test_pages_have_the_same_cursors_on_every_backend(tmp_path: Path, ledgers) -> None:
     home = ledgers.home(tmp_path / "home")
     ids = [ledger.accept(home, source="chat" if n % 2 else "webhook", input={"n": n},
                          requester="alice", at=T0).work_id for n in range(5)]

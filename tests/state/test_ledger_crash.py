@@ -45,7 +45,6 @@ from pathlib import Path
 
 import pytest
 from support.ledger_backends import Ledgers
-from support.postgres import pg_server  # noqa: F401
 
 from state.crew import crewlog, protocol, rules
 from state.errors import CaptainError
@@ -658,7 +657,7 @@ PG_SCENARIOS = [s for s in SCENARIOS if s.op in LEDGER_OPS]
 
 
 @pytest.fixture(scope="module")
-def pg_ledgers(pg_server):  # noqa: F811
+def pg_ledgers(pg_server):
     """One database for the module; each scenario's home gets a fresh ledger (a schema)."""
     name = pg_server.create_database()
     try:

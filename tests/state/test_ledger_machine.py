@@ -48,8 +48,7 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
-from support.ledger_backends import Ledgers, ledger_backend, ledgers  # noqa: F401
-from support.postgres import pg_server  # noqa: F401
+from support.ledger_backends import Ledgers
 
 from state.errors import CaptainError
 from state.home import Home
@@ -675,7 +674,7 @@ def no_fsync(monkeypatch):
     monkeypatch.setattr(os, "fsync", lambda fd: None)
 
 
-def test_ledger_state_machine(tmp_path: Path, no_fsync, ledgers) -> None:  # noqa: F811
+def test_ledger_state_machine(tmp_path: Path, no_fsync, ledgers) -> None:
     LedgerMachine.base = tmp_path
     LedgerMachine.ledgers = ledgers
     REACHED.clear()
@@ -690,7 +689,7 @@ def test_ledger_state_machine(tmp_path: Path, no_fsync, ledgers) -> None:  # noq
     assert not missing, f"the machine never reached {missing}: it proved nothing about them"
 
 
-def test_ledger_machine_tour(tmp_path: Path, no_fsync, ledgers) -> None:  # noqa: F811
+def test_ledger_machine_tour(tmp_path: Path, no_fsync, ledgers) -> None:
     """The same machine driven through a fixed script that reaches every transition and
     every refusal, checking the invariants after each step like a Hypothesis run does."""
     LedgerMachine.base = tmp_path
@@ -780,7 +779,7 @@ def test_ledger_machine_tour(tmp_path: Path, no_fsync, ledgers) -> None:  # noqa
     assert not missing, f"the tour no longer reaches {missing}"
 
 
-def test_listing_work_in_a_home_without_any_creates_nothing(tmp_path, ledgers):  # noqa: F811
+def test_listing_work_in_a_home_without_any_creates_nothing(tmp_path, ledgers):
     home = ledgers.home(tmp_path / "home")
     before = sorted(p.name for p in home.root.iterdir())
     assert ledger.open_ids(home) == [] and ledger.all_ids(home) == []

@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 from support.ledger_backends import open_ledgers
-from support.postgres import pg_server  # noqa: F401 (the fixture open_ledgers asks for)
 
 from state.home import Home
 from state.work import backend, ledger, pg_backend

@@ -11,7 +11,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from support.postgres import pg_server, pg_url  # noqa: F401 - the fixtures
 
 from state.errors import CaptainError
 from state.home import Home
@@ -118,7 +117,7 @@ def test_importing_state_loads_no_database_driver(tmp_path: Path):
 
 
 @pytest.fixture
-def db(pg_url):  # noqa: F811 - the imported fixture
+def db(pg_url):
     import psycopg
 
     with psycopg.connect(pg_url, autocommit=True) as conn:
@@ -249,7 +248,7 @@ def test_an_unreachable_server_is_a_refusal_naming_host_and_port():
     assert SECRET not in json.dumps(caught.value.as_json())
 
 
-def test_a_statement_the_database_refuses_is_a_ledger_error(db, pg_url):  # noqa: F811
+def test_a_statement_the_database_refuses_is_a_ledger_error(db, pg_url):
     """A role that may connect but not create tables (PostgreSQL 15's default for the public
     schema): the refusal names the SQLSTATE, and nothing was created."""
     import uuid

@@ -6,31 +6,17 @@ The captain calls with the default context; a crew process is played by
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from conftest import crew_ctx
+from support.crew import hire, refused
 
 from state.crew import crewlog, mailbox, notify, protocol
 from state.crew.rules import Context
-from state.errors import CaptainError
 from state.home import Home
 from state.inputs import MAX_TEXT_BYTES
 from state.models import SUMMARY_MAX, Message
 
 # -- helpers --------------------------------------------------------------------------------
-
-
-def hire(home: Home, project: Path, name: str = "Jack", task: str = "Do the thing", **kw):
-    kw.setdefault("cwd", str(project))
-    return protocol.recruit(home, name, task, **kw)
-
-
-def refused(code: str, fn, *args, **kwargs) -> CaptainError:
-    with pytest.raises(CaptainError) as info:
-        fn(*args, **kwargs)
-    assert info.value.code == code, f"expected {code}, got {info.value.code}: {info.value}"
-    return info.value
 
 
 def read_all(home: Home, r) -> list[Message]:

@@ -17,15 +17,14 @@ import threading
 from pathlib import Path
 
 import pytest
-from support.ledger_backends import ledger_backend, ledgers, open_ledgers  # noqa: F401
-from support.postgres import pg_server  # noqa: F401
+from support.ledger_backends import open_ledgers
 
 from state.errors import CaptainError
 from state.home import Home
 from state.work import backend, token_store, tokens
 
 
-def stored_tokens(ledgers, home: Home) -> dict[str, dict]:  # noqa: F811
+def stored_tokens(ledgers, home: Home) -> dict[str, dict]:
     """The tokens as stored, read past captain: the files, or the rows (another host's
     view, on a connection of our own)."""
     if not ledgers.postgres:
@@ -40,7 +39,7 @@ def stored_tokens(ledgers, home: Home) -> dict[str, dict]:  # noqa: F811
                    "revoked": r[4]} for r in rows}
 
 
-def test_each_store_implements_the_whole_interface(tmp_path: Path, ledgers) -> None:  # noqa: F811
+def test_each_store_implements_the_whole_interface(tmp_path: Path, ledgers) -> None:
     store = tokens.store_for(ledgers.home(tmp_path / "home"))
     assert store.name == backend.backend_for(ledgers.home(tmp_path / "again")).name
     if ledgers.postgres:
@@ -55,7 +54,7 @@ def test_each_store_implements_the_whole_interface(tmp_path: Path, ledgers) -> N
             list(inspect.signature(value).parameters), name
 
 
-def test_create_verify_list_revoke(tmp_path: Path, ledgers) -> None:  # noqa: F811
+def test_create_verify_list_revoke(tmp_path: Path, ledgers) -> None:
     home = ledgers.home(tmp_path / "home")
     manager, manager_secret = tokens.create(home, "manager", "ops")
     member, member_secret = tokens.create(home, "member")
@@ -104,7 +103,7 @@ def test_create_verify_list_revoke(tmp_path: Path, ledgers) -> None:  # noqa: F8
 
 
 def test_the_workspace_is_minted_once_and_a_read_only_home_mints_nothing(
-        tmp_path: Path, ledgers) -> None:  # noqa: F811
+        tmp_path: Path, ledgers) -> None:
     home = ledgers.home(tmp_path / "home")
     looking = Home(home.root, read_only=True)
     assert tokens.workspace_id(looking) is None

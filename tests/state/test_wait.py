@@ -8,10 +8,10 @@ import sys
 import threading
 import time
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from conftest import REPO, crew_ctx
+from support.crew import hire, refused
 
 from state.clock import now
 from state.crew import crewlog, mailbox, notify, protocol, rules
@@ -32,18 +32,6 @@ from state.models import (
 from state.store import encode
 
 # -- helpers --------------------------------------------------------------------------------
-
-
-def hire(home: Home, project: Path, name: str = "Jack", task: str = "Do the thing", **kw):
-    kw.setdefault("cwd", str(project))
-    return protocol.recruit(home, name, task, **kw)
-
-
-def refused(code: str, fn, *args, **kwargs) -> CaptainError:
-    with pytest.raises(CaptainError) as info:
-        fn(*args, **kwargs)
-    assert info.value.code == code, f"expected {code}, got {info.value.code}: {info.value}"
-    return info.value
 
 
 def read_all(home: Home, r):

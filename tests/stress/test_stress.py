@@ -37,7 +37,6 @@ from pathlib import Path
 import pytest
 import stress_harness
 from support.ledger_backends import BACKENDS, open_ledgers
-from support.postgres import pg_server  # noqa: F401 - open_ledgers asks for it on PostgreSQL
 
 from state.clock import now
 from state.home import Home

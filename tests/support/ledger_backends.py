@@ -8,8 +8,9 @@ its own (``search_path`` in the URL's ``options``), migrated by ``captain ledger
 code, so a Hypothesis run that makes forty homes makes forty schemas, not forty databases.
 Every connection the backend opened is closed before the database is dropped.
 
-Use: ``from support.ledger_backends import ledger_backend, ledgers  # noqa: F401`` (with
-``pg_server`` from support.postgres, which ``ledgers`` asks for only on PostgreSQL).
+Use: ask for ``ledgers`` (or ``cli_ledger``): tests/conftest.py registers this module and
+support.postgres (whose ``pg_server`` ``ledgers`` asks for only on PostgreSQL) with
+``pytest_plugins``.
 
 The real CLI and server on both backends: ``cli_ledger`` (files unless a test is marked
 ``ON_BOTH``, i.e. parametrized ``files`` / ``postgresql`` indirectly) puts a fresh, migrated

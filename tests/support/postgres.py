@@ -13,8 +13,8 @@ Without server binaries (or psycopg) the fixtures skip with the reason; with
 ``CAPTAIN_TEST_PG_REQUIRED=1`` (``.ci/run`` sets it) they fail instead: in CI these tests
 must run.
 
-Use: ``from support.postgres import pg_server, pg_url  # noqa: F401`` in the test module
-(not a ``conftest.py``: a second module named ``conftest`` would shadow tests/conftest.py).
+Use: ask for ``pg_server`` or ``pg_url`` (tests/conftest.py registers this module with
+``pytest_plugins``; not a second ``conftest.py``, which would shadow tests/conftest.py).
 """
 
 from __future__ import annotations
