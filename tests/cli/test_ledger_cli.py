@@ -43,9 +43,15 @@ def run(request, cli, cli_ledger):
 
 
 def usage(result) -> None:
+    """Exit 2: argparse's text on stderr, or (asked with --json) one ``usage`` refusal on
+    stdout and nothing on stderr."""
     assert result.code == 2, (result.code, result.out, result.err)
+    if result.out:
+        error = json.loads(result.out)["error"]
+        assert error["code"] == "usage" and error["usage"].startswith("usage:"), error
+        assert result.err == "", result.err
+        return
     assert "usage:" in result.err and "error:" in result.err, result.err
-    assert result.out == ""
 
 
 def configure(home, text: str) -> None:

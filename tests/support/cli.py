@@ -122,10 +122,9 @@ class InProcess:
     - the working directory is the project's for the call, then restored;
     - stdin is the call's text (empty when none: a subprocess here would have read the
       worker's own); stdout and stderr are fresh UTF-8 streams, strict like a pipe's;
-    - what the process remembers between calls is forgotten first: the ledger locations
-      (``state.work.backend._LOCATIONS``), the store's pending reports (kept for the test
-      and put back afterwards); the PostgreSQL connections a call opened are closed after
-      it (a process that ends closes them).
+    - what the process remembers between calls is forgotten first: the store's pending
+      reports (kept for the test and put back afterwards); the PostgreSQL connections a
+      call opened are closed after it (a process that ends closes them).
 
     Calls run one at a time (``Run.many`` runs them in order here): the environment, the
     working directory and the standard streams are the process's own. What only a real
@@ -153,7 +152,6 @@ class InProcess:
 
         from captain_tui.cli.main import main
         from state.store import Store
-        from state.work import backend
 
         wanted = self.env(env)
         saved_env = dict(os.environ)
@@ -168,7 +166,6 @@ class InProcess:
             os.environ.clear()
             os.environ.update(wanted)
             os.chdir(self.cwd)
-            backend._LOCATIONS.clear()
             sys.stdin = io.TextIOWrapper(io.BytesIO((stdin or "").encode()), encoding="utf-8")
             with redirect_stdout(out), redirect_stderr(err):
                 try:
@@ -183,10 +180,12 @@ class InProcess:
             os.chdir(saved_cwd)
             os.environ.clear()
             os.environ.update(saved_env)
-            backend._LOCATIONS.clear()
             _close_backends_but(open_before)
-            Store._reported[:] = pending[0] + Store._reported
-            Store._warned[:] = pending[1] + Store._warned
+            # the test's own reports first, then the call's, through the store's own door
+            fresh = (Store.reported(), Store.warnings())
+            for moved, found in ((True, pending[0] + fresh[0]), (False, pending[1] + fresh[1])):
+                for path, reason in found:
+                    Store.report(path, reason, moved=moved)
         return Result(code, out_b.getvalue().decode("utf-8"), err_b.getvalue().decode("utf-8"))
 
 
