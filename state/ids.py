@@ -17,12 +17,13 @@ def _b32(value: int, length: int) -> str:
 
 def new_id(prefix: str) -> str:
     """``prefix_`` + 10 chars of milliseconds + 16 random chars (80 bits), ULID-style, from
-    the clock (``state.clock``), which a test may fix."""
+    the clock (``state.clock``), which a test may fix; in order within a process."""
     source = clock.current()
     chosen = source.new_id(prefix)
     if chosen is not None:
         return chosen
-    return f"{prefix}_{_b32(source.millis(), 10)}{_b32(source.random80(), 16)}"
+    ms, rnd = source.stamp()
+    return f"{prefix}_{_b32(ms, 10)}{_b32(rnd, 16)}"
 
 
 def derive(prefix: str, other_id: str) -> str:
