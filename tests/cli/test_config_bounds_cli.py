@@ -15,19 +15,17 @@ is), on a real home.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import subprocess
 import sys
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.cli import invoke
 
-from captain_tui.cli.main import main
 from state import config
 from state.home import Home
 from state.store import Store
@@ -49,19 +47,6 @@ OTHER = [("[endpoints.gh]", "routine", ['"yes"', "1"]),
          ("[ledger]", "url", ["5"])]  # url's own code: state/work/location.py
 
 
-def invoke(*argv: str) -> tuple[int, dict | None, str]:
-    """``main(argv)`` with real text streams; (exit, --json payload, stderr)."""
-    out_b, err_b = io.BytesIO(), io.BytesIO()
-    out = io.TextIOWrapper(out_b, encoding="utf-8", write_through=True)
-    err = io.TextIOWrapper(err_b, encoding="utf-8", write_through=True)
-    Store.listener = None
-    with redirect_stdout(out), redirect_stderr(err):
-        try:
-            code = main(list(argv))
-        except SystemExit as exc:
-            code = exc.code
-    text = out_b.getvalue().decode()
-    return code, json.loads(text) if text.strip() else None, err_b.getvalue().decode()
 
 
 @pytest.fixture

@@ -17,36 +17,22 @@ so some recruit fails at every write it makes. On both ledgers, through the CLI'
 from __future__ import annotations
 
 import contextlib
-import io
-import json
 import os
 import shutil
 import subprocess
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
+from support.cli import invoke
 from support.ledger_backends import ON_BOTH, cli_ledger  # noqa: F401
 from support.postgres import pg_server  # noqa: F401
 
-from captain_tui.cli.main import main
 from state.work import ledger
 
 STEP = 4096
 LEVELS = 40  # at most; each test stops once it has succeeded (files: after 8 refusals)
 
 
-def invoke(*argv: str) -> tuple[int, dict | None, str]:
-    out_b, err_b = io.BytesIO(), io.BytesIO()
-    out = io.TextIOWrapper(out_b, encoding="utf-8", write_through=True)
-    err = io.TextIOWrapper(err_b, encoding="utf-8", write_through=True)
-    with redirect_stdout(out), redirect_stderr(err):
-        try:
-            code = main(list(argv))
-        except SystemExit as exc:
-            code = exc.code
-    text = out_b.getvalue().decode()
-    return code, json.loads(text) if text.strip() else None, err_b.getvalue().decode()
 
 
 @pytest.fixture

@@ -13,16 +13,13 @@ addressed by its ID, and a session name tmux would rewrite (``:``, ``.``) is ref
 
 from __future__ import annotations
 
-import io
-import json
 import os
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
+from support.cli import invoke
 from support.tmux import needs_tmux, poll
 
-from captain_tui.cli.main import main
 from state.home import Home
 
 pytestmark = needs_tmux
@@ -31,17 +28,6 @@ ODD = ["semi;", "a;b", "back\\;", "x#{host}y", "h#S", "sp ace", "qu'o\"te", "two
        "$(true)`x`"]
 
 
-def invoke(*argv: str) -> tuple[int, dict | None, str]:
-    out_b, err_b = io.BytesIO(), io.BytesIO()
-    out = io.TextIOWrapper(out_b, encoding="utf-8", write_through=True)
-    err = io.TextIOWrapper(err_b, encoding="utf-8", write_through=True)
-    with redirect_stdout(out), redirect_stderr(err):
-        try:
-            code = main(list(argv))
-        except SystemExit as exc:
-            code = exc.code
-    text = out_b.getvalue().decode()
-    return code, json.loads(text) if text.strip() else None, err_b.getvalue().decode()
 
 
 def test_literal_is_what_tmux_turns_back():

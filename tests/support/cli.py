@@ -200,3 +200,24 @@ def _close_backends_but(kept: set[str]) -> None:
 
     for url in set(pg_backend._BACKENDS) - kept:
         pg_backend.close(url)
+
+
+def invoke(*argv: str) -> tuple[int, dict | None, str]:
+    """``main(argv)`` in this process: the exit code, stdout read as one JSON object (None
+    when empty) and stderr. For tests that set the environment themselves (``InProcess``
+    gives each call a fresh process's world instead)."""
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from captain_tui.cli.main import main
+
+    out_b, err_b = io.BytesIO(), io.BytesIO()
+    out = io.TextIOWrapper(out_b, encoding="utf-8", write_through=True)
+    err = io.TextIOWrapper(err_b, encoding="utf-8", write_through=True)
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            code = main(list(argv))
+        except SystemExit as exc:
+            code = exc.code
+    text = out_b.getvalue().decode()
+    return code, json.loads(text) if text.strip() else None, err_b.getvalue().decode()
