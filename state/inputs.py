@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
@@ -202,8 +203,11 @@ def resolve_path(path: str) -> str | None:
         except (FileNotFoundError, NotADirectoryError):
             missing, done = True, step
             continue
-        except OSError:
-            return None
+        except OSError as exc:
+            if exc.errno != errno.ENAMETOOLONG:
+                return None
+            missing, done = True, step  # a name too long to exist is no link either
+            continue
         if not stat.S_ISLNK(st.st_mode):
             done = step
             continue

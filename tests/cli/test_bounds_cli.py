@@ -106,7 +106,8 @@ def test_an_oversized_detail_is_refused_and_terminal_history_stands(run):
 def test_max_attempts_is_bounded(run):
     over = run("work", "submit", "--text", "x", "--max-attempts", str(MAX_ATTEMPTS + 1),
                "--json")
-    assert over.code == 2 and f"must be 1 to {MAX_ATTEMPTS} attempts" in over.err, over
+    assert over.code == 2, over  # a usage error: with --json, one `usage` refusal
+    assert f"must be 1 to {MAX_ATTEMPTS} attempts" in json.loads(over.out)["error"]["message"]
     assert not (run.home / "work").exists()
     ok(run("work", "submit", "--text", "x", "--max-attempts", str(MAX_ATTEMPTS), "--json"))
 

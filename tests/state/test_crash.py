@@ -27,6 +27,7 @@ from pathlib import Path
 from state.crew import crewlog, rules
 from state.home import Home
 from state.models import (
+    Ack,
     Asked,
     Assigned,
     CrewSnapshot,
@@ -254,7 +255,8 @@ def run_chaos(tmp_path: Path, root: Path, project: Path) -> dict:
 
 
 # the record kind each directory holds
-MODELS = {"mail": Message, "receipts": Receipt, "notifications": Notification}
+# acks: an answer acknowledges its question's `asked` notification
+MODELS = {"mail": Message, "receipts": Receipt, "notifications": Notification, "acks": Ack}
 
 
 def test_random_sigkill_loses_nothing_duplicates_nothing_tears_nothing(tmp_path: Path,
@@ -335,6 +337,11 @@ def test_random_sigkill_loses_nothing_duplicates_nothing_tears_nothing(tmp_path:
                 f"receipt {key_dir.name}/{name} points to no message {where}"
             n_receipts += 1
     assert n_receipts >= len(set(receipts_acked))
+    # every ack (an answer's, of its `asked`) points at that crew's notification
+    for key_dir in sorted((root / "acks").iterdir()) if (root / "acks").exists() else []:
+        for name in store.names(key_dir):
+            assert (root / "notifications" / key_dir.name / f"{name}.json").is_file(), \
+                f"ack {key_dir.name}/{name} points to no notification {where}"
 
     # -- every acknowledged question has its event and its notification --------------------
     for e in entries:
@@ -430,7 +437,7 @@ def test_random_sigkill_loses_nothing_duplicates_nothing_tears_nothing(tmp_path:
             else:
                 raise AssertionError(f"unexpected file {rel / name} {where}")
     for kind, model in MODELS.items():
-        for key_dir in (root / kind).iterdir():
+        for key_dir in (root / kind).iterdir() if (root / kind).exists() else []:
             assert len(store.records(key_dir, model)) == len(store.names(key_dir))
     quarantine = root / "quarantine"
     assert not quarantine.exists() or not os.listdir(quarantine), \
