@@ -4,9 +4,10 @@
 the open items and the newest ``FINISHED_SHOWN`` finished ones (``ledger.open_ids``,
 ``ledger.recent_finished_ids``), never the whole history, so its cost grows with what the
 panel shows; a finished item's history is never rewritten, so once read it is never read
-again, and the finished rows held are the newest ``FINISHED_SHOWN`` of those read. Between rescans, ``apply`` re-reads exactly
-the items the watcher saw change (``feed.routes.route`` maps ``work/<id>/...`` and
-``ledger/open/<id>`` to the item's ID).
+again, and the finished rows held are the newest ``FINISHED_SHOWN`` of those read (an old
+item that finished while watched stays). Between rescans, ``apply`` re-reads exactly the
+items the watcher or the ledger's notifications saw change (``feed.routes.route`` maps
+``work/<id>/...`` and ``ledger/open/<id>`` to the item's ID).
 
 An item that enters needs_reconciliation after the first scan raises an alert, like a bounce.
 
