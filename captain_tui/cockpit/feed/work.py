@@ -88,7 +88,8 @@ class WorkFeed:
                     finished.pop(work_id, None)
             newest = sorted(finished.values(), key=lambda r: (r.updated_at, r.work_id),
                             reverse=True)[:FINISHED_SHOWN]
-            rows.update((r.work_id, r) for r in newest)
+            for row in newest:
+                rows[row.work_id] = row
         except Exception as exc:  # noqa: BLE001 - the Work panel's failure stays its own
             self._failed(exc, alerts)
             return dict(self.rows)
