@@ -680,6 +680,11 @@ def work_phase(tmp: Path, finished: int, small: int, n_events: int, settle: floa
             entry["cost"] = rescan_cost(home)
             _log(f"work panel on {kind}: event -> row, {n_events} events")
             entry["events"] = asyncio.run(_work_events(root, n_events, settle))
+        except Exception as exc:  # noqa: BLE001 - one backend's failure is its row's
+            import traceback
+
+            _log(f"work panel on {kind} failed:\n{traceback.format_exc()}")
+            entry["skipped"] = f"failed: {type(exc).__name__}: {str(exc)[:200]}"
         finally:
             if kind == "postgresql" and pg is not None:
                 pg.stop()
