@@ -684,7 +684,7 @@ def work_phase(tmp: Path, finished: int, small: int, n_events: int, settle: floa
             import traceback
 
             _log(f"work panel on {kind} failed:\n{traceback.format_exc()}")
-            entry["skipped"] = f"failed: {type(exc).__name__}: {str(exc)[:200]}"
+            entry["failed"] = f"{type(exc).__name__}: {str(exc)[:200]}"
         finally:
             if kind == "postgresql" and pg is not None:
                 pg.stop()
@@ -906,9 +906,15 @@ def _work_rows(w: dict) -> list[str]:
     if "skipped" in w:
         return [f"| Work panel on {kind}, {size} finished items | not run: {w['skipped']} | "
                 "— | skipped |"]
-    ev, cost, small = w["events"], w["cost"], w["small_cost"]
     lines = []
-    if ev["events"]:
+    if "cost" not in w:
+        return [f"| Work panel on {kind}, {size} finished items | failed: {w['failed']} | "
+                "— | **missed** |"]
+    ev, cost, small = w.get("events"), w["cost"], w["small_cost"]
+    if ev is None:
+        lines.append(f"| Work panel on {kind}, {size} finished items: work event -> row | "
+                     f"failed: {w['failed']} | p95 <= 100 ms | **missed** |")
+    elif ev["events"]:
         lines.append(
             f"| Work panel on {kind}, {size} finished items: work event (accept, from the "
             f"writer's call) -> row on screen; {ev['events']} events | p50 "
