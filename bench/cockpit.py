@@ -20,11 +20,20 @@
    without panes (``--no-launch``) and, when tmux is installed, once with every crew in a
    live tmux pane (the doorbell then reads each crew's mail).
 
+4. the Work panel on a ledger of ``--work-finished`` finished items (default 100k), on the
+   files and on PostgreSQL (bench/ledger_claims.py's server and bulk fill): work event ->
+   row on screen in the real app (a writer process accepts an item; timed from just
+   before its ``ledger.accept`` call, so the write is included; tidied by a cancel,
+   untimed), and what one periodic Work panel rescan asks of the ledger (item reads, SQL
+   statements, whole-history listings) and costs, against the same ledger at a tenth of
+   the size (at most 1,000): it must not grow with history.
+
 Prints one Markdown table and the machine; ``--json PATH`` also writes every number (and
 the table's rows, under ``rows``).
 
     python bench/cockpit.py [--events 200] [--paint-runs 3] [--idle-seconds 30]
-                            [--big-home PATH] [--quick] [--smoke] [--json PATH]
+                            [--big-home PATH] [--work-finished 100000] [--no-work]
+                            [--quick] [--smoke] [--json PATH]
 """
 
 from __future__ import annotations
@@ -481,6 +490,207 @@ def event_phase(root: Path, n_events: int, label: str, settle: float = 1.0) -> d
     return asyncio.run(_events(root, n_events, label, settle))
 
 
+# -- 4: the Work panel on a ledger of many finished items, on each backend ------------------
+
+
+def work_writer_main(root: str) -> int:
+    """Reads one JSON request a line (``accept``, ``cancel``), does it through the ledger,
+    answers one JSON line with ``t``: time.monotonic() just before the call (conservative:
+    the latency then includes the write itself)."""
+    from state.home import Home
+    from state.work import ledger
+
+    home = Home(Path(root))
+    for line in sys.stdin:
+        req = json.loads(line)
+        try:
+            t = time.monotonic()
+            if req["op"] == "accept":
+                out = {"id": ledger.accept(home, source="chat", input={"text": req["text"]},
+                                           requester="bench").work_id}
+            else:
+                ledger.cancel(home, req["id"], actor="bench")
+                out = {}
+            out["t"] = t
+        except Exception as exc:  # noqa: BLE001 - reported to the bench, which stops
+            out = {"error": f"{type(exc).__name__}: {exc}"}
+        print(json.dumps(out), flush=True)
+    return 0
+
+
+class _WorkReads:
+    """Counts what a Work panel rescan asks of the ledger, going through to the real
+    backend: item reads, listings of every work ID (``all_ids``: the files' ``work/``
+    listing, which ``recent_finished_ids`` walks newest first) and, on PostgreSQL, SQL
+    statements."""
+
+    def __init__(self) -> None:
+        from state.work import ledger
+        from state.work.files import FileBackend
+        from state.work.pg_backend import PostgresBackend
+
+        self.counts = {"item": 0, "all_ids": 0, "sql": 0}
+        counts, real_for = self.counts, ledger.backend_for
+        self._undo = [(ledger, "backend_for", real_for)]
+
+        class Counting:
+            def __init__(self, real) -> None:
+                self.real = real
+
+            def item(self, work_id, *, repair=False):
+                counts["item"] += 1
+                return self.real.item(work_id, repair=repair)
+
+            def __getattr__(self, name):
+                return getattr(self.real, name)
+
+        def counted(owner, name: str, key: str) -> None:
+            real = getattr(owner, name)
+
+            def call(*args, **kwargs):
+                counts[key] += 1
+                return real(*args, **kwargs)
+
+            self._undo.append((owner, name, real))
+            setattr(owner, name, call)
+
+        counted(FileBackend, "all_ids", "all_ids")
+        counted(PostgresBackend, "all_ids", "all_ids")
+        counted(PostgresBackend, "run", "sql")
+        ledger.backend_for = lambda home: Counting(real_for(home))
+
+    def take(self) -> dict:
+        out = dict(self.counts)
+        for k in self.counts:
+            self.counts[k] = 0
+        return out
+
+    def restore(self) -> None:
+        for owner, name, value in reversed(self._undo):
+            setattr(owner, name, value)
+
+
+def rescan_cost(home, runs: int = 5) -> dict:
+    """A fresh Work panel feed's first rescan, then ``runs`` steady ones (what the cockpit
+    repeats on its clock): time and what each asked of the ledger."""
+    from captain_tui.cockpit.feed.work import WorkFeed
+
+    reads = _WorkReads()
+    try:
+        feed = WorkFeed(home)
+        t = time.monotonic()
+        rows = feed.rescan([], announce=False)
+        first = {"ms": (time.monotonic() - t) * 1000, "rows": len(rows), **reads.take()}
+        times, asked = [], []
+        for _ in range(runs):
+            t = time.monotonic()
+            feed.rescan([], announce=False)
+            times.append((time.monotonic() - t) * 1000)
+            asked.append(reads.take())
+    finally:
+        reads.restore()
+    return {"first": first, "steady_ms": statistics.median(times),
+            "steady": max(asked, key=lambda a: a["item"] + a["sql"] + a["all_ids"])}
+
+
+async def _work_events(root: Path, n_events: int, settle: float) -> dict:
+    from bench.report import pct
+    from captain_tui.cockpit.app import CaptainApp
+    from state.home import Home
+    from widgets.panels.work import WorkPanel
+
+    app = CaptainApp(Home(root), run_doorbell=False)
+    writer = await asyncio.create_subprocess_exec(
+        sys.executable, __file__, "--work-writer", str(root), stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(REPO)})
+
+    async def ask(req: dict) -> dict:
+        writer.stdin.write((json.dumps(req) + "\n").encode())
+        await writer.stdin.drain()
+        reply = json.loads(await writer.stdout.readline())
+        if "error" in reply:
+            raise RuntimeError(f"writer refused {req}: {reply['error']}")
+        return reply
+
+    painted, in_table, missed = [], [], 0
+    shown = _Shown()
+    rng = random.Random(7)
+    try:
+        async with app.run_test(size=SIZE, notifications=True):
+            await _wait(lambda: app.scanned and app.view.work, 300, "the first scan")
+            await asyncio.sleep(settle)
+            panel = app.query_one(WorkPanel)
+            for i in range(n_events):
+                before = set(panel._keys)
+                shown.expect("row", lambda p, before=before: p is panel
+                             and any(k not in before for k in p._keys))
+                reply = await ask({"op": "accept", "text": f"bench work {i}"})
+                if not await shown.wait("row", EVENT_TIMEOUT):
+                    missed += 1
+                else:
+                    painted.append((shown.painted["row"] - reply["t"]) * 1000)
+                    in_table.append((shown.data["row"] - reply["t"]) * 1000)
+                # tidy up, untimed: the new item finishes, the panel keeps its size
+                await ask({"op": "cancel", "id": reply["id"]})
+                await _wait(lambda r=reply: (w := app.view.work.get(r["id"])) is not None
+                            and w.finished, 30, "the cancelled item to show finished",
+                            every=0.01)
+                await asyncio.sleep(rng.uniform(0.03, 0.08))
+    finally:
+        shown.restore()
+        writer.stdin.close()
+        await writer.wait()
+    return {"events": len(painted), "missed": missed,
+            "p50_ms": statistics.median(painted) if painted else None,
+            "p95_ms": pct(painted, 95) if painted else None,
+            "max_ms": max(painted) if painted else None,
+            "in_table_p50_ms": statistics.median(in_table) if in_table else None,
+            "in_table_p95_ms": pct(in_table, 95) if in_table else None}
+
+
+def work_phase(tmp: Path, finished: int, small: int, n_events: int, settle: float) -> list:
+    """On each backend: a ledger of ``small`` finished items, its rescan cost; grown to
+    ``finished``, the rescan cost again and event -> Work row in the real app."""
+    from bench.ledger_claims import Postgres, add_finished, make_home
+    from bench.report import CannotRun
+
+    out = []
+    pg = None
+    for kind in ("files", "postgresql"):
+        entry: dict = {"backend": kind, "finished": finished, "small": small}
+        out.append(entry)
+        url = None
+        if kind == "postgresql":
+            try:
+                pg = Postgres()
+            except CannotRun as exc:
+                entry["skipped"] = str(exc)
+                _log(f"work panel on {kind}: skipped ({exc})")
+                continue
+            url = pg.fresh_url()
+        try:
+            root = tmp / f"work-{kind}" / "home"
+            root.parent.mkdir()
+            home = make_home(root, url)
+            _log(f"work panel on {kind}: {small} finished items")
+            add_finished(kind, home, small, via_api=0)
+            entry["small_cost"] = rescan_cost(home)
+            _log(f"work panel on {kind}: {finished} finished items")
+            entry["fill"] = add_finished(kind, home, finished - small, via_api=0)
+            entry["cost"] = rescan_cost(home)
+            _log(f"work panel on {kind}: event -> row, {n_events} events")
+            entry["events"] = asyncio.run(_work_events(root, n_events, settle))
+        except Exception as exc:  # noqa: BLE001 - one backend's failure is its row's
+            import traceback
+
+            _log(f"work panel on {kind} failed:\n{traceback.format_exc()}")
+            entry["failed"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+        finally:
+            if kind == "postgresql" and pg is not None:
+                pg.stop()
+    return out
+
+
 # -- 2a: first paint and RSS, in a fresh process ---------------------------------------------
 
 
@@ -685,6 +895,49 @@ def _latency(ev: dict) -> str:
             f"{ev['in_table_p95_ms']:.0f})")
 
 
+def _asked(a: dict, kind: str) -> str:
+    sql = f", {a['sql']} SQL statements" if kind == "postgresql" else ""
+    listed = f", {a['all_ids']} listing of every work ID" if a["all_ids"] else ""
+    return f"{a['item']} item reads{sql}{listed}"
+
+
+def _work_rows(w: dict) -> list[str]:
+    kind, size = w["backend"], _k(w["finished"])
+    if "skipped" in w:
+        return [f"| Work panel on {kind}, {size} finished items | not run: {w['skipped']} | "
+                "— | skipped |"]
+    lines = []
+    if "cost" not in w:
+        return [f"| Work panel on {kind}, {size} finished items | failed: {w['failed']} | "
+                "— | **missed** |"]
+    ev, cost, small = w.get("events"), w["cost"], w["small_cost"]
+    if ev is None:
+        lines.append(f"| Work panel on {kind}, {size} finished items: work event -> row | "
+                     f"failed: {w['failed']} | p95 <= 100 ms | **missed** |")
+    elif ev["events"]:
+        lines.append(
+            f"| Work panel on {kind}, {size} finished items: work event (accept, from the "
+            f"writer's call) -> row on screen; {ev['events']} events | p50 "
+            f"{ev['p50_ms']:.0f} ms, p95 {ev['p95_ms']:.0f} ms, max {ev['max_ms']:.0f} ms"
+            f"{', ' + str(ev['missed']) + ' missed' if ev['missed'] else ''} (in the panel "
+            f"list: p50 {ev['in_table_p50_ms']:.0f}, p95 {ev['in_table_p95_ms']:.0f}) | "
+            f"p95 <= 100 ms | {_verdict(ev['p95_ms'] <= 100 and not ev['missed'])} |")
+    else:
+        lines.append(f"| Work panel on {kind}, {size} finished items: work event -> row | "
+                     f"{ev['missed']} missed | p95 <= 100 ms | **missed** |")
+    grows = cost["steady"]["item"] > small["steady"]["item"] \
+        or cost["steady"]["sql"] > small["steady"]["sql"] or cost["steady"]["all_ids"]
+    ratio = cost["steady_ms"] / max(small["steady_ms"], 0.001)
+    lines.append(
+        f"| Work panel on {kind}: one periodic rescan, {size} finished items vs "
+        f"{_k(w['small'])} | {cost['steady_ms']:.1f} ms vs {small['steady_ms']:.1f} ms "
+        f"(x{ratio:.2f}); asks {_asked(cost['steady'], kind)} vs "
+        f"{_asked(small['steady'], kind)}; first rescan {cost['first']['ms']:.0f} ms, "
+        f"{_asked(cost['first'], kind)}, {cost['first']['rows']} rows | no read that grows "
+        f"with history | {_verdict(not grows)} |")
+    return lines
+
+
 def report(results: dict) -> str:
     m = results["machine"]
     others = results.get("others_cores", {})
@@ -693,8 +946,21 @@ def report(results: dict) -> str:
              f"textual {m['textual']}; load average (1, 5, 15 min) {m['loadavg']} at the "
              f"start, {m.get('loadavg_end', '?')} at the end; cores kept busy by other "
              f"processes during each phase: {busy or '?'}", ""]
-    small, big = results["small"], results["big"]
     lines += ["| what | measured | budget | verdict |", "|---|---|---|---|"]
+    if "small" in results:
+        lines += _home_rows(results)
+    for w in results.get("work", []):
+        lines += _work_rows(w)
+    results["rows"] = [dict(zip(("what", "measured", "budget", "verdict"),
+                                (c.strip() for c in line.strip("|").split(" | "))))
+                       for line in lines if line.startswith("| ") and not
+                       line.startswith("| what |")]
+    return "\n".join(lines)
+
+
+def _home_rows(results: dict) -> list[str]:
+    lines: list[str] = []
+    small, big = results["small"], results["big"]
     ev = results["events_small"]
     sc = small["census"]
     lines.append(
@@ -737,11 +1003,7 @@ def report(results: dict) -> str:
                      f"{item['pct']:.2f} % of one core (cockpit {part['cpu_s']:.2f}, watcher "
                      f"process {part['watcher_cpu_s']:.2f}, tmux clients "
                      f"{part['children_cpu_s']:.2f}) | <= 3 % | {_verdict(item['pct'] <= 3)} |")
-    results["rows"] = [dict(zip(("what", "measured", "budget", "verdict"),
-                                (c.strip() for c in line.strip("|").split(" | "))))
-                       for line in lines if line.startswith("| ") and not
-                       line.startswith("| what |")]
-    return "\n".join(lines)
+    return lines
 
 
 def main() -> int:
@@ -769,10 +1031,16 @@ def main() -> int:
                              "3-crew homes and a 4-crew big home built afresh in a temporary "
                              "directory")
     parser.add_argument("--json", type=Path, default=None, help="also write results here")
+    parser.add_argument("--work-finished", type=int, default=None,
+                        help="finished work items for the Work panel part, on each backend "
+                             "(default 100000; --quick 20000)")
+    parser.add_argument("--no-work", action="store_true", help="skip the Work panel part")
+    parser.add_argument("--work-only", action="store_true", help="only the Work panel part")
     # internal: the processes the bench starts
     parser.add_argument("--writer", help=argparse.SUPPRESS)
     parser.add_argument("--paint-driver", help=argparse.SUPPRESS)
     parser.add_argument("--idle-driver", help=argparse.SUPPRESS)
+    parser.add_argument("--work-writer", help=argparse.SUPPRESS)
     parser.add_argument("--settle", type=float, default=2.0, help=argparse.SUPPRESS)
     parser.add_argument("--seconds", type=float, default=30.0, help=argparse.SUPPRESS)
     parser.add_argument("--no-doorbell", action="store_true", help=argparse.SUPPRESS)
@@ -782,6 +1050,8 @@ def main() -> int:
         return writer_main(args.writer)
     if args.paint_driver:
         return paint_driver(args.paint_driver, args.settle)
+    if args.work_writer:
+        return work_writer_main(args.work_writer)
     if args.idle_driver:
         return idle_driver(args.idle_driver, args.seconds, not args.no_doorbell, args.warm)
 
@@ -792,9 +1062,11 @@ def main() -> int:
         args.events, args.paint_runs, args.idle_seconds = len(KINDS), 1, 0.5
         args.big_crew, args.big_messages, args.big_notifications = 4, 60, 60
         args.settle, warm, settle, small = 0.1, 0.2, 0.1, (3, 30, 30)
+        args.work_finished = 300
     events = args.events or (45 if quick else 200)
     paint_runs = args.paint_runs or (1 if quick else 3)
     idle_seconds = args.idle_seconds or (6.0 if quick else 30.0)
+    work_finished = args.work_finished or (20_000 if quick else 100_000)
     big_messages = args.big_messages or (10_000 if quick else 50_000)
     big_notes = args.big_notifications or (10_000 if quick else 50_000)
     big_path = args.big_home or Path(tempfile.gettempdir()) / (
@@ -817,6 +1089,10 @@ def main() -> int:
     os.environ.pop("CAPTAIN_HOME", None)
     panes = None
     try:
+        if args.work_only:
+            results["work"] = _phase(results, "work", lambda: work_phase(
+                tmp, work_finished, min(1000, work_finished // 10), events, settle))
+            return _finish(results, args)
         small_root = tmp / "small" / "home"
         small_root.parent.mkdir()
         results["small"] = {"spec": build_home(small_root, *small)}
@@ -850,11 +1126,18 @@ def main() -> int:
                 "label": f"{small[0]} crew in live tmux panes ({small[1]} messages, all "
                          "read), doorbell on",
                 **idle})
+        if not args.no_work:
+            results["work"] = _phase(results, "work", lambda: work_phase(
+                tmp, work_finished, min(1000, work_finished // 10), events, settle))
     finally:
         if panes is not None:
             panes.kill()
         shutil.rmtree(tmp, ignore_errors=True)
 
+    return _finish(results, args)
+
+
+def _finish(results: dict, args) -> int:
     results["machine"]["loadavg_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     table = report(results)
     print(table)

@@ -36,6 +36,9 @@ What a backend must guarantee (docs/ledger.md, "Storage: one interface, two back
 - **The open set.** Every item that is not terminal is open, from before its first event
   until after its terminal one; capacity and the reconciler read only open items, so their
   cost never grows with finished history.
+- **The recent finished.** ``recent_finished_ids(limit)`` names the newest finished
+  items; with ``open_ids`` it is all a reader that shows work needs (the cockpit's Work
+  panel), so that reader's cost never grows with finished history either.
 - **Pagination.** Keyset over work IDs (time-ordered): the same cursor (the last work ID of
   a full page) and the same bound (``ledger.PAGE_MAX``) on every backend.
 """
@@ -96,6 +99,14 @@ class LedgerReader(Protocol):
 
     def open_ids(self) -> list[str]:
         """IDs of the open (non-terminal) items, in ID order."""
+        ...
+
+    def recent_finished_ids(self, limit: int) -> list[str]:
+        """IDs of the newest ``limit`` finished (terminal) items, newest ID first (IDs are
+        time-ordered): what the Work panel's finished rows are drawn from. Its cost grows
+        with ``limit`` and the open items, never with finished history (PostgreSQL: the
+        primary key walked backwards; files: the ``work/`` listing, then newest first,
+        skipping the open markers)."""
         ...
 
     def all_ids(self) -> list[str]:

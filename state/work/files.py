@@ -166,6 +166,21 @@ class FileBackend:
         return sorted(e.name for e in entries if e.name.startswith(WORK + "_")
                       and e.is_dir(follow_symlinks=False))
 
+    def recent_finished_ids(self, limit: int) -> list[str]:
+        # newest first; an ID with an open marker is not finished, one whose first event
+        # is not stored (an accept killed before it) is not an item: no item.json is read
+        if limit <= 0:
+            return []
+        open_now = set(self.open_ids())
+        out: list[str] = []
+        for work_id in reversed(self.all_ids()):
+            if work_id in open_now or not self.exists(work_id):
+                continue
+            out.append(work_id)
+            if len(out) == limit:
+                break
+        return out
+
     def _readable(self, work_id: str) -> WorkItem | None:
         """An item for a listing: None when it is unknown or cannot be read."""
         try:

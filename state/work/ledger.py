@@ -205,6 +205,11 @@ def open_ids(home: Home) -> list[str]:
     return backend_for(home).open_ids()
 
 
+def recent_finished_ids(home: Home, limit: int) -> list[str]:
+    """The newest ``limit`` finished items' IDs, newest first (``LedgerReader``)."""
+    return backend_for(home).recent_finished_ids(limit)
+
+
 def all_ids(home: Home) -> list[str]:
     return backend_for(home).all_ids()
 

@@ -363,6 +363,16 @@ class PostgresBackend:
                          "ORDER BY work_id", (list(OPEN_STATES),), fetch="all")
         return [r[0] for r in rows]
 
+    def recent_finished_ids(self, limit: int) -> list[str]:
+        # the primary key walked backwards, open rows filtered out: it stops after
+        # ``limit`` finished ones, so its cost is the open items plus ``limit``
+        if limit <= 0:
+            return []
+        rows = self.run("SELECT work_id FROM work_items WHERE NOT (state = ANY(%s)) "
+                        "ORDER BY work_id DESC LIMIT %s", (list(OPEN_STATES), limit),
+                        fetch="all")
+        return [r[0] for r in rows]
+
     def all_ids(self) -> list[str]:
         return [r[0] for r in self.run("SELECT work_id FROM work_items ORDER BY work_id",
                                         fetch="all")]

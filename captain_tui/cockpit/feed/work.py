@@ -1,10 +1,13 @@
 """The Work panel's part of the feed: work items read into ``WorkRow``s, kept current cheaply.
 
-``feed.home.Feed`` owns one ``WorkFeed`` and calls it from the pump's thread. A rescan lists
-``work/`` and re-reads only items that can still change: a finished item's history is never
-rewritten, so once read it is never read again. Between rescans, ``apply`` re-reads exactly
-the items the watcher saw change (``feed.routes.route`` maps ``work/<id>/...`` and
-``ledger/open/<id>`` to the item's ID).
+``feed.home.Feed`` owns one ``WorkFeed`` and calls it from the pump's thread. A rescan reads
+the open items and the newest ``FINISHED_SHOWN`` finished ones (``ledger.open_ids``,
+``ledger.recent_finished_ids``), never the whole history, so its cost grows with what the
+panel shows; a finished item's history is never rewritten, so once read it is never read
+again, and the finished rows held are the newest ``FINISHED_SHOWN`` of those read (an old
+item that finished while watched stays). Between rescans, ``apply`` re-reads exactly the
+items the watcher or the ledger's notifications saw change (``feed.routes.route`` maps
+``work/<id>/...`` and ``ledger/open/<id>`` to the item's ID).
 
 An item that enters needs_reconciliation after the first scan raises an alert, like a bounce.
 
@@ -25,7 +28,7 @@ from state.home import Home
 from state.inputs import crew_key
 from state.work import controls, corrupt, ledger
 from state.work.models import WorkItem
-from widgets.view import RECONCILE, WorkRow
+from widgets.view import FINISHED_SHOWN, RECONCILE, WorkRow
 
 # refusals about the whole ledger, not one item: a read that meets one keeps the rows read
 # last instead of dropping the item (every other refusal is the item's own)
@@ -60,18 +63,33 @@ class WorkFeed:
         return ""
 
     def rescan(self, alerts: list, *, announce: bool) -> dict[str, WorkRow]:
-        """Every item again (finished ones from the cache); a new dict every time. A ledger
-        that cannot be read, for whatever reason, is reported once and costs only the Work
-        panel's freshness (the rows read last stay), never the crew panels."""
+        """The open items again and the newest finished ones (``FINISHED_SHOWN``, what the
+        panel shows), never the whole history: a finished row held already is kept without
+        a read, and the finished rows held are trimmed to the newest ``FINISHED_SHOWN``. A
+        new dict every time. A ledger that cannot be read, for whatever reason, is reported
+        once and costs only the Work panel's freshness (the rows read last stay), never the
+        crew panels."""
         try:
             rows: dict[str, WorkRow] = {}
             self.corrupt = {}
-            for work_id in ledger.all_ids(self.home):
+            recent = ledger.recent_finished_ids(self.home, FINISHED_SHOWN)
+            finished = {w: r for w, r in self.rows.items() if r.finished}
+            was_open = [w for w, r in self.rows.items() if not r.finished]  # finished unseen?
+            for work_id in dict.fromkeys([*ledger.open_ids(self.home), *was_open, *recent]):
                 old = self.rows.get(work_id)
                 row = old if old is not None and old.finished else self._read(work_id, alerts)
-                if row is not None:
+                if row is None:
+                    continue
+                _announce(old, row, alerts, announce)
+                if row.finished:
+                    finished[work_id] = row
+                else:
                     rows[work_id] = row
-                    _announce(old, row, alerts, announce)
+                    finished.pop(work_id, None)
+            newest = sorted(finished.values(), key=lambda r: (r.updated_at, r.work_id),
+                            reverse=True)[:FINISHED_SHOWN]
+            for row in newest:
+                rows[row.work_id] = row
         except Exception as exc:  # noqa: BLE001 - the Work panel's failure stays its own
             self._failed(exc, alerts)
             return dict(self.rows)
