@@ -14,7 +14,7 @@ def _bell(home, name: str) -> dict | None:
     """Try one ring right after writing mail; the mail is durable whatever happens here."""
     from captain_tui import usecases
 
-    bell = usecases.ring(home, name)
+    bell = usecases.ring(home, name, ctx=caller())
     return None if bell is None else {"action": bell.action, "gate": bell.gate,
                                       "detail": bell.detail}
 

@@ -49,6 +49,7 @@ from captain_tui.cockpit.heap import Collector
 from captain_tui.cockpit.terminal import recording, writer
 from captain_tui.cockpit.work import WorkCommands, reconciling_text
 from captain_tui.runtime.tmux import resolve_socket
+from state.crew.rules import CAPTAIN
 from state.errors import CaptainError
 from state.home import Home
 from state.vocab import counted, ended, quoted, short
@@ -657,7 +658,7 @@ class CaptainApp(WorkCommands, App):
     @work(thread=True, group="actions", exit_on_error=False)
     def _jump(self, crew: CrewRow) -> None:
         try:
-            attach = ops.jump(crew.pane)
+            attach = ops.jump(crew.pane, ctx=CAPTAIN)
         except CaptainError as err:
             self.call_from_thread(self._refused, err)
             return

@@ -167,7 +167,7 @@ def _upper(text: str) -> str:
 def ring(home: Home, crew: str) -> str | None:
     """One doorbell attempt right after writing mail. A sentence only when the captain
     should know (held or bounced); the mail is durable whatever happens here."""
-    bell = ops.ring(home, crew)
+    bell = ops.ring(home, crew, ctx=CAPTAIN)
     if bell is None:
         return None
     if bell.action == "held":

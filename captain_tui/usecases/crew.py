@@ -32,10 +32,12 @@ class Bell:
     detail: str = ""
 
 
-def ring(home: Home, name: str) -> Bell | None:
+def ring(home: Home, name: str, *, ctx: Context = CAPTAIN) -> Bell | None:
     """One doorbell attempt right after writing mail; the mail is durable whatever happens
     here. None when the crew had nothing new to ring."""
     from captain_tui.runtime import doorbell
+
+    rules.check_captain(ctx, "ring the doorbell")
 
     try:
         o = doorbell.ring(home, name)
@@ -93,6 +95,7 @@ def _check_recruitment(req: Recruitment) -> None:
 
 
 def recruit(home: Home, req: Recruitment, *, ctx: Context = CAPTAIN) -> Recruited:
+    rules.check_captain(ctx, "crew")  # the role first, before any argument is judged
     _check_recruitment(req)
     home.config()  # invalid_config before a pane is started or anything is written
     if req.cwd and not os.path.isdir(os.path.expanduser(req.cwd)):
@@ -180,11 +183,13 @@ class Attach:
     sentence: str
 
 
-def jump(pane: PaneLocator, env=None) -> Attach | None:
+def jump(pane: PaneLocator, env=None, *, ctx: Context = CAPTAIN) -> Attach | None:
     """Switch this tmux client to the crew's pane (None: done). When that cannot be done
     (the caller is outside tmux, inside another tmux server, or on the pane's server with
     no terminal attached to it) returns how to attach instead."""
     from captain_tui.runtime.tmux import Tmux
+
+    rules.check_captain(ctx, "jump")
 
     env = os.environ if env is None else env
     inside = env.get("TMUX", "").split(",")[0]
