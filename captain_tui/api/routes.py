@@ -1,6 +1,6 @@
 """``captain serve``'s routes: the work ledger over HTTP, and the webhook door.
 
-Every route calls what the CLI calls (``runtime.ops`` for cancel, replay and resolve;
+Every route calls what the CLI calls (``captain_tui.usecases`` for cancel, replay and resolve;
 ``state.work.ledger`` / ``state.work.deliveries`` to read and record): no rule lives here,
 only authentication, the order of refusals, and which fields may leave (``schemas``).
 ``refusals`` maps codes to statuses, ``signatures`` judges the door's signatures, ``intake``
@@ -22,10 +22,11 @@ from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
+from captain_tui import usecases as ops
 from captain_tui.api import limits, signatures
 from captain_tui.api import schemas as out
 from captain_tui.api.refusals import error, refuse
-from captain_tui.runtime import ops
+from state.crew.rules import CAPTAIN
 from state.errors import CaptainError
 from state.home import Home
 from state.work import deliveries, ledger, tokens
@@ -220,8 +221,10 @@ def _routes(home: Home) -> FastAPI:
     def cancel_work(who: Manager, workId: str,
                     body: Annotated[out.CancelBody | None, _body(out.CancelBody,
                                                                  optional=True)]):
+        # the server is the captain's (``captain serve`` refuses a crew process); the
+        # token's holder is the actor on the record
         c = ops.cancel(home, _work_id(workId), actor=_actor(who),
-                       reason=body.reason if body else None)
+                       reason=body.reason if body else None, ctx=CAPTAIN)
         item = ledger.public(home, c.item)
         return {"item": item, "state": item["state"], "outcome": c.outcome,
                 "dismissed": c.dismissal.as_json() if c.dismissal else None}
@@ -231,7 +234,7 @@ def _routes(home: Home) -> FastAPI:
     def replay_work(who: Manager, workId: str,
                     body: Annotated[out.ReplayBody, _body(out.ReplayBody)]):
         item = ops.replay(home, _work_id(workId), actor=_actor(who), reason=body.reason,
-                          target_revision=body.target_revision)
+                          target_revision=body.target_revision, ctx=CAPTAIN)
         return ledger.public(home, item)
 
     @app.post(base + "/work/{workId}/resolve", response_model=out.WorkItem,
@@ -240,7 +243,7 @@ def _routes(home: Home) -> FastAPI:
                      body: Annotated[out.ResolveBody, _body(out.ResolveBody)]):
         item = ops.resolve(home, _work_id(workId), generation=body.generation, to=body.to,
                            reason=body.reason, actor=_actor(who),
-                           runtime_stopped=body.runtime_stopped)
+                           runtime_stopped=body.runtime_stopped, ctx=CAPTAIN)
         return ledger.public(home, item)
 
     @app.get(base + "/deliveries", response_model=out.DeliveryPage, responses=ERRORS)

@@ -3,5 +3,5 @@
 captain-side and crew-side), ``work`` and ``serve`` (the ledger and the HTTP door).
 
 The top layer: may import every other program. A crew-side command imports only ``state``
-(it runs on every tool call); captain-side commands import ``runtime.ops`` for what they do.
+(it runs on every tool call); captain-side commands import ``usecases`` for what they do.
 """

@@ -1,21 +1,20 @@
 """The captain's commands: recruit, assign, tell, answer, wait, watch, status, dismiss, demo.
 
-Each one calls the use case in ``captain_tui.runtime.ops`` and turns its result into words
+Each one calls the use case in ``captain_tui.usecases`` and turns its result into words
 or JSON; no rule lives here.
 """
 
 from __future__ import annotations
 
-from captain_tui.cli.args import caller, home_of, viewer
+from captain_tui.cli.args import caller, home_of
 from captain_tui.cli.out import Out, json_line, table
-from state.vocab import counted
 
 
 def _bell(home, name: str) -> dict | None:
     """Try one ring right after writing mail; the mail is durable whatever happens here."""
-    from captain_tui.runtime import ops
+    from captain_tui import usecases
 
-    bell = ops.ring(home, name)
+    bell = usecases.ring(home, name, ctx=caller())
     return None if bell is None else {"action": bell.action, "gate": bell.gate,
                                       "detail": bell.detail}
 
@@ -34,9 +33,9 @@ def _bell_line(bell: dict | None, name: str) -> str:
 
 
 def cmd_crew(args, out: Out) -> int:
-    from captain_tui.runtime import ops
+    from captain_tui import usecases
 
-    r = ops.recruit(home_of(args), ops.Recruitment(
+    r = usecases.recruit(home_of(args), usecases.Recruitment(
         name=args.name, task=args.task, agent=args.agent, command=args.program,
         owns=tuple(args.owns or ()), allow=tuple(args.allow or ()), handoff=args.handoff,
         cwd=args.cwd, socket=args.socket, session=args.session, launch=not args.no_launch),
@@ -62,10 +61,10 @@ def cmd_crew(args, out: Out) -> int:
 
 
 def cmd_assign(args, out: Out) -> int:
-    from captain_tui.runtime import ops
+    from captain_tui import usecases
 
     home = home_of(args)
-    spec = ops.assign(home, args.name, args.task, handoff=args.handoff, owns=args.owns,
+    spec = usecases.assign(home, args.name, args.task, handoff=args.handoff, owns=args.owns,
                       allow=args.allow, ctx=caller())
     bell = _bell(home, args.name)
     out.ok({"crew": args.name, "assignment_id": spec.assignment_id,
@@ -76,10 +75,10 @@ def cmd_assign(args, out: Out) -> int:
 
 
 def cmd_tell(args, out: Out) -> int:
-    from captain_tui.runtime import ops
+    from captain_tui import usecases
 
     home = home_of(args)
-    m = ops.tell(home, args.name, args.message, assignment_id=args.assignment, ctx=caller())
+    m = usecases.tell(home, args.name, args.message, assignment_id=args.assignment, ctx=caller())
     bell = _bell(home, m.crew)
     out.ok({"crew": m.crew, "message_id": m.message_id, "assignment_id": m.assignment_id,
             "doorbell": bell},
@@ -88,10 +87,10 @@ def cmd_tell(args, out: Out) -> int:
 
 
 def cmd_answer(args, out: Out) -> int:
-    from captain_tui.runtime import ops
+    from captain_tui import usecases
 
     home = home_of(args)
-    m = ops.answer(home, args.name, args.question_id, args.message,
+    m = usecases.answer(home, args.name, args.question_id, args.message,
                    assignment_id=args.assignment, ctx=caller())
     bell = _bell(home, m.crew)
     out.ok({"crew": m.crew, "message_id": m.message_id, "question_id": m.question_id,
@@ -183,42 +182,25 @@ def cmd_wait(args, out: Out) -> int:
 
 
 def cmd_status(args, out: Out) -> int:
-    from captain_tui.runtime import doorbell
-    from state.crew import protocol
+    from captain_tui import usecases
 
     home = home_of(args)
-    ledger, ledger_line, problem = _ledger(home)
-    where = {"home": str(home.root), "home_exists": home.root.is_dir(), "ledger": ledger}
-    if not where["home_exists"]:  # status is read-only: it says so and creates nothing
+    s = usecases.status(home, ctx=caller(), include_dismissed=args.all)
+    problem = s.problem
+    ledger_line = (_unusable(problem) if problem is not None else
+                   "Ledger: files in the home (the default)" if not s.postgres else
+                   f"Ledger: {s.described}")
+    if not s.home_exists:  # status is read-only: it says so and creates nothing
         return _status_answer(
-            out, {"crew": [], "workspace_id": None, **where},
-            f"No captain home at {home.root} yet. Start one by recruiting: captain crew "
+            out, s.as_json(),
+            f"No captain home at {s.root} yet. Start one by recruiting: captain crew "
             "NAME --task \"...\" (or try captain demo); --home DIR or $CAPTAIN_HOME "
             f"chooses another.\n{ledger_line}", problem)
-    # a crew sees itself only, and only as itself: another crew's incarnation ID is all it
-    # would need to read that crew's mail and write its receipts
-    own = viewer(home)
-    rows = protocol.crew_status(home, include_dismissed=args.all)
-    if own is not None:
-        rows = [r for r in rows if r["name"].lower() == own]
-    for row in rows:
-        stamp = doorbell.read_stamp(home, row["name"].lower())
-        live = stamp is not None and stamp.incarnation_id == row["incarnation_id"]
-        row["doorbell"] = {
-            "gate": stamp.gate if live else None,
-            "held_since": stamp.held_since.isoformat() if live and stamp.held_since else None,
-            "head": stamp.head if live else None}
-    workspace = None
-    if problem is None:
-        workspace, problem = _workspace(home)
-        if problem is not None:
-            ledger = {**ledger, "error": problem.as_json()}
-            where["ledger"] = ledger
-            ledger_line = _unusable(problem)
+    rows = s.crew
     if not rows:
         return _status_answer(
-            out, {"crew": [], "workspace_id": workspace, **where},
-            f"Home: {home.root}\n{ledger_line}\nNo crew yet. Recruit one: captain crew "
+            out, s.as_json(),
+            f"Home: {s.root}\n{ledger_line}\nNo crew yet. Recruit one: captain crew "
             "NAME --task \"...\"", problem)
     lines = [["NAME", "AGENT", "STATE", "ASSIGNMENT", "UNREAD", "QUESTION", "UNACKED", "PANE",
               "DOORBELL"]]
@@ -227,8 +209,8 @@ def cmd_status(args, out: Out) -> int:
                       r["question_id"] or "-", str(r["unacknowledged"]),
                       (r["pane"] or {}).get("pane_id", "-"),
                       f"held: {r['doorbell']['gate']}" if r["doorbell"]["gate"] else "-"])
-    return _status_answer(out, {"crew": rows, "workspace_id": workspace, **where},
-                          table(lines) + f"\n\n{ledger_line}\nHome: {home.root}", problem)
+    return _status_answer(out, s.as_json(),
+                          table(lines) + f"\n\n{ledger_line}\nHome: {s.root}", problem)
 
 
 def _status_answer(out: Out, payload: dict, human: str, problem) -> int:
@@ -247,49 +229,12 @@ def _unusable(err) -> str:
     return f"Ledger: NOT USABLE: [{err.code}] {err.message}"
 
 
-def _workspace(home):
-    """The workspace ID, for status, and what stopped the ledger from saying it (a
-    database that is unreachable, not migrated, or whose driver is missing). None, None
-    in a read-only look at a home that has none minted yet."""
-    from state.errors import CaptainError
-    from state.work import tokens
-
-    try:
-        return tokens.workspace_id(home), None
-    except CaptainError as err:
-        return None, err
-
-
-def _ledger(home):
-    """Which ledger the home uses, for status: JSON, one line (a password redacted) and
-    the refusal when its location is not one (a bad URL): reported here, not raised, so
-    status still shows the crew."""
-    from state.errors import CaptainError
-    from state.work.location import ledger_location
-
-    try:
-        location = ledger_location(home)
-    except CaptainError as err:
-        return {"kind": "invalid", "error": err.as_json()}, _unusable(err), err
-    if not location.postgres:
-        return location.as_json(), "Ledger: files in the home (the default)", None
-    return location.as_json(), f"Ledger: {location.describe()}", None
-
-
-def dismissal_words(d) -> str:
-    """``ops.Dismissal`` in a sentence's tail: what bounced, whether the pane is gone."""
-    extra = f"; {counted(len(d.bounced), 'unread message')} bounced" if d.bounced else ""
-    pane = {True: "; its pane is closed", False: "; its pane could NOT be confirmed closed",
-            None: ""}[d.pane_stopped]
-    return extra + pane
-
-
 def cmd_dismiss(args, out: Out) -> int:
-    from captain_tui.runtime import ops
+    from captain_tui import usecases
 
-    d = ops.dismiss(home_of(args), args.name, ctx=caller())
+    d = usecases.dismiss(home_of(args), args.name, ctx=caller())
     out.ok(d.as_json() | {"crew": args.name},
-           f"Dismissed {args.name}{dismissal_words(d)}.")
+           f"Dismissed {args.name}{usecases.dismissal_words(d)}.")
     return 0
 
 

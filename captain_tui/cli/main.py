@@ -317,8 +317,9 @@ def _main(argv: Sequence[str] | None) -> int:
     except BrokenPipeError:
         raise  # our reader went away: not the store's failure (see main)
     except OSError as exc:
-        where = exc.filename or "home"
-        out.refuse(CaptainError("store_error", f"{exc.strerror or exc} ({where})."))
+        from captain_tui.usecases import store_error
+
+        out.refuse(store_error(exc))
         return 1
     except KeyboardInterrupt:
         return 130

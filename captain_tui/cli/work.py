@@ -1,7 +1,8 @@
 """``captain work ...`` and ``captain deliveries ...``: the work ledger from the shell.
 
-Cancel, replay and resolve are ``runtime.ops``' use cases; the rest reads and records through
-``state.work.ledger`` / ``state.work.deliveries`` (what the cockpit and the HTTP API use).
+Cancel, replay and resolve are use cases (``captain_tui.usecases``); the rest reads and
+records through ``state.work.ledger`` / ``state.work.deliveries`` (what the cockpit and the
+HTTP API use).
 Nothing here prints an item's input, an event's detail or a raw webhook body.
 """
 
@@ -15,7 +16,7 @@ from captain_tui.cli.out import table, when
 
 
 def _actor() -> str:
-    from captain_tui.runtime.ops import actor
+    from captain_tui.usecases import actor
 
     return actor()
 
@@ -158,33 +159,32 @@ _CANCEL_WORDS = {
 
 
 def cmd_cancel(args, out) -> int:
-    from captain_tui.cli.captain import dismissal_words
-    from captain_tui.runtime import ops
+    from captain_tui import usecases
     from state.work import ledger
 
     home = home_of(args)
-    c = ops.cancel(home, args.work_id, actor=ops.actor(), reason=args.reason,
-                   ctx=caller())
+    c = usecases.cancel(home, args.work_id, actor=usecases.actor(), reason=args.reason,
+                        ctx=caller())
     row = ledger.public(home, c.item)
     human = _CANCEL_WORDS[c.outcome].format(id=row["work_id"], state=row["state"],
                                             gen=row["generation"])
     if c.dismissal is not None:
         d = c.dismissal
-        human += (f"\nIt was {d.crew}'s assignment: {d.crew} is dismissed{dismissal_words(d)}. "
-                  f"Recruit the name again with --handoff {d.assignment_id}.")
+        human += (f"\nIt was {d.crew}'s assignment: {d.crew} is dismissed"
+                  f"{usecases.dismissal_words(d)}. Recruit the name again with --handoff "
+                  f"{d.assignment_id}.")
     out.ok({"item": row, "outcome": c.outcome, "state": row["state"],
             "dismissed": c.dismissal.as_json() if c.dismissal else None}, human)
     return 0
 
 
 def cmd_replay(args, out) -> int:
-    from captain_tui.runtime import ops
+    from captain_tui import usecases
     from state.work import ledger
 
-    captain_only("work replay")
     home = home_of(args)
-    item = ops.replay(home, args.work_id, actor=ops.actor(), reason=args.reason,
-                      target_revision=args.target_revision)
+    item = usecases.replay(home, args.work_id, actor=usecases.actor(), reason=args.reason,
+                           target_revision=args.target_revision, ctx=caller())
     row = ledger.public(home, item)
     out.ok({"item": row}, f"Replayed {args.work_id} as {item.work_id} (queued, target "
                           f"revision {item.target_revision or '-'}).")
@@ -192,14 +192,13 @@ def cmd_replay(args, out) -> int:
 
 
 def cmd_resolve(args, out) -> int:
-    from captain_tui.runtime import ops
+    from captain_tui import usecases
     from state.work import ledger
 
-    captain_only("work resolve")
     home = home_of(args)
-    item = ops.resolve(home, args.work_id, generation=args.generation, to=args.to,
-                       reason=args.reason, actor=ops.actor(),
-                       runtime_stopped=args.runtime_stopped)
+    item = usecases.resolve(home, args.work_id, generation=args.generation, to=args.to,
+                            reason=args.reason, actor=usecases.actor(),
+                            runtime_stopped=args.runtime_stopped, ctx=caller())
     row = ledger.public(home, item)
     out.ok({"item": row}, f"Resolved {item.work_id} to {item.state}; its slot is free.")
     return 0

@@ -1,10 +1,11 @@
 """The cockpit: the Textual app over one home (``app``), its commands table behind the
 footer, palette and help (``commands``), what each command does in a worker (``jobs``, over
-``runtime.ops``), the Work panel's commands (``work``), the person's settings (``prefs``),
+``usecases``), the Work panel's commands (``work``), the person's settings (``prefs``),
 desktop alerts and the escape sequences beside Textual's frames (``terminal``),
 garbage-collection timing (``heap``), ``captain demo`` and its simulated crew.
 ``feed/`` reads the home into the view model.
 
-May import ``widgets``, ``captain_tui.runtime``, ``captain_tui.agents`` and ``state``; never
-the cli or the API. The UI thread never touches disk or tmux: workers do.
+May import ``widgets``, ``captain_tui.usecases``, ``captain_tui.runtime``,
+``captain_tui.agents`` and ``state``; never the cli or the API. The UI thread never
+touches disk or tmux: workers do.
 """

@@ -35,6 +35,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.worker import get_current_worker
 
+from captain_tui import usecases as ops
 from captain_tui.cockpit import commands, jobs
 from captain_tui.cockpit import desktop_alerts as alerts
 from captain_tui.cockpit import prefs as settings
@@ -47,8 +48,8 @@ from captain_tui.cockpit.feed.watcher import Watcher
 from captain_tui.cockpit.heap import Collector
 from captain_tui.cockpit.terminal import recording, writer
 from captain_tui.cockpit.work import WorkCommands, reconciling_text
-from captain_tui.runtime import ops
 from captain_tui.runtime.tmux import resolve_socket
+from state.crew.rules import CAPTAIN
 from state.errors import CaptainError
 from state.home import Home
 from state.vocab import counted, ended, quoted, short
@@ -657,7 +658,7 @@ class CaptainApp(WorkCommands, App):
     @work(thread=True, group="actions", exit_on_error=False)
     def _jump(self, crew: CrewRow) -> None:
         try:
-            attach = ops.jump(crew.pane)
+            attach = ops.jump(crew.pane, ctx=CAPTAIN)
         except CaptainError as err:
             self.call_from_thread(self._refused, err)
             return
@@ -897,8 +898,7 @@ def _attempt(perform: Callable[[Any], str], values: Any) -> str:
     except CaptainError:
         raise
     except OSError as exc:
-        raise CaptainError("store_error",
-                           f"{exc.strerror or exc} ({exc.filename or 'home'}).") from None
+        raise ops.store_error(exc) from None
     except Exception as exc:  # noqa: BLE001 - never a traceback in the cockpit
         raise CaptainError("internal_error", f"unexpected {type(exc).__name__}: {exc}") from None
 

@@ -19,11 +19,10 @@ import tempfile
 import threading
 from pathlib import Path
 
-from captain_tui.runtime.launch import launcher
+from captain_tui import usecases
 from captain_tui.runtime.tmux import socket_path_for, tmux_binary
-from state.crew import protocol
+from state.crew.rules import CAPTAIN
 from state.home import Home
-from state.inputs import crew_key
 
 CREW = (
     ("Ada", "Tidy the README: fix the broken links and the install section.",
@@ -57,11 +56,9 @@ class Demo:
         for name, task, owns, allow, question in CREW:
             program = shlex.join([sys.executable, "-m", "captain_tui.cockpit.simcrew", "--auto",
                                   "--ask", question, "--work", str(self.work)])
-            launch = launcher(self.home, name=name, key=crew_key(name), agent="program",
-                              program=program, socket=self.socket, session="demo",
-                              cwd=str(self.project))
-            protocol.recruit(self.home, name, task, owns=owns, allow=allow,
-                             cwd=str(self.project), agent="program", launch=launch)
+            usecases.recruit(self.home, usecases.Recruitment(
+                name=name, task=task, command=program, owns=tuple(owns), allow=tuple(allow),
+                cwd=str(self.project), socket=self.socket, session="demo"), ctx=CAPTAIN)
 
     def stop(self, *, keep: bool) -> None:
         subprocess.run([tmux_binary(), "-S", self.socket, "kill-server"], capture_output=True)

@@ -1,17 +1,19 @@
 """What each cockpit command does, in a thread worker: a use case, then the sentence the
 cockpit confirms with.
 
-The work is ``captain_tui.runtime.ops`` (the same functions the CLI and the HTTP API call);
-this module only words the result for a toast. A refusal is a ``CaptainError`` raised before
-anything is written; the app shows its code and message.
+The work is ``captain_tui.usecases`` (the same functions the CLI and the HTTP API call);
+this module only words the result for a toast. The caller is always the captain
+(``CAPTAIN``): a crew process may not open a cockpit (``captain_tui.cli.main``). A refusal
+is a ``CaptainError`` raised before anything is written; the app shows its code and message.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from captain_tui.runtime import ops
+from captain_tui import usecases as ops
 from state.crew import crewlog
+from state.crew.rules import CAPTAIN
 from state.errors import CaptainError
 from state.home import Home
 from state.inputs import crew_key
@@ -72,23 +74,23 @@ def named_as(item: WorkItem, task: str | None) -> str:
 
 
 def answer(home: Home, crew: str, question_id: str, assignment_id: str, text: str) -> str:
-    m = ops.answer(home, crew, question_id, text, assignment_id=assignment_id)
+    m = ops.answer(home, crew, question_id, text, assignment_id=assignment_id, ctx=CAPTAIN)
     return f"Answered {m.crew}'s question; the answer is on its way."
 
 
 def tell(home: Home, crew: str, assignment_id: str, text: str) -> str:
-    m = ops.tell(home, crew, text, assignment_id=assignment_id)
+    m = ops.tell(home, crew, text, assignment_id=assignment_id, ctx=CAPTAIN)
     return f"Told {m.crew}; the message is on its way."
 
 
 def assign(home: Home, crew: str, handoff: str, task: str, owns: list[str] | None,
            allow: list[str] | None) -> str:
-    ops.assign(home, crew, task, handoff=handoff, owns=owns, allow=allow)
+    ops.assign(home, crew, task, handoff=handoff, owns=owns, allow=allow, ctx=CAPTAIN)
     return ended(f"{crew} has its next task: {quoted(short(task))}")
 
 
 def acknowledge(home: Home, crew: str, delivery_id: str) -> str:
-    ops.acknowledge(home, crew, delivery_id)
+    ops.acknowledge(home, crew, delivery_id, ctx=CAPTAIN)
     return f"Acknowledged {crew}'s notification."
 
 
@@ -103,7 +105,7 @@ def acknowledge_all(home: Home, crew: str, notes: list[tuple[str, str]]) -> str:
     first. Each acknowledgment is its own durable fact; a refusal stops at that one and
     says so, the ones before it stay acknowledged."""
     for delivery_id, _ in notes:
-        ops.acknowledge(home, crew, delivery_id)
+        ops.acknowledge(home, crew, delivery_id, ctx=CAPTAIN)
     what = "; ".join(said for _, said in notes)
     return ended(f"Acknowledged {crew}'s {counted(len(notes), 'notification')}: {what}")
 
@@ -111,7 +113,7 @@ def acknowledge_all(home: Home, crew: str, notes: list[tuple[str, str]]) -> str:
 def recruit(home: Home, values: dict, *, socket: str) -> str:
     """``values`` are the recruit form's fields (``ops.Recruitment``'s names); ``socket`` is
     the cockpit's tmux server, where the new window opens."""
-    r = ops.recruit(home, ops.Recruitment(**values, socket=socket))
+    r = ops.recruit(home, ops.Recruitment(**values, socket=socket), ctx=CAPTAIN)
     where = "in a new tmux window" if r.pane else "(not launched: start it yourself)"
     if r.queued:
         where = "queued: every ledger slot is held; its window opens when one frees"
@@ -119,19 +121,16 @@ def recruit(home: Home, values: dict, *, socket: str) -> str:
 
 
 def _dismissed(d: ops.Dismissal) -> str:
-    extra = f"; {counted(len(d.bounced), 'unread message')} bounced" if d.bounced else ""
-    pane = {True: "; its window is closed", False: "; its window could NOT be confirmed "
-            "closed", None: ""}[d.pane_stopped]
-    return f"{extra}{pane}"
+    return ops.dismissal_words(d, place="window")
 
 
 def dismiss(home: Home, crew: str) -> str:
-    return f"Dismissed {crew}{_dismissed(ops.dismiss(home, crew))}."
+    return f"Dismissed {crew}{_dismissed(ops.dismiss(home, crew, ctx=CAPTAIN))}."
 
 
 def cancel_work(home: Home, work_id: str) -> Said:
     """The outcome says what happened; an assignment's crew is dismissed with it."""
-    c = ops.cancel(home, work_id, actor=ops.actor())
+    c = ops.cancel(home, work_id, actor=ops.actor(), ctx=CAPTAIN)
     what = named(home, c.item)
     crew = ""
     if c.dismissal is not None:
@@ -149,7 +148,7 @@ def cancel_work(home: Home, work_id: str) -> Said:
 
 def replay_work(home: Home, work_id: str, reason: str, target_revision: str | None) -> str:
     item = ops.replay(home, work_id, actor=ops.actor(), reason=reason,
-                      target_revision=target_revision)
+                      target_revision=target_revision, ctx=CAPTAIN)
     revision = f" at revision {item.target_revision}" if item.target_revision else ""
     return f"Replayed {named(home, ledger.get(home, work_id))}: queued again{revision}."
 
@@ -157,7 +156,7 @@ def replay_work(home: Home, work_id: str, reason: str, target_revision: str | No
 def resolve_work(home: Home, work_id: str, generation: int, to: str, reason: str,
                  runtime_stopped: bool) -> str:
     item = ops.resolve(home, work_id, generation=generation, to=to, reason=reason,
-                       actor=ops.actor(), runtime_stopped=runtime_stopped)
+                       actor=ops.actor(), runtime_stopped=runtime_stopped, ctx=CAPTAIN)
     return f"Resolved {named(home, item)} to {item.state}; its slot is free."
 
 
@@ -168,7 +167,7 @@ def _upper(text: str) -> str:
 def ring(home: Home, crew: str) -> str | None:
     """One doorbell attempt right after writing mail. A sentence only when the captain
     should know (held or bounced); the mail is durable whatever happens here."""
-    bell = ops.ring(home, crew)
+    bell = ops.ring(home, crew, ctx=CAPTAIN)
     if bell is None:
         return None
     if bell.action == "held":

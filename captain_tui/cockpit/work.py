@@ -2,7 +2,7 @@
 
 A mixin of ``CaptainApp`` (kept apart so app.py stays about the cockpit as a whole). Like
 every action, each one opens a confirmation or a form on the UI thread and runs
-the use case (``jobs`` over ``runtime.ops``) in a thread worker (``_in_worker`` / ``_open``);
+the use case (``jobs`` over ``usecases``) in a thread worker (``_in_worker`` / ``_open``);
 a refusal shows its code and writes nothing.
 """
 

@@ -1,6 +1,6 @@
 """Which controls a work item offers a person, decided once: cancel and replay.
 
-Every surface asks here. The CLI and the HTTP API go through ``runtime.ops``, which refuses
+Every surface asks here. The CLI and the HTTP API go through ``usecases``, which refuses
 with the answer before anything is written; the cockpit's feed reads ``facts`` in its own
 thread and the UI thread asks ``refusal`` with them, so a key is dimmed (and the palette
 says why) with the very sentence the CLI would refuse with, without touching the disk.

@@ -18,12 +18,12 @@ from support.cockpit import Cockpit, crew, drive, select_row, toasts, type_text,
 from support.tmux import PrivateTmux, needs_tmux
 from textual.widgets import Label
 
+from captain_tui import usecases as ops
 from captain_tui.cockpit import commands
 from captain_tui.cockpit.app import CaptainApp
 from captain_tui.cockpit.feed import routes
 from captain_tui.cockpit.feed.home import Feed
 from captain_tui.runtime import ledger_probe as ledger_runtime
-from captain_tui.runtime import ops
 from state.home import Home
 from state.work import ledger
 from widgets.panels.work import WorkPanel

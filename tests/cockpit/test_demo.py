@@ -7,8 +7,8 @@ import os
 
 from support.tmux import PrivateTmux, needs_tmux
 
+from captain_tui import usecases as ops
 from captain_tui.cockpit.demo import CREW, Demo
-from captain_tui.runtime import ops
 from captain_tui.runtime.runner import Runner
 from state.crew import crewlog, notify, protocol
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from support.tmux import TMUX, PrivateTmux, needs_tmux, poll
 
-from captain_tui.runtime import ops
+from captain_tui import usecases as ops
 from captain_tui.runtime.launch import launcher
 from state.crew import crewlog, protocol
 from state.home import Home

@@ -1,10 +1,8 @@
-"""The use cases, once: what the CLI, the cockpit and the HTTP API ask captain to do.
+"""The crew's use cases: recruit, assign, tell, answer, acknowledge, dismiss, the doorbell
+right after mail, and the jump to a crew's pane.
 
-Each function checks, writes through ``state`` (the rules live there), does the tmux part
-through this package, and returns what happened as data: which mail bounced, whether a pane
-stop was confirmed, which of cancel's three outcomes it was. The surfaces only turn a result
-into words (``captain_tui.cli``, ``captain_tui.cockpit.jobs``) or JSON (``captain_tui.api``).
-A refusal is a ``CaptainError`` raised before anything is written.
+Each function checks the caller's role (``ctx``), writes through ``state`` (the rules live
+there), does the tmux part through ``captain_tui.runtime``, and returns what happened as data.
 """
 
 from __future__ import annotations
@@ -20,22 +18,7 @@ from state.errors import CaptainError
 from state.home import Home
 from state.inputs import MAX_COMMAND_BYTES, check_path, check_text, crew_key
 from state.models import BouncedMail, Message, PaneLocator
-from state.work import controls, ledger
-from state.work import replay as replays
-from state.work.models import TERMINAL, WorkItem
-
-
-def actor() -> str:
-    """Who the captain-side caller is, as recorded on what they request: one printable
-    line of at most 200 characters (``ledger.check_name``), so every record holding it stays
-    small whatever $LOGNAME says."""
-    import getpass  # not at import: the CLI imports this module for every captain command
-
-    try:
-        return ledger.check_name(f"captain:{getpass.getuser()}", "actor")
-    except Exception:  # noqa: BLE001 - no usable user name is not a reason to refuse
-        return "captain"
-
+from state.work import ledger
 
 # -- the doorbell -------------------------------------------------------------------------
 
@@ -49,10 +32,12 @@ class Bell:
     detail: str = ""
 
 
-def ring(home: Home, name: str) -> Bell | None:
+def ring(home: Home, name: str, *, ctx: Context = CAPTAIN) -> Bell | None:
     """One doorbell attempt right after writing mail; the mail is durable whatever happens
     here. None when the crew had nothing new to ring."""
     from captain_tui.runtime import doorbell
+
+    rules.check_captain(ctx, "ring the doorbell")
 
     try:
         o = doorbell.ring(home, name)
@@ -110,6 +95,7 @@ def _check_recruitment(req: Recruitment) -> None:
 
 
 def recruit(home: Home, req: Recruitment, *, ctx: Context = CAPTAIN) -> Recruited:
+    rules.check_captain(ctx, "crew")  # the role first, before any argument is judged
     _check_recruitment(req)
     home.config()  # invalid_config before a pane is started or anything is written
     if req.cwd and not os.path.isdir(os.path.expanduser(req.cwd)):
@@ -197,11 +183,13 @@ class Attach:
     sentence: str
 
 
-def jump(pane: PaneLocator, env=None) -> Attach | None:
+def jump(pane: PaneLocator, env=None, *, ctx: Context = CAPTAIN) -> Attach | None:
     """Switch this tmux client to the crew's pane (None: done). When that cannot be done
     (the caller is outside tmux, inside another tmux server, or on the pane's server with
     no terminal attached to it) returns how to attach instead."""
     from captain_tui.runtime.tmux import Tmux
+
+    rules.check_captain(ctx, "jump")
 
     env = os.environ if env is None else env
     inside = env.get("TMUX", "").split(",")[0]
@@ -217,58 +205,3 @@ def jump(pane: PaneLocator, env=None) -> Attach | None:
                   f"another terminal: {command}")
 
 
-# -- the work ledger ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Cancellation:
-    item: WorkItem  # as it stands after the cancel
-    outcome: str  # cancelled | already_terminal | stop_unconfirmed
-    dismissal: Dismissal | None  # the crew whose assignment this was, now dismissed
-
-
-def _live_crew(home: Home, item: WorkItem) -> str | None:
-    """The crew whose current assignment the item is, while that crew is not dismissed."""
-    if item.source != "assignment" or not item.crew or item.state in TERMINAL:
-        return None
-    snapshot, _ = crewlog.load(home, crew_key(item.crew))
-    if (snapshot is None or snapshot.dismissed_at is not None
-            or snapshot.assignment.assignment_id != item.assignment_id):
-        return None
-    return snapshot.name
-
-
-def cancel(home: Home, work_id: str, *, actor: str, reason: str | None = None,
-           ctx: Context = CAPTAIN) -> Cancellation:
-    """Cancel a work item. An assignment's item is cancelled by dismissing its crew (one
-    path: the pane is closed, unread mail bounces, the crew can be recruited again with
-    ``--handoff``), so a crew is never left recorded as assigned with a dead pane."""
-    from captain_tui.runtime import ledger_probe
-
-    rules.check_captain(ctx, "work cancel")
-    ledger.check_shown(reason)  # before a pane is closed or anything is written
-    item = ledger.get(home, ledger.check_work_id(work_id))
-    controls.check(home, "cancel", item)  # a routine receipt is not captain's to stop
-    crew = _live_crew(home, item)
-    if crew is None:
-        result = ledger.cancel(home, item.work_id, actor=actor, reason=reason,
-                               stop=ledger_probe.stop)
-        return Cancellation(result.item, result.outcome, None)
-    dismissal = dismiss(home, crew, ctx=ctx, actor=actor,
-                        reason=reason or f"work item {item.work_id} cancelled")
-    after = ledger.get(home, item.work_id)
-    outcome = ("cancelled" if after.state == "cancelled" else
-               "already_terminal" if after.state in TERMINAL else "stop_unconfirmed")
-    return Cancellation(after, outcome, dismissal)
-
-
-def replay(home: Home, work_id: str, *, actor: str, reason: str,
-           target_revision: str | None = None) -> WorkItem:
-    return replays.replay(home, work_id, actor=actor, reason=reason,
-                          target_revision=target_revision)
-
-
-def resolve(home: Home, work_id: str, *, generation: int, to: str, reason: str | None,
-            actor: str, runtime_stopped: bool = False) -> WorkItem:
-    return ledger.resolve(home, work_id, generation=generation, to=to, reason=reason,
-                          operator=actor, runtime_stopped=runtime_stopped)

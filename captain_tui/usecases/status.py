@@ -1,0 +1,86 @@
+"""``status``, the read model: the crew's rows with their doorbell stamps, which ledger the
+home uses and what keeps it from being used. The CLI words it; a crew sees itself only.
+
+Read-only: a home that does not exist yet is said, never created.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from captain_tui.runtime import doorbell
+from state.crew import protocol
+from state.crew.rules import CAPTAIN, Context, own_view
+from state.errors import CaptainError
+from state.home import Home
+
+
+@dataclass(frozen=True)
+class Status:
+    root: Path
+    home_exists: bool
+    ledger: dict  # the location as JSON, with "error" when it cannot be used
+    postgres: bool | None  # None: the location itself is not one (a bad URL)
+    described: str  # the location in a line (a password redacted), "" when invalid
+    problem: CaptainError | None  # what keeps the ledger from being used: status fails
+    workspace_id: str | None
+    crew: list[dict]  # protocol.crew_status's rows, each with its "doorbell"
+
+    def as_json(self) -> dict:
+        return {"crew": self.crew, "workspace_id": self.workspace_id, "home": str(self.root),
+                "home_exists": self.home_exists, "ledger": self.ledger}
+
+
+def _location(home: Home):
+    from state.work.location import ledger_location
+
+    try:
+        location = ledger_location(home)
+    except CaptainError as err:
+        return {"kind": "invalid", "error": err.as_json()}, None, "", err
+    return location.as_json(), location.postgres, location.describe(), None
+
+
+def _workspace(home: Home):
+    """The workspace ID and what stopped the ledger from saying it (a database that is
+    unreachable, not migrated, or whose driver is missing); None, None in a read-only look
+    at a home that has none minted yet."""
+    from state.work import tokens
+
+    try:
+        return tokens.workspace_id(home), None
+    except CaptainError as err:
+        return None, err
+
+
+def _bell(home: Home, row: dict) -> dict:
+    stamp = doorbell.read_stamp(home, row["name"].lower())
+    live = stamp is not None and stamp.incarnation_id == row["incarnation_id"]
+    return {"gate": stamp.gate if live else None,
+            "held_since": stamp.held_since.isoformat() if live and stamp.held_since else None,
+            "head": stamp.head if live else None}
+
+
+def status(home: Home, *, ctx: Context = CAPTAIN, include_dismissed: bool = False) -> Status:
+    """The crew (dismissed ones too with ``include_dismissed``) and the ledger. A ledger
+    that cannot be used is reported in ``problem``, not raised, so the crew still shows."""
+    from state.crew_side import commands
+
+    ledger, postgres, described, problem = _location(home)
+    if not home.root.is_dir():
+        return Status(home.root, False, ledger, postgres, described, problem, None, [])
+    # a crew sees itself only, and only as itself: another crew's incarnation ID is all it
+    # would need to read that crew's mail and write its receipts
+    own = own_view(ctx, lambda key: commands.load(home, key))
+    rows = protocol.crew_status(home, include_dismissed=include_dismissed)
+    if own is not None:
+        rows = [r for r in rows if r["name"].lower() == own]
+    for row in rows:
+        row["doorbell"] = _bell(home, row)
+    workspace = None
+    if problem is None:
+        workspace, problem = _workspace(home)
+        if problem is not None:
+            ledger = {**ledger, "error": problem.as_json()}
+    return Status(home.root, True, ledger, postgres, described, problem, workspace, rows)

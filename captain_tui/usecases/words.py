@@ -1,0 +1,24 @@
+"""What the surfaces say the same way: a dismissal's consequences, and a failing store.
+
+The CLI and the cockpit word results themselves; a sentence both say lives here once.
+"""
+
+from __future__ import annotations
+
+from state.errors import CaptainError
+from state.vocab import counted
+
+
+def dismissal_words(d, *, place: str = "pane") -> str:
+    """A ``Dismissal`` in a sentence's tail: what bounced, whether the crew's ``place`` (the
+    CLI's "pane", the cockpit's "window") is gone; "" when there is nothing to add."""
+    extra = f"; {counted(len(d.bounced), 'unread message')} bounced" if d.bounced else ""
+    gone = {True: f"; its {place} is closed",
+            False: f"; its {place} could NOT be confirmed closed", None: ""}[d.pane_stopped]
+    return extra + gone
+
+
+def store_error(exc: OSError) -> CaptainError:
+    """An operating-system failure under a command (a full disk, a file it may not read)
+    as the refusal every surface shows: ``store_error``, with what failed and where."""
+    return CaptainError("store_error", f"{exc.strerror or exc} ({exc.filename or 'home'}).")
