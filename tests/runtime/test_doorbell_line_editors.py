@@ -148,7 +148,11 @@ def world(tmp_path_factory):
             if setup:
                 tmux.type(crew["pane"], setup)
                 tmux.key(crew["pane"], "Enter")
-            tmux.type(crew["pane"], f"echo seed >> {crew['trap']}/runs")
+                # the mode's settings first (`stty eol m` ends a line at each 'm' typed once
+                # it has run), then a seed with no 'm': $HOME is the crew's trap directory
+                poll(lambda: _empty_prompt(tmux, crew["pane"]), timeout=20,
+                     what=f"{mode}'s setup: {tmux.capture(crew['pane'])[-300:]}")
+            tmux.type(crew["pane"], 'echo seed >> "$HOME/runs"')
             tmux.key(crew["pane"], "Enter")
         for (mode, _), crew in crews.items():
             runs = crew["trap"] / "runs"
@@ -192,14 +196,14 @@ def test_the_notice_runs_nothing_and_leaves_nothing_on_the_line(world, mode, use
              what=f"{mode}'s line, redrawn, to be empty: {tmux.capture(pane)[-400:]}")
     if mode.endswith("vi-command") or mode == "bash-vi-insert":
         tmux.key(pane, "i")
-    marker = trap / "marker"
-    tmux.type(pane, f"touch {marker}")
+    marker = trap / "ok"  # no 'm' in what is typed (dash with `stty eol m`)
+    tmux.type(pane, 'touch "$HOME/ok"')
     tmux.key(pane, "Enter")
     poll(marker.exists, timeout=10, what=f"{mode}'s shell to run a command typed after the "
          f"ring: {tmux.capture(pane)[-400:]}")
     # no word of the notice ran as a command, nothing the mail asks for exists
     assert sorted(p.name for p in trap.iterdir() if not p.name.startswith(".")) \
-        == ["marker", "runs"], tmux.capture(pane)
+        == ["ok", "runs"], tmux.capture(pane)
     assert (trap / "runs").read_text() == "seed\n"  # no history entry ran again
     assert not (shared / "editor-ran").exists()  # no editor was opened
     if mode in TYPED:
