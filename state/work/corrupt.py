@@ -97,6 +97,18 @@ def loads(data: bytes, *, what: str, ident: str):
         raise error(what, ident, _why(exc)) from None
 
 
+def readable(build: Callable[[], M]) -> M | None:
+    """What ``build`` makes of one row of a listing, or None when the row is corrupt: then
+    it is ``skip``ped (said once); any other refusal goes on up."""
+    try:
+        return build()
+    except CaptainError as err:
+        if err.code != CODE:
+            raise
+        skip(err)
+        return None
+
+
 def skip(err: CaptainError) -> None:
     """A listing leaves this row out: say so, once per row per process."""
     ident = str(err.extra.get("id", ""))  # unique across records: wrk_…, whd_…, "wrk_… #3"

@@ -295,12 +295,9 @@ class PostgresBackend:
                     query.append("FOR UPDATE SKIP LOCKED")
             rows = self.run(" ".join(query), args, fetch="all")
             for row in rows:
-                try:
-                    out.append(self._item_of(*row))
-                except CaptainError as err:
-                    if err.code != corrupt.CODE:
-                        raise
-                    corrupt.skip(err)
+                item = corrupt.readable(lambda row=row: self._item_of(*row))
+                if item is not None:
+                    out.append(item)
             if wanted is None or len(rows) < wanted or len(out) >= limit:
                 return out
             after = rows[-1][0]
@@ -324,13 +321,10 @@ class PostgresBackend:
                          "WHERE work_id = %s ORDER BY seq", (work_id,), fetch="all")
         out = []
         for row in rows:
-            try:
-                out.append(self._event_of(work_id, *row))
-            except CaptainError as err:
-                if err.code != corrupt.CODE:
-                    raise
-                corrupt.skip(err)
+            event = corrupt.readable(lambda row=row: self._event_of(work_id, *row))
+            if event is None:
                 break
+            out.append(event)
         return out
 
     def lease(self, work_id: str) -> Lease | None:

@@ -150,12 +150,10 @@ class PostgresDeliveries:
                 params.append(wanted)
             rows = self.run(" ".join(sql), params, fetch="all")
             for _, delivery_id, doc, size in rows:
-                try:
-                    out.append(_record_of(delivery_id, doc, size))
-                except CaptainError as err:
-                    if err.code != corrupt.CODE:
-                        raise
-                    corrupt.skip(err)
+                record = corrupt.readable(lambda d=delivery_id, t=doc, n=size:
+                                          _record_of(d, t, n))
+                if record is not None:
+                    out.append(record)
             if wanted is None or len(rows) < wanted or len(out) >= limit:
                 return out
             key = (rows[-1][0], rows[-1][1])
