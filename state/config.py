@@ -122,13 +122,18 @@ def check(parsed: dict) -> list[str]:
         if not isinstance(body, dict):
             raise CaptainError("invalid_config", f"{table} in config.toml must be a table "
                                                  f"([{table}]), not {_shown(body)}.", key=table)
-        for key, got in body.items():
-            setting = keys.get(key)
-            if setting is None:
-                unknown.append(f"[{table}] {key}")
-            elif not setting.fits(got):
-                raise _refuse(f"[{table}] {key}", got, setting)
+        _check_keys(f"[{table}]", body, keys, unknown)
     return unknown
+
+
+def _check_keys(where: str, body: dict, keys: dict, unknown: list[str]) -> None:
+    """Each of a table's settings against its row of the table of settings."""
+    for key, got in body.items():
+        setting = keys.get(key)
+        if setting is None:
+            unknown.append(f"{where} {key}")
+        elif not setting.fits(got):
+            raise _refuse(f"{where} {key}", got, setting)
 
 
 def _check_endpoints(body: object, unknown: list[str]) -> None:
@@ -142,12 +147,7 @@ def _check_endpoints(body: object, unknown: list[str]) -> None:
                 f"[endpoints.{_shown(name)}] in config.toml is not an endpoint: each is a table "
                 "named by 1 to 64 letters, digits, '_', '.' or '-', starting with a letter "
                 "or digit.", key=f"endpoints.{name}"[:100])
-        for key, got in table.items():
-            setting = ENDPOINT.get(key)
-            if setting is None:
-                unknown.append(f"[endpoints.{name}] {key}")
-            elif not setting.fits(got):
-                raise _refuse(f"[endpoints.{name}] {key}", got, setting)
+        _check_keys(f"[endpoints.{name}]", table, ENDPOINT, unknown)
 
 
 def value(section: object, key: str, table: str | None = None):
