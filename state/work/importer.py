@@ -135,6 +135,8 @@ def import_files(home: Home, backend) -> Imported:
     counts = dict(items=0, events=0, deliveries=0, bodies=0, rejections=0, tokens=0,
                   new_items=0, new_deliveries=0, new_tokens=0)
     item_ids: list[str] = []
+    delivery_ids: list[str] = []
+    token_ids: list[str] = []
     with backend.transaction(ledger=True) as tx:
         for work_id in files.all_ids():
             events = files.events(work_id)
@@ -167,6 +169,7 @@ def import_files(home: Home, backend) -> Imported:
         known_rejections = {r.rejection_id for r in deliveries.rejections()}
         for record in file_deliveries.records():
             counts["deliveries"] += 1
+            delivery_ids.append(record.delivery_id)
             stored = deliveries.record(record.delivery_id)
             if stored is None:
                 if deliveries.claim(record) != record.delivery_id:
@@ -190,6 +193,7 @@ def import_files(home: Home, backend) -> Imported:
                 deliveries.put_rejection(rejection)
         for token in file_tokens.records():
             counts["tokens"] += 1
+            token_ids.append(token.token_id)
             stored = tokens.get(token.token_id)
             if stored is None:
                 tokens.add(token)
@@ -200,7 +204,7 @@ def import_files(home: Home, backend) -> Imported:
                 tokens.replace(token)  # a revocation is never lost
         mine = file_tokens.workspace()
         workspace = (tokens.mint_workspace(mine) if mine is not None else tokens.workspace())
-        _verify(backend, item_ids, counts, file_deliveries, file_tokens)
+        _verify(backend, counts, item_ids, delivery_ids, token_ids)
     aside = _set_aside(home) if held(home) else None
     return Imported(**counts, workspace=workspace.workspace_id if workspace else None,
                     set_aside=str(aside) if aside else None)
@@ -242,14 +246,13 @@ def _input_bytes(home: Home, work_id: str, fingerprint: str) -> bytes | None:
     return data
 
 
-def _verify(backend, item_ids, counts, file_deliveries, file_tokens) -> None:
-    """Inside the transaction: everything the files hold is in the database, by counts."""
+def _verify(backend, counts, item_ids, delivery_ids, token_ids) -> None:
+    """Inside the transaction: everything the files hold is in the database, by counts
+    (of the IDs the import read from the files)."""
     row = backend.run("SELECT count(*), coalesce(sum(seq), 0) FROM work_items "
                       "WHERE work_id = ANY(%s)", (item_ids,), fetch="one")
-    ids = [r.delivery_id for r in file_deliveries.records()]
     deliveries = backend.run("SELECT count(*) FROM deliveries WHERE delivery_id = ANY(%s)",
-                             (ids,), fetch="one")[0]
-    token_ids = [t.token_id for t in file_tokens.records()]
+                             (delivery_ids,), fetch="one")[0]
     tokens = backend.run("SELECT count(*) FROM api_tokens WHERE token_id = ANY(%s)",
                          (token_ids,), fetch="one")[0]
     found = (row[0], row[1], deliveries, tokens)
