@@ -329,6 +329,24 @@ class _RescanCounter:
         self.feed.Feed.rescan = self.real
 
 
+async def _writer(root: Path, flag: str):
+    """This script in a child process (``flag``: which writer), writing into the home at
+    ``root`` on request, and ``ask``: one JSON request, its JSON reply."""
+    writer = await asyncio.create_subprocess_exec(
+        sys.executable, __file__, flag, str(root), stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(REPO)})
+
+    async def ask(req: dict) -> dict:
+        writer.stdin.write((json.dumps(req) + "\n").encode())
+        await writer.stdin.drain()
+        reply = json.loads(await writer.stdout.readline())
+        if "error" in reply:
+            raise RuntimeError(f"writer refused {req}: {reply['error']}")
+        return reply
+
+    return writer, ask
+
+
 async def _wait(predicate, timeout: float, what: str, every: float = 0.05):
     """Untimed waiting (set-up, tidying): a slow poll, so the bench stays out of the way."""
     deadline = time.monotonic() + timeout
@@ -400,17 +418,7 @@ async def _events(root: Path, n_events: int, label: str, settle: float = 1.0) ->
 
     rescans = _RescanCounter()
     app = CaptainApp(Home(root), run_doorbell=False)
-    writer = await asyncio.create_subprocess_exec(
-        sys.executable, __file__, "--writer", str(root), stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(REPO)})
-
-    async def ask(req: dict) -> dict:
-        writer.stdin.write((json.dumps(req) + "\n").encode())
-        await writer.stdin.drain()
-        reply = json.loads(await writer.stdout.readline())
-        if "error" in reply:
-            raise RuntimeError(f"writer refused {req}: {reply['error']}")
-        return reply
+    writer, ask = await _writer(root, "--writer")
 
     latencies: dict[str, list[float]] = {k: [] for k in KINDS}  # to the painted screen
     in_table: dict[str, list[float]] = {k: [] for k in KINDS}  # to the panel's list
@@ -600,17 +608,7 @@ async def _work_events(root: Path, n_events: int, settle: float) -> dict:
     from widgets.panels.work import WorkPanel
 
     app = CaptainApp(Home(root), run_doorbell=False)
-    writer = await asyncio.create_subprocess_exec(
-        sys.executable, __file__, "--work-writer", str(root), stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(REPO)})
-
-    async def ask(req: dict) -> dict:
-        writer.stdin.write((json.dumps(req) + "\n").encode())
-        await writer.stdin.drain()
-        reply = json.loads(await writer.stdout.readline())
-        if "error" in reply:
-            raise RuntimeError(f"writer refused {req}: {reply['error']}")
-        return reply
+    writer, ask = await _writer(root, "--work-writer")
 
     painted, in_table, missed = [], [], 0
     shown = _Shown()
