@@ -35,14 +35,23 @@ REPO = HERE.parent
 # (name, script, arguments for a full run, for --quick, for --smoke)
 SUITE = (
     ("cold start", "cold_start.py", ["--runs", "15"], ["--runs", "3"], ["--smoke"]),
-    ("doorbell and wait", "doorbell_latency.py", ["--rounds", "20"], ["--rounds", "5"],
-     ["--smoke"]),
-    ("agent doorbell", "agent_doorbell.py", ["--rounds", "20"], ["--rounds", "5"],
-     ["--smoke"]),
+    (
+        "doorbell and wait",
+        "doorbell_latency.py",
+        ["--rounds", "20"],
+        ["--rounds", "5"],
+        ["--smoke"],
+    ),
+    ("agent doorbell", "agent_doorbell.py", ["--rounds", "20"], ["--rounds", "5"], ["--smoke"]),
     ("crew death", "crew_death.py", ["--runs", "20"], ["--runs", "5"], ["--smoke"]),
     ("cockpit", "cockpit.py", ["--events", "500"], ["--quick"], ["--smoke"]),
-    ("ledger claims", "ledger_claims.py", ["--items", "400", "--sizes", "10000,100000"],
-     ["--quick"], ["--smoke"]),
+    (
+        "ledger claims",
+        "ledger_claims.py",
+        ["--items", "400", "--sizes", "10000,100000"],
+        ["--quick"],
+        ["--smoke"],
+    ),
     ("ledger wake-ups", "ledger_wakeups.py", ["--rounds", "20"], ["--quick"], ["--smoke"]),
 )
 MODES = ("full", "quick", "smoke")
@@ -72,7 +81,7 @@ def _why_not(stderr: str) -> str | None:
     """The sentence of a script's ``cannot run: ...`` line."""
     for line in reversed(stderr.splitlines()):
         if line.startswith(CANNOT_RUN_PREFIX):
-            return line[len(CANNOT_RUN_PREFIX):].strip()
+            return line[len(CANNOT_RUN_PREFIX) :].strip()
     return None
 
 
@@ -82,7 +91,7 @@ def _last_error(text: str) -> str:
     lines = text.strip().splitlines()
     starts = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent")]
     if starts:
-        after = lines[starts[-1] + 1:]
+        after = lines[starts[-1] + 1 :]
         for i, line in enumerate(after):
             if line and not line[0].isspace():  # frames are indented; the exception is not
                 return " ".join(x.strip() for x in after[i:] if x.strip())
@@ -95,23 +104,40 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "/")
 
 
-def run_one(name: str, script: str, extra: list[str], *, env: dict | None = None,
-            timeout: float | None = None) -> dict:
+def run_one(
+    name: str,
+    script: str,
+    extra: list[str],
+    *,
+    env: dict | None = None,
+    timeout: float | None = None,
+) -> dict:
     """Run one part in its own process; its rows, or one row saying why it has none."""
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tmp:
         out = Path(tmp.name)
     start = time.monotonic()
     try:
-        proc = subprocess.run([sys.executable, str(HERE / script), *extra, "--json", str(out)],
-                              capture_output=True, text=True, cwd=REPO, env=env,
-                              timeout=timeout)
+        proc = subprocess.run(
+            [sys.executable, str(HERE / script), *extra, "--json", str(out)],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            env=env,
+            timeout=timeout,
+        )
         code, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
     except subprocess.TimeoutExpired as exc:
         code = None
-        stdout = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) \
+        stdout = (
+            exc.stdout.decode(errors="replace")
+            if isinstance(exc.stdout, bytes)
             else exc.stdout or ""
-        stderr = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) \
+        )
+        stderr = (
+            exc.stderr.decode(errors="replace")
+            if isinstance(exc.stderr, bytes)
             else exc.stderr or ""
+        )
     seconds = time.monotonic() - start
     try:
         data = json.loads(out.read_text()) if out.stat().st_size else {}
@@ -122,41 +148,81 @@ def run_one(name: str, script: str, extra: list[str], *, env: dict | None = None
     rows = data.get("rows") or (_rows_from_markdown(stdout) if code in (0, 1) else [])
     why = _why_not(stderr) if code == CANNOT_RUN else None
     if why is not None:
-        rows = [{"what": name, "measured": f"cannot run here: {_cell(why)}", "budget": "—",
-                 "verdict": NOT_RUN}]
+        rows = [
+            {
+                "what": name,
+                "measured": f"cannot run here: {_cell(why)}",
+                "budget": "—",
+                "verdict": NOT_RUN,
+            }
+        ]
     elif code is None:
-        rows = [{"what": name, "measured": f"did not finish within {timeout:.0f} s",
-                 "budget": "—", "verdict": FAILED}]
+        rows = [
+            {
+                "what": name,
+                "measured": f"did not finish within {timeout:.0f} s",
+                "budget": "—",
+                "verdict": FAILED,
+            }
+        ]
     elif not rows:  # a crash (or a run that printed no table): its last error line
-        rows = [{"what": name, "measured": f"crashed (exit {code}): "
-                                           f"{_cell(_last_error(stderr or stdout))}",
-                 "budget": "—", "verdict": FAILED}]
+        rows = [
+            {
+                "what": name,
+                "measured": f"crashed (exit {code}): {_cell(_last_error(stderr or stdout))}",
+                "budget": "—",
+                "verdict": FAILED,
+            }
+        ]
     # exit 1 with rows: a budget was missed, and the rows say which
-    return {"name": name, "script": script, "seconds": round(seconds, 1), "exit": code,
-            "ran": all(r.get("verdict") not in (NOT_RUN, FAILED) for r in rows),
-            "rows": rows, "results": data, "stdout": stdout, "stderr": stderr}
+    return {
+        "name": name,
+        "script": script,
+        "seconds": round(seconds, 1),
+        "exit": code,
+        "ran": all(r.get("verdict") not in (NOT_RUN, FAILED) for r in rows),
+        "rows": rows,
+        "results": data,
+        "stdout": stdout,
+        "stderr": stderr,
+    }
 
 
 def machine() -> str:
-    return (f"{platform.machine()}, {os.cpu_count()} cores, {platform.system()} "
-            f"{platform.release()}, Python {platform.python_version()}, load average at start "
-            f"{os.getloadavg()[0]:.2f}")
+    return (
+        f"{platform.machine()}, {os.cpu_count()} cores, {platform.system()} "
+        f"{platform.release()}, Python {platform.python_version()}, load average at start "
+        f"{os.getloadavg()[0]:.2f}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m bench", description=__doc__.splitlines()[0],
-        epilog="Exit status: 0 when every part ran, 1 when one did not (its row says why).")
+        prog="python -m bench",
+        description=__doc__.splitlines()[0],
+        epilog="Exit status: 0 when every part ran, 1 when one did not (its row says why).",
+    )
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true", help="short runs (minutes, not tens)")
-    size.add_argument("--smoke", action="store_true",
-                      help="every part at its smallest: seconds each, numbers that mean "
-                           "nothing (proves each part still runs)")
-    parser.add_argument("--only", choices=[s[0] for s in SUITE], action="append",
-                        help="run only this part (repeatable)")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="where the JSON goes (default: bench/results.json; with --smoke "
-                             "none is written unless this is given)")
+    size.add_argument(
+        "--smoke",
+        action="store_true",
+        help="every part at its smallest: seconds each, numbers that mean "
+        "nothing (proves each part still runs)",
+    )
+    parser.add_argument(
+        "--only",
+        choices=[s[0] for s in SUITE],
+        action="append",
+        help="run only this part (repeatable)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="where the JSON goes (default: bench/results.json; with --smoke "
+        "none is written unless this is given)",
+    )
     args = parser.parse_args(argv)
     mode = "smoke" if args.smoke else "quick" if args.quick else "full"
     out = args.out or (None if args.smoke else HERE / "results.json")  # smoke: no numbers
@@ -176,8 +242,10 @@ def main(argv: list[str] | None = None) -> int:
     missing = [s["name"] for s in sections if not s["ran"]]
     if missing:
         print(f"\nDid not run: {', '.join(missing)} (their rows say why).")
-    write_json(out, {"date": stamp, "machine": where, "quick": args.quick,
-                          "mode": mode, "sections": sections})
+    write_json(
+        out,
+        {"date": stamp, "machine": where, "quick": args.quick, "mode": mode, "sections": sections},
+    )
     return 1 if missing else 0
 
 

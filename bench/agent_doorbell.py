@@ -66,8 +66,7 @@ def _start(agent: str, root: Path):
 
 def _idle(crew, agent: str) -> bool:
     seen = screens.read_screen(crew.pane.capture(ansi=True), agent)
-    return (seen.composer_readable and seen.draft == "" and not seen.working
-            and not seen.approval)
+    return seen.composer_readable and seen.draft == "" and not seen.working and not seen.approval
 
 
 def _settled(crew, agent: str) -> bool:
@@ -101,8 +100,7 @@ class Watcher(threading.Thread):
 
 
 def _rounds(crew, agent: str, rounds: int) -> list[float]:
-    until(lambda: _settled(crew, agent), IDLE_TIMEOUT, f"{agent} to settle after recruiting",
-          POLL)
+    until(lambda: _settled(crew, agent), IDLE_TIMEOUT, f"{agent} to settle after recruiting", POLL)
     snapshot = crewlog.load(crew.home, crew.key)[0]
     started = snapshot.launched_at or snapshot.recruited_at
     grace = doorbell.LAUNCH_GRACE.get(agent, doorbell.DEFAULT_GRACE)
@@ -110,8 +108,7 @@ def _rounds(crew, agent: str, rounds: int) -> list[float]:
     assignment = crew.assignment
     out = []
     for i in range(rounds):
-        until(lambda: _settled(crew, agent), IDLE_TIMEOUT, f"{agent} idle before round {i}",
-              POLL)
+        until(lambda: _settled(crew, agent), IDLE_TIMEOUT, f"{agent} idle before round {i}", POLL)
         time.sleep(doorbell.QUIET_CERTAIN + 0.1)  # window activity ages, as for an idle crew
         snapshot = crewlog.load(crew.home, crew.key)[0]
         stamp = doorbell._stamp(crew.home, crew.key, snapshot)
@@ -145,17 +142,28 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix=f"captain-bench-{agent}-") as tmp:
             crew, reason = _start(agent, Path(tmp))
             if crew is None:
-                rows.append({"what": f"mail written -> keys in a {agent} pane",
-                             "measured": f"not run: {reason}", "budget": "p95 <= 500 ms",
-                             "verdict": "not run"})
+                rows.append(
+                    {
+                        "what": f"mail written -> keys in a {agent} pane",
+                        "measured": f"not run: {reason}",
+                        "budget": "p95 <= 500 ms",
+                        "verdict": "not run",
+                    }
+                )
                 continue
             try:
                 values = _rounds(crew, agent, args.rounds)
             finally:
                 crew.close()
         raw[agent] = values
-        rows.append(latency_row(f"mail written, gates clear -> keys in a real {agent} pane",
-                                values, "p95 <= 500 ms", BUDGET_MS))
+        rows.append(
+            latency_row(
+                f"mail written, gates clear -> keys in a real {agent} pane",
+                values,
+                "p95 <= 500 ms",
+                BUDGET_MS,
+            )
+        )
     machine = f"{os.uname().machine}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}"
     print_report(f"machine: {machine}", rows)
     write_json(args.json, {"machine": machine, "rows": rows, "raw_ms": raw})

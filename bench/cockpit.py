@@ -118,8 +118,20 @@ def _put(path: Path, data: bytes) -> None:
         os.close(fd)
 
 
-_WORDS = ("the login form", "retry logic", "flaky test", "config loader", "migration",
-          "error message", "README", "benchmark", "cache", "parser", "CLI flag", "timeout")
+_WORDS = (
+    "the login form",
+    "retry logic",
+    "flaky test",
+    "config loader",
+    "migration",
+    "error message",
+    "README",
+    "benchmark",
+    "cache",
+    "parser",
+    "CLI flag",
+    "timeout",
+)
 
 
 def _text(rng: random.Random, i: int) -> str:
@@ -127,9 +139,17 @@ def _text(rng: random.Random, i: int) -> str:
     return f"Note {i}: please look at {words}."
 
 
-def build_home(root: Path, crews: int, messages: int, notifications: int, *,
-               unread_frac: float = UNREAD_FRAC, unacked_frac: float = UNACKED_FRAC,
-               launch=None, seed: int = 1) -> dict:
+def build_home(
+    root: Path,
+    crews: int,
+    messages: int,
+    notifications: int,
+    *,
+    unread_frac: float = UNREAD_FRAC,
+    unacked_frac: float = UNACKED_FRAC,
+    launch=None,
+    seed: int = 1,
+) -> dict:
     """Recruit ``crews`` through the protocol (a real history each), then write their
     mail, receipts, notifications, acks and returned markers directly, backdated over the
     last 30 days. The newest ``unread_frac`` of each crew's mail stays unread and the
@@ -156,92 +176,160 @@ def build_home(root: Path, crews: int, messages: int, notifications: int, *,
         name = f"Crew{c + 1:03d}"
         key = name.lower()
         kwargs = {"launch": launch(home, name, key)} if launch else {}
-        protocol.recruit(home, name, f"Task {c + 1}: {_text(rng, c)}", cwd=str(project),
-                         agent="program" if launch else "shell", **kwargs)
+        protocol.recruit(
+            home,
+            name,
+            f"Task {c + 1}: {_text(rng, c)}",
+            cwd=str(project),
+            agent="program" if launch else "shell",
+            **kwargs,
+        )
         snap, _ = crewlog.load(home, key)
         asg, inc = snap.assignment.assignment_id, snap.incarnation_id
         mail, receipts = home.mail_dir(key), home.receipts_dir(key)
-        notes, acks, returned = (home.notifications_dir(key), home.acks_dir(key),
-                                 home.returned_dir(key))
+        notes, acks, returned = (
+            home.notifications_dir(key),
+            home.acks_dir(key),
+            home.returned_dir(key),
+        )
         read_at = now - timedelta(minutes=5)
         if unread_n == 0:  # the task mail was read too
-            _put(receipts / f"{snap.assignment.message_id}.json", encode(Receipt(
-                message_id=snap.assignment.message_id, crew=name, assignment_id=asg,
-                read_at=read_at, via="inbox")))
+            _put(
+                receipts / f"{snap.assignment.message_id}.json",
+                encode(
+                    Receipt(
+                        message_id=snap.assignment.message_id,
+                        crew=name,
+                        assignment_id=asg,
+                        read_at=read_at,
+                        via="inbox",
+                    )
+                ),
+            )
         step = (now - start - timedelta(hours=1)) / max(per_mail, 1)
         for j in range(per_mail):
             at = start + step * j
             mid = _id("msg", at, rng)
-            _put(mail / f"{mid}.json", encode(Message(
-                message_id=mid, crew=name, incarnation_id=inc, assignment_id=asg, kind="tell",
-                text=_text(rng, j), queued_at=at)))
+            _put(
+                mail / f"{mid}.json",
+                encode(
+                    Message(
+                        message_id=mid,
+                        crew=name,
+                        incarnation_id=inc,
+                        assignment_id=asg,
+                        kind="tell",
+                        text=_text(rng, j),
+                        queued_at=at,
+                    )
+                ),
+            )
             if j < per_mail - max(unread_n - 1, 0):
-                _put(receipts / f"{mid}.json", encode(Receipt(
-                    message_id=mid, crew=name, assignment_id=asg, read_at=at + step / 2,
-                    via=rng.choice(("inbox", "hook")))))
+                _put(
+                    receipts / f"{mid}.json",
+                    encode(
+                        Receipt(
+                            message_id=mid,
+                            crew=name,
+                            assignment_id=asg,
+                            read_at=at + step / 2,
+                            via=rng.choice(("inbox", "hook")),
+                        )
+                    ),
+                )
         step = (now - start - timedelta(hours=1)) / max(per_note, 1)
         for j in range(per_note):
             at = start + step * j
             did = _id("dlv", at, rng)
             acked = j < per_note - unacked_n
             status = rng.choice(statuses_acked if acked else statuses_open)
-            _put(notes / f"{did}.json", encode(Notification(
-                delivery_id=did, status=status, crew=name, assignment_id=asg,
-                summary=_text(rng, j)[:300], queued_at=at, created_at=at)))
+            _put(
+                notes / f"{did}.json",
+                encode(
+                    Notification(
+                        delivery_id=did,
+                        status=status,
+                        crew=name,
+                        assignment_id=asg,
+                        summary=_text(rng, j)[:300],
+                        queued_at=at,
+                        created_at=at,
+                    )
+                ),
+            )
             if acked:
-                _put(returned / f"{did}.json", encode(Returned(
-                    delivery_id=did, crew=name, returned_at=at + step / 3)))
-                _put(acks / f"{did}.json", encode(Ack(delivery_id=did, crew=name,
-                                                      acked_at=at + step / 2)))
+                _put(
+                    returned / f"{did}.json",
+                    encode(Returned(delivery_id=did, crew=name, returned_at=at + step / 3)),
+                )
+                _put(
+                    acks / f"{did}.json",
+                    encode(Ack(delivery_id=did, crew=name, acked_at=at + step / 2)),
+                )
         if crews >= 50 and (c + 1) % 10 == 0:
             _log(f"built {c + 1}/{crews} crew ({time.monotonic() - began:.0f} s)")
-    return {"crews": crews, "messages": messages, "notifications": notifications,
-            "unread_frac": unread_frac, "unacked_frac": unacked_frac,
-            "build_s": round(time.monotonic() - began, 1)}
+    return {
+        "crews": crews,
+        "messages": messages,
+        "notifications": notifications,
+        "unread_frac": unread_frac,
+        "unacked_frac": unacked_frac,
+        "build_s": round(time.monotonic() - began, 1),
+    }
 
 
 def census(root: Path) -> dict:
     """What is in the home right now (the event phases add a little to it)."""
+
     def count(top: str) -> int:
         base = root / top
         if not base.is_dir():
             return 0
-        return sum(sum(1 for e in os.scandir(d.path) if e.name.endswith(".json"))
-                   for d in os.scandir(base) if d.is_dir())
+        return sum(
+            sum(1 for e in os.scandir(d.path) if e.name.endswith(".json"))
+            for d in os.scandir(base)
+            if d.is_dir()
+        )
 
-    out = {top: count(top) for top in ("mail", "receipts", "notifications", "acks",
-                                       "returned")}
+    out = {top: count(top) for top in ("mail", "receipts", "notifications", "acks", "returned")}
     out["crew"] = sum(1 for d in os.scandir(root / "crew") if d.is_dir())
     out["unread"] = out["mail"] - out["receipts"]
     out["unacknowledged"] = out["notifications"] - out["acks"]
     return out
 
 
-def big_home(path: Path, crews: int, messages: int, notifications: int,
-             rebuild: bool) -> Path:
+def big_home(path: Path, crews: int, messages: int, notifications: int, rebuild: bool) -> Path:
     """``path/home``, built once and reused while ``path/spec.json`` matches."""
-    spec = {"version": SPEC_VERSION, "crews": crews, "messages": messages,
-            "notifications": notifications, "unread_frac": UNREAD_FRAC,
-            "unacked_frac": UNACKED_FRAC}
+    spec = {
+        "version": SPEC_VERSION,
+        "crews": crews,
+        "messages": messages,
+        "notifications": notifications,
+        "unread_frac": UNREAD_FRAC,
+        "unacked_frac": UNACKED_FRAC,
+    }
     spec_file, root = path / "spec.json", path / "home"
     if spec_file.exists():
         try:
             have = json.loads(spec_file.read_text())
         except ValueError:
             have = {}
-        if not rebuild and {k: have.get(k) for k in spec} == spec \
-                and (root / "home.json").exists():
+        if not rebuild and {k: have.get(k) for k in spec} == spec and (root / "home.json").exists():
             _log(f"reusing the big home at {root}")
             return root
         shutil.rmtree(path / "home", ignore_errors=True)
         shutil.rmtree(path / "project", ignore_errors=True)
         spec_file.unlink()
     elif path.exists() and any(path.iterdir()):
-        raise SystemExit(f"{path} is not empty and holds no bench spec.json; refusing to "
-                         "build a home there (give an empty or new directory).")
+        raise SystemExit(
+            f"{path} is not empty and holds no bench spec.json; refusing to "
+            "build a home there (give an empty or new directory)."
+        )
     path.mkdir(parents=True, exist_ok=True)
-    _log(f"building the big home at {root} ({crews} crew, {messages} messages, "
-         f"{notifications} notifications); reuse it with --big-home {path}")
+    _log(
+        f"building the big home at {root} ({crews} crew, {messages} messages, "
+        f"{notifications} notifications); reuse it with --big-home {path}"
+    )
     built = build_home(root, crews, messages, notifications)
     spec_file.write_text(json.dumps({**spec, "build_s": built["build_s"]}) + "\n")
     _log(f"built in {built['build_s']} s")
@@ -281,8 +369,9 @@ def writer_main(root: str) -> int:
             op = req["op"]
             out: dict = {}
             if op == "tell":
-                out["id"] = protocol.tell(home, snap.name, req["text"], assignment_id=asg
-                                          ).message_id
+                out["id"] = protocol.tell(
+                    home, snap.name, req["text"], assignment_id=asg
+                ).message_id
             elif op == "ask":
                 ctx = Context("crew", snap.name, snap.incarnation_id, asg)
                 event = protocol.ask(home, snap.name, req["text"], ctx=ctx)
@@ -291,8 +380,9 @@ def writer_main(root: str) -> int:
                 n = notify.signal(home, snap.name, "working", req["text"], at=now())
                 out["id"] = n.delivery_id if n else None
             elif op == "answer":
-                protocol.answer(home, snap.name, req["question_id"], "Yes, go ahead.",
-                                assignment_id=asg)
+                protocol.answer(
+                    home, snap.name, req["question_id"], "Yes, go ahead.", assignment_id=asg
+                )
             elif op == "ack":
                 notify.acknowledge(home, snap.name, req["delivery_id"])
             out["t"] = published[0] if published else None
@@ -333,8 +423,14 @@ async def _writer(root: Path, flag: str):
     """This script in a child process (``flag``: which writer), writing into the home at
     ``root`` on request, and ``ask``: one JSON request, its JSON reply."""
     writer = await asyncio.create_subprocess_exec(
-        sys.executable, __file__, flag, str(root), stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(REPO)})
+        sys.executable,
+        __file__,
+        flag,
+        str(root),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
 
     async def ask(req: dict) -> dict:
         writer.stdin.write((json.dumps(req) + "\n").encode())
@@ -427,8 +523,11 @@ async def _events(root: Path, n_events: int, label: str, settle: float = 1.0) ->
     rng = random.Random(7)
     try:
         async with app.run_test(size=SIZE, notifications=True):
-            await _wait(lambda: app.scanned and len(rescans.runs) >= 2, 300,
-                        "the first scan and the watcher's")
+            await _wait(
+                lambda: app.scanned and len(rescans.runs) >= 2,
+                300,
+                "the first scan and the watcher's",
+            )
             await asyncio.sleep(settle)
             crew_panel = app.query_one(CrewPanel)
             q_panel, n_panel = app.query_one(QuestionsPanel), app.query_one(NotificationsPanel)
@@ -443,14 +542,17 @@ async def _events(root: Path, n_events: int, label: str, settle: float = 1.0) ->
                     want = str(app.view.crew(key).unread + 1)
 
                     def seen(panel, key=key, want=want):
-                        return panel is crew_panel \
+                        return (
+                            panel is crew_panel
                             and crew_panel.table.get_cell(key, "unread").plain == want
+                        )
                 else:
                     target = q_panel if kind == "ask" else n_panel
                     before = set(target._keys)
 
                     def seen(panel, target=target, before=before):
                         return panel is target and any(k not in before for k in panel._keys)
+
                 shown.expect("row", seen)
                 reply = await ask({"op": kind, "key": key, "text": text})
                 if not await shown.wait("row", EVENT_TIMEOUT) or reply.get("t") is None:
@@ -462,13 +564,22 @@ async def _events(root: Path, n_events: int, label: str, settle: float = 1.0) ->
                 if kind == "ask":
                     await ask({"op": "answer", "key": key, "question_id": reply["id"]})
                     await ask({"op": "ack", "key": key, "delivery_id": reply["delivery_id"]})
-                    await _wait(lambda r=reply: r["id"] not in q_panel._keys
-                                and r["delivery_id"] not in n_panel._keys, 30,
-                                "the answered question to go", every=0.01)
+                    await _wait(
+                        lambda r=reply: (
+                            r["id"] not in q_panel._keys and r["delivery_id"] not in n_panel._keys
+                        ),
+                        30,
+                        "the answered question to go",
+                        every=0.01,
+                    )
                 elif kind == "signal" and reply.get("id"):
                     await ask({"op": "ack", "key": key, "delivery_id": reply["id"]})
-                    await _wait(lambda r=reply: r["id"] not in n_panel._keys, 30,
-                                "the acknowledged notification to go", every=0.01)
+                    await _wait(
+                        lambda r=reply: r["id"] not in n_panel._keys,
+                        30,
+                        "the acknowledged notification to go",
+                        every=0.01,
+                    )
                 await asyncio.sleep(rng.uniform(0.03, 0.08))  # off the watcher's phase
             elapsed = time.monotonic() - began
             during = rescans.runs[before_rescans:]
@@ -479,10 +590,16 @@ async def _events(root: Path, n_events: int, label: str, settle: float = 1.0) ->
         await writer.wait()
     every = [v for values in latencies.values() for v in values]
     return {
-        "events": len(every), "missed": missed,
-        "p50_ms": statistics.median(every), "p95_ms": pct(every, 95), "max_ms": max(every),
-        "by_kind": {k: {"n": len(v), "p50_ms": statistics.median(v), "p95_ms": pct(v, 95),
-                        "max_ms": max(v)} for k, v in latencies.items() if v},
+        "events": len(every),
+        "missed": missed,
+        "p50_ms": statistics.median(every),
+        "p95_ms": pct(every, 95),
+        "max_ms": max(every),
+        "by_kind": {
+            k: {"n": len(v), "p50_ms": statistics.median(v), "p95_ms": pct(v, 95), "max_ms": max(v)}
+            for k, v in latencies.items()
+            if v
+        },
         "seconds": round(elapsed, 1),
         "rescans_during": len(during),
         "rescan_ms": [round(s * 1000) for _, s in during],
@@ -514,8 +631,11 @@ def work_writer_main(root: str) -> int:
         try:
             t = time.monotonic()
             if req["op"] == "accept":
-                out = {"id": ledger.accept(home, source="chat", input={"text": req["text"]},
-                                           requester="bench").work_id}
+                out = {
+                    "id": ledger.accept(
+                        home, source="chat", input={"text": req["text"]}, requester="bench"
+                    ).work_id
+                }
             else:
                 ledger.cancel(home, req["id"], actor="bench")
                 out = {}
@@ -597,8 +717,11 @@ def rescan_cost(home, runs: int = 5) -> dict:
             asked.append(reads.take())
     finally:
         reads.restore()
-    return {"first": first, "steady_ms": statistics.median(times),
-            "steady": max(asked, key=lambda a: a["item"] + a["sql"] + a["all_ids"])}
+    return {
+        "first": first,
+        "steady_ms": statistics.median(times),
+        "steady": max(asked, key=lambda a: a["item"] + a["sql"] + a["all_ids"]),
+    }
 
 
 async def _work_events(root: Path, n_events: int, settle: float) -> dict:
@@ -620,8 +743,10 @@ async def _work_events(root: Path, n_events: int, settle: float) -> dict:
             panel = app.query_one(WorkPanel)
             for i in range(n_events):
                 before = set(panel._keys)
-                shown.expect("row", lambda p, before=before: p is panel
-                             and any(k not in before for k in p._keys))
+                shown.expect(
+                    "row",
+                    lambda p, before=before: p is panel and any(k not in before for k in p._keys),
+                )
                 reply = await ask({"op": "accept", "text": f"bench work {i}"})
                 if not await shown.wait("row", EVENT_TIMEOUT):
                     missed += 1
@@ -630,20 +755,26 @@ async def _work_events(root: Path, n_events: int, settle: float) -> dict:
                     in_table.append((shown.data["row"] - reply["t"]) * 1000)
                 # tidy up, untimed: the new item finishes, the panel keeps its size
                 await ask({"op": "cancel", "id": reply["id"]})
-                await _wait(lambda r=reply: (w := app.view.work.get(r["id"])) is not None
-                            and w.finished, 30, "the cancelled item to show finished",
-                            every=0.01)
+                await _wait(
+                    lambda r=reply: (w := app.view.work.get(r["id"])) is not None and w.finished,
+                    30,
+                    "the cancelled item to show finished",
+                    every=0.01,
+                )
                 await asyncio.sleep(rng.uniform(0.03, 0.08))
     finally:
         shown.restore()
         writer.stdin.close()
         await writer.wait()
-    return {"events": len(painted), "missed": missed,
-            "p50_ms": statistics.median(painted) if painted else None,
-            "p95_ms": pct(painted, 95) if painted else None,
-            "max_ms": max(painted) if painted else None,
-            "in_table_p50_ms": statistics.median(in_table) if in_table else None,
-            "in_table_p95_ms": pct(in_table, 95) if in_table else None}
+    return {
+        "events": len(painted),
+        "missed": missed,
+        "p50_ms": statistics.median(painted) if painted else None,
+        "p95_ms": pct(painted, 95) if painted else None,
+        "max_ms": max(painted) if painted else None,
+        "in_table_p50_ms": statistics.median(in_table) if in_table else None,
+        "in_table_p95_ms": pct(in_table, 95) if in_table else None,
+    }
 
 
 def work_phase(tmp: Path, finished: int, small: int, n_events: int, settle: float) -> list:
@@ -757,13 +888,23 @@ def paint_driver(root: str, settle: float) -> int:
             return False
 
         shown.expect("rows", rows)
-        shown.expect("scan", lambda panel: isinstance(panel, CrewPanel) and app.scanned
-                     and panel.table.row_count == len(app.view.crew_rows()))
+        shown.expect(
+            "scan",
+            lambda panel: (
+                isinstance(panel, CrewPanel)
+                and app.scanned
+                and panel.table.row_count == len(app.view.crew_rows())
+            ),
+        )
         async with app.run_test(size=SIZE, notifications=True):
             if not (await shown.wait("rows", 300) and await shown.wait("scan", 300)):
                 raise TimeoutError("the crew rows did not come")
-            marks.update(t_rows=shown.painted["rows"], t_scan=shown.painted["scan"],
-                         rows_first=first[0], rows=app.query_one(CrewPanel).table.row_count)
+            marks.update(
+                t_rows=shown.painted["rows"],
+                t_scan=shown.painted["scan"],
+                rows_first=first[0],
+                rows=app.query_one(CrewPanel).table.row_count,
+            )
             await _wait(lambda: len(rescans.runs) >= 2, 300, "the watcher")
             marks["t_watch"] = time.monotonic()
             await asyncio.sleep(settle)
@@ -783,30 +924,43 @@ def paint_phase(root: Path, runs: int, settle: float) -> dict:
     out = []
     for _ in range(runs):
         t0 = time.monotonic()
-        proc = subprocess.run([sys.executable, __file__, "--paint-driver", str(root),
-                               "--settle", str(settle)], capture_output=True, text=True,
-                              env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=900)
+        proc = subprocess.run(
+            [sys.executable, __file__, "--paint-driver", str(root), "--settle", str(settle)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            timeout=900,
+        )
         if proc.returncode != 0:
             raise RuntimeError(f"paint driver failed: {proc.stderr[-2000:]}")
         marks = json.loads(proc.stdout.strip().splitlines()[-1])
-        out.append({"rows_ms": (marks["t_rows"] - t0) * 1000,
-                    "scan_ms": (marks["t_scan"] - t0) * 1000,
-                    "watch_ms": (marks["t_watch"] - t0) * 1000,
-                    "rows_first": marks["rows_first"], "rows": marks["rows"],
-                    "vmhwm_mb": marks["vmhwm_kb"] / 1024,
-                    "watcher_hwm_mb": marks["children_hwm_kb"] / 1024,
-                    "rescan_ms": marks["rescan_ms"]})
-        _log(f"  first rows {out[-1]['rows_ms']:.0f} ms ({marks['rows_first']} crew), full "
-             f"scan {out[-1]['scan_ms']:.0f} ms, watcher up {out[-1]['watch_ms']:.0f} ms, "
-             f"peak RSS {out[-1]['vmhwm_mb']:.0f} MB (+ {out[-1]['watcher_hwm_mb']:.0f} MB "
-             "watcher process)")
-    return {"runs": out,
-            "rows_ms": statistics.median(r["rows_ms"] for r in out),
-            "scan_ms": statistics.median(r["scan_ms"] for r in out),
-            "watch_ms": statistics.median(r["watch_ms"] for r in out),
-            "peak_rss_mb": max(r["vmhwm_mb"] for r in out),
-            "watcher_rss_mb": max(r["watcher_hwm_mb"] for r in out),
-            "median_rss_mb": statistics.median(r["vmhwm_mb"] for r in out)}
+        out.append(
+            {
+                "rows_ms": (marks["t_rows"] - t0) * 1000,
+                "scan_ms": (marks["t_scan"] - t0) * 1000,
+                "watch_ms": (marks["t_watch"] - t0) * 1000,
+                "rows_first": marks["rows_first"],
+                "rows": marks["rows"],
+                "vmhwm_mb": marks["vmhwm_kb"] / 1024,
+                "watcher_hwm_mb": marks["children_hwm_kb"] / 1024,
+                "rescan_ms": marks["rescan_ms"],
+            }
+        )
+        _log(
+            f"  first rows {out[-1]['rows_ms']:.0f} ms ({marks['rows_first']} crew), full "
+            f"scan {out[-1]['scan_ms']:.0f} ms, watcher up {out[-1]['watch_ms']:.0f} ms, "
+            f"peak RSS {out[-1]['vmhwm_mb']:.0f} MB (+ {out[-1]['watcher_hwm_mb']:.0f} MB "
+            "watcher process)"
+        )
+    return {
+        "runs": out,
+        "rows_ms": statistics.median(r["rows_ms"] for r in out),
+        "scan_ms": statistics.median(r["scan_ms"] for r in out),
+        "watch_ms": statistics.median(r["watch_ms"] for r in out),
+        "peak_rss_mb": max(r["vmhwm_mb"] for r in out),
+        "watcher_rss_mb": max(r["watcher_hwm_mb"] for r in out),
+        "median_rss_mb": statistics.median(r["vmhwm_mb"] for r in out),
+    }
 
 
 # -- 3: idle CPU ----------------------------------------------------------------------------
@@ -823,8 +977,11 @@ def idle_driver(root: str, seconds: float, doorbell: bool, warm: float = 3.0) ->
     async def main() -> None:
         app = CaptainApp(Home(Path(root)), run_doorbell=doorbell)
         async with app.run_test(size=SIZE, notifications=True):
-            await _wait(lambda: app.scanned and len(rescans.runs) >= 2, 300,
-                        "the first scan and the watcher's")
+            await _wait(
+                lambda: app.scanned and len(rescans.runs) >= 2,
+                300,
+                "the first scan and the watcher's",
+            )
             await asyncio.sleep(warm)  # start-up work done: now it is idle
             live = {pid: _cpu_of(pid) for pid in _children()}  # the watcher process
             t0, c0, w0 = os.times(), time.process_time(), time.monotonic()
@@ -832,11 +989,21 @@ def idle_driver(root: str, seconds: float, doorbell: bool, warm: float = 3.0) ->
             t1, c1, w1 = os.times(), time.process_time(), time.monotonic()
             own = c1 - c0  # every thread of this process, in ns steps
             watcher = sum(_cpu_of(pid) - before for pid, before in live.items())
-            waited = (t1.children_user - t0.children_user) \
-                + (t1.children_system - t0.children_system)  # tmux clients run and reaped
-            print(json.dumps({"wall_s": w1 - w0, "cpu_s": own, "watcher_cpu_s": watcher,
-                              "children_cpu_s": waited,
-                              "pct": 100 * (own + watcher + waited) / (w1 - w0)}), flush=True)
+            waited = (t1.children_user - t0.children_user) + (
+                t1.children_system - t0.children_system
+            )  # tmux clients run and reaped
+            print(
+                json.dumps(
+                    {
+                        "wall_s": w1 - w0,
+                        "cpu_s": own,
+                        "watcher_cpu_s": watcher,
+                        "children_cpu_s": waited,
+                        "pct": 100 * (own + watcher + waited) / (w1 - w0),
+                    }
+                ),
+                flush=True,
+            )
             os._exit(0)
 
     asyncio.run(main())
@@ -845,9 +1012,22 @@ def idle_driver(root: str, seconds: float, doorbell: bool, warm: float = 3.0) ->
 
 def idle_phase(root: Path, seconds: float, label: str, warm: float = 3.0) -> dict:
     _log(f"idle CPU, {label}: {seconds:.0f} s")
-    proc = subprocess.run([sys.executable, __file__, "--idle-driver", str(root), "--seconds",
-                           str(seconds), "--warm", str(warm)], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=seconds + 600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            "--idle-driver",
+            str(root),
+            "--seconds",
+            str(seconds),
+            "--warm",
+            str(warm),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=seconds + 600,
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"idle driver failed: {proc.stderr[-2000:]}")
     out = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -867,8 +1047,16 @@ class _TmuxPanes:
     def launch(self, home, name: str, key: str):
         from captain_tui.runtime.launch import launcher
 
-        return launcher(home, name=name, key=key, agent="program", program="sleep 1000000",
-                        socket=self.socket, session="bench", cwd=str(home.root.parent))
+        return launcher(
+            home,
+            name=name,
+            key=key,
+            agent="program",
+            program="sleep 1000000",
+            socket=self.socket,
+            session="bench",
+            cwd=str(home.root.parent),
+        )
 
     def kill(self) -> None:
         subprocess.run(["tmux", "-S", self.socket, "kill-server"], capture_output=True)
@@ -888,9 +1076,11 @@ def _verdict(ok: bool) -> str:
 
 def _latency(ev: dict) -> str:
     missed = f", {ev['missed']} missed" if ev["missed"] else ""
-    return (f"p50 {ev['p50_ms']:.0f} ms, p95 {ev['p95_ms']:.0f} ms, max {ev['max_ms']:.0f} ms"
-            f"{missed} (in the panel list: p50 {ev['in_table_p50_ms']:.0f}, p95 "
-            f"{ev['in_table_p95_ms']:.0f})")
+    return (
+        f"p50 {ev['p50_ms']:.0f} ms, p95 {ev['p95_ms']:.0f} ms, max {ev['max_ms']:.0f} ms"
+        f"{missed} (in the panel list: p50 {ev['in_table_p50_ms']:.0f}, p95 "
+        f"{ev['in_table_p95_ms']:.0f})"
+    )
 
 
 def _asked(a: dict, kind: str) -> str:
@@ -902,16 +1092,22 @@ def _asked(a: dict, kind: str) -> str:
 def _work_rows(w: dict) -> list[str]:
     kind, size = w["backend"], _k(w["finished"])
     if "skipped" in w:
-        return [f"| Work panel on {kind}, {size} finished items | not run: {w['skipped']} | "
-                "— | skipped |"]
+        return [
+            f"| Work panel on {kind}, {size} finished items | not run: {w['skipped']} | "
+            "— | skipped |"
+        ]
     lines = []
     if "cost" not in w:
-        return [f"| Work panel on {kind}, {size} finished items | failed: {w['failed']} | "
-                "— | **missed** |"]
+        return [
+            f"| Work panel on {kind}, {size} finished items | failed: {w['failed']} | "
+            "— | **missed** |"
+        ]
     ev, cost, small = w.get("events"), w["cost"], w["small_cost"]
     if ev is None:
-        lines.append(f"| Work panel on {kind}, {size} finished items: work event -> row | "
-                     f"failed: {w['failed']} | p95 <= 100 ms | **missed** |")
+        lines.append(
+            f"| Work panel on {kind}, {size} finished items: work event -> row | "
+            f"failed: {w['failed']} | p95 <= 100 ms | **missed** |"
+        )
     elif ev["events"]:
         lines.append(
             f"| Work panel on {kind}, {size} finished items: work event (accept, from the "
@@ -919,12 +1115,18 @@ def _work_rows(w: dict) -> list[str]:
             f"{ev['p50_ms']:.0f} ms, p95 {ev['p95_ms']:.0f} ms, max {ev['max_ms']:.0f} ms"
             f"{', ' + str(ev['missed']) + ' missed' if ev['missed'] else ''} (in the panel "
             f"list: p50 {ev['in_table_p50_ms']:.0f}, p95 {ev['in_table_p95_ms']:.0f}) | "
-            f"p95 <= 100 ms | {_verdict(ev['p95_ms'] <= 100 and not ev['missed'])} |")
+            f"p95 <= 100 ms | {_verdict(ev['p95_ms'] <= 100 and not ev['missed'])} |"
+        )
     else:
-        lines.append(f"| Work panel on {kind}, {size} finished items: work event -> row | "
-                     f"{ev['missed']} missed | p95 <= 100 ms | **missed** |")
-    grows = cost["steady"]["item"] > small["steady"]["item"] \
-        or cost["steady"]["sql"] > small["steady"]["sql"] or cost["steady"]["all_ids"]
+        lines.append(
+            f"| Work panel on {kind}, {size} finished items: work event -> row | "
+            f"{ev['missed']} missed | p95 <= 100 ms | **missed** |"
+        )
+    grows = (
+        cost["steady"]["item"] > small["steady"]["item"]
+        or cost["steady"]["sql"] > small["steady"]["sql"]
+        or cost["steady"]["all_ids"]
+    )
     ratio = cost["steady_ms"] / max(small["steady_ms"], 0.001)
     lines.append(
         f"| Work panel on {kind}: one periodic rescan, {size} finished items vs "
@@ -932,7 +1134,8 @@ def _work_rows(w: dict) -> list[str]:
         f"(x{ratio:.2f}); asks {_asked(cost['steady'], kind)} vs "
         f"{_asked(small['steady'], kind)}; first rescan {cost['first']['ms']:.0f} ms, "
         f"{_asked(cost['first'], kind)}, {cost['first']['rows']} rows | no read that grows "
-        f"with history | {_verdict(not grows)} |")
+        f"with history | {_verdict(not grows)} |"
+    )
     return lines
 
 
@@ -940,19 +1143,28 @@ def report(results: dict) -> str:
     m = results["machine"]
     others = results.get("others_cores", {})
     busy = ", ".join(f"{k} {v:.2f}" for k, v in others.items())
-    lines = [f"machine: {m['platform']}, {m['nproc']} cores, Python {m['python']}, "
-             f"textual {m['textual']}; load average (1, 5, 15 min) {m['loadavg']} at the "
-             f"start, {m.get('loadavg_end', '?')} at the end; cores kept busy by other "
-             f"processes during each phase: {busy or '?'}", ""]
+    lines = [
+        f"machine: {m['platform']}, {m['nproc']} cores, Python {m['python']}, "
+        f"textual {m['textual']}; load average (1, 5, 15 min) {m['loadavg']} at the "
+        f"start, {m.get('loadavg_end', '?')} at the end; cores kept busy by other "
+        f"processes during each phase: {busy or '?'}",
+        "",
+    ]
     lines += ["| what | measured | budget | verdict |", "|---|---|---|---|"]
     if "small" in results:
         lines += _home_rows(results)
     for w in results.get("work", []):
         lines += _work_rows(w)
-    results["rows"] = [dict(zip(("what", "measured", "budget", "verdict"),
-                                (c.strip() for c in line.strip("|").split(" | "))))
-                       for line in lines if line.startswith("| ") and not
-                       line.startswith("| what |")]
+    results["rows"] = [
+        dict(
+            zip(
+                ("what", "measured", "budget", "verdict"),
+                (c.strip() for c in line.strip("|").split(" | ")),
+            )
+        )
+        for line in lines
+        if line.startswith("| ") and not line.startswith("| what |")
+    ]
     return "\n".join(lines)
 
 
@@ -964,74 +1176,115 @@ def _home_rows(results: dict) -> list[str]:
     lines.append(
         f"| store event -> row on screen, {sc['crew']} crew ({sc['mail']} messages, "
         f"{sc['notifications']} notifications); {ev['events']} events | {_latency(ev)} | "
-        f"p95 <= 100 ms | {_verdict(ev['p95_ms'] <= 100 and not ev['missed'])} |")
+        f"p95 <= 100 ms | {_verdict(ev['p95_ms'] <= 100 and not ev['missed'])} |"
+    )
     bc = big["census"]
-    size = (f"{bc['crew']} crew, {_k(bc['mail'])} messages ({bc['unread']} unread), "
-            f"{_k(bc['notifications'])} notifications ({bc['unacknowledged']} "
-            "unacknowledged)")
+    size = (
+        f"{bc['crew']} crew, {_k(bc['mail'])} messages ({bc['unread']} unread), "
+        f"{_k(bc['notifications'])} notifications ({bc['unacknowledged']} "
+        "unacknowledged)"
+    )
     p = results["paint"]
     runs = len(p["runs"])
-    lines.append(f"| big home ({size}): first paint, first crew rows on screen, from process "
-                 f"start (median of {runs}) | {p['rows_ms']:.0f} ms | <= 2000 ms | "
-                 f"{_verdict(p['rows_ms'] <= 2000)} |")
-    lines.append(f"| big home: first full scan shown, from process start (median of {runs}) | "
-                 f"{p['scan_ms']:.0f} ms | <= 2000 ms (first paint) | "
-                 f"{_verdict(p['scan_ms'] <= 2000)} |")
+    lines.append(
+        f"| big home ({size}): first paint, first crew rows on screen, from process "
+        f"start (median of {runs}) | {p['rows_ms']:.0f} ms | <= 2000 ms | "
+        f"{_verdict(p['rows_ms'] <= 2000)} |"
+    )
+    lines.append(
+        f"| big home: first full scan shown, from process start (median of {runs}) | "
+        f"{p['scan_ms']:.0f} ms | <= 2000 ms (first paint) | "
+        f"{_verdict(p['scan_ms'] <= 2000)} |"
+    )
     rss = p["peak_rss_mb"] + p["watcher_rss_mb"]
-    lines.append(f"| big home: peak RSS, cockpit process + its watcher process (max of "
-                 f"{runs}) | {p['peak_rss_mb']:.0f} + {p['watcher_rss_mb']:.0f} MB | <= 250 MB | "
-                 f"{_verdict(rss <= 250)} |")
+    lines.append(
+        f"| big home: peak RSS, cockpit process + its watcher process (max of "
+        f"{runs}) | {p['peak_rss_mb']:.0f} + {p['watcher_rss_mb']:.0f} MB | <= 250 MB | "
+        f"{_verdict(rss <= 250)} |"
+    )
     eb = results["events_big"]
-    lines.append(f"| big home: watcher up (events arrive without a rescan), from process "
-                 f"start (median of {runs}) | {p['watch_ms']:.0f} ms | — | info |")
-    lines.append(f"| big home: store event -> row on screen; {eb['events']} events | "
-                 f"{_latency(eb)} | p95 <= 100 ms | "
-                 f"{_verdict(eb['p95_ms'] <= 100 and not eb['missed'])} |")
+    lines.append(
+        f"| big home: watcher up (events arrive without a rescan), from process "
+        f"start (median of {runs}) | {p['watch_ms']:.0f} ms | — | info |"
+    )
+    lines.append(
+        f"| big home: store event -> row on screen; {eb['events']} events | "
+        f"{_latency(eb)} | p95 <= 100 ms | "
+        f"{_verdict(eb['p95_ms'] <= 100 and not eb['missed'])} |"
+    )
     r50, r95 = eb["p50_ms"] / ev["p50_ms"], eb["p95_ms"] / ev["p95_ms"]
     periodic = eb["seconds"] / 30.0
-    lines.append(f"| one new event, big home / small home | p50 x{r50:.2f}, p95 x{r95:.2f}; "
-                 f"{eb['rescans_during']} full rescans in {eb['seconds']:.0f} s of events "
-                 f"(the periodic one, every 30 s) | must not grow with home size (p50 ratio "
-                 f"<= 1.5); no full rescan per event | "
-                 f"{_verdict(r50 <= 1.5 and eb['rescans_during'] <= periodic + 1)} |")
+    lines.append(
+        f"| one new event, big home / small home | p50 x{r50:.2f}, p95 x{r95:.2f}; "
+        f"{eb['rescans_during']} full rescans in {eb['seconds']:.0f} s of events "
+        f"(the periodic one, every 30 s) | must not grow with home size (p50 ratio "
+        f"<= 1.5); no full rescan per event | "
+        f"{_verdict(r50 <= 1.5 and eb['rescans_during'] <= periodic + 1)} |"
+    )
     for item in results["idle"]:
-        part = {k: 100 * item[k] / item["wall_s"] for k in ("cpu_s", "watcher_cpu_s",
-                                                             "children_cpu_s")}
-        lines.append(f"| cockpit idle, {item['label']}, over {item['wall_s']:.0f} s | "
-                     f"{item['pct']:.2f} % of one core (cockpit {part['cpu_s']:.2f}, watcher "
-                     f"process {part['watcher_cpu_s']:.2f}, tmux clients "
-                     f"{part['children_cpu_s']:.2f}) | <= 3 % | {_verdict(item['pct'] <= 3)} |")
+        part = {
+            k: 100 * item[k] / item["wall_s"] for k in ("cpu_s", "watcher_cpu_s", "children_cpu_s")
+        }
+        lines.append(
+            f"| cockpit idle, {item['label']}, over {item['wall_s']:.0f} s | "
+            f"{item['pct']:.2f} % of one core (cockpit {part['cpu_s']:.2f}, watcher "
+            f"process {part['watcher_cpu_s']:.2f}, tmux clients "
+            f"{part['children_cpu_s']:.2f}) | <= 3 % | {_verdict(item['pct'] <= 3)} |"
+        )
     return lines
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=None,
-                        help="events per event -> row run (default 200; --quick 45)")
-    parser.add_argument("--paint-runs", type=int, default=None,
-                        help="fresh cockpit processes for first paint (default 3; --quick 1)")
-    parser.add_argument("--idle-seconds", type=float, default=None,
-                        help="idle CPU window (default 30; --quick 6)")
-    parser.add_argument("--big-home", type=Path, default=None,
-                        help="where the big home is built and cached (default: a fixed "
-                             "directory in the temp dir, reused while its spec matches)")
+    parser.add_argument(
+        "--events",
+        type=int,
+        default=None,
+        help="events per event -> row run (default 200; --quick 45)",
+    )
+    parser.add_argument(
+        "--paint-runs",
+        type=int,
+        default=None,
+        help="fresh cockpit processes for first paint (default 3; --quick 1)",
+    )
+    parser.add_argument(
+        "--idle-seconds", type=float, default=None, help="idle CPU window (default 30; --quick 6)"
+    )
+    parser.add_argument(
+        "--big-home",
+        type=Path,
+        default=None,
+        help="where the big home is built and cached (default: a fixed "
+        "directory in the temp dir, reused while its spec matches)",
+    )
     parser.add_argument("--big-crew", type=int, default=100)
-    parser.add_argument("--big-messages", type=int, default=None,
-                        help="default 50000 (--quick: 10000)")
-    parser.add_argument("--big-notifications", type=int, default=None,
-                        help="default 50000 (--quick: 10000)")
+    parser.add_argument(
+        "--big-messages", type=int, default=None, help="default 50000 (--quick: 10000)"
+    )
+    parser.add_argument(
+        "--big-notifications", type=int, default=None, help="default 50000 (--quick: 10000)"
+    )
     parser.add_argument("--rebuild", action="store_true", help="build the big home afresh")
-    parser.add_argument("--no-tmux", action="store_true",
-                        help="skip the idle run with crew in live tmux panes")
+    parser.add_argument(
+        "--no-tmux", action="store_true", help="skip the idle run with crew in live tmux panes"
+    )
     parser.add_argument("--quick", action="store_true", help="a short run")
-    parser.add_argument("--smoke", action="store_true",
-                        help=f"{SMOKE}: one event of each kind, one paint, 0.5 s idle, "
-                             "3-crew homes and a 4-crew big home built afresh in a temporary "
-                             "directory")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help=f"{SMOKE}: one event of each kind, one paint, 0.5 s idle, "
+        "3-crew homes and a 4-crew big home built afresh in a temporary "
+        "directory",
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write results here")
-    parser.add_argument("--work-finished", type=int, default=None,
-                        help="finished work items for the Work panel part, on each backend "
-                             "(default 100000; --quick 20000)")
+    parser.add_argument(
+        "--work-finished",
+        type=int,
+        default=None,
+        help="finished work items for the Work panel part, on each backend "
+        "(default 100000; --quick 20000)",
+    )
     parser.add_argument("--no-work", action="store_true", help="skip the Work panel part")
     parser.add_argument("--work-only", action="store_true", help="only the Work panel part")
     # internal: the processes the bench starts
@@ -1068,17 +1321,27 @@ def main() -> int:
     big_messages = args.big_messages or (10_000 if quick else 50_000)
     big_notes = args.big_notifications or (10_000 if quick else 50_000)
     big_path = args.big_home or Path(tempfile.gettempdir()) / (
-        f"captain-bench-cockpit-{args.big_crew}x{big_messages}x{big_notes}")
+        f"captain-bench-cockpit-{args.big_crew}x{big_messages}x{big_notes}"
+    )
 
     import textual
 
-    results: dict = {"machine": {
-        "platform": platform.platform(), "machine": platform.machine(),
-        "nproc": os.cpu_count(), "python": platform.python_version(),
-        "textual": textual.__version__,
-        "loadavg": " ".join(f"{x:.2f}" for x in os.getloadavg())},
-        "args": {"events": events, "paint_runs": paint_runs, "idle_seconds": idle_seconds,
-                 "quick": quick}}
+    results: dict = {
+        "machine": {
+            "platform": platform.platform(),
+            "machine": platform.machine(),
+            "nproc": os.cpu_count(),
+            "python": platform.python_version(),
+            "textual": textual.__version__,
+            "loadavg": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+        },
+        "args": {
+            "events": events,
+            "paint_runs": paint_runs,
+            "idle_seconds": idle_seconds,
+            "quick": quick,
+        },
+    }
     tmp = Path(tempfile.mkdtemp(prefix="captain-bench-cockpit-"))
     if args.smoke and not args.big_home:
         big_path = tmp / "big"  # built afresh, gone with the rest
@@ -1088,45 +1351,66 @@ def main() -> int:
     panes = None
     try:
         if args.work_only:
-            results["work"] = _phase(results, "work", lambda: work_phase(
-                tmp, work_finished, min(1000, work_finished // 10), events, settle))
+            results["work"] = _phase(
+                results,
+                "work",
+                lambda: work_phase(
+                    tmp, work_finished, min(1000, work_finished // 10), events, settle
+                ),
+            )
             return _finish(results, args)
         small_root = tmp / "small" / "home"
         small_root.parent.mkdir()
         results["small"] = {"spec": build_home(small_root, *small)}
         results["small"]["census"] = census(small_root)
-        results["events_small"] = _phase(results, "events_small",
-                                         lambda: event_phase(small_root, events, "small", settle))
+        results["events_small"] = _phase(
+            results, "events_small", lambda: event_phase(small_root, events, "small", settle)
+        )
 
         big_root = big_home(big_path, args.big_crew, big_messages, big_notes, args.rebuild)
         results["big"] = {"path": str(big_root), "census": census(big_root)}
-        results["paint"] = _phase(results, "paint",
-                                  lambda: paint_phase(big_root, paint_runs, args.settle))
-        results["events_big"] = _phase(results, "events_big",
-                                       lambda: event_phase(big_root, events, "big", settle))
+        results["paint"] = _phase(
+            results, "paint", lambda: paint_phase(big_root, paint_runs, args.settle)
+        )
+        results["events_big"] = _phase(
+            results, "events_big", lambda: event_phase(big_root, events, "big", settle)
+        )
 
         results["idle"] = []
         idle_root = tmp / "idle" / "home"
         idle_root.parent.mkdir()
         build_home(idle_root, *small)
-        idle = _phase(results, "idle_no_panes",
-                      lambda: idle_phase(idle_root, idle_seconds, "no panes", warm))
-        results["idle"].append({"label": f"{small[0]} crew without panes (--no-launch), "
-                                         "doorbell on", **idle})
+        idle = _phase(
+            results, "idle_no_panes", lambda: idle_phase(idle_root, idle_seconds, "no panes", warm)
+        )
+        results["idle"].append(
+            {"label": f"{small[0]} crew without panes (--no-launch), doorbell on", **idle}
+        )
         if shutil.which("tmux") and not args.no_tmux:
             panes = _TmuxPanes()
             panes_root = tmp / "panes" / "home"
             panes_root.parent.mkdir()
             build_home(panes_root, *small, launch=panes.launch, unread_frac=0.0)
-            idle = _phase(results, "idle_tmux",
-                          lambda: idle_phase(panes_root, idle_seconds, "tmux panes", warm))
-            results["idle"].append({
-                "label": f"{small[0]} crew in live tmux panes ({small[1]} messages, all "
-                         "read), doorbell on",
-                **idle})
+            idle = _phase(
+                results,
+                "idle_tmux",
+                lambda: idle_phase(panes_root, idle_seconds, "tmux panes", warm),
+            )
+            results["idle"].append(
+                {
+                    "label": f"{small[0]} crew in live tmux panes ({small[1]} messages, all "
+                    "read), doorbell on",
+                    **idle,
+                }
+            )
         if not args.no_work:
-            results["work"] = _phase(results, "work", lambda: work_phase(
-                tmp, work_finished, min(1000, work_finished // 10), events, settle))
+            results["work"] = _phase(
+                results,
+                "work",
+                lambda: work_phase(
+                    tmp, work_finished, min(1000, work_finished // 10), events, settle
+                ),
+            )
     finally:
         if panes is not None:
             panes.kill()

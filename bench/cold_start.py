@@ -34,12 +34,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.report import SMOKE, print_report, run_script, write_json  # noqa: E402
 
 # What every command that reads a record through the models pays before doing anything.
-PYDANTIC_FLOOR = ("from pydantic import BaseModel\n"
-                  "class R(BaseModel):\n    x: int\n"
-                  "R.model_validate_json('{\"x\": 1}')")
-BASELINES = {"python -c pass": "`python -c pass` (baseline, same run)",
-             "pydantic floor": "import pydantic, build and validate one model "
-                               "(the floor of any full-path command, same run)"}
+PYDANTIC_FLOOR = (
+    "from pydantic import BaseModel\n"
+    "class R(BaseModel):\n    x: int\n"
+    "R.model_validate_json('{\"x\": 1}')"
+)
+BASELINES = {
+    "python -c pass": "`python -c pass` (baseline, same run)",
+    "pydantic floor": "import pydantic, build and validate one model "
+    "(the floor of any full-path command, same run)",
+}
 
 
 def _captain() -> list[str]:
@@ -56,33 +60,57 @@ def _run(cmd: list[str], env: dict[str, str]) -> tuple[float, subprocess.Complet
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--smoke", action="store_true",
-                        help=f"{SMOKE}: --runs 1")
+    parser.add_argument("--smoke", action="store_true", help=f"{SMOKE}: --runs 1")
     parser.add_argument("--json", type=Path, default=None, help="also write results here")
     args = parser.parse_args()
     if args.smoke:
         args.runs = 1
     captain = _captain()
     with tempfile.TemporaryDirectory() as tmp:
-        base = {k: v for k, v in os.environ.items()
-                if not k.startswith("CAPTAIN_") and k != "PYTHONDONTWRITEBYTECODE"}
+        base = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("CAPTAIN_") and k != "PYTHONDONTWRITEBYTECODE"
+        }
         base["CAPTAIN_HOME"] = str(Path(tmp) / "home")
         # recorded only: the crew's commands need no pane, and a launch would start a tmux
         # server on the default socket, where the user's own crews run
-        _, proc = _run(captain + ["crew", "Jack", "--task", "bench", "--owns", "src",
-                                  "--allow", "edit", "--json", "--cwd", tmp, "--no-launch"],
-                       base)
+        _, proc = _run(
+            captain
+            + [
+                "crew",
+                "Jack",
+                "--task",
+                "bench",
+                "--owns",
+                "src",
+                "--allow",
+                "edit",
+                "--json",
+                "--cwd",
+                tmp,
+                "--no-launch",
+            ],
+            base,
+        )
         recruit = json.loads(proc.stdout)
         crew_env = {**base, **recruit["env"]}
         results: dict[str, list[float]] = {
-            "python -c pass": [], "pydantic floor": [], "check": [], "ask": [],
-            "inbox (mail waiting)": [], "inbox (nothing waiting)": [], "hook claude Stop": []}
+            "python -c pass": [],
+            "pydantic floor": [],
+            "check": [],
+            "ask": [],
+            "inbox (mail waiting)": [],
+            "inbox (nothing waiting)": [],
+            "hook claude Stop": [],
+        }
         stop = json.dumps({"session_id": "bench", "stop_hook_active": False})
 
         def timed(name: str, argv: list[str], stdin: str | None = None) -> dict | str:
             start = time.perf_counter()
-            proc = subprocess.run(captain + argv, env=crew_env, input=stdin,
-                                  capture_output=True, text=True)
+            proc = subprocess.run(
+                captain + argv, env=crew_env, input=stdin, capture_output=True, text=True
+            )
             results[name].append((time.perf_counter() - start) * 1000)
             assert proc.returncode == 0, proc.stderr
             return json.loads(proc.stdout) if "--json" in argv else proc.stdout
@@ -90,12 +118,14 @@ def main() -> int:
         _run(captain + ["check", "Jack", "edit", "src/a.py"], crew_env)  # warm-up: bytecode
         for _ in range(args.runs):
             results["python -c pass"].append(_run([sys.executable, "-c", "pass"], base)[0])
-            results["pydantic floor"].append(_run([sys.executable, "-c", PYDANTIC_FLOOR],
-                                                  base)[0])
+            results["pydantic floor"].append(_run([sys.executable, "-c", PYDANTIC_FLOOR], base)[0])
             timed("check", ["check", "Jack", "edit", "src/a.py"])
             qid = timed("ask", ["ask", "Jack", "Which way?", "--json"])["question_id"]
-            _run(captain + ["answer", "Jack", qid, "This way", "--assignment",
-                            recruit["assignment_id"]], base)
+            _run(
+                captain
+                + ["answer", "Jack", qid, "This way", "--assignment", recruit["assignment_id"]],
+                base,
+            )
             assert "This way" in timed("inbox (mail waiting)", ["inbox", "Jack"])
             assert "No unread mail" in timed("inbox (nothing waiting)", ["inbox", "Jack"])
             assert '"block"' in timed("hook claude Stop", ["hook", "claude", "Stop"], stop)
@@ -104,20 +134,33 @@ def main() -> int:
     for name, values in results.items():
         median = statistics.median(values)
         if name in BASELINES:
-            rows.append({"what": BASELINES[name], "measured": f"{median:.0f} ms median",
-                         "budget": "—", "verdict": "info", "median_ms": median})
+            rows.append(
+                {
+                    "what": BASELINES[name],
+                    "measured": f"{median:.0f} ms median",
+                    "budget": "—",
+                    "verdict": "info",
+                    "median_ms": median,
+                }
+            )
             continue
-        rows.append({"what": f"crew-side `captain {name}` cold start",
-                     "measured": f"{median:.0f} ms median (x{median / base_ms:.1f} the "
-                                 f"baseline; min {min(values):.0f})",
-                     "budget": "median <= 150 ms",
-                     "verdict": "met" if median <= 150 else "MISSED",
-                     "median_ms": median, "ratio": median / base_ms})
-    machine = (f"{platform.machine()}, {os.cpu_count()} cores, Python "
-               f"{platform.python_version()}, load {os.getloadavg()[0]:.2f}")
+        rows.append(
+            {
+                "what": f"crew-side `captain {name}` cold start",
+                "measured": f"{median:.0f} ms median (x{median / base_ms:.1f} the "
+                f"baseline; min {min(values):.0f})",
+                "budget": "median <= 150 ms",
+                "verdict": "met" if median <= 150 else "MISSED",
+                "median_ms": median,
+                "ratio": median / base_ms,
+            }
+        )
+    machine = (
+        f"{platform.machine()}, {os.cpu_count()} cores, Python "
+        f"{platform.python_version()}, load {os.getloadavg()[0]:.2f}"
+    )
     print_report(f"machine: {machine}, {args.runs} runs each", rows)
-    write_json(args.json, {"machine": machine, "runs": args.runs, "raw_ms": results,
-                           "rows": rows})
+    write_json(args.json, {"machine": machine, "runs": args.runs, "raw_ms": results, "rows": rows})
     return 0
 
 

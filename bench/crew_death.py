@@ -50,15 +50,21 @@ SLEEPER = "sleep 600"
 
 class Bench:
     def __init__(self, tmp: Path) -> None:
-        self.env = {k: v for k, v in os.environ.items()
-                    if not k.startswith("CAPTAIN_") and k != "TMUX"}
+        self.env = {
+            k: v for k, v in os.environ.items() if not k.startswith("CAPTAIN_") and k != "TMUX"
+        }
         self.env.update(CAPTAIN_HOME=str(tmp / "home"), PYTHONPATH=str(REPO))
         self.cwd = tmp
 
     def captain(self, *args: str, env: dict | None = None) -> dict:
-        proc = subprocess.run([sys.executable, "-m", "captain_tui", *args, "--json"],
-                              env={**self.env, **(env or {})}, cwd=self.cwd,
-                              capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            [sys.executable, "-m", "captain_tui", *args, "--json"],
+            env={**self.env, **(env or {})},
+            cwd=self.cwd,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         out = json.loads(proc.stdout or "{}")
         if not out.get("ok"):
             raise RuntimeError(f"captain {' '.join(args)}: {proc.stdout} {proc.stderr}")
@@ -66,12 +72,16 @@ class Bench:
 
     def one(self, name: str, socket: str, kill) -> float:
         """Recruit, read the mail, arm a wait, kill; milliseconds until wait answers."""
-        r = self.captain("crew", name, "--task", "bench", "--command", SLEEPER,
-                         "--socket", socket)
+        r = self.captain("crew", name, "--task", "bench", "--command", SLEEPER, "--socket", socket)
         self.captain("inbox", name, env=r["env"])
-        waiter = subprocess.Popen([sys.executable, "-m", "captain_tui", "wait", name,
-                                   "--timeout", "60", "--json"], env=self.env, cwd=self.cwd,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        waiter = subprocess.Popen(
+            [sys.executable, "-m", "captain_tui", "wait", name, "--timeout", "60", "--json"],
+            env=self.env,
+            cwd=self.cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             time.sleep(1.0)  # the waiter is up and sleeping on inotify
             start = time.monotonic()
@@ -93,11 +103,15 @@ class Bench:
     def hook_alone(self, name: str, socket: str, limit: float = 5.0) -> float | None:
         """No runner: kill, then watch the home for the hook's record (None: not within
         ``limit`` seconds)."""
-        r = self.captain("crew", name, "--task", "bench", "--command", SLEEPER,
-                         "--socket", socket)
+        r = self.captain("crew", name, "--task", "bench", "--command", SLEEPER, "--socket", socket)
         self.captain("inbox", name, env=r["env"])
-        note = (self.cwd / "home" / "notifications" / name.lower()
-                / f"dlv_{r['incarnation_id'].split('_', 1)[1]}.json")
+        note = (
+            self.cwd
+            / "home"
+            / "notifications"
+            / name.lower()
+            / f"dlv_{r['incarnation_id'].split('_', 1)[1]}.json"
+        )
         time.sleep(0.5)
         start = time.monotonic()
         os.kill(r["pane"]["pane_pid"], signal.SIGKILL)
@@ -111,8 +125,7 @@ class Bench:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20)
-    parser.add_argument("--smoke", action="store_true",
-                        help=f"{SMOKE}: one run of each kind")
+    parser.add_argument("--smoke", action="store_true", help=f"{SMOKE}: one run of each kind")
     parser.add_argument("--json", type=Path, default=None, help="also write results here")
     args = parser.parse_args()
     if args.smoke:
@@ -128,16 +141,26 @@ def main() -> int:
 
     try:
         socket = new_socket()
-        killed = [bench.one(f"K{i}", socket,
-                            lambda r: os.kill(r["pane"]["pane_pid"], signal.SIGKILL))
-                  for i in range(args.runs)]
-        alone = [bench.hook_alone(f"H{i}", socket)
-                 for i in range(1 if args.smoke else max(5, args.runs // 2))]
+        killed = [
+            bench.one(f"K{i}", socket, lambda r: os.kill(r["pane"]["pane_pid"], signal.SIGKILL))
+            for i in range(args.runs)
+        ]
+        alone = [
+            bench.hook_alone(f"H{i}", socket)
+            for i in range(1 if args.smoke else max(5, args.runs // 2))
+        ]
         server = []
         for i in range(1 if args.smoke else max(3, args.runs // 4)):
             own = new_socket()
-            server.append(bench.one(f"S{i}", own, lambda r, own=own: subprocess.run(
-                ["tmux", "-S", own, "kill-server"], capture_output=True)))
+            server.append(
+                bench.one(
+                    f"S{i}",
+                    own,
+                    lambda r, own=own: subprocess.run(
+                        ["tmux", "-S", own, "kill-server"], capture_output=True
+                    ),
+                )
+            )
     finally:
         for socket in sockets:
             subprocess.run(["tmux", "-S", socket, "kill-server"], capture_output=True)
@@ -148,22 +171,39 @@ def main() -> int:
     rows = []
     fired = [v for v in alone if v is not None]
     if fired:
-        rows.append({
-            "what": f"agent killed, no runner alive -> tmux's pane-died hook alone records the "
-                    f"error ({len(alone)} runs)",
-            "measured": f"{len(fired)} of {len(alone)} within 5 s: p50 "
-                        f"{statistics.median(fired):.0f} / max {max(fired):.0f} ms (the rest "
-                        "when a runner starts)",
-            "budget": "—", "verdict": "info", "recorded": len(fired), "runs": len(alone)})
+        rows.append(
+            {
+                "what": f"agent killed, no runner alive -> tmux's pane-died hook alone records the "
+                f"error ({len(alone)} runs)",
+                "measured": f"{len(fired)} of {len(alone)} within 5 s: p50 "
+                f"{statistics.median(fired):.0f} / max {max(fired):.0f} ms (the rest "
+                "when a runner starts)",
+                "budget": "—",
+                "verdict": "info",
+                "recorded": len(fired),
+                "runs": len(alone),
+            }
+        )
     for name, values, budget, limit in (
-            ("agent killed (SIGKILL) -> captain wait returns error (hook or the runner's "
-             "pidfd watch)", killed, "p95 <= 2000 ms", 2000),
-            ("tmux server killed -> captain wait returns error (the slow probe)", server,
-             "—", None)):
+        (
+            "agent killed (SIGKILL) -> captain wait returns error (hook or the runner's "
+            "pidfd watch)",
+            killed,
+            "p95 <= 2000 ms",
+            2000,
+        ),
+        ("tmux server killed -> captain wait returns error (the slow probe)", server, "—", None),
+    ):
         rows.append(latency_row(name, values, budget, limit))
     print_report(f"machine: {machine}", rows)
-    write_json(args.json, {"machine": machine, "rows": rows,
-                           "raw_ms": {"killed": killed, "alone": alone, "server": server}})
+    write_json(
+        args.json,
+        {
+            "machine": machine,
+            "rows": rows,
+            "raw_ms": {"killed": killed, "alone": alone, "server": server},
+        },
+    )
     return 0
 
 

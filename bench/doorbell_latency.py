@@ -57,8 +57,7 @@ def _received(log: Path, after: float) -> float | None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=20)
-    parser.add_argument("--smoke", action="store_true",
-                        help=f"{SMOKE}: --rounds 1, one held gate")
+    parser.add_argument("--smoke", action="store_true", help=f"{SMOKE}: --rounds 1, one held gate")
     parser.add_argument("--json", type=Path, default=None, help="also write results here")
     args = parser.parse_args()
     if args.smoke:
@@ -71,9 +70,24 @@ def main() -> int:
     log = tmp / "sim.log"
     try:
         out = subprocess.run(
-            [sys.executable, "-m", "captain_tui", "crew", "Sim", "--task", "bench",
-             "--command", f"{sys.executable} -m captain_tui.cockpit.simcrew --log {log}",
-             "--socket", socket, "--json"], env=env, capture_output=True, text=True)
+            [
+                sys.executable,
+                "-m",
+                "captain_tui",
+                "crew",
+                "Sim",
+                "--task",
+                "bench",
+                "--command",
+                f"{sys.executable} -m captain_tui.cockpit.simcrew --log {log}",
+                "--socket",
+                socket,
+                "--json",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         recruit = json.loads(out.stdout)
         pane = recruit["pane"]["pane_id"]
         home = Home(tmp / "home")
@@ -107,16 +121,24 @@ def main() -> int:
             subprocess.run(["tmux", "-S", socket, "send-keys", "-t", pane, "-l", "draft"])
             time.sleep(0.5)
             protocol.tell(home, "Sim", f"held {i}", assignment_id=recruit["assignment_id"])
-            waiter = subprocess.Popen([sys.executable, "-m", "captain_tui", "wait", "Sim",
-                                       "--timeout", "20", "--json"], env=env,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      text=True)
+            waiter = subprocess.Popen(
+                [sys.executable, "-m", "captain_tui", "wait", "Sim", "--timeout", "20", "--json"],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
             try:
                 until(lambda: doorbell.read_stamp(home, "sim").gate == "human_draft")
             except TimeoutError:
                 waiter.kill()
-                print("stamp:", doorbell.read_stamp(home, "sim"), "waiter:",
-                      waiter.communicate(), file=sys.stderr)
+                print(
+                    "stamp:",
+                    doorbell.read_stamp(home, "sim"),
+                    "waiter:",
+                    waiter.communicate(),
+                    file=sys.stderr,
+                )
                 raise
             cleared = time.time()
             subprocess.run(["tmux", "-S", socket, "send-keys", "-t", pane, "C-u"])
@@ -128,8 +150,16 @@ def main() -> int:
         wait_ms = []
         previous = None
         for i in range(args.rounds):
-            cmd = [sys.executable, "-m", "captain_tui", "wait", "Sim", "--timeout", "30",
-                   "--json"] + (["--ack", previous] if previous else [])
+            cmd = [
+                sys.executable,
+                "-m",
+                "captain_tui",
+                "wait",
+                "Sim",
+                "--timeout",
+                "30",
+                "--json",
+            ] + (["--ack", previous] if previous else [])
             waiter = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True)
             time.sleep(1.0)  # the waiter is up and sleeping on inotify
             start = time.time()
@@ -146,16 +176,26 @@ def main() -> int:
     machine = f"{os.uname().machine}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}"
     rows = []
     for name, values, budget, limit, stat in (
-            ("mail written, gates clear -> keys in the pane", ring_ms, "p95 <= 500 ms", 500,
-             "p95"),
-            ("gate clears (draft cleared) -> held mail lands, captain wait running",
-             release_ms, "<= 2000 ms", 2000, "max"),
-            ("notification written -> captain wait returns", wait_ms, "p95 <= 100 ms", 100,
-             "p95")):
+        ("mail written, gates clear -> keys in the pane", ring_ms, "p95 <= 500 ms", 500, "p95"),
+        (
+            "gate clears (draft cleared) -> held mail lands, captain wait running",
+            release_ms,
+            "<= 2000 ms",
+            2000,
+            "max",
+        ),
+        ("notification written -> captain wait returns", wait_ms, "p95 <= 100 ms", 100, "p95"),
+    ):
         rows.append(latency_row(name, values, budget, limit, judged_by=stat))
     print_report(f"machine: {machine}", rows)
-    write_json(args.json, {"machine": machine, "rows": rows,
-                           "raw_ms": {"ring": ring_ms, "release": release_ms, "wait": wait_ms}})
+    write_json(
+        args.json,
+        {
+            "machine": machine,
+            "rows": rows,
+            "raw_ms": {"ring": ring_ms, "release": release_ms, "wait": wait_ms},
+        },
+    )
     return 0
 
 

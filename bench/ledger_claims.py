@@ -86,16 +86,16 @@ class Postgres:
 
             reason = why_not()
             if reason:
-                raise CannotRun(f"no PostgreSQL server for the bench: {reason} "
-                                "(or set CAPTAIN_BENCH_PG_URL)")
+                raise CannotRun(
+                    f"no PostgreSQL server for the bench: {reason} (or set CAPTAIN_BENCH_PG_URL)"
+                )
             self.cluster = Cluster(server_bindir())
             try:
                 self.cluster.start()
             except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
                 self.cluster.stop()
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
-                raise CannotRun(f"a throwaway PostgreSQL cluster did not start: {first}") \
-                    from None
+                raise CannotRun(f"a throwaway PostgreSQL cluster did not start: {first}") from None
             except BaseException:
                 self.cluster.stop()
                 raise
@@ -142,7 +142,8 @@ def make_home(root: Path, url: str | None):
 
     Home(root)  # made empty first: a home refuses a directory with files in it
     (root / "config.toml").write_text(
-        f"[ledger]\nslots = {SLOTS}\n" + (f'url = "{url}"\n' if url else ""))
+        f"[ledger]\nslots = {SLOTS}\n" + (f'url = "{url}"\n' if url else "")
+    )
     return Home(root)
 
 
@@ -176,8 +177,15 @@ def _worker(root: str, index: int, ready, go, out) -> None:
         latencies.append((time.perf_counter() - t0) * 1000)
         claimed.append((item.work_id, item.generation))
         ledger.report(home, item.work_id, item.generation, "succeeded", actor=holder)
-    out.put({"index": index, "start": start, "end": time.monotonic(),
-             "latencies": latencies, "claimed": claimed})
+    out.put(
+        {
+            "index": index,
+            "start": start,
+            "end": time.monotonic(),
+            "latencies": latencies,
+            "claimed": claimed,
+        }
+    )
 
 
 def throughput(kind: str, root: Path, url: str | None, items: int, workers: int) -> dict:
@@ -185,13 +193,16 @@ def throughput(kind: str, root: Path, url: str | None, items: int, workers: int)
 
     home = make_home(root, url)
     t0 = time.monotonic()
-    ids = {ledger.accept(home, source="chat", input=_input(n), requester="bench").work_id
-           for n in range(items)}
+    ids = {
+        ledger.accept(home, source="chat", input=_input(n), requester="bench").work_id
+        for n in range(items)
+    }
     fill = time.monotonic() - t0
     ctx = mp.get_context("spawn")
     ready, out, go = ctx.Queue(), ctx.Queue(), ctx.Event()
-    procs = [ctx.Process(target=_worker, args=(str(root), i, ready, go, out))
-             for i in range(workers)]
+    procs = [
+        ctx.Process(target=_worker, args=(str(root), i, ready, go, out)) for i in range(workers)
+    ]
     for p in procs:
         p.start()
     try:
@@ -216,9 +227,16 @@ def throughput(kind: str, root: Path, url: str | None, items: int, workers: int)
         raise RuntimeError(f"{kind}, {workers} workers: items ended {states}")
     seconds = ended - began
     per_worker = [len(r["latencies"]) for r in results]
-    return {"backend": kind, "workers": workers, "items": items, "seconds": seconds,
-            "claims_per_s": len(claimed) / seconds, "latencies_ms": latencies,
-            "claims_per_worker": per_worker, "prefill_s": fill}
+    return {
+        "backend": kind,
+        "workers": workers,
+        "items": items,
+        "seconds": seconds,
+        "claims_per_s": len(claimed) / seconds,
+        "latencies_ms": latencies,
+        "claims_per_worker": per_worker,
+        "prefill_s": fill,
+    }
 
 
 # -- 2. growth: finished items ------------------------------------------------------------------
@@ -236,17 +254,36 @@ def _finished_records(n: int, at):
 
     work_id = new_id(WORK)
     data = ledger._canonical({"input": _input(n)}) + b"\n"
-    accepted = WorkEvent(seq=1, at=at, type="accepted", generation=0, actor="bench",
-                         state="queued", source="chat", requester="bench",
-                         input_sha256=ledger.input_sha256(data), max_attempts=1)
+    accepted = WorkEvent(
+        seq=1,
+        at=at,
+        type="accepted",
+        generation=0,
+        actor="bench",
+        state="queued",
+        source="chat",
+        requester="bench",
+        input_sha256=ledger.input_sha256(data),
+        max_attempts=1,
+    )
     item = fold(None, accepted, work_id)
-    claimed = ledger._next(None, item, "claimed", "bench-w", "running", at, generation=1,
-                           run_id=new_id(ledger.RUN), lease_holder="bench-w",
-                           runtime_locator=None,
-                           lease_expires_at=at + timedelta(seconds=ledger.DEFAULT_LEASE_SECONDS))
+    claimed = ledger._next(
+        None,
+        item,
+        "claimed",
+        "bench-w",
+        "running",
+        at,
+        generation=1,
+        run_id=new_id(ledger.RUN),
+        lease_holder="bench-w",
+        runtime_locator=None,
+        lease_expires_at=at + timedelta(seconds=ledger.DEFAULT_LEASE_SECONDS),
+    )
     item = fold(item, claimed, work_id)
-    done = ledger._next(None, item, "succeeded", "bench-w", "succeeded", at, cost_usd=None,
-                        detail=None, reason=None)
+    done = ledger._next(
+        None, item, "succeeded", "bench-w", "succeeded", at, cost_usd=None, detail=None, reason=None
+    )
     item = fold(item, done, work_id)
     return work_id, data, [accepted, claimed, done], item
 
@@ -312,9 +349,11 @@ def _write_pg(home, records) -> None:
             rec.backend.append(work_id, event)
         rec.backend.store_item(item)
     if len(rec.calls) != _Recorder.WRITES_PER_ITEM * len(records):
-        raise RuntimeError(f"the PostgreSQL backend made {len(rec.calls)} writes through "
-                           f"run() for {len(records)} finished items, not "
-                           f"{_Recorder.WRITES_PER_ITEM} each: the shortcut must follow it")
+        raise RuntimeError(
+            f"the PostgreSQL backend made {len(rec.calls)} writes through "
+            f"run() for {len(records)} finished items, not "
+            f"{_Recorder.WRITES_PER_ITEM} each: the shortcut must follow it"
+        )
     by_sql: dict[str, list[tuple]] = {}
     for sql, params in rec.calls:
         by_sql.setdefault(sql, []).append(params)
@@ -347,12 +386,15 @@ def add_finished(kind: str, home, count: int, via_api: int) -> dict:
         left -= len(batch)
     made = len(ledger.all_ids(home)) - before
     if made != count - api:  # a shortcut that wrote nothing must not pass for a grown ledger
-        raise RuntimeError(f"{kind}: the shortcut made {made} finished items, not "
-                           f"{count - api}")
+        raise RuntimeError(f"{kind}: the shortcut made {made} finished items, not {count - api}")
     if kind == "postgresql" and count > api:
         backend.run("ANALYZE")
-    return {"api_items": api, "api_s": api_s, "shortcut_items": count - api,
-            "shortcut_s": time.monotonic() - t0}
+    return {
+        "api_items": api,
+        "api_s": api_s,
+        "shortcut_items": count - api,
+        "shortcut_s": time.monotonic() - t0,
+    }
 
 
 def time_claims(home, samples: int, warm: int = 5) -> list[float]:
@@ -384,8 +426,16 @@ def interleaved(grown, control, samples: int, rounds: int = 10) -> tuple[list, l
     return a, b
 
 
-def growth(kind: str, root: Path, url: str | None, control_url: str | None, sizes: list[int],
-           samples: int, queued: int, via_api: int) -> dict:
+def growth(
+    kind: str,
+    root: Path,
+    url: str | None,
+    control_url: str | None,
+    sizes: list[int],
+    samples: int,
+    queued: int,
+    via_api: int,
+) -> dict:
     from state.work import ledger
 
     home = make_home(root / "grown", url)
@@ -394,8 +444,7 @@ def growth(kind: str, root: Path, url: str | None, control_url: str | None, size
         for n in range(queued):
             ledger.accept(h, source="chat", input=_input(n), requester="bench")
     grown_ms, control_ms = interleaved(home, control, samples)
-    points = [{"nominal": 0, "finished": 0, "latencies_ms": grown_ms,
-               "control_ms": control_ms}]
+    points = [{"nominal": 0, "finished": 0, "latencies_ms": grown_ms, "control_ms": control_ms}]
     made: list[dict] = []
     have = 0
     for size in sizes:
@@ -405,8 +454,14 @@ def growth(kind: str, root: Path, url: str | None, control_url: str | None, size
         have = size
         finished = len(ledger.all_ids(home)) - len(ledger.open_ids(home))
         grown_ms, control_ms = interleaved(home, control, samples)
-        points.append({"nominal": size, "finished": finished, "latencies_ms": grown_ms,
-                       "control_ms": control_ms})
+        points.append(
+            {
+                "nominal": size,
+                "finished": finished,
+                "latencies_ms": grown_ms,
+                "control_ms": control_ms,
+            }
+        )
     return {"backend": kind, "points": points, "fills": made, "queued": queued}
 
 
@@ -428,43 +483,66 @@ def _k(n: int) -> str:
 def rows_for(tp: list[dict], gr: list[dict]) -> list[dict]:
     rows = []
     for r in tp:
-        row = latency_row(f"ledger claims, {r['backend']}, {r['workers']} worker"
-                          f"{'s' if r['workers'] > 1 else ''}, {r['items']} items",
-                          r["latencies_ms"], "— (throughput: info)")
-        row["what"] = (f"ledger claims, {r['backend']}, {r['workers']} worker process"
-                       f"{'es' if r['workers'] > 1 else ''} ({r['items']} claims)")
+        row = latency_row(
+            f"ledger claims, {r['backend']}, {r['workers']} worker"
+            f"{'s' if r['workers'] > 1 else ''}, {r['items']} items",
+            r["latencies_ms"],
+            "— (throughput: info)",
+        )
+        row["what"] = (
+            f"ledger claims, {r['backend']}, {r['workers']} worker process"
+            f"{'es' if r['workers'] > 1 else ''} ({r['items']} claims)"
+        )
         row["measured"] = f"{r['claims_per_s']:.0f} claims/s; claim {_lat(r['latencies_ms'])}"
         row["claims_per_s"] = r["claims_per_s"]
         rows.append(row)
     for g in gr:
         for p in g["points"]:
-            rows.append({"what": f"one claim, {g['backend']}, {_k(p['nominal'])} "
-                                 f"finished + {g['queued']} queued "
-                                 f"({len(p['latencies_ms'])} claims)",
-                         "measured": f"{_lat(p['latencies_ms'])} (empty ledger, same "
-                                     f"minutes: {_lat(p['control_ms'])})",
-                         "budget": "—", "verdict": "info",
-                         "p50_ms": statistics.median(p["latencies_ms"]),
-                         "p95_ms": pct(p["latencies_ms"], 95),
-                         "control_p50_ms": statistics.median(p["control_ms"]),
-                         "control_p95_ms": pct(p["control_ms"], 95)})
+            rows.append(
+                {
+                    "what": f"one claim, {g['backend']}, {_k(p['nominal'])} "
+                    f"finished + {g['queued']} queued "
+                    f"({len(p['latencies_ms'])} claims)",
+                    "measured": f"{_lat(p['latencies_ms'])} (empty ledger, same "
+                    f"minutes: {_lat(p['control_ms'])})",
+                    "budget": "—",
+                    "verdict": "info",
+                    "p50_ms": statistics.median(p["latencies_ms"]),
+                    "p95_ms": pct(p["latencies_ms"], 95),
+                    "control_p50_ms": statistics.median(p["control_ms"]),
+                    "control_p95_ms": pct(p["control_ms"], 95),
+                }
+            )
         last = g["points"][-1]
         r50 = statistics.median(last["latencies_ms"]) / statistics.median(last["control_ms"])
         r95 = pct(last["latencies_ms"], 95) / pct(last["control_ms"], 95)
-        rows.append({"what": f"claim cost growth, {g['backend']}: "
-                             f"{_k(last['nominal'])} finished / empty",
-                     "measured": f"p50 ratio {r50:.2f} (p95 ratio {r95:.2f}); judged by p50",
-                     "budget": GROWTH_BUDGET,
-                     "verdict": "met" if r50 <= GROWTH_LIMIT else "MISSED",
-                     "ratio_p50": r50, "ratio_p95": r95})
+        rows.append(
+            {
+                "what": f"claim cost growth, {g['backend']}: "
+                f"{_k(last['nominal'])} finished / empty",
+                "measured": f"p50 ratio {r50:.2f} (p95 ratio {r95:.2f}); judged by p50",
+                "budget": GROWTH_BUDGET,
+                "verdict": "met" if r50 <= GROWTH_LIMIT else "MISSED",
+                "ratio_p50": r50,
+                "ratio_p95": r95,
+            }
+        )
         for f in g["fills"]:
-            api = (f"{f['api_items']} via the API in {f['api_s']:.1f} s "
-                   f"({f['api_s'] / f['api_items'] * 1000:.1f} ms/item), "
-                   if f["api_items"] else "")
-            rows.append({"what": f"making finished items, {g['backend']}, up to {_k(f['to'])}",
-                         "measured": f"{api}{f['shortcut_items']} by the shortcut in "
-                                     f"{f['shortcut_s']:.1f} s",
-                         "budget": "—", "verdict": "info"})
+            api = (
+                f"{f['api_items']} via the API in {f['api_s']:.1f} s "
+                f"({f['api_s'] / f['api_items'] * 1000:.1f} ms/item), "
+                if f["api_items"]
+                else ""
+            )
+            rows.append(
+                {
+                    "what": f"making finished items, {g['backend']}, up to {_k(f['to'])}",
+                    "measured": f"{api}{f['shortcut_items']} by the shortcut in "
+                    f"{f['shortcut_s']:.1f} s",
+                    "budget": "—",
+                    "verdict": "info",
+                }
+            )
     return rows
 
 
@@ -475,20 +553,33 @@ def main() -> int:
     parser.add_argument("--sizes", default="10000,100000", help="finished items")
     parser.add_argument("--samples", type=int, default=200, help="timed claims per size")
     parser.add_argument("--queued", type=int, default=5, help="items queued while timing")
-    parser.add_argument("--via-api", type=int, default=300,
-                        help="finished items made through the API (the rest: the shortcut)")
-    parser.add_argument("--quick", action="store_true",
-                        help="--items 100 --sizes 1000,10000 --samples 50")
-    parser.add_argument("--smoke", action="store_true",
-                        help=f"{SMOKE}: --items 6 --workers 1 --sizes 40 --samples 2 "
-                             "--queued 2 --via-api 3")
+    parser.add_argument(
+        "--via-api",
+        type=int,
+        default=300,
+        help="finished items made through the API (the rest: the shortcut)",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="--items 100 --sizes 1000,10000 --samples 50"
+    )
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help=f"{SMOKE}: --items 6 --workers 1 --sizes 40 --samples 2 --queued 2 --via-api 3",
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     if args.quick:
         args.items, args.sizes, args.samples, args.via_api = 100, "1000,10000", 50, 100
     if args.smoke:
         args.items, args.workers, args.sizes, args.samples, args.queued, args.via_api = (
-            6, "1", "40", 2, 2, 3)
+            6,
+            "1",
+            "40",
+            2,
+            2,
+            3,
+        )
     workers = [int(w) for w in args.workers.split(",")]
     sizes = sorted(int(s) for s in args.sizes.split(","))
 
@@ -512,22 +603,45 @@ def main() -> int:
             pg_kind = kind == "postgresql"
             url, control = (pg.fresh_url(), pg.fresh_url()) if pg_kind else (None, None)
             print(f"-- growth: {kind}", file=sys.stderr, flush=True)
-            gr.append(growth(kind, tmp / f"growth-{kind}", url, control, sizes,
-                             args.samples, args.queued, args.via_api))
+            gr.append(
+                growth(
+                    kind,
+                    tmp / f"growth-{kind}",
+                    url,
+                    control,
+                    sizes,
+                    args.samples,
+                    args.queued,
+                    args.via_api,
+                )
+            )
     finally:
         pg.stop()
         shutil.rmtree(tmp, ignore_errors=True)
     load_end = " ".join(f"{x:.2f}" for x in os.getloadavg())
     rows = rows_for(tp, gr)
-    server = ("CAPTAIN_BENCH_PG_URL" if pg.cluster is None else
-              "a throwaway local cluster (fsync off, synchronous_commit off)")
-    machine = (f"{os.uname().machine}, {os.cpu_count()} cores, load average (1, 5, 15 min) "
-               f"{load_start} at the start, {load_end} at the end; PostgreSQL {version} on "
-               f"{server}; file home on {tmp.parent} (fsync on); [ledger] slots = {SLOTS}; "
-               f"{time.monotonic() - started:.0f} s")
+    server = (
+        "CAPTAIN_BENCH_PG_URL"
+        if pg.cluster is None
+        else "a throwaway local cluster (fsync off, synchronous_commit off)"
+    )
+    machine = (
+        f"{os.uname().machine}, {os.cpu_count()} cores, load average (1, 5, 15 min) "
+        f"{load_start} at the start, {load_end} at the end; PostgreSQL {version} on "
+        f"{server}; file home on {tmp.parent} (fsync on); [ledger] slots = {SLOTS}; "
+        f"{time.monotonic() - started:.0f} s"
+    )
     print_report(f"machine: {machine}", rows)
-    write_json(args.json, {"machine": machine, "rows": rows, "throughput": tp,
-                           "growth": gr, "args": vars(args) | {"json": str(args.json)}})
+    write_json(
+        args.json,
+        {
+            "machine": machine,
+            "rows": rows,
+            "throughput": tp,
+            "growth": gr,
+            "args": vars(args) | {"json": str(args.json)},
+        },
+    )
     return 1 if any(r["verdict"] == "MISSED" for r in rows) else 0
 
 

@@ -59,24 +59,32 @@ def pct(values, p):
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
 
-def latency_row(name: str, values: list[float], budget: str, limit: float | None = None,
-                judged_by: str = "p95") -> dict:
+def latency_row(
+    name: str, values: list[float], budget: str, limit: float | None = None, judged_by: str = "p95"
+) -> dict:
     """One timed measurement as a table row: p50 / p95 / max in ms, judged against
     ``limit`` by its p95 (or by its max: ``judged_by="max"``); no limit is "info"."""
     p50, p95, worst = statistics.median(values), pct(values, 95), max(values)
     judged = {"p95": p95, "max": worst}[judged_by]
     verdict = "info" if limit is None else ("met" if judged <= limit else "MISSED")
-    return {"what": f"{name} ({len(values)} runs)",
-            "measured": f"p50 {p50:.0f} / p95 {p95:.0f} / max {worst:.0f} ms",
-            "budget": budget, "verdict": verdict,
-            "p50_ms": p50, "p95_ms": p95, "max_ms": worst}
+    return {
+        "what": f"{name} ({len(values)} runs)",
+        "measured": f"p50 {p50:.0f} / p95 {p95:.0f} / max {worst:.0f} ms",
+        "budget": budget,
+        "verdict": verdict,
+        "p50_ms": p50,
+        "p95_ms": p95,
+        "max_ms": worst,
+    }
 
 
 def table(rows: list[dict]) -> str:
     """The Markdown table of ``rows`` (each with what, measured, budget and verdict)."""
     lines = ["| what | measured | budget | verdict |", "|---|---|---|---|"]
-    lines += [f"| {row['what']} | {row['measured']} | {row['budget']} | {row['verdict']} |"
-              for row in rows]
+    lines += [
+        f"| {row['what']} | {row['measured']} | {row['budget']} | {row['verdict']} |"
+        for row in rows
+    ]
     return "\n".join(lines)
 
 

@@ -40,30 +40,66 @@ def _build_home(root: Path, fixed: clock.Fixed) -> Home:
     home = Home(root / "home")
     project = root / "project"
     project.mkdir(parents=True, exist_ok=True)
-    ada = protocol.recruit(home, "Ada", "Tidy the README: fix the broken links.", cwd=str(project),
-                           owns=["README.md", "docs"], allow=["read", "edit"])
+    ada = protocol.recruit(
+        home,
+        "Ada",
+        "Tidy the README: fix the broken links.",
+        cwd=str(project),
+        owns=["README.md", "docs"],
+        allow=["read", "edit"],
+    )
     protocol.inbox(home, "Ada", deliver=lambda batch: None, ctx=Context.from_env(ada.env))
     fixed.advance(minutes=20)
-    protocol.ask(home, "Ada", "Should the install section show pipx as well as pip?",
-                 ctx=Context.from_env(ada.env))
+    protocol.ask(
+        home,
+        "Ada",
+        "Should the install section show pipx as well as pip?",
+        ctx=Context.from_env(ada.env),
+    )
     fixed.advance(minutes=5)
-    brook = protocol.recruit(home, "Brook", "Add a --verbose flag to export and test it.",
-                             cwd=str(project), owns=["src/export.py"], allow=["edit", "test"])
-    protocol.tell(home, "Brook", "Also update the changelog.",
-                  assignment_id=brook.assignment_id)
-    cy = protocol.recruit(home, "Cy", "Find why the nightly build is slow.", cwd=str(project),
-                          allow=["read", "search", "build"])
+    brook = protocol.recruit(
+        home,
+        "Brook",
+        "Add a --verbose flag to export and test it.",
+        cwd=str(project),
+        owns=["src/export.py"],
+        allow=["edit", "test"],
+    )
+    protocol.tell(home, "Brook", "Also update the changelog.", assignment_id=brook.assignment_id)
+    cy = protocol.recruit(
+        home,
+        "Cy",
+        "Find why the nightly build is slow.",
+        cwd=str(project),
+        allow=["read", "search", "build"],
+    )
     protocol.inbox(home, "Cy", deliver=lambda batch: None, ctx=Context.from_env(cy.env))
-    protocol.done(home, "Cy", "Docs build is 70% of nightly; caching node_modules saves 4 min.",
-                  ctx=Context.from_env(cy.env))
+    protocol.done(
+        home,
+        "Cy",
+        "Docs build is 70% of nightly; caching node_modules saves 4 min.",
+        ctx=Context.from_env(cy.env),
+    )
     fixed.advance(minutes=12)
-    notify.signal(home, "Brook", "awaiting_approval", "permission prompt: Bash: rm -rf build/",
-                  at=clock.now())
+    notify.signal(
+        home, "Brook", "awaiting_approval", "permission prompt: Bash: rm -rf build/", at=clock.now()
+    )
     ago = lambda minutes: CLOCK - timedelta(minutes=minutes)  # noqa: E731
-    ledger.accept(home, source="chat", input={"text": "Draft the release notes"},
-                  requester="captain:demo", target_revision="v2.3.0", at=ago(3))
-    stuck = ledger.accept(home, source="chat", input={"text": "Re-run the flaky e2e suite"},
-                          requester="captain:demo", at=ago(40))
+    ledger.accept(
+        home,
+        source="chat",
+        input={"text": "Draft the release notes"},
+        requester="captain:demo",
+        target_revision="v2.3.0",
+        at=ago(3),
+    )
+    stuck = ledger.accept(
+        home,
+        source="chat",
+        input={"text": "Re-run the flaky e2e suite"},
+        requester="captain:demo",
+        at=ago(40),
+    )
     ledger.claim(home, stuck.work_id, holder="worker:ci", at=ago(38))
     ledger.cancel(home, stuck.work_id, actor="captain:demo", at=ago(6))  # no stop confirmed
     return home

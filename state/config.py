@@ -42,9 +42,13 @@ class Setting:
             what = "a whole number" if self.kind == "integer" else "a number"
             unit = f" {self.unit}" if self.unit else ""
             return f"{what} from {_num(self.low)} to {_num(self.high)}{unit}"
-        return {"boolean": "true or false", "text": "a string in quotes",
-                "texts": "a list of strings, e.g. [\"push\"]", "url": "a postgresql:// URL",
-                "choice": " or ".join(f'"{c}"' for c in self.choices)}[self.kind]
+        return {
+            "boolean": "true or false",
+            "text": "a string in quotes",
+            "texts": 'a list of strings, e.g. ["push"]',
+            "url": "a postgresql:// URL",
+            "choice": " or ".join(f'"{c}"' for c in self.choices),
+        }[self.kind]
 
     def fits(self, value: object) -> bool:
         if self.kind == "url":
@@ -104,7 +108,9 @@ def _refuse(where: str, got: object, setting: Setting) -> CaptainError:
     return CaptainError(
         "invalid_config",
         f"{where} in config.toml is {_shown(got)}; it takes {setting.takes()}. Fix or remove "
-        "the line (the file is left as it is).", key=where)
+        "the line (the file is left as it is).",
+        key=where,
+    )
 
 
 def check(parsed: dict) -> list[str]:
@@ -120,8 +126,11 @@ def check(parsed: dict) -> list[str]:
             unknown.append(f"[{table}]" if isinstance(body, dict) else table)
             continue
         if not isinstance(body, dict):
-            raise CaptainError("invalid_config", f"{table} in config.toml must be a table "
-                                                 f"([{table}]), not {_shown(body)}.", key=table)
+            raise CaptainError(
+                "invalid_config",
+                f"{table} in config.toml must be a table ([{table}]), not {_shown(body)}.",
+                key=table,
+            )
         _check_keys(f"[{table}]", body, keys, unknown)
     return unknown
 
@@ -138,15 +147,20 @@ def _check_keys(where: str, body: dict, keys: dict, unknown: list[str]) -> None:
 
 def _check_endpoints(body: object, unknown: list[str]) -> None:
     if not isinstance(body, dict):
-        raise CaptainError("invalid_config", "endpoints in config.toml must be tables, one "
-                                             "[endpoints.NAME] each.", key="endpoints")
+        raise CaptainError(
+            "invalid_config",
+            "endpoints in config.toml must be tables, one [endpoints.NAME] each.",
+            key="endpoints",
+        )
     for name, table in body.items():
         if not ENDPOINT_RE.fullmatch(name) or not isinstance(table, dict):
             raise CaptainError(
                 "invalid_config",
                 f"[endpoints.{_shown(name)}] in config.toml is not an endpoint: each is a table "
                 "named by 1 to 64 letters, digits, '_', '.' or '-', starting with a letter "
-                "or digit.", key=f"endpoints.{name}"[:100])
+                "or digit.",
+                key=f"endpoints.{name}"[:100],
+            )
         _check_keys(f"[endpoints.{name}]", table, ENDPOINT, unknown)
 
 

@@ -16,8 +16,23 @@ from state.store import DIR_MODE, Quarantined, Store, encode
 MOUNTINFO = "/proc/self/mountinfo"
 # flock does not exclude across clients on these, so two captains could both "hold" a lock.
 NETWORK_FILESYSTEMS = frozenset(
-    {"nfs", "nfs4", "cifs", "smb", "smb2", "smb3", "smbfs", "afs", "ncpfs", "fuse.sshfs",
-     "9p", "ceph", "glusterfs", "fuse.glusterfs", "lustre"}
+    {
+        "nfs",
+        "nfs4",
+        "cifs",
+        "smb",
+        "smb2",
+        "smb3",
+        "smbfs",
+        "afs",
+        "ncpfs",
+        "fuse.sshfs",
+        "9p",
+        "ceph",
+        "glusterfs",
+        "fuse.glusterfs",
+        "lustre",
+    }
 )
 CONFIG = "config.toml"
 # An editor saving in place truncates, then writes: a config changed less than this long
@@ -74,8 +89,9 @@ def _blank(root: Path) -> bool:
 class Home:
     """A captain home: the store plus the layout documented in docs/store.md."""
 
-    def __init__(self, root: Path, *, mountinfo: str | None = None,
-                 read_only: bool = False) -> None:
+    def __init__(
+        self, root: Path, *, mountinfo: str | None = None, read_only: bool = False
+    ) -> None:
         """``read_only`` (the read-only commands): nothing is created, swept or moved, not
         even the home itself; a home that does not exist reads as an empty one."""
         self.root = Path(os.path.abspath(root))
@@ -96,8 +112,10 @@ class Home:
         fresh = not root.exists()
         if self.read_only:
             if not fresh and not (root / "home.json").exists() and not _blank(root):
-                raise CaptainError("invalid_home", f"{root} is not empty and is not a captain "
-                                                   "home. Choose the home's directory.")
+                raise CaptainError(
+                    "invalid_home",
+                    f"{root} is not empty and is not a captain home. Choose the home's directory.",
+                )
             return
         if fresh:
             root.parent.mkdir(parents=True, exist_ok=True)
@@ -117,8 +135,9 @@ class Home:
             from state.clock import now
             from state.models import HomeMeta  # only a new home needs a record written
 
-            Store(root).create_once(marker, encode(HomeMeta(created_at=now())),
-                                    same=lambda a, b: True)
+            Store(root).create_once(
+                marker, encode(HomeMeta(created_at=now())), same=lambda a, b: True
+            )
         st = root.stat()
         if st.st_uid == os.getuid() and (st.st_mode & 0o777) != DIR_MODE:
             os.chmod(root, DIR_MODE)  # 0700 whatever the umask made of it
@@ -195,8 +214,11 @@ class Home:
         for entry in entries:
             if entry.name.startswith("."):
                 continue
-            if entry.is_dir(follow_symlinks=False) and NAME_RE.fullmatch(entry.name) \
-                    and entry.name == entry.name.lower():
+            if (
+                entry.is_dir(follow_symlinks=False)
+                and NAME_RE.fullmatch(entry.name)
+                and entry.name == entry.name.lower()
+            ):
                 keys.append(entry.name)
             else:
                 self.store.quarantine(Path(entry.path), "is not a crew directory")
@@ -242,17 +264,24 @@ class Home:
                 return self._invalid(stamp, refused)
             if unknown and self._config_reported != stamp:
                 self._config_reported = stamp
-                Store.report(CONFIG, "has settings captain does not know, ignored: "
-                                     f"{', '.join(unknown[:10])}", moved=False)
+                Store.report(
+                    CONFIG,
+                    f"has settings captain does not know, ignored: {', '.join(unknown[:10])}",
+                    moved=False,
+                )
             self._config, self._config_good, self._config_stamp = parsed, True, stamp
             return self._config
         self._config_stamp = stamp  # not read again until it changes
         if self._config_reported != stamp:
             self._config_reported = stamp
-            kept = "the last good settings are kept" if self._config_good else \
-                "the defaults are used"
-            Store.report(CONFIG, f"{problem}; {kept} until it is fixed (the file is left as "
-                                 "it is)", moved=False)
+            kept = (
+                "the last good settings are kept" if self._config_good else "the defaults are used"
+            )
+            Store.report(
+                CONFIG,
+                f"{problem}; {kept} until it is fixed (the file is left as it is)",
+                moved=False,
+            )
         return self._config
 
     def _invalid(self, stamp, refused: CaptainError) -> dict:
@@ -265,8 +294,12 @@ class Home:
             raise refused
         if self._config_reported != stamp:
             self._config_reported = stamp
-            Store.report(CONFIG, f"[invalid_config] {refused.message} The last good settings "
-                                 "are kept until it is fixed.", moved=False)
+            Store.report(
+                CONFIG,
+                f"[invalid_config] {refused.message} The last good settings "
+                "are kept until it is fixed.",
+                moved=False,
+            )
         return self._config
 
     def _settling(self, stamp) -> bool:

@@ -36,8 +36,7 @@ def crew_key(name: str) -> str:
         shown = repr(name) if name else "an empty name"
         raise CaptainError(
             "invalid_name",
-            f"{shown} is not a crew name: use a letter, then up to 31 letters, digits, "
-            "'_' or '-'.",
+            f"{shown} is not a crew name: use a letter, then up to 31 letters, digits, '_' or '-'.",
         )
     return name.lower()
 
@@ -53,7 +52,8 @@ def crew_key(name: str) -> str:
 TERMINAL_UNSAFE = re.compile(
     "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u2028\u2029\u202a-\u202e"
     "\u2060-\u2064\u2066-\u2069\ufeff\ud800-\udfff\U000e0000-\U000e007f"
-    "\U000e0100-\U000e01ef]")
+    "\U000e0100-\U000e01ef]"
+)
 
 
 def for_terminal(text: str, replace=None) -> str:
@@ -61,8 +61,10 @@ def for_terminal(text: str, replace=None) -> str:
     escaped (``\\x1b``, ``\\u202e``) or, with ``replace``, as what it returns. The one rule
     for everything printed from stored text: the CLI escapes, the cockpit shows '\ufffd'."""
     if replace is None:
+
         def replace(m):
             return m.group().encode("unicode_escape", "backslashreplace").decode("ascii")
+
     return TERMINAL_UNSAFE.sub(replace, text)
 
 
@@ -77,7 +79,9 @@ def check_size(text: str, what: str, limit: int = MAX_TEXT_BYTES) -> str:
         raise CaptainError(
             "message_too_large",
             f"the {what} is {size} bytes; the limit is {limit} ({_kib(limit)}). Put long "
-            "material in a file and refer to it.", limit=limit)
+            "material in a file and refer to it.",
+            limit=limit,
+        )
     return text
 
 
@@ -90,8 +94,7 @@ def check_stored(text: str, what: str) -> str:
     return text
 
 
-def check_text(text: str, what: str, *, required: bool = True,
-               limit: int = MAX_TEXT_BYTES) -> str:
+def check_text(text: str, what: str, *, required: bool = True, limit: int = MAX_TEXT_BYTES) -> str:
     """Refuse oversized text and control characters (newline and tab are fine)."""
     check_size(text, what, limit)
     bad = _CONTROL.search(text)
@@ -143,18 +146,25 @@ def check_path(path: str, what: str = "path") -> str:
         raise CaptainError("invalid_path", f"{shown} is not a usable {what}.")
     size = len(path.encode("utf-8"))
     if size > MAX_PATH_BYTES:
-        raise CaptainError("invalid_path", f"the {what} {path[:60]!r}... is {size} bytes; a "
-                                           f"path is at most {MAX_PATH_BYTES} bytes.",
-                           limit=MAX_PATH_BYTES)
+        raise CaptainError(
+            "invalid_path",
+            f"the {what} {path[:60]!r}... is {size} bytes; a "
+            f"path is at most {MAX_PATH_BYTES} bytes.",
+            limit=MAX_PATH_BYTES,
+        )
     return path
 
 
 def check_owns(paths: list[str]) -> list[str]:
     """An assignment owns at most MAX_OWNS paths: its record must stay readable."""
     if len(paths) > MAX_OWNS:
-        raise CaptainError("invalid_argument", f"{len(paths)} paths to own; an assignment owns "
-                                               f"at most {MAX_OWNS}. Own their common parent "
-                                               "directory instead.", limit=MAX_OWNS)
+        raise CaptainError(
+            "invalid_argument",
+            f"{len(paths)} paths to own; an assignment owns "
+            f"at most {MAX_OWNS}. Own their common parent "
+            "directory instead.",
+            limit=MAX_OWNS,
+        )
     return paths
 
 
@@ -250,18 +260,24 @@ def grant_problem(raw: str, project_dir: str, owns: list[str], who: str) -> str 
     if outside:
         for o in owns:
             if now[o] != o and is_within(lexical, o):
-                return (f"{raw} is under {o}, which now leads to {now[o] or 'a loop'}: an "
-                        "owned path replaced by a symlink after recruit covers nothing.")
+                return (
+                    f"{raw} is under {o}, which now leads to {now[o] or 'a loop'}: an "
+                    "owned path replaced by a symlink after recruit covers nothing."
+                )
         shown = ", ".join(owns) or "no paths"
         if any(is_within(lexical, o) for o in kept):
-            return (f"{raw} leads to {outside[0]}, outside the paths {who} owns ({shown}); "
-                    "a grant covers only files inside them.")
+            return (
+                f"{raw} leads to {outside[0]}, outside the paths {who} owns ({shown}); "
+                "a grant covers only files inside them."
+            )
         return f"{raw} is outside the paths {who} owns ({shown})."
     try:
         st = os.lstat(target)
     except OSError:
         return None  # not there yet: creating a new file is grantable
     if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
-        return (f"{raw} is a file with {st.st_nlink} names (hard links); its other names "
-                "cannot be shown to be inside the paths owned, so it is not granted.")
+        return (
+            f"{raw} is a file with {st.st_nlink} names (hard links); its other names "
+            "cannot be shown to be inside the paths owned, so it is not granted."
+        )
     return None

@@ -13,16 +13,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from state.vocab import SUMMARY_MAX
 
-Status = Literal["working", "idle", "asked", "awaiting_approval", "done", "held", "bounced",
-                 "timeout", "error"]
+Status = Literal[
+    "working", "idle", "asked", "awaiting_approval", "done", "held", "bounced", "timeout", "error"
+]
 Agent = Literal["claude", "codex", "pi", "shell", "program"]  # program: any --command
 
 
 class Strict(BaseModel):
     # defer_build: a crew-side command validates two or three kinds of record; building
     # every schema at import would cost it most of its start-up budget.
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True,
-                              defer_build=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, defer_build=True)
 
 
 class Record(Strict):
@@ -117,8 +117,9 @@ class Launched(_Event):
     pane: PaneLocator
 
 
-CrewEvent = Annotated[Union[Recruited, Assigned, Asked, Finished, Dismissed, Launched],
-                      Field(discriminator="type")]
+CrewEvent = Annotated[
+    Union[Recruited, Assigned, Asked, Finished, Dismissed, Launched], Field(discriminator="type")
+]
 
 
 class EventFile:

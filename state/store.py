@@ -89,7 +89,8 @@ def _fits(path: Path, data: bytes) -> None:
             "record_too_large",
             f"{path.parent.name}/{path.name} would be {len(data)} bytes; the store reads "
             f"records of at most {MAX_RECORD_BYTES} bytes (1 MiB), so nothing was written.",
-            limit=MAX_RECORD_BYTES)
+            limit=MAX_RECORD_BYTES,
+        )
 
 
 def encode(record: BaseModel) -> bytes:
@@ -207,7 +208,8 @@ class Store:
             raise CaptainError(
                 "store_error",
                 f"{path} is taken by something that {bad}; nothing was written. Move it away "
-                "and try again.") from None
+                "and try again.",
+            ) from None
         if existing == data or (same is not None and existing is not None and same(existing, data)):
             return False
         raise CaptainError(
@@ -271,8 +273,9 @@ class Store:
             except ValidationError as exc:
                 first = exc.errors()[0]
                 where = ".".join(str(p) for p in first.get("loc", ())) or "record"
-                raise Quarantined(f"does not validate as {model.__name__}: {where}: "
-                                  f"{first['msg']}") from None
+                raise Quarantined(
+                    f"does not validate as {model.__name__}: {where}: {first['msg']}"
+                ) from None
         except Quarantined as bad:
             self.quarantine(path, str(bad))
             return None
@@ -294,8 +297,9 @@ class Store:
             self.quarantine(path, str(bad))
             return None
 
-    def names(self, directory: Path, suffix: str = ".json",
-              shape: re.Pattern[str] = RECORD_NAME) -> list[str]:
+    def names(
+        self, directory: Path, suffix: str = ".json", shape: re.Pattern[str] = RECORD_NAME
+    ) -> list[str]:
         """Record names in ``directory`` (sorted), skipping and sweeping temp files (rule 4).
 
         A name ending in ``suffix`` but not of ``shape`` was not written by captain: it is
@@ -385,8 +389,13 @@ class Store:
             why = exc.strerror if isinstance(exc, OSError) else exc.message
             self._leave(str(rel), f"{reason} (could not move it: {why})")
             return
-        note = {"schema": 1, "path": str(rel), "reason": reason, "moved_to": target.name,
-                "at": time.time()}
+        note = {
+            "schema": 1,
+            "path": str(rel),
+            "reason": reason,
+            "moved_to": target.name,
+            "at": time.time(),
+        }
         with contextlib.suppress(OSError, CaptainError):  # no room: the move still stands
             self.publish(qdir / f"{target.name}.reason", json.dumps(note).encode() + b"\n")
         self.quarantined.append((str(rel), reason))

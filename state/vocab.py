@@ -11,9 +11,17 @@ MAX_INPUT_BYTES = 256 * 1024  # a work item's accepted input, as stored (state.w
 
 ACTIONS = ("read", "search", "edit", "test", "build", "format", "commit", "version", "delete")
 PATH_ACTIONS = frozenset({"edit", "format", "delete", "commit", "version"})
-STATUSES = ("working", "idle", "asked", "awaiting_approval", "done", "held", "bounced",
-            "timeout", "error")
-
+STATUSES = (
+    "working",
+    "idle",
+    "asked",
+    "awaiting_approval",
+    "done",
+    "held",
+    "bounced",
+    "timeout",
+    "error",
+)
 
 
 def counted(n: int, one: str, many: str | None = None) -> str:

@@ -22,8 +22,13 @@ REPO = Path(__file__).resolve().parents[1]
 # pg_url), the ledger on both backends (ledger_backend, ledgers, cli_ledger) and where the
 # cockpit runs (private_config, plain_terminal: a cockpit module asks with usefixtures),
 # a recruited crew (jack); and the order the workers take the files in (support/order.py).
-pytest_plugins = ["support.postgres", "support.ledger_backends", "support.cockpit_env",
-                  "support.crew", "support.order"]
+pytest_plugins = [
+    "support.postgres",
+    "support.ledger_backends",
+    "support.cockpit_env",
+    "support.crew",
+    "support.order",
+]
 
 # Hypothesis tries the same examples on every run, so no test passes or fails by luck (a
 # state machine that must reach a refusal reaches it every time). A run that explores anew
@@ -43,8 +48,14 @@ def _user_world() -> dict[str, object]:
     socket = Path(socket_path_for(DEFAULT_SOCKET))
     home = platformdirs.user_state_path("captain")
     tmux = shutil.which("tmux")
-    alive = bool(tmux) and socket.exists() and subprocess.run(
-        [tmux, "-S", str(socket), "list-sessions"], capture_output=True).returncode == 0
+    alive = (
+        bool(tmux)
+        and socket.exists()
+        and subprocess.run(
+            [tmux, "-S", str(socket), "list-sessions"], capture_output=True
+        ).returncode
+        == 0
+    )
 
     def seen(path: Path):
         try:
@@ -53,8 +64,10 @@ def _user_world() -> dict[str, object]:
             return None
         return (st.st_ino, st.st_mtime_ns)
 
-    return {"default tmux socket " + str(socket): (seen(socket), alive),
-            "default home " + str(home): seen(home)}
+    return {
+        "default tmux socket " + str(socket): (seen(socket), alive),
+        "default home " + str(home): seen(home),
+    }
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -129,19 +142,33 @@ class Cli:
     def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         from support.ledger_backends import process_env  # a plugin: imported by pytest first
 
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith("CAPTAIN_") or k == "CAPTAIN_TMUX_SOCKET"}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("CAPTAIN_") or k == "CAPTAIN_TMUX_SOCKET"
+        }
         env["CAPTAIN_HOME"] = str(self.home)
         env["PYTHONPATH"] = str(REPO)
         env.update(process_env())  # CAPTAIN_LEDGER_URL on a test's PostgreSQL ledger
         env.update(extra or {})
         return env
 
-    def __call__(self, *args: str, env: dict[str, str] | None = None, timeout: float = 60,
-                 stdin: str | None = None) -> Result:
-        proc = subprocess.run([sys.executable, "-m", "captain_tui", *args], cwd=self.cwd,
-                              env=self.env(env), capture_output=True, text=True,
-                              timeout=timeout, input=stdin)
+    def __call__(
+        self,
+        *args: str,
+        env: dict[str, str] | None = None,
+        timeout: float = 60,
+        stdin: str | None = None,
+    ) -> Result:
+        proc = subprocess.run(
+            [sys.executable, "-m", "captain_tui", *args],
+            cwd=self.cwd,
+            env=self.env(env),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            input=stdin,
+        )
         return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
@@ -154,9 +181,14 @@ def pytest_terminal_summary(terminalreporter) -> None:
     """The lines a test asks to be shown however its output was captured (the stress runs'
     summaries, with their kill and violation counts): ``("summary", line)`` in its
     ``user_properties``, which pytest-xdist carries back from its workers too."""
-    lines = [value for key in ("passed", "failed") for report in terminalreporter.stats.get(key, [])
-             if getattr(report, "when", None) == "call"
-             for name, value in getattr(report, "user_properties", ()) if name == "summary"]
+    lines = [
+        value
+        for key in ("passed", "failed")
+        for report in terminalreporter.stats.get(key, [])
+        if getattr(report, "when", None) == "call"
+        for name, value in getattr(report, "user_properties", ())
+        if name == "summary"
+    ]
     if lines:
         terminalreporter.write_sep("=", "summaries")
         for line in lines:

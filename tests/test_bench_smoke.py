@@ -33,16 +33,24 @@ TIMEOUT = 240  # seconds for one part's smoke run, on a busy machine (seconds wh
 
 
 def _env(tmp: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("CAPTAIN_LEDGER_URL", "CAPTAIN_BENCH_PG_URL", "TMUX")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("CAPTAIN_LEDGER_URL", "CAPTAIN_BENCH_PG_URL", "TMUX")
+    }
     env["CAPTAIN_HOME"] = str(tmp / "home")  # each script makes its own; never the user's
     return {**env, **extra}
 
 
 def _bench(argv: list[str], env: dict[str, str], out: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "bench", *argv, "--out", str(out)],
-                            cwd=REPO, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "bench", *argv, "--out", str(out)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -73,8 +81,9 @@ def smoke_runs(request, tmp_path_factory):
 
 def _numbers(row: dict) -> list[float]:
     """Every number a row holds: its numeric fields and the figures in its text."""
-    found = [float(v) for k, v in row.items()
-             if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    found = [
+        float(v) for k, v in row.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+    ]
     for text in (row.get("measured", ""),):
         found += [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?", text)]
         found += [math.nan for _ in re.findall(r"\bnan\b", text, re.IGNORECASE)]
@@ -109,19 +118,20 @@ def test_each_bench_part_runs_in_smoke_mode_and_produces_finite_numbers(smoke_ru
         assert numbers and all(math.isfinite(x) for x in numbers), detail
 
 
-def test_a_part_that_cannot_run_or_crashes_says_why_in_its_row_and_the_next_still_runs(
-        tmp_path):
+def test_a_part_that_cannot_run_or_crashes_says_why_in_its_row_and_the_next_still_runs(tmp_path):
     """No tmux on PATH: the doorbell part cannot run; a PostgreSQL URL nobody listens on:
     the wake-ups part crashes. Each gets one row with one sentence, no traceback; the
     second runs although the first could not; the exit code says not all ran."""
     bin_dir = tmp_path / "bin"  # a PATH with this Python and nothing else (no tmux)
     bin_dir.mkdir()
     (bin_dir / "python3").symlink_to(sys.executable)
-    env = _env(tmp_path, PATH=str(bin_dir),
-               CAPTAIN_BENCH_PG_URL="postgresql://nobody@127.0.0.1:9/none?connect_timeout=5")
+    env = _env(
+        tmp_path,
+        PATH=str(bin_dir),
+        CAPTAIN_BENCH_PG_URL="postgresql://nobody@127.0.0.1:9/none?connect_timeout=5",
+    )
     out = tmp_path / "results.json"
-    proc = _bench(["--smoke", "--only", "doorbell and wait", "--only", "ledger wake-ups"],
-                  env, out)
+    proc = _bench(["--smoke", "--only", "doorbell and wait", "--only", "ledger wake-ups"], env, out)
     stdout, stderr = proc.communicate(timeout=TIMEOUT)
     assert proc.returncode == 1, stdout + stderr
     assert "Traceback" not in stdout, stdout
@@ -133,7 +143,8 @@ def test_a_part_that_cannot_run_or_crashes_says_why_in_its_row_and_the_next_stil
     (wake,) = sections["ledger wake-ups"]["rows"]
     assert wake["verdict"] == FAILED, wake
     assert wake["measured"].startswith(
-        "crashed (exit 1): psycopg.OperationalError: connection failed"), wake
+        "crashed (exit 1): psycopg.OperationalError: connection failed"
+    ), wake
     assert "\n" not in wake["measured"], wake
     assert "Traceback" not in wake["measured"] and 'File "' not in wake["measured"], wake
     for row in (door, wake):

@@ -14,14 +14,27 @@ DOC = (ROOT / "docs" / "design.md").read_text(encoding="utf-8")
 PACKAGES = ("state", "captain_tui", "widgets")
 # backticked names that are the home's layout (docs/store.md), not the repository's
 HOME_PATHS = {"locks/", "quarantine/", "locks/ring-<key>.lock", "config.toml"}
-NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-           "eight": 8, "nine": 9, "ten": 10}
+NUMBERS = {
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+}
 
 
 def _files() -> list[str]:
     skip = {".venv", ".git", "__pycache__", "node_modules"}
-    return [p.relative_to(ROOT).as_posix() for p in ROOT.rglob("*")
-            if not skip.intersection(p.relative_to(ROOT).parts)]
+    return [
+        p.relative_to(ROOT).as_posix()
+        for p in ROOT.rglob("*")
+        if not skip.intersection(p.relative_to(ROOT).parts)
+    ]
 
 
 FILES = _files()
@@ -89,8 +102,11 @@ def test_every_module_of_a_package_in_the_tree_is_named_there():
 
 
 def test_every_path_the_page_names_in_backticks_exists():
-    named = {m for m in re.findall(r"`([^`\s]+)`", DOC)
-             if re.fullmatch(r"[\w./<>-]+(\.(py|md|tcss|ts|toml)|/)", m)} - HOME_PATHS
+    named = {
+        m
+        for m in re.findall(r"`([^`\s]+)`", DOC)
+        if re.fullmatch(r"[\w./<>-]+(\.(py|md|tcss|ts|toml)|/)", m)
+    } - HOME_PATHS
     assert len(named) > 30, "the page's paths were not found"
     missing = sorted(n for n in named if not _exists(n))
     assert missing == [], f"docs/design.md names paths that do not exist: {missing}"
@@ -99,8 +115,21 @@ def test_every_path_the_page_names_in_backticks_exists():
 def test_every_dotted_name_the_page_gives_resolves():
     """``state.work.deliveries.ingest``, ``agents.kinds.COMPOSERS``: the module exists, and
     the name after it is defined there."""
-    heads = PACKAGES + ("agents", "runtime", "cli", "cockpit", "api", "feed", "doorbell",
-                        "ledger_probe", "deaths", "inputs", "tokens", "ops", "deliveries")
+    heads = PACKAGES + (
+        "agents",
+        "runtime",
+        "cli",
+        "cockpit",
+        "api",
+        "feed",
+        "doorbell",
+        "ledger_probe",
+        "deaths",
+        "inputs",
+        "tokens",
+        "ops",
+        "deliveries",
+    )
     broken = []
     checked = 0
     for name in sorted(set(re.findall(r"`([a-z_]+(?:\.[A-Za-z_][A-Za-z0-9_]*)+)`", DOC))):
@@ -110,9 +139,15 @@ def test_every_dotted_name_the_page_gives_resolves():
         module = None
         for cut in range(len(parts), 0, -1):
             stem = "/".join(parts[:cut])
-            candidates = [f for f in FILES if f.startswith(PACKAGES) and any(
-                f == end or f.endswith("/" + end) for end in (stem + ".py",
-                                                              stem + "/__init__.py"))]
+            candidates = [
+                f
+                for f in FILES
+                if f.startswith(PACKAGES)
+                and any(
+                    f == end or f.endswith("/" + end)
+                    for end in (stem + ".py", stem + "/__init__.py")
+                )
+            ]
             if candidates:
                 module, rest = candidates[0], parts[cut:]
                 break
@@ -123,9 +158,12 @@ def test_every_dotted_name_the_page_gives_resolves():
         if rest:
             tree = ast.parse((ROOT / module).read_text(encoding="utf-8"))
             defined = {getattr(n, "name", None) for n in tree.body} | {
-                t.id for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign))
+                t.id
+                for n in tree.body
+                if isinstance(n, (ast.Assign, ast.AnnAssign))
                 for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
-                if isinstance(t, ast.Name)}
+                if isinstance(t, ast.Name)
+            }
             if rest[0] not in defined:
                 broken.append(f"{name}: {module} defines no {rest[0]}")
     assert checked >= 5, "the page's dotted names were not found"
@@ -134,11 +172,13 @@ def test_every_dotted_name_the_page_gives_resolves():
 
 def test_the_layers_section_states_every_import_contract():
     contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"][
-        "contracts"]
+        "contracts"
+    ]
     layers = _section("Layers")
     said = re.search(r"`\[tool\.importlinter\]`: (\w+) contracts", layers)
     assert said, "the Layers section does not say how many contracts lint-imports runs"
     assert NUMBERS.get(said.group(1), -1) == len(contracts)
     listed = re.findall(r"^  (\d+)\. ", layers, re.M)
-    assert [int(n) for n in listed] == list(range(1, len(contracts) + 1)), \
+    assert [int(n) for n in listed] == list(range(1, len(contracts) + 1)), (
         "the Layers section lists one item per contract of pyproject.toml, in order"
+    )

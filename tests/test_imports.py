@@ -24,8 +24,14 @@ def run_python(code: str, *, cwd: Path, env: dict[str, str] | None = None) -> di
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("CAPTAIN_")}
     full_env["PYTHONPATH"] = str(REPO)
     full_env.update(env or {})
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=cwd, env=full_env,
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -65,14 +71,18 @@ def test_crew_side_commands_import_no_ui_or_tmux(cli, project: Path):
     """
     result = run_python(code, cwd=project, env=env)
     # the commands really ran (so their imports really happened)
-    assert result["codes"] == {"-m check": 0, "check denied": 1, "inbox": 0, "ask": 0,
-                               "done": 1}, result
+    assert result["codes"] == {"-m check": 0, "check denied": 1, "inbox": 0, "ask": 0, "done": 1}, (
+        result
+    )
     assert result["loaded"] == [], result["loaded"]
 
 
 def _state_modules() -> list[str]:
-    return sorted(".".join(p.relative_to(REPO).with_suffix("").parts)
-                  for p in (REPO / "state").rglob("*.py") if p.stem != "__init__")
+    return sorted(
+        ".".join(p.relative_to(REPO).with_suffix("").parts)
+        for p in (REPO / "state").rglob("*.py")
+        if p.stem != "__init__"
+    )
 
 
 def test_every_state_module_imports_no_ui_or_tmux(tmp_path: Path):
@@ -104,10 +114,13 @@ def _imported_roots(path: Path) -> set[str]:
     return roots
 
 
-@pytest.mark.parametrize("package, forbidden", [
-    ("state", set(HEAVY) | {"captain_tui", "widgets"}),
-    ("widgets", {"captain_tui", "libtmux"}),
-])
+@pytest.mark.parametrize(
+    "package, forbidden",
+    [
+        ("state", set(HEAVY) | {"captain_tui", "widgets"}),
+        ("widgets", {"captain_tui", "libtmux"}),
+    ],
+)
 def test_dependency_direction_in_source(package: str, forbidden: set[str]):
     """Lazy imports inside functions count too: state never reaches up or out."""
     offenders = {}
@@ -168,11 +181,15 @@ def test_a_crews_commands_never_load_pydantic(cli, project: Path):
     record = json.loads(state.read_text())
     record["recruited_at"] = record["recruited_at"].replace("Z", "+00:00")  # valid, not ours
     state.write_text(json.dumps(record))
-    again = run_python("""
+    again = run_python(
+        """
         import contextlib, io, json, sys
         from captain_tui.cli.main import main
         with contextlib.redirect_stdout(io.StringIO()) as sink:
             code = main(["check", "Jack", "edit", "src/x.py"])
         print(json.dumps({"code": code, "pydantic": "pydantic" in sys.modules}))
-    """, cwd=project, env=env)
+    """,
+        cwd=project,
+        env=env,
+    )
     assert again == {"code": 0, "pydantic": True}

@@ -20,8 +20,9 @@ BIN = Path(sys.executable).parent
 
 
 def _run(tool: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(BIN / tool), *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run(
+        [str(BIN / tool), *args], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_import_contracts_hold():
@@ -91,6 +92,12 @@ def test_the_cycle_finder_finds_a_cycle():
 
 def test_ruff_is_clean():
     result = _run("ruff", "check", ".")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_ruff_format_is_applied():
+    """One format for the whole tree, so a diff shows what changed and nothing else."""
+    result = _run("ruff", "format", "--check", ".")
     assert result.returncode == 0, result.stdout + result.stderr
 
 

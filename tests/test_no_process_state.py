@@ -22,26 +22,52 @@ SCANNED = ("state", "captain_tui", "widgets", "tests/support")
 
 # (module path, name): why it is still process-wide. Shrink this; do not grow it.
 MODULE_STATE = {
-    ("state/clock.py", "_current"):
-        "the clock every record is stamped with; tests swap it with clock.using()",
-    ("state/work/pg_backend.py", "_BACKENDS"):
-        "one connection pool per database URL, shared by every home pointed at it",
-    ("state/work/corrupt.py", "_said"):
-        "a corrupt row is said once per process (bounded at 10,000); goes with Store's",
+    (
+        "state/clock.py",
+        "_current",
+    ): "the clock every record is stamped with; tests swap it with clock.using()",
+    (
+        "state/work/pg_backend.py",
+        "_BACKENDS",
+    ): "one connection pool per database URL, shared by every home pointed at it",
+    (
+        "state/work/corrupt.py",
+        "_said",
+    ): "a corrupt row is said once per process (bounded at 10,000); goes with Store's",
 }
 CLASS_STATE = {
     ("state/store.py", "Store._reported"): "what the store quarantined, for the CLI/cockpit",
     ("state/store.py", "Store._warned"): "what the store left in place, for the CLI/cockpit",
-    ("captain_tui/cli/main.py", "Store.listener"):
-        "the CLI's printer of the store's reports, set for the command's run",
-    ("state/models.py", "EventFile._adapter"):
-        "a constant built on first use (pydantic's TypeAdapter): the same for everyone",
-    ("tests/support/agents.py", "NetJail._probe"):
-        "a fact about the machine (can a test isolate an agent from the network), found once",
+    (
+        "captain_tui/cli/main.py",
+        "Store.listener",
+    ): "the CLI's printer of the store's reports, set for the command's run",
+    (
+        "state/models.py",
+        "EventFile._adapter",
+    ): "a constant built on first use (pydantic's TypeAdapter): the same for everyone",
+    (
+        "tests/support/agents.py",
+        "NetJail._probe",
+    ): "a fact about the machine (can a test isolate an agent from the network), found once",
 }
 
-MUTATORS = {"append", "add", "update", "clear", "pop", "popitem", "setdefault", "extend",
-            "insert", "remove", "discard", "appendleft", "extendleft", "__setitem__"}
+MUTATORS = {
+    "append",
+    "add",
+    "update",
+    "clear",
+    "pop",
+    "popitem",
+    "setdefault",
+    "extend",
+    "insert",
+    "remove",
+    "discard",
+    "appendleft",
+    "extendleft",
+    "__setitem__",
+}
 CONTAINERS = {"dict", "list", "set", "defaultdict", "OrderedDict", "deque", "Counter"}
 
 
@@ -55,22 +81,32 @@ def _modules() -> list[tuple[str, ast.Module]]:
 
 
 MODULES = _modules()
-CLASSES = {node.name for _, tree in MODULES for node in ast.walk(tree)
-           if isinstance(node, ast.ClassDef)}
-CLASSES |= {alias.asname or alias.name for _, tree in MODULES for node in ast.walk(tree)
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
-                ("state", "captain_tui", "widgets")) for alias in node.names
-            if alias.name[:1].isupper()}
+CLASSES = {
+    node.name for _, tree in MODULES for node in ast.walk(tree) if isinstance(node, ast.ClassDef)
+}
+CLASSES |= {
+    alias.asname or alias.name
+    for _, tree in MODULES
+    for node in ast.walk(tree)
+    if isinstance(node, ast.ImportFrom)
+    and (node.module or "").startswith(("state", "captain_tui", "widgets"))
+    for alias in node.names
+    if alias.name[:1].isupper()
+}
 
 
 def _is_container(value: ast.expr | None) -> bool:
-    if isinstance(value, (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp,
-                          ast.SetComp)):
+    if isinstance(value, (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)):
         return True
     if isinstance(value, ast.Call):
         func = value.func
-        name = func.id if isinstance(func, ast.Name) else \
-            func.attr if isinstance(func, ast.Attribute) else ""
+        name = (
+            func.id
+            if isinstance(func, ast.Name)
+            else func.attr
+            if isinstance(func, ast.Attribute)
+            else ""
+        )
         return name in CONTAINERS
     return False
 
@@ -89,12 +125,15 @@ def _changed(tree: ast.AST) -> list[ast.expr]:
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
-                for t in (target.elts if isinstance(target, ast.Tuple) else [target]):
+                for t in target.elts if isinstance(target, ast.Tuple) else [target]:
                     out.append(t)
         elif isinstance(node, ast.Delete):
             out.extend(node.targets)
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                and node.func.attr in MUTATORS:
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in MUTATORS
+        ):
             out.append(ast.Subscript(value=node.func.value, slice=ast.Constant(0)))
     return out
 
@@ -131,8 +170,9 @@ def _class_state(rel: str, tree: ast.Module) -> set[str]:
                 local = {n.name for n in ast.walk(child) if isinstance(n, ast.ClassDef)}
                 for target in _changed(child):
                     target = _base(target)
-                    if not isinstance(target, ast.Attribute) or \
-                            not isinstance(target.value, ast.Name):
+                    if not isinstance(target, ast.Attribute) or not isinstance(
+                        target.value, ast.Name
+                    ):
                         continue
                     name = target.value.id
                     if name in local:
@@ -145,8 +185,11 @@ def _class_state(rel: str, tree: ast.Module) -> set[str]:
             elif isinstance(child, ast.stmt) and not in_function and owner is None:
                 for target in _changed(child):
                     target = _base(target)
-                    if isinstance(target, ast.Attribute) and \
-                            isinstance(target.value, ast.Name) and target.value.id in CLASSES:
+                    if (
+                        isinstance(target, ast.Attribute)
+                        and isinstance(target.value, ast.Name)
+                        and target.value.id in CLASSES
+                    ):
                         found.add(f"{target.value.id}.{target.attr}")
                 visit(child, owner, in_function)
 
@@ -155,11 +198,17 @@ def _class_state(rel: str, tree: ast.Module) -> set[str]:
 
 
 def test_no_module_cache_beyond_the_listed_ones():
-    found = {(rel, name) for rel, tree in MODULES for name in _module_state(rel, tree)
-             if not rel.startswith("tests/")}  # the tests' session helpers keep theirs
+    found = {
+        (rel, name)
+        for rel, tree in MODULES
+        for name in _module_state(rel, tree)
+        if not rel.startswith("tests/")
+    }  # the tests' session helpers keep theirs
     new = sorted(found - set(MODULE_STATE))
-    assert new == [], ("module-level state changed at runtime: give it an owner (a Home, a "
-                       f"Store, an app) instead: {new}")
+    assert new == [], (
+        "module-level state changed at runtime: give it an owner (a Home, a "
+        f"Store, an app) instead: {new}"
+    )
     gone = sorted(set(MODULE_STATE) - found)
     assert gone == [], f"no longer module state: strike it from MODULE_STATE: {gone}"
 
@@ -167,8 +216,10 @@ def test_no_module_cache_beyond_the_listed_ones():
 def test_no_class_attribute_changed_at_runtime_beyond_the_listed_ones():
     found = {(rel, name) for rel, tree in MODULES for name in _class_state(rel, tree)}
     new = sorted(found - set(CLASS_STATE))
-    assert new == [], ("a class attribute is set or changed at runtime, for every instance "
-                       f"and thread: make it an instance's (or a subclass's): {new}")
+    assert new == [], (
+        "a class attribute is set or changed at runtime, for every instance "
+        f"and thread: make it an instance's (or a subclass's): {new}"
+    )
     gone = sorted(set(CLASS_STATE) - found)
     assert gone == [], f"no longer class state: strike it from CLASS_STATE: {gone}"
 

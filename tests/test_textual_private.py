@@ -41,29 +41,51 @@ ROOTS = ("state", "captain_tui", "widgets", "scripts", "bench", "tests")
 # Textual classes we build on or may build on: their private names count even where no class
 # of ours derives from them yet (a subclass added later is checked from the first day).
 BUILT_ON = (
-    "textual.app.App", "textual.screen.Screen", "textual.screen.ModalScreen",
-    "textual.widget.Widget", "textual.widgets.Static", "textual.scroll_view.ScrollView",
-    "textual.widgets.DataTable", "textual.widgets.Footer", "textual.widgets.Header",
-    "textual.widgets.Input", "textual.widgets.TextArea", "textual.widgets.Label",
-    "textual.widgets.Markdown", "textual.widgets.OptionList", "textual.widgets.Select",
-    "textual.widgets.Switch", "textual.widgets.Button", "textual.containers.Vertical",
-    "textual.containers.Horizontal", "textual.containers.VerticalScroll",
+    "textual.app.App",
+    "textual.screen.Screen",
+    "textual.screen.ModalScreen",
+    "textual.widget.Widget",
+    "textual.widgets.Static",
+    "textual.scroll_view.ScrollView",
+    "textual.widgets.DataTable",
+    "textual.widgets.Footer",
+    "textual.widgets.Header",
+    "textual.widgets.Input",
+    "textual.widgets.TextArea",
+    "textual.widgets.Label",
+    "textual.widgets.Markdown",
+    "textual.widgets.OptionList",
+    "textual.widgets.Select",
+    "textual.widgets.Switch",
+    "textual.widgets.Button",
+    "textual.containers.Vertical",
+    "textual.containers.Horizontal",
+    "textual.containers.VerticalScroll",
     "textual.message.Message",
 )
-CHEAP_TO_BUILD = ("textual.widget.Widget", "textual.widgets.Static",
-                  "textual.scroll_view.ScrollView", "textual.widgets.DataTable",
-                  "textual.widgets.Input", "textual.widgets.TextArea",
-                  "textual.widgets.Footer", "textual.widgets.Header",
-                  "textual.containers.Vertical", "textual.app.App")
+CHEAP_TO_BUILD = (
+    "textual.widget.Widget",
+    "textual.widgets.Static",
+    "textual.scroll_view.ScrollView",
+    "textual.widgets.DataTable",
+    "textual.widgets.Input",
+    "textual.widgets.TextArea",
+    "textual.widgets.Footer",
+    "textual.widgets.Header",
+    "textual.containers.Vertical",
+    "textual.app.App",
+)
 
 # Names Textual defines that are also ordinary Python: never Textual's state.
-NOT_TEXTUAL = frozenset({"_abc_impl", "_is_protocol", "_fields", "_asdict", "_replace",
-                         "_make", "_field_defaults"})
+NOT_TEXTUAL = frozenset(
+    {"_abc_impl", "_is_protocol", "_fields", "_asdict", "_replace", "_make", "_field_defaults"}
+)
 
 
 def sources(base: Path) -> list[Path]:
-    return sorted(p for root in ROOTS for p in (base / root).rglob("*.py")
-                  if "__pycache__" not in p.parts)
+    return sorted(
+        p for root in ROOTS for p in (base / root).rglob("*.py") if "__pycache__" not in p.parts
+    )
 
 
 def module_name(path: Path, base: Path) -> str:
@@ -156,8 +178,12 @@ def self_names(node: ast.AST) -> set[str]:
             targets = [n.target]
         for t in targets:
             for sub in ast.walk(t):
-                if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) \
-                        and sub.value.id == "self" and is_private(sub.attr):
+                if (
+                    isinstance(sub, ast.Attribute)
+                    and isinstance(sub.value, ast.Name)
+                    and sub.value.id == "self"
+                    and is_private(sub.attr)
+                ):
                     out.add(sub.attr)
     return out
 
@@ -170,8 +196,11 @@ def own_members(cls: ast.ClassDef) -> set[str]:
             out.add(stmt.name)
         elif isinstance(stmt, ast.Assign):
             out |= {t.id for t in stmt.targets if isinstance(t, ast.Name) and is_private(t.id)}
-        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) \
-                and is_private(stmt.target.id):
+        elif (
+            isinstance(stmt, ast.AnnAssign)
+            and isinstance(stmt.target, ast.Name)
+            and is_private(stmt.target.id)
+        ):
             out.add(stmt.target.id)
     return out
 
@@ -213,8 +242,7 @@ def program(base: Path = REPO) -> Program:
         for info in classes.values():
             if info.textual_side:
                 continue
-            if any(is_textual(b) or (b in classes and classes[b].textual_side)
-                   for b in info.bases):
+            if any(is_textual(b) or (b in classes and classes[b].textual_side) for b in info.bases):
                 info.textual_side = changed = True
         for info in classes.values():
             if info.textual_side:
@@ -246,9 +274,13 @@ def _self_attributes(module: str) -> dict[str, frozenset[str]]:
             if isinstance(stmt, ast.ClassDef):
                 qual = f"{prefix}{stmt.name}"
                 out[qual] = frozenset(
-                    n.attr for n in ast.walk(stmt) if isinstance(n, ast.Attribute)
-                    and isinstance(n.value, ast.Name) and n.value.id == "self"
-                    and is_private(n.attr))
+                    n.attr
+                    for n in ast.walk(stmt)
+                    if isinstance(n, ast.Attribute)
+                    and isinstance(n.value, ast.Name)
+                    and n.value.id == "self"
+                    and is_private(n.attr)
+                )
                 visit(stmt.body, f"{qual}.")
 
     visit(tree.body, "")
@@ -276,8 +308,7 @@ def _cheap() -> frozenset[type]:
     return frozenset(load(n) for n in CHEAP_TO_BUILD)
 
 
-def textual_roots(info: ClassInfo, prog: Program, seen: frozenset[str] = frozenset()
-                  ) -> set[str]:
+def textual_roots(info: ClassInfo, prog: Program, seen: frozenset[str] = frozenset()) -> set[str]:
     """The Textual classes a class of ours builds on: through its bases, and for a mixin,
     those of the classes it is mixed into."""
     key = f"{info.module}.{info.qualname}"
@@ -329,8 +360,9 @@ def textual_private_names() -> frozenset[str]:
 
 
 def is_super_call(node: ast.expr | None) -> bool:
-    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
-        and node.func.id == "super"
+    return (
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super"
+    )
 
 
 def problems(base: Path = REPO) -> list[str]:
@@ -348,12 +380,17 @@ def problems(base: Path = REPO) -> list[str]:
                 if is_textual(node.module):
                     if any(part.startswith("_") for part in node.module.split(".")):
                         found.append(f"{where(node)}: imports from private {node.module}")
-                    found += [f"{where(node)}: imports private {node.module}.{a.name}"
-                              for a in node.names if a.name.startswith("_")]
+                    found += [
+                        f"{where(node)}: imports private {node.module}.{a.name}"
+                        for a in node.names
+                        if a.name.startswith("_")
+                    ]
             elif isinstance(node, ast.Import):
-                found += [f"{where(node)}: imports private {a.name}" for a in node.names
-                          if is_textual(a.name)
-                          and any(p.startswith("_") for p in a.name.split("."))]
+                found += [
+                    f"{where(node)}: imports private {a.name}"
+                    for a in node.names
+                    if is_textual(a.name) and any(p.startswith("_") for p in a.name.split("."))
+                ]
 
         def check(owner: ast.AST, cls: ClassInfo | None, m=m, where=where) -> None:
             for node in ast.iter_child_nodes(owner):
@@ -361,15 +398,17 @@ def problems(base: Path = REPO) -> list[str]:
                     inner = prog.classes[prog.nodes[id(node)]]
                     if inner.textual_side:  # its methods and class attributes
                         found.extend(
-                            f"{where(node)}: {inner.qualname} defines {n}, a name Textual "
-                            "uses" for n in sorted(inner.owns & class_privates(inner, prog))
-                            if not _self_assigned_only(node, n))
+                            f"{where(node)}: {inner.qualname} defines {n}, a name Textual uses"
+                            for n in sorted(inner.owns & class_privates(inner, prog))
+                            if not _self_assigned_only(node, n)
+                        )
                     check(node, inner)
                     continue
                 attr, receiver = _attribute(node)
                 if attr is not None and is_private(attr):
-                    found.extend(_judge(node, attr, receiver, cls, m, prog, everywhere,
-                                        ours, where))
+                    found.extend(
+                        _judge(node, attr, receiver, cls, m, prog, everywhere, ours, where)
+                    )
                 check(node, cls)
 
         check(m.tree, None)
@@ -379,21 +418,28 @@ def problems(base: Path = REPO) -> list[str]:
 def _self_assigned_only(cls_node: ast.ClassDef, name: str) -> bool:
     """Reported as an access instead (with its line) when only ``self.name = ...``."""
     return name in self_names(cls_node) and not any(
-        isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == name
-        or isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name
-                                             for t in s.targets)
-        or isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+        isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and s.name == name
+        or isinstance(s, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == name for t in s.targets)
+        or isinstance(s, ast.AnnAssign)
+        and isinstance(s.target, ast.Name)
         and s.target.id == name
-        for s in cls_node.body)
+        for s in cls_node.body
+    )
 
 
 def _attribute(node: ast.AST) -> tuple[str | None, ast.expr | None]:
     if isinstance(node, ast.Attribute):
         return node.attr, node.value
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
-            and node.func.id in ("getattr", "setattr", "hasattr", "delattr") \
-            and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) \
-            and isinstance(node.args[1].value, str):
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("getattr", "setattr", "hasattr", "delattr")
+        and len(node.args) >= 2
+        and isinstance(node.args[1], ast.Constant)
+        and isinstance(node.args[1].value, str)
+    ):
         return node.args[1].value, node.args[0]
     return None, None
 
@@ -412,8 +458,10 @@ def _judge(node, attr, receiver, cls, m, prog, everywhere, ours, where) -> list[
     if isinstance(receiver, ast.Name) and receiver.id in ("self", "cls") and cls is not None:
         if cls.textual_side:
             if attr in class_privates(cls, prog):
-                return [f"{where(node)}: self.{attr} in {cls.qualname} is Textual's own "
-                        f"{attr} (a Textual subclass must not read or set it)"]
+                return [
+                    f"{where(node)}: self.{attr} in {cls.qualname} is Textual's own "
+                    f"{attr} (a Textual subclass must not read or set it)"
+                ]
             return []
         if attr in everywhere and attr not in cls.owns:
             return [f"{where(node)}: self.{attr} in {cls.qualname} is not its own: Textual's"]
@@ -436,7 +484,7 @@ def test_the_scan_sees_what_it_is_meant_to_catch(tmp_path):
     private = textual_private_names()
     assert {"_driver", "_render_cell", "_on_click", "_disabled"} <= private
     assert "_not_a_textual_name_xyz" not in private
-    bad = textwrap.dedent('''
+    bad = textwrap.dedent("""
         from textual.widgets._header import HeaderTitle
         from textual.widgets import DataTable, Static
         from textual.app import App
@@ -479,7 +527,7 @@ def test_the_scan_sees_what_it_is_meant_to_catch(tmp_path):
                     key._disabled = True
                     return getattr(self, "_content_width_cache")
             return Nested
-    ''')
+    """)
     (tmp_path / "widgets").mkdir()
     (tmp_path / "widgets" / "probe.py").write_text(bad, encoding="utf-8")
     text = "\n".join(p.split(": ", 1)[1] for p in problems(tmp_path))

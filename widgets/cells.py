@@ -51,9 +51,12 @@ def from_pane(capture: str) -> Text:
     to open) are dropped."""
     text = Text.from_ansi(capture, no_wrap=True, overflow="crop")
     text.plain = clean(text.plain)
-    text.spans = [Span(s.start, s.end, s.style.update_link(None))
-                  if isinstance(s.style, Style) and s.style.link else s
-                  for s in text.spans]
+    text.spans = [
+        Span(s.start, s.end, s.style.update_link(None))
+        if isinstance(s.style, Style) and s.style.link
+        else s
+        for s in text.spans
+    ]
     return text
 
 

@@ -110,8 +110,14 @@ class CockpitHeader(Widget):
     }
     """
 
-    def __init__(self, *, icon: str = "⭘", name: str | None = None, id: str | None = None,
-                 classes: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        icon: str = "⭘",
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.icon = icon
 
@@ -182,8 +188,17 @@ class CockpitKey(Widget):
     }
     """
 
-    def __init__(self, key: str, key_display: str, description: str, action: str, *,
-                 dimmed: bool = False, tooltip: str = "", classes: str = "") -> None:
+    def __init__(
+        self,
+        key: str,
+        key_display: str,
+        description: str,
+        action: str,
+        *,
+        dimmed: bool = False,
+        tooltip: str = "",
+        classes: str = "",
+    ) -> None:
         super().__init__(classes=classes)
         self.key = key
         self.key_display = key_display
@@ -205,8 +220,10 @@ class CockpitKey(Widget):
         description_padding = self.get_component_styles("cockpit-key--description").padding
         label = Text.assemble(
             (" " * key_padding.left + self.key_display + " " * key_padding.right, key_style),
-            (" " * description_padding.left + self.description
-             + " " * description_padding.right, description_style),
+            (
+                " " * description_padding.left + self.description + " " * description_padding.right,
+                description_style,
+            ),
         )
         label.stylize_before(self.rich_style)
         return label
@@ -263,25 +280,45 @@ class CockpitFooter(ScrollableContainer, can_focus=False, can_focus_children=Fal
         for _, binding, enabled, tooltip in active.values():
             if binding.show and binding.action not in wanted:
                 wanted[binding.action] = KeyShown(
-                    binding.key, self.app.get_key_display(binding), binding.description,
-                    binding.action, enabled, tooltip, "")
+                    binding.key,
+                    self.app.get_key_display(binding),
+                    binding.description,
+                    binding.action,
+                    enabled,
+                    tooltip,
+                    "",
+                )
         keys = list(wanted.values())
         if self.app.ENABLE_COMMAND_PALETTE:
             palette = active.get(self.app.COMMAND_PALETTE_BINDING)
             if palette is not None:
                 binding = palette.binding
-                keys.append(KeyShown(
-                    binding.key, self.app.get_key_display(binding), binding.description,
-                    binding.action, palette.enabled, binding.tooltip or binding.description,
-                    "-command-palette -compact"))  # as Textual's footer shows it
+                keys.append(
+                    KeyShown(
+                        binding.key,
+                        self.app.get_key_display(binding),
+                        binding.description,
+                        binding.action,
+                        palette.enabled,
+                        binding.tooltip or binding.description,
+                        "-command-palette -compact",
+                    )
+                )  # as Textual's footer shows it
         return keys
 
     def compose(self) -> ComposeResult:
         if not self.ready:
             return
         for k in self.keys_wanted(self.screen):
-            yield CockpitKey(k.key, k.display, k.description, k.action, dimmed=not k.enabled,
-                            tooltip=k.tooltip, classes=k.classes)
+            yield CockpitKey(
+                k.key,
+                k.display,
+                k.description,
+                k.action,
+                dimmed=not k.enabled,
+                tooltip=k.tooltip,
+                classes=k.classes,
+            )
 
     def bindings_changed(self, screen: Screen) -> None:
         self.ready = True

@@ -33,10 +33,12 @@ def hook_command(captain: list[str], event: str) -> str:
 def hook_settings(captain: list[str]) -> dict:
     """Claude Code settings registering captain's five hooks, ``captain`` being the argv
     that runs captain (e.g. ``["/venv/bin/captain"]`` or ``[python, "-m", "captain_tui"]``)."""
-    return {"hooks": {
-        event: [{"hooks": [{"type": "command", "command": hook_command(captain, event)}]}]
-        for event in EVENTS
-    }}
+    return {
+        "hooks": {
+            event: [{"hooks": [{"type": "command", "command": hook_command(captain, event)}]}]
+            for event in EVENTS
+        }
+    }
 
 
 def write_settings(path: str | os.PathLike, captain: list[str]) -> Path:
@@ -67,8 +69,9 @@ def command(home, key: str) -> str:
     captain's hooks, the settings file kept in the home under the crew's key."""
     program = require("claude", "claude")
     settings = home.store.dir("agents", key) / "claude-settings.json"
-    home.store.publish(settings, json.dumps(hook_settings(captain_command()),
-                                            indent=2).encode() + b"\n")
+    home.store.publish(
+        settings, json.dumps(hook_settings(captain_command()), indent=2).encode() + b"\n"
+    )
     # The wake line is also the first prompt: SessionStart injects the task, but only a
     # prompt starts a turn, and by then the task is read, so no ring would follow.
     return shlex.join([program, "--settings", str(settings), WAKE_LINE])

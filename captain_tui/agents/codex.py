@@ -65,11 +65,13 @@ def hook_command(captain: list[str], event: str) -> str:
 
 def trusted_hash(label: str, command: str, timeout: int = HOOK_TIMEOUT) -> str:
     """The hash Codex 0.169 computes for a one-handler, matcher-less command hook."""
-    identity = {"event_name": label,
-                "hooks": [{"type": "command", "command": command, "timeout": max(1, timeout),
-                           "async": False}]}
-    canonical = json.dumps(identity, sort_keys=True, separators=(",", ":"),
-                           ensure_ascii=False)
+    identity = {
+        "event_name": label,
+        "hooks": [
+            {"type": "command", "command": command, "timeout": max(1, timeout), "async": False}
+        ],
+    }
+    canonical = json.dumps(identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
 
 
@@ -83,10 +85,15 @@ def hook_args(captain: list[str]) -> list[str]:
     state = []
     for event, label in EVENTS.items():
         cmd = hook_command(captain, event)
-        args += ["-c", f"hooks.{event}=[{{hooks=[{{type=\"command\",command="
-                       f"{_toml_string(cmd)},timeout={HOOK_TIMEOUT}}}]}}]"]
-        state.append(f"{_toml_string(hook_key(label))}="
-                     f"{{trusted_hash={_toml_string(trusted_hash(label, cmd))}}}")
+        args += [
+            "-c",
+            f'hooks.{event}=[{{hooks=[{{type="command",command='
+            f"{_toml_string(cmd)},timeout={HOOK_TIMEOUT}}}]}}]",
+        ]
+        state.append(
+            f"{_toml_string(hook_key(label))}="
+            f"{{trusted_hash={_toml_string(trusted_hash(label, cmd))}}}"
+        )
     # One inline table: ``-c`` splits its key on every dot, and the keys hold "config.toml".
     args += ["-c", "hooks.state={" + ",".join(state) + "}"]
     return args

@@ -82,8 +82,9 @@ class Call(NamedTuple):  # not a dataclass: that import alone costs every hook ~
     at: datetime  # when the hook started: the age of any signal it raises
 
 
-def run_hook(agent: str, event: str, payload: str | None, stdin, stdout,
-             env: Mapping[str, str]) -> int:
+def run_hook(
+    agent: str, event: str, payload: str | None, stdin, stdout, env: Mapping[str, str]
+) -> int:
     """Handle one hook call. Always returns 0 (fail open)."""
     call = Call(agent, event, payload, stdin, stdout, env, now())
     try:
@@ -116,7 +117,7 @@ def _note(call: Call, text: str) -> None:
         line = line.encode("ascii", "backslashreplace").decode("ascii")
     line = " ".join(line.split())
     if len(line) > NOTE_MAX:
-        line = line[:NOTE_MAX - 1] + "…"
+        line = line[: NOTE_MAX - 1] + "…"
     try:
         print(line, file=sys.stderr, flush=True)
     except Exception:  # noqa: BLE001
@@ -132,8 +133,10 @@ def _crew(env: Mapping[str, str]) -> tuple[Home, Context]:
     # a hook acts for a crew (delivers its mail, writes its receipts) only in a declared
     # crew environment; a stray CAPTAIN_CREW in the captain's shell is not one
     if env.get("CAPTAIN_ROLE") != "crew" or not ctx.crew or not ctx.incarnation:
-        raise FailOpen("not a crew environment (CAPTAIN_ROLE=crew, CAPTAIN_CREW and "
-                       "CAPTAIN_INCARNATION are required)")
+        raise FailOpen(
+            "not a crew environment (CAPTAIN_ROLE=crew, CAPTAIN_CREW and "
+            "CAPTAIN_INCARNATION are required)"
+        )
     root = env.get("CAPTAIN_HOME")
     if not root:
         raise FailOpen("CAPTAIN_HOME is not set")
@@ -194,8 +197,10 @@ def _when(stamp: datetime) -> str:
 
 def _mail_text(batch: list[Message]) -> str:
     name = batch[0].crew
-    head = (f"Mail from the captain for {name}: {counted(len(batch), 'message')}, oldest "
-            "first. Delivered here, it now counts as read.")
+    head = (
+        f"Mail from the captain for {name}: {counted(len(batch), 'message')}, oldest "
+        "first. Delivered here, it now counts as read."
+    )
     parts = [head]
     for m in batch:
         label = f"{m.message_id} · {m.kind}"
@@ -208,11 +213,13 @@ def _mail_text(batch: list[Message]) -> str:
 
 def _protocol_line(name: str, assignment_id: str) -> str:
     # the ID is spelled out: the crew's CAPTAIN_ASSIGNMENT names its first task only
-    return (f"Protocol: you are crew {name} on assignment {assignment_id}. When it is done, "
-            f"run: captain done {name} --assignment {assignment_id} --report \"what changed "
-            f"and how it was checked\". If you are blocked, run: captain ask {name} "
-            f"--assignment {assignment_id} \"your question\" once, then stop until the "
-            "answer arrives as mail.")
+    return (
+        f"Protocol: you are crew {name} on assignment {assignment_id}. When it is done, "
+        f'run: captain done {name} --assignment {assignment_id} --report "what changed '
+        f'and how it was checked". If you are blocked, run: captain ask {name} '
+        f'--assignment {assignment_id} "your question" once, then stop until the '
+        "answer arrives as mail."
+    )
 
 
 # -- Claude Code ----------------------------------------------------------------------------
@@ -225,8 +232,15 @@ def _claude_inject(call: Call) -> None:
 
     def deliver(batch: list[Message]) -> None:
         if batch:
-            _emit(call.stdout, {"hookSpecificOutput": {
-                "hookEventName": call.event, "additionalContext": _mail_text(batch)}})
+            _emit(
+                call.stdout,
+                {
+                    "hookSpecificOutput": {
+                        "hookEventName": call.event,
+                        "additionalContext": _mail_text(batch),
+                    }
+                },
+            )
 
     _inbox(home, ctx, deliver)
 
@@ -243,8 +257,13 @@ def _claude_stop(call: Call) -> None:
     def deliver(batch: list[Message]) -> None:
         nonlocal blocked
         if batch:
-            _emit(call.stdout, {"decision": "block", "reason": _mail_text(batch)
-                                + "\nAct on this mail before you stop."})
+            _emit(
+                call.stdout,
+                {
+                    "decision": "block",
+                    "reason": _mail_text(batch) + "\nAct on this mail before you stop.",
+                },
+            )
             blocked = True
 
     _inbox(home, ctx, deliver)
@@ -258,12 +277,19 @@ def _claude_stop(call: Call) -> None:
     if rules.pending_question(home, key, snapshot) is not None:
         return  # it asked and waits for the answer: stopping is right
     name, spec = snapshot.name, snapshot.assignment
-    _emit(call.stdout, {"decision": "block", "reason": (
-        f"Assignment {spec.assignment_id} is not finished, and no question is pending. "
-        f"If the work is done, run: captain done {name} --assignment {spec.assignment_id} "
-        f"--report \"what changed and how it was checked\". If you are blocked, run: captain "
-        f"ask {name} --assignment {spec.assignment_id} \"your question\" and then stop. "
-        "Otherwise keep working on it.")})
+    _emit(
+        call.stdout,
+        {
+            "decision": "block",
+            "reason": (
+                f"Assignment {spec.assignment_id} is not finished, and no question is pending. "
+                f"If the work is done, run: captain done {name} --assignment {spec.assignment_id} "
+                f'--report "what changed and how it was checked". If you are blocked, run: captain '
+                f'ask {name} --assignment {spec.assignment_id} "your question" and then stop. '
+                "Otherwise keep working on it."
+            ),
+        },
+    )
 
 
 _PERMISSION_WORDS = ("permission", "approval", "approve")
@@ -308,8 +334,9 @@ def _signal(call: Call, status: str, summary: str) -> None:
     key, snapshot = _current(home, ctx)
     text = f"{snapshot.name}: {summary}"
     if status != "awaiting_approval":
-        notify.signal(home, snapshot.name, status, text, at=call.at,
-                      incarnation_id=snapshot.incarnation_id)
+        notify.signal(
+            home, snapshot.name, status, text, at=call.at, incarnation_id=snapshot.incarnation_id
+        )
         return
     # One prompt can fire both PermissionRequest and Notification(permission_prompt):
     # while an approval notice for the same mail is unacknowledged, do not raise another.
@@ -317,11 +344,14 @@ def _signal(call: Call, status: str, summary: str) -> None:
         assignment_id = snapshot.assignment.assignment_id
         last = mailbox.last_message(home, key, assignment_id)
         queued_at = last.queued_at if last else None
-        if any(n.status == "awaiting_approval" and n.queued_at == queued_at
-               for n in mailbox.unacknowledged(home, key, assignment_id)):
+        if any(
+            n.status == "awaiting_approval" and n.queued_at == queued_at
+            for n in mailbox.unacknowledged(home, key, assignment_id)
+        ):
             return
-        notify.signal(home, snapshot.name, status, text, at=call.at,
-                      incarnation_id=snapshot.incarnation_id)
+        notify.signal(
+            home, snapshot.name, status, text, at=call.at, incarnation_id=snapshot.incarnation_id
+        )
 
 
 def _said(value: object) -> str:
@@ -352,8 +382,12 @@ def _codex_notify(call: Call) -> None:
     if not isinstance(data, dict) or data.get("type") != CODEX_TURN_COMPLETE:
         return  # only a finished turn means anything to the captain
     inputs = data.get("input-messages")
-    if isinstance(inputs, list) and inputs and isinstance(inputs[0], str) \
-            and inputs[0].lstrip().startswith(CODEX_TITLE_PROMPT):
+    if (
+        isinstance(inputs, list)
+        and inputs
+        and isinstance(inputs[0], str)
+        and inputs[0].lstrip().startswith(CODEX_TITLE_PROMPT)
+    ):
         return  # Codex's own title-generation turn, not the crew's
     _signal(call, "idle", _said(data.get("last-assistant-message")) or "finished its turn")
 

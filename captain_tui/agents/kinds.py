@@ -54,5 +54,6 @@ def require(program: str, agent: str) -> str:
         raise CaptainError(
             "agent_not_found",
             f"the {agent} agent needs '{program}' on PATH and it is not there; install it, "
-            "or pass --command to run something else.")
+            "or pass --command to run something else.",
+        )
     return found

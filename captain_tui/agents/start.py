@@ -18,8 +18,9 @@ def command_for(agent: str, home, key: str, command: str | None = None) -> str:
         try:
             argv = shlex.split(command)
         except ValueError as exc:  # an unclosed quote: say so, never a traceback
-            raise CaptainError("invalid_argument",
-                               f"--command cannot be read as a command line ({exc}).") from None
+            raise CaptainError(
+                "invalid_argument", f"--command cannot be read as a command line ({exc})."
+            ) from None
         if not argv:
             raise CaptainError("invalid_argument", "--command is empty.")
         require(argv[0], agent)

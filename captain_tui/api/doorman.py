@@ -32,21 +32,24 @@ from collections.abc import Callable
 
 from captain_tui.api import limits, refusals
 
-_TIMEOUT = refusals.body("request_timeout", "the request did not arrive in time; the "
-                                            "connection is closed.")
-TIMEOUT_RESPONSE = (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
-                    b"content-length: %d\r\nconnection: close\r\n\r\n" % len(_TIMEOUT)) + _TIMEOUT
+_TIMEOUT = refusals.body(
+    "request_timeout", "the request did not arrive in time; the connection is closed."
+)
+TIMEOUT_RESPONSE = (
+    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
+    b"content-length: %d\r\nconnection: close\r\n\r\n" % len(_TIMEOUT)
+) + _TIMEOUT
 
 
 class Doorman:
-    def __init__(self, inner: Callable[..., asyncio.Protocol], *, max_connections: int,
-                 head_timeout: float) -> None:
+    def __init__(
+        self, inner: Callable[..., asyncio.Protocol], *, max_connections: int, head_timeout: float
+    ) -> None:
         self.inner = inner
         self.max_connections = max_connections
         self.head_timeout = head_timeout
         self.open: dict[tuple, Guarded] = {}
         self.buffer = bytearray(limits.READ_BYTES)  # every socket is read into this one
-
 
     def protocol(self, **kwargs) -> asyncio.Protocol:
         """uvicorn's ``http=``: its own h11 protocol, wrapped."""

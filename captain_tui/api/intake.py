@@ -32,10 +32,17 @@ from state.errors import CaptainError
 
 
 class Intake:
-    def __init__(self, app, *, doorman: Doorman, limit_for: Callable[[str], int],
-                 body_timeout: float, before_auth: Callable[[str], bool] = lambda _: False,
-                 readers: int = limits.UNAUTHENTICATED_BODIES,
-                 stall: float = limits.STALL_SECONDS) -> None:
+    def __init__(
+        self,
+        app,
+        *,
+        doorman: Doorman,
+        limit_for: Callable[[str], int],
+        body_timeout: float,
+        before_auth: Callable[[str], bool] = lambda _: False,
+        readers: int = limits.UNAUTHENTICATED_BODIES,
+        stall: float = limits.STALL_SECONDS,
+    ) -> None:
         self.app = app
         self.doorman = doorman
         self.limit_for = limit_for
@@ -48,23 +55,36 @@ class Intake:
             return await self.app(scope, receive, send)
         headers = scope["headers"]
         declared = next((v for k, v in headers if k == b"content-length"), None)
-        has_body = (declared not in (None, b"0")
-                    or any(k == b"transfer-encoding" for k, _ in headers))
+        has_body = declared not in (None, b"0") or any(
+            k == b"transfer-encoding" for k, _ in headers
+        )
         client = scope.get("client")
         self.doorman.started(client, has_body=has_body)
-        body = Body(receive, send, limit=self.limit_for(scope["path"]), declared=declared,
-                    complete=not has_body, deadline=self.body_timeout,
-                    done=lambda: self.doorman.body_done(client),
-                    reading=lambda: self.doorman.reading(client),
-                    drop=lambda: self.doorman.drop(client),
-                    readers=self.readers if self.before_auth(scope["path"]) else None)
+        body = Body(
+            receive,
+            send,
+            limit=self.limit_for(scope["path"]),
+            declared=declared,
+            complete=not has_body,
+            deadline=self.body_timeout,
+            done=lambda: self.doorman.body_done(client),
+            reading=lambda: self.doorman.reading(client),
+            drop=lambda: self.doorman.drop(client),
+            readers=self.readers if self.before_auth(scope["path"]) else None,
+        )
         try:
-            head = len(scope["raw_path"]) + len(scope["query_string"]) + \
-                sum(len(k) + len(v) + 4 for k, v in headers)
+            head = (
+                len(scope["raw_path"])
+                + len(scope["query_string"])
+                + sum(len(k) + len(v) + 4 for k, v in headers)
+            )
             if head > limits.HEAD_BYTES:
-                response = refusals.error(431, "message_too_large",
-                                          f"the request head is {head:,} bytes; at most "
-                                          f"{limits.HEAD_BYTES:,} are accepted.")
+                response = refusals.error(
+                    431,
+                    "message_too_large",
+                    f"the request head is {head:,} bytes; at most "
+                    f"{limits.HEAD_BYTES:,} are accepted.",
+                )
                 return await response(scope, body.receive, body.send)
             await self.app(scope, body.receive, body.send)
         finally:
@@ -137,11 +157,20 @@ class Readers:
 class Body:
     """The request body as the app may read it: within ``limit`` bytes and the deadline."""
 
-    def __init__(self, receive, send, *, limit: int, declared: bytes | None, complete: bool,
-                 deadline: float, done: Callable[[], None],
-                 reading: Callable[[], None] = lambda: None,
-                 drop: Callable[[], None] = lambda: None,
-                 readers: Readers | None = None) -> None:
+    def __init__(
+        self,
+        receive,
+        send,
+        *,
+        limit: int,
+        declared: bytes | None,
+        complete: bool,
+        deadline: float,
+        done: Callable[[], None],
+        reading: Callable[[], None] = lambda: None,
+        drop: Callable[[], None] = lambda: None,
+        readers: Readers | None = None,
+    ) -> None:
         self._receive, self.inner_send = receive, send
         self.reading, self.drop = reading, drop
         self.readers = readers  # a place among the unauthenticated bodies is needed first
@@ -168,15 +197,17 @@ class Body:
         return max(declared, self.size) > limits.SMALL_BODY
 
     def late(self) -> CaptainError:
-        return CaptainError("request_timeout", f"the body did not arrive within "
-                                               f"{self.timeout:g} s.")
+        return CaptainError(
+            "request_timeout", f"the body did not arrive within {self.timeout:g} s."
+        )
 
     async def receive(self):
         if self.complete:
             return await self.inner_receive()  # only a disconnect can come now
         # h11 let only digits through; a number too long to be a size is too large anyway
-        if self.declared is not None and (len(self.declared) > 15
-                                          or int(self.declared) > self.limit):
+        if self.declared is not None and (
+            len(self.declared) > 15 or int(self.declared) > self.limit
+        ):
             raise self.too_large()
         loop = asyncio.get_running_loop()
         if self.readers is not None and not self.placed and self.large():
@@ -203,10 +234,15 @@ class Body:
         if message["type"] == "http.response.start" and not self.complete:
             # answered before the whole body came: close, so the rest is never read
             self.early = True
-            message = {**message, "headers": [*message.get("headers", ()),
-                                              (b"connection", b"close")]}
-        elif self.early and message["type"] == "http.response.body" \
-                and not message.get("more_body", False):
+            message = {
+                **message,
+                "headers": [*message.get("headers", ()), (b"connection", b"close")],
+            }
+        elif (
+            self.early
+            and message["type"] == "http.response.body"
+            and not message.get("more_body", False)
+        ):
             await self.inner_send({**message, "more_body": True})
             await self.linger()
             message = {"type": "http.response.body", "body": b"", "more_body": False}
@@ -228,6 +264,9 @@ class Body:
             dropped += len(message.get("body", b""))
 
     def too_large(self) -> CaptainError:
-        return CaptainError("message_too_large", f"the body is over {self.limit:,} bytes, "
-                                                 "the most this route accepts; the rest was "
-                                                 "not read.")
+        return CaptainError(
+            "message_too_large",
+            f"the body is over {self.limit:,} bytes, "
+            "the most this route accepts; the rest was "
+            "not read.",
+        )

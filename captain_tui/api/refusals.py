@@ -20,15 +20,30 @@ from fastapi.responses import JSONResponse
 from state.errors import CODES, CaptainError
 
 STATUS = {
-    "unknown_work": 404, "unknown_delivery": 404, "unknown_workspace": 404,
-    "unknown_endpoint": 404, "not_found": 404,
-    "invalid_filter": 400, "invalid_argument": 400, "evidence_required": 400,
+    "unknown_work": 404,
+    "unknown_delivery": 404,
+    "unknown_workspace": 404,
+    "unknown_endpoint": 404,
+    "not_found": 404,
+    "invalid_filter": 400,
+    "invalid_argument": 400,
+    "evidence_required": 400,
     "invalid_text": 400,
-    "unauthorized": 401, "bad_signature": 401, "forbidden": 403,
-    "method_not_allowed": 405, "request_timeout": 408,
-    "stale_generation": 409, "not_finished": 409, "payload_expired": 409,
-    "not_reconciling": 409, "delivery_conflict": 409, "not_running": 409,
-    "not_queued": 409, "no_capacity": 409, "message_conflict": 409, "routine_receipt": 409,
+    "unauthorized": 401,
+    "bad_signature": 401,
+    "forbidden": 403,
+    "method_not_allowed": 405,
+    "request_timeout": 408,
+    "stale_generation": 409,
+    "not_finished": 409,
+    "payload_expired": 409,
+    "not_reconciling": 409,
+    "delivery_conflict": 409,
+    "not_running": 409,
+    "not_queued": 409,
+    "no_capacity": 409,
+    "message_conflict": 409,
+    "routine_receipt": 409,
     "message_too_large": 413,
     # one stored record does not validate: the server's data, not the request, is at fault,
     # and asking again will not help (docs/api.md, "Errors")
@@ -36,9 +51,18 @@ STATUS = {
     "invalid_config": 503,  # config.toml holds a value out of range: docs/api.md
 }
 # the ledger or the home is unreachable or unusable: the client learns the code, no more
-UNAVAILABLE = frozenset({"store_error", "ledger_unreachable", "ledger_error",
-                         "ledger_not_migrated", "ledger_schema_newer", "postgres_not_installed",
-                         "invalid_ledger_url", "ledger_not_imported"})
+UNAVAILABLE = frozenset(
+    {
+        "store_error",
+        "ledger_unreachable",
+        "ledger_error",
+        "ledger_not_migrated",
+        "ledger_schema_newer",
+        "postgres_not_installed",
+        "invalid_ledger_url",
+        "ledger_not_imported",
+    }
+)
 STATUS.update(dict.fromkeys(UNAVAILABLE, 503))
 UNAVAILABLE_MESSAGE = "the ledger is unavailable right now; nothing was done. Try again later."
 log = logging.getLogger("uvicorn.error")  # serve's log (stderr), as uvicorn configures it
@@ -60,8 +84,9 @@ def error(status: int, code: str, message: str) -> JSONResponse:
 
 def refuse(err: CaptainError, status: int | None = None) -> JSONResponse:
     if err.code in UNAVAILABLE:
-        log.warning("captain serve: answered 503 %s: %s", err.code,
-                    " ".join(err.message.split()))  # one line, whatever the message held
+        log.warning(
+            "captain serve: answered 503 %s: %s", err.code, " ".join(err.message.split())
+        )  # one line, whatever the message held
         return error(503, err.code, UNAVAILABLE_MESSAGE)
     response = error(status or STATUS.get(err.code, 500), err.code, err.message)
     if err.code == "unauthorized":

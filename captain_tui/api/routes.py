@@ -8,7 +8,6 @@ and ``doorman`` bound what a client may send and hold, ``server`` runs it all on
 docs/api.md shows a curl session per route.
 """
 
-
 import asyncio
 from typing import Annotated
 
@@ -61,12 +60,15 @@ def _request_body(model: type[BaseModel], *, optional: bool = False) -> dict:
     """The OpenAPI entry of a body the route parses itself (``_body``)."""
     ref = {"$ref": f"#/components/schemas/{model.__name__}"}
     schema = {"anyOf": [ref, {"type": "null"}], "title": "Body"} if optional else ref
-    return {"requestBody": {"required": not optional,
-                            "content": {"application/json": {"schema": schema}}}}
+    return {
+        "requestBody": {
+            "required": not optional,
+            "content": {"application/json": {"schema": schema}},
+        }
+    }
 
 
-UNAUTHORIZED = ("unauthorized", "a valid, unrevoked token is required "
-                                "(Authorization: Bearer ...).")
+UNAUTHORIZED = ("unauthorized", "a valid, unrevoked token is required (Authorization: Bearer ...).")
 
 
 def _bearer(value: str | None) -> str | None:
@@ -91,8 +93,11 @@ class TokenFirst:
         if scope["type"] == "http" and (path == "/api" or path.startswith("/api/")):
             credential = _bearer(Headers(scope=scope).get("authorization"))
             try:
-                record = await run_in_threadpool(tokens.verify, self.home, credential) \
-                    if credential else None
+                record = (
+                    await run_in_threadpool(tokens.verify, self.home, credential)
+                    if credential
+                    else None
+                )
             except CaptainError as err:  # the ledger is unreachable: 503, the code only
                 return await refuse(err)(scope, receive, send)
             if record is None:
@@ -112,8 +117,12 @@ def build_app(home: Home) -> TokenFirst:
 def _routes(home: Home) -> FastAPI:
     workspace = tokens.workspace_id(home)
     # no trailing-slash redirects: /work/ is not /work (a 404, after the token)
-    app = FastAPI(title="captain", version="1", redirect_slashes=False,
-                  description="The work ledger of one captain home (one workspace).")
+    app = FastAPI(
+        title="captain",
+        version="1",
+        redirect_slashes=False,
+        description="The work ledger of one captain home (one workspace).",
+    )
 
     def document() -> dict:
         # validation answers 400 with the error body (on_invalid), never FastAPI's 422; the
@@ -128,7 +137,8 @@ def _routes(home: Home) -> FastAPI:
                 models.pop(name, None)
             for model in BODIES:
                 models[model.__name__] = model.model_json_schema(
-                    ref_template="#/components/schemas/{model}")
+                    ref_template="#/components/schemas/{model}"
+                )
         return app.openapi_schema
 
     app.openapi = document
@@ -145,8 +155,9 @@ def _routes(home: Home) -> FastAPI:
 
     @app.exception_handler(StarletteHTTPException)
     async def on_http(_: Request, exc: StarletteHTTPException):
-        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code,
-                                                                 "invalid_argument")
+        code = {404: "not_found", 405: "method_not_allowed"}.get(
+            exc.status_code, "invalid_argument"
+        )
         response = error(exc.status_code, code, str(exc.detail))
         response.headers.update(exc.headers or {})  # a 405 keeps its Allow header
         return response
@@ -158,11 +169,16 @@ def _routes(home: Home) -> FastAPI:
     @app.exception_handler(Exception)
     async def on_failure(_: Request, exc: Exception):
         # never a traceback or a plain-text page: the server log has the details
-        return error(500, "internal_error", "the server failed to answer this request; "
-                                            "nothing about it is in this reply.")
+        return error(
+            500,
+            "internal_error",
+            "the server failed to answer this request; nothing about it is in this reply.",
+        )
 
-    def caller(request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None,
-                                                        Depends(bearer)]) -> tokens.Token:
+    def caller(
+        request: Request,
+        credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+    ) -> tokens.Token:
         # TokenFirst checked it already (``bearer`` stays for the OpenAPI document)
         record = request.scope.get("state", {}).get(TOKEN_KEY)
         if record is None:
@@ -187,6 +203,7 @@ def _routes(home: Home) -> FastAPI:
         """The JSON body, read only once the token, the workspace and the role passed: a
         request without a valid token is 401 whatever its body (FastAPI would parse a
         declared body first)."""
+
         async def parse(who: Manager, request: Request):
             raw = await request.body()  # bounded in size and time by intake
             if optional and raw.strip() in (b"", b"null"):
@@ -195,6 +212,7 @@ def _routes(home: Home) -> FastAPI:
                 return model.model_validate_json(raw)
             except ValidationError as exc:
                 raise CaptainError("invalid_argument", _first_error(exc.errors())) from None
+
         return Depends(parse)
 
     base = "/api/workspaces/{workspaceId}"
@@ -204,10 +222,14 @@ def _routes(home: Home) -> FastAPI:
         return {"workspaces": [{"workspace_id": workspace, "role": who.role}]}
 
     @app.get(base + "/work", response_model=out.WorkPage, responses=ERRORS)
-    def list_work(who: Member, request: Request, state: str | None = None,
-                  source: str | None = None,
-                  limit: Annotated[int, Query(ge=1, le=ledger.PAGE_MAX)] = 50,
-                  after: str | None = None):
+    def list_work(
+        who: Member,
+        request: Request,
+        state: str | None = None,
+        source: str | None = None,
+        limit: Annotated[int, Query(ge=1, le=ledger.PAGE_MAX)] = 50,
+        after: str | None = None,
+    ):
         _known_query(request, "state", "source", "limit", "after")
         items, cursor = ledger.page(home, state=state, source=source, limit=limit, after=after)
         return {"items": [ledger.public(home, i) for i in items], "next_cursor": cursor}
@@ -216,59 +238,110 @@ def _routes(home: Home) -> FastAPI:
     def show_work(who: Member, workId: str):
         return ledger.public(home, ledger.get(home, _work_id(workId)), detail=True)
 
-    @app.post(base + "/work/{workId}/cancel", response_model=out.CancelOut,
-              responses=BODY_ERRORS, openapi_extra=_request_body(out.CancelBody, optional=True))
-    def cancel_work(who: Manager, workId: str,
-                    body: Annotated[out.CancelBody | None, _body(out.CancelBody,
-                                                                 optional=True)]):
+    @app.post(
+        base + "/work/{workId}/cancel",
+        response_model=out.CancelOut,
+        responses=BODY_ERRORS,
+        openapi_extra=_request_body(out.CancelBody, optional=True),
+    )
+    def cancel_work(
+        who: Manager,
+        workId: str,
+        body: Annotated[out.CancelBody | None, _body(out.CancelBody, optional=True)],
+    ):
         # the server is the captain's (``captain serve`` refuses a crew process); the
         # token's holder is the actor on the record
-        c = ops.cancel(home, _work_id(workId), actor=_actor(who),
-                       reason=body.reason if body else None, ctx=CAPTAIN)
+        c = ops.cancel(
+            home,
+            _work_id(workId),
+            actor=_actor(who),
+            reason=body.reason if body else None,
+            ctx=CAPTAIN,
+        )
         item = ledger.public(home, c.item)
-        return {"item": item, "state": item["state"], "outcome": c.outcome,
-                "dismissed": c.dismissal.as_json() if c.dismissal else None}
+        return {
+            "item": item,
+            "state": item["state"],
+            "outcome": c.outcome,
+            "dismissed": c.dismissal.as_json() if c.dismissal else None,
+        }
 
-    @app.post(base + "/work/{workId}/replay", response_model=out.WorkItem, status_code=201,
-              responses=BODY_ERRORS, openapi_extra=_request_body(out.ReplayBody))
-    def replay_work(who: Manager, workId: str,
-                    body: Annotated[out.ReplayBody, _body(out.ReplayBody)]):
-        item = ops.replay(home, _work_id(workId), actor=_actor(who), reason=body.reason,
-                          target_revision=body.target_revision, ctx=CAPTAIN)
+    @app.post(
+        base + "/work/{workId}/replay",
+        response_model=out.WorkItem,
+        status_code=201,
+        responses=BODY_ERRORS,
+        openapi_extra=_request_body(out.ReplayBody),
+    )
+    def replay_work(
+        who: Manager, workId: str, body: Annotated[out.ReplayBody, _body(out.ReplayBody)]
+    ):
+        item = ops.replay(
+            home,
+            _work_id(workId),
+            actor=_actor(who),
+            reason=body.reason,
+            target_revision=body.target_revision,
+            ctx=CAPTAIN,
+        )
         return ledger.public(home, item)
 
-    @app.post(base + "/work/{workId}/resolve", response_model=out.WorkItem,
-              responses=BODY_ERRORS, openapi_extra=_request_body(out.ResolveBody))
-    def resolve_work(who: Manager, workId: str,
-                     body: Annotated[out.ResolveBody, _body(out.ResolveBody)]):
-        item = ops.resolve(home, _work_id(workId), generation=body.generation, to=body.to,
-                           reason=body.reason, actor=_actor(who),
-                           runtime_stopped=body.runtime_stopped, ctx=CAPTAIN)
+    @app.post(
+        base + "/work/{workId}/resolve",
+        response_model=out.WorkItem,
+        responses=BODY_ERRORS,
+        openapi_extra=_request_body(out.ResolveBody),
+    )
+    def resolve_work(
+        who: Manager, workId: str, body: Annotated[out.ResolveBody, _body(out.ResolveBody)]
+    ):
+        item = ops.resolve(
+            home,
+            _work_id(workId),
+            generation=body.generation,
+            to=body.to,
+            reason=body.reason,
+            actor=_actor(who),
+            runtime_stopped=body.runtime_stopped,
+            ctx=CAPTAIN,
+        )
         return ledger.public(home, item)
 
     @app.get(base + "/deliveries", response_model=out.DeliveryPage, responses=ERRORS)
-    def list_deliveries(who: Member, request: Request, endpoint_id: str | None = None,
-                        source_delivery_id: str | None = None,
-                        limit: Annotated[int, Query(ge=1, le=ledger.PAGE_MAX)] = 50,
-                        after: str | None = None):
+    def list_deliveries(
+        who: Member,
+        request: Request,
+        endpoint_id: str | None = None,
+        source_delivery_id: str | None = None,
+        limit: Annotated[int, Query(ge=1, le=ledger.PAGE_MAX)] = 50,
+        after: str | None = None,
+    ):
         _known_query(request, "endpoint_id", "source_delivery_id", "limit", "after")
-        records, cursor = deliveries.page(home, endpoint_id=endpoint_id,
-                                          source_delivery_id=source_delivery_id, limit=limit,
-                                          after=after)
-        return {"deliveries": [deliveries.public(home, r) for r in records],
-                "next_cursor": cursor}
+        records, cursor = deliveries.page(
+            home,
+            endpoint_id=endpoint_id,
+            source_delivery_id=source_delivery_id,
+            limit=limit,
+            after=after,
+        )
+        return {"deliveries": [deliveries.public(home, r) for r in records], "next_cursor": cursor}
 
     @app.get(base + "/deliveries/{deliveryId}", response_model=out.Delivery, responses=ERRORS)
     def show_delivery(who: Member, deliveryId: str):
         return deliveries.public(home, deliveries.get(home, deliveryId))
 
-    @app.post("/hooks/{endpoint_id}", response_model=out.Receipt, status_code=202,
-              responses={**BODY_ERRORS, 200: {"model": out.Receipt}})
+    @app.post(
+        "/hooks/{endpoint_id}",
+        response_model=out.Receipt,
+        status_code=202,
+        responses={**BODY_ERRORS, 200: {"model": out.Receipt}},
+    )
     async def webhook(endpoint_id: str, request: Request):
         config = await asyncio.to_thread(_endpoint, home, endpoint_id)  # 404 before any body
         # no signature header at all: refused on the head (401, recorded), the body unread
-        body = b"" if signatures.unsigned(config, request.headers) else \
-            await request.body()  # bounded in size, time and number by intake
+        body = (
+            b"" if signatures.unsigned(config, request.headers) else await request.body()
+        )  # bounded in size, time and number by intake
         return await asyncio.to_thread(_door, home, endpoint_id, config, request.headers, body)
 
     return app
@@ -280,12 +353,15 @@ def _known_query(request: Request, *names: str) -> None:
     params = request.query_params
     unknown = sorted(set(params) - set(names))
     if unknown:
-        raise CaptainError("invalid_filter", f"{unknown[0]!r} is not a parameter here "
-                                             f"(known: {', '.join(names)}).")
+        raise CaptainError(
+            "invalid_filter", f"{unknown[0]!r} is not a parameter here (known: {', '.join(names)})."
+        )
     repeated = sorted(name for name in set(params) if len(params.getlist(name)) > 1)
     if repeated:
-        raise CaptainError("invalid_filter", f"{repeated[0]} is given more than once; each "
-                                             "parameter takes one value.")
+        raise CaptainError(
+            "invalid_filter",
+            f"{repeated[0]} is given more than once; each parameter takes one value.",
+        )
 
 
 def _work_id(text: str) -> str:
@@ -324,21 +400,37 @@ def _door(home: Home, endpoint_id: str, config: dict, headers, body: bytes) -> J
     claimed) or the delivery. The answer comes only once the record is durable."""
     verdict = signatures.check(config, headers, body)
     if not verdict.ok:
-        deliveries.reject(home, endpoint_id, verdict.source_id, body,
-                          f"bad signature: {verdict.why}", event=verdict.event)
-        raise CaptainError("bad_signature", f"{verdict.why}; the delivery was recorded as "
-                                            "rejected and nothing was dispatched.")
+        deliveries.reject(
+            home,
+            endpoint_id,
+            verdict.source_id,
+            body,
+            f"bad signature: {verdict.why}",
+            event=verdict.event,
+        )
+        raise CaptainError(
+            "bad_signature",
+            f"{verdict.why}; the delivery was recorded as rejected and nothing was dispatched.",
+        )
     if not verdict.source_id:
-        deliveries.reject(home, endpoint_id, None, body, "no delivery id header",
-                          event=verdict.event)
+        deliveries.reject(
+            home, endpoint_id, None, body, "no delivery id header", event=verdict.event
+        )
         raise CaptainError("invalid_argument", "the delivery id header is missing.")
     try:
-        intake = deliveries.ingest(home, endpoint_id, verdict.source_id, body,
-                                   event=verdict.event, body_once=not verdict.binds_delivery)
+        intake = deliveries.ingest(
+            home,
+            endpoint_id,
+            verdict.source_id,
+            body,
+            event=verdict.event,
+            body_once=not verdict.binds_delivery,
+        )
     except CaptainError as err:
         if err.code == "invalid_argument":  # signed, but its id or event cannot be kept
-            deliveries.reject(home, endpoint_id, verdict.source_id, body, err.message,
-                              event=verdict.event)
+            deliveries.reject(
+                home, endpoint_id, verdict.source_id, body, err.message, event=verdict.event
+            )
         raise
     receipt = {"delivery_id": intake.delivery.delivery_id, "duplicate": intake.duplicate}
     return JSONResponse(receipt, status_code=200 if intake.duplicate else 202)

@@ -25,32 +25,51 @@ from state.work import tokens
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
-def serve(home: Home, host: str, port: int, *, allow_remote: bool, announce,
-          max_connections: int = limits.MAX_CONNECTIONS,
-          head_timeout: float = limits.HEAD_TIMEOUT,
-          body_timeout: float = limits.BODY_TIMEOUT) -> int:
+def serve(
+    home: Home,
+    host: str,
+    port: int,
+    *,
+    allow_remote: bool,
+    announce,
+    max_connections: int = limits.MAX_CONNECTIONS,
+    head_timeout: float = limits.HEAD_TIMEOUT,
+    body_timeout: float = limits.BODY_TIMEOUT,
+) -> int:
     import uvicorn
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     if host not in LOOPBACK and not allow_remote:
-        raise CaptainError("invalid_argument",
-                           f"{host} is not a loopback address; binding there exposes the "
-                           "ledger to the network. Pass --allow-remote if you mean it.")
+        raise CaptainError(
+            "invalid_argument",
+            f"{host} is not a loopback address; binding there exposes the "
+            "ledger to the network. Pass --allow-remote if you mean it.",
+        )
     _room_for(max_connections)
     sock = _listen(host, port)
     doorman = Doorman(H11Protocol, max_connections=max_connections, head_timeout=head_timeout)
-    app = Intake(build_app(home), doorman=doorman, limit_for=body_limit,
-                 body_timeout=body_timeout, before_auth=body_before_auth)
+    app = Intake(
+        build_app(home),
+        doorman=doorman,
+        limit_for=body_limit,
+        body_timeout=body_timeout,
+        before_auth=body_before_auth,
+    )
     announce(host, sock.getsockname()[1], tokens.workspace_id(home), host not in LOOPBACK)
     config = uvicorn.Config(
-        app, http=doorman.protocol, ws="none", lifespan="off", log_level="warning",
+        app,
+        http=doorman.protocol,
+        ws="none",
+        lifespan="off",
+        log_level="warning",
         access_log=False,
         proxy_headers=False,  # scope["client"] is the socket's peer: doorman relies on it
         timeout_keep_alive=limits.KEEP_ALIVE,
         h11_max_incomplete_event_size=limits.HEAD_BYTES,
         # never reached while doorman caps connections first; a backstop, not the limit
         limit_concurrency=max_connections + 16,
-        timeout_graceful_shutdown=5)
+        timeout_graceful_shutdown=5,
+    )
     # expired raw webhook bodies go at start and every few minutes, off the event loop
     stop = threading.Event()
     purger = threading.Thread(target=run_purger, args=(home, stop), name="purge", daemon=True)
@@ -68,10 +87,12 @@ def _room_for(max_connections: int) -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft != resource.RLIM_INFINITY and soft < need:
         if hard != resource.RLIM_INFINITY and hard < need:
-            raise CaptainError("invalid_argument",
-                               f"--max-connections {max_connections} needs {need} file "
-                               f"descriptors, and this process may open {hard} (ulimit -n); "
-                               "ask for fewer connections.")
+            raise CaptainError(
+                "invalid_argument",
+                f"--max-connections {max_connections} needs {need} file "
+                f"descriptors, and this process may open {hard} (ulimit -n); "
+                "ask for fewer connections.",
+            )
         resource.setrlimit(resource.RLIMIT_NOFILE, (need, hard))
 
 
@@ -83,7 +104,8 @@ def _listen(host: str, port: int) -> socket.socket:
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
-        raise CaptainError("invalid_argument", f"cannot listen on {host}:{port}: "
-                                               f"{exc.strerror or exc}.") from None
+        raise CaptainError(
+            "invalid_argument", f"cannot listen on {host}:{port}: {exc.strerror or exc}."
+        ) from None
     sock.listen(128)
     return sock

@@ -23,8 +23,10 @@ from dataclasses import dataclass
 
 TOLERANCE = 300  # seconds a captain-style timestamp may be off the server's clock
 STAMP = re.compile(r"[0-9]{1,12}")  # ASCII only: int() takes "١٢" and refuses 5,000 digits
-HEADERS = {"github": ("x-hub-signature-256", "x-github-delivery", "x-github-event"),
-           "captain": ("x-captain-signature", "x-captain-delivery", "x-captain-event")}
+HEADERS = {
+    "github": ("x-hub-signature-256", "x-github-delivery", "x-github-event"),
+    "captain": ("x-captain-signature", "x-captain-delivery", "x-captain-event"),
+}
 
 
 @dataclass(frozen=True)
@@ -45,19 +47,40 @@ def check(config: dict, headers, body: bytes, now: float | None = None) -> Verdi
     source_id = headers.get(names[1]) or None
     event = headers.get(names[2]) or None
     if unsigned(config, headers):  # known from the head: the door never reads the body
-        return Verdict(False, source_id, event, f"{_shown(names[0])} is missing (the body "
-                                                "was not read)", scheme == "captain")
+        return Verdict(
+            False,
+            source_id,
+            event,
+            f"{_shown(names[0])} is missing (the body was not read)",
+            scheme == "captain",
+        )
     repeated = [n for n in names if len(headers.getlist(n)) > 1]
     if repeated:  # two values: which one was signed, which one recorded?
-        return Verdict(False, source_id, event, f"{_shown(repeated[0])} is sent more than once",
-                       scheme == "captain")
+        return Verdict(
+            False,
+            source_id,
+            event,
+            f"{_shown(repeated[0])} is sent more than once",
+            scheme == "captain",
+        )
     if scheme == "github":
         expected = "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
         ok = hmac.compare_digest(_raw(headers.get(names[0], "")), expected.encode())
-        return Verdict(ok, source_id, event, "X-Hub-Signature-256 does not match the body",
-                       binds_delivery=False)
-    ok, why = _captain(secret, headers.get(names[0], ""), source_id, event, body,
-                       time.time() if now is None else now)
+        return Verdict(
+            ok,
+            source_id,
+            event,
+            "X-Hub-Signature-256 does not match the body",
+            binds_delivery=False,
+        )
+    ok, why = _captain(
+        secret,
+        headers.get(names[0], ""),
+        source_id,
+        event,
+        body,
+        time.time() if now is None else now,
+    )
     return Verdict(ok, source_id, event, why, binds_delivery=True)
 
 
@@ -68,8 +91,9 @@ def unsigned(config: dict, headers) -> bool:
     return not headers.get(HEADERS[scheme][0])
 
 
-def _captain(secret: bytes, value: str, source_id: str | None, event: str | None,
-             body: bytes, now: float) -> tuple[bool, str]:
+def _captain(
+    secret: bytes, value: str, source_id: str | None, event: str | None, body: bytes, now: float
+) -> tuple[bool, str]:
     parts: dict[str, str] = {}
     for item in value.split(","):
         key, sep, text = item.strip().partition("=")
@@ -77,19 +101,21 @@ def _captain(secret: bytes, value: str, source_id: str | None, event: str | None
             parts.setdefault(key, text)
     if "v2" not in parts:
         if "v1" in parts:
-            return False, ("X-Captain-Signature v1 (time and body only) is no longer accepted: "
-                           "sign v2, which also covers X-Captain-Delivery and X-Captain-Event")
+            return False, (
+                "X-Captain-Signature v1 (time and body only) is no longer accepted: "
+                "sign v2, which also covers X-Captain-Delivery and X-Captain-Event"
+            )
         return False, "X-Captain-Signature is missing or has no t=...,v2=... in it"
     stamp = parts.get("t", "")
     if not STAMP.fullmatch(stamp):
         return False, "X-Captain-Signature's t= is not a time in whole Unix seconds"
     if abs(now - int(stamp)) > TOLERANCE:
-        return False, (f"X-Captain-Signature's t= is more than {TOLERANCE} s from the "
-                       "server's clock")
+        return False, (
+            f"X-Captain-Signature's t= is more than {TOLERANCE} s from the server's clock"
+        )
     expected = _digest(secret, stamp, source_id or "", event, body)
     if not hmac.compare_digest(_raw(parts["v2"]), expected.encode()):
-        return False, ("X-Captain-Signature does not match the time, delivery id, event and "
-                       "body")
+        return False, ("X-Captain-Signature does not match the time, delivery id, event and body")
     return True, ""
 
 

@@ -12,8 +12,17 @@ from captain_tui.cli.out import printable
 
 # Commands that only read open the home read-only: nothing is created, swept or moved, not
 # even the home, so they work on a read-only disk and leave a home that is not there absent.
-READ_ONLY = frozenset({"status", "work list", "work show", "deliveries list",
-                       "deliveries show", "tokens list", "ledger migrate"})
+READ_ONLY = frozenset(
+    {
+        "status",
+        "work list",
+        "work show",
+        "deliveries list",
+        "deliveries show",
+        "tokens list",
+        "ledger migrate",
+    }
+)
 
 
 def command_of(args) -> str:
@@ -26,8 +35,10 @@ def home_of(args):
     """The home ``--home`` names, else ``$CAPTAIN_HOME``, else the user state directory."""
     from state.home import Home, default_home
 
-    return Home(Path(check_home(args.home)) if args.home is not None else default_home(),
-                read_only=command_of(args) in READ_ONLY)
+    return Home(
+        Path(check_home(args.home)) if args.home is not None else default_home(),
+        read_only=command_of(args) in READ_ONLY,
+    )
 
 
 def check_home(value: str | None) -> str | None:
@@ -35,15 +46,29 @@ def check_home(value: str | None) -> str | None:
     if value is not None and not value.strip():
         from state.errors import CaptainError
 
-        raise CaptainError("invalid_home", "--home is empty; name the home's directory, or "
-                                           "leave --home out for the default one.")
+        raise CaptainError(
+            "invalid_home",
+            "--home is empty; name the home's directory, or leave --home out for the default one.",
+        )
     return value
 
 
 # Options whose values name things (a tmux session or socket, a holder, a label, a
 # directory, a program): they must be text. Undecodable bytes arrive as lone surrogates.
-NAMED = ("session", "socket", "holder", "label", "home", "main_home", "cwd", "program",
-         "endpoint", "owns", "source_delivery_id", "url")
+NAMED = (
+    "session",
+    "socket",
+    "holder",
+    "label",
+    "home",
+    "main_home",
+    "cwd",
+    "program",
+    "endpoint",
+    "owns",
+    "source_delivery_id",
+    "url",
+)
 
 
 def check_named(args) -> None:
@@ -54,8 +79,13 @@ def check_named(args) -> None:
         value = getattr(args, dest, None)
         for item in value if isinstance(value, list) else [value]:
             if isinstance(item, str) and has_surrogate(item):
-                flag = "--" + ("home" if dest == "main_home" else
-                               "command" if dest == "program" else dest.replace("_", "-"))
+                flag = "--" + (
+                    "home"
+                    if dest == "main_home"
+                    else "command"
+                    if dest == "program"
+                    else dest.replace("_", "-")
+                )
                 raise CaptainError("invalid_argument", f"{flag} is not valid UTF-8 text.")
 
 
@@ -110,8 +140,10 @@ class UsageError(SystemExit):
             Out(True).refuse(CaptainError("usage", self.message, usage=usage))
         else:
             self.parser.print_usage(sys.stderr)
-            print(f"{self.parser.prog}: error: {printable(self.message)}",  # echoes argv
-                  file=sys.stderr)
+            print(
+                f"{self.parser.prog}: error: {printable(self.message)}",  # echoes argv
+                file=sys.stderr,
+            )
         return 2
 
 
@@ -137,8 +169,9 @@ class Parser(argparse.ArgumentParser):
         near = difflib.get_close_matches(str(value), names, n=1, cutoff=0.6)
         hint = f"; did you mean {near[0]!r}?" if near else ""
         what = "command" if isinstance(choices, dict) else "choice"  # subcommands: a dict
-        raise argparse.ArgumentError(action, f"unknown {what} {value!r}{hint} (choose from "
-                                             f"{', '.join(names)})")
+        raise argparse.ArgumentError(
+            action, f"unknown {what} {value!r}{hint} (choose from {', '.join(names)})"
+        )
 
 
 class Skipped:

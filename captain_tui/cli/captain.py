@@ -15,8 +15,9 @@ def _bell(home, name: str) -> dict | None:
     from captain_tui import usecases
 
     bell = usecases.ring(home, name, ctx=caller())
-    return None if bell is None else {"action": bell.action, "gate": bell.gate,
-                                      "detail": bell.detail}
+    return (
+        None if bell is None else {"action": bell.action, "gate": bell.gate, "detail": bell.detail}
+    )
 
 
 def _bell_line(bell: dict | None, name: str) -> str:
@@ -25,8 +26,10 @@ def _bell_line(bell: dict | None, name: str) -> str:
     if bell["action"] == "rang":
         return f"\nRang {name}'s doorbell ({bell['detail']})."
     if bell["action"] == "held":
-        return (f"\nThe doorbell is held ({bell['gate']}): {bell['detail']}. It rings when "
-                f"that clears while a captain wait or watch runs.")
+        return (
+            f"\nThe doorbell is held ({bell['gate']}): {bell['detail']}. It rings when "
+            f"that clears while a captain wait or watch runs."
+        )
     if bell["action"] == "bounced":
         return f"\nBounced: {bell['detail']}."
     return ""
@@ -35,28 +38,53 @@ def _bell_line(bell: dict | None, name: str) -> str:
 def cmd_crew(args, out: Out) -> int:
     from captain_tui import usecases
 
-    r = usecases.recruit(home_of(args), usecases.Recruitment(
-        name=args.name, task=args.task, agent=args.agent, command=args.program,
-        owns=tuple(args.owns or ()), allow=tuple(args.allow or ()), handoff=args.handoff,
-        cwd=args.cwd, socket=args.socket, session=args.session, launch=not args.no_launch),
-        ctx=caller())
+    r = usecases.recruit(
+        home_of(args),
+        usecases.Recruitment(
+            name=args.name,
+            task=args.task,
+            agent=args.agent,
+            command=args.program,
+            owns=tuple(args.owns or ()),
+            allow=tuple(args.allow or ()),
+            handoff=args.handoff,
+            cwd=args.cwd,
+            socket=args.socket,
+            session=args.session,
+            launch=not args.no_launch,
+        ),
+        ctx=caller(),
+    )
     pane = r.pane.model_dump() if r.pane else None
     if r.queued:
-        where = (f"queued: every ledger slot is held, so its pane starts when one frees "
-                 f"(work item {r.work_id}; see captain work list --state queued). A running "
-                 "captain watch, wait or the cockpit starts it.")
+        where = (
+            f"queued: every ledger slot is held, so its pane starts when one frees "
+            f"(work item {r.work_id}; see captain work list --state queued). A running "
+            "captain watch, wait or the cockpit starts it."
+        )
     elif pane:
-        where = (f"in tmux pane {pane['pane_id']} (session {pane['session']}, socket "
-                 f"{pane['socket']}).\nArm a wait so held doorbells are retried: captain wait "
-                 f"{r.crew}")
+        where = (
+            f"in tmux pane {pane['pane_id']} (session {pane['session']}, socket "
+            f"{pane['socket']}).\nArm a wait so held doorbells are retried: captain wait "
+            f"{r.crew}"
+        )
     else:
         env_lines = "\n".join(f"  {k}={v}" for k, v in r.env.items())
         where = f"(not launched). The crew process needs this environment:\n{env_lines}"
-    out.ok({"crew": r.crew, "incarnation_id": r.incarnation_id, "assignment_id": r.assignment_id,
-            "message_id": r.message_id, "agent": r.agent, "pane": pane, "env": r.env,
-            "work_id": r.work_id, "queued": r.queued},
-           f"Recruited {r.crew}: assignment {r.assignment_id}, task mailed as {r.message_id}, "
-           f"{where}")
+    out.ok(
+        {
+            "crew": r.crew,
+            "incarnation_id": r.incarnation_id,
+            "assignment_id": r.assignment_id,
+            "message_id": r.message_id,
+            "agent": r.agent,
+            "pane": pane,
+            "env": r.env,
+            "work_id": r.work_id,
+            "queued": r.queued,
+        },
+        f"Recruited {r.crew}: assignment {r.assignment_id}, task mailed as {r.message_id}, {where}",
+    )
     return 0
 
 
@@ -64,13 +92,27 @@ def cmd_assign(args, out: Out) -> int:
     from captain_tui import usecases
 
     home = home_of(args)
-    spec = usecases.assign(home, args.name, args.task, handoff=args.handoff, owns=args.owns,
-                      allow=args.allow, ctx=caller())
+    spec = usecases.assign(
+        home,
+        args.name,
+        args.task,
+        handoff=args.handoff,
+        owns=args.owns,
+        allow=args.allow,
+        ctx=caller(),
+    )
     bell = _bell(home, args.name)
-    out.ok({"crew": args.name, "assignment_id": spec.assignment_id,
-            "message_id": spec.message_id, "handoff_of": spec.handoff_of, "doorbell": bell},
-           f"Assigned {spec.assignment_id} to {args.name} (task mailed as {spec.message_id})."
-           + _bell_line(bell, args.name))
+    out.ok(
+        {
+            "crew": args.name,
+            "assignment_id": spec.assignment_id,
+            "message_id": spec.message_id,
+            "handoff_of": spec.handoff_of,
+            "doorbell": bell,
+        },
+        f"Assigned {spec.assignment_id} to {args.name} (task mailed as {spec.message_id})."
+        + _bell_line(bell, args.name),
+    )
     return 0
 
 
@@ -80,9 +122,15 @@ def cmd_tell(args, out: Out) -> int:
     home = home_of(args)
     m = usecases.tell(home, args.name, args.message, assignment_id=args.assignment, ctx=caller())
     bell = _bell(home, m.crew)
-    out.ok({"crew": m.crew, "message_id": m.message_id, "assignment_id": m.assignment_id,
-            "doorbell": bell},
-           f"Queued {m.message_id} for {m.crew}." + _bell_line(bell, m.crew))
+    out.ok(
+        {
+            "crew": m.crew,
+            "message_id": m.message_id,
+            "assignment_id": m.assignment_id,
+            "doorbell": bell,
+        },
+        f"Queued {m.message_id} for {m.crew}." + _bell_line(bell, m.crew),
+    )
     return 0
 
 
@@ -90,13 +138,20 @@ def cmd_answer(args, out: Out) -> int:
     from captain_tui import usecases
 
     home = home_of(args)
-    m = usecases.answer(home, args.name, args.question_id, args.message,
-                   assignment_id=args.assignment, ctx=caller())
+    m = usecases.answer(
+        home, args.name, args.question_id, args.message, assignment_id=args.assignment, ctx=caller()
+    )
     bell = _bell(home, m.crew)
-    out.ok({"crew": m.crew, "message_id": m.message_id, "question_id": m.question_id,
-            "assignment_id": m.assignment_id, "doorbell": bell},
-           f"Answered {m.question_id}; queued {m.message_id} for {m.crew}."
-           + _bell_line(bell, m.crew))
+    out.ok(
+        {
+            "crew": m.crew,
+            "message_id": m.message_id,
+            "question_id": m.question_id,
+            "assignment_id": m.assignment_id,
+            "doorbell": bell,
+        },
+        f"Answered {m.question_id}; queued {m.message_id} for {m.crew}." + _bell_line(bell, m.crew),
+    )
     return 0
 
 
@@ -112,12 +167,24 @@ def envelope(n, crew: str | None, assignment_id: str | None) -> dict:
     queued (a bounce: the bounced message; else the newest mail the crew had then, which it
     may be answering; null when it had none). Both UTC, ISO 8601 with ``Z``."""
     if n is None:
-        return {"status": "timeout", "delivery_id": None, "crew": crew,
-                "assignment_id": assignment_id, "summary": "nothing to report before the timeout",
-                "queued_at": None, "event_at": None}
-    env = {"status": n.status, "delivery_id": n.delivery_id, "crew": n.crew,
-           "assignment_id": n.assignment_id, "summary": n.summary,
-           "queued_at": _stamp(n.queued_at), "event_at": _stamp(n.created_at)}
+        return {
+            "status": "timeout",
+            "delivery_id": None,
+            "crew": crew,
+            "assignment_id": assignment_id,
+            "summary": "nothing to report before the timeout",
+            "queued_at": None,
+            "event_at": None,
+        }
+    env = {
+        "status": n.status,
+        "delivery_id": n.delivery_id,
+        "crew": n.crew,
+        "assignment_id": n.assignment_id,
+        "summary": n.summary,
+        "queued_at": _stamp(n.queued_at),
+        "event_at": _stamp(n.created_at),
+    }
     if n.question_id:
         env["question_id"] = n.question_id
     if n.message_id:
@@ -129,19 +196,26 @@ def _next_step(n, state: str | None = None) -> str:
     """What to do about ``n``, given the crew's state now (``state.crew.standing``): a
     notification can be older than what happened since (a crew that asked, then died)."""
     if state == "died" and n.status != "error":
-        return f"next:   the crew has died since; captain wait {n.crew} --ack " \
-               f"{n.delivery_id}, then the error notification tells what to do"
+        return (
+            f"next:   the crew has died since; captain wait {n.crew} --ack "
+            f"{n.delivery_id}, then the error notification tells what to do"
+        )
     if state == "dismissed":
         return f"ack:    captain wait {n.crew} --ack {n.delivery_id} (the crew is dismissed)"
     if n.status == "asked":
-        return (f"answer: captain answer {n.crew} {n.question_id} \"...\" --assignment "
-                f"{n.assignment_id}")
+        return (
+            f'answer: captain answer {n.crew} {n.question_id} "..." --assignment {n.assignment_id}'
+        )
     if n.status == "done":
-        return f"next:   captain wait {n.crew} --ack {n.delivery_id}, then captain assign " \
-               f"{n.crew} --handoff {n.assignment_id} --task \"...\""
+        return (
+            f"next:   captain wait {n.crew} --ack {n.delivery_id}, then captain assign "
+            f'{n.crew} --handoff {n.assignment_id} --task "..."'
+        )
     if n.status == "error":  # the crew died: dismiss it, then recruit the name again
-        return f"next:   captain wait {n.crew} --ack {n.delivery_id}, captain dismiss " \
-               f"{n.crew}, then captain crew {n.crew} --handoff {n.assignment_id} --task \"...\""
+        return (
+            f"next:   captain wait {n.crew} --ack {n.delivery_id}, captain dismiss "
+            f'{n.crew}, then captain crew {n.crew} --handoff {n.assignment_id} --task "..."'
+        )
     return f"ack:    captain wait {n.crew} --ack {n.delivery_id}"
 
 
@@ -149,14 +223,14 @@ def cmd_wait(args, out: Out) -> int:
     from captain_tui.runtime.runner import Runner
     from state.crew import notify
     from state.crew.rules import check_captain
+
     home = home_of(args)
     name = None if args.all else args.name
     ctx = caller()
     check_captain(ctx, "wait")  # before a watcher starts: a crew may not wait
     runner = Runner(home, name)
     try:
-        n = notify.wait(home, name, timeout=args.timeout, ack=args.ack, ctx=ctx,
-                        sleep=runner.sleep)
+        n = notify.wait(home, name, timeout=args.timeout, ack=args.ack, ctx=ctx, sleep=runner.sleep)
     finally:
         runner.close()
     assignment_id = None
@@ -175,8 +249,10 @@ def cmd_wait(args, out: Out) -> int:
 
         summary = "\n".join("  " + line for line in n.summary.splitlines() or [""])
         state = protocol.crew_state(home, crew_key(n.crew))
-        human = f"{n.status}  {n.crew}  {n.delivery_id}  ({n.assignment_id})\n{summary}\n" \
-                f"  {_next_step(n, state)}"
+        human = (
+            f"{n.status}  {n.crew}  {n.delivery_id}  ({n.assignment_id})\n{summary}\n"
+            f"  {_next_step(n, state)}"
+        )
     out.ok(env, human)
     return 0
 
@@ -187,30 +263,61 @@ def cmd_status(args, out: Out) -> int:
     home = home_of(args)
     s = usecases.status(home, ctx=caller(), include_dismissed=args.all)
     problem = s.problem
-    ledger_line = (_unusable(problem) if problem is not None else
-                   "Ledger: files in the home (the default)" if not s.postgres else
-                   f"Ledger: {s.described}")
+    ledger_line = (
+        _unusable(problem)
+        if problem is not None
+        else "Ledger: files in the home (the default)"
+        if not s.postgres
+        else f"Ledger: {s.described}"
+    )
     if not s.home_exists:  # status is read-only: it says so and creates nothing
         return _status_answer(
-            out, s.as_json(),
+            out,
+            s.as_json(),
             f"No captain home at {s.root} yet. Start one by recruiting: captain crew "
-            "NAME --task \"...\" (or try captain demo); --home DIR or $CAPTAIN_HOME "
-            f"chooses another.\n{ledger_line}", problem)
+            'NAME --task "..." (or try captain demo); --home DIR or $CAPTAIN_HOME '
+            f"chooses another.\n{ledger_line}",
+            problem,
+        )
     rows = s.crew
     if not rows:
         return _status_answer(
-            out, s.as_json(),
+            out,
+            s.as_json(),
             f"Home: {s.root}\n{ledger_line}\nNo crew yet. Recruit one: captain crew "
-            "NAME --task \"...\"", problem)
-    lines = [["NAME", "AGENT", "STATE", "ASSIGNMENT", "UNREAD", "QUESTION", "UNACKED", "PANE",
-              "DOORBELL"]]
+            'NAME --task "..."',
+            problem,
+        )
+    lines = [
+        [
+            "NAME",
+            "AGENT",
+            "STATE",
+            "ASSIGNMENT",
+            "UNREAD",
+            "QUESTION",
+            "UNACKED",
+            "PANE",
+            "DOORBELL",
+        ]
+    ]
     for r in rows:
-        lines.append([r["name"], r["agent"], r["state"], r["assignment_id"], str(r["unread"]),
-                      r["question_id"] or "-", str(r["unacknowledged"]),
-                      (r["pane"] or {}).get("pane_id", "-"),
-                      f"held: {r['doorbell']['gate']}" if r["doorbell"]["gate"] else "-"])
-    return _status_answer(out, s.as_json(),
-                          table(lines) + f"\n\n{ledger_line}\nHome: {s.root}", problem)
+        lines.append(
+            [
+                r["name"],
+                r["agent"],
+                r["state"],
+                r["assignment_id"],
+                str(r["unread"]),
+                r["question_id"] or "-",
+                str(r["unacknowledged"]),
+                (r["pane"] or {}).get("pane_id", "-"),
+                f"held: {r['doorbell']['gate']}" if r["doorbell"]["gate"] else "-",
+            ]
+        )
+    return _status_answer(
+        out, s.as_json(), table(lines) + f"\n\n{ledger_line}\nHome: {s.root}", problem
+    )
 
 
 def _status_answer(out: Out, payload: dict, human: str, problem) -> int:
@@ -233,8 +340,9 @@ def cmd_dismiss(args, out: Out) -> int:
     from captain_tui import usecases
 
     d = usecases.dismiss(home_of(args), args.name, ctx=caller())
-    out.ok(d.as_json() | {"crew": args.name},
-           f"Dismissed {args.name}{usecases.dismissal_words(d)}.")
+    out.ok(
+        d.as_json() | {"crew": args.name}, f"Dismissed {args.name}{usecases.dismissal_words(d)}."
+    )
     return 0
 
 
@@ -251,6 +359,7 @@ def cmd_watch(args, out: Out) -> int:
     from captain_tui.runtime.runner import Runner
     from state.crew import mailbox
     from state.crew.rules import check_captain
+
     check_captain(caller(), "watch")
     home = home_of(args)
     runner = Runner(home)

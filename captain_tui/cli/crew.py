@@ -14,8 +14,14 @@ from state.errors import CaptainError
 def cmd_check(args, out: Out) -> int:
     from state.crew_side import commands
 
-    verdict = commands.check(home_of(args), args.name, args.action, args.paths,
-                             assignment_id=args.assignment, ctx=caller())
+    verdict = commands.check(
+        home_of(args),
+        args.name,
+        args.action,
+        args.paths,
+        assignment_id=args.assignment,
+        ctx=caller(),
+    )
     if not verdict.allowed:
         raise CaptainError("grant_denied", verdict.reason)
     out.ok({"allowed": True, "reason": verdict.reason}, f"granted: {verdict.reason}")
@@ -25,27 +31,37 @@ def cmd_check(args, out: Out) -> int:
 def cmd_ask(args, out: Out) -> int:
     from state.crew_side import commands
 
-    event = commands.ask(home_of(args), args.name, args.question,
-                         assignment_id=args.assignment, ctx=caller())
-    out.ok({"question_id": event.question_id, "delivery_id": event.delivery_id,
-            "assignment_id": event.assignment_id},
-           f"Question {event.question_id} is with the captain. Stop here: the answer "
-           "arrives as mail.")
+    event = commands.ask(
+        home_of(args), args.name, args.question, assignment_id=args.assignment, ctx=caller()
+    )
+    out.ok(
+        {
+            "question_id": event.question_id,
+            "delivery_id": event.delivery_id,
+            "assignment_id": event.assignment_id,
+        },
+        f"Question {event.question_id} is with the captain. Stop here: the answer arrives as mail.",
+    )
     return 0
 
 
 def cmd_done(args, out: Out) -> int:
     from state.crew import protocol
 
-    event = protocol.done(home_of(args), args.name, args.report,
-                          assignment_id=args.assignment, ctx=caller())
-    out.ok({"assignment_id": event.assignment_id, "delivery_id": event.delivery_id},
-           f"Done: {event.assignment_id} is finished and the captain is told.")
+    event = protocol.done(
+        home_of(args), args.name, args.report, assignment_id=args.assignment, ctx=caller()
+    )
+    out.ok(
+        {"assignment_id": event.assignment_id, "delivery_id": event.delivery_id},
+        f"Done: {event.assignment_id} is finished and the captain is told.",
+    )
     return 0
 
 
-PEEK = ("peek: nothing was marked read (a read receipt is the crew's own reading; "
-        "see who has read what with captain status or the cockpit)")
+PEEK = (
+    "peek: nothing was marked read (a read receipt is the crew's own reading; "
+    "see who has read what with captain status or the cockpit)"
+)
 
 
 def cmd_inbox(args, out: Out) -> int:
@@ -57,8 +73,7 @@ def cmd_inbox(args, out: Out) -> int:
     def deliver(batch) -> None:
         dumped = [m.model_dump(mode="json", by_alias=True) for m in batch]
         if out.json:
-            out.ok({"crew": args.name, "messages": dumped, **({"peek": True} if peek else {})},
-                   "")
+            out.ok({"crew": args.name, "messages": dumped, **({"peek": True} if peek else {})}, "")
             return
         if not batch:
             print(shown(f"No unread mail for {args.name}."), flush=True)

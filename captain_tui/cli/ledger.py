@@ -24,8 +24,9 @@ def _location(args):
             "invalid_argument",
             f"this home's ledger is {location.describe()}, which needs no migration. To "
             "migrate a PostgreSQL ledger, pass --url postgresql://..., set "
-            "CAPTAIN_LEDGER_URL, or put url = \"postgresql://...\" under [ledger] in the "
-            "home's config.toml.")
+            'CAPTAIN_LEDGER_URL, or put url = "postgresql://..." under [ledger] in the '
+            "home's config.toml.",
+        )
     return location
 
 
@@ -37,14 +38,22 @@ def cmd_migrate(args, out) -> int:
     done = postgres.migrate(location)
     if done.applied:
         steps = ", ".join(str(v) for v in done.applied)
-        human = (f"Migrated the ledger at {location.shown} from version {done.from_version} "
-                 f"to {done.version} (applied step {steps}): schema at version {done.version}.")
+        human = (
+            f"Migrated the ledger at {location.shown} from version {done.from_version} "
+            f"to {done.version} (applied step {steps}): schema at version {done.version}."
+        )
     else:
-        human = (f"The ledger at {location.shown} is current; nothing to do: schema at "
-                 f"version {done.version}.")
+        human = (
+            f"The ledger at {location.shown} is current; nothing to do: schema at "
+            f"version {done.version}."
+        )
     imported = _import(args, location)
-    payload = {"url": location.shown, **done.as_json(), "latest": pg_schema.LATEST,
-               "changed": bool(done.applied) or bool(imported and imported.new_items)}
+    payload = {
+        "url": location.shown,
+        **done.as_json(),
+        "latest": pg_schema.LATEST,
+        "changed": bool(done.applied) or bool(imported and imported.new_items),
+    }
     if imported is not None:
         payload["imported"] = imported.as_json()
         human += f"\nAlso {imported.sentence()}"
@@ -76,20 +85,28 @@ def _import(args, location):
 
 def add_commands(sub, common, parser_class) -> None:
     """Register ``ledger`` (with its own subcommands) on ``sub``."""
-    text = ("The work ledger's storage: the file home by default, or a PostgreSQL database "
-            "([ledger] url in config.toml, or CAPTAIN_LEDGER_URL).")
+    text = (
+        "The work ledger's storage: the file home by default, or a PostgreSQL database "
+        "([ledger] url in config.toml, or CAPTAIN_LEDGER_URL)."
+    )
     p = sub.add_parser("ledger", help=text, description=text)
-    inner = p.add_subparsers(dest="ledger_command", metavar="COMMAND", required=True,
-                             parser_class=parser_class)
-    text = ("Create or upgrade the PostgreSQL ledger's schema: idempotent, under an advisory "
-            "lock (safe to run from two hosts at once). Prints the schema's version. A home "
-            "whose own files hold a ledger (it worked on files before) has it imported into "
-            "its database in one transaction, checked by counts; the files are then set "
-            "aside under ledger-imported/ in the home.")
+    inner = p.add_subparsers(
+        dest="ledger_command", metavar="COMMAND", required=True, parser_class=parser_class
+    )
+    text = (
+        "Create or upgrade the PostgreSQL ledger's schema: idempotent, under an advisory "
+        "lock (safe to run from two hosts at once). Prints the schema's version. A home "
+        "whose own files hold a ledger (it worked on files before) has it imported into "
+        "its database in one transaction, checked by counts; the files are then set "
+        "aside under ledger-imported/ in the home."
+    )
     q = inner.add_parser("migrate", parents=[common], help=text, description=text)
     q.set_defaults(func=cmd_migrate)
-    q.add_argument("--url", metavar="URL",
-                   help="postgresql://USER@HOST:PORT/DATABASE (default: CAPTAIN_LEDGER_URL, "
-                        "else [ledger] url in the home's config.toml). A password here is "
-                        "visible to other users in the process list: prefer PGPASSWORD or "
-                        "~/.pgpass")
+    q.add_argument(
+        "--url",
+        metavar="URL",
+        help="postgresql://USER@HOST:PORT/DATABASE (default: CAPTAIN_LEDGER_URL, "
+        "else [ledger] url in the home's config.toml). A password here is "
+        "visible to other users in the process list: prefer PGPASSWORD or "
+        "~/.pgpass",
+    )

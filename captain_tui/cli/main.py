@@ -36,16 +36,26 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole parser, or with ``only`` the parser that can run that one command (the
     others are left out: their names are then unknown, so pass only a command's name)."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--home", metavar="DIR",
-                        help="the captain home (default: $CAPTAIN_HOME, else the user state dir)")
+    common.add_argument(
+        "--home",
+        metavar="DIR",
+        help="the captain home (default: $CAPTAIN_HOME, else the user state dir)",
+    )
     common.add_argument("--json", action="store_true", help="print one JSON object")
 
-    parser = Parser(prog=PROG, description="Run a crew of coding agents from one cockpit. "
-                                            "With no command, open the cockpit.",
-                     epilog="Crew-side commands (check, ask, done, inbox) read CAPTAIN_* from "
-                            "the crew's environment. See README.md for the protocol.")
-    parser.add_argument("--home", dest="main_home", metavar="DIR",
-                        help="with no command: open the cockpit on this home")
+    parser = Parser(
+        prog=PROG,
+        description="Run a crew of coding agents from one cockpit. "
+        "With no command, open the cockpit.",
+        epilog="Crew-side commands (check, ask, done, inbox) read CAPTAIN_* from "
+        "the crew's environment. See README.md for the protocol.",
+    )
+    parser.add_argument(
+        "--home",
+        dest="main_home",
+        metavar="DIR",
+        help="with no command: open the cockpit on this home",
+    )
     parser.add_argument("--version", action="version", version=f"{PROG} {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
@@ -58,35 +68,59 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     def grants(p, inherit: bool) -> None:
         tail = " (omitted: inherit from the handoff)" if inherit else ""
-        p.add_argument("--owns", action="append", metavar="PATH",
-                       help="a path this crew owns (at most 32, each at most 4096 bytes); "
-                            "repeatable" + tail)
-        p.add_argument("--allow", action="append", metavar="ACTION",
-                       help="a granted action (read, search, edit, test, build, format, commit, "
-                            "version, delete); repeatable" + tail)
+        p.add_argument(
+            "--owns",
+            action="append",
+            metavar="PATH",
+            help="a path this crew owns (at most 32, each at most 4096 bytes); repeatable" + tail,
+        )
+        p.add_argument(
+            "--allow",
+            action="append",
+            metavar="ACTION",
+            help="a granted action (read, search, edit, test, build, format, commit, "
+            "version, delete); repeatable" + tail,
+        )
 
     p = add("crew", "Recruit a crew member with its first assignment.", captain.cmd_crew)
     p.add_argument("name", metavar="NAME")
     p.add_argument("--task", required=True, metavar="TEXT", help="the first assignment")
     grants(p, inherit=True)
-    p.add_argument("--handoff", metavar="ID",
-                   help="re-recruit a dismissed name: its last assignment ID")
+    p.add_argument(
+        "--handoff", metavar="ID", help="re-recruit a dismissed name: its last assignment ID"
+    )
     p.add_argument("--cwd", metavar="DIR", help="the project directory (default: here)")
-    p.add_argument("--agent", choices=("claude", "codex", "pi", "shell"),
-                   help="what runs in the pane (default: shell; claude, codex and pi get "
-                        "captain's hooks)")
-    p.add_argument("--command", dest="program", metavar="CMD",
-                   help="run this program instead (hookless; at most 8 KiB)")
-    p.add_argument("--socket", metavar="NAME|PATH",
-                   help="tmux server (default: $CAPTAIN_TMUX_SOCKET, the current tmux, "
-                        "else 'captain')")
-    p.add_argument("--session", default="captain", metavar="NAME",
-                   help="tmux session for crew windows (default: captain)")
-    p.add_argument("--no-launch", action="store_true",
-                   help="record the crew only; start its process yourself with the printed env")
+    p.add_argument(
+        "--agent",
+        choices=("claude", "codex", "pi", "shell"),
+        help="what runs in the pane (default: shell; claude, codex and pi get captain's hooks)",
+    )
+    p.add_argument(
+        "--command",
+        dest="program",
+        metavar="CMD",
+        help="run this program instead (hookless; at most 8 KiB)",
+    )
+    p.add_argument(
+        "--socket",
+        metavar="NAME|PATH",
+        help="tmux server (default: $CAPTAIN_TMUX_SOCKET, the current tmux, else 'captain')",
+    )
+    p.add_argument(
+        "--session",
+        default="captain",
+        metavar="NAME",
+        help="tmux session for crew windows (default: captain)",
+    )
+    p.add_argument(
+        "--no-launch",
+        action="store_true",
+        help="record the crew only; start its process yourself with the printed env",
+    )
 
-    p = add("assign", "Start the next assignment after acknowledged completion.",
-            captain.cmd_assign)
+    p = add(
+        "assign", "Start the next assignment after acknowledged completion.", captain.cmd_assign
+    )
     p.add_argument("name", metavar="NAME")
     p.add_argument("--task", required=True, metavar="TEXT")
     p.add_argument("--handoff", required=True, metavar="ID", help="the finished assignment's ID")
@@ -103,33 +137,53 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("message", metavar="MESSAGE")
     p.add_argument("--assignment", required=True, metavar="ID")
 
-    p = add("wait", "Wait for the next notification from a crew (returned once; then --ack).",
-            captain.cmd_wait)
+    p = add(
+        "wait",
+        "Wait for the next notification from a crew (returned once; then --ack).",
+        captain.cmd_wait,
+    )
     who = p.add_mutually_exclusive_group(required=True)
     who.add_argument("name", nargs="?", metavar="NAME")
     who.add_argument("--all", action="store_true", help="any crew")
-    p.add_argument("--timeout", type=seconds, metavar="SECONDS",
-                   help="give up after this long (0 polls once; default [crew] wait_timeout, "
-                        "86400)")
+    p.add_argument(
+        "--timeout",
+        type=seconds,
+        metavar="SECONDS",
+        help="give up after this long (0 polls once; default [crew] wait_timeout, 86400)",
+    )
     p.add_argument("--ack", metavar="DELIVERY_ID", help="acknowledge this delivery first")
 
-    p = add("demo", "Try captain: three simulated crew in a private tmux, and the cockpit.",
-            captain.cmd_demo)
+    p = add(
+        "demo",
+        "Try captain: three simulated crew in a private tmux, and the cockpit.",
+        captain.cmd_demo,
+    )
     p.add_argument("--keep", action="store_true", help="keep the demo home afterwards")
 
-    add("watch", "Ring doorbells, check panes, purge expired webhook bodies and print each "
-                 "new notification as a JSON line, until interrupted.", captain.cmd_watch)
+    add(
+        "watch",
+        "Ring doorbells, check panes, purge expired webhook bodies and print each "
+        "new notification as a JSON line, until interrupted.",
+        captain.cmd_watch,
+    )
 
-    p = add("status", "List the crew and what each is waiting on, and which ledger is in "
-            "use (exit 1 when it cannot be used).", captain.cmd_status)
+    p = add(
+        "status",
+        "List the crew and what each is waiting on, and which ledger is in "
+        "use (exit 1 when it cannot be used).",
+        captain.cmd_status,
+    )
     p.add_argument("--all", action="store_true", help="include dismissed crew")
 
     p = add("dismiss", "Retire a crew member; its unread mail bounces.", captain.cmd_dismiss)
     p.add_argument("name", metavar="NAME")
 
-    p = add("check", "Crew: is ACTION on PATHs granted, judged by what each path is now "
-                     "(links followed)? Executes nothing; exit 0 yes, 1 no.",
-            crew.cmd_check)
+    p = add(
+        "check",
+        "Crew: is ACTION on PATHs granted, judged by what each path is now "
+        "(links followed)? Executes nothing; exit 0 yes, 1 no.",
+        crew.cmd_check,
+    )
     p.add_argument("name", metavar="NAME")
     p.add_argument("action", metavar="ACTION")
     p.add_argument("paths", nargs="*", metavar="PATH")
@@ -145,18 +199,26 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--report", metavar="TEXT", help="what changed and how it was checked")
     p.add_argument("--assignment", metavar="ID")
 
-    p = add("inbox", "Crew: print unread mail oldest first, then mark it read (run by the "
-                     "captain: a peek that marks nothing read).", crew.cmd_inbox)
+    p = add(
+        "inbox",
+        "Crew: print unread mail oldest first, then mark it read (run by the "
+        "captain: a peek that marks nothing read).",
+        crew.cmd_inbox,
+    )
     p.add_argument("name", metavar="NAME")
 
     # run by agent CLIs and tmux, dispatched before argparse (main); here for --help only
-    p = add("hook", "Run by the crew's agent CLI and its tmux window, never by people: "
-                    "delivers mail, records turns and deaths. Always exits 0 (fails open).",
-            None)
+    p = add(
+        "hook",
+        "Run by the crew's agent CLI and its tmux window, never by people: "
+        "delivers mail, records turns and deaths. Always exits 0 (fails open).",
+        None,
+    )
     p.add_argument("agent", metavar="AGENT", help="claude | codex | pi | tmux")
     p.add_argument("event", metavar="EVENT", help="the hook event (e.g. Stop, notify, pane-died)")
-    p.add_argument("payload", nargs="?", metavar="PAYLOAD",
-                   help="the event's JSON (else read from stdin)")
+    p.add_argument(
+        "payload", nargs="?", metavar="PAYLOAD", help="the event's JSON (else read from stdin)"
+    )
 
     if only not in CREW_SIDE:
         from captain_tui.cli import ledger as cli_ledger
@@ -182,9 +244,14 @@ def version() -> str:
 def _warn(path: str, reason: str, moved: bool) -> None:
     """A file in the home the store moved to quarantine, or reports and leaves alone (a
     broken config.toml); said as it happens, so a long-running ``serve`` says it too."""
-    line = (f"{PROG}: warning: quarantined {printable(path)}: {printable(reason)} "
-            "(see quarantine/ in the home)") if moved else \
-        f"{PROG}: warning: {printable(path)} {printable(reason)}"
+    line = (
+        (
+            f"{PROG}: warning: quarantined {printable(path)}: {printable(reason)} "
+            "(see quarantine/ in the home)"
+        )
+        if moved
+        else f"{PROG}: warning: {printable(path)} {printable(reason)}"
+    )
     try:
         print(line, file=sys.stderr, flush=True)
     except (OSError, ValueError):

@@ -34,8 +34,9 @@ def json_line(payload: dict) -> str:
     JSON to a program."""
     # json.dumps of the one character: \u001b, or a surrogate pair for a character past
     # U+FFFF (a tag character), so the line still decodes to the exact text
-    return for_terminal(json.dumps(payload, ensure_ascii=False),
-                        replace=lambda m: json.dumps(m.group())[1:-1])
+    return for_terminal(
+        json.dumps(payload, ensure_ascii=False), replace=lambda m: json.dumps(m.group())[1:-1]
+    )
 
 
 class Out:
@@ -77,8 +78,10 @@ def message_block(m: dict) -> str:
     if m.get("question_id"):
         head += f"  (answers {m['question_id']})"
     if m["kind"] == "assignment":  # CAPTAIN_ASSIGNMENT names the first task only
-        head += (f"\n   assignment {m['assignment_id']}: pass --assignment "
-                 f"{m['assignment_id']} to captain done and captain ask")
+        head += (
+            f"\n   assignment {m['assignment_id']}: pass --assignment "
+            f"{m['assignment_id']} to captain done and captain ask"
+        )
     body = "\n".join("   " + line for line in m["text"].splitlines() or [""])
     return f"{head}\n{body}"
 

@@ -126,8 +126,14 @@ class CaptainApp(WorkCommands, App):
     NOTIFICATION_TIMEOUT = OUTCOME_TIMEOUT
     _loud = ""  # the title line's "2 need reconciliation" (see format_title)
 
-    def __init__(self, home: Home, *, run_doorbell: bool = True,
-                 clock: Callable[[], datetime] | None = None, socket: str | None = None) -> None:
+    def __init__(
+        self,
+        home: Home,
+        *,
+        run_doorbell: bool = True,
+        clock: Callable[[], datetime] | None = None,
+        socket: str | None = None,
+    ) -> None:
         super().__init__()
         self.home = home
         # this cockpit's tmux server, resolved once (--socket > $CAPTAIN_TMUX_SOCKET > the
@@ -190,16 +196,22 @@ class CaptainApp(WorkCommands, App):
         self.theme_changed_signal.subscribe(self, self._theme_changed)
         self.sub_title = "reading the home…"
         self.query_one("#crew", CrewPanel).table.focus()
-        self._pump = FeedPump(Feed(self.home),
-                                   lambda update: self.post_message(FeedUpdated(update)),
-                                   rescan_every=self.rescan_every,
-                                   work_every=self.work_every,
-                                   report=lambda exc: self.post_message(FeedProblem(exc)))
-        self.run_worker(self._pump.run, thread=True, name="feed", group="feed",
-                        exit_on_error=False)
+        self._pump = FeedPump(
+            Feed(self.home),
+            lambda update: self.post_message(FeedUpdated(update)),
+            rescan_every=self.rescan_every,
+            work_every=self.work_every,
+            report=lambda exc: self.post_message(FeedProblem(exc)),
+        )
+        self.run_worker(self._pump.run, thread=True, name="feed", group="feed", exit_on_error=False)
         if self.run_doorbell:
-            self.run_worker(self._doorbell_loop, thread=True, name="doorbell",
-                            group="doorbell", exit_on_error=False)
+            self.run_worker(
+                self._doorbell_loop,
+                thread=True,
+                name="doorbell",
+                group="doorbell",
+                exit_on_error=False,
+            )
         self.set_interval(self.ages_every, self._show_ages)
         self.set_interval(self.preview_every, self._preview_tick)
         self._heap.start()
@@ -240,14 +252,16 @@ class CaptainApp(WorkCommands, App):
         if self.watch_home and self._watcher is None:
             # after the first rows are painted (see Watcher); once up, it rescans
             self._watcher = Watcher(self.home.root, self._pump)
-            self.run_worker(self._watcher.run, thread=True, name="watcher", group="feed",
-                            exit_on_error=False)
+            self.run_worker(
+                self._watcher.run, thread=True, name="watcher", group="feed", exit_on_error=False
+            )
         if self.listen_ledger and self._listener is None and self.scanned:
             # a shared ledger's writes change nothing under the home: hear them from the
             # database (on the files the worker finds no listener and ends at once)
             self._listener = LedgerListener(self.home, self._pump)
-            self.run_worker(self._listener.run, thread=True, name="ledger", group="feed",
-                            exit_on_error=False)
+            self.run_worker(
+                self._listener.run, thread=True, name="ledger", group="feed", exit_on_error=False
+            )
         for alert in update.alerts:
             self._alert(alert)
 
@@ -258,10 +272,12 @@ class CaptainApp(WorkCommands, App):
             return  # nothing read yet: panels keep saying so
         now = self.clock()
         view = self.view
-        for panel, rows in ((self.query_one(CrewPanel), view.crew_rows()),
-                            (self.query_one(QuestionsPanel), view.questions()),
-                            (self.query_one(DoorbellsPanel), view.doorbells()),
-                            (self.query_one(NotificationsPanel), view.notifications())):
+        for panel, rows in (
+            (self.query_one(CrewPanel), view.crew_rows()),
+            (self.query_one(QuestionsPanel), view.questions()),
+            (self.query_one(DoorbellsPanel), view.doorbells()),
+            (self.query_one(NotificationsPanel), view.notifications()),
+        ):
             if not panel.loaded or rows != panel.rows():
                 panel.show(rows, now, every_row=False)
         if self.scanned:  # until the ledger was read once, the panel says it is reading
@@ -280,8 +296,9 @@ class CaptainApp(WorkCommands, App):
         since = f", {age(changed, now)} ago" if (now - changed).total_seconds() >= 60 else ""
         reading = "" if self.scanned else " · reading the home…"
         loud = f" · {self._loud}" if self._loud else ""
-        self.sub_title = (f"{count} crew · watching · last change {changed:%H:%M:%S}{since}"
-                          f"{reading}{loud}")
+        self.sub_title = (
+            f"{count} crew · watching · last change {changed:%H:%M:%S}{since}{reading}{loud}"
+        )
 
     def _show_ages(self) -> None:
         """The clock moved: "4m" may now be "5m". Rows are the same, so only the age cells
@@ -304,13 +321,25 @@ class CaptainApp(WorkCommands, App):
             self._footer_state = state
             self.refresh_bindings()
 
-    def notify(self, message: str, *, title: str = "", severity: str = "information",
-               timeout: float | None = None, markup: bool = False) -> None:
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: str = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
         """Every toast (the app's, its screens' and widgets'): its text cleaned
         (``widgets.cells.clean``) and never parsed as markup, whatever the caller asked.
         A toast says what crews, hooks, webhooks and file names said."""
-        super().notify(clean(str(message)), title=clean(str(title)), severity=severity,
-                       timeout=timeout, markup=False)
+        super().notify(
+            clean(str(message)),
+            title=clean(str(title)),
+            severity=severity,
+            timeout=timeout,
+            markup=False,
+        )
 
     def format_title(self, title: str, sub_title: str) -> Content:
         """The title line; work that needs reconciliation is said loudly at its end. Both
@@ -321,8 +350,12 @@ class CaptainApp(WorkCommands, App):
             return super().format_title(title, sub_title)
         quiet = sub_title[: -len(loud)]
         colour = self.theme_variables.get("error", "red")
-        return Content.assemble(Content(title), (" — ", "dim"), Content(quiet).stylize("dim"),
-                                (f" ⚠ {loud} ", f"bold {colour} reverse"))
+        return Content.assemble(
+            Content(title),
+            (" — ", "dim"),
+            Content(quiet).stylize("dim"),
+            (f" ⚠ {loud} ", f"bold {colour} reverse"),
+        )
 
     def on_feed_problem(self, message: FeedProblem) -> None:
         exc = message.error
@@ -330,8 +363,13 @@ class CaptainApp(WorkCommands, App):
         if self._closing_down or what == self._last_problem:
             return  # the pump retries every second; say it once, not every second
         self._last_problem = what
-        self.notify(f"{what}\nShowing what was read last; trying again.", markup=False,
-                    title="The home could not be read", severity="error", timeout=8)
+        self.notify(
+            f"{what}\nShowing what was read last; trying again.",
+            markup=False,
+            title="The home could not be read",
+            severity="error",
+            timeout=8,
+        )
 
     def action_rescan(self) -> None:
         if self._pump is not None:
@@ -369,14 +407,17 @@ class CaptainApp(WorkCommands, App):
         except CaptainError as err:  # invalid_config with no good settings to keep
             if err.message != self._config_said:
                 self._config_said = err.message
-                self.call_from_thread(self._alert, Alert("quarantine", "config.toml is not "
-                                                         "usable", f"[{err.code}] {err.message}"))
+                self.call_from_thread(
+                    self._alert,
+                    Alert("quarantine", "config.toml is not usable", f"[{err.code}] {err.message}"),
+                )
         Store.reported()
         for path, reason in Store.warnings():
             if path.startswith(corrupt.PREFIX):
                 continue
-            self.call_from_thread(self._alert, Alert("quarantine", f"{path} is not usable",
-                                                     f"{path} {reason}"))
+            self.call_from_thread(
+                self._alert, Alert("quarantine", f"{path} is not usable", f"{path} {reason}")
+            )
 
     # -- alerts --------------------------------------------------------------------------
 
@@ -385,8 +426,13 @@ class CaptainApp(WorkCommands, App):
         together: one toast per kind (a flood of questions is one "5 new questions" toast),
         one bell and one desktop notice for them all."""
         if alert.kind == "quarantine":  # the store's report: always shown, never rung
-            self.notify(alert.body, title=alert.title, severity="warning", markup=False,
-                        timeout=ALERT_TIMEOUT)
+            self.notify(
+                alert.body,
+                title=alert.title,
+                severity="warning",
+                markup=False,
+                timeout=ALERT_TIMEOUT,
+            )
             return
         if not self._pending_alerts:
             self.set_timer(self.alert_window, self._raise_alerts, name="alerts")
@@ -399,13 +445,19 @@ class CaptainApp(WorkCommands, App):
         kinds: dict[str, list[Alert]] = {}
         for alert in pending:
             kinds.setdefault(alert.kind, []).append(alert)
-        said = [group[0] if len(group) == 1 else flood(kind, group)
-                for kind, group in kinds.items()]
+        said = [
+            group[0] if len(group) == 1 else flood(kind, group) for kind, group in kinds.items()
+        ]
         if self.settings.alert_toast:
             for alert in said:
                 loud = alert.kind in ("bounced", "error", "needs_reconciliation")
-                self.notify(alert.body[:400], title=alert.title, markup=False,
-                            timeout=ALERT_TIMEOUT, severity="error" if loud else "warning")
+                self.notify(
+                    alert.body[:400],
+                    title=alert.title,
+                    markup=False,
+                    timeout=ALERT_TIMEOUT,
+                    severity="error" if loud else "warning",
+                )
         if self.settings.alert_bell:
             self.emit_to_terminal("\a")
         if self.settings.alert_desktop:
@@ -463,18 +515,25 @@ class CaptainApp(WorkCommands, App):
             return [n] if n is not None else []
         crew = self.selected_crew()
         view = self.view.crews.get(crew.key) if crew is not None else None
-        return sorted(view.notifications, key=lambda n: (n.created_at, n.delivery_id)) \
-            if view is not None else []
+        return (
+            sorted(view.notifications, key=lambda n: (n.created_at, n.delivery_id))
+            if view is not None
+            else []
+        )
 
     def _why_not_acknowledge(self) -> str | None:
         if self.to_acknowledge():
             return None
-        crew = None if isinstance(self._main_focus_panel(), NotificationsPanel) \
+        crew = (
+            None
+            if isinstance(self._main_focus_panel(), NotificationsPanel)
             else self.selected_crew()
+        )
         if crew is None:
             return "Nothing to acknowledge."
-        others = " (the Notifications panel lists other crews')" \
-            if self.view.notifications() else ""
+        others = (
+            " (the Notifications panel lists other crews')" if self.view.notifications() else ""
+        )
         return f"{crew.name} has no notification to acknowledge{others}."
 
     def why_not(self, command: Command) -> str | None:
@@ -494,8 +553,10 @@ class CaptainApp(WorkCommands, App):
         if need == "working_crew" and crew.done:
             return f"{crew.name} has finished; press {_key('assign')} for its next task."
         if need == "done_crew" and not crew.done:
-            return ended(f"{crew.name} is still on its task {quoted(short(crew.task))}") + \
-                " It gets a next task once it says it is done."
+            return (
+                ended(f"{crew.name} is still on its task {quoted(short(crew.task))}")
+                + " It gets a next task once it says it is done."
+            )
         if need == "pane" and crew.pane is None:
             return f"{crew.name} has no tmux pane (it was recorded with --no-launch)."
         return None
@@ -521,8 +582,13 @@ class CaptainApp(WorkCommands, App):
     def _said_why_not(self, command: Command) -> bool:
         why = self.why_not(command)
         if why:
-            self.notify(why, title=f"{command.label} ({commands.key_label(command)}) is not "
-                        "available now", severity="warning", markup=False, timeout=4)
+            self.notify(
+                why,
+                title=f"{command.label} ({commands.key_label(command)}) is not available now",
+                severity="warning",
+                markup=False,
+                timeout=4,
+            )
         return bool(why)
 
     @on(PanelTable.RowHighlighted)
@@ -546,8 +612,9 @@ class CaptainApp(WorkCommands, App):
             help_text = f"{commands.key_label(command)} · {command.description}"
             if why:
                 help_text += f" (not now: {why})"
-            yield SystemCommand(as_markup(command.label), as_markup(help_text),
-                                partial(self._invoke, command))
+            yield SystemCommand(
+                as_markup(command.label), as_markup(help_text), partial(self._invoke, command)
+            )
         yield from super().get_system_commands(screen)
 
     def _invoke(self, command: Command) -> None:
@@ -557,8 +624,9 @@ class CaptainApp(WorkCommands, App):
 
     # -- actions -------------------------------------------------------------------------
 
-    def _open(self, form: FormScreen, perform: Callable[[dict], str],
-              ring: str | None = None) -> None:
+    def _open(
+        self, form: FormScreen, perform: Callable[[dict], str], ring: str | None = None
+    ) -> None:
         self._jobs[form] = (perform, ring)
         self.push_screen(form)
 
@@ -571,37 +639,59 @@ class CaptainApp(WorkCommands, App):
             return
         asked = f"{age(q.asked_at, self.clock())} ago"
         form = AnswerScreen(q.crew, q.text, asked, **self._draft(f"answer:{q.question_id}"))
-        self._open(form, lambda v: jobs.answer(self.home, q.crew, q.question_id,
-                                                  q.assignment_id, v["text"]), ring=q.crew)
+        self._open(
+            form,
+            lambda v: jobs.answer(self.home, q.crew, q.question_id, q.assignment_id, v["text"]),
+            ring=q.crew,
+        )
 
     def action_tell(self) -> None:
         crew = self.selected_crew()
         if crew is None or crew.done:
             return
-        form = TellScreen(crew.name, crew.task, crew.assignment_id,
-                          **self._draft(f"tell:{crew.assignment_id}"))
-        self._open(form, lambda v: jobs.tell(self.home, crew.name, crew.assignment_id,
-                                                v["text"]), ring=crew.name)
+        form = TellScreen(
+            crew.name, crew.task, crew.assignment_id, **self._draft(f"tell:{crew.assignment_id}")
+        )
+        self._open(
+            form,
+            lambda v: jobs.tell(self.home, crew.name, crew.assignment_id, v["text"]),
+            ring=crew.name,
+        )
 
     def action_assign(self) -> None:
         crew = self.selected_crew()
         if crew is None or not crew.done:
             return
-        owed = [n for n in self.view.notifications()
-                if n.key == crew.key and n.assignment_id == crew.assignment_id]
+        owed = [
+            n
+            for n in self.view.notifications()
+            if n.key == crew.key and n.assignment_id == crew.assignment_id
+        ]
         warning = ""
         if owed:
             said = "; ".join(jobs.described(n.status, n.summary) for n in reversed(owed))
-            warning = (f"{crew.name} has {counted(len(owed), 'notification')} not "
-                       f"acknowledged yet ({said}): the next task is refused until "
-                       f"{'it is' if len(owed) == 1 else 'they are'}. Press escape, then "
-                       f"{_key('acknowledge')} on {crew.name} in Crew.")
-        form = AssignScreen(crew.name, crew.assignment_id, crew.task, list(crew.owns),
-                            list(crew.allow), warning,
-                            **self._draft(f"assign:{crew.assignment_id}"))
-        self._open(form, lambda v: jobs.assign(self.home, crew.name, v["handoff"],
-                                                  v["task"], v["owns"], v["allow"]),
-                   ring=crew.name)
+            warning = (
+                f"{crew.name} has {counted(len(owed), 'notification')} not "
+                f"acknowledged yet ({said}): the next task is refused until "
+                f"{'it is' if len(owed) == 1 else 'they are'}. Press escape, then "
+                f"{_key('acknowledge')} on {crew.name} in Crew."
+            )
+        form = AssignScreen(
+            crew.name,
+            crew.assignment_id,
+            crew.task,
+            list(crew.owns),
+            list(crew.allow),
+            warning,
+            **self._draft(f"assign:{crew.assignment_id}"),
+        )
+        self._open(
+            form,
+            lambda v: jobs.assign(
+                self.home, crew.name, v["handoff"], v["task"], v["owns"], v["allow"]
+            ),
+            ring=crew.name,
+        )
 
     def action_recruit(self) -> None:
         form = RecruitScreen(**self._draft("recruit"))
@@ -622,26 +712,40 @@ class CaptainApp(WorkCommands, App):
                 self._in_worker(partial(jobs.acknowledge_all, self.home, name, said))
 
         now = self.clock()
-        listed = "\n".join(f"• {what} ({age(n.created_at, now)} ago)"
-                           for n, (_, what) in zip(notes, said, strict=True))
-        body = (f"{listed}\n\nAcknowledging says you have seen "
-                f"{'it' if len(notes) == 1 else 'them'}; {name}'s next task (or recruiting "
-                "the name again) waits for that.")
-        self.push_screen(ConfirmScreen(
-            f"Acknowledge {name}'s {counted(len(notes), 'notification')}?", body,
-            yes="Acknowledge"), decided)
+        listed = "\n".join(
+            f"• {what} ({age(n.created_at, now)} ago)"
+            for n, (_, what) in zip(notes, said, strict=True)
+        )
+        body = (
+            f"{listed}\n\nAcknowledging says you have seen "
+            f"{'it' if len(notes) == 1 else 'them'}; {name}'s next task (or recruiting "
+            "the name again) waits for that."
+        )
+        self.push_screen(
+            ConfirmScreen(
+                f"Acknowledge {name}'s {counted(len(notes), 'notification')}?",
+                body,
+                yes="Acknowledge",
+            ),
+            decided,
+        )
 
     def action_dismiss(self) -> None:
         crew = self.selected_crew()
         if crew is None:
             return
         unread = counted(crew.unread, "unread message")
-        bounce = (f" Its {unread} will bounce, each with a notification to acknowledge."
-                  if crew.unread else "")
+        bounce = (
+            f" Its {unread} will bounce, each with a notification to acknowledge."
+            if crew.unread
+            else ""
+        )
         window = " Its tmux window will be closed." if crew.pane else ""
         task = ended(f"{crew.name} will be retired from its task {quoted(short(crew.task))}")
-        body = (f"{task}{window}{bounce} The name can be recruited again later, carrying on "
-                "from that task (the Recruit form offers it).")
+        body = (
+            f"{task}{window}{bounce} The name can be recruited again later, carrying on "
+            "from that task (the Recruit form offers it)."
+        )
 
         def decided(yes: bool | None) -> None:
             if yes:
@@ -668,9 +772,14 @@ class CaptainApp(WorkCommands, App):
     def _show_attach(self, name: str, attach: ops.Attach) -> None:
         self.copy_to_clipboard(attach.command)
         title = {"no_client": f"No terminal is attached to {name}'s tmux: attach one"}.get(
-            attach.reason, f"{name}'s pane is on another tmux: run this in another terminal")
-        self.notify(f"{attach.sentence}\n(the command is copied to the clipboard)",
-                    markup=False, timeout=30, title=title)
+            attach.reason, f"{name}'s pane is on another tmux: run this in another terminal"
+        )
+        self.notify(
+            f"{attach.sentence}\n(the command is copied to the clipboard)",
+            markup=False,
+            timeout=30,
+            title=title,
+        )
 
     def action_toggle_preview(self) -> None:
         preview = self.query_one(PanePreview)
@@ -687,9 +796,12 @@ class CaptainApp(WorkCommands, App):
         self.push_screen(HelpScreen(f"{where}\n\n{commands.help_markdown()}"))
 
     def action_settings(self) -> None:
-        values = {"theme": self.theme, "alert_toast": self.settings.alert_toast,
-                  "alert_bell": self.settings.alert_bell,
-                  "alert_desktop": self.settings.alert_desktop}
+        values = {
+            "theme": self.theme,
+            "alert_toast": self.settings.alert_toast,
+            "alert_bell": self.settings.alert_bell,
+            "alert_desktop": self.settings.alert_desktop,
+        }
         self.push_screen(SettingsScreen(values, sorted(self.available_themes)))
 
     # -- doing the work, off the UI thread -----------------------------------------------
@@ -702,14 +814,18 @@ class CaptainApp(WorkCommands, App):
     @on(FormScreen.Cancelled)
     def _form_cancelled(self, event: FormScreen.Cancelled) -> None:
         self._jobs.pop(event.form, None)
-        if any(str(v).strip() for k, v in event.draft.items() if k in ("answer", "message",
-                                                                          "task", "reason")):
+        if any(
+            str(v).strip()
+            for k, v in event.draft.items()
+            if k in ("answer", "message", "task", "reason")
+        ):
             self.drafts[event.form.draft_key] = event.draft
             self.notify("Nothing was sent. Your text is kept for next time.", timeout=3)
 
     @work(thread=True, group="actions", exit_on_error=False)
-    def _run_form(self, form: FormScreen, perform: Callable[[dict], str], ring: str | None,
-                  values: dict) -> None:
+    def _run_form(
+        self, form: FormScreen, perform: Callable[[dict], str], ring: str | None, values: dict
+    ) -> None:
         try:
             said = _attempt(perform, values)
         except CaptainError as err:
@@ -735,9 +851,13 @@ class CaptainApp(WorkCommands, App):
             self.call_from_thread(self._refused, err)
             return
         if isinstance(said, jobs.Said):
-            self.call_from_thread(self.notify, said.text, severity=said.severity, markup=False,
-                                  timeout={"error": ALERT_TIMEOUT, "warning": 6}.get(
-                                      said.severity, OUTCOME_TIMEOUT))
+            self.call_from_thread(
+                self.notify,
+                said.text,
+                severity=said.severity,
+                markup=False,
+                timeout={"error": ALERT_TIMEOUT, "warning": 6}.get(said.severity, OUTCOME_TIMEOUT),
+            )
         else:
             self.call_from_thread(self.notify, said, markup=False)
 
@@ -746,19 +866,23 @@ class CaptainApp(WorkCommands, App):
         text = f"[{err.code}] {_said_here(err, in_crew)}"
         if form is not None and form.is_attached:
             form.refused(text)
-            if err.code == "crew_dismissed" and isinstance(form, RecruitScreen) \
-                    and err.extra.get("handoff"):
-                form.offer_handoff(err.extra["crew"], err.extra["handoff"],
-                                   err.extra.get("task") or "")
-        self.notify(text, title="Refused — nothing was written", severity="error",
-                    markup=False, timeout=10)
+            if (
+                err.code == "crew_dismissed"
+                and isinstance(form, RecruitScreen)
+                and err.extra.get("handoff")
+            ):
+                form.offer_handoff(
+                    err.extra["crew"], err.extra["handoff"], err.extra.get("task") or ""
+                )
+        self.notify(
+            text, title="Refused — nothing was written", severity="error", markup=False, timeout=10
+        )
 
     # -- the pane preview ----------------------------------------------------------------
 
     def _preview_target(self) -> tuple:
         crew = self.selected_crew()
-        return (crew.key, crew.pane) if crew is not None else \
-            (None, bool(self.view.crew_rows()))
+        return (crew.key, crew.pane) if crew is not None else (None, bool(self.view.crew_rows()))
 
     def _preview_tick(self) -> None:
         """The timer: capture again when due. A pane whose captures come back the same is
@@ -778,13 +902,18 @@ class CaptainApp(WorkCommands, App):
         self._previewed = self._preview_target()
         crew = self.selected_crew()
         if crew is None:
-            preview.show_message("Pane", "Each crew's tmux pane shows here, live."
-                                 if not self.view.crew_rows()
-                                 else "Select a crew to see its pane.")
+            preview.show_message(
+                "Pane",
+                "Each crew's tmux pane shows here, live."
+                if not self.view.crew_rows()
+                else "Select a crew to see its pane.",
+            )
         elif crew.pane is None:
-            preview.show_message(f"Pane · {crew.name}",
-                                 f"{crew.name} has no tmux pane: it was recorded with "
-                                 "--no-launch, so its process runs wherever you started it.")
+            preview.show_message(
+                f"Pane · {crew.name}",
+                f"{crew.name} has no tmux pane: it was recorded with "
+                "--no-launch, so its process runs wherever you started it.",
+            )
         else:
             self._capture(crew)
 
@@ -796,8 +925,9 @@ class CaptainApp(WorkCommands, App):
         try:
             capture = Tmux(crew.pane.socket).capture(crew.pane, ansi=True)
         except CaptainError as err:
-            self.post_message(PaneCaptured(crew.key, None,
-                                           f"{crew.name}'s pane cannot be read: {err.message}"))
+            self.post_message(
+                PaneCaptured(crew.key, None, f"{crew.name}'s pane cannot be read: {err.message}")
+            )
             return
         self.post_message(PaneCaptured(crew.key, capture))
 
@@ -813,8 +943,9 @@ class CaptainApp(WorkCommands, App):
             return
         captured = (message.key, message.capture)
         if captured == self._last_capture:
-            self._preview_pause = min(self._preview_pause * 2,
-                                      max(PREVIEW_IDLE_EVERY, self.preview_every))
+            self._preview_pause = min(
+                self._preview_pause * 2, max(PREVIEW_IDLE_EVERY, self.preview_every)
+            )
         else:
             self._preview_pause = self.preview_every
         self._preview_due = min(self._preview_due, time.monotonic() + self._preview_pause)
@@ -839,7 +970,6 @@ class CaptainApp(WorkCommands, App):
             for panel in self.query(Panel):
                 panel.show(panel.rows(), self.clock())
 
-
     @work(thread=True, group="settings", exit_on_error=False)
     def _save_settings(self) -> None:
         """Write the settings off the UI thread (a slow or stuck config directory never
@@ -850,10 +980,14 @@ class CaptainApp(WorkCommands, App):
                 settings.save(dataclasses.replace(self.settings))
             except OSError as exc:
                 self.call_from_thread(
-                    self.notify, f"{settings.FILE_NAME} in {settings.config_dir()} could not "
+                    self.notify,
+                    f"{settings.FILE_NAME} in {settings.config_dir()} could not "
                     f"be written ({exc.strerror or type(exc).__name__}); the change holds "
-                    "until the cockpit closes.", title="Settings not saved",
-                    severity="warning", markup=False)
+                    "until the cockpit closes.",
+                    title="Settings not saved",
+                    severity="warning",
+                    markup=False,
+                )
 
 
 def _shown_path(path) -> str:
@@ -872,18 +1006,25 @@ def _said_here(err: CaptainError, in_crew: bool) -> str:
     key that clears it."""
     extra = err.extra
     if err.code == "crew_dismissed" and extra.get("handoff"):
-        return (f"{extra['crew']} was dismissed. To recruit the name again, carry on from its "
-                "last task: tick the box below (it is ticked for you) and send again.")
+        return (
+            f"{extra['crew']} was dismissed. To recruit the name again, carry on from its "
+            "last task: tick the box below (it is ticked for you) and send again."
+        )
     if err.code == "unacknowledged" and extra.get("crew"):
         count = extra.get("count", 1)
         said = jobs.described(extra.get("status", ""), extra.get("summary", ""))
         first = "it" if count == 1 else f"them (first: {said})"
-        where = f"{extra['crew']} in Crew, or on each in Notifications" if in_crew \
+        where = (
+            f"{extra['crew']} in Crew, or on each in Notifications"
+            if in_crew
             else "each in Notifications"
+        )
         what = said if count == 1 else counted(count, "notification")
-        return (f"{extra['crew']} has {'a notification' if count == 1 else what} not "
-                f"acknowledged{f' ({what})' if count == 1 else ''}. Acknowledge {first}: "
-                f"press {_key('acknowledge')} on {where}; then send again.")
+        return (
+            f"{extra['crew']} has {'a notification' if count == 1 else what} not "
+            f"acknowledged{f' ({what})' if count == 1 else ''}. Acknowledge {first}: "
+            f"press {_key('acknowledge')} on {where}; then send again."
+        )
     return err.message
 
 

@@ -25,23 +25,36 @@ from state.crew.rules import CAPTAIN
 from state.home import Home
 
 CREW = (
-    ("Ada", "Tidy the README: fix the broken links and the install section.",
-     ["README.md", "docs"], ["read", "edit"],
-     "Should the install section show pipx as well as pip?"),
-    ("Brook", "Add a --verbose flag to the export command and test it.",
-     ["src/export.py", "tests/test_export.py"], ["read", "edit", "test"],
-     "Verbose output on stderr or stdout?"),
-    ("Cy", "Find why the nightly build is slow and report the top three causes.",
-     [], ["read", "search", "build"],
-     "May I drop the docs build from nightly if it is the main cause?"),
+    (
+        "Ada",
+        "Tidy the README: fix the broken links and the install section.",
+        ["README.md", "docs"],
+        ["read", "edit"],
+        "Should the install section show pipx as well as pip?",
+    ),
+    (
+        "Brook",
+        "Add a --verbose flag to the export command and test it.",
+        ["src/export.py", "tests/test_export.py"],
+        ["read", "edit", "test"],
+        "Verbose output on stderr or stdout?",
+    ),
+    (
+        "Cy",
+        "Find why the nightly build is slow and report the top three causes.",
+        [],
+        ["read", "search", "build"],
+        "May I drop the docs build from nightly if it is the main cause?",
+    ),
 )
 
 
 class Demo:
     """Everything the demo created, so that it can all be taken down again."""
 
-    def __init__(self, root: Path | None = None, *, work: float = 4.0,
-                 socket: str | None = None) -> None:
+    def __init__(
+        self, root: Path | None = None, *, work: float = 4.0, socket: str | None = None
+    ) -> None:
         self.root = root or Path(tempfile.mkdtemp(prefix="captain-demo-"))
         self.home = Home(self.root / "home")
         self.project = self.root / "project"
@@ -54,11 +67,32 @@ class Demo:
             (self.project / sub).mkdir(parents=True, exist_ok=True)
         (self.project / "README.md").write_text("# demo project\n")
         for name, task, owns, allow, question in CREW:
-            program = shlex.join([sys.executable, "-m", "captain_tui.cockpit.simcrew", "--auto",
-                                  "--ask", question, "--work", str(self.work)])
-            usecases.recruit(self.home, usecases.Recruitment(
-                name=name, task=task, command=program, owns=tuple(owns), allow=tuple(allow),
-                cwd=str(self.project), socket=self.socket, session="demo"), ctx=CAPTAIN)
+            program = shlex.join(
+                [
+                    sys.executable,
+                    "-m",
+                    "captain_tui.cockpit.simcrew",
+                    "--auto",
+                    "--ask",
+                    question,
+                    "--work",
+                    str(self.work),
+                ]
+            )
+            usecases.recruit(
+                self.home,
+                usecases.Recruitment(
+                    name=name,
+                    task=task,
+                    command=program,
+                    owns=tuple(owns),
+                    allow=tuple(allow),
+                    cwd=str(self.project),
+                    socket=self.socket,
+                    session="demo",
+                ),
+                ctx=CAPTAIN,
+            )
 
     def stop(self, *, keep: bool) -> None:
         subprocess.run([tmux_binary(), "-S", self.socket, "kill-server"], capture_output=True)
@@ -88,8 +122,9 @@ def _end_on_hangup(demo: Demo, app, *, keep: bool) -> None:
             os._exit(128 + signum)
 
     def end(signum, frame):
-        threading.Thread(target=last_resort, args=(signum,), daemon=True,
-                         name="demo-hangup").start()
+        threading.Thread(
+            target=last_resort, args=(signum,), daemon=True, name="demo-hangup"
+        ).start()
 
     for name in ("SIGHUP", "SIGTERM"):
         signal.signal(getattr(signal, name), end)

@@ -83,8 +83,9 @@ def tell(home: Home, crew: str, assignment_id: str, text: str) -> str:
     return f"Told {m.crew}; the message is on its way."
 
 
-def assign(home: Home, crew: str, handoff: str, task: str, owns: list[str] | None,
-           allow: list[str] | None) -> str:
+def assign(
+    home: Home, crew: str, handoff: str, task: str, owns: list[str] | None, allow: list[str] | None
+) -> str:
     ops.assign(home, crew, task, handoff=handoff, owns=owns, allow=allow, ctx=CAPTAIN)
     return ended(f"{crew} has its next task: {quoted(short(task))}")
 
@@ -96,8 +97,11 @@ def acknowledge(home: Home, crew: str, delivery_id: str) -> str:
 
 def described(status: str, summary: str) -> str:
     """A notification as a person reads it: what happened and what the crew said."""
-    return f"{status.replace('_', ' ')} {quoted(short(summary))}" if summary.strip() \
+    return (
+        f"{status.replace('_', ' ')} {quoted(short(summary))}"
+        if summary.strip()
         else status.replace("_", " ")
+    )
 
 
 def acknowledge_all(home: Home, crew: str, notes: list[tuple[str, str]]) -> str:
@@ -135,28 +139,49 @@ def cancel_work(home: Home, work_id: str) -> Said:
     crew = ""
     if c.dismissal is not None:
         d = c.dismissal
-        crew = (f" {d.crew} is dismissed{_dismissed(d)}; recruiting the name again "
-                "(r) offers to carry its work on.")
+        crew = (
+            f" {d.crew} is dismissed{_dismissed(d)}; recruiting the name again "
+            "(r) offers to carry its work on."
+        )
     if c.outcome == "cancelled":
         return Said(f"Cancelled {what}: the stop is confirmed.{crew}")
     if c.outcome == "already_terminal":
-        return Said(f"{_upper(what)} had already finished ({c.item.state}); nothing was done.",
-                    "warning")
-    return Said(f"The stop of {what} could NOT be confirmed: it needs reconciliation and "
-                f"keeps its slot. Check its process, then resolve it.{crew}", "error")
+        return Said(
+            f"{_upper(what)} had already finished ({c.item.state}); nothing was done.", "warning"
+        )
+    return Said(
+        f"The stop of {what} could NOT be confirmed: it needs reconciliation and "
+        f"keeps its slot. Check its process, then resolve it.{crew}",
+        "error",
+    )
 
 
 def replay_work(home: Home, work_id: str, reason: str, target_revision: str | None) -> str:
-    item = ops.replay(home, work_id, actor=ops.actor(), reason=reason,
-                      target_revision=target_revision, ctx=CAPTAIN)
+    item = ops.replay(
+        home,
+        work_id,
+        actor=ops.actor(),
+        reason=reason,
+        target_revision=target_revision,
+        ctx=CAPTAIN,
+    )
     revision = f" at revision {item.target_revision}" if item.target_revision else ""
     return f"Replayed {named(home, ledger.get(home, work_id))}: queued again{revision}."
 
 
-def resolve_work(home: Home, work_id: str, generation: int, to: str, reason: str,
-                 runtime_stopped: bool) -> str:
-    item = ops.resolve(home, work_id, generation=generation, to=to, reason=reason,
-                       actor=ops.actor(), runtime_stopped=runtime_stopped, ctx=CAPTAIN)
+def resolve_work(
+    home: Home, work_id: str, generation: int, to: str, reason: str, runtime_stopped: bool
+) -> str:
+    item = ops.resolve(
+        home,
+        work_id,
+        generation=generation,
+        to=to,
+        reason=reason,
+        actor=ops.actor(),
+        runtime_stopped=runtime_stopped,
+        ctx=CAPTAIN,
+    )
     return f"Resolved {named(home, item)} to {item.state}; its slot is free."
 
 
@@ -171,9 +196,10 @@ def ring(home: Home, crew: str) -> str | None:
     if bell is None:
         return None
     if bell.action == "held":
-        return ended(f"{crew}'s doorbell is held ({bell.gate}): {bell.detail}") + \
-            " It rings when that clears."
+        return (
+            ended(f"{crew}'s doorbell is held ({bell.gate}): {bell.detail}")
+            + " It rings when that clears."
+        )
     if bell.action == "bounced":
         return ended(f"Mail to {crew} bounced: {bell.detail}")
     return None
-

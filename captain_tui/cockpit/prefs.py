@@ -46,8 +46,11 @@ def load() -> Settings:
     for f in fields(Settings):
         value = raw.get(f.name, getattr(defaults, f.name))
         # a hand-edited file with the wrong type falls back per field, not wholesale
-        values[f.name] = value if isinstance(value, type(getattr(defaults, f.name))) \
+        values[f.name] = (
+            value
+            if isinstance(value, type(getattr(defaults, f.name)))
             else getattr(defaults, f.name)
+        )
     return Settings(**values)
 
 

@@ -31,8 +31,9 @@ def _log(path: str | None, kind: str, text: str) -> None:
 
 
 def _captain(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "captain_tui", *args], capture_output=True,
-                          text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "captain_tui", *args], capture_output=True, text=True
+    )
 
 
 def _busy(seconds: float) -> None:
@@ -78,8 +79,9 @@ class Auto:
             return
         # a report says what was done, as an agent's would; it never echoes the answer
         task = (self.task.splitlines() or ["the task"])[0].rstrip(".")
-        report = (f"Finished: {task[:80]}. Changed what it needed, re-ran the checks: all "
-                  "pass." + (" Went with your answer." if "answer" in kinds else ""))
+        report = f"Finished: {task[:80]}. Changed what it needed, re-ran the checks: all pass." + (
+            " Went with your answer." if "answer" in kinds else ""
+        )
         proc = _captain("done", self.name, "--report", report, *current)
         print(proc.stdout.strip() or proc.stderr.strip())
 
@@ -103,12 +105,21 @@ def _show(messages: list[dict]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--log", help="append every line received to this file (JSON lines)")
-    parser.add_argument("--auto", action="store_true",
-                        help="act on mail by itself: work, ask, finish (the demo's crew)")
-    parser.add_argument("--ask", metavar="QUESTION",
-                        help="with --auto: the question to ask about each assignment")
-    parser.add_argument("--work", type=float, default=3.0, metavar="SECONDS",
-                        help="with --auto: how long each piece of work takes")
+    parser.add_argument(
+        "--auto",
+        action="store_true",
+        help="act on mail by itself: work, ask, finish (the demo's crew)",
+    )
+    parser.add_argument(
+        "--ask", metavar="QUESTION", help="with --auto: the question to ask about each assignment"
+    )
+    parser.add_argument(
+        "--work",
+        type=float,
+        default=3.0,
+        metavar="SECONDS",
+        help="with --auto: how long each piece of work takes",
+    )
     args = parser.parse_args(argv)
     name = os.environ.get("CAPTAIN_CREW", "crew")
     auto = Auto(name, args.ask, args.work) if args.auto else None

@@ -33,16 +33,25 @@ class WorkCommands:
             return "No work item is selected."
         # cancel and replay are offered by state.work.controls, from the facts the feed read
         action = {"live_work": "cancel", "finished_work": "replay"}.get(need)
-        refused = controls.refusal(action, item.facts or controls.Facts(
-            item.work_id, item.state, item.source), self.clock()) if action else None
+        refused = (
+            controls.refusal(
+                action,
+                item.facts or controls.Facts(item.work_id, item.state, item.source),
+                self.clock(),
+            )
+            if action
+            else None
+        )
         if refused is not None and refused.code == "routine_receipt":
             return refused.message  # the reason that holds whatever its state
         what = _upper(_named(item))
         if need == "live_work" and item.finished:
             return f"{what} has already finished ({item.state}); nothing to cancel."
         if need == "finished_work" and not item.finished:
-            return (f"{what} is {item.state}; only a finished item can be replayed "
-                    "(replaying live work would run it twice; cancel it first).")
+            return (
+                f"{what} is {item.state}; only a finished item can be replayed "
+                "(replaying live work would run it twice; cancel it first)."
+            )
         if need == "reconciling_work" and not item.reconciling:
             return f"{what} is {item.state}; only an item that needs reconciliation is resolved."
         return refused.message if refused is not None else None
@@ -68,40 +77,51 @@ class WorkCommands:
         if item.state == "queued":
             body = f"{_upper(_named(item))} has not started: it will be cancelled at once."
         else:
-            stop = (f"Its pane {item.pane} is closed" if item.pane else
-                    "It has no pane on record, so its stop cannot be confirmed")
-            body = (f"{_upper(_named(item))} {_words(item.state)} (generation {item.generation}). "
-                    f"{stop}; only a confirmed stop cancels it. Otherwise it needs "
-                    "reconciliation and keeps its slot until you resolve it.")
+            stop = (
+                f"Its pane {item.pane} is closed"
+                if item.pane
+                else "It has no pane on record, so its stop cannot be confirmed"
+            )
+            body = (
+                f"{_upper(_named(item))} {_words(item.state)} (generation {item.generation}). "
+                f"{stop}; only a confirmed stop cancels it. Otherwise it needs "
+                "reconciliation and keeps its slot until you resolve it."
+            )
         if item.source == "assignment" and item.crew:
-            body += (f" While it is {item.crew}'s current assignment, {item.crew} will be "
-                     "dismissed with it (its unread mail will bounce); recruiting the name "
-                     "again (r) offers to carry on from that task.")
+            body += (
+                f" While it is {item.crew}'s current assignment, {item.crew} will be "
+                "dismissed with it (its unread mail will bounce); recruiting the name "
+                "again (r) offers to carry on from that task."
+            )
         body += " Cancelling never undoes what the work already did."
 
         def decided(yes: bool | None) -> None:
             if yes:
                 self._in_worker(partial(jobs.cancel_work, self.home, item.work_id))
 
-        self.push_screen(ConfirmScreen(f"Cancel {_named(item)}?", body, yes="Cancel work"),
-                         decided)
+        self.push_screen(ConfirmScreen(f"Cancel {_named(item)}?", body, yes="Cancel work"), decided)
 
     def action_replay_work(self) -> None:
         item = self.selected_work()
         if item is None or self._work_refused("finished_work"):
             return
         form = ReplayScreen(item, **self._draft(f"replay:{item.work_id}"))
-        self._open(form, lambda v: jobs.replay_work(self.home, item.work_id, v["reason"],
-                                                       v["target_revision"]))
+        self._open(
+            form,
+            lambda v: jobs.replay_work(self.home, item.work_id, v["reason"], v["target_revision"]),
+        )
 
     def action_resolve_work(self) -> None:
         item = self.selected_work()
         if item is None or not item.reconciling:
             return
         form = ResolveScreen(item, **self._draft(f"resolve:{item.work_id}:{item.generation}"))
-        self._open(form, lambda v: jobs.resolve_work(
-            self.home, item.work_id, v["generation"], v["to"], v["reason"],
-            v["runtime_stopped"]))
+        self._open(
+            form,
+            lambda v: jobs.resolve_work(
+                self.home, item.work_id, v["generation"], v["to"], v["reason"], v["runtime_stopped"]
+            ),
+        )
 
 
 def _words(state: str) -> str:

@@ -92,8 +92,13 @@ def hook_command(home_root: str, key: str, incarnation_id: str) -> str:
     if not _INCARNATION.fullmatch(incarnation_id):
         raise CaptainError("invalid_argument", f"{incarnation_id!r} is not an incarnation ID.")
     argv = [*captain_argv(captain_command()), "hook", "tmux", HOOK, key, incarnation_id]
-    shell = " ".join(["CAPTAIN_HOME=" + shlex.quote(home_root),
-                      "PYTHONPATH=" + shlex.quote(_code_root()), shlex.join(argv)])
+    shell = " ".join(
+        [
+            "CAPTAIN_HOME=" + shlex.quote(home_root),
+            "PYTHONPATH=" + shlex.quote(_code_root()),
+            shlex.join(argv),
+        ]
+    )
     shell = shell.replace("#", "##") + " '#{pane_id}' </dev/null >/dev/null 2>&1 || :"
     return "run-shell -b " + _tmux_quoted(shell)
 
@@ -102,8 +107,11 @@ def watch(tmux: Tmux, locator: PaneLocator, home: Home, key: str, incarnation_id
     """Set the crew window's ``pane-died`` hook. Best effort: False when tmux refused (the
     probe then sees the death, later)."""
     try:
-        tmux.set_window_hook(locator.window_id or locator.pane_id, HOOK,
-                             hook_command(str(home.root), key, incarnation_id))
+        tmux.set_window_hook(
+            locator.window_id or locator.pane_id,
+            HOOK,
+            hook_command(str(home.root), key, incarnation_id),
+        )
     except CaptainError:
         return False
     return True
@@ -123,8 +131,11 @@ def _on_pane_died(argv: list[str], env: Mapping[str, str]) -> Notification | Non
         return None
     _, key, incarnation_id, pane_id = argv
     root = env.get("CAPTAIN_HOME") or ""
-    if not (_PANE.fullmatch(pane_id) and _INCARNATION.fullmatch(incarnation_id)
-            and os.path.isfile(os.path.join(root, "home.json"))):
+    if not (
+        _PANE.fullmatch(pane_id)
+        and _INCARNATION.fullmatch(incarnation_id)
+        and os.path.isfile(os.path.join(root, "home.json"))
+    ):
         return None  # never create a home, nor act on words tmux did not write
     home = Home(Path(root))
     snapshot, _ = crewlog.load(home, crew_key(key))
@@ -133,8 +144,13 @@ def _on_pane_died(argv: list[str], env: Mapping[str, str]) -> Notification | Non
     tmux = Tmux(snapshot.pane.socket)
     state = tmux.pane_state(pane_id)
     deadline = time.monotonic() + 1.0
-    while state is not None and state.dead and state.status is None and state.signal is None \
-            and time.monotonic() < deadline:
+    while (
+        state is not None
+        and state.dead
+        and state.status is None
+        and state.signal is None
+        and time.monotonic() < deadline
+    ):
         time.sleep(0.05)  # tmux fires pane-died once it has the status; in case it has not
         state = tmux.pane_state(pane_id)
     if state is None or not state.dead or not _same_process(state, snapshot.pane):
@@ -147,16 +163,20 @@ def _same_process(state: PaneState, locator: PaneLocator) -> bool:
     return state.pid is None or locator.pane_pid is None or state.pid == locator.pane_pid
 
 
-def _record_dead(home: Home, snapshot: CrewSnapshot, tmux: Tmux,
-                 state: PaneState) -> Notification | None:
+def _record_dead(
+    home: Home, snapshot: CrewSnapshot, tmux: Tmux, state: PaneState
+) -> Notification | None:
     try:
         lines = tuple(tmux.last_lines(snapshot.pane.pane_id, LAST_LINES))
     except CaptainError:
         lines = ()
     how = KILLED if state.signal is not None else EXITED
-    return crew_deaths.record(home, snapshot.name, snapshot.incarnation_id,
-                              Death(how, state.status, state.signal, lines,
-                                    snapshot.pane.pane_id))
+    return crew_deaths.record(
+        home,
+        snapshot.name,
+        snapshot.incarnation_id,
+        Death(how, state.status, state.signal, lines, snapshot.pane.pane_id),
+    )
 
 
 # -- the probe ----------------------------------------------------------------------------
@@ -211,8 +231,9 @@ class Probe:
                 snapshot = self._snapshot(home, key)
             except CaptainError:
                 continue
-            if crew_deaths.is_mortal(snapshot) \
-                    and not crew_deaths.reported(home, key, snapshot.incarnation_id):
+            if crew_deaths.is_mortal(snapshot) and not crew_deaths.reported(
+                home, key, snapshot.incarnation_id
+            ):
                 by_socket.setdefault(snapshot.pane.socket, []).append(snapshot)
         out: list[Notification] = []
         seen: dict[tuple[str, str], tuple[str, float]] = {}
@@ -257,8 +278,12 @@ class Probe:
                         if not waited(ident, "gone", CONFIRM_AFTER):
                             continue
                         how = SERVER_GONE if server == GONE else WINDOW_GONE
-                        n = crew_deaths.record(home, snapshot.name, snapshot.incarnation_id,
-                                               Death(how, pane_id=snapshot.pane.pane_id))
+                        n = crew_deaths.record(
+                            home,
+                            snapshot.name,
+                            snapshot.incarnation_id,
+                            Death(how, pane_id=snapshot.pane.pane_id),
+                        )
                 except CaptainError:
                     continue
                 if n is not None:
@@ -267,8 +292,7 @@ class Probe:
         if keys is None:
             self._watch(alive)
         else:
-            self._watch({**{i: v[0] for i, v in self._pidfds.items() if i[0] not in keys},
-                         **alive})
+            self._watch({**{i: v[0] for i, v in self._pidfds.items() if i[0] not in keys}, **alive})
         return out
 
     # -- between rounds: each live pane's process, by pidfd -------------------------------
@@ -318,14 +342,21 @@ class Probe:
             try:
                 tmux = Tmux(snapshot.pane.socket)
                 state = tmux.pane_state(snapshot.pane.pane_id)
-                if state is not None and state.dead and state.status is None \
-                        and state.signal is None:
+                if (
+                    state is not None
+                    and state.dead
+                    and state.status is None
+                    and state.signal is None
+                ):
                     nudge(tmux)
                     state = tmux.pane_state(snapshot.pane.pane_id)
             except CaptainError:
                 state = None
-            if state is not None and state.dead and (state.status is not None
-                                                     or state.signal is not None):
+            if (
+                state is not None
+                and state.dead
+                and (state.status is not None or state.signal is not None)
+            ):
                 del self._ended[ident]
                 n = _record_dead(home, snapshot, tmux, state)
                 if n is not None:

@@ -27,8 +27,16 @@ from state.models import CrewSnapshot, Message, RingStamp
 from state.store import encode
 from state.vocab import counted
 
-GATES = ("approval_prompt", "human_draft", "unreadable_composer", "not_quiescent",
-         "launch_grace", "cooldown", "tmux_unavailable", "queued")
+GATES = (
+    "approval_prompt",
+    "human_draft",
+    "unreadable_composer",
+    "not_quiescent",
+    "launch_grace",
+    "cooldown",
+    "tmux_unavailable",
+    "queued",
+)
 # seconds after launch before the first ring
 LAUNCH_GRACE = {"claude": 6.0, "codex": 6.0, "pi": 6.0}
 DEFAULT_GRACE = 1.0
@@ -86,10 +94,15 @@ def ring_text(snapshot: CrewSnapshot, stamp: RingStamp, unread: list[Message]) -
     if len(body) > BODY_LIMIT:
         body = body[: BODY_LIMIT - 1] + "…"
     new = [m.assignment_id for m in unread if m.kind == "assignment"]
-    which = f" It is assignment {new[-1]}: pass --assignment {new[-1]} to captain done and " \
-            "captain ask." if new else ""
-    return (f"Mail from the captain: {body} — run captain inbox {snapshot.name} to read it "
-            f"all and mark it read.{which}")
+    which = (
+        f" It is assignment {new[-1]}: pass --assignment {new[-1]} to captain done and captain ask."
+        if new
+        else ""
+    )
+    return (
+        f"Mail from the captain: {body} — run captain inbox {snapshot.name} to read it "
+        f"all and mark it read.{which}"
+    )
 
 
 def _stamp(home: Home, key: str, snapshot: CrewSnapshot) -> RingStamp:
@@ -141,8 +154,16 @@ def _poll(tmux: Tmux, snapshot: CrewSnapshot, until, seconds: float) -> screens.
         time.sleep(0.05)
 
 
-def _hold(home: Home, key: str, snapshot: CrewSnapshot, stamp: RingStamp, gate: str,
-          oldest: Message, at: datetime, detail: str) -> Outcome:
+def _hold(
+    home: Home,
+    key: str,
+    snapshot: CrewSnapshot,
+    stamp: RingStamp,
+    gate: str,
+    oldest: Message,
+    at: datetime,
+    detail: str,
+) -> Outcome:
     """Record that ``gate`` holds the mail. The clock belongs to the oldest held message: it
     starts when that message was first held (by any gate) and neither newer mail nor a gate
     flipping restarts it, so steady mail cannot postpone the 300 s notice forever. When the
@@ -153,15 +174,23 @@ def _hold(home: Home, key: str, snapshot: CrewSnapshot, stamp: RingStamp, gate: 
         since = at
     elif stamp.held_head != oldest.message_id:
         since = max(since, oldest.queued_at)
-    stamp = stamp.model_copy(update=dict(gate=gate, held_head=oldest.message_id,
-                                         held_since=since))
-    if gate == "human_draft" and at - since >= HELD_NOTICE_AFTER \
-            and stamp.held_notified != oldest.message_id:
-        notify.signal(home, snapshot.name, "held",
-                      f"mail for {snapshot.name} ({oldest.message_id}, the oldest held) has "
-                      f"been held since {since:%H:%M:%S} UTC, now behind a human draft on its "
-                      "composer; it lands when the draft is sent or cleared.", at=at,
-                      message_id=oldest.message_id, incarnation_id=snapshot.incarnation_id)
+    stamp = stamp.model_copy(update=dict(gate=gate, held_head=oldest.message_id, held_since=since))
+    if (
+        gate == "human_draft"
+        and at - since >= HELD_NOTICE_AFTER
+        and stamp.held_notified != oldest.message_id
+    ):
+        notify.signal(
+            home,
+            snapshot.name,
+            "held",
+            f"mail for {snapshot.name} ({oldest.message_id}, the oldest held) has "
+            f"been held since {since:%H:%M:%S} UTC, now behind a human draft on its "
+            "composer; it lands when the draft is sent or cleared.",
+            at=at,
+            message_id=oldest.message_id,
+            incarnation_id=snapshot.incarnation_id,
+        )
         stamp = stamp.model_copy(update=dict(held_notified=oldest.message_id))
     _save(home, key, stamp.model_copy(update=dict(checked_at=at)))
     return Outcome(snapshot.name, "held", gate, detail)
@@ -189,8 +218,13 @@ def _ring_locked(home: Home, key: str, at: datetime) -> Outcome:
     unread = mailbox.unread(home, key, snapshot)
     if not unread:
         if stamp.gate is not None or stamp.held_since is not None:
-            _save(home, key, stamp.model_copy(update=dict(gate=None, held_since=None,
-                                                          held_head=None, checked_at=at)))
+            _save(
+                home,
+                key,
+                stamp.model_copy(
+                    update=dict(gate=None, held_since=None, held_head=None, checked_at=at)
+                ),
+            )
         return Outcome(snapshot.name, "nothing")
     head = unread[-1].message_id
     if stamp.head == head and stamp.landed:
@@ -209,10 +243,10 @@ def _ring_locked(home: Home, key: str, at: datetime) -> Outcome:
         if info.state == GONE and tmux.server_alive() is False:
             reason = "its tmux server is gone"
         bounced = protocol.bounce(home, snapshot.name, reason)
-        _save(home, key, stamp.model_copy(update=dict(gate=None, held_since=None,
-                                                      checked_at=at)))
-        return Outcome(snapshot.name, "bounced",
-                       detail=f"{counted(len(bounced), 'message')}: {reason}")
+        _save(home, key, stamp.model_copy(update=dict(gate=None, held_since=None, checked_at=at)))
+        return Outcome(
+            snapshot.name, "bounced", detail=f"{counted(len(bounced), 'message')}: {reason}"
+        )
     if info.state != ALIVE:
         return hold("tmux_unavailable", "tmux did not say whether the pane is there")
 
@@ -240,8 +274,7 @@ def _ring_locked(home: Home, key: str, at: datetime) -> Outcome:
     if seen.working:
         return hold("not_quiescent", seen.reason)
     if snapshot.agent not in COMPOSERS:
-        return _ring_terminal(home, key, snapshot, stamp, head, at, tmux, info, capture, seen,
-                              hold)
+        return _ring_terminal(home, key, snapshot, stamp, head, at, tmux, info, capture, seen, hold)
     if not seen.composer_readable:
         return hold("unreadable_composer", seen.reason)
 
@@ -257,17 +290,42 @@ def _ring_locked(home: Home, key: str, at: datetime) -> Outcome:
     before = _copies(capture, text)
     if not _draft_is(seen.draft, text):
         tmux.send_literal(snapshot.pane, text)
-    landed = _poll(tmux, snapshot, lambda s, cap: _draft_is(s.draft, text)
-                   or _copies(cap, text) > before, LANDED_WAIT) is not None
+    landed = (
+        _poll(
+            tmux,
+            snapshot,
+            lambda s, cap: _draft_is(s.draft, text) or _copies(cap, text) > before,
+            LANDED_WAIT,
+        )
+        is not None
+    )
     if landed:
         tmux.send_enter(snapshot.pane)
-        submitted = _poll(tmux, snapshot, lambda s, cap: s.working or s.draft == ""
-                          or not _draft_is(s.draft, text), SUBMIT_WAIT)
+        submitted = _poll(
+            tmux,
+            snapshot,
+            lambda s, cap: s.working or s.draft == "" or not _draft_is(s.draft, text),
+            SUBMIT_WAIT,
+        )
         landed = submitted is not None
     body = stamp.body_landed or (landed and snapshot.agent not in HOOKED)
-    _save(home, key, stamp.model_copy(update=dict(
-        head=head, rung_at=at, landed=landed, typed=text, body_landed=body, gate=None,
-        held_since=None, held_head=None, checked_at=at)))
+    _save(
+        home,
+        key,
+        stamp.model_copy(
+            update=dict(
+                head=head,
+                rung_at=at,
+                landed=landed,
+                typed=text,
+                body_landed=body,
+                gate=None,
+                held_since=None,
+                held_head=None,
+                checked_at=at,
+            )
+        ),
+    )
     return Outcome(snapshot.name, "rang", detail="landed" if landed else "typed; not confirmed")
 
 
@@ -277,9 +335,19 @@ def _still(before, now, text: str) -> bool:
     return now is not None and now.takes(text) and now.foreground == before.foreground
 
 
-def _ring_terminal(home: Home, key: str, snapshot: CrewSnapshot, stamp: RingStamp, head: str,
-                   at: datetime, tmux: Tmux, info, capture: str, seen: screens.Screen,
-                   hold) -> Outcome:
+def _ring_terminal(
+    home: Home,
+    key: str,
+    snapshot: CrewSnapshot,
+    stamp: RingStamp,
+    head: str,
+    at: datetime,
+    tmux: Tmux,
+    info,
+    capture: str,
+    seen: screens.Screen,
+    hold,
+) -> Outcome:
     """A shell or any other program: the notice, typed only where the kernel edits the
     line (``pane_tty``), else printed on the terminal. Nothing typed is ever left behind:
     a typed notice that is not seen exactly where it was typed is erased again."""
@@ -289,9 +357,23 @@ def _ring_terminal(home: Home, key: str, snapshot: CrewSnapshot, stamp: RingStam
         return hold("unreadable_composer", "captain could not ask the pane's terminal")
 
     def rang(landed: bool, typed: str | None, detail: str) -> Outcome:
-        _save(home, key, stamp.model_copy(update=dict(
-            head=head, rung_at=at, landed=landed, typed=typed, body_landed=False, gate=None,
-            held_since=None, held_head=None, checked_at=at)))
+        _save(
+            home,
+            key,
+            stamp.model_copy(
+                update=dict(
+                    head=head,
+                    rung_at=at,
+                    landed=landed,
+                    typed=typed,
+                    body_landed=False,
+                    gate=None,
+                    held_since=None,
+                    held_head=None,
+                    checked_at=at,
+                )
+            ),
+        )
         return Outcome(snapshot.name, "rang", detail=detail)
 
     if not mode.takes(text):
@@ -321,8 +403,9 @@ def _ring_terminal(home: Home, key: str, snapshot: CrewSnapshot, stamp: RingStam
     x, y = info.cursor
     prompt = lines[y] if 0 <= y < len(lines) else ""
     tmux.send_literal(snapshot.pane, text)
-    if _wait(lambda: _typed_at(tmux, snapshot, prompt, x, y, text), LANDED_WAIT) \
-            and _still(mode, pane_tty.line_mode(info.tty, info.pid), text):
+    if _wait(lambda: _typed_at(tmux, snapshot, prompt, x, y, text), LANDED_WAIT) and _still(
+        mode, pane_tty.line_mode(info.tty, info.pid), text
+    ):
         tmux.send_enter(snapshot.pane)
         landed = _submitted(tmux, snapshot, text)
         return rang(landed, text, "landed" if landed else "typed; not confirmed")
@@ -331,8 +414,12 @@ def _ring_terminal(home: Home, key: str, snapshot: CrewSnapshot, stamp: RingStam
     # so no text of captain's is left on the line to read as a person's draft.
     tmux.send_bytes(snapshot.pane, mode.erase * len(text))
     erased = _poll(tmux, snapshot, lambda s, cap: s.draft == "", LANDED_WAIT) is not None
-    return rang(False, None, "typed, not seen where it was typed; "
-                + ("erased" if erased else "erase sent, not confirmed"))
+    return rang(
+        False,
+        None,
+        "typed, not seen where it was typed; "
+        + ("erased" if erased else "erase sent, not confirmed"),
+    )
 
 
 def _wait(until, seconds: float) -> bool:
@@ -352,12 +439,13 @@ def _rows_reading(tmux: Tmux, snapshot: CrewSnapshot, text: str) -> int:
 
 
 def _cols(text: str) -> int:
-    return sum(0 if unicodedata.combining(c) else
-               2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+    return sum(
+        0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1
+        for c in text
+    )
 
 
-def _typed_at(tmux: Tmux, snapshot: CrewSnapshot, prompt: str, x: int, y: int,
-              text: str) -> bool:
+def _typed_at(tmux: Tmux, snapshot: CrewSnapshot, prompt: str, x: int, y: int, text: str) -> bool:
     """The typed text reads, from the cursor it was typed at, exactly as typed: the row
     before it unchanged (the prompt) and the text after it, wrapped at the pane's width
     (and scrolled up when it ran past the bottom). A prompt ending in the notice's own
@@ -375,14 +463,21 @@ def _typed_at(tmux: Tmux, snapshot: CrewSnapshot, prompt: str, x: int, y: int,
     y0 = min(y, info.height - rows)
     if y0 < 0 or y0 + rows > len(lines):
         return False
-    got = lines[y0:y0 + rows]
+    got = lines[y0 : y0 + rows]
     joined = "".join(r + " " * max(0, info.width - _cols(r)) for r in got[:-1]) + got[-1]
     return joined.rstrip() == (head + text).rstrip()
 
 
 def _submitted(tmux: Tmux, snapshot: CrewSnapshot, text: str) -> bool:
-    return _poll(tmux, snapshot, lambda s, cap: s.working or s.draft == ""
-                 or not _draft_is(s.draft, text), SUBMIT_WAIT) is not None
+    return (
+        _poll(
+            tmux,
+            snapshot,
+            lambda s, cap: s.working or s.draft == "" or not _draft_is(s.draft, text),
+            SUBMIT_WAIT,
+        )
+        is not None
+    )
 
 
 def ring_all(home: Home, quiet: dict | None = None) -> list[Outcome]:
@@ -428,9 +523,15 @@ def _signature(home: Home, key: str) -> tuple | None:
     Records are created once (a new name changes the directory's mtime) and snapshots are
     replaced (a new inode). None when anything changed too recently to trust its mtime."""
     root = str(home.root)
-    places = (f"{root}/crew/{key}", f"{root}/crew/{key}/events",
-              f"{root}/crew/{key}/state.json", f"{root}/mail/{key}", f"{root}/receipts/{key}",
-              f"{root}/bounces/{key}", f"{root}/doorbell/{key}.json")
+    places = (
+        f"{root}/crew/{key}",
+        f"{root}/crew/{key}/events",
+        f"{root}/crew/{key}/state.json",
+        f"{root}/mail/{key}",
+        f"{root}/receipts/{key}",
+        f"{root}/bounces/{key}",
+        f"{root}/doorbell/{key}.json",
+    )
     recent = time.time_ns() - RACY_NS
     sig = []
     for place in places:
@@ -452,8 +553,12 @@ def check_approval(home: Home, name: str) -> bool:
     modal on their pane (raised once per appearance as ``awaiting_approval``)."""
     key = name.lower()
     snapshot, _ = crewlog.load(home, key)
-    if snapshot is None or snapshot.dismissed_at or snapshot.pane is None \
-            or snapshot.agent in APPROVAL_BY_HOOK:
+    if (
+        snapshot is None
+        or snapshot.dismissed_at
+        or snapshot.pane is None
+        or snapshot.agent in APPROVAL_BY_HOOK
+    ):
         return False
     try:
         tmux = Tmux(snapshot.pane.socket)
@@ -470,8 +575,13 @@ def check_approval(home: Home, name: str) -> bool:
                 _save(home, key, stamp.model_copy(update=dict(approval_seen=False)))
             return False
         if not stamp.approval_seen:
-            notify.signal(home, snapshot.name, "awaiting_approval",
-                          f"{snapshot.name} is waiting at an approval prompt: {seen.reason}",
-                          at=now(), incarnation_id=snapshot.incarnation_id)
+            notify.signal(
+                home,
+                snapshot.name,
+                "awaiting_approval",
+                f"{snapshot.name} is waiting at an approval prompt: {seen.reason}",
+                at=now(),
+                incarnation_id=snapshot.incarnation_id,
+            )
             _save(home, key, stamp.model_copy(update=dict(approval_seen=True)))
         return True

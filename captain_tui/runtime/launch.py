@@ -6,8 +6,17 @@ from state.errors import CaptainError
 from state.models import PaneLocator
 
 
-def launcher(home, *, name: str, key: str, agent: str, program: str | None, cwd: str,
-             socket: str | None = None, session: str = "captain"):
+def launcher(
+    home,
+    *,
+    name: str,
+    key: str,
+    agent: str,
+    program: str | None,
+    cwd: str,
+    socket: str | None = None,
+    session: str = "captain",
+):
     """The launch ``protocol.recruit`` runs under its locks, once every rule has passed:
     open the crew's window and hand back its locator and an undo (close it).
 
@@ -30,8 +39,7 @@ def launcher(home, *, name: str, key: str, agent: str, program: str | None, cwd:
     return launch
 
 
-def later(*, program: str | None, cwd: str, socket: str | None = None,
-          session: str = "captain"):
+def later(*, program: str | None, cwd: str, socket: str | None = None, session: str = "captain"):
     """How to launch the crew later, should every ledger slot be held now."""
     from captain_tui.runtime.tmux import resolve_socket
     from state.models import LaunchSpec

@@ -102,8 +102,11 @@ def dispatch(home: Home) -> list[str]:
 
             # recorded with --no-launch there is no pane and nothing to launch: its
             # process is the person's, and its attempt is held externally
-            spec = None if snapshot.pane is not None else \
-                _launch_spec(home, key, snapshot.incarnation_id)
+            spec = (
+                None
+                if snapshot.pane is not None
+                else _launch_spec(home, key, snapshot.incarnation_id)
+            )
             holder = settle.holder_for(snapshot.pane is not None or spec is not None)
 
             def start(_: WorkItem, snapshot=snapshot, key=key, spec=spec) -> PaneLocator | None:
@@ -111,15 +114,31 @@ def dispatch(home: Home) -> list[str]:
                     return snapshot.pane
                 from captain_tui.runtime.launch import launcher
 
-                launch = launcher(home, name=snapshot.name, key=key, agent=snapshot.agent,
-                                  program=spec.program, cwd=spec.cwd, socket=spec.socket,
-                                  session=spec.session)
-                pane, undo = launch(protocol.crew_env(home, snapshot.name,
-                                                      snapshot.incarnation_id,
-                                                      snapshot.assignment.assignment_id))
+                launch = launcher(
+                    home,
+                    name=snapshot.name,
+                    key=key,
+                    agent=snapshot.agent,
+                    program=spec.program,
+                    cwd=spec.cwd,
+                    socket=spec.socket,
+                    session=spec.session,
+                )
+                pane, undo = launch(
+                    protocol.crew_env(
+                        home,
+                        snapshot.name,
+                        snapshot.incarnation_id,
+                        snapshot.assignment.assignment_id,
+                    )
+                )
                 try:
-                    crewlog.append(home, key, snapshot, Launched(
-                        seq=snapshot.seq + 1, at=now(), actor="captain", pane=pane))
+                    crewlog.append(
+                        home,
+                        key,
+                        snapshot,
+                        Launched(seq=snapshot.seq + 1, at=now(), actor="captain", pane=pane),
+                    )
                 except BaseException:
                     undo()
                     raise
@@ -139,8 +158,11 @@ def round(home: Home, *, examine: bool = True) -> list[str]:  # noqa: A001 - one
     try:
         from state.work import deliveries
 
-        changes += [f"{counted(n, 'webhook intake')} finished"
-                    for n in [deliveries.settle_pending(home)] if n]
+        changes += [
+            f"{counted(n, 'webhook intake')} finished"
+            for n in [deliveries.settle_pending(home)]
+            if n
+        ]
         if examine:
             changes += ledger.examine(home, Panes(), holder=holder())
     except CaptainError:

@@ -71,11 +71,11 @@ __all__ = ["Screen", "read_screen", "strip_ansi"]
 
 @dataclass(frozen=True)
 class Screen:
-    approval: bool            # a native approval prompt, or any modal we cannot read, is up
-    composer_readable: bool   # we found the composer (input line) and understood it
-    draft: str | None         # unsent text on the composer: "" when empty; None when not readable
-    working: bool             # the agent is mid-turn (spinner, "esc to interrupt", ...)
-    reason: str               # one short sentence: why (shown to the captain when a gate holds)
+    approval: bool  # a native approval prompt, or any modal we cannot read, is up
+    composer_readable: bool  # we found the composer (input line) and understood it
+    draft: str | None  # unsent text on the composer: "" when empty; None when not readable
+    working: bool  # the agent is mid-turn (spinner, "esc to interrupt", ...)
+    reason: str  # one short sentence: why (shown to the captain when a gate holds)
 
 
 # --------------------------------------------------------------------------- escapes
@@ -99,8 +99,8 @@ _HAS_ESCAPE = re.compile(r"[\x1b\x90\x98\x9b\x9d\x9e\x9f]")
 # stray byte reads as text (a draft, never an empty composer) and never as blank.
 _SANITIZE = {c: "\ufffd" for c in [*range(0x00, 0x0A), *range(0x0B, 0x20), *range(0x7F, 0xA0)]}
 
-_DIM = 1   # the cell is faint (SGR 2) or drawn in a mid grey
-_REV = 2   # the cell is reverse video (Claude Code draws its cursor this way)
+_DIM = 1  # the cell is faint (SGR 2) or drawn in a mid grey
+_REV = 2  # the cell is reverse video (Claude Code draws its cursor this way)
 
 
 def strip_ansi(text: str) -> str:
@@ -131,12 +131,12 @@ def _grey(args: list[str]) -> bool:
 
 def _sgr(params: str, faint: bool, grey: bool, rev: bool) -> tuple[bool, bool, bool]:
     if params[:1] in ("<", "=", ">", "?"):
-        return faint, grey, rev          # private-mode sequences are not SGR
+        return faint, grey, rev  # private-mode sequences are not SGR
     parts = params.split(";")
     i, n = 0, len(parts)
     while i < n:
         p = parts[i]
-        if ":" in p:                     # ITU form: 38:5:N, 38:2::R:G:B, 4:3 ...
+        if ":" in p:  # ITU form: 38:5:N, 38:2::R:G:B, 4:3 ...
             sub = p.split(":")
             if _int(sub[0]) == 38:
                 grey = _grey(sub[1:2] + [x for x in sub[2:] if x])
@@ -161,7 +161,7 @@ def _sgr(params: str, faint: bool, grey: bool, rev: bool) -> tuple[bool, bool, b
             mode = parts[i + 1] if i + 1 < n else ""
             width = 3 if mode == "5" else 5 if mode == "2" else 1
             if code == 38:
-                grey = _grey(parts[i + 1:i + width])
+                grey = _grey(parts[i + 1 : i + width])
             i += width
             continue
         i += 1
@@ -182,7 +182,7 @@ def _scan(text: str) -> tuple[list[str], list[bytes] | None]:
     pos = 0
     for m in _ESCAPE.finditer(text):
         if m.start() > pos:
-            chunk = text[pos:m.start()]
+            chunk = text[pos : m.start()]
             chunks.append(chunk)
             flags.extend(bytes((flag,)) * len(chunk))
         pos = m.end()
@@ -198,7 +198,7 @@ def _scan(text: str) -> tuple[list[str], list[bytes] | None]:
     styles: list[bytes] = []
     start = 0
     for line in lines:
-        styles.append(bytes(flags[start:start + len(line)]))
+        styles.append(bytes(flags[start : start + len(line)]))
         start += len(line) + 1
     return lines, styles
 
@@ -222,8 +222,9 @@ _APPROVAL = re.compile(
     r"|approve once|always allow",
     re.IGNORECASE,
 )
-_YES_NO = re.compile(r"\[\s*y(?:es)?\s*/\s*n(?:o)?\s*\]|\(\s*y(?:es)?\s*/\s*n(?:o)?\s*\)",
-                     re.IGNORECASE)
+_YES_NO = re.compile(
+    r"\[\s*y(?:es)?\s*/\s*n(?:o)?\s*\]|\(\s*y(?:es)?\s*/\s*n(?:o)?\s*\)", re.IGNORECASE
+)
 _POINTED_OPTION = re.compile(r"[ \xa0]*[❯›>▶▸→][ \xa0]*\d{1,2}[.)][ \xa0]+\S")
 _NUMBERED = re.compile(r"[ \xa0]*(?:[❯›>▶▸→][ \xa0]*)?\d{1,2}[.)][ \xa0]+\S")
 
@@ -257,7 +258,7 @@ def _join_rows(first: str, rows: list[str]) -> str:
 
 def _short(text: str, limit: int = 48) -> str:
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _last_nonblank(lines: list[str]) -> int | None:
@@ -282,8 +283,9 @@ def _pointer_of_list(lines: list[str], i: int) -> bool:
     """Is lines[i] the pointer line of a numbered choice list (``› 1. Yes`` + ``  2. No``)?"""
     if not _POINTED_OPTION.match(lines[i]):
         return False
-    return any(_NUMBERED.match(lines[j])
-               for j in range(max(0, i - 3), min(len(lines), i + 4)) if j != i)
+    return any(
+        _NUMBERED.match(lines[j]) for j in range(max(0, i - 3), min(len(lines), i + 4)) if j != i
+    )
 
 
 def _approval_in(lines: list[str]) -> str | None:
@@ -337,12 +339,20 @@ def _width(text: str) -> int:
 
 
 def _held(reason: str, *, working: bool = False) -> Screen:
-    return Screen(approval=False, composer_readable=False, draft=None, working=working,
-                  reason=reason)
+    return Screen(
+        approval=False, composer_readable=False, draft=None, working=working, reason=reason
+    )
 
 
-def _verdict(name: str, *, approval: str | None, draft: str | None, unreadable: str | None,
-             working: str | None, empty_note: str = "") -> Screen:
+def _verdict(
+    name: str,
+    *,
+    approval: str | None,
+    draft: str | None,
+    unreadable: str | None,
+    working: str | None,
+    empty_note: str = "",
+) -> Screen:
     """Assemble a Screen; the reason names the first thing that holds the doorbell."""
     readable = unreadable is None and draft is not None
     if approval:
@@ -357,8 +367,13 @@ def _verdict(name: str, *, approval: str | None, draft: str | None, unreadable: 
         reason = f'{name}: the composer holds an unsent draft ("{_short(draft)}")'
     else:
         reason = f"{name} is idle with an empty composer{empty_note}"
-    return Screen(approval=bool(approval), composer_readable=readable,
-                  draft=draft if readable else None, working=bool(working), reason=reason)
+    return Screen(
+        approval=bool(approval),
+        composer_readable=readable,
+        draft=draft if readable else None,
+        working=bool(working),
+        reason=reason,
+    )
 
 
 # At most this many non-blank lines may follow a composer we call empty: a footer, never
@@ -412,7 +427,7 @@ def _claude_without_box(lines: list[str]) -> tuple[str | None, str]:
         return approval, unreadable
     groups = _rule_groups(lines)
     for (_, end, count), (start, _, count2) in zip(groups, groups[1:]):
-        inside = [l for l in lines[end + 1:start] if not _blank(l)]
+        inside = [l for l in lines[end + 1 : start] if not _blank(l)]
         if count == count2 and inside and start - end - 1 <= 10:
             # two matching rules around something: the composer, in a mode we do not read
             # (bash mode's "!", a prompt glyph we have not seen, ...)
@@ -444,8 +459,13 @@ def _read_claude(lines: list[str], styles: list[bytes] | None) -> Screen:
             break
     if box is None:
         approval, unreadable = _claude_without_box(lines)
-        return _verdict(name, approval=approval, draft=None, working=_claude_working(lines),
-                        unreadable=unreadable)
+        return _verdict(
+            name,
+            approval=approval,
+            draft=None,
+            working=_claude_working(lines),
+            unreadable=unreadable,
+        )
     i = box
     top = i - 1
     while top > 0 and _is_rule(lines[top - 1]):
@@ -453,23 +473,31 @@ def _read_claude(lines: list[str], styles: list[bytes] | None) -> Screen:
     j = i + 1
     while j < n and not _is_rule(lines[j]):
         j += 1
-    status = lines[max(0, top - _STATUS_WINDOW):top]
+    status = lines[max(0, top - _STATUS_WINDOW) : top]
     if j >= n:
-        return _verdict(name, approval=_approval_in(lines[i:]), draft=None,
-                        working=_claude_working(status + lines[i + 1:]),
-                        unreadable="the composer box is not closed (half-drawn screen?)")
+        return _verdict(
+            name,
+            approval=_approval_in(lines[i:]),
+            draft=None,
+            working=_claude_working(status + lines[i + 1 :]),
+            unreadable="the composer box is not closed (half-drawn screen?)",
+        )
     k = j
     while k + 1 < n and _is_rule(lines[k + 1]):
         k += 1
-    tail = lines[k + 1:]
+    tail = lines[k + 1 :]
     approval = _approval_in(tail)
     if approval is None and _pointer_of_list(lines[i:j], 0):
         approval = "a numbered choice list is drawn where the composer should be"
     working = _claude_working(status + tail)
-    if sum(l.count("─") for l in lines[top:i]) != sum(l.count("─") for l in lines[j:k + 1]):
-        return _verdict(name, approval=approval, draft=None, working=working,
-                        unreadable="the rules around the composer do not match "
-                                   "(half-drawn or resizing)")
+    if sum(l.count("─") for l in lines[top:i]) != sum(l.count("─") for l in lines[j : k + 1]):
+        return _verdict(
+            name,
+            approval=approval,
+            draft=None,
+            working=working,
+            unreadable="the rules around the composer do not match (half-drawn or resizing)",
+        )
 
     content = lines[i:j]
     draft = _join_rows(content[0][2:], content[1:])
@@ -477,29 +505,37 @@ def _read_claude(lines: list[str], styles: list[bytes] | None) -> Screen:
     if draft and _dim_only(lines, styles, [(i, 2)] + [(li, 0) for li in range(i + 1, j)]):
         draft, note = "", " (only a dim suggestion is shown)"
     if draft == "" and sum(1 for l in tail if not _blank(l)) > _MAX_FOOTER:
-        return _verdict(name, approval=approval, draft=None, working=working,
-                        unreadable="the composer is not at the bottom of the screen")
-    return _verdict(name, approval=approval, draft=draft, unreadable=None, working=working,
-                    empty_note=note)
+        return _verdict(
+            name,
+            approval=approval,
+            draft=None,
+            working=working,
+            unreadable="the composer is not at the bottom of the screen",
+        )
+    return _verdict(
+        name, approval=approval, draft=draft, unreadable=None, working=working, empty_note=note
+    )
 
 
 # --------------------------------------------------------------------------- Codex
 
 # Placeholders Codex shows (dim) on an empty composer.
-_CODEX_PLACEHOLDERS = frozenset({
-    "Ask Codex to do anything",
-    "Explain this codebase",
-    "Summarize recent commits",
-    "Implement {feature}",
-    "Find and fix a bug in @filename",
-    "Write tests for @filename",
-    "Improve documentation in @filename",
-    "Run /review on my current changes",
-    "Use /skills to list available skills",
-    "Check recently modified functions for compatibility",
-    "How many files have been modified?",
-    "Will this algorithm scale well?",
-})
+_CODEX_PLACEHOLDERS = frozenset(
+    {
+        "Ask Codex to do anything",
+        "Explain this codebase",
+        "Summarize recent commits",
+        "Implement {feature}",
+        "Find and fix a bug in @filename",
+        "Write tests for @filename",
+        "Improve documentation in @filename",
+        "Run /review on my current changes",
+        "Use /skills to list available skills",
+        "Check recently modified functions for compatibility",
+        "How many files have been modified?",
+        "Will this algorithm scale well?",
+    }
+)
 # Under an empty composer Codex draws a padding row and a footer of one or two lines
 # (a few more when tmux has re-wrapped them in a narrow pane).
 _CODEX_MAX_FOOTER = 4
@@ -522,33 +558,49 @@ def _read_codex(lines: list[str], styles: list[bytes] | None) -> Screen:
         if _CODEX_PROMPT.match(lines[i]):
             c = i
             break
-    if c is not None and (_pointer_of_list(lines, c) or (
-            _POINTED_OPTION.match(lines[c]) and _approval_in(lines[max(0, c - _STATUS_WINDOW):c]))):
-        c = None                         # the › is the pointer of a choice list, not the composer
+    if c is not None and (
+        _pointer_of_list(lines, c)
+        or (_POINTED_OPTION.match(lines[c]) and _approval_in(lines[max(0, c - _STATUS_WINDOW) : c]))
+    ):
+        c = None  # the › is the pointer of a choice list, not the composer
     if c is None:
-        return _verdict(name, approval=_approval_in(lines), draft=None,
-                        working=_codex_working(lines),
-                        unreadable="no composer on screen (the › line)")
+        return _verdict(
+            name,
+            approval=_approval_in(lines),
+            draft=None,
+            working=_codex_working(lines),
+            unreadable="no composer on screen (the › line)",
+        )
     # Rows of a multi-line draft follow the › row directly; a blank padding row
     # separates the composer from the footer.
     j = c + 1
     while j < n and not _blank(lines[j]):
         j += 1
-    cont = lines[c + 1:j]
+    cont = lines[c + 1 : j]
     tail = lines[j:]
     approval = _approval_in(tail)
-    working = _codex_working(lines[max(0, c - _STATUS_WINDOW):c] + tail)
+    working = _codex_working(lines[max(0, c - _STATUS_WINDOW) : c] + tail)
     first = _rstrip(lines[c][2:] if len(lines[c]) > 1 else "")
     joined = _join_rows(first, cont)
 
     if first == "":
         if joined:
             return _verdict(name, approval=approval, draft=joined, unreadable=None, working=working)
-        return _verdict(name, approval=approval, draft=None, working=working,
-                        unreadable="the composer shows neither text nor its placeholder")
+        return _verdict(
+            name,
+            approval=approval,
+            draft=None,
+            working=working,
+            unreadable="the composer shows neither text nor its placeholder",
+        )
     if first == "Input disabled.":
-        return _verdict(name, approval=approval, draft=None, working=working,
-                        unreadable="Codex has disabled its input")
+        return _verdict(
+            name,
+            approval=approval,
+            draft=None,
+            working=working,
+            unreadable="Codex has disabled its input",
+        )
     # Codex draws the placeholder dim: where the capture shows dim text at all, the same
     # words in the normal colour were typed (a draft, or the transcript's echo of one).
     # Only a capture without dim (plain, or colour off), which cannot tell them apart,
@@ -562,11 +614,22 @@ def _read_codex(lines: list[str], styles: list[bytes] | None) -> Screen:
         # A placeholder-looking line with more under it is a past message in the
         # transcript (Codex prints user messages with the same ›) above something else.
         if sum(1 for l in tail if not _blank(l)) > _CODEX_MAX_FOOTER:
-            return _verdict(name, approval=approval, draft=None, working=working,
-                            unreadable="the placeholder line is not at the bottom of the screen "
-                                       "(a transcript line above something else?)")
-        return _verdict(name, approval=approval, draft="", unreadable=None, working=working,
-                        empty_note=f' (placeholder "{_short(first, 40)}")')
+            return _verdict(
+                name,
+                approval=approval,
+                draft=None,
+                working=working,
+                unreadable="the placeholder line is not at the bottom of the screen "
+                "(a transcript line above something else?)",
+            )
+        return _verdict(
+            name,
+            approval=approval,
+            draft="",
+            unreadable=None,
+            working=working,
+            empty_note=f' (placeholder "{_short(first, 40)}")',
+        )
     return _verdict(name, approval=approval, draft=joined, unreadable=None, working=working)
 
 
@@ -577,8 +640,9 @@ def _read_codex(lines: list[str], styles: list[bytes] | None) -> Screen:
 _PI_MORE = re.compile(r"─── [↑↓] \d+ more ─*")
 # The key hints of pi's extension dialogs (select, confirm, input, editor), which replace
 # the editor between its rules: "↑↓ navigate  enter select  escape/ctrl+c cancel".
-_PI_DIALOG = re.compile(r"↑↓ navigate|\benter (?:select|submit)\b|escape/ctrl\+c cancel",
-                        re.IGNORECASE)
+_PI_DIALOG = re.compile(
+    r"↑↓ navigate|\benter (?:select|submit)\b|escape/ctrl\+c cancel", re.IGNORECASE
+)
 _PI_STATUS_WINDOW = 6  # pi's loader sits just above the editor, a blank row between
 
 
@@ -639,20 +703,34 @@ def _read_pi(lines: list[str], styles: list[bytes] | None) -> Screen:
     if bottom is not None:
         top = next((i for i in range(bottom - 1, -1, -1) if _pi_rule(lines[i])), None)
     if bottom is None or top is None:
-        return _verdict(name, approval=_pi_dialog(lines), draft=None, working=None,
-                        unreadable="no editor on screen (two ─ rules with a short footer "
-                                   "under them)")
-    rows = lines[top + 1:bottom]
-    working = _pi_working(lines[max(0, top - _PI_STATUS_WINDOW):top])
+        return _verdict(
+            name,
+            approval=_pi_dialog(lines),
+            draft=None,
+            working=None,
+            unreadable="no editor on screen (two ─ rules with a short footer under them)",
+        )
+    rows = lines[top + 1 : bottom]
+    working = _pi_working(lines[max(0, top - _PI_STATUS_WINDOW) : top])
 
-    approval = _pi_dialog(rows) or _pi_dialog(lines[bottom + 1:])
+    approval = _pi_dialog(rows) or _pi_dialog(lines[bottom + 1 :])
     if approval:
-        return _verdict(name, approval=approval, draft=None, working=working,
-                        unreadable="an extension dialog replaces the editor")
+        return _verdict(
+            name,
+            approval=approval,
+            draft=None,
+            working=working,
+            unreadable="an extension dialog replaces the editor",
+        )
     top_kind, bottom_kind = _pi_rule(lines[top]), _pi_rule(lines[bottom])
     if top_kind == bottom_kind == "rule" and _rstrip(lines[top]) != _rstrip(lines[bottom]):
-        return _verdict(name, approval=None, draft=None, working=working,
-                        unreadable="the rules around the editor differ (half-drawn?)")
+        return _verdict(
+            name,
+            approval=None,
+            draft=None,
+            working=working,
+            unreadable="the rules around the editor differ (half-drawn?)",
+        )
     text = "\n".join(_rstrip(r) for r in rows).strip("\n")
     if "more" in (top_kind, bottom_kind):
         draft = text or "\n"  # rows hidden above or below: never empty
@@ -663,16 +741,26 @@ def _read_pi(lines: list[str], styles: list[bytes] | None) -> Screen:
     else:
         draft = _pi_empty_row(rows[0], styles[top + 1] if styles is not None else None)
         if draft is None:
-            return _verdict(name, approval=None, draft=None, working=working,
-                            unreadable="the editor shows no cursor")
+            return _verdict(
+                name,
+                approval=None,
+                draft=None,
+                working=working,
+                unreadable="the editor shows no cursor",
+            )
     # The top rule is only the nearest one: a draft row of ─ as wide as the pane looks the
     # same, and the "editor" under it is then the draft's tail. So an editor read as empty
     # must be the only pair of rules from column 0 (pi draws its transcript one column in);
     # with another rule above it, the real top rule may be that one. (A draft is a draft
     # either way: the doorbell holds.)
     if draft == "" and any(_pi_rule(lines[i]) for i in range(top)):
-        return _verdict(name, approval=None, draft=None, working=working,
-                        unreadable="another rule above the editor (a draft holding a rule?)")
+        return _verdict(
+            name,
+            approval=None,
+            draft=None,
+            working=working,
+            unreadable="another rule above the editor (a draft holding a rule?)",
+        )
     return _verdict(name, approval=None, draft=draft, unreadable=None, working=working)
 
 
@@ -689,9 +777,9 @@ def _prompt_end(line: str) -> int | None:
         if k + 1 < len(line) and line[k + 1] not in _BLANK:
             continue
         if ch == "%" and k > 0 and line[k - 1].isdigit():
-            continue                     # "45%": a percentage, not a zsh prompt
+            continue  # "45%": a percentage, not a zsh prompt
         if ch == ">" and "<" in line[:k]:
-            continue                     # "<div>": markup, not a prompt
+            continue  # "<div>": markup, not a prompt
         return k
     return None
 
@@ -711,11 +799,14 @@ def _read_generic(lines: list[str], cursor: tuple[int, int] | None) -> Screen:
         try:
             x, y = int(cursor[0]), int(cursor[1])
         except (TypeError, ValueError, IndexError):
-            return _held(f"{name}: the cursor position {cursor!r} is not usable",
-                         working=bool(working))
+            return _held(
+                f"{name}: the cursor position {cursor!r} is not usable", working=bool(working)
+            )
         if not 0 <= y < len(lines) or x < 0:
-            return _held(f"{name}: the cursor ({x}, {y}) is outside the captured screen",
-                         working=bool(working))
+            return _held(
+                f"{name}: the cursor ({x}, {y}) is outside the captured screen",
+                working=bool(working),
+            )
         idx = y
     else:
         idx = _last_nonblank(lines)
@@ -729,9 +820,12 @@ def _read_generic(lines: list[str], cursor: tuple[int, int] | None) -> Screen:
     if k is None:
         start = max(0, idx - 6)
         for r in range(idx - 1, start - 1, -1):
-            if not _blank(lines[r]) and _prompt_end(lines[r]) is not None \
-                    and not _pointer_of_list(lines, r):
-                start = r + 1            # questions above an earlier prompt were answered
+            if (
+                not _blank(lines[r])
+                and _prompt_end(lines[r]) is not None
+                and not _pointer_of_list(lines, r)
+            ):
+                start = r + 1  # questions above an earlier prompt were answered
                 break
     region = lines[start:]
     approval = _approval_in(region)
@@ -743,16 +837,31 @@ def _read_generic(lines: list[str], cursor: tuple[int, int] | None) -> Screen:
     if approval is None and _pointer_of_list(lines, idx):
         approval = f'a numbered choice is waiting for an answer ("{_short(line.strip(_BLANK))}")'
     if _blank(line):
-        return _verdict(name, approval=approval, draft=None, working=working,
-                        unreadable="the cursor is on a blank line (no prompt)")
+        return _verdict(
+            name,
+            approval=approval,
+            draft=None,
+            working=working,
+            unreadable="the cursor is on a blank line (no prompt)",
+        )
     if k is None:
-        return _verdict(name, approval=approval, draft=None, working=working,
-                        unreadable="no prompt ending in $ # % > ❯ › on the input line "
-                                   f'("{_short(line.strip(_BLANK))}")')
-    draft = _rstrip(line[k + 2:])
-    if draft == "" and x is not None and x < _width(line[:k + 1]):
-        return _verdict(name, approval=approval, draft=None, working=working,
-                        unreadable="the cursor sits inside the prompt, not after it")
+        return _verdict(
+            name,
+            approval=approval,
+            draft=None,
+            working=working,
+            unreadable="no prompt ending in $ # % > ❯ › on the input line "
+            f'("{_short(line.strip(_BLANK))}")',
+        )
+    draft = _rstrip(line[k + 2 :])
+    if draft == "" and x is not None and x < _width(line[: k + 1]):
+        return _verdict(
+            name,
+            approval=approval,
+            draft=None,
+            working=working,
+            unreadable="the cursor sits inside the prompt, not after it",
+        )
     return _verdict(name, approval=approval, draft=draft, unreadable=None, working=working)
 
 

@@ -25,9 +25,26 @@ from dataclasses import dataclass
 
 # The characters the line discipline acts on instead of inserting (in canonical mode,
 # with signals and the extensions on): a notice holding any of them is never typed.
-_SPECIAL = tuple(getattr(termios, n) for n in (
-    "VINTR", "VQUIT", "VERASE", "VKILL", "VEOF", "VEOL", "VEOL2", "VSTART", "VSTOP",
-    "VSUSP", "VREPRINT", "VWERASE", "VLNEXT", "VDISCARD") if hasattr(termios, n))
+_SPECIAL = tuple(
+    getattr(termios, n)
+    for n in (
+        "VINTR",
+        "VQUIT",
+        "VERASE",
+        "VKILL",
+        "VEOF",
+        "VEOL",
+        "VEOL2",
+        "VSTART",
+        "VSTOP",
+        "VSUSP",
+        "VREPRINT",
+        "VWERASE",
+        "VLNEXT",
+        "VDISCARD",
+    )
+    if hasattr(termios, n)
+)
 
 
 # Who may be typed into even where the kernel edits the line: Enter there submits the line
@@ -40,17 +57,17 @@ SIMCREW = "captain_tui.cockpit.simcrew"
 
 @dataclass(frozen=True)
 class LineMode:
-    kernel: bool          # canonical mode with echo, Enter ends a line: the kernel edits it
-    erase: bytes          # the terminal's erase character (VERASE), to take back our text
-    special: frozenset    # bytes the line discipline would act on
-    reason: str           # why not, when ``kernel`` is False
+    kernel: bool  # canonical mode with echo, Enter ends a line: the kernel edits it
+    erase: bytes  # the terminal's erase character (VERASE), to take back our text
+    special: frozenset  # bytes the line discipline would act on
+    reason: str  # why not, when ``kernel`` is False
     foreground: int | None = None  # the terminal's foreground process group (tpgid)
 
     def takes(self, text: str) -> bool:
         """``text`` goes in as it is: printable ASCII, no byte the discipline acts on."""
         if not self.kernel or not text.isascii():
             return False
-        return all(0x20 <= b < 0x7f and b not in self.special for b in text.encode())
+        return all(0x20 <= b < 0x7F and b not in self.special for b in text.encode())
 
 
 def _stat(pid: int) -> list[bytes] | None:
@@ -131,8 +148,7 @@ def _open(tty: str | None, pid: int | None) -> int | None:
         return None
     try:
         st = os.fstat(fd)
-        ours = stat.S_ISCHR(st.st_mode) and os.isatty(fd) \
-            and _controlling_tty(pid) == st.st_rdev
+        ours = stat.S_ISCHR(st.st_mode) and os.isatty(fd) and _controlling_tty(pid) == st.st_rdev
     except OSError:
         ours = False
     if not ours:
@@ -174,10 +190,13 @@ def line_mode(tty: str | None, pid: int | None) -> LineMode | None:
         strangers = [a for a in readers if not may_type_for(a)]
         if not readers or strangers:
             name = os.path.basename(strangers[0][0]) if strangers and strangers[0] else "?"
-            reason = (f"the program reading the line ({name}) is not an interactive shell: "
-                      "Enter would answer it")
-    return LineMode(kernel=not reason, erase=erase, special=special, reason=reason,
-                    foreground=group)
+            reason = (
+                f"the program reading the line ({name}) is not an interactive shell: "
+                "Enter would answer it"
+            )
+    return LineMode(
+        kernel=not reason, erase=erase, special=special, reason=reason, foreground=group
+    )
 
 
 def show_line(tty: str | None, pid: int | None, text: str, *, fresh: bool) -> bool:

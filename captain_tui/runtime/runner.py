@@ -57,9 +57,15 @@ class Runner:
         if self._gen is None:
             import watchfiles
 
-            self._gen = watchfiles.watch(self.home.root, debounce=20, step=10,
-                                         rust_timeout=WAKE_MS, yield_on_timeout=True,
-                                         watch_filter=None, raise_interrupt=True)
+            self._gen = watchfiles.watch(
+                self.home.root,
+                debounce=20,
+                step=10,
+                rust_timeout=WAKE_MS,
+                yield_on_timeout=True,
+                watch_filter=None,
+                raise_interrupt=True,
+            )
         return self._gen
 
     def tick(self) -> None:
@@ -94,11 +100,11 @@ class Runner:
 
             if self._deaths is None:
                 self._deaths = deaths.Probe()
-            _quietly(self._deaths.round, self.home,
-                     [self.crew.lower()] if self.crew else None)
+            _quietly(self._deaths.round, self.home, [self.crew.lower()] if self.crew else None)
             # a pane or server seen gone is looked at again as soon as it may count
-            self._next_deaths = time.monotonic() + (deaths.CONFIRM_AFTER if self._deaths.pending
-                                                    else deaths.PROBE_EVERY)
+            self._next_deaths = time.monotonic() + (
+                deaths.CONFIRM_AFTER if self._deaths.pending else deaths.PROBE_EVERY
+            )
         if self._deaths is not None:
             _quietly(self._deaths.quick, self.home)  # a crew's process ending: at once
         if self.crew is None:  # a runner of the whole home: watch, wait --all, the cockpit
@@ -109,7 +115,7 @@ class Runner:
             self._purger.tick(clock)  # at once, then every upkeep.PURGE_EVERY seconds
         if clock >= self._next_approval:
             self._next_approval = clock + APPROVAL_EVERY
-            for key in ([self.crew.lower()] if self.crew else self.home.crew_keys()):
+            for key in [self.crew.lower()] if self.crew else self.home.crew_keys():
                 _quietly(doorbell.check_approval, self.home, key)
 
     @property

@@ -28,9 +28,11 @@ TMUX_TIMEOUT = 5.0
 def tmux_binary() -> str:
     found = shutil.which("tmux")
     if not found:
-        raise CaptainError("tmux_unavailable",
-                           "tmux is not installed or not on PATH; install it (e.g. apt-get "
-                           "install tmux) or recruit with --no-launch.")
+        raise CaptainError(
+            "tmux_unavailable",
+            "tmux is not installed or not on PATH; install it (e.g. apt-get "
+            "install tmux) or recruit with --no-launch.",
+        )
     return found
 
 
@@ -85,15 +87,20 @@ def _pane_state(line: str) -> tuple[str, PaneState] | None:
     def number(text: str) -> int | None:
         return int(text) if text.strip().lstrip("-").isdigit() else None
 
-    return fields[0], PaneState(fields[1] == "1", number(fields[2]), number(fields[3]),
-                                number(fields[4]))
+    return fields[0], PaneState(
+        fields[1] == "1", number(fields[2]), number(fields[3]), number(fields[4])
+    )
 
 
 def _no_server(stderr: str) -> bool:
     """tmux's words for "nothing listens on that socket"."""
     err = stderr.lower()
-    return "no server running" in err or "error connecting" in err or "no such file" in err \
+    return (
+        "no server running" in err
+        or "error connecting" in err
+        or "no such file" in err
         or "connection refused" in err
+    )
 
 
 def _no_client(stderr: str) -> bool:
@@ -124,18 +131,24 @@ class Tmux:
 
     def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         try:
-            proc = subprocess.run([self.binary, "-S", self.socket, *map(literal, args)],
-                                  capture_output=True,
-                                  text=True, errors="backslashreplace", timeout=TMUX_TIMEOUT,
-                                  stdin=subprocess.DEVNULL)  # an odd socket path's bytes
+            proc = subprocess.run(
+                [self.binary, "-S", self.socket, *map(literal, args)],
+                capture_output=True,
+                text=True,
+                errors="backslashreplace",
+                timeout=TMUX_TIMEOUT,
+                stdin=subprocess.DEVNULL,
+            )  # an odd socket path's bytes
         except subprocess.TimeoutExpired:
-            raise CaptainError("tmux_unavailable",
-                               f"tmux on {self.socket} did not answer within "
-                               f"{TMUX_TIMEOUT:.0f} s.") from None
+            raise CaptainError(
+                "tmux_unavailable",
+                f"tmux on {self.socket} did not answer within {TMUX_TIMEOUT:.0f} s.",
+            ) from None
         if check and proc.returncode != 0:
-            raise CaptainError("tmux_unavailable",
-                               f"tmux {args[0]} failed on {self.socket}: "
-                               f"{proc.stderr.strip() or proc.returncode}")
+            raise CaptainError(
+                "tmux_unavailable",
+                f"tmux {args[0]} failed on {self.socket}: {proc.stderr.strip() or proc.returncode}",
+            )
         return proc
 
     def server_alive(self) -> bool | None:
@@ -174,8 +187,9 @@ class Tmux:
     def last_lines(self, pane_id: str, count: int = 10) -> list[str]:
         """The last ``count`` lines of a pane's text (a dead pane's too), as plain text
         without colours; trailing blank lines and tmux's own "Pane is dead" line left out."""
-        proc = self.run("capture-pane", "-p", "-J", "-t", pane_id, "-S", f"-{count * 10}",
-                        check=False)
+        proc = self.run(
+            "capture-pane", "-p", "-J", "-t", pane_id, "-S", f"-{count * 10}", check=False
+        )
         if proc.returncode != 0:
             return []
         lines = [line.rstrip() for line in proc.stdout.splitlines()]
@@ -189,8 +203,17 @@ class Tmux:
 
     # -- crew windows -------------------------------------------------------------------
 
-    def open_window(self, session: str, name: str, cwd: str, env: dict[str, str],
-                    command: str, *, width: int = 200, height: int = 50) -> PaneLocator:
+    def open_window(
+        self,
+        session: str,
+        name: str,
+        cwd: str,
+        env: dict[str, str],
+        command: str,
+        *,
+        width: int = 200,
+        height: int = 50,
+    ) -> PaneLocator:
         """A new window named after the crew (one window per crew: activity is per crew),
         in ``session`` (created when there is none of that exact name). Every argument is
         taken literally (``run``; ``format_literal`` for the ones tmux expands)."""
@@ -202,26 +225,58 @@ class Tmux:
         for _ in range(2):  # a session another recruit made in between: a window in it
             target = self._session_id(session)
             if target is not None:
-                proc = self.run("new-window", "-d", "-P", "-F", shown, "-t", f"{target}:",
-                                *where, "--", command, check=False)
+                proc = self.run(
+                    "new-window",
+                    "-d",
+                    "-P",
+                    "-F",
+                    shown,
+                    "-t",
+                    f"{target}:",
+                    *where,
+                    "--",
+                    command,
+                    check=False,
+                )
             else:
-                proc = self.run("new-session", "-d", "-P", "-F", shown, "-s",
-                                format_literal(session), "-x", str(width), "-y", str(height),
-                                *where, "--", command, check=False)
+                proc = self.run(
+                    "new-session",
+                    "-d",
+                    "-P",
+                    "-F",
+                    shown,
+                    "-s",
+                    format_literal(session),
+                    "-x",
+                    str(width),
+                    "-y",
+                    str(height),
+                    *where,
+                    "--",
+                    command,
+                    check=False,
+                )
             if "duplicate session" not in proc.stderr:
                 break
         fields = proc.stdout.strip().split("\t")
         if proc.returncode != 0 or len(fields) != 4:
-            raise CaptainError("tmux_unavailable", "tmux could not open a window: "
-                                                   f"{proc.stderr.strip() or proc.returncode}")
+            raise CaptainError(
+                "tmux_unavailable",
+                f"tmux could not open a window: {proc.stderr.strip() or proc.returncode}",
+            )
         _, window_id, pane_id, pid = fields
         try:  # a crashed agent's pane stays readable
             self.run("set-option", "-w", "-t", window_id, "remain-on-exit", "on")
         except CaptainError:
             self.run("kill-window", "-t", window_id, check=False)  # no window left behind
             raise
-        return PaneLocator(socket=self.socket, session=session, window_id=window_id,
-                           pane_id=pane_id, pane_pid=int(pid) if pid.isdigit() else None)
+        return PaneLocator(
+            socket=self.socket,
+            session=session,
+            window_id=window_id,
+            pane_id=pane_id,
+            pane_pid=int(pid) if pid.isdigit() else None,
+        )
 
     def _session_id(self, session: str) -> str | None:
         """The ID (``$N``) of the session named exactly ``session``: a ``-t`` name would be
@@ -230,8 +285,10 @@ class Tmux:
         if proc.returncode != 0:
             if _no_server(proc.stderr) or not os.path.exists(self.socket):
                 return None
-            raise CaptainError("tmux_unavailable", f"tmux list-sessions failed on "
-                                                   f"{self.socket}: {proc.stderr.strip()}")
+            raise CaptainError(
+                "tmux_unavailable",
+                f"tmux list-sessions failed on {self.socket}: {proc.stderr.strip()}",
+            )
         for line in proc.stdout.splitlines():
             sid, _, name = line.partition("\t")
             if name == session:
@@ -244,10 +301,17 @@ class Tmux:
             return PaneInfo(GONE)
         if alive is None:
             return PaneInfo(UNKNOWN)
-        proc = self.run("display-message", "-p", "-t", locator.pane_id, "-F",
-                        "#{pane_id}\t#{window_activity}\t#{cursor_x}\t#{cursor_y}\t"
-                        "#{pane_height}\t#{pane_dead}\t#{pane_width}\t#{pane_tty}\t"
-                        "#{pane_pid}\t#{alternate_on}", check=False)
+        proc = self.run(
+            "display-message",
+            "-p",
+            "-t",
+            locator.pane_id,
+            "-F",
+            "#{pane_id}\t#{window_activity}\t#{cursor_x}\t#{cursor_y}\t"
+            "#{pane_height}\t#{pane_dead}\t#{pane_width}\t#{pane_tty}\t"
+            "#{pane_pid}\t#{alternate_on}",
+            check=False,
+        )
         if proc.returncode != 0:
             err = proc.stderr.lower()
             if "can't find pane" in err or "can't find window" in err:
@@ -257,11 +321,17 @@ class Tmux:
         if len(fields) != 10 or fields[0] != locator.pane_id:
             return PaneInfo(GONE if fields and fields[0] != locator.pane_id else UNKNOWN)
         try:
-            return PaneInfo(ALIVE, activity=float(fields[1] or 0),
-                            cursor=(int(fields[2]), int(fields[3])), height=int(fields[4]),
-                            dead=fields[5] == "1", width=int(fields[6]),
-                            tty=fields[7] or None, pid=int(fields[8]) if fields[8] else None,
-                            alternate=fields[9] == "1")
+            return PaneInfo(
+                ALIVE,
+                activity=float(fields[1] or 0),
+                cursor=(int(fields[2]), int(fields[3])),
+                height=int(fields[4]),
+                dead=fields[5] == "1",
+                width=int(fields[6]),
+                tty=fields[7] or None,
+                pid=int(fields[8]) if fields[8] else None,
+                alternate=fields[9] == "1",
+            )
         except ValueError:
             return PaneInfo(UNKNOWN)
 
@@ -303,8 +373,10 @@ class Tmux:
             return True
         if _no_client(proc.stderr):
             return False
-        raise CaptainError("tmux_unavailable", f"tmux switch-client failed on {self.socket}: "
-                                               f"{proc.stderr.strip() or proc.returncode}")
+        raise CaptainError(
+            "tmux_unavailable",
+            f"tmux switch-client failed on {self.socket}: {proc.stderr.strip() or proc.returncode}",
+        )
 
 
 def literal(arg: str) -> str:
@@ -326,7 +398,9 @@ def check_session(session: str) -> str:
     """A session name tmux keeps as given: it rewrites ``:`` and ``.`` (they separate
     session, window and pane in a target), so such a name would never be found again."""
     if not session or ":" in session or "." in session or not session.isprintable():
-        raise CaptainError("invalid_argument",
-                           f"tmux session {session[:80]!r} is not a name tmux keeps as given: "
-                           "use printable characters other than ':' and '.'.")
+        raise CaptainError(
+            "invalid_argument",
+            f"tmux session {session[:80]!r} is not a name tmux keeps as given: "
+            "use printable characters other than ':' and '.'.",
+        )
     return session

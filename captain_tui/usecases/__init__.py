@@ -32,6 +32,27 @@ from captain_tui.usecases.status import Status, status
 from captain_tui.usecases.words import dismissal_words, store_error
 from captain_tui.usecases.work import Cancellation, actor, cancel, replay, resolve
 
-__all__ = ["Attach", "Bell", "Cancellation", "Dismissal", "Recruited", "Recruitment", "Status",
-           "acknowledge", "actor", "answer", "assign", "cancel", "dismiss", "dismissal_words",
-           "jump", "recruit", "replay", "resolve", "ring", "status", "store_error", "tell"]
+__all__ = [
+    "Attach",
+    "Bell",
+    "Cancellation",
+    "Dismissal",
+    "Recruited",
+    "Recruitment",
+    "Status",
+    "acknowledge",
+    "actor",
+    "answer",
+    "assign",
+    "cancel",
+    "dismiss",
+    "dismissal_words",
+    "jump",
+    "recruit",
+    "replay",
+    "resolve",
+    "ring",
+    "status",
+    "store_error",
+    "tell",
+]

@@ -99,8 +99,10 @@ def recruit(home: Home, req: Recruitment, *, ctx: Context = CAPTAIN) -> Recruite
     _check_recruitment(req)
     home.config()  # invalid_config before a pane is started or anything is written
     if req.cwd and not os.path.isdir(os.path.expanduser(req.cwd)):
-        raise CaptainError("invalid_path", f"--cwd {req.cwd} is not a directory: a crew works "
-                                           "in an existing directory.")
+        raise CaptainError(
+            "invalid_path",
+            f"--cwd {req.cwd} is not a directory: a crew works in an existing directory.",
+        )
     cwd = os.path.realpath(os.path.expanduser(req.cwd or "."))
     # a command is a program of its own: no agent's hooks or composer apply to it
     agent = "program" if req.command else (req.agent or "shell")
@@ -108,33 +110,75 @@ def recruit(home: Home, req: Recruitment, *, ctx: Context = CAPTAIN) -> Recruite
         raise CaptainError("invalid_argument", "a program crew needs a command to run.")
     start = later = None
     if req.launch:
-        start = launch.launcher(home, name=req.name, key=crew_key(req.name), agent=agent,
-                                program=req.command, socket=req.socket, session=req.session,
-                                cwd=cwd)
-        later = launch.later(program=req.command, cwd=cwd, socket=req.socket,
-                             session=req.session)
+        start = launch.launcher(
+            home,
+            name=req.name,
+            key=crew_key(req.name),
+            agent=agent,
+            program=req.command,
+            socket=req.socket,
+            session=req.session,
+            cwd=cwd,
+        )
+        later = launch.later(program=req.command, cwd=cwd, socket=req.socket, session=req.session)
         check_path(later.socket, "tmux socket")  # resolved: it may come from the environment
-    r = protocol.recruit(home, req.name, req.task, owns=list(req.owns) or None,
-                         allow=list(req.allow) or None, handoff=req.handoff, cwd=cwd,
-                         agent=agent, ctx=ctx, launch=start, later=later)
+    r = protocol.recruit(
+        home,
+        req.name,
+        req.task,
+        owns=list(req.owns) or None,
+        allow=list(req.allow) or None,
+        handoff=req.handoff,
+        cwd=cwd,
+        agent=agent,
+        ctx=ctx,
+        launch=start,
+        later=later,
+    )
     snapshot, _ = crewlog.load(home, crew_key(req.name))
-    return Recruited(r.crew, agent, r.incarnation_id, r.assignment_id, r.message_id,
-                     r.work_id, r.queued, snapshot.pane if snapshot else None, r.env)
+    return Recruited(
+        r.crew,
+        agent,
+        r.incarnation_id,
+        r.assignment_id,
+        r.message_id,
+        r.work_id,
+        r.queued,
+        snapshot.pane if snapshot else None,
+        r.env,
+    )
 
 
-def assign(home: Home, name: str, task: str, *, handoff: str, owns: list[str] | None = None,
-           allow: list[str] | None = None, ctx: Context = CAPTAIN):
-    return protocol.assign(home, name, task, handoff=handoff, owns=owns or None,
-                           allow=allow or None, ctx=ctx)
+def assign(
+    home: Home,
+    name: str,
+    task: str,
+    *,
+    handoff: str,
+    owns: list[str] | None = None,
+    allow: list[str] | None = None,
+    ctx: Context = CAPTAIN,
+):
+    return protocol.assign(
+        home, name, task, handoff=handoff, owns=owns or None, allow=allow or None, ctx=ctx
+    )
 
 
-def tell(home: Home, name: str, text: str, *, assignment_id: str,
-         ctx: Context = CAPTAIN) -> Message:
+def tell(
+    home: Home, name: str, text: str, *, assignment_id: str, ctx: Context = CAPTAIN
+) -> Message:
     return protocol.tell(home, name, text, assignment_id=assignment_id, ctx=ctx)
 
 
-def answer(home: Home, name: str, question_id: str, text: str, *, assignment_id: str,
-           ctx: Context = CAPTAIN) -> Message:
+def answer(
+    home: Home,
+    name: str,
+    question_id: str,
+    text: str,
+    *,
+    assignment_id: str,
+    ctx: Context = CAPTAIN,
+) -> Message:
     return protocol.answer(home, name, question_id, text, assignment_id=assignment_id, ctx=ctx)
 
 
@@ -151,13 +195,22 @@ class Dismissal:
 
     def as_json(self) -> dict:
         """The shape the CLI's ``--json`` and the HTTP API answer with."""
-        return {"crew": self.crew, "assignment_id": self.assignment_id,
-                "bounced": [b.message_id for b in self.bounced],
-                "pane_stopped": self.pane_stopped}
+        return {
+            "crew": self.crew,
+            "assignment_id": self.assignment_id,
+            "bounced": [b.message_id for b in self.bounced],
+            "pane_stopped": self.pane_stopped,
+        }
 
 
-def dismiss(home: Home, name: str, *, ctx: Context = CAPTAIN, reason: str = "crew dismissed",
-            actor: str = "captain") -> Dismissal:
+def dismiss(
+    home: Home,
+    name: str,
+    *,
+    ctx: Context = CAPTAIN,
+    reason: str = "crew dismissed",
+    actor: str = "captain",
+) -> Dismissal:
     """Close the crew's window first, then retire it: unread mail bounces, and its work item
     is cancelled on a confirmed stop (needs reconciliation otherwise)."""
     rules.check_captain(ctx, "dismiss")
@@ -166,11 +219,13 @@ def dismiss(home: Home, name: str, *, ctx: Context = CAPTAIN, reason: str = "cre
     stopped = None
     if snapshot is not None and snapshot.dismissed_at is None:
         stopped = launch.close_pane(snapshot.pane)
-    bounced = protocol.dismiss(home, name, ctx=ctx, stopped=stopped, reason=reason,
-                               actor=actor)
-    return Dismissal(snapshot.name if snapshot else name,
-                     snapshot.assignment.assignment_id if snapshot else None,
-                     tuple(bounced), stopped)
+    bounced = protocol.dismiss(home, name, ctx=ctx, stopped=stopped, reason=reason, actor=actor)
+    return Dismissal(
+        snapshot.name if snapshot else name,
+        snapshot.assignment.assignment_id if snapshot else None,
+        tuple(bounced),
+        stopped,
+    )
 
 
 @dataclass(frozen=True)
@@ -197,11 +252,15 @@ def jump(pane: PaneLocator, env=None, *, ctx: Context = CAPTAIN) -> Attach | Non
     if inside and os.path.realpath(inside) == os.path.realpath(pane.socket):
         if Tmux(pane.socket).switch_to(pane):
             return None
-        return Attach(command, "no_client",
-                      f"No terminal is attached to the tmux server {pane.socket}, so there "
-                      f"is no client to switch; attach one from another terminal: {command}")
-    return Attach(command, "another_tmux",
-                  f"The pane is on another tmux server ({pane.socket}); attach to it from "
-                  f"another terminal: {command}")
-
-
+        return Attach(
+            command,
+            "no_client",
+            f"No terminal is attached to the tmux server {pane.socket}, so there "
+            f"is no client to switch; attach one from another terminal: {command}",
+        )
+    return Attach(
+        command,
+        "another_tmux",
+        f"The pane is on another tmux server ({pane.socket}); attach to it from "
+        f"another terminal: {command}",
+    )

@@ -28,8 +28,13 @@ class Status:
     crew: list[dict]  # protocol.crew_status's rows, each with its "doorbell"
 
     def as_json(self) -> dict:
-        return {"crew": self.crew, "workspace_id": self.workspace_id, "home": str(self.root),
-                "home_exists": self.home_exists, "ledger": self.ledger}
+        return {
+            "crew": self.crew,
+            "workspace_id": self.workspace_id,
+            "home": str(self.root),
+            "home_exists": self.home_exists,
+            "ledger": self.ledger,
+        }
 
 
 def _location(home: Home):
@@ -57,9 +62,11 @@ def _workspace(home: Home):
 def _bell(home: Home, row: dict) -> dict:
     stamp = doorbell.read_stamp(home, row["name"].lower())
     live = stamp is not None and stamp.incarnation_id == row["incarnation_id"]
-    return {"gate": stamp.gate if live else None,
-            "held_since": stamp.held_since.isoformat() if live and stamp.held_since else None,
-            "head": stamp.head if live else None}
+    return {
+        "gate": stamp.gate if live else None,
+        "held_since": stamp.held_since.isoformat() if live and stamp.held_since else None,
+        "head": stamp.head if live else None,
+    }
 
 
 def status(home: Home, *, ctx: Context = CAPTAIN, include_dismissed: bool = False) -> Status:

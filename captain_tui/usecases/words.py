@@ -13,8 +13,11 @@ def dismissal_words(d, *, place: str = "pane") -> str:
     """A ``Dismissal`` in a sentence's tail: what bounced, whether the crew's ``place`` (the
     CLI's "pane", the cockpit's "window") is gone; "" when there is nothing to add."""
     extra = f"; {counted(len(d.bounced), 'unread message')} bounced" if d.bounced else ""
-    gone = {True: f"; its {place} is closed",
-            False: f"; its {place} could NOT be confirmed closed", None: ""}[d.pane_stopped]
+    gone = {
+        True: f"; its {place} is closed",
+        False: f"; its {place} could NOT be confirmed closed",
+        None: "",
+    }[d.pane_stopped]
     return extra + gone
 
 

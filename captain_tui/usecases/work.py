@@ -42,14 +42,18 @@ def _live_crew(home: Home, item: WorkItem) -> str | None:
     if item.source != "assignment" or not item.crew or item.state in TERMINAL:
         return None
     snapshot, _ = crewlog.load(home, crew_key(item.crew))
-    if (snapshot is None or snapshot.dismissed_at is not None
-            or snapshot.assignment.assignment_id != item.assignment_id):
+    if (
+        snapshot is None
+        or snapshot.dismissed_at is not None
+        or snapshot.assignment.assignment_id != item.assignment_id
+    ):
         return None
     return snapshot.name
 
 
-def cancel(home: Home, work_id: str, *, actor: str, reason: str | None = None,
-           ctx: Context = CAPTAIN) -> Cancellation:
+def cancel(
+    home: Home, work_id: str, *, actor: str, reason: str | None = None, ctx: Context = CAPTAIN
+) -> Cancellation:
     """Cancel a work item. An assignment's item is cancelled by dismissing its crew (one
     path: the pane is closed, unread mail bounces, the crew can be recruited again with
     ``--handoff``), so a crew is never left recorded as assigned with a dead pane."""
@@ -61,28 +65,59 @@ def cancel(home: Home, work_id: str, *, actor: str, reason: str | None = None,
     controls.check(home, "cancel", item)  # a routine receipt is not captain's to stop
     crew = _live_crew(home, item)
     if crew is None:
-        result = ledger.cancel(home, item.work_id, actor=actor, reason=reason,
-                               stop=ledger_probe.stop)
+        result = ledger.cancel(
+            home, item.work_id, actor=actor, reason=reason, stop=ledger_probe.stop
+        )
         return Cancellation(result.item, result.outcome, None)
-    dismissal = dismiss(home, crew, ctx=ctx, actor=actor,
-                        reason=reason or f"work item {item.work_id} cancelled")
+    dismissal = dismiss(
+        home, crew, ctx=ctx, actor=actor, reason=reason or f"work item {item.work_id} cancelled"
+    )
     after = ledger.get(home, item.work_id)
-    outcome = ("cancelled" if after.state == "cancelled" else
-               "already_terminal" if after.state in TERMINAL else "stop_unconfirmed")
+    outcome = (
+        "cancelled"
+        if after.state == "cancelled"
+        else "already_terminal"
+        if after.state in TERMINAL
+        else "stop_unconfirmed"
+    )
     return Cancellation(after, outcome, dismissal)
 
 
-def replay(home: Home, work_id: str, *, actor: str, reason: str,
-           target_revision: str | None = None, ctx: Context = CAPTAIN) -> WorkItem:
+def replay(
+    home: Home,
+    work_id: str,
+    *,
+    actor: str,
+    reason: str,
+    target_revision: str | None = None,
+    ctx: Context = CAPTAIN,
+) -> WorkItem:
     """Queue a finished item's input again as a new item (``state.work.replay``)."""
     rules.check_captain(ctx, "work replay")  # before the item is read
-    return replays.replay(home, work_id, actor=actor, reason=reason,
-                          target_revision=target_revision)
+    return replays.replay(
+        home, work_id, actor=actor, reason=reason, target_revision=target_revision
+    )
 
 
-def resolve(home: Home, work_id: str, *, generation: int, to: str, reason: str | None,
-            actor: str, runtime_stopped: bool = False, ctx: Context = CAPTAIN) -> WorkItem:
+def resolve(
+    home: Home,
+    work_id: str,
+    *,
+    generation: int,
+    to: str,
+    reason: str | None,
+    actor: str,
+    runtime_stopped: bool = False,
+    ctx: Context = CAPTAIN,
+) -> WorkItem:
     """Settle an item that needs reconciliation, by the person who checked its process."""
     rules.check_captain(ctx, "work resolve")  # before the item is read
-    return ledger.resolve(home, work_id, generation=generation, to=to, reason=reason,
-                          operator=actor, runtime_stopped=runtime_stopped)
+    return ledger.resolve(
+        home,
+        work_id,
+        generation=generation,
+        to=to,
+        reason=reason,
+        operator=actor,
+        runtime_stopped=runtime_stopped,
+    )

@@ -37,18 +37,31 @@ from state.store import encode
 def fold(snapshot: CrewSnapshot | None, event) -> CrewSnapshot:
     """Apply one event to a snapshot. The only place that says what an event means."""
     if isinstance(event, Recruited):
-        return CrewSnapshot(seq=event.seq, name=event.name, incarnation_id=event.incarnation_id,
-                            agent=event.agent, recruited_at=event.at,
-                            assignment=event.assignment, assigned_at=event.at, pane=event.pane,
-                            launched_at=event.at if event.pane is not None else None)
+        return CrewSnapshot(
+            seq=event.seq,
+            name=event.name,
+            incarnation_id=event.incarnation_id,
+            agent=event.agent,
+            recruited_at=event.at,
+            assignment=event.assignment,
+            assigned_at=event.at,
+            pane=event.pane,
+            launched_at=event.at if event.pane is not None else None,
+        )
     if snapshot is None:
         raise CaptainError("store_error", f"crew history starts with {event.type}, not recruited")
     if isinstance(event, Assigned):
-        changes = dict(assignment=event.assignment, assigned_at=event.at, done_at=None,
-                       report=None, question=None)
+        changes = dict(
+            assignment=event.assignment,
+            assigned_at=event.at,
+            done_at=None,
+            report=None,
+            question=None,
+        )
     elif isinstance(event, Asked):
-        changes = dict(question=Question(question_id=event.question_id, text=event.text,
-                                         asked_at=event.at))
+        changes = dict(
+            question=Question(question_id=event.question_id, text=event.text, asked_at=event.at)
+        )
     elif isinstance(event, Finished):
         changes = dict(done_at=event.at, report=event.report)
     elif isinstance(event, Dismissed):
@@ -117,9 +130,15 @@ def settle(home: Home, key: str, snapshot: CrewSnapshot, event) -> None:
     name = snapshot.name
     if isinstance(event, (Recruited, Assigned)):
         spec = event.assignment
-        message = Message(message_id=spec.message_id, crew=name,
-                          incarnation_id=snapshot.incarnation_id, assignment_id=spec.assignment_id,
-                          kind="assignment", text=spec.task, queued_at=event.at)
+        message = Message(
+            message_id=spec.message_id,
+            crew=name,
+            incarnation_id=snapshot.incarnation_id,
+            assignment_id=spec.assignment_id,
+            kind="assignment",
+            text=spec.task,
+            queued_at=event.at,
+        )
         _ensure(home, home.mail_dir(key) / f"{spec.message_id}.json", message)
         from state.work import (
             settle as ledger_settle,  # here: most crew-side commands never need it
@@ -127,15 +146,34 @@ def settle(home: Home, key: str, snapshot: CrewSnapshot, event) -> None:
 
         ledger_settle.accepted(home, snapshot, event)
     elif isinstance(event, Asked):
-        _notify(home, key, Notification(
-            delivery_id=event.delivery_id, status="asked", crew=name,
-            assignment_id=event.assignment_id, summary=summarize(event.text),
-            queued_at=event.queued_at, created_at=event.at, question_id=event.question_id))
+        _notify(
+            home,
+            key,
+            Notification(
+                delivery_id=event.delivery_id,
+                status="asked",
+                crew=name,
+                assignment_id=event.assignment_id,
+                summary=summarize(event.text),
+                queued_at=event.queued_at,
+                created_at=event.at,
+                question_id=event.question_id,
+            ),
+        )
     elif isinstance(event, Finished):
-        _notify(home, key, Notification(
-            delivery_id=event.delivery_id, status="done", crew=name,
-            assignment_id=event.assignment_id, summary=summarize(event.report),
-            queued_at=event.queued_at, created_at=event.at))
+        _notify(
+            home,
+            key,
+            Notification(
+                delivery_id=event.delivery_id,
+                status="done",
+                crew=name,
+                assignment_id=event.assignment_id,
+                summary=summarize(event.report),
+                queued_at=event.queued_at,
+                created_at=event.at,
+            ),
+        )
         from state.work import settle as ledger_settle
 
         ledger_settle.finished(home, event)
@@ -153,22 +191,45 @@ def unread_bounces(home: Home, key: str, snapshot: CrewSnapshot) -> list[Bounced
     """What a dismissal bounces: the incarnation's unread mail, oldest first, each with a
     delivery ID derived from its message ID (``msg_X`` -> ``dlv_X``), so that settling
     again after a crash makes the same records."""
-    return [BouncedMail(message_id=m.message_id, delivery_id=derive(DELIVERY, m.message_id),
-                        queued_at=m.queued_at, summary=summarize(m.text)[:200])
-            for m in mailbox.unread(home, key, snapshot)]
+    return [
+        BouncedMail(
+            message_id=m.message_id,
+            delivery_id=derive(DELIVERY, m.message_id),
+            queued_at=m.queued_at,
+            summary=summarize(m.text)[:200],
+        )
+        for m in mailbox.unread(home, key, snapshot)
+    ]
 
 
 def _bounce(home: Home, key: str, name: str, event: Dismissed, mail: BouncedMail) -> None:
     # the notification first: the bounce record takes the mail out of "unread", so a
     # settle killed between the two finds the mail again and finishes it
-    _notify(home, key, Notification(
-        delivery_id=mail.delivery_id, status="bounced", crew=name,
-        assignment_id=event.assignment_id,
-        summary=bounce_summary(mail.message_id, event.reason, mail.summary),
-        queued_at=mail.queued_at, created_at=event.at, message_id=mail.message_id))
-    _ensure(home, home.bounces_dir(key) / f"{mail.message_id}.json", Bounce(
-        message_id=mail.message_id, crew=name, delivery_id=mail.delivery_id,
-        reason=event.reason, bounced_at=event.at))
+    _notify(
+        home,
+        key,
+        Notification(
+            delivery_id=mail.delivery_id,
+            status="bounced",
+            crew=name,
+            assignment_id=event.assignment_id,
+            summary=bounce_summary(mail.message_id, event.reason, mail.summary),
+            queued_at=mail.queued_at,
+            created_at=event.at,
+            message_id=mail.message_id,
+        ),
+    )
+    _ensure(
+        home,
+        home.bounces_dir(key) / f"{mail.message_id}.json",
+        Bounce(
+            message_id=mail.message_id,
+            crew=name,
+            delivery_id=mail.delivery_id,
+            reason=event.reason,
+            bounced_at=event.at,
+        ),
+    )
 
 
 def _notify(home: Home, key: str, notification: Notification) -> None:
@@ -197,5 +258,3 @@ def events(home: Home, key: str) -> list:
         if event is not None:
             out.append(event)
     return out
-
-

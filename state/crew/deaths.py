@@ -54,8 +54,11 @@ class Death:
 
     def words(self) -> str:
         if self.how == EXITED:
-            return f"its process exited with status {self.status}" \
-                if self.status is not None else "its process ended"
+            return (
+                f"its process exited with status {self.status}"
+                if self.status is not None
+                else "its process ended"
+            )
         if self.how == KILLED:
             try:
                 name = f" ({signals.Signals(self.signal).name})"
@@ -63,8 +66,10 @@ class Death:
                 name = ""
             return f"its process was killed by signal {self.signal}{name}"
         if self.how == WINDOW_GONE:
-            return ("its tmux window was closed outside captain (the window or its session "
-                    "was killed), and its process with it")
+            return (
+                "its tmux window was closed outside captain (the window or its session "
+                "was killed), and its process with it"
+            )
         return "its tmux server is gone, and its process with it"
 
 
@@ -81,13 +86,18 @@ def reported(home: Home, key: str, incarnation_id: str) -> bool:
 def is_mortal(snapshot: CrewSnapshot | None, incarnation_id: str | None = None) -> bool:
     """Whether a death of this crew's pane would be an error now: live, launched, the same
     incarnation, and its assignment not done."""
-    return (snapshot is not None and snapshot.dismissed_at is None and snapshot.pane is not None
-            and snapshot.done_at is None
-            and (incarnation_id is None or snapshot.incarnation_id == incarnation_id))
+    return (
+        snapshot is not None
+        and snapshot.dismissed_at is None
+        and snapshot.pane is not None
+        and snapshot.done_at is None
+        and (incarnation_id is None or snapshot.incarnation_id == incarnation_id)
+    )
 
 
-def record(home: Home, name: str, incarnation_id: str, death: Death, *,
-           at: datetime | None = None) -> Notification | None:
+def record(
+    home: Home, name: str, incarnation_id: str, death: Death, *, at: datetime | None = None
+) -> Notification | None:
     """Record one death; returns the notification when this call wrote it, None when it is
     not an error (dismissed, done, another incarnation or pane) or was already recorded.
 
@@ -107,10 +117,15 @@ def record(home: Home, name: str, incarnation_id: str, death: Death, *,
             return None
         assignment_id = snapshot.assignment.assignment_id
         last = mailbox.last_message(home, key, assignment_id)
-        n = Notification(delivery_id=delivery_id(incarnation_id), status="error",
-                         crew=snapshot.name, assignment_id=assignment_id,
-                         summary=summary(snapshot, death, item_words),
-                         queued_at=last.queued_at if last else None, created_at=at)
+        n = Notification(
+            delivery_id=delivery_id(incarnation_id),
+            status="error",
+            crew=snapshot.name,
+            assignment_id=assignment_id,
+            summary=summary(snapshot, death, item_words),
+            queued_at=last.queued_at if last else None,
+            created_at=at,
+        )
         created = home.store.create_once(path, encode(n), same=lambda old, new: True)
         return n if created else None
 
@@ -126,13 +141,22 @@ def _fail_work(home: Home, snapshot: CrewSnapshot, death: Death) -> str:
     if item is None:
         return ""
     current = item.attempts[-1] if item.attempts else None
-    here = current is not None and current.runtime_locator is not None \
-        and current.runtime_locator.pane_id == snapshot.pane.pane_id \
+    here = (
+        current is not None
+        and current.runtime_locator is not None
+        and current.runtime_locator.pane_id == snapshot.pane.pane_id
         and current.runtime_locator.socket == snapshot.pane.socket
+    )
     if item.state == "running" and here:
         with contextlib.suppress(CaptainError):  # it moved on under us: say what it is now
-            item = ledger.report(home, work_id, item.generation, "failed", actor=ACTOR,
-                                 reason=f"the crew died before done: {death.words()}")
+            item = ledger.report(
+                home,
+                work_id,
+                item.generation,
+                "failed",
+                actor=ACTOR,
+                reason=f"the crew died before done: {death.words()}",
+            )
     return f"Its work item {work_id} is {item.state}."
 
 
@@ -143,16 +167,17 @@ def summary(snapshot: CrewSnapshot, death: Death, item_words: str = "") -> str:
     head = f"{name} died before reporting done on {asg}: {death.words()}."
     if item_words:
         head += " " + item_words
-    step = (f"Next: acknowledge with captain wait {name} --ack "
-            f"{delivery_id(snapshot.incarnation_id)}, then captain dismiss {name} and recruit "
-            f"it again with captain crew {name} --handoff {asg} --task \"...\" (the grants "
-            "carry over).")
+    step = (
+        f"Next: acknowledge with captain wait {name} --ack "
+        f"{delivery_id(snapshot.incarnation_id)}, then captain dismiss {name} and recruit "
+        f'it again with captain crew {name} --handoff {asg} --task "..." (the grants '
+        "carry over)."
+    )
     lines = [_shown(line) for line in death.last_lines[-LAST_LINES:]]
     room = SUMMARY_MAX - len(head) - len(step) - 40
     while lines and sum(len(x) + 3 for x in lines) > room:
         lines.pop(0)
-    body = ("\nLast lines of its pane:\n" + "\n".join("  | " + x for x in lines)) if lines \
-        else ""
+    body = ("\nLast lines of its pane:\n" + "\n".join("  | " + x for x in lines)) if lines else ""
     return summarize(f"{head}{body}\n{step}")
 
 

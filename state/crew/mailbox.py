@@ -41,10 +41,16 @@ def mark_read(home: Home, key: str, batch: list[Message], via: str) -> None:
     """Write read receipts; a receipt that already exists means 'read', whoever wrote it."""
     directory = home.receipts_dir(key)
     for message in batch:
-        receipt = Receipt(message_id=message.message_id, crew=message.crew,
-                          assignment_id=message.assignment_id, read_at=now(), via=via)
-        home.store.create_once(directory / f"{message.message_id}.json", encode(receipt),
-                               same=lambda old, new: True)
+        receipt = Receipt(
+            message_id=message.message_id,
+            crew=message.crew,
+            assignment_id=message.assignment_id,
+            read_at=now(),
+            via=via,
+        )
+        home.store.create_once(
+            directory / f"{message.message_id}.json", encode(receipt), same=lambda old, new: True
+        )
 
 
 def notifications(home: Home, key: str) -> list[Notification]:
@@ -63,12 +69,17 @@ def returned(home: Home, key: str) -> set[str]:
 
 def unacknowledged(home: Home, key: str, assignment_id: str | None = None) -> list[Notification]:
     done = acked(home, key)
-    return [n for n in notifications(home, key)
-            if n.delivery_id not in done
-            and (assignment_id is None or n.assignment_id == assignment_id)]
+    return [
+        n
+        for n in notifications(home, key)
+        if n.delivery_id not in done and (assignment_id is None or n.assignment_id == assignment_id)
+    ]
 
 
 def write_ack(home: Home, key: str, notification: Notification) -> bool:
     ack = Ack(delivery_id=notification.delivery_id, crew=notification.crew, acked_at=now())
-    return home.store.create_once(home.acks_dir(key) / f"{notification.delivery_id}.json",
-                                  encode(ack), same=lambda old, new: True)
+    return home.store.create_once(
+        home.acks_dir(key) / f"{notification.delivery_id}.json",
+        encode(ack),
+        same=lambda old, new: True,
+    )

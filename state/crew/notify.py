@@ -40,13 +40,15 @@ def _find(home: Home, keys: list[str], delivery_id: str) -> tuple[str, Notificat
             found = home.store.read(path, Notification)
             if found is not None:
                 return key, found
-    raise CaptainError("unknown_delivery",
-                       f"{delivery_id} is not a delivery of "
-                       f"{'any crew' if len(keys) != 1 else keys[0]}.")
+    raise CaptainError(
+        "unknown_delivery",
+        f"{delivery_id} is not a delivery of {'any crew' if len(keys) != 1 else keys[0]}.",
+    )
 
 
-def acknowledge(home: Home, name: str | None, delivery_id: str,
-                ctx: Context = CAPTAIN) -> Notification | None:
+def acknowledge(
+    home: Home, name: str | None, delivery_id: str, ctx: Context = CAPTAIN
+) -> Notification | None:
     """Ack one delivery. Acking a ``done`` yields one ``idle`` notification, returned and
     acknowledged at once, so the captain's wait does not sleep on a finished crew."""
     check_captain(ctx, "wait")
@@ -54,24 +56,34 @@ def acknowledge(home: Home, name: str | None, delivery_id: str,
     mailbox.write_ack(home, key, notification)
     if notification.status != "done":
         return None
-    idle = Notification(delivery_id=f"{delivery_id}-idle", status="idle", crew=notification.crew,
-                        assignment_id=notification.assignment_id,
-                        summary=f"{notification.crew} finished {notification.assignment_id} "
-                                "and is idle; assign the next task with --handoff "
-                                f"{notification.assignment_id}.",
-                        queued_at=notification.queued_at, created_at=notification.created_at)
-    created = home.store.create_once(home.notifications_dir(key) / f"{idle.delivery_id}.json",
-                                     encode(idle))
+    idle = Notification(
+        delivery_id=f"{delivery_id}-idle",
+        status="idle",
+        crew=notification.crew,
+        assignment_id=notification.assignment_id,
+        summary=f"{notification.crew} finished {notification.assignment_id} "
+        "and is idle; assign the next task with --handoff "
+        f"{notification.assignment_id}.",
+        queued_at=notification.queued_at,
+        created_at=notification.created_at,
+    )
+    created = home.store.create_once(
+        home.notifications_dir(key) / f"{idle.delivery_id}.json", encode(idle)
+    )
     _mark_returned(home, key, idle)
     mailbox.write_ack(home, key, idle)
     return idle if created else None
 
 
 def _mark_returned(home: Home, key: str, notification: Notification) -> bool:
-    record = Returned(delivery_id=notification.delivery_id, crew=notification.crew,
-                      returned_at=now())
-    return home.store.create_once(home.returned_dir(key) / f"{notification.delivery_id}.json",
-                                  encode(record), same=lambda old, new: True)
+    record = Returned(
+        delivery_id=notification.delivery_id, crew=notification.crew, returned_at=now()
+    )
+    return home.store.create_once(
+        home.returned_dir(key) / f"{notification.delivery_id}.json",
+        encode(record),
+        same=lambda old, new: True,
+    )
 
 
 def take(home: Home, keys: list[str]) -> Notification | None:
@@ -89,7 +101,10 @@ def take(home: Home, keys: list[str]) -> Notification | None:
                     f"{n.delivery_id} ({n.status}) from {n.crew} was returned and not "
                     f"acknowledged: {ended(summarize(n.summary)[:200])} Run captain wait "
                     f"{n.crew} --ack {n.delivery_id}.",
-                    delivery_id=n.delivery_id, status=n.status, summary=n.summary)
+                    delivery_id=n.delivery_id,
+                    status=n.status,
+                    summary=n.summary,
+                )
             candidates.append((key, n))
     candidates.sort(key=lambda kn: (kn[1].created_at, kn[1].delivery_id))
     for key, n in candidates:
@@ -107,9 +122,15 @@ def _mark_returned_first(home: Home, key: str, n: Notification) -> bool:
     return True
 
 
-def wait(home: Home, name: str | None, *, timeout: float | None = None,
-         ack: str | None = None, ctx: Context = CAPTAIN,
-         sleep: Callable[[float], None] = time.sleep) -> Notification | None:
+def wait(
+    home: Home,
+    name: str | None,
+    *,
+    timeout: float | None = None,
+    ack: str | None = None,
+    ctx: Context = CAPTAIN,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Notification | None:
     """Block until a notification arrives (None on timeout). ``timeout=0`` polls once."""
     check_captain(ctx, "wait")
     if timeout is None:
@@ -145,18 +166,26 @@ def _repair(home: Home, keys: list[str]) -> None:
             crewlog.open_locked(home, key)
 
 
-def signal(home: Home, name: str, status: str, summary: str, *, at: datetime,
-           message_id: str | None = None,
-           incarnation_id: str | None = None) -> Notification | None:
+def signal(
+    home: Home,
+    name: str,
+    status: str,
+    summary: str,
+    *,
+    at: datetime,
+    message_id: str | None = None,
+    incarnation_id: str | None = None,
+) -> Notification | None:
     """Record a crew signal (idle, working, awaiting_approval, held, error ...).
 
     A signal older than the newest mail it could be answering is stale and ignored, and
     ``idle`` is raised at most once per delivered message.
     """
     if status not in SIGNALS:
-        raise CaptainError("invalid_argument",
-                           f"{status!r} is not a crew signal; use one of "
-                           f"{', '.join(sorted(SIGNALS))}.")
+        raise CaptainError(
+            "invalid_argument",
+            f"{status!r} is not a crew signal; use one of {', '.join(sorted(SIGNALS))}.",
+        )
     if at.tzinfo is None:
         at = at.replace(tzinfo=timezone.utc)
     key = crew_key(name)
@@ -171,12 +200,21 @@ def signal(home: Home, name: str, status: str, summary: str, *, at: datetime,
             return None
         queued_at = last.queued_at if last else None
         if status == "idle" and any(
-                n.status == "idle" and n.assignment_id == snapshot.assignment.assignment_id
-                and n.queued_at == queued_at for n in mailbox.notifications(home, key)):
+            n.status == "idle"
+            and n.assignment_id == snapshot.assignment.assignment_id
+            and n.queued_at == queued_at
+            for n in mailbox.notifications(home, key)
+        ):
             return None
-        n = Notification(delivery_id=new_id(DELIVERY), status=status, crew=snapshot.name,
-                         assignment_id=snapshot.assignment.assignment_id,
-                         summary=summarize(summary), queued_at=queued_at,
-                         created_at=now(), message_id=message_id)
+        n = Notification(
+            delivery_id=new_id(DELIVERY),
+            status=status,
+            crew=snapshot.name,
+            assignment_id=snapshot.assignment.assignment_id,
+            summary=summarize(summary),
+            queued_at=queued_at,
+            created_at=now(),
+            message_id=message_id,
+        )
         home.store.create_once(home.notifications_dir(key) / f"{n.delivery_id}.json", encode(n))
         return n

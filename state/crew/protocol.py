@@ -85,15 +85,25 @@ def _all_acknowledged(home: Home, key: str, assignment_id: str) -> None:
             f"{'is' if len(owed) == 1 else 'are'} not acknowledged, first "
             f"{first.delivery_id} ({first.status}): {ended(summarize(first.summary)[:200])} "
             f"Acknowledge with captain wait {first.crew} --ack {first.delivery_id}.",
-            delivery_id=first.delivery_id, status=first.status, crew=first.crew,
-            summary=first.summary, count=len(owed),
+            delivery_id=first.delivery_id,
+            status=first.status,
+            crew=first.crew,
+            summary=first.summary,
+            count=len(owed),
         )
 
 
-def _grant(home: Home, key: str, owns: list[str] | None, allow: list[str] | None,
-           project_dir: str, inherit: AssignmentSpec | None) -> tuple[list[str], list[str]]:
-    actions = check_actions(allow) if allow is not None else \
-        (list(inherit.allow) if inherit else [])
+def _grant(
+    home: Home,
+    key: str,
+    owns: list[str] | None,
+    allow: list[str] | None,
+    project_dir: str,
+    inherit: AssignmentSpec | None,
+) -> tuple[list[str], list[str]]:
+    actions = (
+        check_actions(allow) if allow is not None else (list(inherit.allow) if inherit else [])
+    )
     if owns is None:
         paths = list(inherit.owns) if inherit else []
     else:
@@ -104,12 +114,17 @@ def _grant(home: Home, key: str, owns: list[str] | None, allow: list[str] | None
             n = normalise_path(p, project_dir)
             real = resolve_path(n)
             if real is None:
-                raise CaptainError("invalid_path", f"{p} cannot be resolved (a symlink loop, "
-                                                   "or a part that cannot be read).")
+                raise CaptainError(
+                    "invalid_path",
+                    f"{p} cannot be resolved (a symlink loop, or a part that cannot be read).",
+                )
             if is_within(n, project_dir) and not is_within(real, root):
-                raise CaptainError("invalid_path", f"{p} is inside the project but a symlink "
-                                                   f"takes it to {real}, "
-                                                   "outside it; own the real path instead.")
+                raise CaptainError(
+                    "invalid_path",
+                    f"{p} is inside the project but a symlink "
+                    f"takes it to {real}, "
+                    "outside it; own the real path instead.",
+                )
             # stored where it really is: check grants only what still resolves to it
             if real not in paths:
                 paths.append(real)
@@ -122,8 +137,11 @@ def _grant(home: Home, key: str, owns: list[str] | None, allow: list[str] | None
         for mine in paths:
             for theirs in snap.assignment.owns:
                 # a symlink is the same place under another name: compare where both lead
-                if any(overlaps(a, b) for a in {mine, os.path.realpath(mine)}
-                       for b in {theirs, os.path.realpath(theirs)}):
+                if any(
+                    overlaps(a, b)
+                    for a in {mine, os.path.realpath(mine)}
+                    for b in {theirs, os.path.realpath(theirs)}
+                ):
                     raise CaptainError(
                         "ownership_overlap",
                         f"{mine} overlaps {theirs}, owned by {snap.name} on "
@@ -133,11 +151,18 @@ def _grant(home: Home, key: str, owns: list[str] | None, allow: list[str] | None
     return paths, actions
 
 
-def _spec(task: str, paths: list[str], actions: list[str], project_dir: str,
-          handoff: str | None) -> AssignmentSpec:
-    return AssignmentSpec(assignment_id=new_id(ASSIGNMENT), message_id=new_id(MESSAGE),
-                          task=task, owns=paths, allow=actions, project_dir=project_dir,
-                          handoff_of=handoff)
+def _spec(
+    task: str, paths: list[str], actions: list[str], project_dir: str, handoff: str | None
+) -> AssignmentSpec:
+    return AssignmentSpec(
+        assignment_id=new_id(ASSIGNMENT),
+        message_id=new_id(MESSAGE),
+        task=task,
+        owns=paths,
+        allow=actions,
+        project_dir=project_dir,
+        handoff_of=handoff,
+    )
 
 
 def _locked(home: Home, *keys: str) -> ExitStack:
@@ -153,17 +178,32 @@ def _locked(home: Home, *keys: str) -> ExitStack:
 
 def crew_env(home: Home, name: str, incarnation: str, assignment_id: str) -> dict[str, str]:
     """What a crew process needs to act as itself."""
-    return {"CAPTAIN_HOME": str(home.root), "CAPTAIN_ROLE": "crew", "CAPTAIN_CREW": name,
-            "CAPTAIN_INCARNATION": incarnation, "CAPTAIN_ASSIGNMENT": assignment_id}
+    return {
+        "CAPTAIN_HOME": str(home.root),
+        "CAPTAIN_ROLE": "crew",
+        "CAPTAIN_CREW": name,
+        "CAPTAIN_INCARNATION": incarnation,
+        "CAPTAIN_ASSIGNMENT": assignment_id,
+    }
 
 
 Launch = Callable[[dict[str, str]], tuple[PaneLocator, Callable[[], None]]]
 
 
-def recruit(home: Home, name: str, task: str, *, owns: list[str] | None = None,
-            allow: list[str] | None = None, handoff: str | None = None,
-            cwd: str | None = None, agent: str = "shell", ctx: Context = CAPTAIN,
-            launch: Launch | None = None, later: LaunchSpec | None = None) -> Recruit:
+def recruit(
+    home: Home,
+    name: str,
+    task: str,
+    *,
+    owns: list[str] | None = None,
+    allow: list[str] | None = None,
+    handoff: str | None = None,
+    cwd: str | None = None,
+    agent: str = "shell",
+    ctx: Context = CAPTAIN,
+    launch: Launch | None = None,
+    later: LaunchSpec | None = None,
+) -> Recruit:
     """Record a new crew and its first assignment.
 
     ``launch`` (the tmux runtime) is called with the crew's environment once every rule has
@@ -186,24 +226,31 @@ def recruit(home: Home, name: str, task: str, *, owns: list[str] | None = None,
         snapshot = crewlog.open_locked(home, key)
         inherit = None
         if snapshot is not None and snapshot.dismissed_at is None:
-            raise CaptainError("crew_exists",
-                               f"{snapshot.name} is already on the crew ({_live(snapshot)}).")
+            raise CaptainError(
+                "crew_exists", f"{snapshot.name} is already on the crew ({_live(snapshot)})."
+            )
         if snapshot is not None:
             last = snapshot.assignment.assignment_id
             if handoff is None:
                 raise CaptainError(
                     "crew_dismissed",
                     f"{snapshot.name} was dismissed; to recruit that name again pass "
-                    f"--handoff {last}.", handoff=last, crew=snapshot.name,
-                    task=snapshot.assignment.task)
+                    f"--handoff {last}.",
+                    handoff=last,
+                    crew=snapshot.name,
+                    task=snapshot.assignment.task,
+                )
             if handoff != last:
-                raise CaptainError("handoff_mismatch",
-                                   f"{handoff} is not {snapshot.name}'s last assignment ({last}).")
+                raise CaptainError(
+                    "handoff_mismatch",
+                    f"{handoff} is not {snapshot.name}'s last assignment ({last}).",
+                )
             _all_acknowledged(home, key, last)
             inherit = snapshot.assignment
         elif handoff is not None:
-            raise CaptainError("handoff_mismatch",
-                               f"{name} has no earlier assignment to hand off from.")
+            raise CaptainError(
+                "handoff_mismatch", f"{name} has no earlier assignment to hand off from."
+            )
         paths, actions = _grant(home, key, owns, allow, project_dir, inherit)
         spec = _spec(task, paths, actions, project_dir, handoff)
         incarnation = new_id(INCARNATION)
@@ -215,17 +262,27 @@ def recruit(home: Home, name: str, task: str, *, owns: list[str] | None = None,
                 try:
                     free = ledger.has_free_slot(home)
                     pane, undo = launch(env) if launch is not None and free else (None, None)
-                    event = Recruited(seq=seq, at=now(), actor="captain", name=name,
-                                      incarnation_id=incarnation, agent=agent,
-                                      assignment=spec, pane=pane,
-                                      launch=later if launch is not None and not free else None)
+                    event = Recruited(
+                        seq=seq,
+                        at=now(),
+                        actor="captain",
+                        name=name,
+                        incarnation_id=incarnation,
+                        agent=agent,
+                        assignment=spec,
+                        pane=pane,
+                        launch=later if launch is not None and not free else None,
+                    )
                     wrote = True
                     crewlog.append(home, key, snapshot, event)
                     crash_point("recruit:after-crew")
                     if free:
-                        ledger.claim_held(home, ledger_settle.work_id(spec.assignment_id),
-                                          locator=pane,
-                                          holder=ledger_settle.holder_for(pane is not None))
+                        ledger.claim_held(
+                            home,
+                            ledger_settle.work_id(spec.assignment_id),
+                            locator=pane,
+                            holder=ledger_settle.holder_for(pane is not None),
+                        )
                 except BaseException:
                     taken = True  # under the ledger's lock: no dispatch sees the item
                     _take_back(home, key, seq, spec, undo, wrote=wrote)
@@ -234,13 +291,26 @@ def recruit(home: Home, name: str, task: str, *, owns: list[str] | None = None,
             if not taken:  # the commit itself failed (PostgreSQL: the item is not there)
                 _take_back(home, key, seq, spec, undo, wrote=wrote)
             raise
-    return Recruit(name, incarnation, spec.assignment_id, spec.message_id, env,
-                   work_id=ledger_settle.work_id(spec.assignment_id),
-                   queued=launch is not None and not free)
+    return Recruit(
+        name,
+        incarnation,
+        spec.assignment_id,
+        spec.message_id,
+        env,
+        work_id=ledger_settle.work_id(spec.assignment_id),
+        queued=launch is not None and not free,
+    )
 
 
-def _take_back(home: Home, key: str, seq: int, spec: AssignmentSpec,
-               undo: Callable[[], object] | None, *, wrote: bool) -> None:
+def _take_back(
+    home: Home,
+    key: str,
+    seq: int,
+    spec: AssignmentSpec,
+    undo: Callable[[], object] | None,
+    *,
+    wrote: bool,
+) -> None:
     """A recruit or an assign that failed part way (a full disk: ``store_error``) takes
     back all it wrote, so nothing of it is left for anyone to see: the pane, the work item
     (files; PostgreSQL rolls it back), the task's mail, the event and a snapshot that
@@ -270,8 +340,16 @@ def _take_back(home: Home, key: str, seq: int, spec: AssignmentSpec,
             os.unlink(crew_dir / "state.json")
 
 
-def assign(home: Home, name: str, task: str, *, handoff: str, owns: list[str] | None = None,
-           allow: list[str] | None = None, ctx: Context = CAPTAIN) -> AssignmentSpec:
+def assign(
+    home: Home,
+    name: str,
+    task: str,
+    *,
+    handoff: str,
+    owns: list[str] | None = None,
+    allow: list[str] | None = None,
+    ctx: Context = CAPTAIN,
+) -> AssignmentSpec:
     from state.work import ledger  # not at import: crew-side commands skip it
     from state.work import settle as ledger_settle
 
@@ -285,12 +363,14 @@ def assign(home: Home, name: str, task: str, *, handoff: str, owns: list[str] | 
             raise CaptainError(
                 "handoff_mismatch",
                 f"--handoff {handoff} is not {snapshot.name}'s current assignment "
-                f"({current.assignment_id}); pass that exact ID.")
+                f"({current.assignment_id}); pass that exact ID.",
+            )
         if snapshot.done_at is None:
             raise CaptainError(
                 "assignment_active",
                 f"{current.assignment_id} is not done yet; {snapshot.name} finishes it with "
-                "captain done before it can be handed off.")
+                "captain done before it can be handed off.",
+            )
         _all_acknowledged(home, key, current.assignment_id)
         paths, actions = _grant(home, key, owns, allow, current.project_dir, current)
         spec = _spec(task, paths, actions, current.project_dir, handoff)
@@ -300,8 +380,12 @@ def assign(home: Home, name: str, task: str, *, handoff: str, owns: list[str] | 
             with ledger.capacity(home):
                 try:
                     wrote = True
-                    snapshot = crewlog.append(home, key, snapshot, Assigned(
-                        seq=seq, at=now(), actor="captain", assignment=spec))
+                    snapshot = crewlog.append(
+                        home,
+                        key,
+                        snapshot,
+                        Assigned(seq=seq, at=now(), actor="captain", assignment=spec),
+                    )
                     ledger_settle.claim_if_free(home, spec.assignment_id, snapshot.pane)
                 except BaseException:
                     taken = True  # under the ledger's lock: no dispatch sees the item
@@ -314,18 +398,32 @@ def assign(home: Home, name: str, task: str, *, handoff: str, owns: list[str] | 
     return spec
 
 
-def _write_mail(home: Home, key: str, snapshot: CrewSnapshot, kind: str, text: str,
-                message_id: str, question_id: str | None = None) -> Message:
-    message = Message(message_id=message_id, crew=snapshot.name,
-                      incarnation_id=snapshot.incarnation_id,
-                      assignment_id=snapshot.assignment.assignment_id, kind=kind, text=text,
-                      question_id=question_id, queued_at=now())
+def _write_mail(
+    home: Home,
+    key: str,
+    snapshot: CrewSnapshot,
+    kind: str,
+    text: str,
+    message_id: str,
+    question_id: str | None = None,
+) -> Message:
+    message = Message(
+        message_id=message_id,
+        crew=snapshot.name,
+        incarnation_id=snapshot.incarnation_id,
+        assignment_id=snapshot.assignment.assignment_id,
+        kind=kind,
+        text=text,
+        question_id=question_id,
+        queued_at=now(),
+    )
     home.store.create_once(home.mail_dir(key) / f"{message_id}.json", encode(message))
     return message
 
 
-def tell(home: Home, name: str, text: str, *, assignment_id: str,
-         ctx: Context = CAPTAIN) -> Message:
+def tell(
+    home: Home, name: str, text: str, *, assignment_id: str, ctx: Context = CAPTAIN
+) -> Message:
     check_captain(ctx, "tell")
     key = crew_key(name)
     check_text(text, "message")
@@ -338,12 +436,21 @@ def tell(home: Home, name: str, text: str, *, assignment_id: str,
             raise CaptainError(
                 "duplicate_message",
                 f"that text repeats the last message on {assignment_id} ({last.message_id}); "
-                "nothing was sent.", message_id=last.message_id)
+                "nothing was sent.",
+                message_id=last.message_id,
+            )
         return _write_mail(home, key, snapshot, "tell", text, new_id(MESSAGE))
 
 
-def answer(home: Home, name: str, question_id: str, text: str, *, assignment_id: str,
-           ctx: Context = CAPTAIN) -> Message:
+def answer(
+    home: Home,
+    name: str,
+    question_id: str,
+    text: str,
+    *,
+    assignment_id: str,
+    ctx: Context = CAPTAIN,
+) -> Message:
     check_captain(ctx, "answer")
     key = crew_key(name)
     check_text(text, "answer")
@@ -353,16 +460,29 @@ def answer(home: Home, name: str, question_id: str, text: str, *, assignment_id:
         question = snapshot.question
         if question is None or question.question_id != question_id:
             pending = rules.pending_question(home, key, snapshot)
-            hint = f"its pending question is {pending.question_id}" if pending else \
-                "it has no pending question"
-            raise CaptainError("unknown_question",
-                               f"{question_id} is not {snapshot.name}'s question on "
-                               f"{assignment_id}; {hint}.")
+            hint = (
+                f"its pending question is {pending.question_id}"
+                if pending
+                else "it has no pending question"
+            )
+            raise CaptainError(
+                "unknown_question",
+                f"{question_id} is not {snapshot.name}'s question on {assignment_id}; {hint}.",
+            )
         if rules.is_answered(home, key, question_id):
-            raise CaptainError("question_answered",
-                               f"{question_id} was already answered; use captain tell to add more.")
-        message = _write_mail(home, key, snapshot, "answer", text,
-                              rules.answer_id(question_id), question_id=question_id)
+            raise CaptainError(
+                "question_answered",
+                f"{question_id} was already answered; use captain tell to add more.",
+            )
+        message = _write_mail(
+            home,
+            key,
+            snapshot,
+            "answer",
+            text,
+            rules.answer_id(question_id),
+            question_id=question_id,
+        )
         # The answer is the captain's response to `asked`: it acknowledges that notification,
         # so ask -> answer -> done -> next task needs no separate acknowledgement (README).
         for n in mailbox.unacknowledged(home, key, snapshot.assignment.assignment_id):
@@ -371,9 +491,15 @@ def answer(home: Home, name: str, question_id: str, text: str, *, assignment_id:
         return message
 
 
-def dismiss(home: Home, name: str, *, reason: str = "crew dismissed",
-            ctx: Context = CAPTAIN, stopped: bool | None = None,
-            actor: str = "captain") -> list[BouncedMail]:
+def dismiss(
+    home: Home,
+    name: str,
+    *,
+    reason: str = "crew dismissed",
+    ctx: Context = CAPTAIN,
+    stopped: bool | None = None,
+    actor: str = "captain",
+) -> list[BouncedMail]:
     """Retire the crew; its unread mail bounces, each with a ``bounced`` notification.
 
     ``stopped`` is the runtime's word on the crew's pane (True: confirmed closed). The
@@ -394,12 +520,21 @@ def dismiss(home: Home, name: str, *, reason: str = "crew dismissed",
         # order left a dismissed crew whose item stayed running, which nothing revisits.
         work_id = ledger_settle.work_id(snapshot.assignment.assignment_id)
         if ledger.exists(home, work_id):
-            ledger.cancel(home, work_id, actor=actor, reason=reason,
-                          stop=lambda attempt: stopped)
+            ledger.cancel(home, work_id, actor=actor, reason=reason, stop=lambda attempt: stopped)
         crash_point("dismiss:after-work")
-        crewlog.append(home, key, snapshot, Dismissed(
-            seq=snapshot.seq + 1, at=now(), actor="captain",
-            assignment_id=snapshot.assignment.assignment_id, reason=reason, bounced=[]))
+        crewlog.append(
+            home,
+            key,
+            snapshot,
+            Dismissed(
+                seq=snapshot.seq + 1,
+                at=now(),
+                actor="captain",
+                assignment_id=snapshot.assignment.assignment_id,
+                reason=reason,
+                bounced=[],
+            ),
+        )
         crash_point("dismiss:after-crew")
     return bounced
 
@@ -416,10 +551,18 @@ def bounce(home: Home, name: str, reason: str) -> list[Bounce]:
     with _locked(home, key):
         snapshot = _existing(name, crewlog.open_locked(home, key))
         for m in mailbox.unread(home, key, snapshot):
-            record = Bounce(message_id=m.message_id, crew=snapshot.name,
-                            delivery_id=new_id(DELIVERY), reason=reason, bounced_at=now())
-            home.store.create_once(home.bounces_dir(key) / f"{m.message_id}.json",
-                                   encode(record), same=lambda old, new: True)
+            record = Bounce(
+                message_id=m.message_id,
+                crew=snapshot.name,
+                delivery_id=new_id(DELIVERY),
+                reason=reason,
+                bounced_at=now(),
+            )
+            home.store.create_once(
+                home.bounces_dir(key) / f"{m.message_id}.json",
+                encode(record),
+                same=lambda old, new: True,
+            )
             out.append(record)
         by_id = {m.message_id: m for m in mailbox.messages(home, key, snapshot.incarnation_id)}
         for record in home.store.records(home.bounces_dir(key), Bounce):
@@ -427,10 +570,16 @@ def bounce(home: Home, name: str, reason: str) -> list[Bounce]:
             path = home.notifications_dir(key) / f"{record.delivery_id}.json"
             if m is None or path.exists():
                 continue
-            n = Notification(delivery_id=record.delivery_id, status="bounced", crew=snapshot.name,
-                             assignment_id=m.assignment_id, queued_at=m.queued_at,
-                             created_at=record.bounced_at, message_id=m.message_id,
-                             summary=bounce_summary(m.message_id, record.reason, m.text))
+            n = Notification(
+                delivery_id=record.delivery_id,
+                status="bounced",
+                crew=snapshot.name,
+                assignment_id=m.assignment_id,
+                queued_at=m.queued_at,
+                created_at=record.bounced_at,
+                message_id=m.message_id,
+                summary=bounce_summary(m.message_id, record.reason, m.text),
+            )
             home.store.create_once(path, encode(n), same=lambda old, new: True)
     return out
 
@@ -438,32 +587,44 @@ def bounce(home: Home, name: str, reason: str) -> list[Bounce]:
 # -- crew side ------------------------------------------------------------------------------
 
 
-def _crew_turn(home: Home, key: str, name: str, ctx: Context, assignment_id: str | None,
-               pending_hint: str) -> tuple[CrewSnapshot, str]:
+def _crew_turn(
+    home: Home, key: str, name: str, ctx: Context, assignment_id: str | None, pending_hint: str
+) -> tuple[CrewSnapshot, str]:
     """The crew, acting as itself on its live, unfinished assignment with no question
     pending (caller holds the crew lock)."""
-    return rules.crew_turn(home, key, name, ctx, assignment_id, pending_hint,
-                           crewlog.open_locked)
+    return rules.crew_turn(home, key, name, ctx, assignment_id, pending_hint, crewlog.open_locked)
 
 
-def ask(home: Home, name: str, text: str, *, assignment_id: str | None = None,
-        ctx: Context = CAPTAIN) -> Asked:
+def ask(
+    home: Home, name: str, text: str, *, assignment_id: str | None = None, ctx: Context = CAPTAIN
+) -> Asked:
     key = crew_key(name)
     check_text(text, "question")
     with _locked(home, key):
-        snapshot, assignment_id = _crew_turn(home, key, name, ctx, assignment_id,
-                                             rules.ASK_PENDING)
+        snapshot, assignment_id = _crew_turn(home, key, name, ctx, assignment_id, rules.ASK_PENDING)
         last = mailbox.last_message(home, key, assignment_id)
-        event = Asked(seq=snapshot.seq + 1, at=now(), actor=_actor(ctx),
-                      assignment_id=assignment_id, question_id=new_id(QUESTION),
-                      delivery_id=new_id(DELIVERY), text=text,
-                      queued_at=last.queued_at if last else None)
+        event = Asked(
+            seq=snapshot.seq + 1,
+            at=now(),
+            actor=_actor(ctx),
+            assignment_id=assignment_id,
+            question_id=new_id(QUESTION),
+            delivery_id=new_id(DELIVERY),
+            text=text,
+            queued_at=last.queued_at if last else None,
+        )
         crewlog.append(home, key, snapshot, event)
     return event
 
 
-def done(home: Home, name: str, report: str | None, *, assignment_id: str | None = None,
-         ctx: Context = CAPTAIN) -> Finished:
+def done(
+    home: Home,
+    name: str,
+    report: str | None,
+    *,
+    assignment_id: str | None = None,
+    ctx: Context = CAPTAIN,
+) -> Finished:
     """Finish the assignment. Unread mail refuses it; the refusal carries that mail, and
     ``err.after_report()`` (called once the caller has shown it) writes its receipts."""
     from state.work import (
@@ -472,12 +633,14 @@ def done(home: Home, name: str, report: str | None, *, assignment_id: str | None
 
     key = crew_key(name)
     if report is None or not report.strip():
-        raise CaptainError("report_required",
-                           "done needs --report: say what changed and how it was checked.")
+        raise CaptainError(
+            "report_required", "done needs --report: say what changed and how it was checked."
+        )
     check_text(report, "report")
     with _locked(home, key):
-        snapshot, assignment_id = _crew_turn(home, key, name, ctx, assignment_id,
-                                             rules.DONE_PENDING)
+        snapshot, assignment_id = _crew_turn(
+            home, key, name, ctx, assignment_id, rules.DONE_PENDING
+        )
         waiting = mailbox.unread(home, key, snapshot)
         if waiting:
             err = CaptainError(
@@ -485,31 +648,64 @@ def done(home: Home, name: str, report: str | None, *, assignment_id: str | None
                 f"{counted(len(waiting), 'unread message')} came in; "
                 f"{'it is' if len(waiting) == 1 else 'they are'} shown here and now "
                 "counted as read. Act on them, then run done again.",
-                messages=[m.model_dump(mode="json", by_alias=True) for m in waiting])
+                messages=[m.model_dump(mode="json", by_alias=True) for m in waiting],
+            )
             err.after_report = lambda: mailbox.mark_read(home, key, waiting, "done")
             raise err
         ledger_settle.check_reportable(home, assignment_id)
         last = mailbox.last_message(home, key, assignment_id)
-        event = Finished(seq=snapshot.seq + 1, at=now(), actor=_actor(ctx),
-                         assignment_id=assignment_id, delivery_id=new_id(DELIVERY),
-                         report=report, queued_at=last.queued_at if last else None)
+        event = Finished(
+            seq=snapshot.seq + 1,
+            at=now(),
+            actor=_actor(ctx),
+            assignment_id=assignment_id,
+            delivery_id=new_id(DELIVERY),
+            report=report,
+            queued_at=last.queued_at if last else None,
+        )
         crewlog.append(home, key, snapshot, event)
     return event
 
 
-def check(home: Home, name: str, action: str, paths: list[str], *,
-          assignment_id: str | None = None, ctx: Context = CAPTAIN) -> Verdict:
+def check(
+    home: Home,
+    name: str,
+    action: str,
+    paths: list[str],
+    *,
+    assignment_id: str | None = None,
+    ctx: Context = CAPTAIN,
+) -> Verdict:
     """Validate a grant; executes nothing. Refusals of the grant itself are a Verdict."""
-    return rules.check(name, action, paths, lambda key: crewlog.load(home, key)[0],
-                       assignment_id=assignment_id, ctx=ctx)
+    return rules.check(
+        name,
+        action,
+        paths,
+        lambda key: crewlog.load(home, key)[0],
+        assignment_id=assignment_id,
+        ctx=ctx,
+    )
 
 
-def inbox(home: Home, name: str, *, deliver: Callable[[list[Message]], None],
-          ctx: Context = CAPTAIN, via: str = "inbox") -> list[Message]:
+def inbox(
+    home: Home,
+    name: str,
+    *,
+    deliver: Callable[[list[Message]], None],
+    ctx: Context = CAPTAIN,
+    via: str = "inbox",
+) -> list[Message]:
     """Hand queued mail (oldest first) to ``deliver``; receipts only after it returns."""
-    return rules.inbox(home, name, deliver=deliver, ctx=ctx, via=via,
-                       open_locked=crewlog.open_locked, unread=mailbox.unread,
-                       mark_read=mailbox.mark_read)
+    return rules.inbox(
+        home,
+        name,
+        deliver=deliver,
+        ctx=ctx,
+        via=via,
+        open_locked=crewlog.open_locked,
+        unread=mailbox.unread,
+        mark_read=mailbox.mark_read,
+    )
 
 
 def _actor(ctx: Context) -> str:
@@ -519,10 +715,13 @@ def _actor(ctx: Context) -> str:
 def _state(home: Home, key: str, snapshot, pending, unacked) -> standing.CrewState:
     """``standing.crew_state`` from the home's files (the cockpit feeds it from its cache)."""
     return standing.crew_state(
-        dismissed=snapshot.dismissed_at is not None, done=snapshot.done_at is not None,
+        dismissed=snapshot.dismissed_at is not None,
+        done=snapshot.done_at is not None,
         died=deaths.reported(home, key, snapshot.incarnation_id),
-        question_pending=pending is not None, unacknowledged=unacked,
-        assignment_id=snapshot.assignment.assignment_id)
+        question_pending=pending is not None,
+        unacknowledged=unacked,
+        assignment_id=snapshot.assignment.assignment_id,
+    )
 
 
 def crew_state(home: Home, key: str) -> standing.CrewState | None:
@@ -530,8 +729,13 @@ def crew_state(home: Home, key: str) -> standing.CrewState | None:
     snapshot, _ = crewlog.load(home, key)
     if snapshot is None:
         return None
-    return _state(home, key, snapshot, rules.pending_question(home, key, snapshot),
-                  mailbox.unacknowledged(home, key))
+    return _state(
+        home,
+        key,
+        snapshot,
+        rules.pending_question(home, key, snapshot),
+        mailbox.unacknowledged(home, key),
+    )
 
 
 def crew_status(home: Home, include_dismissed: bool = False) -> list[dict]:
@@ -545,14 +749,19 @@ def crew_status(home: Home, include_dismissed: bool = False) -> list[dict]:
         queued = [] if snapshot.dismissed_at else mailbox.unread(home, key, snapshot)
         unacked = mailbox.unacknowledged(home, key)
         state = _state(home, key, snapshot, pending, unacked)
-        rows.append({
-            "name": snapshot.name, "agent": snapshot.agent, "state": state,
-            "incarnation_id": snapshot.incarnation_id,
-            "assignment_id": snapshot.assignment.assignment_id,
-            "unread": len(queued),
-            "question_id": pending.question_id if pending else None,
-            "unacknowledged": len(unacked),
-            "owns": snapshot.assignment.owns, "allow": snapshot.assignment.allow,
-            "pane": snapshot.pane.model_dump() if snapshot.pane else None,
-        })
+        rows.append(
+            {
+                "name": snapshot.name,
+                "agent": snapshot.agent,
+                "state": state,
+                "incarnation_id": snapshot.incarnation_id,
+                "assignment_id": snapshot.assignment.assignment_id,
+                "unread": len(queued),
+                "question_id": pending.question_id if pending else None,
+                "unacknowledged": len(unacked),
+                "owns": snapshot.assignment.owns,
+                "allow": snapshot.assignment.allow,
+                "pane": snapshot.pane.model_dump() if snapshot.pane else None,
+            }
+        )
     return rows

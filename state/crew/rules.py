@@ -38,7 +38,8 @@ class Context(NamedTuple):  # not a dataclass: importing dataclasses costs crew 
             raise CaptainError(
                 "invalid_role",
                 f"CAPTAIN_ROLE is '{shown}'; it must be 'crew' (a crew process, as recruiting "
-                "sets it) or unset (the captain).")
+                "sets it) or unset (the captain).",
+            )
         identity = [env.get(k) or None for k in CREW_IDENTITY]
         if role == "captain" and not any(identity):
             return cls()
@@ -82,8 +83,7 @@ def live(snapshot) -> str:
 
 def same_assignment(snapshot, assignment_id: str) -> None:
     if assignment_id != snapshot.assignment.assignment_id:
-        raise CaptainError("stale_assignment",
-                           f"{assignment_id} is not current; {live(snapshot)}.")
+        raise CaptainError("stale_assignment", f"{assignment_id} is not current; {live(snapshot)}.")
 
 
 def crew_identity(ctx: Context, snapshot) -> None:
@@ -92,11 +92,14 @@ def crew_identity(ctx: Context, snapshot) -> None:
         return
     if not ctx.crew or not ctx.incarnation:
         missing = "CAPTAIN_CREW" if not ctx.crew else "CAPTAIN_INCARNATION"
-        raise CaptainError("missing_context",
-                           f"{missing} is not set in this crew environment; {live(snapshot)}.")
+        raise CaptainError(
+            "missing_context", f"{missing} is not set in this crew environment; {live(snapshot)}."
+        )
     if ctx.crew.lower() != snapshot.name.lower():
-        raise CaptainError("crew_forbidden",
-                           f"this process is crew {ctx.crew}; it may not act for {snapshot.name}.")
+        raise CaptainError(
+            "crew_forbidden",
+            f"this process is crew {ctx.crew}; it may not act for {snapshot.name}.",
+        )
     if ctx.incarnation != snapshot.incarnation_id:
         # never names the current incarnation: with it, any process could act as this crew
         raise CaptainError(
@@ -111,10 +114,12 @@ def crew_assignment(ctx: Context, snapshot, explicit: str | None) -> str:
     crew_identity(ctx, snapshot)
     assignment_id = explicit or (ctx.assignment if ctx.role == "crew" else None)
     if not assignment_id:
-        where = "CAPTAIN_ASSIGNMENT is not set" if ctx.role == "crew" else \
-            "the captain must name the assignment"
-        raise CaptainError("missing_context",
-                           f"{where}; pass --assignment. {live(snapshot)}.")
+        where = (
+            "CAPTAIN_ASSIGNMENT is not set"
+            if ctx.role == "crew"
+            else "the captain must name the assignment"
+        )
+        raise CaptainError("missing_context", f"{where}; pass --assignment. {live(snapshot)}.")
     same_assignment(snapshot, assignment_id)
     return assignment_id
 
@@ -135,8 +140,9 @@ def grant_verdict(snapshot, action: str, paths: list[str]) -> Verdict:
         return Verdict(False, f"{spec.assignment_id} is done; nothing is granted after done.")
     if action not in spec.allow:
         granted = ", ".join(spec.allow) or "nothing"
-        return Verdict(False, f"{action} is not granted on {spec.assignment_id} "
-                              f"(granted: {granted}).")
+        return Verdict(
+            False, f"{action} is not granted on {spec.assignment_id} (granted: {granted})."
+        )
     if action in PATH_ACTIONS:
         for raw in paths:  # what each path is now, not what it was called
             problem = grant_problem(raw, spec.project_dir, list(spec.owns), snapshot.name)
@@ -146,8 +152,15 @@ def grant_verdict(snapshot, action: str, paths: list[str]) -> Verdict:
     return Verdict(True, f"{action}{shown} is granted on {spec.assignment_id}.")
 
 
-def check(name: str, action: str, paths: list[str], load: Callable[[str], object], *,
-          assignment_id: str | None, ctx: Context) -> Verdict:
+def check(
+    name: str,
+    action: str,
+    paths: list[str],
+    load: Callable[[str], object],
+    *,
+    assignment_id: str | None,
+    ctx: Context,
+) -> Verdict:
     """Validate a grant on the crew ``load(key)`` returns; refusals of the grant itself
     are a Verdict, anything else a ``CaptainError``."""
     key = crew_key(name)
@@ -177,16 +190,19 @@ def own_view(ctx: Context, load: Callable[[str], object]) -> str | None:
     if ctx.role != "crew":
         return None
     if not ctx.crew:
-        raise CaptainError("missing_context", "CAPTAIN_CREW is not set in this crew "
-                                              "environment; a crew sees only its own records.")
+        raise CaptainError(
+            "missing_context",
+            "CAPTAIN_CREW is not set in this crew environment; a crew sees only its own records.",
+        )
     return current_crew(ctx, load)[0]
 
 
 def own_item(viewer: str | None, item_crew: str | None, what: str) -> None:
     """A crew may see a record (a work item) only when it is its own."""
     if viewer is not None and (item_crew or "").lower() != viewer:
-        raise CaptainError("crew_forbidden", f"{what} is not this crew's; a crew sees only "
-                                             "its own records.")
+        raise CaptainError(
+            "crew_forbidden", f"{what} is not this crew's; a crew sees only its own records."
+        )
 
 
 # -- the crew side's turns, whichever records back them -----------------------------------
@@ -194,8 +210,9 @@ def own_item(viewer: str | None, item_crew: str | None, what: str) -> None:
 # ``state.crew.protocol`` passes functions over the models and ``state.crew_side.fast`` over
 # plain records: the order of the checks, and so which refusal a caller sees, is this one.
 
-ASK_PENDING = ("is still waiting for an answer; one question at a time. Stop and wait for "
-               "the answer mail.")
+ASK_PENDING = (
+    "is still waiting for an answer; one question at a time. Stop and wait for the answer mail."
+)
 DONE_PENDING = "is not answered yet; wait for the answer mail, act on it, then run done again."
 
 
@@ -204,8 +221,15 @@ def lock_name(key: str) -> str:
     return f"crew-{key}"
 
 
-def crew_turn(home: Home, key: str, name: str, ctx: Context, assignment_id: str | None,
-              pending_hint: str, open_locked: Callable[[Home, str], object]):
+def crew_turn(
+    home: Home,
+    key: str,
+    name: str,
+    ctx: Context,
+    assignment_id: str | None,
+    pending_hint: str,
+    open_locked: Callable[[Home, str], object],
+):
     """The crew, acting as itself on its live, unfinished assignment with no question
     pending (caller holds the crew lock). Returns (snapshot, assignment ID)."""
     snapshot = existing(name, open_locked(home, key))
@@ -213,14 +237,25 @@ def crew_turn(home: Home, key: str, name: str, ctx: Context, assignment_id: str 
     not_done(snapshot)
     pending = pending_question(home, key, snapshot)
     if pending is not None:
-        raise CaptainError("question_pending", f"{pending.question_id} {pending_hint}",
-                           question_id=pending.question_id)
+        raise CaptainError(
+            "question_pending",
+            f"{pending.question_id} {pending_hint}",
+            question_id=pending.question_id,
+        )
     return snapshot, assignment_id
 
 
-def inbox(home: Home, name: str, *, deliver: Callable[[list], None], ctx: Context, via: str,
-          open_locked: Callable[[Home, str], object], unread: Callable[[Home, str, object], list],
-          mark_read: Callable[[Home, str, list, str], None]) -> list:
+def inbox(
+    home: Home,
+    name: str,
+    *,
+    deliver: Callable[[list], None],
+    ctx: Context,
+    via: str,
+    open_locked: Callable[[Home, str], object],
+    unread: Callable[[Home, str, object], list],
+    mark_read: Callable[[Home, str, list, str], None],
+) -> list:
     """Hand queued mail (oldest first) to ``deliver``; receipts only after it returns, for
     what the list holds then: a ``deliver`` that can take only the oldest part cuts the
     list in place (``del batch[n:]``) and the rest stays unread."""

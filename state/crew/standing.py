@@ -24,8 +24,15 @@ from collections.abc import Iterable
 from typing import Literal, Protocol
 
 CrewState = Literal["dismissed", "done", "died", "asked", "approval", "held", "assigned"]
-STATES: tuple[CrewState, ...] = ("dismissed", "done", "died", "asked", "approval", "held",
-                                 "assigned")
+STATES: tuple[CrewState, ...] = (
+    "dismissed",
+    "done",
+    "died",
+    "asked",
+    "approval",
+    "held",
+    "assigned",
+)
 
 
 class _Note(Protocol):
@@ -33,8 +40,15 @@ class _Note(Protocol):
     assignment_id: str
 
 
-def crew_state(*, dismissed: bool, done: bool, died: bool, question_pending: bool,
-               unacknowledged: Iterable[_Note], assignment_id: str) -> CrewState:
+def crew_state(
+    *,
+    dismissed: bool,
+    done: bool,
+    died: bool,
+    question_pending: bool,
+    unacknowledged: Iterable[_Note],
+    assignment_id: str,
+) -> CrewState:
     """The crew's one state (the module's docstring has the order and its reasons)."""
     if dismissed:
         return "dismissed"

@@ -17,8 +17,9 @@ from state.crew_side.plain import Unsure
 from state.home import Home
 
 
-def check(home: Home, name: str, action: str, paths: list[str], *,
-          assignment_id: str | None, ctx: Context) -> Verdict:
+def check(
+    home: Home, name: str, action: str, paths: list[str], *, assignment_id: str | None, ctx: Context
+) -> Verdict:
     """May the crew take ``action`` on ``paths``? Executes nothing."""
     try:
         return fast.check(home, name, action, paths, assignment_id=assignment_id, ctx=ctx)
@@ -38,8 +39,9 @@ def ask(home: Home, name: str, text: str, *, assignment_id: str | None, ctx: Con
         return protocol.ask(home, name, text, assignment_id=assignment_id, ctx=ctx)
 
 
-def inbox(home: Home, name: str, *, deliver: Callable[[list], None], ctx: Context,
-          via: str = "inbox") -> bool:
+def inbox(
+    home: Home, name: str, *, deliver: Callable[[list], None], ctx: Context, via: str = "inbox"
+) -> bool:
     """Unread mail to ``deliver``, oldest first; receipts only once it returned.
 
     A receipt is the proof of delivery, so only the crew's own reading writes one: run by
@@ -48,9 +50,16 @@ def inbox(home: Home, name: str, *, deliver: Callable[[list], None], ctx: Contex
     if ctx.role != "crew":
         from state.crew import crewlog, mailbox, rules
 
-        rules.inbox(home, name, deliver=deliver, ctx=ctx, via=via,
-                    open_locked=crewlog.open_locked, unread=mailbox.unread,
-                    mark_read=lambda *_: None)
+        rules.inbox(
+            home,
+            name,
+            deliver=deliver,
+            ctx=ctx,
+            via=via,
+            open_locked=crewlog.open_locked,
+            unread=mailbox.unread,
+            mark_read=lambda *_: None,
+        )
         return False
     try:
         fast.inbox(home, name, deliver=deliver, ctx=ctx, via=via)

@@ -64,11 +64,13 @@ def open_locked(home: Home, key: str) -> Rec | None:
     return found
 
 
-def check(home: Home, name: str, action: str, paths: list[str], *,
-          assignment_id: str | None, ctx: Context) -> Verdict:
+def check(
+    home: Home, name: str, action: str, paths: list[str], *, assignment_id: str | None, ctx: Context
+) -> Verdict:
     """``protocol.check`` on the cached snapshot."""
-    return rules.check(name, action, paths, lambda key: snapshot(home, key),
-                       assignment_id=assignment_id, ctx=ctx)
+    return rules.check(
+        name, action, paths, lambda key: snapshot(home, key), assignment_id=assignment_id, ctx=ctx
+    )
 
 
 def crew(home: Home, ctx: Context) -> tuple[str, Rec]:
@@ -93,44 +95,74 @@ def _messages(home: Home, key: str, names: list[str]) -> list[Rec]:
 
 def unread(home: Home, key: str, found: Rec) -> list[Rec]:
     """``mailbox.unread``: this incarnation's queued mail, oldest first."""
-    return [m for m in _messages(home, key, rules.unread_names(home, key))
-            if m.incarnation_id == found.incarnation_id]
+    return [
+        m
+        for m in _messages(home, key, rules.unread_names(home, key))
+        if m.incarnation_id == found.incarnation_id
+    ]
 
 
 def mark_read(home: Home, key: str, batch: list[Rec], via: str) -> None:
     """``mailbox.mark_read``: a receipt that already exists means 'read'."""
     directory = home.receipts_dir(key)
     for m in batch:
-        receipt = Rec(schema_=1, message_id=m.message_id, crew=m.crew,
-                      assignment_id=m.assignment_id, read_at=now(), via=via)
-        home.store.create_once(directory / f"{m.message_id}.json",
-                               plain.encode(receipt, "Receipt"), same=lambda old, new: True)
+        receipt = Rec(
+            schema_=1,
+            message_id=m.message_id,
+            crew=m.crew,
+            assignment_id=m.assignment_id,
+            read_at=now(),
+            via=via,
+        )
+        home.store.create_once(
+            directory / f"{m.message_id}.json",
+            plain.encode(receipt, "Receipt"),
+            same=lambda old, new: True,
+        )
 
 
 def inbox(home: Home, name: str, *, deliver, ctx: Context, via: str = "inbox") -> list[Rec]:
     """``protocol.inbox``; ``Unsure`` only before anything is delivered."""
-    return rules.inbox(home, name, deliver=deliver, ctx=ctx, via=via,
-                       open_locked=open_locked, unread=unread, mark_read=mark_read)
+    return rules.inbox(
+        home,
+        name,
+        deliver=deliver,
+        ctx=ctx,
+        via=via,
+        open_locked=open_locked,
+        unread=unread,
+        mark_read=mark_read,
+    )
 
 
 # -- ask --------------------------------------------------------------------------------------
 
 
-def ask(home: Home, name: str, text: str, *, assignment_id: str | None,
-        ctx: Context) -> Rec:
+def ask(home: Home, name: str, text: str, *, assignment_id: str | None, ctx: Context) -> Rec:
     """``protocol.ask``: the same event, notification and snapshot, byte for byte."""
     key = crew_key(name)
     check_text(text, "question")
     with home.store.lock(rules.lock_name(key)):
-        found, assignment_id = rules.crew_turn(home, key, name, ctx, assignment_id,
-                                               rules.ASK_PENDING, open_locked)
-        mail = [m for m in _messages(home, key, home.store.names(home.mail_dir(key)))
-                if m.assignment_id == assignment_id]
-        event = Rec(schema_=1, seq=found.seq + 1, at=now(),
-                    actor="crew" if ctx.role == "crew" else "captain", type="asked",
-                    assignment_id=assignment_id, question_id=new_id(QUESTION),
-                    delivery_id=new_id(DELIVERY), text=text,
-                    queued_at=mail[-1].queued_at if mail else None)
+        found, assignment_id = rules.crew_turn(
+            home, key, name, ctx, assignment_id, rules.ASK_PENDING, open_locked
+        )
+        mail = [
+            m
+            for m in _messages(home, key, home.store.names(home.mail_dir(key)))
+            if m.assignment_id == assignment_id
+        ]
+        event = Rec(
+            schema_=1,
+            seq=found.seq + 1,
+            at=now(),
+            actor="crew" if ctx.role == "crew" else "captain",
+            type="asked",
+            assignment_id=assignment_id,
+            question_id=new_id(QUESTION),
+            delivery_id=new_id(DELIVERY),
+            text=text,
+            queued_at=mail[-1].queued_at if mail else None,
+        )
         _append_asked(home, key, found, event)
     return event
 
@@ -141,14 +173,26 @@ def _append_asked(home: Home, key: str, found: Rec, event: Rec) -> None:
     store = home.store
     store.create_once(home.event_path(key, event.seq), plain.encode(event, "Asked"))
     fields = {k: v for k, v in vars(found).items() if k != "_json"}
-    after = Rec(**{**fields, "seq": event.seq, "question": Rec(
-        question_id=event.question_id, text=event.text, asked_at=event.at)})
-    notice = Rec(schema_=1, delivery_id=event.delivery_id, status="asked", crew=found.name,
-                 assignment_id=event.assignment_id, summary=summarize(event.text),
-                 queued_at=event.queued_at, created_at=event.at,
-                 question_id=event.question_id, message_id=None)
+    after = Rec(
+        **{
+            **fields,
+            "seq": event.seq,
+            "question": Rec(question_id=event.question_id, text=event.text, asked_at=event.at),
+        }
+    )
+    notice = Rec(
+        schema_=1,
+        delivery_id=event.delivery_id,
+        status="asked",
+        crew=found.name,
+        assignment_id=event.assignment_id,
+        summary=summarize(event.text),
+        queued_at=event.queued_at,
+        created_at=event.at,
+        question_id=event.question_id,
+        message_id=None,
+    )
     path = home.notifications_dir(key) / f"{event.delivery_id}.json"
     if not os.path.lexists(path):  # as crewlog._ensure: an existing record costs one stat
-        store.create_once(path, plain.encode(notice, "Notification"),
-                          same=lambda old, new: True)
+        store.create_once(path, plain.encode(notice, "Notification"), same=lambda old, new: True)
     store.publish(home.snapshot_path(key), plain.encode(after, "CrewSnapshot"))

@@ -22,8 +22,10 @@ from state.crew_side.shapes import EVENTS, SHAPES
 from state.store import Quarantined, Store
 
 # The models write UTC as Z, other offsets as +HH:MM, microseconds only when not zero.
-_DATETIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.(?!000000)\d{6})?"
-                       r"(?:Z|[+-](?!00:00)\d\d:\d\d)")
+_DATETIME = re.compile(
+    r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.(?!000000)\d{6})?"
+    r"(?:Z|[+-](?!00:00)\d\d:\d\d)"
+)
 
 
 class Unsure(Exception):
@@ -156,8 +158,11 @@ def _dump(value, kind):
     if name == "lit":
         good = any(type(value) is type(v) and value == v for v in kind[1:])
     else:
-        good = type(value) is _TYPES[name] and not (name == "int>=" and value < kind[1]) \
+        good = (
+            type(value) is _TYPES[name]
+            and not (name == "int>=" and value < kind[1])
             and not (name == "str<=" and len(value) > kind[1])
+        )
     if not good:
         raise ValueError(f"{value!r} is not a {kind!r}: a bug in the caller")
     return value
@@ -170,5 +175,6 @@ def dump(record, shape: str) -> dict:
 
 def encode(record, shape: str) -> bytes:
     """The bytes ``state.store.encode`` writes for the same record."""
-    return json.dumps(dump(record, shape), ensure_ascii=False,
-                      separators=(",", ":")).encode() + b"\n"
+    return (
+        json.dumps(dump(record, shape), ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+    )

@@ -114,16 +114,23 @@ class LedgerReader(Protocol):
         to be: the file backend's accept killed before its first event)."""
         ...
 
-    def open_items(self, states: Collection[str], *, source: str | None = None,
-                   crew: bool | None = None, limit: int | None = None) -> list[WorkItem]:
+    def open_items(
+        self,
+        states: Collection[str],
+        *,
+        source: str | None = None,
+        crew: bool | None = None,
+        limit: int | None = None,
+    ) -> list[WorkItem]:
         """Open items in one of ``states``, oldest first; ``source`` narrows to one source,
         ``crew`` to items of a crew's assignment (True) or of none (False), ``limit`` to
         the first so many. Capacity (the slot-holding states), the queue, and a claim's
         choice of the next item (PostgreSQL: ``FOR UPDATE SKIP LOCKED``) are all this."""
         ...
 
-    def page(self, *, state: str | None, source: str | None, limit: int,
-             after: str | None) -> tuple[list[WorkItem], str | None]:
+    def page(
+        self, *, state: str | None, source: str | None, limit: int, after: str | None
+    ) -> tuple[list[WorkItem], str | None]:
         """Keyset pagination over work IDs: items after ``after`` matching the filters, at
         most ``limit`` (already checked against PAGE_MAX), and the last one's ID as the
         cursor when more remain (None otherwise)."""
@@ -162,8 +169,9 @@ class LedgerWriter(LedgerReader, Protocol):
 class LedgerBackend(LedgerReader, Protocol):
     """A ledger's storage: reads, and transactions to write in."""
 
-    def transaction(self, work_id: str | None = None, *,
-                    ledger: bool = False) -> AbstractContextManager[LedgerWriter]:
+    def transaction(
+        self, work_id: str | None = None, *, ledger: bool = False
+    ) -> AbstractContextManager[LedgerWriter]:
         """Lock the ledger (``ledger``) and then the item (``work_id``) for the block, and
         yield the handle to write through; joins a transaction this thread has open."""
         ...
@@ -196,11 +204,9 @@ class LedgerListener(Protocol):
     """Wake-ups from a shared ledger (``state.work.pg_backend.Listener``): the work IDs of
     committed writes, ``"*"`` (``pg_backend.EVERYTHING``) when anything may have changed."""
 
-    def wait(self, timeout: float) -> list[str]:
-        ...
+    def wait(self, timeout: float) -> list[str]: ...
 
-    def close(self) -> None:
-        ...
+    def close(self) -> None: ...
 
 
 def listener_for(home: Home) -> LedgerListener | None:
@@ -213,4 +219,3 @@ def listener_for(home: Home) -> LedgerListener | None:
     from state.work import pg_backend
 
     return pg_backend.for_location(location).listen()
-

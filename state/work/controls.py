@@ -49,9 +49,16 @@ def facts(home: Home, item: WorkItem) -> Facts:
     if item.source != "webhook" or not item.delivery_id:
         return Facts(item.work_id, item.state, item.source)
     record = deliveries.get(home, item.delivery_id)
-    return Facts(item.work_id, item.state, item.source, record.delivery_id,
-                 record.endpoint_id, record.routine, record.raw_body_expires_at,
-                 deliveries.body_held(home, record))
+    return Facts(
+        item.work_id,
+        item.state,
+        item.source,
+        record.delivery_id,
+        record.endpoint_id,
+        record.routine,
+        record.raw_body_expires_at,
+        deliveries.body_held(home, record),
+    )
 
 
 def refusal(action: str, f: Facts, at: datetime | None = None) -> CaptainError | None:
@@ -65,21 +72,30 @@ def refusal(action: str, f: Facts, at: datetime | None = None) -> CaptainError |
             f"endpoint {f.endpoint_id} was routine): whatever runs that endpoint's "
             f"deliveries owns their execution, so captain does not {action} it. Stop or "
             "rerun it there; if it needs reconciliation, resolve it.",
-            delivery_id=f.delivery_id, endpoint_id=f.endpoint_id)
+            delivery_id=f.delivery_id,
+            endpoint_id=f.endpoint_id,
+        )
     if action == "replay":
         if f.state not in TERMINAL:
             return CaptainError(
                 "not_finished",
                 f"{f.work_id} is {f.state}; replaying live work would start a second run of "
-                "the same input. Cancel it first.", state=f.state)
-        if f.source == "webhook" and f.delivery_id and f.raw_body_expires_at is not None \
-                and not deliveries.available(f.raw_body_expires_at, f.raw_body_held, at):
+                "the same input. Cancel it first.",
+                state=f.state,
+            )
+        if (
+            f.source == "webhook"
+            and f.delivery_id
+            and f.raw_body_expires_at is not None
+            and not deliveries.available(f.raw_body_expires_at, f.raw_body_held, at)
+        ):
             return CaptainError(
                 "payload_expired",
                 f"the raw body of delivery {f.delivery_id} expired at "
                 f"{f.raw_body_expires_at.isoformat()}; the delivery is still on record but "
                 "cannot be replayed. Ask the sender to deliver it again.",
-                raw_body_expires_at=f.raw_body_expires_at.isoformat())
+                raw_body_expires_at=f.raw_body_expires_at.isoformat(),
+            )
     return None
 
 

@@ -43,15 +43,20 @@ def stored(column: str) -> str:
     """SQL for a JSON column read as text, and its length: the text only when it is no
     larger than any record (``MAX_BYTES``), so a huge row is refused without being fetched
     (``parse`` with ``size``)."""
-    return (f"CASE WHEN octet_length({column}::text) <= {MAX_BYTES} "
-            f"THEN {column}::text END, octet_length({column}::text)")
+    return (
+        f"CASE WHEN octet_length({column}::text) <= {MAX_BYTES} "
+        f"THEN {column}::text END, octet_length({column}::text)"
+    )
 
 
 def error(what: str, ident: str, why: str) -> CaptainError:
     """The refusal for one unreadable row: which record, which ID, and why."""
-    return CaptainError(CODE, f"the ledger's {what} {ident} is corrupt ({why}); captain "
-                              "changes nothing of it, and serves the rest of the ledger.",
-                        id=ident)
+    return CaptainError(
+        CODE,
+        f"the ledger's {what} {ident} is corrupt ({why}); captain "
+        "changes nothing of it, and serves the rest of the ledger.",
+        id=ident,
+    )
 
 
 def _why(exc: Exception) -> str:
@@ -66,8 +71,9 @@ def _why(exc: Exception) -> str:
     return f"cannot be read: {type(exc).__name__}"
 
 
-def parse(model: type[M], text: str | bytes | None, *, what: str, ident: str,
-          size: int | None = None) -> M:
+def parse(
+    model: type[M], text: str | bytes | None, *, what: str, ident: str, size: int | None = None
+) -> M:
     """``model`` from a stored JSON document, or ``error``. ``size`` is the stored length
     when the caller left an oversized document unfetched (``text`` None)."""
     if text is None or (size is not None and size > MAX_BYTES) or len(text) > MAX_BYTES:

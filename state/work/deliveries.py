@@ -88,9 +88,11 @@ def endpoint(home: Home, endpoint_id: str) -> dict:
     config = _endpoints(home).get(endpoint_id)
     if not isinstance(config, dict):
         known = ", ".join(sorted(_endpoints(home))) or "none configured"
-        raise CaptainError("unknown_endpoint",
-                           f"there is no endpoint {endpoint_id} (known: {known}); add "
-                           f"[endpoints.{endpoint_id}] to config.toml in the home.")
+        raise CaptainError(
+            "unknown_endpoint",
+            f"there is no endpoint {endpoint_id} (known: {known}); add "
+            f"[endpoints.{endpoint_id}] to config.toml in the home.",
+        )
     return config
 
 
@@ -135,9 +137,16 @@ class _Replayed(Exception):
         self.days = days
 
 
-def ingest(home: Home, endpoint_id: str, source_delivery_id: str, body: bytes, *,
-           event: str | None = None, at: datetime | None = None,
-           body_once: bool = False) -> Intake:
+def ingest(
+    home: Home,
+    endpoint_id: str,
+    source_delivery_id: str,
+    body: bytes,
+    *,
+    event: str | None = None,
+    at: datetime | None = None,
+    body_once: bool = False,
+) -> Intake:
     """Record one delivery durably, then (unless filtered) create its work item.
 
     ``body_once``: the sender's signature covers only the body (GitHub's), so the delivery
@@ -145,36 +154,59 @@ def ingest(home: Home, endpoint_id: str, source_delivery_id: str, body: bytes, *
     delivery id within the endpoint's retention is then taken for a replay: it is recorded
     as a rejection and refused (``delivery_conflict``)."""
     config = endpoint(home, endpoint_id)
-    if not source_delivery_id or len(source_delivery_id) > SOURCE_ID_MAX \
-            or not source_delivery_id.isprintable():
-        raise CaptainError("invalid_argument", "the source delivery id must be 1 to "
-                                               f"{SOURCE_ID_MAX} printable characters.")
+    if (
+        not source_delivery_id
+        or len(source_delivery_id) > SOURCE_ID_MAX
+        or not source_delivery_id.isprintable()
+    ):
+        raise CaptainError(
+            "invalid_argument",
+            f"the source delivery id must be 1 to {SOURCE_ID_MAX} printable characters.",
+        )
     if event is not None and (not event.isprintable() or len(event) > 100):
-        raise CaptainError("invalid_argument", "the event name must be printable, at most "
-                                               "100 characters.")
+        raise CaptainError(
+            "invalid_argument", "the event name must be printable, at most 100 characters."
+        )
     if len(body) > MAX_BODY_BYTES:
-        raise CaptainError("message_too_large", f"the body is {len(body)} bytes; at most "
-                                                f"{MAX_BODY_BYTES} are accepted.")
+        raise CaptainError(
+            "message_too_large",
+            f"the body is {len(body)} bytes; at most {MAX_BODY_BYTES} are accepted.",
+        )
     store = store_for(home)
     try:
         with store.transaction():
-            return _intake(home, store, config, endpoint_id, source_delivery_id, body,
-                           event, at, body_once)
+            return _intake(
+                home, store, config, endpoint_id, source_delivery_id, body, event, at, body_once
+            )
     except _Replayed as replayed:
-        reject(home, endpoint_id, source_delivery_id, body,
-               f"replayed body: already delivered as {replayed.holder[:SOURCE_ID_MAX]}",
-               event=event)
+        reject(
+            home,
+            endpoint_id,
+            source_delivery_id,
+            body,
+            f"replayed body: already delivered as {replayed.holder[:SOURCE_ID_MAX]}",
+            event=event,
+        )
         raise CaptainError(
             "delivery_conflict",
             "this body was already delivered under another delivery id in the endpoint's "
             f"{replayed.days:g}-day window, and this endpoint's signature covers only the "
             "body, so it is taken for a replay. It was recorded as rejected and nothing was "
-            "dispatched.") from None
+            "dispatched.",
+        ) from None
 
 
-def _intake(home: Home, store: DeliveryStore, config: dict, endpoint_id: str,
-            source_delivery_id: str, body: bytes, event: str | None, at: datetime | None,
-            body_once: bool) -> Intake:
+def _intake(
+    home: Home,
+    store: DeliveryStore,
+    config: dict,
+    endpoint_id: str,
+    source_delivery_id: str,
+    body: bytes,
+    event: str | None,
+    at: datetime | None,
+    body_once: bool,
+) -> Intake:
     """``ingest`` inside the store's transaction."""
     at = at or store.now()
     sha = hashlib.sha256(body).hexdigest()
@@ -183,12 +215,19 @@ def _intake(home: Home, store: DeliveryStore, config: dict, endpoint_id: str,
     reason = _filter(config, event)
 
     def record_as(delivery_id: str) -> Delivery:
-        return Delivery(delivery_id=delivery_id, endpoint_id=endpoint_id,
-                        source_delivery_id=source_delivery_id, event=event, received_at=at,
-                        body_sha256=sha, body_bytes=len(body),
-                        raw_body_expires_at=at + timedelta(days=_retention_days(config)),
-                        filter_reason=reason, routine=routine(config),
-                        work_id=None if reason else work_id_for(delivery_id))
+        return Delivery(
+            delivery_id=delivery_id,
+            endpoint_id=endpoint_id,
+            source_delivery_id=source_delivery_id,
+            event=event,
+            received_at=at,
+            body_sha256=sha,
+            body_bytes=len(body),
+            raw_body_expires_at=at + timedelta(days=_retention_days(config)),
+            filter_reason=reason,
+            routine=routine(config),
+            work_id=None if reason else work_id_for(delivery_id),
+        )
 
     # The identity is claimed first (create-once, naming a fresh time-ordered ID), so two
     # concurrent intakes of one delivery agree on a single record. On files a kill after the
@@ -220,13 +259,23 @@ def _intake(home: Home, store: DeliveryStore, config: dict, endpoint_id: str,
     return Intake(record, duplicate=False)
 
 
-def _claim_body(store: DeliveryStore, config: dict, endpoint_id: str,
-                source_delivery_id: str, sha: str, at: datetime) -> None:
+def _claim_body(
+    store: DeliveryStore,
+    config: dict,
+    endpoint_id: str,
+    source_delivery_id: str,
+    sha: str,
+    at: datetime,
+) -> None:
     """Claim the body for this delivery id (create-once, so two concurrent replays cannot
     both win), or refuse it as a replay of the delivery that holds it (``_Replayed``)."""
     days = _retention_days(config)
-    mine = BodySeen(endpoint_id=endpoint_id, body_sha256=sha,
-                    source_delivery_id=source_delivery_id, until=at + timedelta(days=days))
+    mine = BodySeen(
+        endpoint_id=endpoint_id,
+        body_sha256=sha,
+        source_delivery_id=source_delivery_id,
+        until=at + timedelta(days=days),
+    )
     seen = store.claim_body(mine)
     if seen is not None and seen.source_delivery_id != source_delivery_id and at >= seen.until:
         seen = store.renew_body_claim(mine)  # its window is over: the body is new again
@@ -243,7 +292,9 @@ def _same(home: Home, store: DeliveryStore, existing: Delivery | None, sha: str)
             "delivery_conflict",
             f"delivery {existing.source_delivery_id} on endpoint {existing.endpoint_id} was "
             f"already received ({existing.delivery_id}) with a different body; nothing new "
-            "was recorded.", delivery_id=existing.delivery_id)
+            "was recorded.",
+            delivery_id=existing.delivery_id,
+        )
     _dispatch(home, existing, _endpoints(home).get(existing.endpoint_id) or {})
     store.settled(existing.delivery_id)
     return Intake(existing, duplicate=True)
@@ -269,26 +320,47 @@ def _dispatch(home: Home, record: Delivery, config: dict) -> None:
     """Create the delivery's work item if it should have one (idempotent)."""
     if record.work_id is None or ledger.exists(home, record.work_id):
         return
-    ledger.accept(home, source="webhook", work_id=record.work_id,
-                  input={"delivery_id": record.delivery_id, "endpoint_id": record.endpoint_id,
-                         "event": record.event, "body_sha256": record.body_sha256},
-                  requester=f"webhook:{record.endpoint_id}", delivery_id=record.delivery_id,
-                  max_attempts=settings.value(config, "max_attempts"), at=record.received_at)
+    ledger.accept(
+        home,
+        source="webhook",
+        work_id=record.work_id,
+        input={
+            "delivery_id": record.delivery_id,
+            "endpoint_id": record.endpoint_id,
+            "event": record.event,
+            "body_sha256": record.body_sha256,
+        },
+        requester=f"webhook:{record.endpoint_id}",
+        delivery_id=record.delivery_id,
+        max_attempts=settings.value(config, "max_attempts"),
+        at=record.received_at,
+    )
 
 
-def reject(home: Home, endpoint_id: str, source_delivery_id: str | None, body: bytes,
-           reason: str, *, event: str | None = None) -> Rejection:
+def reject(
+    home: Home,
+    endpoint_id: str,
+    source_delivery_id: str | None,
+    body: bytes,
+    reason: str,
+    *,
+    event: str | None = None,
+) -> Rejection:
     """Keep a refused delivery on record; the store keeps the newest ``MAX_REJECTIONS``,
     none older than ``REJECTION_DAYS`` (anyone can send one, so it must not grow without
     end)."""
     store = store_for(home)
     with store.transaction():
-        record = Rejection(rejection_id=new_id("whr"), endpoint_id=endpoint_id,
-                           source_delivery_id=(source_delivery_id or None) and
-                           source_delivery_id[:SOURCE_ID_MAX],
-                           event=event and event[:100], received_at=store.now(),
-                           reason=reason[:500], body_sha256=hashlib.sha256(body).hexdigest(),
-                           body_bytes=len(body))
+        record = Rejection(
+            rejection_id=new_id("whr"),
+            endpoint_id=endpoint_id,
+            source_delivery_id=(source_delivery_id or None) and source_delivery_id[:SOURCE_ID_MAX],
+            event=event and event[:100],
+            received_at=store.now(),
+            reason=reason[:500],
+            body_sha256=hashlib.sha256(body).hexdigest(),
+            body_bytes=len(body),
+        )
         store.put_rejection(record)
         store.prune_rejections(MAX_REJECTIONS, REJECTION_DAYS)
     return record
@@ -299,8 +371,12 @@ def rejections(home: Home) -> list[Rejection]:
 
 
 def _is_delivery_id(delivery_id: object) -> bool:
-    return isinstance(delivery_id, str) and delivery_id.startswith(PREFIX + "_") \
-        and delivery_id[4:].isalnum() and len(delivery_id) <= 64
+    return (
+        isinstance(delivery_id, str)
+        and delivery_id.startswith(PREFIX + "_")
+        and delivery_id[4:].isalnum()
+        and len(delivery_id) <= 64
+    )
 
 
 def get(home: Home, delivery_id: str) -> Delivery:
@@ -345,8 +421,11 @@ class Purged:
     rejections: int  # refused deliveries past the bound (age or count)
 
     def as_json(self) -> dict:
-        return {"bodies_removed": self.bodies, "body_claims_removed": self.body_claims,
-                "rejections_removed": self.rejections}
+        return {
+            "bodies_removed": self.bodies,
+            "body_claims_removed": self.body_claims,
+            "rejections_removed": self.rejections,
+        }
 
 
 def purge(home: Home, at: datetime | None = None) -> Purged:
@@ -360,8 +439,11 @@ def purge(home: Home, at: datetime | None = None) -> Purged:
     sender's redelivery writes it again); on PostgreSQL there are none."""
     store = store_for(home)
     at = at or store.now()
-    return Purged(store.purge_bodies(at), store.drop_body_claims(at),
-                  store.prune_rejections(MAX_REJECTIONS, REJECTION_DAYS, at))
+    return Purged(
+        store.purge_bodies(at),
+        store.drop_body_claims(at),
+        store.prune_rejections(MAX_REJECTIONS, REJECTION_DAYS, at),
+    )
 
 
 def public(home: Home, record: Delivery) -> dict:
@@ -370,8 +452,9 @@ def public(home: Home, record: Delivery) -> dict:
     return row
 
 
-def check_endpoint_filter(home: Home, endpoint_id: str,
-                          records: list[Delivery] | None = None) -> None:
+def check_endpoint_filter(
+    home: Home, endpoint_id: str, records: list[Delivery] | None = None
+) -> None:
     """A filter naming an endpoint names a known one: configured in config.toml, or with
     deliveries on record (an endpoint removed from the config keeps its history listable).
     Anything else is a typo, refused (``invalid_filter``) rather than answered with an empty
@@ -380,36 +463,53 @@ def check_endpoint_filter(home: Home, endpoint_id: str,
     if endpoint_id in configured:
         return
     # only for an unconfigured name
-    seen = {r.endpoint_id for r in records} if records is not None else \
-        store_for(home).endpoints()
+    seen = {r.endpoint_id for r in records} if records is not None else store_for(home).endpoints()
     if endpoint_id in seen:
         return
     known = sorted(set(configured) | seen)
-    shown = ", ".join(known[:20]) + (f" and {len(known) - 20} more" if len(known) > 20
-                                      else "") if known else "none"
-    raise CaptainError("invalid_filter",
-                       f"endpoint {endpoint_id[:80]!r} is not configured in config.toml and has "
-                       f"no deliveries on record (known: {shown}).")
+    shown = (
+        ", ".join(known[:20]) + (f" and {len(known) - 20} more" if len(known) > 20 else "")
+        if known
+        else "none"
+    )
+    raise CaptainError(
+        "invalid_filter",
+        f"endpoint {endpoint_id[:80]!r} is not configured in config.toml and has "
+        f"no deliveries on record (known: {shown}).",
+    )
 
 
 def check_source_filter(source_delivery_id: str) -> None:
     """A source delivery id the ledger could never have recorded is a typo, not a "no"."""
-    if not source_delivery_id or len(source_delivery_id) > SOURCE_ID_MAX \
-            or not source_delivery_id.isprintable():
-        raise CaptainError("invalid_filter", "a source delivery id is 1 to "
-                                             f"{SOURCE_ID_MAX} printable characters.")
+    if (
+        not source_delivery_id
+        or len(source_delivery_id) > SOURCE_ID_MAX
+        or not source_delivery_id.isprintable()
+    ):
+        raise CaptainError(
+            "invalid_filter", f"a source delivery id is 1 to {SOURCE_ID_MAX} printable characters."
+        )
 
 
-def page(home: Home, *, endpoint_id: str | None = None, source_delivery_id: str | None = None,
-         limit: int = 50, after: str | None = None) -> tuple[list[Delivery], str | None]:
+def page(
+    home: Home,
+    *,
+    endpoint_id: str | None = None,
+    source_delivery_id: str | None = None,
+    limit: int = 50,
+    after: str | None = None,
+) -> tuple[list[Delivery], str | None]:
     """Newest last, keyset-paginated by (received_at, delivery_id). The identity question
     (endpoint + source delivery id) answers a page of zero or one. Every filter is checked
     first: an unknown endpoint or a malformed value is ``invalid_filter``, never an empty
     page; so is an ``after`` that is not a delivery of this listing (a cursor)."""
     if source_delivery_id is not None and endpoint_id is None:
-        raise CaptainError("invalid_filter", "a source delivery id is only unique within an "
-                                             "endpoint: name the endpoint with it (--endpoint, "
-                                             "?endpoint_id=).")
+        raise CaptainError(
+            "invalid_filter",
+            "a source delivery id is only unique within an "
+            "endpoint: name the endpoint with it (--endpoint, "
+            "?endpoint_id=).",
+        )
     if not 1 <= limit <= ledger.PAGE_MAX:
         raise CaptainError("invalid_filter", f"limit must be between 1 and {ledger.PAGE_MAX}.")
     store = store_for(home)
@@ -427,8 +527,9 @@ def page(home: Home, *, endpoint_id: str | None = None, source_delivery_id: str 
     if after is not None:
         cursor = store.record(after) if _is_delivery_id(after) else None
         if cursor is None or (endpoint_id is not None and cursor.endpoint_id != endpoint_id):
-            raise CaptainError("invalid_filter", f"after={after!r} is not a cursor from a "
-                                                 "previous page.")
+            raise CaptainError(
+                "invalid_filter", f"after={after!r} is not a cursor from a previous page."
+            )
     records = store.records(endpoint_id=endpoint_id, after=cursor, limit=limit + 1)
     if len(records) > limit:
         return records[:limit], records[limit - 1].delivery_id

@@ -73,8 +73,10 @@ class FileDeliveries:
         return self.store.dir("deliveries")
 
     def _identity_path(self, endpoint_id: str, source_delivery_id: str) -> Path:
-        return self.store.dir("deliveries", "by-identity") / \
-            f"{identity_key(endpoint_id, source_delivery_id)}.json"
+        return (
+            self.store.dir("deliveries", "by-identity")
+            / f"{identity_key(endpoint_id, source_delivery_id)}.json"
+        )
 
     def _body_path(self, delivery_id: str, sha256: str) -> Path:
         return self.store.dir("delivery-bodies") / f"{delivery_id}-{sha256[:32]}.body"
@@ -106,14 +108,18 @@ class FileDeliveries:
 
     def claim(self, record: Delivery) -> str:
         path = self._identity_path(record.endpoint_id, record.source_delivery_id)
-        mine = Identity(delivery_id=record.delivery_id, endpoint_id=record.endpoint_id,
-                        source_delivery_id=record.source_delivery_id)
+        mine = Identity(
+            delivery_id=record.delivery_id,
+            endpoint_id=record.endpoint_id,
+            source_delivery_id=record.source_delivery_id,
+        )
         self.store.create_once(path, encode(mine), same=lambda old, new: True)
         ident = self.store.read(path, Identity)
-        if ident is None or (ident.endpoint_id, ident.source_delivery_id) != \
-                (record.endpoint_id, record.source_delivery_id):
-            raise CaptainError("store_error",
-                               "a delivery identity record could not be read back.")
+        if ident is None or (ident.endpoint_id, ident.source_delivery_id) != (
+            record.endpoint_id,
+            record.source_delivery_id,
+        ):
+            raise CaptainError("store_error", "a delivery identity record could not be read back.")
         return ident.delivery_id
 
     def record(self, delivery_id: str) -> Delivery | None:
@@ -131,11 +137,15 @@ class FileDeliveries:
         self._once(self._body_path(record.delivery_id, record.body_sha256), body)
 
     def put_record(self, record: Delivery) -> bool:
-        return self.store.create_once(self._dir() / f"{record.delivery_id}.json",
-                                      encode(record))
+        return self.store.create_once(self._dir() / f"{record.delivery_id}.json", encode(record))
 
-    def records(self, *, endpoint_id: str | None = None, after: Delivery | None = None,
-                limit: int | None = None) -> list[Delivery]:
+    def records(
+        self,
+        *,
+        endpoint_id: str | None = None,
+        after: Delivery | None = None,
+        limit: int | None = None,
+    ) -> list[Delivery]:
         records = self.store.records(self._dir(), Delivery)
         if endpoint_id is not None:
             records = [r for r in records if r.endpoint_id == endpoint_id]
@@ -184,8 +194,7 @@ class FileDeliveries:
         bodies = 0
         folder = self.store.dir("delivery-bodies", create=False)
         try:
-            names = sorted(e.name for e in os.scandir(folder)
-                           if e.is_file(follow_symlinks=False))
+            names = sorted(e.name for e in os.scandir(folder) if e.is_file(follow_symlinks=False))
         except (FileNotFoundError, NotADirectoryError):
             names = []
         for name in names:
@@ -198,8 +207,9 @@ class FileDeliveries:
             except CaptainError:
                 continue  # an unreadable record is the store's to report; its body waits
             try:
-                if record is not None and \
-                        path == self._body_path(record.delivery_id, record.body_sha256):
+                if record is not None and path == self._body_path(
+                    record.delivery_id, record.body_sha256
+                ):
                     if at < record.raw_body_expires_at:
                         continue
                 elif os.lstat(path).st_mtime > at.timestamp() - ORPHAN_SECONDS:
@@ -258,8 +268,7 @@ class FileDeliveries:
     # -- rejections ---------------------------------------------------------------------------
 
     def put_rejection(self, record: Rejection) -> None:
-        self.store.create_once(self._rejected_dir() / f"{record.rejection_id}.json",
-                               encode(record))
+        self.store.create_once(self._rejected_dir() / f"{record.rejection_id}.json", encode(record))
 
     def prune_rejections(self, keep: int, days: float, at: datetime | None = None) -> int:
         """By the files' mtimes: ``at`` None is the wall clock (``time.time()``), which the

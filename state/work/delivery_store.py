@@ -103,8 +103,13 @@ class DeliveryStore(Protocol):
         there; another record under its ID is ``message_conflict``."""
         ...
 
-    def records(self, *, endpoint_id: str | None = None, after: Delivery | None = None,
-                limit: int | None = None) -> list[Delivery]:
+    def records(
+        self,
+        *,
+        endpoint_id: str | None = None,
+        after: Delivery | None = None,
+        limit: int | None = None,
+    ) -> list[Delivery]:
         """Records in (received_at, delivery_id) order: of one endpoint, after ``after``'s
         key, at most ``limit``."""
         ...
@@ -159,8 +164,7 @@ class DeliveryStore(Protocol):
 
     # -- rejections ----------------------------------------------------------------------------
 
-    def put_rejection(self, record: Rejection) -> None:
-        ...
+    def put_rejection(self, record: Rejection) -> None: ...
 
     def prune_rejections(self, keep: int, days: float, at: datetime | None = None) -> int:
         """Drop all but the newest ``keep`` refusals, and any older than ``days`` at ``at``
@@ -170,4 +174,3 @@ class DeliveryStore(Protocol):
     def rejections(self) -> list[Rejection]:
         """The refusals on record, oldest first."""
         ...
-

@@ -73,8 +73,9 @@ class FileBackend:
     # -- transactions ------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def transaction(self, work_id: str | None = None, *,
-                    ledger: bool = False) -> Iterator[FileBackend]:
+    def transaction(
+        self, work_id: str | None = None, *, ledger: bool = False
+    ) -> Iterator[FileBackend]:
         held = _held_here()
         root = str(self.store.root)
         names = ([LEDGER_LOCK] if ledger else []) + ([f"work-{work_id}"] if work_id else [])
@@ -84,8 +85,10 @@ class FileBackend:
                 if key in held:
                     continue  # joined: the outer transaction holds it
                 if name == LEDGER_LOCK and any(r == root and n != LEDGER_LOCK for r, n in held):
-                    raise CaptainError("store_error", "the ledger lock is taken before any "
-                                                      "item's, never inside one.")
+                    raise CaptainError(
+                        "store_error",
+                        "the ledger lock is taken before any item's, never inside one.",
+                    )
                 stack.enter_context(self.store.lock(name))
                 held.add(key)
                 stack.callback(held.discard, key)
@@ -106,8 +109,9 @@ class FileBackend:
         return self.store.seqs(self._events_dir(work_id))
 
     def _event(self, work_id: str, seq: int) -> WorkEvent | None:
-        return self.store.read(self._events_dir(work_id) / f"{EVENT_NAME.format(seq)}.json",
-                               WorkEvent)
+        return self.store.read(
+            self._events_dir(work_id) / f"{EVENT_NAME.format(seq)}.json", WorkEvent
+        )
 
     def item(self, work_id: str, *, repair: bool = False) -> WorkItem | None:
         """The cache trusted up to its ``seq``, the events after it folded on; with
@@ -131,8 +135,9 @@ class FileBackend:
         if item is None:
             # its first event is there but neither it nor the cache reads (the store
             # reported the file, and moved it aside if this command may write)
-            raise corrupt.error("work item", work_id, "neither its first event nor its "
-                                                      "item.json can be read")
+            raise corrupt.error(
+                "work item", work_id, "neither its first event nor its item.json can be read"
+            )
         if repair and item.seq > start:
             self.store_item(item)
         if repair and item.state in TERMINAL:
@@ -163,8 +168,11 @@ class FileBackend:
             entries = os.scandir(self.store.dir("work", create=False))
         except FileNotFoundError:
             return []
-        return sorted(e.name for e in entries if e.name.startswith(WORK + "_")
-                      and e.is_dir(follow_symlinks=False))
+        return sorted(
+            e.name
+            for e in entries
+            if e.name.startswith(WORK + "_") and e.is_dir(follow_symlinks=False)
+        )
 
     def recent_finished_ids(self, limit: int) -> list[str]:
         # newest first; an ID with an open marker is not finished, one whose first event
@@ -188,29 +196,42 @@ class FileBackend:
         except CaptainError:
             return None
 
-    def open_items(self, states: Collection[str], *, source: str | None = None,
-                   crew: bool | None = None, limit: int | None = None) -> list[WorkItem]:
+    def open_items(
+        self,
+        states: Collection[str],
+        *,
+        source: str | None = None,
+        crew: bool | None = None,
+        limit: int | None = None,
+    ) -> list[WorkItem]:
         out: list[WorkItem] = []
         for work_id in self.open_ids():
             item = self._readable(work_id)
-            if item is None or item.state not in states \
-                    or (source is not None and item.source != source) \
-                    or (crew is not None and (item.crew is not None) != crew):
+            if (
+                item is None
+                or item.state not in states
+                or (source is not None and item.source != source)
+                or (crew is not None and (item.crew is not None) != crew)
+            ):
                 continue
             out.append(item)
             if limit is not None and len(out) == limit:
                 break
         return out
 
-    def page(self, *, state: str | None, source: str | None, limit: int,
-             after: str | None) -> tuple[list[WorkItem], str | None]:
+    def page(
+        self, *, state: str | None, source: str | None, limit: int, after: str | None
+    ) -> tuple[list[WorkItem], str | None]:
         out: list[WorkItem] = []
         for work_id in self.all_ids():
             if after is not None and work_id <= after:
                 continue
             item = self._readable(work_id)
-            if item is None or (state and item.state != state) \
-                    or (source and item.source != source):
+            if (
+                item is None
+                or (state and item.state != state)
+                or (source and item.source != source)
+            ):
                 continue
             if len(out) == limit:
                 return out, out[-1].work_id
@@ -220,8 +241,9 @@ class FileBackend:
     # -- writing (inside a transaction) -------------------------------------------------------
 
     def put_input(self, work_id: str, data: bytes) -> None:
-        self.store.create_once(self._item_dir(work_id) / "input.json", data,
-                               same=lambda old, new: True)
+        self.store.create_once(
+            self._item_dir(work_id) / "input.json", data, same=lambda old, new: True
+        )
 
     def mark_open(self, work_id: str) -> None:
         self.store.create_once(self._open_dir() / work_id, b"", same=lambda old, new: True)

@@ -57,14 +57,18 @@ class Imported:
         return asdict(self)
 
     def sentence(self) -> str:
-        parts = [f"{counted(self.items, 'work item')} with {counted(self.events, 'event')}",
-                 f"{counted(self.deliveries, 'webhook delivery', 'webhook deliveries')} with "
-                 f"{counted(self.bodies, 'body', 'bodies')}",
-                 counted(self.rejections, "refused delivery", "refused deliveries"),
-                 counted(self.tokens, "API token")]
-        new = (f"{counted(self.new_items, 'item')}, "
-               f"{counted(self.new_deliveries, 'delivery', 'deliveries')} and "
-               f"{counted(self.new_tokens, 'token')} were new to the database")
+        parts = [
+            f"{counted(self.items, 'work item')} with {counted(self.events, 'event')}",
+            f"{counted(self.deliveries, 'webhook delivery', 'webhook deliveries')} with "
+            f"{counted(self.bodies, 'body', 'bodies')}",
+            counted(self.rejections, "refused delivery", "refused deliveries"),
+            counted(self.tokens, "API token"),
+        ]
+        new = (
+            f"{counted(self.new_items, 'item')}, "
+            f"{counted(self.new_deliveries, 'delivery', 'deliveries')} and "
+            f"{counted(self.new_tokens, 'token')} were new to the database"
+        )
         where = f"; the files are kept in {self.set_aside}" if self.set_aside else ""
         return f"imported the home's file ledger: {', '.join(parts)} ({new}){where}."
 
@@ -74,8 +78,12 @@ def held(home: Home) -> bool:
     root = home.root
     if os.path.lexists(root / "workspace.json"):
         return True
-    for name, prefix in (("work", "wrk_"), ("deliveries", "whd_"), ("tokens", "tok_"),
-                         ("delivery-bodies", "whd_")):
+    for name, prefix in (
+        ("work", "wrk_"),
+        ("deliveries", "whd_"),
+        ("tokens", "tok_"),
+        ("delivery-bodies", "whd_"),
+    ):
         try:
             with os.scandir(root / name) as entries:
                 if any(e.name.startswith(prefix) for e in entries):
@@ -98,7 +106,8 @@ def not_imported(home: Home, shown: str) -> CaptainError:
         "lost from sight: run `captain ledger migrate` to import them into the database "
         "(one transaction, checked by counts; the files are then set aside), or remove "
         "[ledger] url / CAPTAIN_LEDGER_URL to keep using the files.",
-        url=shown)
+        url=shown,
+    )
 
 
 def _conflict(what: str) -> CaptainError:
@@ -106,14 +115,16 @@ def _conflict(what: str) -> CaptainError:
         "ledger_import_conflict",
         f"{what}; nothing was imported and nothing changed. The database already holds a "
         "different record under that ID (another home's?): point this home at an empty or "
-        "its own database, or keep it on its files.")
+        "its own database, or keep it on its files.",
+    )
 
 
 def _bad_file(what: str) -> CaptainError:
     return CaptainError(
         "ledger_import_conflict",
         f"{what}; nothing was imported and nothing changed. Look at that file (move it "
-        "aside if it is not captain's), then run captain ledger migrate again.")
+        "aside if it is not captain's), then run captain ledger migrate again.",
+    )
 
 
 def import_files(home: Home, backend) -> Imported:
@@ -129,11 +140,22 @@ def import_files(home: Home, backend) -> Imported:
 
     files, file_deliveries, file_tokens = FileBackend(home), FileDeliveries(home), FileTokens(home)
     if file_deliveries.pending():
-        raise _bad_file("a webhook intake in the files was never finished (deliveries/"
-                        "pending/): run `captain watch` once on the file ledger first")
+        raise _bad_file(
+            "a webhook intake in the files was never finished (deliveries/"
+            "pending/): run `captain watch` once on the file ledger first"
+        )
     deliveries, tokens = PostgresDeliveries(backend), PostgresTokens(backend)
-    counts = dict(items=0, events=0, deliveries=0, bodies=0, rejections=0, tokens=0,
-                  new_items=0, new_deliveries=0, new_tokens=0)
+    counts = dict(
+        items=0,
+        events=0,
+        deliveries=0,
+        bodies=0,
+        rejections=0,
+        tokens=0,
+        new_items=0,
+        new_deliveries=0,
+        new_tokens=0,
+    )
     item_ids: list[str] = []
     delivery_ids: list[str] = []
     token_ids: list[str] = []
@@ -150,8 +172,7 @@ def import_files(home: Home, backend) -> Imported:
             item_ids.append(work_id)
             if tx.exists(work_id):
                 if tx.events(work_id) != events:
-                    raise _conflict(f"the work item {work_id} has another history in the "
-                                    "database")
+                    raise _conflict(f"the work item {work_id} has another history in the database")
                 continue
             data = _input_bytes(home, work_id, item.input_sha256)
             if data is not None:
@@ -173,8 +194,10 @@ def import_files(home: Home, backend) -> Imported:
             stored = deliveries.record(record.delivery_id)
             if stored is None:
                 if deliveries.claim(record) != record.delivery_id:
-                    raise _conflict(f"the delivery {record.delivery_id}'s identity names "
-                                    "another delivery in the database")
+                    raise _conflict(
+                        f"the delivery {record.delivery_id}'s identity names "
+                        "another delivery in the database"
+                    )
                 deliveries.put_record(record)
                 counts["new_deliveries"] += 1
             elif stored != record:
@@ -185,7 +208,8 @@ def import_files(home: Home, backend) -> Imported:
                 if not deliveries.body_held(record):
                     deliveries.put_body(record, body)
         for claim in Store(home.root, writable=False).records(
-                home.root / "deliveries" / "by-body", BodySeen):
+            home.root / "deliveries" / "by-body", BodySeen
+        ):
             deliveries.claim_body(claim)
         for rejection in file_deliveries.rejections():
             counts["rejections"] += 1
@@ -203,11 +227,14 @@ def import_files(home: Home, backend) -> Imported:
             elif token.revoked_at is not None and stored.revoked_at is None:
                 tokens.replace(token)  # a revocation is never lost
         mine = file_tokens.workspace()
-        workspace = (tokens.mint_workspace(mine) if mine is not None else tokens.workspace())
+        workspace = tokens.mint_workspace(mine) if mine is not None else tokens.workspace()
         _verify(backend, counts, item_ids, delivery_ids, token_ids)
     aside = _set_aside(home) if held(home) else None
-    return Imported(**counts, workspace=workspace.workspace_id if workspace else None,
-                    set_aside=str(aside) if aside else None)
+    return Imported(
+        **counts,
+        workspace=workspace.workspace_id if workspace else None,
+        set_aside=str(aside) if aside else None,
+    )
 
 
 def _terminal():
@@ -235,33 +262,41 @@ def _input_bytes(home: Home, work_id: str, fingerprint: str) -> bytes | None:
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_size > 2 * MAX_INPUT_BYTES:
-            raise _bad_file(f"the input of {work_id} in the files is not a regular file of "
-                            "at most its bound")
+            raise _bad_file(
+                f"the input of {work_id} in the files is not a regular file of at most its bound"
+            )
         data = os.read(fd, 2 * MAX_INPUT_BYTES + 1)
     finally:
         os.close(fd)
     if hashlib.sha256(data).hexdigest() != fingerprint:
-        raise _bad_file(f"the input of {work_id} in the files does not match its "
-                        "fingerprint (input_sha256)")
+        raise _bad_file(
+            f"the input of {work_id} in the files does not match its fingerprint (input_sha256)"
+        )
     return data
 
 
 def _verify(backend, counts, item_ids, delivery_ids, token_ids) -> None:
     """Inside the transaction: everything the files hold is in the database, by counts
     (of the IDs the import read from the files)."""
-    row = backend.run("SELECT count(*), coalesce(sum(seq), 0) FROM work_items "
-                      "WHERE work_id = ANY(%s)", (item_ids,), fetch="one")
-    deliveries = backend.run("SELECT count(*) FROM deliveries WHERE delivery_id = ANY(%s)",
-                             (delivery_ids,), fetch="one")[0]
-    tokens = backend.run("SELECT count(*) FROM api_tokens WHERE token_id = ANY(%s)",
-                         (token_ids,), fetch="one")[0]
+    row = backend.run(
+        "SELECT count(*), coalesce(sum(seq), 0) FROM work_items WHERE work_id = ANY(%s)",
+        (item_ids,),
+        fetch="one",
+    )
+    deliveries = backend.run(
+        "SELECT count(*) FROM deliveries WHERE delivery_id = ANY(%s)", (delivery_ids,), fetch="one"
+    )[0]
+    tokens = backend.run(
+        "SELECT count(*) FROM api_tokens WHERE token_id = ANY(%s)", (token_ids,), fetch="one"
+    )[0]
     found = (row[0], row[1], deliveries, tokens)
     wanted = (counts["items"], counts["events"], counts["deliveries"], counts["tokens"])
     if found != wanted:
         raise CaptainError(
             "ledger_import_conflict",
             f"the import did not check out (items, events, deliveries, tokens in the "
-            f"database {found}, in the files {wanted}); it was rolled back, nothing changed.")
+            f"database {found}, in the files {wanted}); it was rolled back, nothing changed.",
+        )
 
 
 def _set_aside(home: Home) -> Path:

@@ -117,8 +117,9 @@ def check_name(text: str, what: str) -> str:
     """A requester, holder or actor: at most 200 printable characters on one line,
     refused before anything is written."""
     if not (isinstance(text, str) and text and _one_line(text)):
-        raise CaptainError("invalid_text", f"the {what} must be 1 to 200 printable "
-                                           "characters on one line.")
+        raise CaptainError(
+            "invalid_text", f"the {what} must be 1 to 200 printable characters on one line."
+        )
     return text
 
 
@@ -127,8 +128,9 @@ def check_shown(reason: str | None = None, target_revision: str | None = None) -
     if reason is not None:
         check_text(reason, "reason", required=False)
     if target_revision is not None and not _one_line(target_revision):
-        raise CaptainError("invalid_argument", "a target revision is at most 200 printable "
-                                               "characters on one line.")
+        raise CaptainError(
+            "invalid_argument", "a target revision is at most 200 printable characters on one line."
+        )
 
 
 def work_id_for_assignment(assignment_id: str) -> str:
@@ -142,8 +144,7 @@ def input_sha256(data: bytes) -> str:
 
 
 def _canonical(value) -> bytes:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False,
-                      separators=(",", ":")).encode()
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 # -- reading -----------------------------------------------------------------------------------
@@ -195,9 +196,13 @@ def input_of(home: Home, work_id: str, fingerprint: str | None = None):
     if data is None:
         return None
     if fingerprint is not None and input_sha256(_canonical(data) + b"\n") != fingerprint:
-        raise CaptainError("ledger_corrupt", f"the stored input of {work_id} is not the one "
-                           "it was accepted with (its fingerprint differs); nothing was "
-                           "replayed.", id=work_id)
+        raise CaptainError(
+            "ledger_corrupt",
+            f"the stored input of {work_id} is not the one "
+            "it was accepted with (its fingerprint differs); nothing was "
+            "replayed.",
+            id=work_id,
+        )
     return data.get("input")
 
 
@@ -232,8 +237,7 @@ def has_free_slot(home: Home) -> bool:
 # -- writing -----------------------------------------------------------------------------------
 
 
-def _append(tx: LedgerWriter, item: WorkItem | None, event: WorkEvent,
-            work_id: str) -> WorkItem:
+def _append(tx: LedgerWriter, item: WorkItem | None, event: WorkEvent, work_id: str) -> WorkItem:
     """Append one event (inside the item's transaction), then store the folded item."""
     new = fold(item, event, work_id)  # refuses an illegal transition before writing
     tx.append(work_id, event)
@@ -245,11 +249,24 @@ def _append(tx: LedgerWriter, item: WorkItem | None, event: WorkEvent,
     return new
 
 
-def _next(clock: LedgerReader, item: WorkItem, type_: str, actor: str, state: str,
-          at: datetime | None, **fields) -> WorkEvent:
-    return WorkEvent(seq=item.seq + 1, at=at or clock.now(), type=type_,
-                     generation=fields.pop("generation", item.generation), actor=actor,
-                     state=state, **fields)
+def _next(
+    clock: LedgerReader,
+    item: WorkItem,
+    type_: str,
+    actor: str,
+    state: str,
+    at: datetime | None,
+    **fields,
+) -> WorkEvent:
+    return WorkEvent(
+        seq=item.seq + 1,
+        at=at or clock.now(),
+        type=type_,
+        generation=fields.pop("generation", item.generation),
+        actor=actor,
+        state=state,
+        **fields,
+    )
 
 
 def _locked_item(tx: LedgerWriter, work_id: str) -> WorkItem:
@@ -259,22 +276,36 @@ def _locked_item(tx: LedgerWriter, work_id: str) -> WorkItem:
     return item
 
 
-def accept(home: Home, *, source: str, input, requester: str, work_id: str | None = None,
-           target_revision: str | None = None, replay_of: str | None = None,
-           reason: str | None = None, crew: str | None = None,
-           assignment_id: str | None = None, delivery_id: str | None = None,
-           max_attempts: int = 1, detail: str | None = None,
-           at: datetime | None = None) -> WorkItem:
+def accept(
+    home: Home,
+    *,
+    source: str,
+    input,
+    requester: str,
+    work_id: str | None = None,
+    target_revision: str | None = None,
+    replay_of: str | None = None,
+    reason: str | None = None,
+    crew: str | None = None,
+    assignment_id: str | None = None,
+    delivery_id: str | None = None,
+    max_attempts: int = 1,
+    detail: str | None = None,
+    at: datetime | None = None,
+) -> WorkItem:
     """Create a queued work item. With a given ``work_id`` it is idempotent: an existing
     item is returned as it is (settling after a crash writes it again)."""
     if source not in SOURCES:
-        raise CaptainError("invalid_filter", f"source {source!r} is not one of "
-                                             f"{', '.join(SOURCES)}.")
+        raise CaptainError(
+            "invalid_filter", f"source {source!r} is not one of {', '.join(SOURCES)}."
+        )
     check_shown(reason, target_revision)
     check_name(requester, "requester")
     if not (isinstance(max_attempts, int) and max_attempts >= 1):
-        raise CaptainError("invalid_argument", f"max attempts {max_attempts!r} is not a "
-                                               f"number from 1 to {MAX_ATTEMPTS}.")
+        raise CaptainError(
+            "invalid_argument",
+            f"max attempts {max_attempts!r} is not a number from 1 to {MAX_ATTEMPTS}.",
+        )
     # an endpoint's config, or the replay of an older item, may ask for more: an item is
     # tried at most MAX_ATTEMPTS times (the CLI refuses more outright)
     max_attempts = min(max_attempts, MAX_ATTEMPTS)
@@ -290,12 +321,25 @@ def accept(home: Home, *, source: str, input, requester: str, work_id: str | Non
         tx.put_input(work_id, data + b"\n")
         crash_point("accepted:after-input")
         tx.mark_open(work_id)
-        event = WorkEvent(seq=1, at=at or tx.now(), type="accepted", generation=0,
-                          actor=requester, state="queued", detail=detail, source=source,
-                          requester=requester, target_revision=target_revision,
-                          input_sha256=input_sha256(data + b"\n"), replay_of=replay_of,
-                          reason=reason, crew=crew, assignment_id=assignment_id,
-                          delivery_id=delivery_id, max_attempts=max_attempts)
+        event = WorkEvent(
+            seq=1,
+            at=at or tx.now(),
+            type="accepted",
+            generation=0,
+            actor=requester,
+            state="queued",
+            detail=detail,
+            source=source,
+            requester=requester,
+            target_revision=target_revision,
+            input_sha256=input_sha256(data + b"\n"),
+            replay_of=replay_of,
+            reason=reason,
+            crew=crew,
+            assignment_id=assignment_id,
+            delivery_id=delivery_id,
+            max_attempts=max_attempts,
+        )
         return _append(tx, None, event, work_id)
 
 
@@ -306,10 +350,17 @@ def held_externally(attempt: Attempt) -> bool:
     return attempt.lease_holder == EXTERNAL_HOLDER and attempt.runtime_locator is None
 
 
-def claim(home: Home, work_id: str | None = None, *, holder: str,
-          locator: PaneLocator | None = None, source: str | None = None,
-          run_id: str | None = None, at: datetime | None = None,
-          start: Callable[[WorkItem], PaneLocator | None] | None = None) -> WorkItem:
+def claim(
+    home: Home,
+    work_id: str | None = None,
+    *,
+    holder: str,
+    locator: PaneLocator | None = None,
+    source: str | None = None,
+    run_id: str | None = None,
+    at: datetime | None = None,
+    start: Callable[[WorkItem], PaneLocator | None] | None = None,
+) -> WorkItem:
     """Claim a queued item (the oldest, or ``work_id``) into a free slot: generation + 1,
     a new attempt with a new run id and a lease.
 
@@ -318,19 +369,24 @@ def claim(home: Home, work_id: str | None = None, *, holder: str,
     """
     check_name(holder, "holder")
     if holder == EXTERNAL_HOLDER:
-        raise CaptainError("invalid_argument",
-                           f"holder {EXTERNAL_HOLDER!r} is reserved for crews recorded with "
-                           "--no-launch (the reconciler never expires it); name the worker.")
+        raise CaptainError(
+            "invalid_argument",
+            f"holder {EXTERNAL_HOLDER!r} is reserved for crews recorded with "
+            "--no-launch (the reconciler never expires it); name the worker.",
+        )
     with capacity(home) as tx:
         if work_id is None:
             # a crew's assignment is started by a runner's dispatch (its pane is launched),
             # never handed to a worker asking for the oldest item
             waiting = tx.open_items(("queued",), source=source, crew=False, limit=1)
             if not waiting:
-                raise CaptainError("not_queued", "no work item is queued"
-                                   + (f" from source {source}" if source else "")
-                                   + " for a worker (crew assignments start when a runner "
-                                     "launches their pane).")
+                raise CaptainError(
+                    "not_queued",
+                    "no work item is queued"
+                    + (f" from source {source}" if source else "")
+                    + " for a worker (crew assignments start when a runner "
+                    "launches their pane).",
+                )
             work_id = waiting[0].work_id
         else:
             item = tx.item(check_work_id(work_id))
@@ -338,14 +394,23 @@ def claim(home: Home, work_id: str | None = None, *, holder: str,
                 raise CaptainError(
                     "invalid_argument",
                     f"{work_id} is crew {item.crew}'s assignment; a runner (the cockpit, "
-                    "captain watch or wait) launches its pane when a slot frees.")
-        return claim_held(home, work_id, holder=holder, locator=locator, run_id=run_id, at=at,
-                          start=start)
+                    "captain watch or wait) launches its pane when a slot frees.",
+                )
+        return claim_held(
+            home, work_id, holder=holder, locator=locator, run_id=run_id, at=at, start=start
+        )
 
 
-def claim_held(home: Home, work_id: str, *, holder: str, locator: PaneLocator | None = None,
-               run_id: str | None = None, at: datetime | None = None,
-               start: Callable[[WorkItem], PaneLocator | None] | None = None) -> WorkItem:
+def claim_held(
+    home: Home,
+    work_id: str,
+    *,
+    holder: str,
+    locator: PaneLocator | None = None,
+    run_id: str | None = None,
+    at: datetime | None = None,
+    start: Callable[[WorkItem], PaneLocator | None] | None = None,
+) -> WorkItem:
     """``claim`` for a caller that already holds ``capacity``."""
     at = at or backend_for(home).now()
     if not has_free_slot(home):
@@ -354,19 +419,32 @@ def claim_held(home: Home, work_id: str, *, holder: str, locator: PaneLocator | 
             "no_capacity",
             f"all {limit} slots are held ({', '.join(i.work_id for i in holding[:8])}); "
             "an item is claimed when one frees. Raise [ledger] slots in config.toml to "
-            "run more at once.", slots=limit)
+            "run more at once.",
+            slots=limit,
+        )
     with _lock(home, check_work_id(work_id)) as tx:
         item = _locked_item(tx, work_id)
         if item.state != "queued":
-            raise CaptainError("not_queued", f"{work_id} is {item.state}, not queued; "
-                                             "only a queued item can be claimed.",
-                               state=item.state)
+            raise CaptainError(
+                "not_queued",
+                f"{work_id} is {item.state}, not queued; only a queued item can be claimed.",
+                state=item.state,
+            )
         if start is not None:
             locator = start(item)
-        event = _next(tx, item, "claimed", holder, "running", at,
-                      generation=item.generation + 1, run_id=run_id or new_id(RUN),
-                      lease_holder=holder, runtime_locator=locator,
-                      lease_expires_at=at + timedelta(seconds=lease_seconds(home)))
+        event = _next(
+            tx,
+            item,
+            "claimed",
+            holder,
+            "running",
+            at,
+            generation=item.generation + 1,
+            run_id=run_id or new_id(RUN),
+            lease_holder=holder,
+            runtime_locator=locator,
+            lease_expires_at=at + timedelta(seconds=lease_seconds(home)),
+        )
         return _append(tx, item, event, work_id)
 
 
@@ -382,11 +460,19 @@ def _fenced(item: WorkItem, generation: int, what: str) -> None:
             "stale_generation",
             f"generation {generation} is not {item.work_id}'s current one ({item.generation}); "
             f"the attempt that {what} was taken over and may not act for its replacement.",
-            generation=item.generation, state=item.state)
+            generation=item.generation,
+            state=item.state,
+        )
 
 
-def heartbeat(home: Home, work_id: str, generation: int, *, holder: str | None = None,
-              at: datetime | None = None) -> WorkItem:
+def heartbeat(
+    home: Home,
+    work_id: str,
+    generation: int,
+    *,
+    holder: str | None = None,
+    at: datetime | None = None,
+) -> WorkItem:
     """Renew the current attempt's lease; fenced by generation."""
     if holder is not None:
         check_name(holder, "holder")
@@ -395,19 +481,37 @@ def heartbeat(home: Home, work_id: str, generation: int, *, holder: str | None =
         item = _locked_item(tx, work_id)
         _fenced(item, generation, "heartbeats")
         if item.state != "running":
-            raise CaptainError("not_running", f"{work_id} is {item.state}; only a running "
-                                              "item's lease can be renewed.", state=item.state)
+            raise CaptainError(
+                "not_running",
+                f"{work_id} is {item.state}; only a running item's lease can be renewed.",
+                state=item.state,
+            )
         current = item.attempts[-1]
-        record = Lease(work_id=work_id, run_id=current.run_id, generation=generation,
-                       holder=holder or current.lease_holder, heartbeat_at=at,
-                       expires_at=at + timedelta(seconds=lease_seconds(home)))
+        record = Lease(
+            work_id=work_id,
+            run_id=current.run_id,
+            generation=generation,
+            holder=holder or current.lease_holder,
+            heartbeat_at=at,
+            expires_at=at + timedelta(seconds=lease_seconds(home)),
+        )
         tx.put_lease(record)
         return item
 
 
-def report(home: Home, work_id: str, generation: int, outcome: str, *, actor: str,
-           cost_usd: float | None = None, detail: str | None = None, repeatable: bool = False,
-           reason: str | None = None, at: datetime | None = None) -> WorkItem:
+def report(
+    home: Home,
+    work_id: str,
+    generation: int,
+    outcome: str,
+    *,
+    actor: str,
+    cost_usd: float | None = None,
+    detail: str | None = None,
+    repeatable: bool = False,
+    reason: str | None = None,
+    at: datetime | None = None,
+) -> WorkItem:
     """The attempt's result, fenced by generation. A repeatable failure with attempts left
     goes back to the queue (a retry: same work id, a new run id at the next claim).
     ``reason`` is shown with the event (the runtime's word on a crew that died)."""
@@ -418,20 +522,38 @@ def report(home: Home, work_id: str, generation: int, outcome: str, *, actor: st
     if detail is not None:
         check_stored(detail, "detail")
     if cost_usd is not None and not (math.isfinite(cost_usd) and 0 <= cost_usd < MAX_COST_USD):
-        raise CaptainError("invalid_argument", f"a cost must be a number from 0 to below "
-                                               f"{MAX_COST_USD:.0f} USD.")
+        raise CaptainError(
+            "invalid_argument", f"a cost must be a number from 0 to below {MAX_COST_USD:.0f} USD."
+        )
     with backend_for(home).transaction(check_work_id(work_id), ledger=True) as tx:
         item = _locked_item(tx, work_id)
         _fenced(item, generation, "reports")
         if item.state not in ("running", "needs_reconciliation"):
-            raise CaptainError("not_running", f"{work_id} is {item.state}; there is no live "
-                                              "attempt to report for.", state=item.state)
-        retry = outcome == "failed" and repeatable and item.state == "running" \
-            and _attempts_left(item)
+            raise CaptainError(
+                "not_running",
+                f"{work_id} is {item.state}; there is no live attempt to report for.",
+                state=item.state,
+            )
+        retry = (
+            outcome == "failed" and repeatable and item.state == "running" and _attempts_left(item)
+        )
         kind = "retry_queued" if retry else outcome
-        return _append(tx, item, _next(tx, item, kind, actor, "queued" if retry else outcome,
-                                       at, cost_usd=cost_usd, detail=detail,
-                                       reason=reason), work_id)
+        return _append(
+            tx,
+            item,
+            _next(
+                tx,
+                item,
+                kind,
+                actor,
+                "queued" if retry else outcome,
+                at,
+                cost_usd=cost_usd,
+                detail=detail,
+                reason=reason,
+            ),
+            work_id,
+        )
 
 
 @dataclass(frozen=True)
@@ -443,8 +565,15 @@ class CancelResult:
 Stop = Callable[[Attempt], bool | None]  # True: stop confirmed; False/None: not confirmed
 
 
-def cancel(home: Home, work_id: str, *, actor: str, reason: str | None = None,
-           stop: Stop | None = None, at: datetime | None = None) -> CancelResult:
+def cancel(
+    home: Home,
+    work_id: str,
+    *,
+    actor: str,
+    reason: str | None = None,
+    stop: Stop | None = None,
+    at: datetime | None = None,
+) -> CancelResult:
     """An idempotent cancel request; ``outcome`` says what actually happened.
 
     A queued item has no process: it is cancelled. A live attempt is stopped through
@@ -457,21 +586,44 @@ def cancel(home: Home, work_id: str, *, actor: str, reason: str | None = None,
         if item.state in TERMINAL:
             return CancelResult(item, "already_terminal")
         if item.state == "queued":
-            item = _append(tx, item, _next(tx, item, "cancelled", actor, "cancelled", at,
-                                           reason=reason), work_id)
+            item = _append(
+                tx,
+                item,
+                _next(tx, item, "cancelled", actor, "cancelled", at, reason=reason),
+                work_id,
+            )
             return CancelResult(item, "cancelled")
         if item.generation not in item.cancel_requested:
-            item = _append(tx, item, _next(tx, item, "cancel_requested", actor, item.state,
-                                           at, reason=reason), work_id)
+            item = _append(
+                tx,
+                item,
+                _next(tx, item, "cancel_requested", actor, item.state, at, reason=reason),
+                work_id,
+            )
         stopped = _stop(stop, item.attempts[-1])
         if stopped is True:
-            item = _append(tx, item, _next(tx, item, "cancelled", actor, "cancelled", at,
-                                           reason=reason), work_id)
+            item = _append(
+                tx,
+                item,
+                _next(tx, item, "cancelled", actor, "cancelled", at, reason=reason),
+                work_id,
+            )
             return CancelResult(item, "cancelled")
         if item.state == "running":
-            item = _append(tx, item, _next(
-                tx, item, "needs_reconciliation", actor, "needs_reconciliation", at,
-                reason="cancel requested; the stop could not be confirmed"), work_id)
+            item = _append(
+                tx,
+                item,
+                _next(
+                    tx,
+                    item,
+                    "needs_reconciliation",
+                    actor,
+                    "needs_reconciliation",
+                    at,
+                    reason="cancel requested; the stop could not be confirmed",
+                ),
+                work_id,
+            )
         return CancelResult(item, "stop_unconfirmed")
 
 
@@ -489,32 +641,60 @@ def _stop(stop: Stop | None, attempt: Attempt) -> bool | None:
         return None
 
 
-def resolve(home: Home, work_id: str, *, generation: int, to: str, reason: str | None,
-            operator: str, runtime_stopped: bool = False, at: datetime | None = None) -> WorkItem:
+def resolve(
+    home: Home,
+    work_id: str,
+    *,
+    generation: int,
+    to: str,
+    reason: str | None,
+    operator: str,
+    runtime_stopped: bool = False,
+    at: datetime | None = None,
+) -> WorkItem:
     """A person's verdict on an item needing reconciliation; frees its slot, starts
     nothing. ``runtime_stopped`` is the operator's attestation, never a probe."""
     if to not in TERMINAL:
-        raise CaptainError("invalid_argument", "the target state must be succeeded, failed or "
-                                               "cancelled, "
-                                               f"not {to!r}.")
+        raise CaptainError(
+            "invalid_argument",
+            f"the target state must be succeeded, failed or cancelled, not {to!r}.",
+        )
     if not reason or not reason.strip():
-        raise CaptainError("evidence_required",
-                           "resolve needs a reason (--reason): what you checked and what you "
-                           "found.")
+        raise CaptainError(
+            "evidence_required",
+            "resolve needs a reason (--reason): what you checked and what you found.",
+        )
     if to == "cancelled" and not runtime_stopped:
-        raise CaptainError("evidence_required",
-                           "cancelled means a confirmed stop: attest that the process is no "
-                           "longer running (runtime_stopped, --runtime-stopped).")
+        raise CaptainError(
+            "evidence_required",
+            "cancelled means a confirmed stop: attest that the process is no "
+            "longer running (runtime_stopped, --runtime-stopped).",
+        )
     check_shown(reason)
     with backend_for(home).transaction(check_work_id(work_id), ledger=True) as tx:
         item = _locked_item(tx, work_id)
         if item.state != "needs_reconciliation":
-            raise CaptainError("not_reconciling", f"{work_id} is {item.state}; only an item in "
-                                                  "needs_reconciliation can be resolved.",
-                               state=item.state)
+            raise CaptainError(
+                "not_reconciling",
+                f"{work_id} is {item.state}; only an item in needs_reconciliation can be resolved.",
+                state=item.state,
+            )
         _fenced(item, generation, "is being resolved")
-        return _append(tx, item, _next(tx, item, "resolved", operator, to, at, reason=reason,
-                                       runtime_stopped=runtime_stopped), work_id)
+        return _append(
+            tx,
+            item,
+            _next(
+                tx,
+                item,
+                "resolved",
+                operator,
+                to,
+                at,
+                reason=reason,
+                runtime_stopped=runtime_stopped,
+            ),
+            work_id,
+        )
 
 
 # -- the reconciler ----------------------------------------------------------------------------
@@ -553,8 +733,9 @@ def examine(home: Home, probe: Probe, *, holder: str, at: datetime | None = None
     return changes
 
 
-def _expire(home: Home, work_id: str, generation: int, verdict: str, holder: str,
-            at: datetime) -> str:
+def _expire(
+    home: Home, work_id: str, generation: int, verdict: str, holder: str, at: datetime
+) -> str:
     with backend_for(home).transaction(work_id, ledger=True) as tx:
         item = _locked_item(tx, work_id)
         _fenced(item, generation, "expired")
@@ -563,14 +744,35 @@ def _expire(home: Home, work_id: str, generation: int, verdict: str, holder: str
         if verdict == "gone":
             retry = _attempts_left(item)
             kind, state = ("retry_queued", "queued") if retry else ("failed", "failed")
-            _append(tx, item, _next(tx, item, kind, holder, state, at,
-                                    reason="lease expired; the process is confirmed gone "
-                                           "and never reported"), work_id)
+            _append(
+                tx,
+                item,
+                _next(
+                    tx,
+                    item,
+                    kind,
+                    holder,
+                    state,
+                    at,
+                    reason="lease expired; the process is confirmed gone and never reported",
+                ),
+                work_id,
+            )
             return "retry queued" if retry else "failed (process gone, no report)"
-        _append(tx, item, _next(tx, item, "needs_reconciliation", holder,
-                                "needs_reconciliation", at,
-                                reason="lease expired; the process could not be verified"),
-                work_id)
+        _append(
+            tx,
+            item,
+            _next(
+                tx,
+                item,
+                "needs_reconciliation",
+                holder,
+                "needs_reconciliation",
+                at,
+                reason="lease expired; the process could not be verified",
+            ),
+            work_id,
+        )
         return "needs reconciliation"
 
 
@@ -579,23 +781,33 @@ def _expire(home: Home, work_id: str, generation: int, verdict: str, holder: str
 
 def _cursor_ok(after: str | None) -> None:
     if after is not None and not (after.startswith(WORK + "_") and after[4:].isalnum()):
-        raise CaptainError("invalid_filter", f"after={after!r} is not a cursor from a "
-                                             "previous page (a wrk_... ID).")
+        raise CaptainError(
+            "invalid_filter",
+            f"after={after!r} is not a cursor from a previous page (a wrk_... ID).",
+        )
 
 
 def check_filters(state: str | None, source: str | None, limit: int) -> None:
     if state is not None and state not in WORK_STATES:
-        raise CaptainError("invalid_filter", f"state {state!r} is not one of "
-                                             f"{', '.join(WORK_STATES)}.")
+        raise CaptainError(
+            "invalid_filter", f"state {state!r} is not one of {', '.join(WORK_STATES)}."
+        )
     if source is not None and source not in SOURCES:
-        raise CaptainError("invalid_filter", f"source {source!r} is not one of "
-                                             f"{', '.join(SOURCES)}.")
+        raise CaptainError(
+            "invalid_filter", f"source {source!r} is not one of {', '.join(SOURCES)}."
+        )
     if not 1 <= limit <= PAGE_MAX:
         raise CaptainError("invalid_filter", f"limit must be between 1 and {PAGE_MAX}.")
 
 
-def page(home: Home, *, state: str | None = None, source: str | None = None,
-         limit: int = 50, after: str | None = None) -> tuple[list[WorkItem], str | None]:
+def page(
+    home: Home,
+    *,
+    state: str | None = None,
+    source: str | None = None,
+    limit: int = 50,
+    after: str | None = None,
+) -> tuple[list[WorkItem], str | None]:
     """Keyset pagination over work IDs (time-ordered): items after ``after``, at most
     ``limit``, and the cursor for the next page when more remain."""
     check_filters(state, source, limit)
@@ -619,6 +831,8 @@ def public(home: Home, item: WorkItem, *, detail: bool = False) -> dict:
             entry["lease_holder"] = live.holder
         attempts.append(entry)
     row["attempts"] = attempts
-    row["events"] = [e.model_dump(mode="json", exclude={"schema_", "detail"}, exclude_none=True)
-                     for e in events(home, item.work_id)]
+    row["events"] = [
+        e.model_dump(mode="json", exclude={"schema_", "detail"}, exclude_none=True)
+        for e in events(home, item.work_id)
+    ]
     return row

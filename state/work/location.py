@@ -26,8 +26,16 @@ SCHEMES = ("postgresql", "postgres")
 REDACTED = "***"
 # What of the ledger a PostgreSQL URL moves there today (state/work/pg_backend.py); the
 # rest stays in the file home until it is moved behind the interface too, and status says so.
-ON_POSTGRES = ("work items", "events", "attempts", "leases", "API tokens", "the workspace ID",
-               "webhook deliveries", "raw bodies")
+ON_POSTGRES = (
+    "work items",
+    "events",
+    "attempts",
+    "leases",
+    "API tokens",
+    "the workspace ID",
+    "webhook deliveries",
+    "raw bodies",
+)
 STILL_IN_FILES: tuple[str, ...] = ()
 MAX_URL = 4096
 _UNSAFE = re.compile(r"[\x00-\x20\x7f-\x9f]")
@@ -60,7 +68,8 @@ class LedgerLocation:
         if not self.postgres:
             return f"the file home ({self.home})"
         where = {ENV: ENV, "config.toml": "[ledger] url in config.toml"}.get(
-            self.origin, self.origin)
+            self.origin, self.origin
+        )
         text = f"PostgreSQL at {self.shown} (from {where})"
         text += f": {', '.join(ON_POSTGRES)} there"
         if STILL_IN_FILES:
@@ -71,9 +80,14 @@ class LedgerLocation:
         """For ``captain status --json`` (beside its ``home``: a file ledger is that home)."""
         if not self.postgres:
             return {"kind": "file", "origin": self.origin}
-        return {"kind": "postgresql", "url": self.shown, "origin": self.origin,
-                "targets": list(self.targets), "on_postgres": list(ON_POSTGRES),
-                "still_in_files": list(STILL_IN_FILES)}
+        return {
+            "kind": "postgresql",
+            "url": self.shown,
+            "origin": self.origin,
+            "targets": list(self.targets),
+            "on_postgres": list(ON_POSTGRES),
+            "still_in_files": list(STILL_IN_FILES),
+        }
 
     def scrub(self, text: str) -> str:
         """``text`` (a driver's message) with this URL's secrets redacted, should it echo."""
@@ -103,19 +117,22 @@ def locate(root: str, variable: str | None, section: object) -> LedgerLocation:
             raise CaptainError(
                 "invalid_ledger_url",
                 "[ledger] url in config.toml must be a postgresql:// URL in quotes; remove the "
-                "line to keep the ledger in the file home.")
+                "line to keep the ledger in the file home.",
+            )
         return parse_url(url, home=root, origin="config.toml")
     return LedgerLocation(kind="file", home=root, origin="default", shown=root)
 
 
 def _refuse(origin: str, why: str) -> CaptainError:
     where = {"config.toml": "[ledger] url in config.toml", ENV: ENV, "--url": "--url"}.get(
-        origin, "the URL")
+        origin, "the URL"
+    )
     return CaptainError(
         "invalid_ledger_url",
         f"{where} is not a PostgreSQL URL: {why}. Write it as "
         "postgresql://USER@HOST:PORT/DATABASE (a password is better kept in PGPASSWORD or "
-        "~/.pgpass than in the URL).")
+        "~/.pgpass than in the URL).",
+    )
 
 
 def parse_url(url: str, *, home: str = "", origin: str = "--url") -> LedgerLocation:
@@ -129,13 +146,19 @@ def parse_url(url: str, *, home: str = "", origin: str = "--url") -> LedgerLocat
         raise _refuse(origin, f"it is longer than {MAX_URL} characters")
     scheme, sep, rest = url.partition("://")
     if not sep or scheme not in SCHEMES:  # libpq's prefix is lower-case, exactly
-        shown_scheme = scheme if sep and re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]{0,31}", scheme) \
-            else None
-        raise _refuse(origin, f"its scheme is {shown_scheme}://, not postgresql://"
-                      if shown_scheme else "it does not start with postgresql://")
+        shown_scheme = (
+            scheme if sep and re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]{0,31}", scheme) else None
+        )
+        raise _refuse(
+            origin,
+            f"its scheme is {shown_scheme}://, not postgresql://"
+            if shown_scheme
+            else "it does not start with postgresql://",
+        )
     if _UNSAFE.search(url):
-        raise _refuse(origin, "it contains a space or a control character (percent-encode "
-                              "them: %20)")
+        raise _refuse(
+            origin, "it contains a space or a control character (percent-encode them: %20)"
+        )
     try:
         url.encode("utf-8")
     except UnicodeEncodeError:  # bytes that were not UTF-8 (an environment variable's)
@@ -149,15 +172,25 @@ def parse_url(url: str, *, home: str = "", origin: str = "--url") -> LedgerLocat
     uri = _LibpqUri(rest, origin)
     for name, _ in uri.params:
         if not _PARAM.fullmatch(name):
-            raise _refuse(origin, "a ?query parameter name is not a libpq connection "
-                                  "option (lower-case letters and _)")
+            raise _refuse(
+                origin,
+                "a ?query parameter name is not a libpq connection "
+                "option (lower-case letters and _)",
+            )
     targets = _targets(uri, origin)
     shown = scheme + "://" + uri.shown()
     secrets = [uri.password] if uri.password else []
     secrets += [value for name, value in uri.params if name in _SECRET_PARAMS and value]
-    return LedgerLocation(kind="postgresql", home=home, origin=origin, shown=shown, url=url,
-                          targets=targets, password=secrets[-1] if secrets else None,
-                          secrets=tuple(secrets) + tuple(uri.raw_secrets()))
+    return LedgerLocation(
+        kind="postgresql",
+        home=home,
+        origin=origin,
+        shown=shown,
+        url=url,
+        targets=targets,
+        password=secrets[-1] if secrets else None,
+        secrets=tuple(secrets) + tuple(uri.raw_secrets()),
+    )
 
 
 def _decode(text: str) -> str:
@@ -195,17 +228,20 @@ class _LibpqUri:
                     raise _refuse(origin, "an IPv6 host in [brackets] is not closed")
                 if close == p + 1:
                     raise _refuse(origin, "an IPv6 host in [brackets] is empty")
-                host, p = text[p + 1:close], close + 1
+                host, p = text[p + 1 : close], close + 1
                 if p < len(text) and text[p] not in ":/?,":
-                    raise _refuse(origin, "an IPv6 host in [brackets] is followed by "
-                                          "something other than :port, /, ? or ,")
+                    raise _refuse(
+                        origin,
+                        "an IPv6 host in [brackets] is followed by "
+                        "something other than :port, /, ? or ,",
+                    )
             else:
                 end = _upto(text, p, ":/?,")
                 host, p = text[p:end], end
             port = ""
             if text.startswith(":", p):
                 end = _upto(text, p + 1, "/?,")
-                port, p = text[p + 1:end], end
+                port, p = text[p + 1 : end], end
             hosts.append(host)
             ports.append(port)
             if not text.startswith(",", p):
@@ -215,14 +251,18 @@ class _LibpqUri:
         self.dbname_raw: str | None = None
         if text.startswith("/", p):
             end = _upto(text, p + 1, "?")
-            self.dbname_raw, p = text[p + 1:end], end
-        self.query_raw: str | None = text[p + 1:] if text.startswith("?", p) else None
+            self.dbname_raw, p = text[p + 1 : end], end
+        self.query_raw: str | None = text[p + 1 :] if text.startswith("?", p) else None
         self.text = text
         self.pairs = _pairs(self.query_raw or "", origin)  # raw
         # what libpq stores, in its order (a later value replaces an earlier one)
-        found = [("user", self.user_raw or ""), ("password", self.password_raw or ""),
-                 ("host", ",".join(hosts)), ("port", ",".join(ports)),
-                 ("dbname", self.dbname_raw or "")]
+        found = [
+            ("user", self.user_raw or ""),
+            ("password", self.password_raw or ""),
+            ("host", ",".join(hosts)),
+            ("port", ",".join(ports)),
+            ("dbname", self.dbname_raw or ""),
+        ]
         options = {key: _decode(raw) for key, raw in found if raw}
         self.params = []  # decoded
         for name, value in self.pairs:
@@ -238,16 +278,22 @@ class _LibpqUri:
         """The URI with every secret libpq would read replaced by ``***``."""
         out = ""
         if self.user_raw is not None:
-            hidden = (":" + REDACTED if self.password_raw else
-                      ":" if self.password_raw is not None else "")
+            hidden = (
+                ":" + REDACTED
+                if self.password_raw
+                else ":"
+                if self.password_raw is not None
+                else ""
+            )
             out = f"{self.user_raw}{hidden}@"
-        out += self.text[self.hosts_from:self.hosts_to]
+        out += self.text[self.hosts_from : self.hosts_to]
         if self.dbname_raw is not None:
             out += "/" + self.dbname_raw
         if self.query_raw is not None:
             out += "?" + "&".join(
                 f"{name}={REDACTED if _decode(name) in _SECRET_PARAMS else value}"
-                for name, value in self.pairs)
+                for name, value in self.pairs
+            )
         return out
 
     def raw_secrets(self) -> list[str]:
@@ -264,8 +310,11 @@ def _pairs(query: str, origin: str) -> list[tuple[str, str]]:
         end = _upto(query, p, "&")
         part = query[p:end]
         if part.count("=") != 1:
-            raise _refuse(origin, "its ?query is not name=value pairs joined by & (each "
-                                  "with one =; percent-encode an = in a value: %3D)")
+            raise _refuse(
+                origin,
+                "its ?query is not name=value pairs joined by & (each "
+                "with one =; percent-encode an = in a value: %3D)",
+            )
         name, _, value = part.partition("=")
         pairs.append((name, value))
         p = end + 1
@@ -293,8 +342,11 @@ def _targets(uri: _LibpqUri, origin: str) -> tuple[str, ...]:
     if len(ports) == 1:
         ports *= len(hosts)
     if len(ports) != len(hosts):
-        raise _refuse(origin, f"it names {len(hosts)} hosts and {len(ports)} ports (give "
-                              "one port for all, or one for each)")
+        raise _refuse(
+            origin,
+            f"it names {len(hosts)} hosts and {len(ports)} ports (give "
+            "one port for all, or one for each)",
+        )
     targets = []
     for host, port in zip(hosts, ports):
         port = port or "5432"

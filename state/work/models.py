@@ -14,16 +14,23 @@ from pydantic import Field
 
 from state.models import PaneLocator, Record, Strict
 
-WORK_STATES = ("queued", "running", "succeeded", "failed", "cancelled",
-               "needs_reconciliation")
-WorkState = Literal["queued", "running", "succeeded", "failed", "cancelled",
-                    "needs_reconciliation"]
+WORK_STATES = ("queued", "running", "succeeded", "failed", "cancelled", "needs_reconciliation")
+WorkState = Literal["queued", "running", "succeeded", "failed", "cancelled", "needs_reconciliation"]
 SOURCES = ("assignment", "chat", "webhook")
 Source = Literal["assignment", "chat", "webhook"]
 TERMINAL = frozenset({"succeeded", "failed", "cancelled"})
 HOLDS_SLOT = frozenset({"running", "needs_reconciliation"})
-EVENT_TYPES = ("accepted", "claimed", "succeeded", "failed", "retry_queued",
-               "cancel_requested", "cancelled", "needs_reconciliation", "resolved")
+EVENT_TYPES = (
+    "accepted",
+    "claimed",
+    "succeeded",
+    "failed",
+    "retry_queued",
+    "cancel_requested",
+    "cancelled",
+    "needs_reconciliation",
+    "resolved",
+)
 CANCEL_OUTCOMES = ("cancelled", "already_terminal", "stop_unconfirmed")
 
 
@@ -32,8 +39,17 @@ class WorkEvent(Record):
 
     seq: int = Field(ge=1)
     at: datetime
-    type: Literal["accepted", "claimed", "succeeded", "failed", "retry_queued",
-                  "cancel_requested", "cancelled", "needs_reconciliation", "resolved"]
+    type: Literal[
+        "accepted",
+        "claimed",
+        "succeeded",
+        "failed",
+        "retry_queued",
+        "cancel_requested",
+        "cancelled",
+        "needs_reconciliation",
+        "resolved",
+    ]
     generation: int = Field(ge=0)
     actor: str
     state: WorkState  # the item's state after this event

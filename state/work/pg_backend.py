@@ -65,9 +65,24 @@ ITEM_CLASS = int.from_bytes(b"wrk1", "big", signed=True)
 OPEN_STATES = tuple(sorted({"queued", *HOLDS_SLOT}))  # = work_items_open's predicate
 assert not set(OPEN_STATES) & TERMINAL
 
-_ITEM_COLUMNS = ("work_id", "source", "state", "generation", "seq", "requester", "crew",
-                 "assignment_id", "delivery_id", "replay_of", "target_revision",
-                 "input_sha256", "max_attempts", "created_at", "updated_at", "item")
+_ITEM_COLUMNS = (
+    "work_id",
+    "source",
+    "state",
+    "generation",
+    "seq",
+    "requester",
+    "crew",
+    "assignment_id",
+    "delivery_id",
+    "replay_of",
+    "target_revision",
+    "input_sha256",
+    "max_attempts",
+    "created_at",
+    "updated_at",
+    "item",
+)
 
 
 _ITEM = corrupt.stored("item")  # the item's document, unless larger than any record
@@ -76,7 +91,8 @@ _UPSERT_ITEM = (
     f"INSERT INTO work_items ({', '.join(_ITEM_COLUMNS)}) "
     f"VALUES ({', '.join(['%s'] * len(_ITEM_COLUMNS))}) "
     "ON CONFLICT (work_id) DO UPDATE SET "
-    + ", ".join(f"{c} = excluded.{c}" for c in _ITEM_COLUMNS if c != "work_id"))
+    + ", ".join(f"{c} = excluded.{c}" for c in _ITEM_COLUMNS if c != "work_id")
+)
 
 
 class _Thread(threading.local):
@@ -110,9 +126,11 @@ class PostgresBackend:
         if conn is not None and not conn.closed and not conn.broken:
             return conn
         if local.depth:  # the connection died inside a transaction: it is rolled back
-            raise CaptainError("ledger_unreachable",
-                               f"the connection to the ledger at {self.location.shown} was "
-                               "lost mid-transaction; nothing of it was kept.")
+            raise CaptainError(
+                "ledger_unreachable",
+                f"the connection to the ledger at {self.location.shown} was "
+                "lost mid-transaction; nothing of it was kept.",
+            )
         conn = postgres.connect(self.location)
         conn.autocommit = True  # reads outside a transaction never leave one open
         if not self._checked:
@@ -132,13 +150,16 @@ class PostgresBackend:
         if version != pg_schema.LATEST:
             conn.close()
             if version > pg_schema.LATEST:
-                raise pg_schema.newer(version, f"the ledger at {self.location.shown}",
-                                      url=self.location.shown)
+                raise pg_schema.newer(
+                    version, f"the ledger at {self.location.shown}", url=self.location.shown
+                )
             raise CaptainError(
                 "ledger_not_migrated",
                 f"the ledger at {self.location.shown} has schema version {version}, not "
                 f"{pg_schema.LATEST}: run `captain ledger migrate` once (from any host).",
-                url=self.location.shown, version=version)
+                url=self.location.shown,
+                version=version,
+            )
         self._checked = True
 
     def close(self) -> None:
@@ -171,13 +192,15 @@ class PostgresBackend:
     # -- transactions -------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def transaction(self, work_id: str | None = None, *,
-                    ledger: bool = False) -> Iterator[PostgresBackend]:
+    def transaction(
+        self, work_id: str | None = None, *, ledger: bool = False
+    ) -> Iterator[PostgresBackend]:
         local = self._local
         item_key = f"work-{work_id}" if work_id else None
         if ledger and "ledger" not in local.held and any(k != "ledger" for k in local.held):
-            raise CaptainError("store_error", "the ledger lock is taken before any item's, "
-                                              "never inside one.")
+            raise CaptainError(
+                "store_error", "the ledger lock is taken before any item's, never inside one."
+            )
         if local.depth == 0:
             conn = self._conn()
             psycopg = postgres.driver()
@@ -222,8 +245,9 @@ class PostgresBackend:
             local.held.add("ledger")
             taken.append("ledger")
         if item_key and item_key not in local.held:
-            self.run("SELECT pg_advisory_xact_lock(%s::integer, hashtext(%s))",
-                      (ITEM_CLASS, work_id))
+            self.run(
+                "SELECT pg_advisory_xact_lock(%s::integer, hashtext(%s))", (ITEM_CLASS, work_id)
+            )
             self.run("SELECT 1 FROM work_items WHERE work_id = %s FOR UPDATE", (work_id,))
             local.held.add(item_key)
             taken.append(item_key)
@@ -252,8 +276,10 @@ class PostgresBackend:
     # -- reading ------------------------------------------------------------------------------
 
     def exists(self, work_id: str) -> bool:
-        return self.run("SELECT 1 FROM work_items WHERE work_id = %s", (work_id,),
-                         fetch="one") is not None
+        return (
+            self.run("SELECT 1 FROM work_items WHERE work_id = %s", (work_id,), fetch="one")
+            is not None
+        )
 
     def exists_durably(self, work_id: str) -> bool:
         # inside a transaction the row may be this transaction's own, not yet committed
@@ -261,8 +287,9 @@ class PostgresBackend:
 
     def item(self, work_id: str, *, repair: bool = False) -> WorkItem | None:
         # the row is written in the event's transaction: never behind, nothing to repair
-        row = self.run(f"SELECT work_id, {_ITEM} FROM work_items WHERE work_id = %s",
-                        (work_id,), fetch="one")
+        row = self.run(
+            f"SELECT work_id, {_ITEM} FROM work_items WHERE work_id = %s", (work_id,), fetch="one"
+        )
         return None if row is None else self._item_of(*row)
 
     @staticmethod
@@ -303,8 +330,9 @@ class PostgresBackend:
             after = rows[-1][0]
 
     @staticmethod
-    def _event_of(work_id: str, seq: int, doc: str | None, size: int,
-                  detail: bytes | None) -> WorkEvent:
+    def _event_of(
+        work_id: str, seq: int, doc: str | None, size: int, detail: bytes | None
+    ) -> WorkEvent:
         ident = f"{work_id} #{seq}"
         event = corrupt.parse(WorkEvent, doc, what="event", ident=ident, size=size)
         if event.seq != seq:
@@ -317,8 +345,11 @@ class PostgresBackend:
     def events(self, work_id: str) -> list[WorkEvent]:
         """Up to the first unreadable event (reported once), as the files' history stops
         at a quarantined one."""
-        rows = self.run(f"SELECT seq, {_EVENT}, detail FROM work_events "
-                         "WHERE work_id = %s ORDER BY seq", (work_id,), fetch="all")
+        rows = self.run(
+            f"SELECT seq, {_EVENT}, detail FROM work_events WHERE work_id = %s ORDER BY seq",
+            (work_id,),
+            fetch="all",
+        )
         out = []
         for row in rows:
             event = corrupt.readable(lambda row=row: self._event_of(work_id, *row))
@@ -328,17 +359,26 @@ class PostgresBackend:
         return out
 
     def lease(self, work_id: str) -> Lease | None:
-        row = self.run("SELECT run_id, generation, holder, expires_at, heartbeat_at "
-                        "FROM work_leases WHERE work_id = %s", (work_id,), fetch="one")
+        row = self.run(
+            "SELECT run_id, generation, holder, expires_at, heartbeat_at "
+            "FROM work_leases WHERE work_id = %s",
+            (work_id,),
+            fetch="one",
+        )
         if row is None:
             return None
         run_id, generation, holder, expires_at, heartbeat_at = row
-        return Lease(work_id=work_id, run_id=run_id, generation=generation, holder=holder,
-                     expires_at=expires_at, heartbeat_at=heartbeat_at)
+        return Lease(
+            work_id=work_id,
+            run_id=run_id,
+            generation=generation,
+            holder=holder,
+            expires_at=expires_at,
+            heartbeat_at=heartbeat_at,
+        )
 
     def input(self, work_id: str) -> dict | None:
-        row = self.run("SELECT input FROM work_inputs WHERE work_id = %s", (work_id,),
-                        fetch="one")
+        row = self.run("SELECT input FROM work_inputs WHERE work_id = %s", (work_id,), fetch="one")
         if row is None:
             return None
         data = corrupt.loads(bytes(row[0]), what="work input", ident=work_id)
@@ -348,13 +388,15 @@ class PostgresBackend:
 
     def input_bytes(self, work_id: str) -> bytes | None:
         """The input exactly as stored (its SHA-256 is the item's ``input_sha256``)."""
-        row = self.run("SELECT input FROM work_inputs WHERE work_id = %s", (work_id,),
-                        fetch="one")
+        row = self.run("SELECT input FROM work_inputs WHERE work_id = %s", (work_id,), fetch="one")
         return None if row is None else bytes(row[0])
 
     def open_ids(self) -> list[str]:
-        rows = self.run("SELECT work_id FROM work_items WHERE state = ANY(%s) "
-                         "ORDER BY work_id", (list(OPEN_STATES),), fetch="all")
+        rows = self.run(
+            "SELECT work_id FROM work_items WHERE state = ANY(%s) ORDER BY work_id",
+            (list(OPEN_STATES),),
+            fetch="all",
+        )
         return [r[0] for r in rows]
 
     def recent_finished_ids(self, limit: int) -> list[str]:
@@ -362,17 +404,27 @@ class PostgresBackend:
         # ``limit`` finished ones, so its cost is the open items plus ``limit``
         if limit <= 0:
             return []
-        rows = self.run("SELECT work_id FROM work_items WHERE NOT (state = ANY(%s)) "
-                        "ORDER BY work_id DESC LIMIT %s", (list(OPEN_STATES), limit),
-                        fetch="all")
+        rows = self.run(
+            "SELECT work_id FROM work_items WHERE NOT (state = ANY(%s)) "
+            "ORDER BY work_id DESC LIMIT %s",
+            (list(OPEN_STATES), limit),
+            fetch="all",
+        )
         return [r[0] for r in rows]
 
     def all_ids(self) -> list[str]:
-        return [r[0] for r in self.run("SELECT work_id FROM work_items ORDER BY work_id",
-                                        fetch="all")]
+        return [
+            r[0] for r in self.run("SELECT work_id FROM work_items ORDER BY work_id", fetch="all")
+        ]
 
-    def open_items(self, states: Collection[str], *, source: str | None = None,
-                   crew: bool | None = None, limit: int | None = None) -> list[WorkItem]:
+    def open_items(
+        self,
+        states: Collection[str],
+        *,
+        source: str | None = None,
+        crew: bool | None = None,
+        limit: int | None = None,
+    ) -> list[WorkItem]:
         states = [s for s in states if s in OPEN_STATES]  # terminal items are not open
         sql = [f"SELECT work_id, {_ITEM} FROM work_items WHERE state = ANY(%s)"]
         params: list = [states]
@@ -383,8 +435,9 @@ class PostgresBackend:
             sql.append("AND crew IS NOT NULL" if crew else "AND crew IS NULL")
         return self._items(sql, params, limit)
 
-    def page(self, *, state: str | None, source: str | None, limit: int,
-             after: str | None) -> tuple[list[WorkItem], str | None]:
+    def page(
+        self, *, state: str | None, source: str | None, limit: int, after: str | None
+    ) -> tuple[list[WorkItem], str | None]:
         sql = [f"SELECT work_id, {_ITEM} FROM work_items WHERE true"]
         params: list = []
         if after is not None:
@@ -406,45 +459,77 @@ class PostgresBackend:
     def put_input(self, work_id: str, data: bytes) -> None:
         import hashlib
 
-        self.run("INSERT INTO work_inputs (work_id, sha256, input) VALUES (%s, %s, %s) "
-                  "ON CONFLICT (work_id) DO NOTHING",
-                  (work_id, hashlib.sha256(data).hexdigest(), data))
+        self.run(
+            "INSERT INTO work_inputs (work_id, sha256, input) VALUES (%s, %s, %s) "
+            "ON CONFLICT (work_id) DO NOTHING",
+            (work_id, hashlib.sha256(data).hexdigest(), data),
+        )
 
     def mark_open(self, work_id: str) -> None:
         """Nothing to do: the row's state says whether the item is open."""
 
     def append(self, work_id: str, event: WorkEvent) -> None:
-        doc = event.model_dump(mode="json", by_alias=True, exclude_none=False,
-                               exclude={"detail"})
+        doc = event.model_dump(mode="json", by_alias=True, exclude_none=False, exclude={"detail"})
         detail = event.detail.encode() if event.detail is not None else None
         Jsonb = postgres.driver().types.json.Jsonb
         row = self.run(
             "INSERT INTO work_events (work_id, seq, type, state, generation, actor, at, event, "
             "detail) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
             "ON CONFLICT (work_id, seq) DO NOTHING RETURNING seq",
-            (work_id, event.seq, event.type, event.state, event.generation, event.actor,
-             event.at, Jsonb(doc), detail), fetch="one")
+            (
+                work_id,
+                event.seq,
+                event.type,
+                event.state,
+                event.generation,
+                event.actor,
+                event.at,
+                Jsonb(doc),
+                detail,
+            ),
+            fetch="one",
+        )
         if row is not None:
             self.changed(work_id)
             return
-        there = self.run(f"SELECT seq, {_EVENT}, detail FROM work_events "
-                          "WHERE work_id = %s AND seq = %s", (work_id, event.seq), fetch="one")
+        there = self.run(
+            f"SELECT seq, {_EVENT}, detail FROM work_events WHERE work_id = %s AND seq = %s",
+            (work_id, event.seq),
+            fetch="one",
+        )
         if there is not None and self._event_of(work_id, *there) == event:
             return  # the same event again: already there
         raise CaptainError(
             "message_conflict",
             f"event {event.seq} of {work_id} already exists with different content; "
-            "nothing was overwritten.")
+            "nothing was overwritten.",
+        )
 
     def store_item(self, item: WorkItem) -> None:
         self.changed(item.work_id)
         Jsonb = postgres.driver().types.json.Jsonb
         doc = item.model_dump(mode="json", by_alias=True, exclude_none=False)
-        self.run(_UPSERT_ITEM, (
-            item.work_id, item.source, item.state, item.generation, item.seq, item.requester,
-            item.crew, item.assignment_id, item.delivery_id, item.replay_of,
-            item.target_revision, item.input_sha256, item.max_attempts, item.created_at,
-            item.updated_at, Jsonb(doc)))
+        self.run(
+            _UPSERT_ITEM,
+            (
+                item.work_id,
+                item.source,
+                item.state,
+                item.generation,
+                item.seq,
+                item.requester,
+                item.crew,
+                item.assignment_id,
+                item.delivery_id,
+                item.replay_of,
+                item.target_revision,
+                item.input_sha256,
+                item.max_attempts,
+                item.created_at,
+                item.updated_at,
+                Jsonb(doc),
+            ),
+        )
 
     def mark_closed(self, work_id: str) -> None:
         """Nothing to do: a terminal row is outside the open set by its state."""
@@ -459,8 +544,15 @@ class PostgresBackend:
             "run_id = excluded.run_id, generation = excluded.generation, "
             "holder = excluded.holder, heartbeat_at = excluded.heartbeat_at, "
             "expires_at = excluded.expires_at",
-            (lease.work_id, lease.run_id, lease.generation, lease.holder, lease.heartbeat_at,
-             lease.expires_at))
+            (
+                lease.work_id,
+                lease.run_id,
+                lease.generation,
+                lease.holder,
+                lease.heartbeat_at,
+                lease.expires_at,
+            ),
+        )
 
 
 # -- wake-ups -----------------------------------------------------------------------------------
@@ -567,8 +659,11 @@ def close(url: str | None = None) -> None:
     """Close the connections of ``url``'s backend (every backend's without one) and forget
     it: before its database is dropped (tests), or when a process is done with it."""
     with _REGISTRY:
-        chosen = [_BACKENDS.pop(url)] if url in _BACKENDS else \
-            (list(_BACKENDS.values()) if url is None else [])
+        chosen = (
+            [_BACKENDS.pop(url)]
+            if url in _BACKENDS
+            else (list(_BACKENDS.values()) if url is None else [])
+        )
         if url is None:
             _BACKENDS.clear()
     for backend in chosen:

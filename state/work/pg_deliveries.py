@@ -40,16 +40,31 @@ from state.work import corrupt, postgres
 from state.work.delivery_store import BodySeen, Rejection
 from state.work.models import Delivery
 
-_COLUMNS = ("delivery_id", "endpoint_id", "source_delivery_id", "event", "received_at",
-            "body_sha256", "body_bytes", "raw_body_expires_at", "filter_reason", "work_id",
-            "routine", "record")
-_INSERT = (f"INSERT INTO deliveries ({', '.join(_COLUMNS)}) "
-           f"VALUES ({', '.join(['%s'] * len(_COLUMNS))}) "
-           "ON CONFLICT (endpoint_id, source_delivery_id) DO NOTHING")
+_COLUMNS = (
+    "delivery_id",
+    "endpoint_id",
+    "source_delivery_id",
+    "event",
+    "received_at",
+    "body_sha256",
+    "body_bytes",
+    "raw_body_expires_at",
+    "filter_reason",
+    "work_id",
+    "routine",
+    "record",
+)
+_INSERT = (
+    f"INSERT INTO deliveries ({', '.join(_COLUMNS)}) "
+    f"VALUES ({', '.join(['%s'] * len(_COLUMNS))}) "
+    "ON CONFLICT (endpoint_id, source_delivery_id) DO NOTHING"
+)
 _ORDER = 'received_at, delivery_id COLLATE "C"'  # the files' (received_at, delivery_id)
 _CLAIM_COLUMNS = "endpoint_id, body_sha256, source_delivery_id, until"
-_REJECTION_COLUMNS = ("rejection_id, endpoint_id, source_delivery_id, event, received_at, "
-                      "reason, body_sha256, body_bytes")
+_REJECTION_COLUMNS = (
+    "rejection_id, endpoint_id, source_delivery_id, event, received_at, "
+    "reason, body_sha256, body_bytes"
+)
 
 
 _STORED = corrupt.stored("record")
@@ -94,42 +109,65 @@ class PostgresDeliveries:
         return self.identity(endpoint_id, source_delivery_id) is not None
 
     def identity(self, endpoint_id: str, source_delivery_id: str) -> str | None:
-        row = self.run("SELECT delivery_id FROM deliveries WHERE endpoint_id = %s AND "
-                       "source_delivery_id = %s", (endpoint_id, source_delivery_id),
-                       fetch="one")
+        row = self.run(
+            "SELECT delivery_id FROM deliveries WHERE endpoint_id = %s AND source_delivery_id = %s",
+            (endpoint_id, source_delivery_id),
+            fetch="one",
+        )
         return None if row is None else row[0]
 
     def claim(self, record: Delivery) -> str:
         Jsonb = postgres.driver().types.json.Jsonb
         doc = record.model_dump(mode="json", by_alias=True)
-        self.run(_INSERT, (
-            record.delivery_id, record.endpoint_id, record.source_delivery_id, record.event,
-            record.received_at, record.body_sha256, record.body_bytes,
-            record.raw_body_expires_at, record.filter_reason, record.work_id, record.routine,
-            Jsonb(doc)))
+        self.run(
+            _INSERT,
+            (
+                record.delivery_id,
+                record.endpoint_id,
+                record.source_delivery_id,
+                record.event,
+                record.received_at,
+                record.body_sha256,
+                record.body_bytes,
+                record.raw_body_expires_at,
+                record.filter_reason,
+                record.work_id,
+                record.routine,
+                Jsonb(doc),
+            ),
+        )
         held = self.identity(record.endpoint_id, record.source_delivery_id)
         if held is None:
-            raise CaptainError("store_error",
-                               "a delivery identity record could not be read back.")
+            raise CaptainError("store_error", "a delivery identity record could not be read back.")
         return held
 
     def record(self, delivery_id: str) -> Delivery | None:
-        row = self.run(f"SELECT delivery_id, {_STORED} FROM deliveries WHERE delivery_id = %s",
-                       (delivery_id,), fetch="one")
+        row = self.run(
+            f"SELECT delivery_id, {_STORED} FROM deliveries WHERE delivery_id = %s",
+            (delivery_id,),
+            fetch="one",
+        )
         return None if row is None else _record_of(*row)
 
     def put_body(self, record: Delivery, body: bytes) -> None:
-        self.run("INSERT INTO delivery_bodies (delivery_id, body, expires_at) "
-                 "VALUES (%s, %s, %s) ON CONFLICT (delivery_id) DO NOTHING",
-                 (record.delivery_id, body, record.raw_body_expires_at))
+        self.run(
+            "INSERT INTO delivery_bodies (delivery_id, body, expires_at) "
+            "VALUES (%s, %s, %s) ON CONFLICT (delivery_id) DO NOTHING",
+            (record.delivery_id, body, record.raw_body_expires_at),
+        )
 
     def put_record(self, record: Delivery) -> bool:
         """Nothing to write: ``claim`` stored the record's row in this transaction (the
         caller found it there, equal to ``record``)."""
         return True
 
-    def records(self, *, endpoint_id: str | None = None, after: Delivery | None = None,
-                limit: int | None = None) -> list[Delivery]:
+    def records(
+        self,
+        *,
+        endpoint_id: str | None = None,
+        after: Delivery | None = None,
+        limit: int | None = None,
+    ) -> list[Delivery]:
         # a corrupt row is skipped and reported (corrupt.skip), and the rows after it are
         # read in its place: the keyset goes on from the last row read, whatever it held
         out: list[Delivery] = []
@@ -150,8 +188,7 @@ class PostgresDeliveries:
                 params.append(wanted)
             rows = self.run(" ".join(sql), params, fetch="all")
             for _, delivery_id, doc, size in rows:
-                record = corrupt.readable(lambda d=delivery_id, t=doc, n=size:
-                                          _record_of(d, t, n))
+                record = corrupt.readable(lambda d=delivery_id, t=doc, n=size: _record_of(d, t, n))
                 if record is not None:
                     out.append(record)
             if wanted is None or len(rows) < wanted or len(out) >= limit:
@@ -159,8 +196,7 @@ class PostgresDeliveries:
             key = (rows[-1][0], rows[-1][1])
 
     def endpoints(self) -> set[str]:
-        return {r[0] for r in self.run("SELECT DISTINCT endpoint_id FROM deliveries",
-                                       fetch="all")}
+        return {r[0] for r in self.run("SELECT DISTINCT endpoint_id FROM deliveries", fetch="all")}
 
     # -- intakes: one transaction each, so none is ever left pending ----------------------------
 
@@ -176,12 +212,21 @@ class PostgresDeliveries:
     # -- bodies -------------------------------------------------------------------------------
 
     def body_held(self, record: Delivery) -> bool:
-        return self.run("SELECT 1 FROM delivery_bodies WHERE delivery_id = %s",
-                        (record.delivery_id,), fetch="one") is not None
+        return (
+            self.run(
+                "SELECT 1 FROM delivery_bodies WHERE delivery_id = %s",
+                (record.delivery_id,),
+                fetch="one",
+            )
+            is not None
+        )
 
     def body(self, record: Delivery) -> bytes | None:
-        row = self.run("SELECT body FROM delivery_bodies WHERE delivery_id = %s",
-                       (record.delivery_id,), fetch="one")
+        row = self.run(
+            "SELECT body FROM delivery_bodies WHERE delivery_id = %s",
+            (record.delivery_id,),
+            fetch="one",
+        )
         return None if row is None else bytes(row[0])
 
     def purge_bodies(self, at: datetime) -> int:
@@ -195,25 +240,39 @@ class PostgresDeliveries:
         if row is None:
             return None
         endpoint_id, sha, source_delivery_id, until = row
-        return BodySeen(endpoint_id=endpoint_id, body_sha256=sha,
-                        source_delivery_id=source_delivery_id, until=_utc(until))
+        return BodySeen(
+            endpoint_id=endpoint_id,
+            body_sha256=sha,
+            source_delivery_id=source_delivery_id,
+            until=_utc(until),
+        )
 
     def claim_body(self, mine: BodySeen) -> BodySeen | None:
-        self.run(f"INSERT INTO delivery_body_claims ({_CLAIM_COLUMNS}) VALUES (%s, %s, %s, %s) "
-                 "ON CONFLICT (endpoint_id, body_sha256) DO NOTHING",
-                 (mine.endpoint_id, mine.body_sha256, mine.source_delivery_id, mine.until))
-        return self._claim_row(self.run(
-            f"SELECT {_CLAIM_COLUMNS} FROM delivery_body_claims WHERE endpoint_id = %s AND "
-            "body_sha256 = %s FOR UPDATE", (mine.endpoint_id, mine.body_sha256), fetch="one"))
+        self.run(
+            f"INSERT INTO delivery_body_claims ({_CLAIM_COLUMNS}) VALUES (%s, %s, %s, %s) "
+            "ON CONFLICT (endpoint_id, body_sha256) DO NOTHING",
+            (mine.endpoint_id, mine.body_sha256, mine.source_delivery_id, mine.until),
+        )
+        return self._claim_row(
+            self.run(
+                f"SELECT {_CLAIM_COLUMNS} FROM delivery_body_claims WHERE endpoint_id = %s AND "
+                "body_sha256 = %s FOR UPDATE",
+                (mine.endpoint_id, mine.body_sha256),
+                fetch="one",
+            )
+        )
 
     def renew_body_claim(self, mine: BodySeen) -> BodySeen | None:
-        return self._claim_row(self.run(
-            f"INSERT INTO delivery_body_claims ({_CLAIM_COLUMNS}) VALUES (%s, %s, %s, %s) "
-            "ON CONFLICT (endpoint_id, body_sha256) DO UPDATE SET "
-            "source_delivery_id = excluded.source_delivery_id, until = excluded.until "
-            f"RETURNING {_CLAIM_COLUMNS}",
-            (mine.endpoint_id, mine.body_sha256, mine.source_delivery_id, mine.until),
-            fetch="one"))
+        return self._claim_row(
+            self.run(
+                f"INSERT INTO delivery_body_claims ({_CLAIM_COLUMNS}) VALUES (%s, %s, %s, %s) "
+                "ON CONFLICT (endpoint_id, body_sha256) DO UPDATE SET "
+                "source_delivery_id = excluded.source_delivery_id, until = excluded.until "
+                f"RETURNING {_CLAIM_COLUMNS}",
+                (mine.endpoint_id, mine.body_sha256, mine.source_delivery_id, mine.until),
+                fetch="one",
+            )
+        )
 
     def drop_body_claims(self, at: datetime) -> int:
         # a row an intake renews meanwhile is re-checked after its lock (READ COMMITTED):
@@ -223,11 +282,20 @@ class PostgresDeliveries:
     # -- rejections ---------------------------------------------------------------------------
 
     def put_rejection(self, record: Rejection) -> None:
-        self.run(f"INSERT INTO delivery_rejections ({_REJECTION_COLUMNS}) "
-                 "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                 (record.rejection_id, _text(record.endpoint_id),
-                  _text(record.source_delivery_id), _text(record.event), record.received_at,
-                  _text(record.reason), record.body_sha256, record.body_bytes))
+        self.run(
+            f"INSERT INTO delivery_rejections ({_REJECTION_COLUMNS}) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+            (
+                record.rejection_id,
+                _text(record.endpoint_id),
+                _text(record.source_delivery_id),
+                _text(record.event),
+                record.received_at,
+                _text(record.reason),
+                record.body_sha256,
+                record.body_bytes,
+            ),
+        )
 
     def prune_rejections(self, keep: int, days: float, at: datetime | None = None) -> int:
         cutoff = (at or self.now()) - timedelta(days=days)
@@ -235,11 +303,25 @@ class PostgresDeliveries:
             'DELETE FROM delivery_rejections WHERE received_at < %s OR rejection_id COLLATE "C" '
             '< (SELECT min(rejection_id COLLATE "C") FROM (SELECT rejection_id FROM '
             'delivery_rejections ORDER BY rejection_id COLLATE "C" DESC LIMIT %s) AS newest)',
-            (cutoff, keep)).rowcount
+            (cutoff, keep),
+        ).rowcount
 
     def rejections(self) -> list[Rejection]:
-        rows = self.run(f"SELECT {_REJECTION_COLUMNS} FROM delivery_rejections "
-                        'ORDER BY rejection_id COLLATE "C"', fetch="all")
-        return [Rejection(rejection_id=r[0], endpoint_id=r[1], source_delivery_id=r[2],
-                          event=r[3], received_at=_utc(r[4]), reason=r[5], body_sha256=r[6],
-                          body_bytes=r[7]) for r in rows]
+        rows = self.run(
+            f"SELECT {_REJECTION_COLUMNS} FROM delivery_rejections "
+            'ORDER BY rejection_id COLLATE "C"',
+            fetch="all",
+        )
+        return [
+            Rejection(
+                rejection_id=r[0],
+                endpoint_id=r[1],
+                source_delivery_id=r[2],
+                event=r[3],
+                received_at=_utc(r[4]),
+                reason=r[5],
+                body_sha256=r[6],
+                body_bytes=r[7],
+            )
+            for r in rows
+        ]

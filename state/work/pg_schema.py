@@ -211,8 +211,11 @@ class Migrated:
     applied: tuple[int, ...]
 
     def as_json(self) -> dict:
-        return {"from_version": self.from_version, "version": self.version,
-                "applied": list(self.applied)}
+        return {
+            "from_version": self.from_version,
+            "version": self.version,
+            "applied": list(self.applied),
+        }
 
 
 def current_version(conn) -> int:
@@ -228,7 +231,9 @@ def newer(version: int, where: str = "the ledger", **extra) -> CaptainError:
     return CaptainError(
         "ledger_schema_newer",
         f"{where} has schema version {version}, newer than this captain knows (up to "
-        f"{LATEST}); upgrade captain on this host. Nothing was changed.", **extra)
+        f"{LATEST}); upgrade captain on this host. Nothing was changed.",
+        **extra,
+    )
 
 
 def migrate(conn) -> Migrated:
@@ -245,7 +250,9 @@ def migrate(conn) -> Migrated:
             if version <= before:
                 continue
             conn.execute(sql)
-            conn.execute("INSERT INTO schema_version (version, description) VALUES (%s, %s)",
-                         (version, description))
+            conn.execute(
+                "INSERT INTO schema_version (version, description) VALUES (%s, %s)",
+                (version, description),
+            )
             applied.append(version)
     return Migrated(before, applied[-1] if applied else before, tuple(applied))

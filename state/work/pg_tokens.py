@@ -39,8 +39,14 @@ def _utc(value: datetime | None) -> datetime | None:
 
 def _token(row) -> Token:
     token_id, role, label, sha256, created_at, revoked_at = row
-    return Token(token_id=token_id, role=role, label=label, sha256=sha256,
-                 created_at=_utc(created_at), revoked_at=_utc(revoked_at))
+    return Token(
+        token_id=token_id,
+        role=role,
+        label=label,
+        sha256=sha256,
+        created_at=_utc(created_at),
+        revoked_at=_utc(revoked_at),
+    )
 
 
 class PostgresTokens:
@@ -54,31 +60,42 @@ class PostgresTokens:
 
     def workspace(self) -> Workspace | None:
         row = self.run("SELECT workspace_id, created_at FROM ledger_meta", fetch="one")
-        return None if row is None else Workspace(workspace_id=row[0],
-                                                  created_at=_utc(row[1]))
+        return None if row is None else Workspace(workspace_id=row[0], created_at=_utc(row[1]))
 
     def mint_workspace(self, record: Workspace) -> Workspace:
-        self.run("INSERT INTO ledger_meta (workspace_id, created_at) VALUES (%s, %s) "
-                 "ON CONFLICT DO NOTHING", (record.workspace_id, record.created_at))
+        self.run(
+            "INSERT INTO ledger_meta (workspace_id, created_at) VALUES (%s, %s) "
+            "ON CONFLICT DO NOTHING",
+            (record.workspace_id, record.created_at),
+        )
         stored = self.workspace()
         if stored is None:
-            raise CaptainError("store_error", "the ledger's workspace ID could not be read "
-                                              "back.")
+            raise CaptainError("store_error", "the ledger's workspace ID could not be read back.")
         return stored
 
     def add(self, record: Token) -> None:
-        self.run(f"INSERT INTO api_tokens ({_TOKEN}) VALUES (%s, %s, %s, %s, %s, %s)",
-                 (record.token_id, record.role, record.label, record.sha256,
-                  record.created_at, record.revoked_at))
+        self.run(
+            f"INSERT INTO api_tokens ({_TOKEN}) VALUES (%s, %s, %s, %s, %s, %s)",
+            (
+                record.token_id,
+                record.role,
+                record.label,
+                record.sha256,
+                record.created_at,
+                record.revoked_at,
+            ),
+        )
 
     def get(self, token_id: str) -> Token | None:
-        row = self.run(f"SELECT {_TOKEN} FROM api_tokens WHERE token_id = %s", (token_id,),
-                       fetch="one")
+        row = self.run(
+            f"SELECT {_TOKEN} FROM api_tokens WHERE token_id = %s", (token_id,), fetch="one"
+        )
         return None if row is None else _token(row)
 
     def records(self) -> list[Token]:
-        rows = self.run(f'SELECT {_TOKEN} FROM api_tokens ORDER BY token_id COLLATE "C"',
-                        fetch="all")
+        rows = self.run(
+            f'SELECT {_TOKEN} FROM api_tokens ORDER BY token_id COLLATE "C"', fetch="all"
+        )
         return [_token(row) for row in rows]
 
     @contextlib.contextmanager
@@ -88,7 +105,8 @@ class PostgresTokens:
             yield
 
     def replace(self, record: Token) -> None:
-        self.run("UPDATE api_tokens SET role = %s, label = %s, sha256 = %s, revoked_at = %s "
-                 "WHERE token_id = %s",
-                 (record.role, record.label, record.sha256, record.revoked_at,
-                  record.token_id))
+        self.run(
+            "UPDATE api_tokens SET role = %s, label = %s, sha256 = %s, revoked_at = %s "
+            "WHERE token_id = %s",
+            (record.role, record.label, record.sha256, record.revoked_at, record.token_id),
+        )

@@ -48,7 +48,8 @@ def driver():
         raise CaptainError(
             "postgres_not_installed",
             "the ledger is on PostgreSQL, but its driver (psycopg 3) is not installed in "
-            f"captain's Python: {install_hint()}") from None
+            f"captain's Python: {install_hint()}",
+        ) from None
     return psycopg
 
 
@@ -60,24 +61,30 @@ def _first_lines(text: str) -> str:
 def connect(location: LedgerLocation, *, timeout: float = CONNECT_TIMEOUT):
     """An open psycopg connection (not autocommit) to ``location``'s database."""
     if not location.postgres or not location.url:
-        raise CaptainError("invalid_argument",
-                           f"the ledger is {location.describe()}, not a PostgreSQL database.")
+        raise CaptainError(
+            "invalid_argument", f"the ledger is {location.describe()}, not a PostgreSQL database."
+        )
     psycopg = driver()
     try:
-        conn = psycopg.connect(location.url, connect_timeout=max(1, int(timeout)),
-                               application_name="captain")
+        conn = psycopg.connect(
+            location.url, connect_timeout=max(1, int(timeout)), application_name="captain"
+        )
         _read_any_timestamp(conn)
         return conn
     except psycopg.ProgrammingError as exc:  # libpq could not parse what we let through
-        raise CaptainError("invalid_ledger_url",
-                           f"libpq could not read the ledger URL {location.shown}: "
-                           f"{location.scrub(_first_lines(exc))}.") from None
+        raise CaptainError(
+            "invalid_ledger_url",
+            f"libpq could not read the ledger URL {location.shown}: "
+            f"{location.scrub(_first_lines(exc))}.",
+        ) from None
     except psycopg.Error as exc:
         raise unreachable(location, exc) from None
     except (UnicodeError, ValueError) as exc:  # a host name libpq's lookup cannot encode
-        raise CaptainError("invalid_ledger_url",
-                           f"the ledger URL {location.shown} names a host that cannot be "
-                           f"looked up: {location.scrub(_first_lines(exc))}.") from None
+        raise CaptainError(
+            "invalid_ledger_url",
+            f"the ledger URL {location.shown} names a host that cannot be "
+            f"looked up: {location.scrub(_first_lines(exc))}.",
+        ) from None
 
 
 def _read_any_timestamp(conn) -> None:
@@ -99,12 +106,16 @@ def _read_any_timestamp(conn) -> None:
 
                     low = bytes(data).lstrip().startswith(b"-")
                     shown = bytes(data)[:40].decode("ascii", "replace")
-                    corrupt.say_once(f"timestamp {shown}", f"ledger timestamp {shown!r}",
-                                     "is out of the range captain reads (a row damaged "
-                                     "past captain); shown as the year "
-                                     f"{1 if low else 9999}, the row is otherwise served")
+                    corrupt.say_once(
+                        f"timestamp {shown}",
+                        f"ledger timestamp {shown!r}",
+                        "is out of the range captain reads (a row damaged "
+                        "past captain); shown as the year "
+                        f"{1 if low else 9999}, the row is otherwise served",
+                    )
                     value = datetime.min if low else datetime.max
                     return value.replace(tzinfo=tz)
+
         return Loader
 
     conn.adapters.register_loader("timestamptz", clamped(TimestamptzLoader, timezone.utc))
@@ -118,7 +129,8 @@ def unreachable(location: LedgerLocation, exc: BaseException) -> CaptainError:
         f"could not connect to the ledger at {location.shown} (tried {tried}): "
         f"{location.scrub(_first_lines(exc))}. Check that the server is running and "
         "reachable from this host, and the user, password and database name.",
-        url=location.shown)
+        url=location.shown,
+    )
 
 
 def refused(location: LedgerLocation, exc) -> CaptainError:
@@ -128,7 +140,9 @@ def refused(location: LedgerLocation, exc) -> CaptainError:
         "ledger_error",
         f"the ledger's database at {location.shown} refused: "
         f"{location.scrub(_first_lines(exc))} (SQLSTATE {state}).",
-        url=location.shown, sqlstate=state)
+        url=location.shown,
+        sqlstate=state,
+    )
 
 
 def migrate(location: LedgerLocation) -> pg_schema.Migrated:

@@ -13,8 +13,13 @@ from state.work.models import TERMINAL, Attempt, Resolution, WorkEvent, WorkItem
 
 
 def check_work_id(work_id: str) -> str:
-    if not (isinstance(work_id, str) and work_id.startswith(WORK + "_") and len(work_id) <= 64
-            and work_id[4:].isalnum() and work_id.isascii()):
+    if not (
+        isinstance(work_id, str)
+        and work_id.startswith(WORK + "_")
+        and len(work_id) <= 64
+        and work_id[4:].isalnum()
+        and work_id.isascii()
+    ):
         raise CaptainError("unknown_work", f"{work_id!r} is not a work item ID (wrk_...).")
     return work_id
 
@@ -40,42 +45,74 @@ def legal(state: str | None, event: WorkEvent) -> bool:
         return event.state in TERMINAL
     if event.type in ("succeeded", "failed", "cancelled"):
         return event.state == event.type
-    expected = {"accepted": "queued", "claimed": "running", "retry_queued": "queued",
-                "needs_reconciliation": "needs_reconciliation"}
-    return event.type == "cancel_requested" and event.state == state or \
-        expected.get(event.type) == event.state
+    expected = {
+        "accepted": "queued",
+        "claimed": "running",
+        "retry_queued": "queued",
+        "needs_reconciliation": "needs_reconciliation",
+    }
+    return (
+        event.type == "cancel_requested"
+        and event.state == state
+        or expected.get(event.type) == event.state
+    )
 
 
 def fold(item: WorkItem | None, event: WorkEvent, work_id: str) -> WorkItem:
     if not legal(item.state if item else None, event):
-        raise CaptainError("store_error", f"{work_id}: event {event.seq} ({event.type}) is not "
-                                          f"legal after {item.state if item else 'nothing'}")
+        raise CaptainError(
+            "store_error",
+            f"{work_id}: event {event.seq} ({event.type}) is not "
+            f"legal after {item.state if item else 'nothing'}",
+        )
     if event.type == "accepted":
-        return WorkItem(work_id=work_id, seq=event.seq, source=event.source, state="queued",
-                        generation=0, target_revision=event.target_revision,
-                        input_sha256=event.input_sha256, replay_of=event.replay_of,
-                        replay_reason=event.reason, requester=event.requester,
-                        crew=event.crew, assignment_id=event.assignment_id,
-                        delivery_id=event.delivery_id, max_attempts=event.max_attempts or 1,
-                        created_at=event.at, updated_at=event.at)
+        return WorkItem(
+            work_id=work_id,
+            seq=event.seq,
+            source=event.source,
+            state="queued",
+            generation=0,
+            target_revision=event.target_revision,
+            input_sha256=event.input_sha256,
+            replay_of=event.replay_of,
+            replay_reason=event.reason,
+            requester=event.requester,
+            crew=event.crew,
+            assignment_id=event.assignment_id,
+            delivery_id=event.delivery_id,
+            max_attempts=event.max_attempts or 1,
+            created_at=event.at,
+            updated_at=event.at,
+        )
     changes: dict = dict(seq=event.seq, state=event.state, updated_at=event.at)
     attempts = list(item.attempts)
     if event.type == "claimed":
         changes["generation"] = event.generation
-        attempts.append(Attempt(run_id=event.run_id, generation=event.generation,
-                                started_at=event.at, lease_holder=event.lease_holder,
-                                lease_expires_at=event.lease_expires_at,
-                                runtime_locator=event.runtime_locator))
+        attempts.append(
+            Attempt(
+                run_id=event.run_id,
+                generation=event.generation,
+                started_at=event.at,
+                lease_holder=event.lease_holder,
+                lease_expires_at=event.lease_expires_at,
+                runtime_locator=event.runtime_locator,
+            )
+        )
     elif event.type == "cancel_requested":
         changes["cancel_requested"] = [*item.cancel_requested, event.generation]
     elif attempts and attempts[-1].ended_at is None and event.type != "needs_reconciliation":
         outcome = event.state if event.type != "retry_queued" else "failed"
         cost = event.cost_usd if event.cost_usd is not None else attempts[-1].cost_usd
-        attempts[-1] = attempts[-1].model_copy(update=dict(ended_at=event.at, outcome=outcome,
-                                                           cost_usd=cost))
+        attempts[-1] = attempts[-1].model_copy(
+            update=dict(ended_at=event.at, outcome=outcome, cost_usd=cost)
+        )
     if event.type == "resolved":
-        changes["resolution"] = Resolution(operator=event.actor, reason=event.reason or "",
-                                           to=event.state, runtime_stopped=bool(
-                                               event.runtime_stopped), at=event.at)
+        changes["resolution"] = Resolution(
+            operator=event.actor,
+            reason=event.reason or "",
+            to=event.state,
+            runtime_stopped=bool(event.runtime_stopped),
+            at=event.at,
+        )
     changes["attempts"] = attempts
     return item.model_copy(update=changes)

@@ -37,10 +37,16 @@ def accepted(home: Home, snapshot: CrewSnapshot, event: Recruited | Assigned) ->
     if home.work_known(wid):
         return  # one stat: every writer's open settles the newest event
     if not ledger.exists(home, wid):
-        ledger.accept(home, source="assignment", work_id=wid, requester=event.actor,
-                      input={"task": spec.task, "crew": snapshot.name,
-                             "assignment_id": spec.assignment_id},
-                      crew=snapshot.name, assignment_id=spec.assignment_id, at=event.at)
+        ledger.accept(
+            home,
+            source="assignment",
+            work_id=wid,
+            requester=event.actor,
+            input={"task": spec.task, "crew": snapshot.name, "assignment_id": spec.assignment_id},
+            crew=snapshot.name,
+            assignment_id=spec.assignment_id,
+            at=event.at,
+        )
     if not home.work_known(wid) and backend_for(home).exists_durably(wid):
         # a shared ledger: note in the home that the item exists, so the crew's hooks (the
         # fast path, state/crew_side/fast.py) need not reach the database to know it. Only
@@ -67,13 +73,18 @@ def check_reportable(home: Home, assignment_id: str) -> None:
     if item is None or item.state in ("running", "needs_reconciliation"):
         return
     if item.state == "queued":
-        raise CaptainError("not_running",
-                           f"{assignment_id} is still queued for a ledger slot "
-                           f"({item.work_id}); it has not started, so it cannot be done yet.",
-                           work_id=item.work_id)
-    raise CaptainError("not_running",
-                       f"{assignment_id}'s work item {item.work_id} is already {item.state}; "
-                       "nothing can be reported for it any more.", work_id=item.work_id)
+        raise CaptainError(
+            "not_running",
+            f"{assignment_id} is still queued for a ledger slot "
+            f"({item.work_id}); it has not started, so it cannot be done yet.",
+            work_id=item.work_id,
+        )
+    raise CaptainError(
+        "not_running",
+        f"{assignment_id}'s work item {item.work_id} is already {item.state}; "
+        "nothing can be reported for it any more.",
+        work_id=item.work_id,
+    )
 
 
 def is_queued(home: Home, assignment_id: str) -> bool:
@@ -86,6 +97,5 @@ def claim_if_free(home: Home, assignment_id: str, locator: PaneLocator | None) -
     wid = work_id(assignment_id)
     if not ledger.has_free_slot(home):
         return False
-    ledger.claim_held(home, wid, holder=holder_for(locator is not None),
-                      locator=locator)
+    ledger.claim_held(home, wid, holder=holder_for(locator is not None), locator=locator)
     return True

@@ -56,8 +56,7 @@ def workspace_id(home: Home) -> str | None:
     if record is None and home.read_only:
         return None
     if record is None:
-        record = store.mint_workspace(Workspace(workspace_id=new_id(WORKSPACE),
-                                                created_at=now()))
+        record = store.mint_workspace(Workspace(workspace_id=new_id(WORKSPACE), created_at=now()))
     return record.workspace_id
 
 
@@ -66,8 +65,13 @@ def _digest(secret: str) -> str:
 
 
 def _check_id(token_id: str) -> None:
-    if not (isinstance(token_id, str) and token_id.startswith("tok_") and token_id[4:].isalnum()
-            and token_id.isascii() and len(token_id) <= 40):
+    if not (
+        isinstance(token_id, str)
+        and token_id.startswith("tok_")
+        and token_id[4:].isalnum()
+        and token_id.isascii()
+        and len(token_id) <= 40
+    ):
         raise CaptainError("unknown_token", f"{token_id!r} is not a token ID (tok_...).")
 
 
@@ -79,8 +83,9 @@ def create(home: Home, role: str, label: str | None = None) -> tuple[Token, str]
         check_name(label, "label")  # a label is shown as part of an actor
     token_id = new_id("tok")
     secret = secrets.token_urlsafe(32)
-    record = Token(token_id=token_id, role=role, label=label, sha256=_digest(secret),
-                   created_at=now())
+    record = Token(
+        token_id=token_id, role=role, label=label, sha256=_digest(secret), created_at=now()
+    )
     store_for(home).add(record)
     return record, f"{PREFIX}_{token_id}_{secret}"
 

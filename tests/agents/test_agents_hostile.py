@@ -44,7 +44,8 @@ def _hostile_project(project: Path) -> Path:
     for package in ("state", "captain_tui"):
         (project / package).mkdir(exist_ok=True)
         (project / package / "__init__.py").write_text(
-            f"open({str(marker)!r}, 'w').write({package!r})\n", "utf-8")
+            f"open({str(marker)!r}, 'w').write({package!r})\n", "utf-8"
+        )
     return marker
 
 
@@ -56,7 +57,8 @@ def _env(jack) -> dict[str, str]:
 
 
 def test_codex_hooks_run_from_the_project_never_import_the_projects_code(
-        home: Home, jack, project: Path):
+    home: Home, jack, project: Path
+):
     # Codex runs its hooks in the session's cwd, outside its sandbox; `python -m` puts the
     # cwd first on sys.path, so a `state/` the sandboxed model wrote would run unsandboxed.
     marker = _hostile_project(project)
@@ -65,22 +67,35 @@ def test_codex_hooks_run_from_the_project_never_import_the_projects_code(
             if event == "state":
                 continue
             command = groups[0]["hooks"][0]["command"]
-            proc = subprocess.run(["/bin/sh", "-c", command], cwd=project, env=_env(jack),
-                                  input=json.dumps({"hook_event_name": event}),
-                                  capture_output=True, text=True, timeout=60)
+            proc = subprocess.run(
+                ["/bin/sh", "-c", command],
+                cwd=project,
+                env=_env(jack),
+                input=json.dumps({"hook_event_name": event}),
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
             assert proc.returncode == 0, proc.stderr
             assert not marker.exists(), f"the project's {marker.read_text()!r} ran"
     assert notify.wait(home, "Jack", timeout=0) is not None  # captain's own hook did run
 
 
-def test_the_pi_extensions_argv_never_imports_the_projects_code(home: Home, jack,
-                                                                 project: Path):
+def test_the_pi_extensions_argv_never_imports_the_projects_code(home: Home, jack, project: Path):
     marker = _hostile_project(project)
-    literal = re.search(r"^const CAPTAIN: string\[\] = (.*);$",
-                        pi.extension_text(captain_command()), re.MULTILINE).group(1)
+    literal = re.search(
+        r"^const CAPTAIN: string\[\] = (.*);$", pi.extension_text(captain_command()), re.MULTILINE
+    ).group(1)
     argv = [*json.loads(literal), "hook", "pi", "agent_end"]
-    proc = subprocess.run(argv, cwd=project, env=_env(jack), capture_output=True, text=True,
-                          input=json.dumps({"last_assistant_text": "done"}), timeout=60)
+    proc = subprocess.run(
+        argv,
+        cwd=project,
+        env=_env(jack),
+        capture_output=True,
+        text=True,
+        input=json.dumps({"last_assistant_text": "done"}),
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     assert not marker.exists(), f"the project's {marker.read_text()!r} ran"
     assert notify.wait(home, "Jack", timeout=0).status == "idle"
@@ -101,8 +116,9 @@ class EndlessStdin(io.TextIOBase):
         return "x" * size
 
 
-@pytest.mark.parametrize(("agent", "event"), [("pi", "agent_end"), ("codex", "Stop"),
-                                              ("codex", "PermissionRequest")])
+@pytest.mark.parametrize(
+    ("agent", "event"), [("pi", "agent_end"), ("codex", "Stop"), ("codex", "PermissionRequest")]
+)
 def test_hook_stdin_is_read_bounded(home: Home, jack, capsys, agent, event):
     assert hook(dict(jack.env), agent, event, EndlessStdin()) == ""
     err = capsys.readouterr().err
@@ -110,10 +126,20 @@ def test_hook_stdin_is_read_bounded(home: Home, jack, capsys, agent, event):
     assert notify.wait(home, "Jack", timeout=0) is None
 
 
-@pytest.mark.parametrize(("agent", "event"), [("pi", "agent_end"), ("pi", "before_agent_start"),
-                                              ("codex", "Stop"), ("codex", "PermissionRequest")])
-@pytest.mark.parametrize("named", ["\x1b]0;owned\x07\x1b[2J" + "A" * 200_000,
-                                   "\u202eevil\u2066" * 5000], ids=["escapes", "bidi"])
+@pytest.mark.parametrize(
+    ("agent", "event"),
+    [
+        ("pi", "agent_end"),
+        ("pi", "before_agent_start"),
+        ("codex", "Stop"),
+        ("codex", "PermissionRequest"),
+    ],
+)
+@pytest.mark.parametrize(
+    "named",
+    ["\x1b]0;owned\x07\x1b[2J" + "A" * 200_000, "\u202eevil\u2066" * 5000],
+    ids=["escapes", "bidi"],
+)
 def test_failure_notes_are_one_bounded_terminal_safe_line(jack, capsys, agent, event, named):
     # stderr of a hook reaches the agent's screen (Codex shows it); whatever the agent
     # sent, the note is one short line with nothing a terminal would obey
@@ -125,19 +151,31 @@ def test_failure_notes_are_one_bounded_terminal_safe_line(jack, capsys, agent, e
     assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", err)
 
 
-def test_pi_mail_line_fits_what_the_extension_reads_and_the_rest_stays_unread(
-        home: Home, jack):
+def test_pi_mail_line_fits_what_the_extension_reads_and_the_rest_stays_unread(home: Home, jack):
     # The extension keeps MAX_OUTPUT characters of the hook's output; a longer line is cut,
     # is not JSON, and pi gets nothing -- while captain has written every receipt.
-    limit = int(re.search(r"const MAX_OUTPUT = ([0-9* ]+);", EXTENSION).group(1)
-                .replace(" ", "").replace("*", " ").split()[0]) * 1024 * 1024
+    limit = (
+        int(
+            re.search(r"const MAX_OUTPUT = ([0-9* ]+);", EXTENSION)
+            .group(1)
+            .replace(" ", "")
+            .replace("*", " ")
+            .split()[0]
+        )
+        * 1024
+        * 1024
+    )
     texts = [f"part {i}: " + "\u202e" * ((MAX_TEXT_BYTES - 16) // 3) for i in range(12)]
     told = [protocol.tell(home, "Jack", t, assignment_id=jack.assignment_id) for t in texts]
     env = dict(jack.env)
     delivered: list[str] = []
     for _ in range(len(told) + 2):
-        out = hook(env, "pi", "before_agent_start",
-                   json.dumps({"hook_event_name": "before_agent_start", "prompt": "go"}))
+        out = hook(
+            env,
+            "pi",
+            "before_agent_start",
+            json.dumps({"hook_event_name": "before_agent_start", "prompt": "go"}),
+        )
         if not out:
             break
         assert out.count("\n") == 1 and len(out) < limit
@@ -158,8 +196,9 @@ def test_pi_extension_sends_a_bounded_last_assistant_text():
     from captain_tui.agents.hooks import MAX_INPUT
 
     for field in ("prompt", "last_assistant_text", "stop_reason", "error_message"):
-        assert re.search(rf"{field}[:=,]? *clip\(", EXTENSION.replace("const prompt = ",
-                                                                       "prompt: ")), field
+        assert re.search(
+            rf"{field}[:=,]? *clip\(", EXTENSION.replace("const prompt = ", "prompt: ")
+        ), field
     size = re.search(r"const MAX_TEXT = ([0-9* ]+);", EXTENSION).group(1)
     units = eval(size, {"__builtins__": {}})  # noqa: S307 - a product of integer literals
     # JSON.stringify writes at most 6 characters (\u001b) per UTF-16 unit of a field
@@ -168,8 +207,9 @@ def test_pi_extension_sends_a_bounded_last_assistant_text():
 
 # -- generated code and config --------------------------------------------------------------
 
-HOSTILE_PATH = ("/opt/it's \"q\" `id` ${HOME} $(id) */ \\ \u2028\u2029 ünï ✓ \x7f \t"
-                + "/long" * 200 + "/python")
+HOSTILE_PATH = (
+    '/opt/it\'s "q" `id` ${HOME} $(id) */ \\ \u2028\u2029 ünï ✓ \x7f \t' + "/long" * 200 + "/python"
+)
 
 
 def test_codex_command_line_round_trips_a_hostile_captain_path(monkeypatch):
@@ -184,8 +224,7 @@ def test_codex_command_line_round_trips_a_hostile_captain_path(monkeypatch):
     trusted = {}
     for event, label in codex.EVENTS.items():
         command = hooks[event][0]["hooks"][0]["command"]
-        assert shlex.split(command) == [HOSTILE_PATH, "-m", "captain_tui", "hook", "codex",
-                                        event]
+        assert shlex.split(command) == [HOSTILE_PATH, "-m", "captain_tui", "hook", "codex", event]
         trusted[codex.hook_key(label)] = {"trusted_hash": codex.trusted_hash(label, command)}
     assert hooks["state"] == trusted  # trust for captain's two hooks, and nothing else
 

@@ -60,6 +60,7 @@ def _flat(text: str) -> str:
 # The crew: Claude Code recruited by the real captain CLI into a jailed tmux server
 # --------------------------------------------------------------------------------------
 
+
 class Crew(LiveCrew):
     """The test's crew (``support.agents.LiveCrew``: what the tests do with it)."""
 
@@ -81,12 +82,12 @@ def jack(tmp_path: Path, cli):
         pytest.skip(reason)
     # The tmux server lives in the jail and carries Claude Code's offline environment;
     # captain's window inherits it (plus CAPTAIN_* and PATH, which captain passes).
-    with start_claude_crew(tmp_path, name="Jack", task=TASK, home_root=cli.home,
-                           project=cli.cwd) as crew:
+    with start_claude_crew(
+        tmp_path, name="Jack", task=TASK, home_root=cli.home, project=cli.cwd
+    ) as crew:
         yield Crew(crew)
         # Nothing may have tried to leave the machine through the proxy trap either.
-        assert crew.stand_in.blocked == [], [
-            f"{r.method} {r.path}" for r in crew.stand_in.blocked]
+        assert crew.stand_in.blocked == [], [f"{r.method} {r.path}" for r in crew.stand_in.blocked]
 
 
 def hook_block(req: Request, needle: str) -> str:
@@ -117,6 +118,7 @@ def submitted_prompts(screen: str) -> list[str]:
 # 1. Recruit, ring, and the hook delivers the task
 # --------------------------------------------------------------------------------------
 
+
 def test_recruited_crew_is_woken_and_the_hook_delivers_its_task(jack: Crew):
     """Recruited, the crew must start on its task by itself: SessionStart alone starts no
     turn. captain starts Claude Code with the wake line as its first prompt; a doorbell
@@ -126,16 +128,18 @@ def test_recruited_crew_is_woken_and_the_hook_delivers_its_task(jack: Crew):
 
     # Retry the doorbell as a running `captain wait` would until the task reaches the
     # model.
-    req, _ = jack.ring_until_request(lambda r: TASK in r.text,
-                                     jack.crew.recruited_at + jack.grace + 5.0,
-                                     what="the task")
+    req, _ = jack.ring_until_request(
+        lambda r: TASK in r.text, jack.crew.recruited_at + jack.grace + 5.0, what="the task"
+    )
 
     # The stand-in: the turn was started by the wake line, and the task arrived as hook
     # context (never as typed text).
     assert wakes(req) == 1, req.user_texts()
     block = hook_block(req, TASK)
-    assert ("SessionStart hook additional context" in block
-            or "UserPromptSubmit hook additional context" in block), block[:300]
+    assert (
+        "SessionStart hook additional context" in block
+        or "UserPromptSubmit hook additional context" in block
+    ), block[:300]
     assert task_id in block
     # The pane: the wake line was submitted (it is in the transcript, not on the composer)
     # and the body never crossed the terminal.
@@ -157,6 +161,7 @@ def test_recruited_crew_is_woken_and_the_hook_delivers_its_task(jack: Crew):
 # 2. A human draft holds the ring; clearing it lets the ring land
 # --------------------------------------------------------------------------------------
 
+
 def test_human_draft_holds_the_ring_and_it_lands_once_the_draft_is_cleared(jack: Crew):
     pane, stand_in = jack.pane, jack.stand_in
     jack.settle()
@@ -171,8 +176,7 @@ def test_human_draft_holds_the_ring_and_it_lands_once_the_draft_is_cleared(jack:
     # (about a second of retries) ...
     told = jack.tell_held(tell_text, "human_draft")
     status = jack.crew.cli("status", "--json")
-    assert json.loads(status.stdout)["crew"][0]["doorbell"]["gate"] == "human_draft", \
-        status.stdout
+    assert json.loads(status.stdout)["crew"][0]["doorbell"]["gate"] == "human_draft", status.stdout
     # ... the draft is untouched on screen (nothing appended, nothing submitted) ...
     screen = pane.capture()
     assert _flat(composer_line(screen) or "") == f"❯ {draft}", screen
@@ -200,12 +204,14 @@ def test_human_draft_holds_the_ring_and_it_lands_once_the_draft_is_cleared(jack:
 # 3./4. The permission prompt holds the ring
 # --------------------------------------------------------------------------------------
 
+
 def _prompt_for_bash(jack: Crew, marker: Path) -> tuple[Request, str]:
     """A person asks; the model answers with a Bash call; the permission prompt shows.
     Returns the request that got the Bash call, and the screen with the prompt."""
     pane, stand_in = jack.pane, jack.stand_in
-    stand_in.push(ToolUse("Bash", {"command": f"touch {marker.name}",
-                                   "description": "Create a marker file"}))
+    stand_in.push(
+        ToolUse("Bash", {"command": f"touch {marker.name}", "description": "Create a marker file"})
+    )
     mark = stand_in.mark()
     pane.send_literal("make the marker")
     pane.wait_for(lambda s: "make the marker" in (composer_line(s) or ""), STEP_TIMEOUT)
@@ -216,8 +222,9 @@ def _prompt_for_bash(jack: Crew, marker: Path) -> tuple[Request, str]:
     return first, screen
 
 
-def _hold_at_the_prompt(jack: Crew, first: Request, prompt_screen: str, marker: Path,
-                        tell_text: str) -> dict:
+def _hold_at_the_prompt(
+    jack: Crew, first: Request, prompt_screen: str, marker: Path, tell_text: str
+) -> dict:
     """Tell while the prompt stands: the ring holds (approval_prompt) and types nothing."""
     # It keeps holding while the prompt stands. Claude Code blinks the pending tool call's
     # bullet (about every 0.6 s) under the prompt, so an attempt whose two quiescence
@@ -245,8 +252,9 @@ def test_permission_prompt_holds_the_ring_and_the_mail_arrives_after_approval(ja
     # ("permission prompt: Bash: touch ...") and Notification ("Claude needs your
     # permission"), in either order; whichever signals first raises the one notice.
     notice = jack.next_notice("awaiting_approval", STEP_TIMEOUT)
-    assert notice.summary.startswith("Jack: ") and "permission" in notice.summary.lower(), \
+    assert notice.summary.startswith("Jack: ") and "permission" in notice.summary.lower(), (
         notice.summary
+    )
 
     # The person approves; the tool runs and the turn goes on.
     approve_permission_prompt(pane, stand_in, after=first.seq, timeout=STEP_TIMEOUT)
@@ -254,13 +262,15 @@ def test_permission_prompt_holds_the_ring_and_the_mail_arrives_after_approval(ja
     # A wait keeps retrying the doorbell; the mail reaches the model either through the
     # ring (wake line -> UserPromptSubmit) or, when the turn ends first, through the Stop
     # hook (which blocks while mail is unread). Whichever: once, as hook output.
-    req, outcomes = jack.ring_until_request(lambda r: tell_text in r.text,
-                                            time.monotonic() + STEP_TIMEOUT,
-                                            after=first.seq, what="the tell")
+    req, outcomes = jack.ring_until_request(
+        lambda r: tell_text in r.text,
+        time.monotonic() + STEP_TIMEOUT,
+        after=first.seq,
+        what="the tell",
+    )
     assert all(o.gate != "approval_prompt" for o in outcomes)  # the prompt is gone
     block = hook_block(req, tell_text)
-    assert ("UserPromptSubmit hook additional context" in block
-            or "Stop hook" in block), block[:300]
+    assert "UserPromptSubmit hook additional context" in block or "Stop hook" in block, block[:300]
     assert jack.unread() == []
     assert jack.receipt(told["message_id"]).via == "hook"
     screen = pane.capture()
@@ -294,6 +304,7 @@ def test_declined_permission_prompt_releases_the_ring_and_it_lands(jack: Crew):
 # --------------------------------------------------------------------------------------
 # 5. The Stop hook blocks while mail is unread
 # --------------------------------------------------------------------------------------
+
 
 def test_stop_hook_delivers_mail_that_arrived_mid_turn(jack: Crew):
     """No waiter runs: mail told while Claude is mid-turn is delivered at the end of that

@@ -43,17 +43,19 @@ def rig(tmp_path: Path):
     with ClaudeRig(tmp_path) as rig:
         yield rig
         # Nothing may have tried to leave the machine through the proxy trap either.
-        assert rig.stand_in.blocked == [], [
-            f"{r.method} {r.path}" for r in rig.stand_in.blocked]
+        assert rig.stand_in.blocked == [], [f"{r.method} {r.path}" for r in rig.stand_in.blocked]
 
 
 def write_hook(path: Path, event: str, context: str) -> Path:
     """A tiny hook command: saves its stdin JSON next to itself, prints the hook output."""
-    output = json.dumps({"hookSpecificOutput": {"hookEventName": event,
-                                                "additionalContext": context}})
-    path.write_text("#!/bin/sh\n"
-                    f"cat > {shlex.quote(str(path))}.stdin.json\n"
-                    f"printf '%s\\n' {shlex.quote(output)}\n")
+    output = json.dumps(
+        {"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}}
+    )
+    path.write_text(
+        "#!/bin/sh\n"
+        f"cat > {shlex.quote(str(path))}.stdin.json\n"
+        f"printf '%s\\n' {shlex.quote(output)}\n"
+    )
     path.chmod(0o755)
     return path
 
@@ -85,8 +87,12 @@ def test_starts_in_tmux_and_reaches_the_idle_composer(rig):
     assert lines[i].replace("❯", "").strip() == "", screen
     assert "Claude Code v" in screen
     assert "manual mode on" in screen  # the footer under the lower rule
-    for dialog in ("Do you want to use this API key?", "Accessing workspace",
-                   "Choose the text style", "Do you want to proceed?"):
+    for dialog in (
+        "Do you want to use this API key?",
+        "Accessing workspace",
+        "Choose the text style",
+        "Do you want to proceed?",
+    ):
         assert dialog not in screen
     assert rig.stand_in.main_requests == []  # starting up asks the model nothing
 
@@ -101,8 +107,9 @@ def test_prompt_reaches_the_stand_in_and_the_reply_is_shown(rig):
     assert "ping PROMPT-5521" in req.user_texts()
     assert req.body["stream"] is True
     assert req.headers["x-api-key"] == rig.env["ANTHROPIC_API_KEY"]
-    screen = pane.wait_for(lambda s: "PONG-7781 from the stand-in" in s
-                           and is_idle_composer(s), STEP_TIMEOUT)
+    screen = pane.wait_for(
+        lambda s: "PONG-7781 from the stand-in" in s and is_idle_composer(s), STEP_TIMEOUT
+    )
     assert "❯ ping PROMPT-5521" in screen.replace("\xa0", " ")
 
 
@@ -110,9 +117,10 @@ def test_bash_tool_use_shows_the_permission_prompt(rig):
     pane = rig.start(width=120, height=40)
     pane.wait_for(is_idle_composer, START_TIMEOUT)
     marker = rig.project / "approved-by-test"
-    rig.stand_in.push(ToolUse("Bash", {"command": f"touch {marker.name}",
-                                       "description": "Create a marker file"}),
-                      Text("marker made"))
+    rig.stand_in.push(
+        ToolUse("Bash", {"command": f"touch {marker.name}", "description": "Create a marker file"}),
+        Text("marker made"),
+    )
     mark = rig.stand_in.mark()
     submit(pane, "make the marker")
     first = rig.stand_in.wait_main(after=mark, timeout=STEP_TIMEOUT)
@@ -124,11 +132,14 @@ def test_bash_tool_use_shows_the_permission_prompt(rig):
     assert not marker.exists()  # nothing ran while the prompt stands
 
     # Approving lands the tool result in the next request and the turn finishes.
-    result = approve_permission_prompt(pane, rig.stand_in, after=first.seq,
-                                       timeout=STEP_TIMEOUT)
-    tool_results = [b for m in result.body["messages"] if m["role"] == "user"
-                    and isinstance(m["content"], list) for b in m["content"]
-                    if b.get("type") == "tool_result"]
+    result = approve_permission_prompt(pane, rig.stand_in, after=first.seq, timeout=STEP_TIMEOUT)
+    tool_results = [
+        b
+        for m in result.body["messages"]
+        if m["role"] == "user" and isinstance(m["content"], list)
+        for b in m["content"]
+        if b.get("type") == "tool_result"
+    ]
     assert tool_results and tool_results[-1]["tool_use_id"] == first.reply.tool_id
     pane.wait_for(lambda s: "marker made" in s and is_idle_composer(s), STEP_TIMEOUT)
     assert marker.exists()
@@ -136,8 +147,7 @@ def test_bash_tool_use_shows_the_permission_prompt(rig):
 
 def test_user_prompt_submit_hook_context_reaches_the_request(rig, tmp_path):
     hook = write_hook(tmp_path / "prompt-hook.sh", "UserPromptSubmit", "MAGIC-123")
-    settings = hook_settings(tmp_path / "settings.json",
-                             {"UserPromptSubmit": str(hook)})
+    settings = hook_settings(tmp_path / "settings.json", {"UserPromptSubmit": str(hook)})
     pane = rig.start(settings=settings)
     pane.wait_for(is_idle_composer, START_TIMEOUT)
     mark = rig.stand_in.mark()

@@ -46,8 +46,9 @@ class Jack(LiveCrew):
     def at_rest(self, outcome: doorbell.Outcome) -> bool:
         """The newest mail was rung, the stand-in has been quiet for a second and the
         composer reads clear."""
-        return (outcome.action == "nothing" and self.stand_in.quiet_for() > 1.0
-                and self.screen_clear())
+        return (
+            outcome.action == "nothing" and self.stand_in.quiet_for() > 1.0 and self.screen_clear()
+        )
 
 
 @pytest.fixture(scope="module")
@@ -66,17 +67,20 @@ def jack(tmp_path_factory):
         # Whatever Codex tried to reach besides the stand-in was refused at the proxy trap
         # (and the jail has no other interface to reach it by).
         assert all(r.method == "CONNECT" for r in crew.stand_in.blocked), [
-            (r.method, r.path) for r in crew.stand_in.blocked]
+            (r.method, r.path) for r in crew.stand_in.blocked
+        ]
 
 
 # --------------------------------------------------------------------------------------
 # 1. Recruit: the ring brings the task to the model; the turn's end is heard once
 # --------------------------------------------------------------------------------------
 
+
 def test_recruit_rings_the_task_in_and_the_turn_end_is_one_idle_notice(jack: Jack):
     crew, stand_in = jack.crew, jack.stand_in
-    req, _ = jack.ring_until_request(lambda r: TASK in r.last_user,
-                                     crew.recruited_at + jack.grace + STEP, what="the task")
+    req, _ = jack.ring_until_request(
+        lambda r: TASK in r.last_user, crew.recruited_at + jack.grace + STEP, what="the task"
+    )
     # Typed into the composer as the person's prompt, with the inbox line and the ID.
     assert req.last_user.startswith("Mail from the captain: " + TASK), req.last_user
     assert "captain inbox Jack" in req.last_user and crew.assignment in req.last_user
@@ -94,6 +98,7 @@ def test_recruit_rings_the_task_in_and_the_turn_end_is_one_idle_notice(jack: Jac
 # --------------------------------------------------------------------------------------
 # 2. A human draft holds the ring; clearing it lets the mail land
 # --------------------------------------------------------------------------------------
+
 
 def test_human_draft_holds_the_ring_and_the_mail_lands_once_it_is_cleared(jack: Jack):
     pane, stand_in = jack.pane, jack.stand_in
@@ -128,8 +133,8 @@ def test_human_draft_holds_the_ring_and_the_mail_lands_once_it_is_cleared(jack: 
 # 3. An approval prompt holds the ring and is reported once, by the hook
 # --------------------------------------------------------------------------------------
 
-def test_approval_prompt_holds_the_ring_is_one_notice_and_the_mail_lands_after_yes(
-        jack: Jack):
+
+def test_approval_prompt_holds_the_ring_is_one_notice_and_the_mail_lands_after_yes(jack: Jack):
     pane, stand_in = jack.pane, jack.stand_in
     jack.settle()
     before = len(jack.notices("awaiting_approval"))
@@ -161,11 +166,13 @@ def test_approval_prompt_holds_the_ring_is_one_notice_and_the_mail_lands_after_y
         assert time.monotonic() < deadline, pane.capture()
         pane.send_keys("y")
         time.sleep(0.3)
-    stand_in.wait_for(lambda r: r.kind == "main" and r.has_output, timeout=STEP,
-                      after=first.seq)
+    stand_in.wait_for(lambda r: r.kind == "main" and r.has_output, timeout=STEP, after=first.seq)
     _, outcomes = jack.ring_until_request(
-        lambda r: r.last_user == doorbell.inbox_line("Jack"), time.monotonic() + STEP,
-        after=first.seq, what="the tell")
+        lambda r: r.last_user == doorbell.inbox_line("Jack"),
+        time.monotonic() + STEP,
+        after=first.seq,
+        what="the tell",
+    )
     assert all(o.gate != "approval_prompt" for o in outcomes)
     jack.settle()
     assert len(jack.notices("awaiting_approval")) == before + 1
@@ -174,6 +181,7 @@ def test_approval_prompt_holds_the_ring_is_one_notice_and_the_mail_lands_after_y
 # --------------------------------------------------------------------------------------
 # 4. Killing Codex is reported once (last: it ends the shared crew)
 # --------------------------------------------------------------------------------------
+
 
 def test_killing_codex_is_one_error_notice(jack: Jack):
     jack.settle()

@@ -35,8 +35,12 @@ INJECT_EVENTS = ("SessionStart", "UserPromptSubmit")
 
 
 def hook_input(event: str, **fields) -> str:
-    base = {"session_id": "s-1", "transcript_path": "/tmp/t.jsonl", "cwd": "/tmp",
-            "hook_event_name": event}
+    base = {
+        "session_id": "s-1",
+        "transcript_path": "/tmp/t.jsonl",
+        "cwd": "/tmp",
+        "hook_event_name": event,
+    }
     if event == "UserPromptSubmit":
         base["prompt"] = "carry on"
     if event == "SessionStart":
@@ -53,8 +57,16 @@ class Hook:
     def __init__(self, env: dict[str, str]) -> None:
         self.env = env
 
-    def __call__(self, event: str, stdin: str | None = None, *, agent: str = "claude",
-                 payload: str | None = None, stdout=None, **fields):
+    def __call__(
+        self,
+        event: str,
+        stdin: str | None = None,
+        *,
+        agent: str = "claude",
+        payload: str | None = None,
+        stdout=None,
+        **fields,
+    ):
         out = stdout if stdout is not None else io.StringIO()
         text = hook_input(event, **fields) if stdin is None else stdin
         code = run_hook(agent, event, payload, io.StringIO(text), out, self.env)
@@ -74,8 +86,11 @@ def receipt_path(home: Home, message_id: str, key: str = "jack") -> Path:
 def expected_via() -> str:
     """``protocol.inbox`` writes the receipts; it says ``hook`` once it accepts ``via``."""
     code = protocol.inbox.__code__
-    return "hook" if "via" in code.co_varnames[:code.co_argcount + code.co_kwonlyargcount] \
+    return (
+        "hook"
+        if "via" in code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
         else "inbox"
+    )
 
 
 def crew_ctx(recruit) -> Context:
@@ -114,8 +129,9 @@ def no_notification(home: Home) -> None:
 
 
 def test_cli_user_prompt_submit_injects_mail_then_writes_the_receipt(cli, home: Home, jack):
-    result = cli("hook", "claude", "UserPromptSubmit", env=jack.env,
-                 stdin=hook_input("UserPromptSubmit"))
+    result = cli(
+        "hook", "claude", "UserPromptSubmit", env=jack.env, stdin=hook_input("UserPromptSubmit")
+    )
     assert result.code == 0, result.err
     assert "Traceback" not in result.out + result.err
     context = injected(result.out, "UserPromptSubmit")
@@ -127,17 +143,20 @@ def test_cli_user_prompt_submit_injects_mail_then_writes_the_receipt(cli, home: 
     assert f"captain ask Jack --assignment {jack.assignment_id}" in context
     assert json.loads(receipt_path(home, jack.message_id).read_text())["via"] == expected_via()
 
-    again = cli("hook", "claude", "UserPromptSubmit", env=jack.env,
-                stdin=hook_input("UserPromptSubmit"))
+    again = cli(
+        "hook", "claude", "UserPromptSubmit", env=jack.env, stdin=hook_input("UserPromptSubmit")
+    )
     assert again.code == 0
     assert again.out == ""  # nothing left to inject
 
 
 @pytest.mark.parametrize("event", INJECT_EVENTS)
 def test_inject_lists_every_unread_message_oldest_first_with_id_and_kind(
-        hook, home: Home, jack, event):
-    told = protocol.tell(home, "Jack", "also update the changelog",
-                         assignment_id=jack.assignment_id)
+    hook, home: Home, jack, event
+):
+    told = protocol.tell(
+        home, "Jack", "also update the changelog", assignment_id=jack.assignment_id
+    )
     context = injected(hook(event), event)
     first, second = context.index(jack.message_id), context.index(told.message_id)
     assert first < second
@@ -151,8 +170,9 @@ def test_inject_lists_every_unread_message_oldest_first_with_id_and_kind(
 def test_answer_mail_names_the_question_it_answers(hook, home: Home, jack):
     read_all(home, jack)
     asked = protocol.ask(home, "Jack", "which docs?", ctx=crew_ctx(jack))
-    answer = protocol.answer(home, "Jack", asked.question_id, "the API docs",
-                             assignment_id=jack.assignment_id)
+    answer = protocol.answer(
+        home, "Jack", asked.question_id, "the API docs", assignment_id=jack.assignment_id
+    )
     context = injected(hook("UserPromptSubmit"), "UserPromptSubmit")
     assert answer.message_id in context
     assert asked.question_id in context
@@ -180,8 +200,10 @@ def test_no_receipt_when_delivery_fails(hook, home: Home, jack, capsys, stream, 
     err = capsys.readouterr().err
     assert "failed open" in err and "Traceback" not in err
     # the next prompt delivers it, and only then is it read
-    context = injected(hook(event) if event != "Stop" else hook("UserPromptSubmit"),
-                       event if event != "Stop" else "UserPromptSubmit")
+    context = injected(
+        hook(event) if event != "Stop" else hook("UserPromptSubmit"),
+        event if event != "Stop" else "UserPromptSubmit",
+    )
     assert jack.message_id in context
     assert receipt_path(home, jack.message_id).exists()
 
@@ -218,7 +240,8 @@ def test_injected_output_is_ascii_json_whatever_the_text(hook, home: Home, jack)
 
 
 def test_mail_of_a_handed_off_assignment_reaches_a_pane_with_the_old_assignment_env(
-        hook, home: Home, jack):
+    hook, home: Home, jack
+):
     read_all(home, jack)
     protocol.done(home, "Jack", "wrote them", ctx=crew_ctx(jack))
     notification = notify.wait(home, "Jack", timeout=0)
@@ -261,8 +284,9 @@ def test_stop_does_not_block_while_a_question_is_pending(hook, home: Home, jack)
     asked = protocol.ask(home, "Jack", "which docs?", ctx=crew_ctx(jack))
     assert hook("Stop") == ""
     # the answer is unread mail: it blocks again, carrying the answer
-    protocol.answer(home, "Jack", asked.question_id, "the API docs",
-                    assignment_id=jack.assignment_id)
+    protocol.answer(
+        home, "Jack", asked.question_id, "the API docs", assignment_id=jack.assignment_id
+    )
     reason = blocked(hook("Stop"))
     assert "the API docs" in reason
     # read now, and the question is answered but the work is unfinished
@@ -285,9 +309,17 @@ def test_stop_does_not_block_a_dismissed_crew(hook, home: Home, jack, capsys):
 
 
 def test_cli_permission_prompt_notification_is_awaiting_approval(cli, home: Home, jack):
-    result = cli("hook", "claude", "Notification", env=jack.env, stdin=hook_input(
-        "Notification", message="Claude needs your permission to use Bash",
-        notification_type="permission_prompt"))
+    result = cli(
+        "hook",
+        "claude",
+        "Notification",
+        env=jack.env,
+        stdin=hook_input(
+            "Notification",
+            message="Claude needs your permission to use Bash",
+            notification_type="permission_prompt",
+        ),
+    )
     assert result.code == 0 and result.out == "", (result.out, result.err)
     n = notify.wait(home, "Jack", timeout=0)
     assert n is not None and n.status == "awaiting_approval"
@@ -321,9 +353,12 @@ def test_notification_without_type_falls_back_on_the_message(hook, home: Home):
 
 
 def test_permission_request_is_awaiting_approval_and_never_answers(hook, home: Home):
-    out = hook("PermissionRequest", tool_name="Bash",
-               tool_input={"command": "rm -rf build", "description": "clean"},
-               permission_suggestions=[])
+    out = hook(
+        "PermissionRequest",
+        tool_name="Bash",
+        tool_input={"command": "rm -rf build", "description": "clean"},
+        permission_suggestions=[],
+    )
     assert out == ""  # no decision: the human (or captain) answers the prompt
     n = notify.wait(home, "Jack", timeout=0)
     assert n.status == "awaiting_approval"
@@ -332,8 +367,11 @@ def test_permission_request_is_awaiting_approval_and_never_answers(hook, home: H
 
 def test_one_prompt_raises_one_approval_notice_until_acknowledged(hook, home: Home):
     hook("PermissionRequest", tool_name="Bash", tool_input={"command": "make"})
-    hook("Notification", message="Claude needs your permission to use Bash",
-         notification_type="permission_prompt")
+    hook(
+        "Notification",
+        message="Claude needs your permission to use Bash",
+        notification_type="permission_prompt",
+    )
     n = notify.wait(home, "Jack", timeout=0)
     assert n.status == "awaiting_approval"
     notify.acknowledge(home, "Jack", n.delivery_id)
@@ -355,13 +393,23 @@ class QueueWhileReading(io.StringIO):
         return super().read(*args)
 
 
-@pytest.mark.parametrize("event,fields", [
-    ("Notification", {"message": "Claude is waiting for your input",
-                      "notification_type": "idle_prompt"}),
-    ("Notification", {"message": "Claude needs your permission to use Bash",
-                      "notification_type": "permission_prompt"}),
-    ("PermissionRequest", {"tool_name": "Bash", "tool_input": {"command": "ls"}}),
-])
+@pytest.mark.parametrize(
+    "event,fields",
+    [
+        (
+            "Notification",
+            {"message": "Claude is waiting for your input", "notification_type": "idle_prompt"},
+        ),
+        (
+            "Notification",
+            {
+                "message": "Claude needs your permission to use Bash",
+                "notification_type": "permission_prompt",
+            },
+        ),
+        ("PermissionRequest", {"tool_name": "Bash", "tool_input": {"command": "ls"}}),
+    ],
+)
 def test_a_signal_older_than_the_mail_it_answers_is_ignored(home: Home, jack, event, fields):
     stdin = QueueWhileReading(hook_input(event, **fields), home, jack.assignment_id)
     assert run_hook("claude", event, None, stdin, io.StringIO(), jack.env) == 0
@@ -382,8 +430,11 @@ def test_a_stale_incarnation_raises_no_signal_and_reads_no_mail(home: Home, jack
 # -- Codex notify ---------------------------------------------------------------------------
 
 CODEX_TURN = {
-    "type": "agent-turn-complete", "thread-id": "b5f6c1c2-1111-2222-3333-444455556666",
-    "turn-id": "12345", "cwd": "/tmp", "input-messages": ["Rename foo to bar."],
+    "type": "agent-turn-complete",
+    "thread-id": "b5f6c1c2-1111-2222-3333-444455556666",
+    "turn-id": "12345",
+    "cwd": "/tmp",
+    "input-messages": ["Rename foo to bar."],
     "last-assistant-message": "Rename complete and cargo build succeeds.",
 }
 
@@ -399,8 +450,9 @@ def test_cli_codex_turn_complete_is_an_idle_notification(cli, home: Home, jack):
 def test_codex_turn_without_message_and_other_types(hook, home: Home):
     hook("notify", agent="codex", payload=json.dumps({"type": "agent-turn-start"}))
     no_notification(home)
-    hook("notify", agent="codex",
-         payload=json.dumps({**CODEX_TURN, "last-assistant-message": None}))
+    hook(
+        "notify", agent="codex", payload=json.dumps({**CODEX_TURN, "last-assistant-message": None})
+    )
     n = notify.wait(home, "Jack", timeout=0)
     assert n.status == "idle" and n.summary.startswith("Jack: ")
 
@@ -417,10 +469,15 @@ def test_codex_bad_payload_fails_open(hook, home: Home, capsys, payload):
 
 # What Codex 0.169.0 sent the lab's notify program for its internal title-generation turn.
 CODEX_TITLE_TURN = {
-    "type": "agent-turn-complete", "thread-id": "0a1b2c3d-9999-8888-7777-666655554444",
-    "turn-id": "t-2", "cwd": "/tmp", "client": "codex-tui",
-    "input-messages": ["Generate a concise, single-line task title of at most 36 characters "
-                       "for this request: SLOW: summarize the repository"],
+    "type": "agent-turn-complete",
+    "thread-id": "0a1b2c3d-9999-8888-7777-666655554444",
+    "turn-id": "t-2",
+    "cwd": "/tmp",
+    "client": "codex-tui",
+    "input-messages": [
+        "Generate a concise, single-line task title of at most 36 characters "
+        "for this request: SLOW: summarize the repository"
+    ],
     "last-assistant-message": "Summarize repository",
 }
 
@@ -433,8 +490,9 @@ def test_codex_title_generation_turn_raises_no_idle(hook, home: Home):
 
 
 def test_codex_stop_is_one_idle_with_the_last_message_and_never_blocks(hook, home: Home):
-    out = hook("Stop", agent="codex", turn_id="t-1",
-               last_assistant_message="  Done. (stand-in reply)\n")
+    out = hook(
+        "Stop", agent="codex", turn_id="t-1", last_assistant_message="  Done. (stand-in reply)\n"
+    )
     assert out == ""  # nothing on stdout: Codex stops
     n = notify.wait(home, "Jack", timeout=0)
     assert n.status == "idle" and n.summary == "Jack: Done. (stand-in reply)"
@@ -443,8 +501,12 @@ def test_codex_stop_is_one_idle_with_the_last_message_and_never_blocks(hook, hom
 
 
 def test_codex_permission_request_is_one_awaiting_approval(hook, home: Home):
-    fields = dict(agent="codex", turn_id="t-1", tool_name="Bash",
-                  tool_input={"command": "make release", "description": "needs escalation"})
+    fields = dict(
+        agent="codex",
+        turn_id="t-1",
+        tool_name="Bash",
+        tool_input={"command": "make release", "description": "needs escalation"},
+    )
     assert hook("PermissionRequest", **fields) == ""  # never answers the prompt
     assert hook("PermissionRequest", **fields) == ""  # the same prompt again: no second
     got = [n for n in mailbox.notifications(home, "jack") if n.status == "awaiting_approval"]
@@ -459,8 +521,15 @@ def test_codex_hooks_fail_open(hook, home: Home, stdin):
     no_notification(home)
 
 
-HOSTILE = ['we"ird\\path', "t\tab", "new\nline", "it's $(rm -rf ~) `x`", "ünï 🚀", "del\x7f",
-           '"]}]\nnotify=["evil"]']
+HOSTILE = [
+    'we"ird\\path',
+    "t\tab",
+    "new\nline",
+    "it's $(rm -rf ~) `x`",
+    "ünï 🚀",
+    "del\x7f",
+    '"]}]\nnotify=["evil"]',
+]
 
 
 @pytest.mark.parametrize("captain", [["captain"], ["/opt/my tools/captain"], HOSTILE])
@@ -477,23 +546,28 @@ def test_codex_hook_args_parse_as_toml_and_trust_exactly_captains_hooks(captain)
         (group,) = merged[event]
         assert set(group) == {"hooks"}  # no matcher: every occurrence
         (handler,) = group["hooks"]
-        assert handler == {"type": "command", "command": handler["command"],
-                           "timeout": codex.HOOK_TIMEOUT}
+        assert handler == {
+            "type": "command",
+            "command": handler["command"],
+            "timeout": codex.HOOK_TIMEOUT,
+        }
         assert shlex.split(handler["command"]) == [*captain, "hook", "codex", event]
         key = f"/<session-flags>/config.toml:{label}:0:0"
         assert merged["state"][key] == {
-            "trusted_hash": codex.trusted_hash(label, handler["command"])}
+            "trusted_hash": codex.trusted_hash(label, handler["command"])
+        }
     assert len(merged["state"]) == len(codex.EVENTS)
 
 
 def test_codex_trusted_hash_is_the_one_codex_computes():
     # Codex 0.169.0 ran this hook without a review screen when given this hash (checked
     # live), and asks for review with any other.
-    assert codex.trusted_hash("permission_request",
-                              "/tmp/cx/hook.sh hook codex PermissionRequest") == (
-        "sha256:efd4064d9039923279eb1f215e208cd264918198de10f7f39b3fd3049880201f")
+    assert codex.trusted_hash(
+        "permission_request", "/tmp/cx/hook.sh hook codex PermissionRequest"
+    ) == ("sha256:efd4064d9039923279eb1f215e208cd264918198de10f7f39b3fd3049880201f")
     assert codex.trusted_hash("stop", "/tmp/cx/hook.sh hook codex Stop") == (
-        "sha256:cc713c36a7546ff37a41903e343c8119a867371872283a3b4d700b96eb513924")
+        "sha256:cc713c36a7546ff37a41903e343c8119a867371872283a3b4d700b96eb513924"
+    )
 
 
 def test_codex_command_starts_without_daemon_with_hooks_and_no_notify(monkeypatch):
@@ -514,9 +588,15 @@ def test_codex_hook_commands_run_through_a_shell(home: Home, jack, project: Path
 
     def run(event: str, **fields) -> str:
         command = hooks[event][0]["hooks"][0]["command"]
-        proc = subprocess.run(["/bin/sh", "-c", command], cwd=project, env=env,
-                              input=hook_input(event, **fields), capture_output=True,
-                              text=True, timeout=60)
+        proc = subprocess.run(
+            ["/bin/sh", "-c", command],
+            cwd=project,
+            env=env,
+            input=hook_input(event, **fields),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
         return proc.stdout
 
@@ -538,19 +618,35 @@ def _fails_open(result) -> None:
     assert len(lines) <= 1, result.err
 
 
-@pytest.mark.parametrize("event", ["SessionStart", "UserPromptSubmit", "Stop", "Notification",
-                                   "PermissionRequest"])
+@pytest.mark.parametrize(
+    "event", ["SessionStart", "UserPromptSubmit", "Stop", "Notification", "PermissionRequest"]
+)
 def test_cli_without_crew_env_fails_open(cli, home: Home, jack, event):
-    result = cli("hook", "claude", event, stdin=hook_input(
-        event, message="m", notification_type="permission_prompt", tool_name="Bash"))
+    result = cli(
+        "hook",
+        "claude",
+        event,
+        stdin=hook_input(
+            event, message="m", notification_type="permission_prompt", tool_name="Bash"
+        ),
+    )
     _fails_open(result)
     assert "crew environment" in result.err
     assert not receipt_path(home, jack.message_id).exists()
     no_notification(home)
 
 
-@pytest.mark.parametrize("stdin", ["", "garbage {", "[]", "null", "\x00\x01binary",
-                                   json.dumps({"hook_event_name": "SubagentStop"})])
+@pytest.mark.parametrize(
+    "stdin",
+    [
+        "",
+        "garbage {",
+        "[]",
+        "null",
+        "\x00\x01binary",
+        json.dumps({"hook_event_name": "SubagentStop"}),
+    ],
+)
 @pytest.mark.parametrize("event", ["UserPromptSubmit", "Stop", "Notification"])
 def test_cli_garbage_stdin_fails_open(cli, home: Home, jack, stdin, event):
     _fails_open(cli("hook", "claude", event, env=jack.env, stdin=stdin))
@@ -558,8 +654,17 @@ def test_cli_garbage_stdin_fails_open(cli, home: Home, jack, stdin, event):
     no_notification(home)
 
 
-@pytest.mark.parametrize("args", [(), ("claude",), ("claude", "Bogus"), ("gemini", "Stop"),
-                                  ("claude", "stop"), ("codex", "Bogus")])
+@pytest.mark.parametrize(
+    "args",
+    [
+        (),
+        ("claude",),
+        ("claude", "Bogus"),
+        ("gemini", "Stop"),
+        ("claude", "stop"),
+        ("codex", "Bogus"),
+    ],
+)
 def test_cli_unknown_hook_fails_open(cli, jack, args):
     _fails_open(cli("hook", *args, env=jack.env, stdin=hook_input("Stop")))
 
@@ -567,8 +672,13 @@ def test_cli_unknown_hook_fails_open(cli, jack, args):
 def test_cli_missing_home_fails_open_and_creates_nothing(cli, jack, tmp_path: Path):
     gone = tmp_path / "no-such-home"
     for event in ("UserPromptSubmit", "Stop"):
-        result = cli("hook", "claude", event, env={**jack.env, "CAPTAIN_HOME": str(gone)},
-                     stdin=hook_input(event))
+        result = cli(
+            "hook",
+            "claude",
+            event,
+            env={**jack.env, "CAPTAIN_HOME": str(gone)},
+            stdin=hook_input(event),
+        )
         _fails_open(result)
         assert "no captain home" in result.err
     assert not gone.exists()
@@ -586,8 +696,13 @@ def test_cli_dismissed_crew_fails_open(cli, home: Home, jack):
     protocol.dismiss(home, "Jack")
     for event in INJECT_EVENTS + ("Stop",):
         _fails_open(cli("hook", "claude", event, env=jack.env, stdin=hook_input(event)))
-    result = cli("hook", "claude", "Notification", env=jack.env, stdin=hook_input(
-        "Notification", message="m", notification_type="idle_prompt"))
+    result = cli(
+        "hook",
+        "claude",
+        "Notification",
+        env=jack.env,
+        stdin=hook_input("Notification", message="m", notification_type="idle_prompt"),
+    )
     _fails_open(result)
     # the dismissal bounced the task; no crew signal follows it
     n = notify.wait(home, "Jack", timeout=0)
@@ -597,10 +712,14 @@ def test_cli_dismissed_crew_fails_open(cli, home: Home, jack):
 
 
 def test_captain_environment_is_not_a_crew(cli, home: Home, jack):
-    env = {"CAPTAIN_ROLE": "captain", "CAPTAIN_CREW": "Jack",
-           "CAPTAIN_INCARNATION": jack.env["CAPTAIN_INCARNATION"]}
-    _fails_open(cli("hook", "claude", "UserPromptSubmit", env=env,
-                    stdin=hook_input("UserPromptSubmit")))
+    env = {
+        "CAPTAIN_ROLE": "captain",
+        "CAPTAIN_CREW": "Jack",
+        "CAPTAIN_INCARNATION": jack.env["CAPTAIN_INCARNATION"],
+    }
+    _fails_open(
+        cli("hook", "claude", "UserPromptSubmit", env=env, stdin=hook_input("UserPromptSubmit"))
+    )
     assert not receipt_path(home, jack.message_id).exists()
 
 
@@ -644,8 +763,14 @@ def test_hook_path_imports_no_ui_or_tmux(jack, project: Path):
     """)
     env = {k: v for k, v in os.environ.items() if not k.startswith("CAPTAIN_")}
     env.update(jack.env, PYTHONPATH=str(REPO))
-    proc = subprocess.run([sys.executable, "-c", code], cwd=project, env=env,
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert report["code"] == 0 and report["heavy"] == []
@@ -663,8 +788,13 @@ def test_hook_settings_schema_names_all_five_events(tmp_path: Path):
     settings = claude_settings.hook_settings(captain)
     assert json.loads(json.dumps(settings)) == settings
     assert set(settings) == {"hooks"}
-    assert set(settings["hooks"]) == {"SessionStart", "UserPromptSubmit", "Stop",
-                                      "Notification", "PermissionRequest"}
+    assert set(settings["hooks"]) == {
+        "SessionStart",
+        "UserPromptSubmit",
+        "Stop",
+        "Notification",
+        "PermissionRequest",
+    }
     for event, groups in settings["hooks"].items():
         assert len(groups) == 1
         assert set(groups[0]) == {"hooks"}  # no matcher: every occurrence
@@ -690,9 +820,15 @@ def test_settings_commands_run_through_a_shell(home: Home, jack, project: Path):
 
     def run(event: str, **fields):
         command = settings[event][0]["hooks"][0]["command"]
-        proc = subprocess.run(["/bin/sh", "-c", command], cwd=project, env=env,
-                              input=hook_input(event, **fields), capture_output=True,
-                              text=True, timeout=60)
+        proc = subprocess.run(
+            ["/bin/sh", "-c", command],
+            cwd=project,
+            env=env,
+            input=hook_input(event, **fields),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert proc.returncode == 0, proc.stderr
         assert "Traceback" not in proc.stderr
         return proc.stdout
@@ -706,11 +842,14 @@ def test_settings_commands_run_through_a_shell(home: Home, jack, project: Path):
     assert run("Notification", message="m", notification_type="auth_success") == ""
 
 
-@pytest.mark.parametrize("captain", [
-    ["captain"],
-    ["/opt/my tools/captain"],
-    ['we"ird\\path', "t\tab", "del\x7f", "ünï 🚀"],
-])
+@pytest.mark.parametrize(
+    "captain",
+    [
+        ["captain"],
+        ["/opt/my tools/captain"],
+        ['we"ird\\path', "t\tab", "del\x7f", "ünï 🚀"],
+    ],
+)
 def test_codex_notify_args_parse_as_toml_and_json(captain):
     flag, value = codex.notify_args(captain)
     assert flag == "-c"
@@ -727,8 +866,15 @@ def test_codex_notify_argv_runs_like_codex_runs_it(home: Home, jack, project: Pa
     argv = tomllib.loads(value)["notify"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("CAPTAIN_")}
     env.update(jack.env, PYTHONPATH=str(REPO))
-    proc = subprocess.run([*argv, json.dumps(CODEX_TURN)], cwd=project, env=env,
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [*argv, json.dumps(CODEX_TURN)],
+        cwd=project,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0 and proc.stdout == "", proc.stderr
     n = notify.wait(home, "Jack", timeout=0)
     assert n.status == "idle" and "Rename complete" in n.summary

@@ -45,6 +45,7 @@ MAIL_HEAD = "Mail from the captain for Jack"
 # The crew
 # --------------------------------------------------------------------------------------
 
+
 class Jack(LiveCrew):
     """The module's pi crew (``support.agents.LiveCrew``: what the tests do with it)."""
 
@@ -60,8 +61,7 @@ class Jack(LiveCrew):
             if predicate(s):
                 return s
             if time.monotonic() >= deadline:
-                raise AssertionError(f"the screen never showed {what}: {s}\n"
-                                     f"{self.pane.capture()}")
+                raise AssertionError(f"the screen never showed {what}: {s}\n{self.pane.capture()}")
             time.sleep(0.05)
 
 
@@ -71,12 +71,12 @@ def jack(tmp_path_factory):
     if reason:
         pytest.skip(reason)
     root = tmp_path_factory.mktemp("pi-crew")
-    with start_pi_crew(root, name="Jack", task=TASK, extensions=[PERMISSION_GATE],
-                       default_text=REPLY) as crew:
+    with start_pi_crew(
+        root, name="Jack", task=TASK, extensions=[PERMISSION_GATE], default_text=REPLY
+    ) as crew:
         yield Jack(crew)
         # Nothing tried to leave the machine through the proxy trap either.
-        assert crew.stand_in.blocked == [], [
-            f"{r.method} {r.path}" for r in crew.stand_in.blocked]
+        assert crew.stand_in.blocked == [], [f"{r.method} {r.path}" for r in crew.stand_in.blocked]
 
 
 def wakes(req: Request) -> int:
@@ -93,12 +93,13 @@ def mail_block(req: Request, needle: str) -> str:
 # 1. Recruited: the wake line starts the first turn and the extension hands over the task
 # --------------------------------------------------------------------------------------
 
+
 def test_recruited_pi_gets_its_task_in_context(jack: Jack):
     task_id = jack.crew.data["message_id"]
     # a wait retries the doorbell meanwhile; it must not ring again
-    req, _ = jack.ring_until_request(lambda r: TASK in r.text,
-                                     jack.crew.recruited_at + jack.grace + 10.0,
-                                     what="the task")
+    req, _ = jack.ring_until_request(
+        lambda r: TASK in r.text, jack.crew.recruited_at + jack.grace + 10.0, what="the task"
+    )
     # The wake line (pi's first prompt) started the turn; the task came with it as the
     # extension's message, never typed.
     assert wakes(req) == 1, req.user_texts()
@@ -119,6 +120,7 @@ def test_recruited_pi_gets_its_task_in_context(jack: Jack):
 # 2. The turn's end is heard
 # --------------------------------------------------------------------------------------
 
+
 def test_turn_end_is_an_idle_notice_with_the_assistant_text(jack: Jack):
     notice = jack.next_notice("idle")
     assert notice.summary == f"Jack: {REPLY}", notice.summary
@@ -127,6 +129,7 @@ def test_turn_end_is_an_idle_notice_with_the_assistant_text(jack: Jack):
 # --------------------------------------------------------------------------------------
 # 3. A human draft holds the doorbell; clearing it lets the ring land
 # --------------------------------------------------------------------------------------
+
 
 def test_human_draft_holds_the_ring_and_it_lands_once_the_draft_is_cleared(jack: Jack):
     jack.settle()
@@ -143,8 +146,9 @@ def test_human_draft_holds_the_ring_and_it_lands_once_the_draft_is_cleared(jack:
     assert [m.text for m in jack.unread()] == [tell_text]
 
     jack.pane.send_keys("C-c")  # pi: clears the editor
-    jack.wait_screen(lambda s: s.composer_readable and s.draft == "" and not s.working,
-                     "the cleared editor")
+    jack.wait_screen(
+        lambda s: s.composer_readable and s.draft == "" and not s.working, "the cleared editor"
+    )
     jack.rings_within(RELEASE, "ring after the clear")
 
     req = jack.stand_in.wait_main(after=mark, timeout=STEP_TIMEOUT, containing=tell_text)
@@ -158,6 +162,7 @@ def test_human_draft_holds_the_ring_and_it_lands_once_the_draft_is_cleared(jack:
 # --------------------------------------------------------------------------------------
 # 4. An extension's approval dialog holds the doorbell and is reported once
 # --------------------------------------------------------------------------------------
+
 
 def test_approval_dialog_holds_the_ring_is_one_notice_and_the_mail_lands_after(jack: Jack):
     jack.settle()
@@ -191,9 +196,12 @@ def test_approval_dialog_holds_the_ring_is_one_notice_and_the_mail_lands_after(j
     jack.pane.send_keys("Enter")
     jack.pane.wait_for("Blocked by user", STEP_TIMEOUT)
     assert marker.exists()  # the gate held the command back
-    req, outcomes = jack.ring_until_request(lambda r: tell_text in r.text,
-                                            time.monotonic() + STEP_TIMEOUT,
-                                            after=first.seq, what="the tell")
+    req, outcomes = jack.ring_until_request(
+        lambda r: tell_text in r.text,
+        time.monotonic() + STEP_TIMEOUT,
+        after=first.seq,
+        what="the tell",
+    )
     assert not any(o.gate == "approval_prompt" for o in outcomes[1:])
     assert mail_block(req, tell_text).startswith(MAIL_HEAD)
     assert jack.unread() == []
@@ -205,6 +213,7 @@ def test_approval_dialog_holds_the_ring_is_one_notice_and_the_mail_lands_after(j
 # --------------------------------------------------------------------------------------
 # 5. pi killed: one error notice (last: the module's crew is gone after it)
 # --------------------------------------------------------------------------------------
+
 
 def test_killing_pi_is_reported_once(jack: Jack):
     """Observed as a runner (the cockpit, ``captain wait``) observes it: tmux's pane-died
@@ -218,8 +227,9 @@ def test_killing_pi_is_reported_once(jack: Jack):
         deadline = time.monotonic() + STEP_TIMEOUT
         while len(jack.notices("error")) == before:
             if time.monotonic() >= deadline:
-                raise AssertionError("no error notice for the killed pi; screen:\n"
-                                     + jack.pane.capture())
+                raise AssertionError(
+                    "no error notice for the killed pi; screen:\n" + jack.pane.capture()
+                )
             probe.quick(jack.home)
             probe.round(jack.home)
             time.sleep(0.1)

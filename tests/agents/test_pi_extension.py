@@ -17,9 +17,20 @@ from captain_tui.agents.hooks import run_hook
 from captain_tui.agents.kinds import WAKE_LINE
 from state.home import Home
 
-HOSTILE = ["/opt/it's \"here\"/python", "-m", "captain_tui", "`rm -rf /`", "$(id)",
-           "\"]; process.exit(1); //", "*/ require('x') /*", "line\nbreak", "\u2028\u2029",
-           "</script>", "\\", "ünï ✓"]
+HOSTILE = [
+    '/opt/it\'s "here"/python',
+    "-m",
+    "captain_tui",
+    "`rm -rf /`",
+    "$(id)",
+    '"]; process.exit(1); //',
+    "*/ require('x') /*",
+    "line\nbreak",
+    "\u2028\u2029",
+    "</script>",
+    "\\",
+    "ünï ✓",
+]
 
 
 def _literal(text: str) -> str:
@@ -69,8 +80,9 @@ def test_pi_without_pi_on_path_is_a_clear_refusal(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("event", ["before_agent_start", "agent_end", "turn_end"])
-@pytest.mark.parametrize("stdin", ["", "not json", "[]",
-                                   json.dumps({"hook_event_name": "before_agent_start"})])
+@pytest.mark.parametrize(
+    "stdin", ["", "not json", "[]", json.dumps({"hook_event_name": "before_agent_start"})]
+)
 def test_pi_hooks_fail_open_outside_a_crew(event, stdin, capsys):
     out = io.StringIO()
     assert run_hook("pi", event, None, io.StringIO(stdin), out, {}) == 0

@@ -90,8 +90,9 @@ class Deployment:
 
     # ledger state, through the functions the CLI calls
     def queued(self, text: str = "a task", **kw) -> str:
-        return ledger.accept(self.home, source="chat", input={"text": text},
-                             requester="captain:test", **kw).work_id
+        return ledger.accept(
+            self.home, source="chat", input={"text": text}, requester="captain:test", **kw
+        ).work_id
 
     def running(self, **kw) -> str:
         work_id = self.queued(**kw)
@@ -101,8 +102,7 @@ class Deployment:
     def reconciling(self) -> str:
         """Claimed, then a cancel whose stop cannot be confirmed (no locator): generation 1."""
         work_id = self.running()
-        assert ledger.cancel(self.home, work_id, actor="captain:test").outcome == \
-            "stop_unconfirmed"
+        assert ledger.cancel(self.home, work_id, actor="captain:test").outcome == "stop_unconfirmed"
         return work_id
 
     def succeeded(self, **kw) -> str:
@@ -138,28 +138,43 @@ def _deployment(tmp_path_factory, on):
     # read once, when the server starts
     (home.root / "config.toml").write_text(on_ledger(CONFIG, on.fresh_url()))
     with ThreadPoolExecutor(max_workers=2) as pool:  # the real CLI, two at a time
-        made = list(pool.map(lambda args: captain(home.root, "tokens", "create", *args),
-                             [("--role", "manager", "--label", "ops"),
-                              ("--role", "member", "--label", "viewer"),
-                              ("--role", "manager", "--label", "leaver")]))
+        made = list(
+            pool.map(
+                lambda args: captain(home.root, "tokens", "create", *args),
+                [
+                    ("--role", "manager", "--label", "ops"),
+                    ("--role", "member", "--label", "viewer"),
+                    ("--role", "manager", "--label", "leaver"),
+                ],
+            )
+        )
     manager, member, leaver = made
     assert captain(home.root, "tokens", "revoke", leaver["token_id"])["revoked_at"]
 
     other = Home(root / "other")  # another workspace, with its own token, work and delivery
     (other.root / "config.toml").write_text(on_ledger(OTHER_CONFIG, on.fresh_url()))
     _, other_token = tokens.create(other, "manager")
-    other_work = ledger.accept(other, source="chat", input={"text": "theirs"},
-                               requester="captain:other").work_id
+    other_work = ledger.accept(
+        other, source="chat", input={"text": "theirs"}, requester="captain:other"
+    ).work_id
     other_delivery = deliveries.ingest(other, "gh", "other-1", b"{}", event="push").delivery
     assert tokens.workspace_id(other) != tokens.workspace_id(home)
     assert tokens.verify(other, other_token) is not None  # valid there, and only there
 
     server = Server(home.root, root / "serve.log").start()
-    yield Deployment(server=server, home=home, manager=manager["token"],
-                     member=member["token"], manager_id=manager["token_id"],
-                     member_id=member["token_id"], revoked=leaver["token"],
-                     other_ws=tokens.workspace_id(other), other_token=other_token,
-                     other_work=other_work, other_delivery=other_delivery.delivery_id)
+    yield Deployment(
+        server=server,
+        home=home,
+        manager=manager["token"],
+        member=member["token"],
+        manager_id=manager["token_id"],
+        member_id=member["token_id"],
+        revoked=leaver["token"],
+        other_ws=tokens.workspace_id(other),
+        other_token=other_token,
+        other_work=other_work,
+        other_delivery=other_delivery.delivery_id,
+    )
     server.stop()
     assert server.proc.returncode is not None
 
@@ -173,15 +188,31 @@ def test_serving_off_loopback_needs_allow_remote_and_warns(tmp_path):
     # 127.0.0.2 is not in the loopback list the server trusts, yet cannot be reached from
     # another machine: the test exercises the guard without exposing anything
     attempt = subprocess.run(
-        [sys.executable, "-m", "captain_tui", "serve", "--host", "127.0.0.2", "--port", "0",
-         "--json", "--home", str(home.root)], env=cli_env(home.root), capture_output=True,
-        text=True, timeout=60)
+        [
+            sys.executable,
+            "-m",
+            "captain_tui",
+            "serve",
+            "--host",
+            "127.0.0.2",
+            "--port",
+            "0",
+            "--json",
+            "--home",
+            str(home.root),
+        ],
+        env=cli_env(home.root),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert attempt.returncode == 1, (attempt.stdout, attempt.stderr)
     error = json.loads(attempt.stdout)["error"]
     assert error["code"] == "invalid_argument" and "--allow-remote" in error["message"]
 
-    server = Server(home.root, tmp_path / "serve.log",
-                    extra=("--host", "127.0.0.2", "--allow-remote"))
+    server = Server(
+        home.root, tmp_path / "serve.log", extra=("--host", "127.0.0.2", "--allow-remote")
+    )
     try:
         server.start()
         assert server.url.startswith("http://127.0.0.2:")
@@ -201,9 +232,11 @@ def test_the_server_announces_the_workspace_status_shows_and_lists_it(dep):
     status = captain(dep.home.root, "status")
     assert status["workspace_id"] == s.workspace_id
     assert ok(s.get("/api/workspaces", dep.manager)) == {
-        "workspaces": [{"workspace_id": s.workspace_id, "role": "manager"}]}
+        "workspaces": [{"workspace_id": s.workspace_id, "role": "manager"}]
+    }
     assert ok(s.get("/api/workspaces", dep.member)) == {
-        "workspaces": [{"workspace_id": s.workspace_id, "role": "member"}]}
+        "workspaces": [{"workspace_id": s.workspace_id, "role": "member"}]
+    }
 
 
 def test_list_and_detail(dep):
@@ -218,8 +251,13 @@ def test_list_and_detail(dep):
     assert rows[running]["state"] == "running" and rows[running]["slot"] is True
     assert "attempts" not in rows[running] and "events" not in rows[running]
 
-    only = ok(s.get(dep.path(WS + "/work"), dep.member,
-                    query={"state": "running", "source": "chat", "limit": 100}))["items"]
+    only = ok(
+        s.get(
+            dep.path(WS + "/work"),
+            dep.member,
+            query={"state": "running", "source": "chat", "limit": 100},
+        )
+    )["items"]
     assert running in {r["work_id"] for r in only} and queued not in {r["work_id"] for r in only}
     assert {r["state"] for r in only} == {"running"}
 
@@ -230,38 +268,50 @@ def test_list_and_detail(dep):
     assert attempt["lease_holder"] == "worker-a" and attempt["outcome"] is None
     assert attempt["cost_usd"] is None  # unknown, never an invented zero
     assert [(e["seq"], e["type"], e["state"]) for e in detail["events"]] == [
-        (1, "accepted", "queued"), (2, "claimed", "running")]
+        (1, "accepted", "queued"),
+        (2, "claimed", "running"),
+    ]
 
 
-@pytest.mark.parametrize("query, named", [
-    ({"state": "runnign"}, "runnign"),
-    ({"state": "RUNNING"}, "RUNNING"),
-    ({"source": "x"}, "'x'"),
-    ({"limit": 0}, "limit"),
-    ({"limit": 101}, "limit"),
-    ({"limit": "ten"}, "limit"),
-    ({"after": "not-a-cursor"}, "not-a-cursor"),
-    ({"stat": "running"}, "stat"),  # a misspelt filter name is not silently dropped
-    ("state=running&state=queued", "more than once"),  # not "only the last one"
-])
+@pytest.mark.parametrize(
+    "query, named",
+    [
+        ({"state": "runnign"}, "runnign"),
+        ({"state": "RUNNING"}, "RUNNING"),
+        ({"source": "x"}, "'x'"),
+        ({"limit": 0}, "limit"),
+        ({"limit": 101}, "limit"),
+        ({"limit": "ten"}, "limit"),
+        ({"after": "not-a-cursor"}, "not-a-cursor"),
+        ({"stat": "running"}, "stat"),  # a misspelt filter name is not silently dropped
+        ("state=running&state=queued", "more than once"),  # not "only the last one"
+    ],
+)
 def test_a_filter_typo_is_a_400_never_an_empty_page(dep, query, named):
     dep.running()  # something is running: an empty page would be a lie
-    message = refused(dep.server.get(dep.path(WS + "/work"), dep.manager, query=query), 400,
-                      "invalid_filter")
+    message = refused(
+        dep.server.get(dep.path(WS + "/work"), dep.manager, query=query), 400, "invalid_filter"
+    )
     assert named in message, message
 
 
-@pytest.mark.parametrize("query, named", [
-    ({"source_delivery_id": "d-1"}, "endpoint"),  # only unique within an endpoint
-    ({"limit": 0}, "limit"),
-    ({"limit": 101}, "limit"),
-    ({"after": "whd_NOSUCHCURSOR"}, "whd_NOSUCHCURSOR"),
-    ({"endpoint": "gh"}, "endpoint"),
-    ("endpoint_id=gh&source_delivery_id=a&source_delivery_id=b", "more than once"),
-])
+@pytest.mark.parametrize(
+    "query, named",
+    [
+        ({"source_delivery_id": "d-1"}, "endpoint"),  # only unique within an endpoint
+        ({"limit": 0}, "limit"),
+        ({"limit": 101}, "limit"),
+        ({"after": "whd_NOSUCHCURSOR"}, "whd_NOSUCHCURSOR"),
+        ({"endpoint": "gh"}, "endpoint"),
+        ("endpoint_id=gh&source_delivery_id=a&source_delivery_id=b", "more than once"),
+    ],
+)
 def test_a_delivery_filter_typo_is_a_400(dep, query, named):
-    message = refused(dep.server.get(dep.path(WS + "/deliveries"), dep.manager, query=query),
-                      400, "invalid_filter")
+    message = refused(
+        dep.server.get(dep.path(WS + "/deliveries"), dep.manager, query=query),
+        400,
+        "invalid_filter",
+    )
     assert named in message, message
 
 
@@ -271,18 +321,26 @@ def test_unknown_and_foreign_ids_are_404_never_403(dep):
     for token in (dep.member, dep.manager):
         for work_id in ("wrk_01M8AAAAAAAAAAAAAAAAAAAAAA", "nope", dep.other_work):
             refused(s.get(dep.path(WORK, work=work_id), token), 404, "unknown_work")
-            refused(s.post(dep.path(WORK + "/cancel", work=work_id), token, {}),
-                    404 if token == dep.manager else 403,
-                    "unknown_work" if token == dep.manager else "forbidden")
+            refused(
+                s.post(dep.path(WORK + "/cancel", work=work_id), token, {}),
+                404 if token == dep.manager else 403,
+                "unknown_work" if token == dep.manager else "forbidden",
+            )
         for delivery_id in ("whd_01M8AAAAAAAAAAAAAAAAAAAAAA", "nope", dep.other_delivery):
-            refused(s.get(dep.path(WS + "/deliveries/{d}", d=delivery_id), token), 404,
-                    "unknown_delivery")
+            refused(
+                s.get(dep.path(WS + "/deliveries/{d}", d=delivery_id), token),
+                404,
+                "unknown_delivery",
+            )
         # another workspace's id in the path: 404 for every route, members' POSTs included
         for ws in (dep.other_ws, "ws_01M8AAAAAAAAAAAAAAAAAAAAAA", "anything"):
             for method, template, body in ROUTES[1:]:
-                reply = s.request(method, dep.path(template, ws=ws, work=mine,
-                                                   delivery=dep.other_delivery),
-                                  token=token, json_body=body)
+                reply = s.request(
+                    method,
+                    dep.path(template, ws=ws, work=mine, delivery=dep.other_delivery),
+                    token=token,
+                    json_body=body,
+                )
                 message = refused(reply, 404, "unknown_workspace")
                 assert ws not in message
     assert dep.events(mine) == ["accepted"]
@@ -297,8 +355,11 @@ def test_cancel_says_what_actually_happened(dep):
     s = dep.server
 
     def cancel(work_id: str, body=None) -> dict:
-        got = ok(s.post(dep.path(WORK + "/cancel", work=work_id), dep.manager,
-                        {} if body is None else body))
+        got = ok(
+            s.post(
+                dep.path(WORK + "/cancel", work=work_id), dep.manager, {} if body is None else body
+            )
+        )
         assert set(got) == {"item", "state", "outcome", "dismissed"}
         assert got["dismissed"] is None  # no crew's assignment: nobody is dismissed
         detail = ok(s.get(dep.path(WORK, work=work_id), dep.member))
@@ -331,8 +392,15 @@ def test_cancel_says_what_actually_happened(dep):
         assert (got["outcome"], got["state"]) == ("stop_unconfirmed", "needs_reconciliation")
     assert dep.events(running) == history
 
-    refused(s.post(dep.path(WORK + "/cancel", work=dep.queued()), dep.manager,
-                   {"reason": "x", "force": True}), 400, "invalid_argument")
+    refused(
+        s.post(
+            dep.path(WORK + "/cancel", work=dep.queued()),
+            dep.manager,
+            {"reason": "x", "force": True},
+        ),
+        400,
+        "invalid_argument",
+    )
 
 
 def test_cancelling_an_assignment_dismisses_its_crew(dep, tmp_path):
@@ -344,8 +412,12 @@ def test_cancelling_an_assignment_dismisses_its_crew(dep, tmp_path):
     work_id = ledger.work_id_for_assignment(jack.assignment_id)
     got = ok(dep.server.post(dep.path(WORK + "/cancel", work=work_id), dep.manager, {}))
     assert got["outcome"] == "stop_unconfirmed"  # no pane on record: nothing confirms a stop
-    assert got["dismissed"] == {"crew": "Jack", "assignment_id": jack.assignment_id,
-                                "bounced": [jack.message_id], "pane_stopped": None}
+    assert got["dismissed"] == {
+        "crew": "Jack",
+        "assignment_id": jack.assignment_id,
+        "bounced": [jack.message_id],
+        "pane_stopped": None,
+    }
     assert crewlog.load(dep.home, "jack")[0].dismissed_at is not None
 
 
@@ -357,8 +429,9 @@ def test_replay_is_a_new_authorization(dep):
     original = dep.succeeded(target_revision="rev-1", max_attempts=2)
     before = ok(s.get(dep.path(WORK, work=original), dep.member))
 
-    reply = s.post(dep.path(WORK + "/replay", work=original), dep.manager,
-                   {"reason": "the fix landed"})
+    reply = s.post(
+        dep.path(WORK + "/replay", work=original), dep.manager, {"reason": "the fix landed"}
+    )
     new = ok(reply, 201)
     assert new["work_id"] != original and new["state"] == "queued"
     assert new["replay_of"] == original and new["replay_reason"] == "the fix landed"
@@ -368,41 +441,58 @@ def test_replay_is_a_new_authorization(dep):
     assert new["generation"] == 0 and new["source"] == "chat"
     assert ledger.input_of(dep.home, new["work_id"]) == ledger.input_of(dep.home, original)
 
-    named = ok(s.post(dep.path(WORK + "/replay", work=original), dep.manager,
-                      {"reason": "on the new base", "target_revision": "rev-2"}), 201)
+    named = ok(
+        s.post(
+            dep.path(WORK + "/replay", work=original),
+            dep.manager,
+            {"reason": "on the new base", "target_revision": "rev-2"},
+        ),
+        201,
+    )
     assert named["target_revision"] == "rev-2"
     # terminal history is never rewritten
     assert ok(s.get(dep.path(WORK, work=original), dep.member)) == before
 
 
-@pytest.mark.parametrize("body, named", [
-    ({"reason": "r", "target_revison": "rev-2"}, "target_revison"),  # a typo is not ignored
-    ({"reason": "r", "requester": "someone-else"}, "requester"),
-    ({}, "reason"),
-    ({"reason": ""}, "reason"),
-    ({"reason": 5}, "reason"),
-    ({"reason": "   "}, "reason"),
-    (None, "request"),
-])
+@pytest.mark.parametrize(
+    "body, named",
+    [
+        ({"reason": "r", "target_revison": "rev-2"}, "target_revison"),  # a typo is not ignored
+        ({"reason": "r", "requester": "someone-else"}, "requester"),
+        ({}, "reason"),
+        ({"reason": ""}, "reason"),
+        ({"reason": 5}, "reason"),
+        ({"reason": "   "}, "reason"),
+        (None, "request"),
+    ],
+)
 def test_replay_body_refusals_are_400_and_create_nothing(dep, body, named):
     s = dep.server
     original = dep.succeeded()
-    reply = s.request("POST", dep.path(WORK + "/replay", work=original), token=dep.manager,
-                      json_body=body)
+    reply = s.request(
+        "POST", dep.path(WORK + "/replay", work=original), token=dep.manager, json_body=body
+    )
     assert reply.status == 400, reply.raw
     assert reply.error["code"] in ("invalid_argument", "evidence_required")
     assert named in reply.error["message"], reply.error
-    replays = [i for i in ok(s.get(dep.path(WS + "/work"), dep.member,
-                                   query={"limit": 100, "after": original}))["items"]
-               if i["replay_of"] == original]
+    replays = [
+        i
+        for i in ok(
+            s.get(dep.path(WS + "/work"), dep.member, query={"limit": 100, "after": original})
+        )["items"]
+        if i["replay_of"] == original
+    ]
     assert replays == []
 
 
 def test_replay_of_unfinished_work_is_409(dep):
     s = dep.server
     for work_id in (dep.queued(), dep.running(), dep.reconciling()):
-        message = refused(s.post(dep.path(WORK + "/replay", work=work_id), dep.manager,
-                                 {"reason": "again"}), 409, "not_finished")
+        message = refused(
+            s.post(dep.path(WORK + "/replay", work=work_id), dep.manager, {"reason": "again"}),
+            409,
+            "not_finished",
+        )
         assert "Cancel it first" in message and work_id in message
 
 
@@ -410,29 +500,38 @@ def test_replay_after_the_raw_body_expired_is_409_naming_the_expiry(dep):
     s = dep.server
     body = b'{"ref": "main"}'
     receipt = ok(s.hook("short", body, sign_github(SHORT_SECRET, body, "short-1")), 202)
-    delivery = ok(s.get(dep.path(WS + "/deliveries/{d}", d=receipt["delivery_id"]),
-                        dep.member))
+    delivery = ok(s.get(dep.path(WS + "/deliveries/{d}", d=receipt["delivery_id"]), dep.member))
     assert delivery["raw_body_available"] is False  # retention_days = 0
     work_id = delivery["work_id"]
-    assert ok(s.post(dep.path(WORK + "/cancel", work=work_id), dep.manager))[
-        "outcome"] == "cancelled"
+    assert (
+        ok(s.post(dep.path(WORK + "/cancel", work=work_id), dep.manager))["outcome"] == "cancelled"
+    )
 
-    message = refused(s.post(dep.path(WORK + "/replay", work=work_id), dep.manager,
-                             {"reason": "the sender asked"}), 409, "payload_expired")
+    message = refused(
+        s.post(
+            dep.path(WORK + "/replay", work=work_id), dep.manager, {"reason": "the sender asked"}
+        ),
+        409,
+        "payload_expired",
+    )
     named = re.findall(r"\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:\d\d)", message)
     assert named and when(named[0]) == when(delivery["raw_body_expires_at"]), message
     assert "expired" in message and delivery["delivery_id"] in message
     # received, can no longer replay: the record is still served, unchanged
-    assert ok(s.get(dep.path(WS + "/deliveries/{d}", d=delivery["delivery_id"]),
-                    dep.member)) == delivery
+    assert (
+        ok(s.get(dep.path(WS + "/deliveries/{d}", d=delivery["delivery_id"]), dep.member))
+        == delivery
+    )
 
     # the same with a held body replays, as a webhook item of the same delivery
     receipt = ok(s.hook("gh", body, sign_github(GH_SECRET, body, "held-1")), 202)
     held = ok(s.get(dep.path(WS + "/deliveries/{d}", d=receipt["delivery_id"]), dep.member))
     assert held["raw_body_available"] is True
     ok(s.post(dep.path(WORK + "/cancel", work=held["work_id"]), dep.manager))
-    again = ok(s.post(dep.path(WORK + "/replay", work=held["work_id"]), dep.manager,
-                      {"reason": "resend"}), 201)
+    again = ok(
+        s.post(dep.path(WORK + "/replay", work=held["work_id"]), dep.manager, {"reason": "resend"}),
+        201,
+    )
     assert again["source"] == "webhook" and again["delivery_id"] == held["delivery_id"]
     assert again["replay_of"] == held["work_id"]
 
@@ -440,24 +539,31 @@ def test_replay_after_the_raw_body_expired_is_409_naming_the_expiry(dep):
 # -- resolve ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("body, code", [
-    ({"generation": 1, "to": "failed"}, "evidence_required"),
-    ({"generation": 1, "to": "failed", "reason": "  "}, "evidence_required"),
-    ({"generation": 1, "to": "cancelled", "reason": "host rebooted"}, "evidence_required"),
-    ({"generation": 1, "to": "cancelled", "reason": "r", "runtime_stopped": False},
-     "evidence_required"),
-    ({"generation": 1, "to": "cancelled", "reason": "r", "runtime_stopped": "yes"},
-     "invalid_argument"),
-    ({"generation": "1", "to": "failed", "reason": "r"}, "invalid_argument"),
-    ({"generation": True, "to": "failed", "reason": "r"}, "invalid_argument"),
-    ({"generation": 1.5, "to": "failed", "reason": "r"}, "invalid_argument"),
-    ({"generation": -1, "to": "failed", "reason": "r"}, "invalid_argument"),
-    ({"generation": 2**31, "to": "failed", "reason": "r"}, "invalid_argument"),
-    ({"generation": None, "to": "failed", "reason": "r"}, "invalid_argument"),
-    ({"to": "failed", "reason": "r"}, "invalid_argument"),
-    ({"generation": 1, "to": "running", "reason": "r"}, "invalid_argument"),
-    ({"generation": 1, "to": "failed", "reason": "r", "force": True}, "invalid_argument"),
-])
+@pytest.mark.parametrize(
+    "body, code",
+    [
+        ({"generation": 1, "to": "failed"}, "evidence_required"),
+        ({"generation": 1, "to": "failed", "reason": "  "}, "evidence_required"),
+        ({"generation": 1, "to": "cancelled", "reason": "host rebooted"}, "evidence_required"),
+        (
+            {"generation": 1, "to": "cancelled", "reason": "r", "runtime_stopped": False},
+            "evidence_required",
+        ),
+        (
+            {"generation": 1, "to": "cancelled", "reason": "r", "runtime_stopped": "yes"},
+            "invalid_argument",
+        ),
+        ({"generation": "1", "to": "failed", "reason": "r"}, "invalid_argument"),
+        ({"generation": True, "to": "failed", "reason": "r"}, "invalid_argument"),
+        ({"generation": 1.5, "to": "failed", "reason": "r"}, "invalid_argument"),
+        ({"generation": -1, "to": "failed", "reason": "r"}, "invalid_argument"),
+        ({"generation": 2**31, "to": "failed", "reason": "r"}, "invalid_argument"),
+        ({"generation": None, "to": "failed", "reason": "r"}, "invalid_argument"),
+        ({"to": "failed", "reason": "r"}, "invalid_argument"),
+        ({"generation": 1, "to": "running", "reason": "r"}, "invalid_argument"),
+        ({"generation": 1, "to": "failed", "reason": "r", "force": True}, "invalid_argument"),
+    ],
+)
 def test_resolve_refusals_are_400_and_change_nothing(dep, body, code):
     work_id = dep.reconciling()
     history = dep.events(work_id)
@@ -472,16 +578,31 @@ def test_resolve_refusals_are_400_and_change_nothing(dep, body, code):
 def test_resolve_conflicts_are_409_with_an_explanation(dep):
     s = dep.server
     work_id = dep.reconciling()  # generation 1
-    message = refused(s.post(dep.path(WORK + "/resolve", work=work_id), dep.manager,
-                             {"generation": 0, "to": "failed", "reason": "checked"}), 409,
-                      "stale_generation")
+    message = refused(
+        s.post(
+            dep.path(WORK + "/resolve", work=work_id),
+            dep.manager,
+            {"generation": 0, "to": "failed", "reason": "checked"},
+        ),
+        409,
+        "stale_generation",
+    )
     assert "generation 0" in message and "(1)" in message, message
     for other in (dep.queued(), dep.running(), dep.succeeded()):
         state = ledger.get(dep.home, other).state
-        message = refused(s.post(dep.path(WORK + "/resolve", work=other), dep.manager,
-                                 {"generation": ledger.get(dep.home, other).generation,
-                                  "to": "failed", "reason": "checked"}), 409,
-                          "not_reconciling")
+        message = refused(
+            s.post(
+                dep.path(WORK + "/resolve", work=other),
+                dep.manager,
+                {
+                    "generation": ledger.get(dep.home, other).generation,
+                    "to": "failed",
+                    "reason": "checked",
+                },
+            ),
+            409,
+            "not_reconciling",
+        )
         assert state in message and "needs_reconciliation" in message
         assert ledger.get(dep.home, other).state == state
     assert ledger.get(dep.home, work_id).state == "needs_reconciliation"
@@ -493,8 +614,13 @@ def test_resolve_frees_the_slot_and_starts_nothing(dep):
     assert work_id in {i.work_id for i in ledger.held(dep.home)}
     assert ok(s.get(dep.path(WORK, work=work_id), dep.member))["slot"] is True
 
-    got = ok(s.post(dep.path(WORK + "/resolve", work=work_id), dep.manager,
-                    {"generation": 1, "to": "failed", "reason": "the host is gone"}))
+    got = ok(
+        s.post(
+            dep.path(WORK + "/resolve", work=work_id),
+            dep.manager,
+            {"generation": 1, "to": "failed", "reason": "the host is gone"},
+        )
+    )
     assert got["state"] == "failed" and got["slot"] is False
     assert got["resolution"]["operator"] == f"token:{dep.manager_id} (ops)"
     assert got["resolution"]["reason"] == "the host is gone"
@@ -504,13 +630,29 @@ def test_resolve_frees_the_slot_and_starts_nothing(dep):
     assert len(detail["attempts"]) == 1 and detail["generation"] == 1  # no new attempt
     assert detail["events"][-1]["type"] == "resolved"
     # once resolved it is no longer reconciling
-    refused(s.post(dep.path(WORK + "/resolve", work=work_id), dep.manager,
-                   {"generation": 1, "to": "failed", "reason": "again"}), 409, "not_reconciling")
+    refused(
+        s.post(
+            dep.path(WORK + "/resolve", work=work_id),
+            dep.manager,
+            {"generation": 1, "to": "failed", "reason": "again"},
+        ),
+        409,
+        "not_reconciling",
+    )
 
     stopped = dep.reconciling()
-    got = ok(s.post(dep.path(WORK + "/resolve", work=stopped), dep.manager,
-                    {"generation": 1, "to": "cancelled", "reason": "no process left",
-                     "runtime_stopped": True}))
+    got = ok(
+        s.post(
+            dep.path(WORK + "/resolve", work=stopped),
+            dep.manager,
+            {
+                "generation": 1,
+                "to": "cancelled",
+                "reason": "no process left",
+                "runtime_stopped": True,
+            },
+        )
+    )
     assert got["state"] == "cancelled" and got["resolution"]["runtime_stopped"] is True
 
 
@@ -540,18 +682,22 @@ def _own_servers(tmp_path, made):
 
 def test_keyset_pagination_has_no_duplicates_or_gaps(own_server):
     server, home, token = own_server('[endpoints.gh]\nsecret = "x"\n')
-    made = sorted(ledger.accept(home, source="chat", input={"text": f"task {i}"},
-                                requester="captain:test").work_id for i in range(105))
-    received = [deliveries.ingest(home, "gh", f"d-{i}", b"{}", event="push").delivery
-                for i in range(7)]
+    made = sorted(
+        ledger.accept(
+            home, source="chat", input={"text": f"task {i}"}, requester="captain:test"
+        ).work_id
+        for i in range(105)
+    )
+    received = [
+        deliveries.ingest(home, "gh", f"d-{i}", b"{}", event="push").delivery for i in range(7)
+    ]
     made = sorted(made + [r.work_id for r in received])  # 112 items
     server.start()
     path = f"/api/workspaces/{server.workspace_id}"
 
     full = ok(server.get(path + "/work", token, query={"limit": 100}))
     assert len(full["items"]) == 100 and full["next_cursor"] == full["items"][-1]["work_id"]
-    rest = ok(server.get(path + "/work", token, query={"limit": 100,
-                                                       "after": full["next_cursor"]}))
+    rest = ok(server.get(path + "/work", token, query={"limit": 100, "after": full["next_cursor"]}))
     assert len(rest["items"]) == 12 and rest["next_cursor"] is None
     assert [r["work_id"] for r in full["items"] + rest["items"]] == made
     default = ok(server.get(path + "/work", token))
@@ -559,8 +705,11 @@ def test_keyset_pagination_has_no_duplicates_or_gaps(own_server):
 
     seen, cursor, pages = [], None, 0
     while True:  # 112 = 16 pages of 7: the last full page says "no more"
-        page = ok(server.get(path + "/work", token,
-                             query={"limit": 7, **({"after": cursor} if cursor else {})}))
+        page = ok(
+            server.get(
+                path + "/work", token, query={"limit": 7, **({"after": cursor} if cursor else {})}
+            )
+        )
         pages += 1
         assert 1 <= len(page["items"]) <= 7
         seen += [r["work_id"] for r in page["items"]]
@@ -572,23 +721,31 @@ def test_keyset_pagination_has_no_duplicates_or_gaps(own_server):
 
     webhook = ok(server.get(path + "/work", token, query={"source": "webhook", "limit": 4}))
     assert [r["work_id"] for r in webhook["items"]] == sorted(r.work_id for r in received)[:4]
-    tail = ok(server.get(path + "/work", token, query={"source": "webhook", "limit": 4,
-                                                       "after": webhook["next_cursor"]}))
+    tail = ok(
+        server.get(
+            path + "/work",
+            token,
+            query={"source": "webhook", "limit": 4, "after": webhook["next_cursor"]},
+        )
+    )
     assert len(tail["items"]) == 3 and tail["next_cursor"] is None
 
-    order = [r.delivery_id for r in sorted(received, key=lambda r: (r.received_at,
-                                                                    r.delivery_id))]
+    order = [r.delivery_id for r in sorted(received, key=lambda r: (r.received_at, r.delivery_id))]
     got, cursor = [], None
     while True:
-        page = ok(server.get(path + "/deliveries", token,
-                             query={"limit": 3, **({"after": cursor} if cursor else {})}))
+        page = ok(
+            server.get(
+                path + "/deliveries",
+                token,
+                query={"limit": 3, **({"after": cursor} if cursor else {})},
+            )
+        )
         got += [d["delivery_id"] for d in page["deliveries"]]
         cursor = page["next_cursor"]
         if cursor is None:
             break
     assert got == order
-    assert len(ok(server.get(path + "/deliveries", token, query={"limit": 100}))[
-        "deliveries"]) == 7
+    assert len(ok(server.get(path + "/deliveries", token, query={"limit": 100}))["deliveries"]) == 7
 
 
 # -- the auth matrix ----------------------------------------------------------------------
@@ -612,13 +769,15 @@ def bad_credentials(dep) -> dict[str, dict[str, str]]:
         "none": {},
         "empty bearer": {"Authorization": "Bearer "},
         "no scheme": {"Authorization": dep.manager},
-        "basic": {"Authorization": "Basic " + base64.b64encode(
-            f"x:{dep.manager}".encode()).decode()},
+        "basic": {
+            "Authorization": "Basic " + base64.b64encode(f"x:{dep.manager}".encode()).decode()
+        },
         "garbage": {"Authorization": "Bearer garbage"},
         "malformed": {"Authorization": "Bearer cpt_tok_"},
         "wrong secret": {"Authorization": f"Bearer {wrong}"},
-        "another token's secret": {"Authorization": "Bearer " + "_".join(swapped) + "_"
-                                   + dep.member.split("_", 3)[3]},
+        "another token's secret": {
+            "Authorization": "Bearer " + "_".join(swapped) + "_" + dep.member.split("_", 3)[3]
+        },
         "revoked": {"Authorization": f"Bearer {dep.revoked}"},
         "another home's token": {"Authorization": f"Bearer {dep.other_token}"},
         "webhook secret": {"Authorization": f"Bearer {GH_SECRET}"},
@@ -637,13 +796,17 @@ def test_every_route_refuses_without_a_valid_token_401(dep):
             assert reply.error["code"] == "unauthorized"
             assert reply.headers.get("www-authenticate") == "Bearer"
     # a stranger's malformed body is not even looked at: 401, not 400
-    refused(s.post(dep.path(WORK + "/replay", work=work_id), None, {"bogus": 1}), 401,
-            "unauthorized")
-    refused(s.get(dep.path(WS + "/work"), None, query={"state": "runnign"}), 401,
-            "unauthorized")
+    refused(
+        s.post(dep.path(WORK + "/replay", work=work_id), None, {"bogus": 1}), 401, "unauthorized"
+    )
+    refused(s.get(dep.path(WS + "/work"), None, query={"state": "runnign"}), 401, "unauthorized")
     # a receipt is not a capability: knowing the IDs opens nothing
-    assert dep.events(work_id) == ["accepted", "claimed", "cancel_requested",
-                                   "needs_reconciliation"]
+    assert dep.events(work_id) == [
+        "accepted",
+        "claimed",
+        "cancel_requested",
+        "needs_reconciliation",
+    ]
 
 
 def test_members_read_managers_act(dep):
@@ -653,8 +816,9 @@ def test_members_read_managers_act(dep):
     histories = {k: dep.events(v) for k, v in target.items()}
     for method, template, body in ROUTES:
         action = template.rsplit("/", 1)[-1]
-        path = dep.path(template, work=target.get(action, target["cancel"]),
-                        delivery=delivery.delivery_id)
+        path = dep.path(
+            template, work=target.get(action, target["cancel"]), delivery=delivery.delivery_id
+        )
         if method == "GET":
             assert s.get(path, dep.member).status == 200, template
             assert s.get(path, dep.manager).status == 200, template
@@ -663,13 +827,33 @@ def test_members_read_managers_act(dep):
         assert "manager" in message
     assert {k: dep.events(v) for k, v in target.items()} == histories  # nothing happened
 
-    assert ok(s.post(dep.path(WORK + "/cancel", work=target["cancel"]), dep.manager,
-                     {"reason": "stop"}))["outcome"] == "cancelled"
-    assert ok(s.post(dep.path(WORK + "/replay", work=target["replay"]), dep.manager,
-                     {"reason": "again"}), 201)["replay_of"] == target["replay"]
-    assert ok(s.post(dep.path(WORK + "/resolve", work=target["resolve"]), dep.manager,
-                     {"generation": 1, "to": "failed", "reason": "checked"}))[
-        "state"] == "failed"
+    assert (
+        ok(
+            s.post(
+                dep.path(WORK + "/cancel", work=target["cancel"]), dep.manager, {"reason": "stop"}
+            )
+        )["outcome"]
+        == "cancelled"
+    )
+    assert (
+        ok(
+            s.post(
+                dep.path(WORK + "/replay", work=target["replay"]), dep.manager, {"reason": "again"}
+            ),
+            201,
+        )["replay_of"]
+        == target["replay"]
+    )
+    assert (
+        ok(
+            s.post(
+                dep.path(WORK + "/resolve", work=target["resolve"]),
+                dep.manager,
+                {"generation": 1, "to": "failed", "reason": "checked"},
+            )
+        )["state"]
+        == "failed"
+    )
 
 
 def test_revoking_a_token_takes_effect_on_a_running_server(dep):
@@ -688,13 +872,19 @@ def test_revoking_a_token_takes_effect_on_a_running_server(dep):
 
 
 def webhook_items(dep, delivery_id: str) -> list[str]:
-    return [w for w in ledger.all_ids(dep.home)
-            if ledger.get(dep.home, w).delivery_id == delivery_id]
+    return [
+        w for w in ledger.all_ids(dep.home) if ledger.get(dep.home, w).delivery_id == delivery_id
+    ]
 
 
 def identity(dep, endpoint: str, source_id: str) -> list[dict]:
-    page = ok(dep.server.get(dep.path(WS + "/deliveries"), dep.member,
-                             query={"endpoint_id": endpoint, "source_delivery_id": source_id}))
+    page = ok(
+        dep.server.get(
+            dep.path(WS + "/deliveries"),
+            dep.member,
+            query={"endpoint_id": endpoint, "source_delivery_id": source_id},
+        )
+    )
     assert page["next_cursor"] is None and len(page["deliveries"]) <= 1
     return page["deliveries"]
 
@@ -730,8 +920,9 @@ def test_a_new_delivery_is_on_disk_when_202_arrives_and_a_redelivery_is_200(dep)
     assert identity(dep, "gh", "gh-new-1") == [shown]
 
     other = b'{"ref": "refs/heads/dev"}'
-    message = refused(s.hook("gh", other, sign_github(GH_SECRET, other, "gh-new-1")), 409,
-                      "delivery_conflict")
+    message = refused(
+        s.hook("gh", other, sign_github(GH_SECRET, other, "gh-new-1")), 409, "delivery_conflict"
+    )
     assert "gh-new-1" in message and "different body" in message
     assert deliveries.get(dep.home, delivery_id).body_sha256 == record.body_sha256
     assert webhook_items(dep, delivery_id) == [record.work_id]
@@ -750,8 +941,9 @@ def test_a_filtered_event_is_recorded_with_its_reason_and_no_work(dep):
 @pytest.mark.parametrize("style", ["github", "captain"])
 def test_a_bad_signature_is_401_recorded_as_rejected_and_claims_nothing(dep, style):
     s = dep.server
-    endpoint, secret, sign = (("gh", GH_SECRET, sign_github) if style == "github"
-                              else ("cap", CAP_SECRET, sign_captain))
+    endpoint, secret, sign = (
+        ("gh", GH_SECRET, sign_github) if style == "github" else ("cap", CAP_SECRET, sign_captain)
+    )
     source_id = f"{style}-forged-1"
     body = b'{"ref": "refs/heads/main"}'
     good = sign(secret, body, source_id)
@@ -766,9 +958,11 @@ def test_a_bad_signature_is_401_recorded_as_rejected_and_claims_nothing(dep, sty
         forged.append({**good, name: "sha1=" + good[name].split("=", 1)[1]})
     else:
         now = int(time.time())
-        forged += [sign(secret, body, source_id, at=now - 3600),  # stale, validly signed
-                   sign(secret, body, source_id, at=now + 3600),  # from the future
-                   {**good, name: good[name].split(",")[1]}]  # no timestamp
+        forged += [
+            sign(secret, body, source_id, at=now - 3600),  # stale, validly signed
+            sign(secret, body, source_id, at=now + 3600),  # from the future
+            {**good, name: good[name].split(",")[1]},
+        ]  # no timestamp
     before = {r.rejection_id for r in deliveries.rejections(dep.home)}
     records = len(delivery_store.records(dep.home))
     for headers in forged:
@@ -782,8 +976,7 @@ def test_a_bad_signature_is_401_recorded_as_rejected_and_claims_nothing(dep, sty
     # the unsigned one is refused on its head, its body never read; the others were read
     unread = [r for r in new if "is missing (the body was not read)" in r.reason]
     assert len(unread) == 1 and unread[0].body_bytes == 0, [r.reason for r in new]
-    assert all(r.body_sha256 == hashlib.sha256(body).hexdigest()
-               for r in new if r not in unread)
+    assert all(r.body_sha256 == hashlib.sha256(body).hexdigest() for r in new if r not in unread)
     # nothing dispatched, no identity claimed: the genuine delivery is new
     assert len(delivery_store.records(dep.home)) == records
     assert identity(dep, endpoint, source_id) == []
@@ -804,19 +997,20 @@ def test_door_refusals(dep):
     s = dep.server
     body = b"{}"
     for endpoint in ("nope", "plain", "gh.x"):  # unknown, no secret, unknown
-        message = refused(s.hook(endpoint, body, sign_github(GH_SECRET, body, "door-1")), 404,
-                          "unknown_endpoint")
+        message = refused(
+            s.hook(endpoint, body, sign_github(GH_SECRET, body, "door-1")), 404, "unknown_endpoint"
+        )
         assert "config.toml" not in message  # the door says nothing about the setup
     for path in ("/hooks/..%2Fconfig.toml", "/hooks/", "/hooks/gh/extra"):
         reply = s.request("POST", path, body=body)
-        assert reply.status == 404 and reply.error["code"] in ("not_found",
-                                                               "unknown_endpoint"), reply.raw
+        assert reply.status == 404 and reply.error["code"] in ("not_found", "unknown_endpoint"), (
+            reply.raw
+        )
     headers = sign_github(GH_SECRET, body, "x")
     del headers["X-GitHub-Delivery"]
     refused(s.hook("gh", body, headers), 400, "invalid_argument")
     big = b"x" * (deliveries.MAX_BODY_BYTES + 1)
-    refused(s.hook("gh", big, sign_github(GH_SECRET, big, "door-big")), 413,
-            "message_too_large")
+    refused(s.hook("gh", big, sign_github(GH_SECRET, big, "door-big")), 413, "message_too_large")
     assert identity(dep, "gh", "door-big") == [] and identity(dep, "gh", "door-1") == []
 
 
@@ -826,8 +1020,11 @@ def test_a_webhook_secret_grants_no_read_access(dep):
     headers = sign_github(GH_SECRET, body, "secret-read-1")
     receipt = ok(s.hook("gh", body, headers), 202)
     delivery_path = dep.path(WS + "/deliveries/{d}", d=receipt["delivery_id"])
-    for credential in (GH_SECRET, headers["X-Hub-Signature-256"],
-                       headers["X-Hub-Signature-256"].split("=", 1)[1]):
+    for credential in (
+        GH_SECRET,
+        headers["X-Hub-Signature-256"],
+        headers["X-Hub-Signature-256"].split("=", 1)[1],
+    ):
         for path in ("/api/workspaces", dep.path(WS + "/work"), delivery_path):
             refused(s.get(path, credential), 401, "unauthorized")
     refused(s.request("GET", delivery_path, headers=headers), 401, "unauthorized")
@@ -840,8 +1037,19 @@ def test_a_webhook_secret_grants_no_read_access(dep):
 MARKER_INPUT = "MARKER-INPUT-conversation-4f1d9c"
 MARKER_DETAIL = "MARKER-DETAIL-model-output-8a2e55"
 MARKER_BODY = "MARKER-BODY-webhook-payload-c07b31"
-FORBIDDEN_KEYS = {"input", "input_json", "detail", "body", "raw_body", "payload", "secret",
-                  "token", "sha256", "output", "text"}
+FORBIDDEN_KEYS = {
+    "input",
+    "input_json",
+    "detail",
+    "body",
+    "raw_body",
+    "payload",
+    "secret",
+    "token",
+    "sha256",
+    "output",
+    "text",
+}
 
 
 def keys(value) -> set[str]:
@@ -858,31 +1066,58 @@ def test_no_response_ever_contains_input_detail_bodies_or_credentials(dep):
     ws = dep.ws
     hit: set[tuple[str, str]] = set()
 
-    def call(method: str, template: str, token: str | None = None, body=None,
-             expect: int = 200, **values) -> Reply:
-        reply = s.request(method, template.format(ws=ws, **values), token=token,
-                          json_body=body)
+    def call(
+        method: str, template: str, token: str | None = None, body=None, expect: int = 200, **values
+    ) -> Reply:
+        reply = s.request(method, template.format(ws=ws, **values), token=token, json_body=body)
         assert reply.status == expect, (method, template, reply.status, reply.raw)
         if 200 <= reply.status < 300:
-            hit.add((method.lower(), template.split("?")[0].replace("{ws}", "{workspaceId}")
-                     .replace("{work}", "{workId}").replace("{d}", "{deliveryId}")
-                     .replace("{endpoint}", "{endpoint_id}")))
+            hit.add(
+                (
+                    method.lower(),
+                    template.split("?")[0]
+                    .replace("{ws}", "{workspaceId}")
+                    .replace("{work}", "{workId}")
+                    .replace("{d}", "{deliveryId}")
+                    .replace("{endpoint}", "{endpoint_id}"),
+                )
+            )
         return reply
 
     # the markers, through the real CLI: a chat input, a report's detail, a webhook body
-    first = captain(home.root, "work", "submit", "--text", MARKER_INPUT,
-                    "--target-revision", "rev-m")["item"]["work_id"]
+    first = captain(
+        home.root, "work", "submit", "--text", MARKER_INPUT, "--target-revision", "rev-m"
+    )["item"]["work_id"]
     captain(home.root, "work", "claim", first, "--holder", "worker-m")
-    captain(home.root, "work", "report", first, "--generation", "1", "--outcome", "succeeded",
-            "--detail-stdin", stdin=f"{MARKER_DETAIL}\n{MARKER_INPUT}\n")
-    second = captain(home.root, "work", "submit", "--text", f"{MARKER_INPUT} 2")[
-        "item"]["work_id"]
-    ingested = captain(home.root, "deliveries", "ingest", "--endpoint", "gh", "--delivery-id",
-                       "leak-cli-1", "--event", "push",
-                       stdin=json.dumps({"marker": MARKER_BODY}))["delivery"]
+    captain(
+        home.root,
+        "work",
+        "report",
+        first,
+        "--generation",
+        "1",
+        "--outcome",
+        "succeeded",
+        "--detail-stdin",
+        stdin=f"{MARKER_DETAIL}\n{MARKER_INPUT}\n",
+    )
+    second = captain(home.root, "work", "submit", "--text", f"{MARKER_INPUT} 2")["item"]["work_id"]
+    ingested = captain(
+        home.root,
+        "deliveries",
+        "ingest",
+        "--endpoint",
+        "gh",
+        "--delivery-id",
+        "leak-cli-1",
+        "--event",
+        "push",
+        stdin=json.dumps({"marker": MARKER_BODY}),
+    )["delivery"]
     # and in-process, a running and a reconciling item with the marker as input
-    third = ledger.accept(home, source="chat", input={"text": MARKER_INPUT},
-                          requester="captain:test").work_id
+    third = ledger.accept(
+        home, source="chat", input={"text": MARKER_INPUT}, requester="captain:test"
+    ).work_id
     ledger.claim(home, third, holder="worker-m")
     fourth = dep.reconciling()
     ledger.report(home, fourth, 1, "failed", actor="worker-m", detail=MARKER_DETAIL)
@@ -915,17 +1150,24 @@ def test_no_response_ever_contains_input_detail_bodies_or_credentials(dep):
     assert s.hook("gh", body, sign_github("wrong", body, "leak-forged")).status == 401
     assert s.hook("gh", other, sign_github(GH_SECRET, other, "leak-1")).status == 409
     assert s.hook("gh", body, sign_github(GH_SECRET, body, "leak-replayed")).status == 409
-    assert s.hook("cap", body, sign_captain(CAP_SECRET, body, "leak-old",
-                                            at=int(time.time()) - 9999)).status == 401
+    assert (
+        s.hook(
+            "cap", body, sign_captain(CAP_SECRET, body, "leak-old", at=int(time.time()) - 9999)
+        ).status
+        == 401
+    )
 
     # every route, every page, every record
     for token in (dep.member, dep.manager):
         call("GET", "/api/workspaces", token)
         cursor, work_ids = None, []
         while True:
-            page = call("GET", "/api/workspaces/{ws}/work" + (f"?limit=100&after={cursor}"
-                                                              if cursor else "?limit=100"),
-                        token).json
+            page = call(
+                "GET",
+                "/api/workspaces/{ws}/work"
+                + (f"?limit=100&after={cursor}" if cursor else "?limit=100"),
+                token,
+            ).json
             work_ids += [i["work_id"] for i in page["items"]]
             if not (cursor := page["next_cursor"]):
                 break
@@ -938,8 +1180,12 @@ def test_no_response_ever_contains_input_detail_bodies_or_credentials(dep):
             call("GET", "/api/workspaces/{ws}/work/{work}", token, work=work_id)
         cursor, delivery_ids = None, []
         while True:
-            page = call("GET", "/api/workspaces/{ws}/deliveries" + (
-                f"?limit=100&after={cursor}" if cursor else "?limit=100"), token).json
+            page = call(
+                "GET",
+                "/api/workspaces/{ws}/deliveries"
+                + (f"?limit=100&after={cursor}" if cursor else "?limit=100"),
+                token,
+            ).json
             delivery_ids += [d["delivery_id"] for d in page["deliveries"]]
             if not (cursor := page["next_cursor"]):
                 break
@@ -947,8 +1193,11 @@ def test_no_response_ever_contains_input_detail_bodies_or_credentials(dep):
         for delivery_id in delivery_ids:
             call("GET", "/api/workspaces/{ws}/deliveries/{d}", token, d=delivery_id)
         for source_id in ("leak-1", "leak-cli-1", "leak-forged"):
-            call("GET", "/api/workspaces/{ws}/deliveries?endpoint_id=gh&source_delivery_id="
-                 + source_id, token)
+            call(
+                "GET",
+                "/api/workspaces/{ws}/deliveries?endpoint_id=gh&source_delivery_id=" + source_id,
+                token,
+            )
 
     # the POSTs: cancel's three outcomes, replay (which copies the input), resolve
     w = "/api/workspaces/{ws}/work/{work}"
@@ -958,8 +1207,13 @@ def test_no_response_ever_contains_input_detail_bodies_or_credentials(dep):
     assert call("POST", w + "/cancel", m, {}, work=third).json["outcome"] == "stop_unconfirmed"
     replayed = call("POST", w + "/replay", m, {"reason": "again"}, expect=201, work=first).json
     call("GET", w, m, work=replayed["work_id"])
-    call("POST", w + "/resolve", m, {"generation": 1, "to": "succeeded", "reason": "checked"},
-         work=third)
+    call(
+        "POST",
+        w + "/resolve",
+        m,
+        {"generation": 1, "to": "succeeded", "reason": "checked"},
+        work=third,
+    )
     webhook_work = deliveries.get(home, receipts[0]).work_id
     call("POST", w + "/cancel", m, {}, work=webhook_work)
     call("POST", w + "/replay", m, {"reason": "again"}, expect=201, work=webhook_work)
@@ -968,8 +1222,7 @@ def test_no_response_ever_contains_input_detail_bodies_or_credentials(dep):
 
     # the refusals: 400, 401, 403, 404, 405, 409
     call("POST", w + "/replay", m, {"reason": "x", "extra": "y"}, expect=400, work=first)
-    call("POST", w + "/resolve", m, {"generation": "x", "to": "failed"}, expect=400,
-         work=fourth)
+    call("POST", w + "/resolve", m, {"generation": "x", "to": "failed"}, expect=400, work=fourth)
     call("GET", "/api/workspaces/{ws}/work?state=runnign", m, expect=400)
     call("GET", "/api/workspaces/{ws}/deliveries?source_delivery_id=leak-1", m, expect=400)
     call("GET", "/api/workspaces/{ws}/work/{work}", None, expect=401, work=first)
@@ -981,8 +1234,14 @@ def test_no_response_ever_contains_input_detail_bodies_or_credentials(dep):
     call("DELETE", w, m, expect=405, work=first)
     call("POST", w + "/replay", m, {"reason": "again"}, expect=409, work=replayed["work_id"])
     call("POST", w + "/replay", m, {"reason": "again"}, expect=409, work=short_work)
-    call("POST", w + "/resolve", m, {"generation": 0, "to": "failed", "reason": "r"},
-         expect=409, work=fourth)
+    call(
+        "POST",
+        w + "/resolve",
+        m,
+        {"generation": 0, "to": "failed", "reason": "r"},
+        expect=409,
+        work=fourth,
+    )
     call("GET", "/openapi.json")
     call("GET", "/docs")
     call("GET", "/redoc")
@@ -994,8 +1253,15 @@ def test_no_response_ever_contains_input_detail_bodies_or_credentials(dep):
     assert listed <= hit, listed - hit
 
     # the markers, every token (and its stored hash) and every webhook secret: nowhere
-    secrets = [dep.manager, dep.member, dep.revoked, dep.other_token, GH_SECRET, CAP_SECRET,
-               SHORT_SECRET]
+    secrets = [
+        dep.manager,
+        dep.member,
+        dep.revoked,
+        dep.other_token,
+        GH_SECRET,
+        CAP_SECRET,
+        SHORT_SECRET,
+    ]
     secrets += [t.split("_", 3)[3] for t in secrets[:4]]
     secrets += [t.sha256 for t in tokens.records(home)]
     needles = [MARKER_INPUT, MARKER_DETAIL, MARKER_BODY, *secrets]
@@ -1007,7 +1273,10 @@ def test_no_response_ever_contains_input_detail_bodies_or_credentials(dep):
             assert needle not in text, (needle, reply.status, text[:300])
         for name, value in reply.headers.items():
             assert not any(n in value for n in needles), (name, value)
-        if reply.headers.get("content-type", "").startswith("application/json") \
-                and not text.startswith('{"openapi"'):
-            assert not keys(reply.json) & FORBIDDEN_KEYS, (keys(reply.json) & FORBIDDEN_KEYS,
-                                                           text[:300])
+        if reply.headers.get("content-type", "").startswith(
+            "application/json"
+        ) and not text.startswith('{"openapi"'):
+            assert not keys(reply.json) & FORBIDDEN_KEYS, (
+                keys(reply.json) & FORBIDDEN_KEYS,
+                text[:300],
+            )

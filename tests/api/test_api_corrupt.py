@@ -13,7 +13,6 @@ import pytest
 from support.api import Server, ok, refused
 from support.corrupt import damage_delivery, damage_item
 from support.ledger_backends import BACKENDS, open_ledgers
-from support.postgres import pg_server  # noqa: F401
 
 from state.home import Home
 from state.work import deliveries, ledger, tokens
@@ -30,15 +29,16 @@ def made(request):
 def test_a_corrupt_row_is_a_stable_500_and_lists_skip_it(tmp_path: Path, made) -> None:
     home = Home(tmp_path / "home")
     url = made.fresh_url()
-    (home.root / "config.toml").write_text((f'[ledger]\nurl = "{url}"\n\n' if url else "")
-                                           + CONFIG)
+    (home.root / "config.toml").write_text((f'[ledger]\nurl = "{url}"\n\n' if url else "") + CONFIG)
     home = Home(home.root)
     _, token = tokens.create(home, "manager")
-    first, bad, last = (ledger.accept(home, source="chat", input={"text": t},
-                                      requester="captain:test").work_id
-                        for t in ("first", "bad", "last"))
-    received = [deliveries.ingest(home, "gh", f"d-{n}", b"{}", event="push").delivery
-                for n in range(3)]
+    first, bad, last = (
+        ledger.accept(home, source="chat", input={"text": t}, requester="captain:test").work_id
+        for t in ("first", "bad", "last")
+    )
+    received = [
+        deliveries.ingest(home, "gh", f"d-{n}", b"{}", event="push").delivery for n in range(3)
+    ]
     damage_item(home, bad, "wrong shape")
     bad_delivery = received[1].delivery_id
     damage_delivery(home, bad_delivery)
@@ -55,8 +55,9 @@ def test_a_corrupt_row_is_a_stable_500_and_lists_skip_it(tmp_path: Path, made) -
         else:
             refused(reply, 404, "unknown_delivery")
         if url:
-            message = refused(server.post(f"{ws}/work/{bad}/cancel", token, {}), 500,
-                              "ledger_corrupt")
+            message = refused(
+                server.post(f"{ws}/work/{bad}/cancel", token, {}), 500, "ledger_corrupt"
+            )
             assert bad in message
         # every list serves the rest, a page at a time as well as whole
         items = [i["work_id"] for i in ok(server.get(f"{ws}/work", token))["items"]]
@@ -67,13 +68,20 @@ def test_a_corrupt_row_is_a_stable_500_and_lists_skip_it(tmp_path: Path, made) -
         queued = ok(server.get(f"{ws}/work", token, query={"state": "queued", "limit": 100}))
         assert bad not in [i["work_id"] for i in queued["items"]]
         listed = ok(server.get(f"{ws}/deliveries", token))["deliveries"]
-        assert [d["delivery_id"] for d in listed] == [received[0].delivery_id,
-                                                      received[2].delivery_id]
-        after = ok(server.get(f"{ws}/deliveries", token,
-                              query={"limit": 1, "after": received[0].delivery_id}))
+        assert [d["delivery_id"] for d in listed] == [
+            received[0].delivery_id,
+            received[2].delivery_id,
+        ]
+        after = ok(
+            server.get(
+                f"{ws}/deliveries", token, query={"limit": 1, "after": received[0].delivery_id}
+            )
+        )
         assert [d["delivery_id"] for d in after["deliveries"]] == [received[2].delivery_id]
-        assert all(reply.status < 500 or reply.json["error"]["code"] == "ledger_corrupt"
-                   for reply in server.seen)
+        assert all(
+            reply.status < 500 or reply.json["error"]["code"] == "ledger_corrupt"
+            for reply in server.seen
+        )
     finally:
         server.stop()
     log = (tmp_path / "serve.log").read_text()

@@ -66,12 +66,24 @@ def _setup(tmp_path_factory, on):
     url = on.fresh_url()
     ledger = f'[ledger]\nurl = "{url}"\n\n' if url else ""
     (home.root / "config.toml").write_text(ledger + CONFIG + "\n[endpoints.old]\n")
-    made = {name: captain(home.root, "deliveries", "ingest", "--endpoint", name,
-                          "--delivery-id", f"{name}-1", "--event", "push",
-                          stdin=f'{{"n": "{name}"}}')["delivery"]
-            for name in ("gone", "kept", "old")}
-    claim = deliveries.ingest(home, "gone", "gone-2", b'{"n": 2}', event="push",
-                              body_once=True).delivery
+    made = {
+        name: captain(
+            home.root,
+            "deliveries",
+            "ingest",
+            "--endpoint",
+            name,
+            "--delivery-id",
+            f"{name}-1",
+            "--event",
+            "push",
+            stdin=f'{{"n": "{name}"}}',
+        )["delivery"]
+        for name in ("gone", "kept", "old")
+    }
+    claim = deliveries.ingest(
+        home, "gone", "gone-2", b'{"n": 2}', event="push", body_once=True
+    ).delivery
     old = deliveries.reject(home, "kept", "kept-9", b"{}", "bad signature: test")
     stored.age_rejection(home, old.rejection_id, deliveries.REJECTION_DAYS + 1)
     (home.root / "config.toml").write_text(ledger + CONFIG)  # "old" is no longer configured
@@ -86,42 +98,62 @@ def test_the_server_purges_expired_bodies_and_keeps_the_records(setup):
     server, home, manager, made, claim = setup
     gone = made["gone"]
     kept = made["kept"]
-    until(lambda: sorted(stored.bodies(home)) ==
-          sorted([kept["delivery_id"], made["old"]["delivery_id"]]),
-          "the expired bodies to be purged")
+    until(
+        lambda: (
+            sorted(stored.bodies(home)) == sorted([kept["delivery_id"], made["old"]["delivery_id"]])
+        ),
+        "the expired bodies to be purged",
+    )
     until(lambda: stored.body_claims(home) == 0, "the expired body claim to be purged")
     until(lambda: deliveries.rejections(home) == [], "the old refusal to be purged")
     for before in (gone, claim.model_dump(mode="json")):
-        after = ok(server.get(WS.format(ws=server.workspace_id)
-                              + f"/deliveries/{before['delivery_id']}", manager))
+        after = ok(
+            server.get(
+                WS.format(ws=server.workspace_id) + f"/deliveries/{before['delivery_id']}", manager
+            )
+        )
         assert after["raw_body_available"] is False
-        assert (after["body_sha256"], after["body_bytes"], after["work_id"]) == \
-            (before["body_sha256"], before["body_bytes"], before["work_id"])
-    held = ok(server.get(WS.format(ws=server.workspace_id)
-                         + f"/deliveries/{kept['delivery_id']}", manager))
+        assert (after["body_sha256"], after["body_bytes"], after["work_id"]) == (
+            before["body_sha256"],
+            before["body_bytes"],
+            before["work_id"],
+        )
+    held = ok(
+        server.get(
+            WS.format(ws=server.workspace_id) + f"/deliveries/{kept['delivery_id']}", manager
+        )
+    )
     assert held["raw_body_available"] is True
 
 
 def test_an_unknown_endpoint_filter_is_400(setup):
     server, home, manager, made, _ = setup
     path = WS.format(ws=server.workspace_id) + "/deliveries"
-    for query in ({"endpoint_id": "typo"}, {"endpoint_id": ""},
-                  {"endpoint_id": "typo", "source_delivery_id": "gone-1"},
-                  {"endpoint_id": "gone", "source_delivery_id": ""}):
+    for query in (
+        {"endpoint_id": "typo"},
+        {"endpoint_id": ""},
+        {"endpoint_id": "typo", "source_delivery_id": "gone-1"},
+        {"endpoint_id": "gone", "source_delivery_id": ""},
+    ):
         message = refused(server.get(path, manager, query=query), 400, "invalid_filter")
         assert message.strip()
-    assert "gone" in refused(server.get(path, manager, query={"endpoint_id": "typo"}), 400,
-                             "invalid_filter")
+    assert "gone" in refused(
+        server.get(path, manager, query={"endpoint_id": "typo"}), 400, "invalid_filter"
+    )
     # configured, nothing received: a true empty page; removed, with history: listable
-    assert ok(server.get(path, manager, query={"endpoint_id": "idle"})) == \
-        {"deliveries": [], "next_cursor": None}
+    assert ok(server.get(path, manager, query={"endpoint_id": "idle"})) == {
+        "deliveries": [],
+        "next_cursor": None,
+    }
     listed = ok(server.get(path, manager, query={"endpoint_id": "old"}))["deliveries"]
     assert [d["delivery_id"] for d in listed] == [made["old"]["delivery_id"]]
-    asked = ok(server.get(path, manager, query={"endpoint_id": "old",
-                                                "source_delivery_id": "old-1"}))["deliveries"]
+    asked = ok(
+        server.get(path, manager, query={"endpoint_id": "old", "source_delivery_id": "old-1"})
+    )["deliveries"]
     assert [d["delivery_id"] for d in asked] == [made["old"]["delivery_id"]]
-    never = ok(server.get(path, manager, query={"endpoint_id": "old",
-                                                "source_delivery_id": "old-9"}))
+    never = ok(
+        server.get(path, manager, query={"endpoint_id": "old", "source_delivery_id": "old-9"})
+    )
     assert never == {"deliveries": [], "next_cursor": None}
 
 
@@ -129,15 +161,19 @@ def test_a_routine_receipt_refuses_cancel_and_replay_with_409(setup):
     server, home, manager, _, _ = setup
     ws = WS.format(ws=server.workspace_id)
     body = b'{"job": "nightly"}'
-    receipt = ok(server.hook("chores", body, sign_captain(ROUTINE_SECRET, body, "r-1",
-                                                          "tick")), 202)
+    receipt = ok(
+        server.hook("chores", body, sign_captain(ROUTINE_SECRET, body, "r-1", "tick")), 202
+    )
     delivery = ok(server.get(ws + f"/deliveries/{receipt['delivery_id']}", manager))
     assert delivery["routine"] is True and delivery["work_id"]
     work_id = delivery["work_id"]
     item = ok(server.get(ws + f"/work/{work_id}", manager))
     for action, body_json in (("cancel", None), ("replay", {"reason": "again"})):
-        message = refused(server.post(ws + f"/work/{work_id}/{action}", manager, body_json),
-                          409, "routine_receipt")
+        message = refused(
+            server.post(ws + f"/work/{work_id}/{action}", manager, body_json),
+            409,
+            "routine_receipt",
+        )
         assert work_id in message and "chores" in message and action in message
     assert ok(server.get(ws + f"/work/{work_id}", manager)) == item  # nothing changed
     # the other endpoints' deliveries say they are not routine

@@ -97,10 +97,15 @@ def dep(tmp_path_factory):
 @pytest.fixture(scope="module")
 def tight(tmp_path_factory):
     """Small limits, so that slow clients are cut within seconds."""
-    d = deploy(tmp_path_factory.mktemp("tight"),
-               "--max-connections", str(TIGHT["max_connections"]),
-               "--head-timeout", str(TIGHT["head_timeout"]),
-               "--body-timeout", str(TIGHT["body_timeout"]))
+    d = deploy(
+        tmp_path_factory.mktemp("tight"),
+        "--max-connections",
+        str(TIGHT["max_connections"]),
+        "--head-timeout",
+        str(TIGHT["head_timeout"]),
+        "--body-timeout",
+        str(TIGHT["body_timeout"]),
+    )
     yield d
     d.server.stop()
 
@@ -116,8 +121,10 @@ def stable(answer, status: int, code: str) -> str:
 
 def head(method: str, path: str, headers: dict[str, str | bytes]) -> bytes:
     lines = [f"{method} {path} HTTP/1.1".encode(), b"Host: 127.0.0.1"]
-    lines += [k.encode() + b": " + (v if isinstance(v, bytes) else v.encode("latin-1"))
-              for k, v in headers.items()]
+    lines += [
+        k.encode() + b": " + (v if isinstance(v, bytes) else v.encode("latin-1"))
+        for k, v in headers.items()
+    ]
     return b"\r\n".join(lines) + b"\r\n\r\n"
 
 
@@ -145,20 +152,22 @@ def test_a_300_mb_body_is_refused_while_it_streams_and_memory_stays_flat(dep):
     signed = sign_github(GH, b"", "big-1")
     cases = [  # (path, headers, chunked, status, code)
         (dep.cancel_path(), {"Content-Length": str(HUGE)}, False, 401, "unauthorized"),
-        (dep.cancel_path(), {"Authorization": f"Bearer {dep.manager}",
-                             "Transfer-Encoding": "chunked"}, True, 413, "message_too_large"),
-        ("/hooks/gh", {**signed, "Transfer-Encoding": "chunked"}, True, 413,
-         "message_too_large"),
-        ("/hooks/gh", {**signed, "Content-Length": str(HUGE)}, False, 413,
-         "message_too_large"),
+        (
+            dep.cancel_path(),
+            {"Authorization": f"Bearer {dep.manager}", "Transfer-Encoding": "chunked"},
+            True,
+            413,
+            "message_too_large",
+        ),
+        ("/hooks/gh", {**signed, "Transfer-Encoding": "chunked"}, True, 413, "message_too_large"),
+        ("/hooks/gh", {**signed, "Content-Length": str(HUGE)}, False, 413, "message_too_large"),
     ]
     before = process_memory(dep.pid)
     results = []
     for path, headers, chunked, *_ in cases:
         sock = s.connect(head("POST", path, headers))
         sent = []
-        sender = threading.Thread(target=lambda: sent.append(stream(sock, HUGE,
-                                                                    chunked=chunked)))
+        sender = threading.Thread(target=lambda: sent.append(stream(sock, HUGE, chunked=chunked)))
         sender.start()
         try:
             results.append((read_answer(sock, time.monotonic() + 60), sent))
@@ -192,12 +201,18 @@ def test_the_token_is_checked_before_any_body_is_parsed(dep):
     bodies = [b"{bad json", deep, lone, b"\xff\xfe", b'{"reason": ' * 5000]
     for body in bodies:
         for token in (None, "cpt_tok_nope_x", dep.member + "x"):
-            reply = s.request("POST", dep.cancel_path(), token=token, body=body,
-                              headers={"Content-Type": "application/json"})
+            reply = s.request(
+                "POST",
+                dep.cancel_path(),
+                token=token,
+                body=body,
+                headers={"Content-Type": "application/json"},
+            )
             assert reply.status == 401 and reply.error["code"] == "unauthorized", reply.raw
         # then the workspace (404), then the role (403), and only then the body (400)
-        reply = s.request("POST", dep.cancel_path("ws_01M8AAAAAAAAAAAAAAAAAAAAAA"),
-                          token=dep.manager, body=body)
+        reply = s.request(
+            "POST", dep.cancel_path("ws_01M8AAAAAAAAAAAAAAAAAAAAAA"), token=dep.manager, body=body
+        )
         assert (reply.status, reply.error["code"]) == (404, "unknown_workspace"), reply.raw
         reply = s.request("POST", dep.cancel_path(), token=dep.member, body=body)
         assert (reply.status, reply.error["code"]) == (403, "forbidden"), reply.raw
@@ -255,8 +270,9 @@ def test_a_slow_head_is_told_408_and_a_silent_one_is_just_closed(tight):
         assert "in time" in message
         assert read_answer(silent, deadline) is None  # closed, nothing said
         # a keep-alive connection whose next head stalls is cut the same way
-        with tight.server.connect(head("GET", "/api/workspaces",
-                                       {"Authorization": f"Bearer {tight.member}"})) as sock:
+        with tight.server.connect(
+            head("GET", "/api/workspaces", {"Authorization": f"Bearer {tight.member}"})
+        ) as sock:
             assert read_answer(sock, deadline).status == 200
             sock.sendall(b"GET /api/workspaces HTTP/1.1\r\nHost: x\r\n")
             stable(read_answer(sock, deadline), 408, "request_timeout")
@@ -274,21 +290,23 @@ def test_a_body_has_its_own_deadline(tight):
         answer = read_answer(sock, time.monotonic() + 10)
         assert answer is not None and answer.status == 202, answer
     with s.connect(head("POST", "/hooks/gh", headers) + body[:5]) as sock:  # never finishes
-        stable(read_answer(sock, time.monotonic() + TIGHT["body_timeout"] + 10), 408,
-               "request_timeout")
+        stable(
+            read_answer(sock, time.monotonic() + TIGHT["body_timeout"] + 10), 408, "request_timeout"
+        )
 
 
 def test_request_heads_are_bounded(dep):
     s = dep.server
-    big = head("GET", "/api/workspaces", {"Authorization": f"Bearer {dep.member}",
-                                          "X-Big": "a" * 20000})
+    big = head(
+        "GET", "/api/workspaces", {"Authorization": f"Bearer {dep.member}", "X-Big": "a" * 20000}
+    )
     with s.connect(big) as sock:  # in one write
         stable(read_answer(sock, time.monotonic() + 10), 431, "message_too_large")
     with s.connect() as sock:  # a kilobyte at a time: h11 stops buffering at 16 KiB
         answer = None
         try:
             for i in range(0, len(big), 1024):
-                sock.sendall(big[i:i + 1024])
+                sock.sendall(big[i : i + 1024])
             answer = read_answer(sock, time.monotonic() + 10)
         except OSError:
             pass  # reset while sending: refused all the same
@@ -319,8 +337,13 @@ ODD_STAMPS = {
     "superscripts": b"\xb9\xb2",  # Latin-1 ¹²: str.isdigit() says yes, int() says no
     "5000 digits": "9" * 5000,  # int() refuses more than 4,300 digits
     "arabic-indic": "١٢٣".encode(),  # as UTF-8 bytes
-    "empty": "", "negative": "-1", "plus": "+1700000000", "space": " 1700000000",
-    "float": "1.7e9", "hex": "0x10", "13 digits": "1" * 13,
+    "empty": "",
+    "negative": "-1",
+    "plus": "+1700000000",
+    "space": " 1700000000",
+    "float": "1.7e9",
+    "hex": "0x10",
+    "13 digits": "1" * 13,
 }
 
 
@@ -329,8 +352,9 @@ def test_an_odd_timestamp_is_401_and_recorded(dep, stamp):
     body = b'{"n": "odd"}'
     good = sign_captain(CAP, body, "odd-1")
     digest = good["X-Captain-Signature"].split("v2=")[1]
-    value = b"t=" + (stamp if isinstance(stamp, bytes) else stamp.encode()) + \
-        b",v2=" + digest.encode()
+    value = (
+        b"t=" + (stamp if isinstance(stamp, bytes) else stamp.encode()) + b",v2=" + digest.encode()
+    )
     before = rejections(dep.home)
     reply = dep.server.hook("cap", body, {**good, "X-Captain-Signature": value})
     assert reply.status == 401 and reply.error["code"] == "bad_signature", reply.raw
@@ -359,8 +383,11 @@ def test_twenty_concurrent_identical_deliveries_make_one_record(dep):
         assert statuses == [200] * 19 + [202], [(r.status, r.raw[:120]) for r in replies]
         assert len({r.json["delivery_id"] for r in replies}) == 1
         [record] = deliveries.page(dep.home, endpoint_id="gh", source_delivery_id=f"race-{n}")[0]
-        items = [i for i in ledger.page(dep.home, source="webhook", limit=100)[0]
-                 if i.delivery_id == record.delivery_id]
+        items = [
+            i
+            for i in ledger.page(dep.home, source="webhook", limit=100)[0]
+            if i.delivery_id == record.delivery_id
+        ]
         assert [i.work_id for i in items] == [record.work_id]
     assert os.listdir(dep.home.root / "deliveries" / "pending") == []
 
@@ -379,10 +406,11 @@ def test_captain_signatures_cover_the_delivery_id_and_the_event(dep):
     forged = {
         "another delivery id": ({**good, "X-Captain-Delivery": "cap-sig-2"}, "does not match"),
         "another event": ({**good, "X-Captain-Event": "deploy"}, "does not match"),
-        "no event": ({k: v for k, v in good.items() if k != "X-Captain-Event"},
-                     "does not match"),
-        "the old v1 format": ({**good, "X-Captain-Signature": f"t={stamp},v1={v1}"},
-                              "v1 (time and body only) is no longer accepted"),
+        "no event": ({k: v for k, v in good.items() if k != "X-Captain-Event"}, "does not match"),
+        "the old v1 format": (
+            {**good, "X-Captain-Signature": f"t={stamp},v1={v1}"},
+            "v1 (time and body only) is no longer accepted",
+        ),
     }
     for what, (headers, said) in forged.items():
         reply = s.hook("cap", body, headers)
@@ -424,8 +452,9 @@ def test_a_github_body_seen_under_another_delivery_id_is_a_replay(dep):
     # racing copies: one wins, the rest are replays
     race = b'{"ref": "refs/heads/race"}'
     with ThreadPoolExecutor(max_workers=10) as pool:
-        replies = list(pool.map(lambda n: s.hook("gh", race, sign_github(GH, race, f"rc-{n}")),
-                                range(10)))
+        replies = list(
+            pool.map(lambda n: s.hook("gh", race, sign_github(GH, race, f"rc-{n}")), range(10))
+        )
     assert sorted(r.status for r in replies) == [202] + [409] * 9
 
     # with no retention there is no window: documented (docs/api.md)
@@ -440,11 +469,16 @@ def test_rejections_are_bounded_and_the_old_ones_purged(dep):
     folder = dep.home.root / "deliveries" / "rejected"
     folder.mkdir(parents=True, exist_ok=True)
     for _ in range(KEPT):  # a full folder, planted
-        record = deliveries.Rejection(rejection_id=new_id("whr"), endpoint_id="gh",
-                                      source_delivery_id="planted", event="push",
-                                      received_at=datetime.now().astimezone(),
-                                      reason="bad signature: planted", body_sha256="0" * 64,
-                                      body_bytes=0)
+        record = deliveries.Rejection(
+            rejection_id=new_id("whr"),
+            endpoint_id="gh",
+            source_delivery_id="planted",
+            event="push",
+            received_at=datetime.now().astimezone(),
+            reason="bad signature: planted",
+            body_sha256="0" * 64,
+            body_bytes=0,
+        )
         (folder / f"{record.rejection_id}.json").write_bytes(encode(record))
     names = sorted(p.name for p in folder.glob("*.json"))
     stale = names[:10]
@@ -484,15 +518,31 @@ def test_no_malformed_request_gets_a_5xx(dep):
         b"POST /hooks/%2e%2e HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
         b"GET / HTTP/1.0\r\n\r\n",
         b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + b"\x00" * 64,  # a TLS hello
-        head("POST", dep.cancel_path(), {**auth, "Content-Length": "15"}) +
-        b'{"reason": "\xff"}',
-        head("POST", dep.cancel_path(), {**auth, "Expect": "100-continue",
-                                         "Content-Length": str(HUGE)}),
-        head("POST", "/hooks/cap", {"X-Captain-Signature": "t=1,v2=" + "0" * 5000,
-                                    "X-Captain-Delivery": "x" * 5000,
-                                    "Content-Length": "0"}),
-        head("POST", "/hooks/gh", {**sign_github(GH, b"", "dup"), "X-GitHub-Event": "a",
-                                   "X-Github-Event": "b", "Content-Length": "0"}),
+        head("POST", dep.cancel_path(), {**auth, "Content-Length": "15"}) + b'{"reason": "\xff"}',
+        head(
+            "POST",
+            dep.cancel_path(),
+            {**auth, "Expect": "100-continue", "Content-Length": str(HUGE)},
+        ),
+        head(
+            "POST",
+            "/hooks/cap",
+            {
+                "X-Captain-Signature": "t=1,v2=" + "0" * 5000,
+                "X-Captain-Delivery": "x" * 5000,
+                "Content-Length": "0",
+            },
+        ),
+        head(
+            "POST",
+            "/hooks/gh",
+            {
+                **sign_github(GH, b"", "dup"),
+                "X-GitHub-Event": "a",
+                "X-Github-Event": "b",
+                "Content-Length": "0",
+            },
+        ),
     ]
     answered = 0
     for request in raw:
@@ -507,5 +557,5 @@ def test_no_malformed_request_gets_a_5xx(dep):
         assert answer.status < 500, (request[:80], answer)
         if answer.headers.get("content-type", "").startswith("application/json"):
             assert answer.error["code"] in CODES, (request[:80], answer)
-        assert b"Traceback" not in answer.body and b"File \"" not in answer.body
+        assert b"Traceback" not in answer.body and b'File "' not in answer.body
     assert answered >= len(raw) - 2

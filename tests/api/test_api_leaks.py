@@ -18,7 +18,6 @@ from urllib.parse import urlsplit
 
 import pytest
 from support.api import Server, refused, sign_github
-from support.postgres import pg_server  # noqa: F401, F811
 
 from state.home import Home
 from state.work import pg_backend, tokens
@@ -47,11 +46,20 @@ def test_without_a_token_no_api_path_says_whether_it_exists(files_server):
     s, member = files_server
     ws = s.ws()
     probes = [  # (method, path): routes, routes with a slash, wrong methods, no routes
-        ("GET", "/api/workspaces"), ("GET", "/api/workspaces/"), ("GET", ws + "/work"),
-        ("GET", ws + "/work/"), ("GET", ws + f"/work/{WORK_ID}/"), ("GET", ws + "/deliveries/"),
-        ("POST", ws + f"/work/{WORK_ID}/cancel/"), ("DELETE", ws + "/work"),
-        ("GET", ws + f"/work/{WORK_ID}/cancel"), ("PUT", "/api/workspaces"),
-        ("GET", "/api"), ("GET", "/api/"), ("GET", "/api/nowhere"), ("GET", ws + "/nowhere/"),
+        ("GET", "/api/workspaces"),
+        ("GET", "/api/workspaces/"),
+        ("GET", ws + "/work"),
+        ("GET", ws + "/work/"),
+        ("GET", ws + f"/work/{WORK_ID}/"),
+        ("GET", ws + "/deliveries/"),
+        ("POST", ws + f"/work/{WORK_ID}/cancel/"),
+        ("DELETE", ws + "/work"),
+        ("GET", ws + f"/work/{WORK_ID}/cancel"),
+        ("PUT", "/api/workspaces"),
+        ("GET", "/api"),
+        ("GET", "/api/"),
+        ("GET", "/api/nowhere"),
+        ("GET", ws + "/nowhere/"),
         ("GET", "/api/workspaces/ws_01M8AAAAAAAAAAAAAAAAAAAAAA/work/"),
     ]
     for method, path in probes:
@@ -120,8 +128,17 @@ def test_with_the_database_gone_every_answer_is_503_and_the_code_only(tmp_path, 
             lambda: server.hook("gh", body, sign_github("wrong", body, "down-2")),
         ]
         parts = urlsplit(url)
-        needles = [parts.username, parts.hostname, str(parts.port), name, parts.password,
-                   "postgres", "Traceback", "psycopg", str(home.root)]
+        needles = [
+            parts.username,
+            parts.hostname,
+            str(parts.port),
+            name,
+            parts.password,
+            "postgres",
+            "Traceback",
+            "psycopg",
+            str(home.root),
+        ]
         replies = [ask() for ask in asks]
         replies.append(server.get("/api/workspaces", None))
         for reply in replies:
@@ -132,10 +149,11 @@ def test_with_the_database_gone_every_answer_is_503_and_the_code_only(tmp_path, 
         refused(replies[-1], 401, "unauthorized")
         # serve's log: at most one line per refusal, the detail there (password redacted)
         deadline = time.monotonic() + 10
-        while (time.monotonic() < deadline
-               and server.log.read_text().count("ledger_unreachable") < len(asks)):
+        while time.monotonic() < deadline and server.log.read_text().count(
+            "ledger_unreachable"
+        ) < len(asks):
             time.sleep(0.05)
-        added = server.log.read_text()[len(log_before):]
+        added = server.log.read_text()[len(log_before) :]
         assert "Traceback" not in added, added
         assert len(added.splitlines()) <= len(asks), added
         assert added.count("ledger_unreachable") >= len(asks), added

@@ -74,8 +74,9 @@ def seed(home: Home) -> dict:
     made["running"] = ledger.claim(home, running.work_id, holder="worker-a")
     ok = chat("succeeded", max_attempts=2)
     ledger.claim(home, ok.work_id, holder="worker-a")
-    made["succeeded"] = ledger.report(home, ok.work_id, 1, "succeeded", actor="worker-a",
-                                      cost_usd=0.25, detail="private detail")
+    made["succeeded"] = ledger.report(
+        home, ok.work_id, 1, "succeeded", actor="worker-a", cost_usd=0.25, detail="private detail"
+    )
     bad = chat("failed")
     ledger.claim(home, bad.work_id, holder="worker-a")
     made["failed"] = ledger.report(home, bad.work_id, 1, "failed", actor="worker-a")
@@ -86,20 +87,34 @@ def seed(home: Home) -> dict:
     resolved = chat("resolved")
     ledger.claim(home, resolved.work_id, holder="worker-a")
     ledger.cancel(home, resolved.work_id, actor=actor)
-    made["resolved"] = ledger.resolve(home, resolved.work_id, generation=1, to="cancelled",
-                                      reason="checked", operator=actor, runtime_stopped=True)
+    made["resolved"] = ledger.resolve(
+        home,
+        resolved.work_id,
+        generation=1,
+        to="cancelled",
+        reason="checked",
+        operator=actor,
+        runtime_stopped=True,
+    )
     made["replay"] = replay.replay(home, ok.work_id, actor=actor, reason="again")
-    made["assignment"] = ledger.accept(home, source="assignment", input={"task": "t"},
-                                       requester="captain", crew="ada",
-                                       assignment_id="asg_01M8MNZ948DVX84YTWQ66N4BFQ")
+    made["assignment"] = ledger.accept(
+        home,
+        source="assignment",
+        input={"task": "t"},
+        requester="captain",
+        crew="ada",
+        assignment_id="asg_01M8MNZ948DVX84YTWQ66N4BFQ",
+    )
     body = b'{"ref": "main"}'
     pushed = deliveries.ingest(home, "gh", "gh-1", body, event="push").delivery
     pinged = deliveries.ingest(home, "gh", "gh-2", b'{"zen": 1}', event="ping").delivery
     expired = deliveries.ingest(home, "short", "s-1", body, event="push").delivery
     made["webhook"] = ledger.get(home, pushed.work_id)
     ledger.cancel(home, expired.work_id, actor=actor)
-    return {"work": [i.work_id for i in made.values()] + [expired.work_id],
-            "deliveries": [pushed.delivery_id, pinged.delivery_id, expired.delivery_id]}
+    return {
+        "work": [i.work_id for i in made.values()] + [expired.work_id],
+        "deliveries": [pushed.delivery_id, pinged.delivery_id, expired.delivery_id],
+    }
 
 
 @pytest.fixture(scope="module")
@@ -124,32 +139,45 @@ def api(served):
     server, _, ids, _ = served
     schema = schemathesis.openapi.from_url(server.url + "/openapi.json")
 
-    real = {"workspaceId": [server.workspace_id], "workId": ids["work"],
-            "deliveryId": ids["deliveries"], "endpoint_id": ["gh", "cap", "short", "plain"]}
+    real = {
+        "workspaceId": [server.workspace_id],
+        "workId": ids["work"],
+        "deliveryId": ids["deliveries"],
+        "endpoint_id": ["gh", "cap", "short", "plain"],
+    }
 
     @schema.hook
     def flatmap_path_parameters(context, path_parameters):
         # mostly a real ID (the routes' real work), sometimes whatever was generated
-        choices = {name: st.one_of(st.sampled_from(real[name]), st.just(value))
-                   if name in real and isinstance(value, str) else st.just(value)
-                   for name, value in (path_parameters or {}).items()}
+        choices = {
+            name: st.one_of(st.sampled_from(real[name]), st.just(value))
+            if name in real and isinstance(value, str)
+            else st.just(value)
+            for name, value in (path_parameters or {}).items()
+        }
         return st.fixed_dictionaries(choices)
 
     @schema.hook
     def flatmap_query(context, query):
         if not query:
             return st.just(query)
-        steer = {"state": st.sampled_from(list(ledger.WORK_STATES)),
-                 "source": st.sampled_from(["chat", "webhook", "assignment"]),
-                 "endpoint_id": st.sampled_from(real["endpoint_id"]),
-                 "source_delivery_id": st.sampled_from(["gh-1", "gh-2", "s-1", "nope"]),
-                 "after": st.sampled_from(ids["work"] + ids["deliveries"])}
+        steer = {
+            "state": st.sampled_from(list(ledger.WORK_STATES)),
+            "source": st.sampled_from(["chat", "webhook", "assignment"]),
+            "endpoint_id": st.sampled_from(real["endpoint_id"]),
+            "source_delivery_id": st.sampled_from(["gh-1", "gh-2", "s-1", "nope"]),
+            "after": st.sampled_from(ids["work"] + ids["deliveries"]),
+        }
         # only a string is steered: a negative case's value (an object, an array) stays what
         # schemathesis made it, or the check would judge a request that was never sent
-        return st.fixed_dictionaries({
-            name: st.one_of(steer[name], st.just(value))
-            if name in steer and isinstance(value, str) else st.just(value)
-            for name, value in query.items()})
+        return st.fixed_dictionaries(
+            {
+                name: st.one_of(steer[name], st.just(value))
+                if name in steer and isinstance(value, str)
+                else st.just(value)
+                for name, value in query.items()
+            }
+        )
 
     return schema
 
@@ -158,9 +186,15 @@ schema = schemathesis.pytest.from_fixture("api")
 
 
 @schema.parametrize()
-@settings(max_examples=25, deadline=None,
-          suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow,
-                                 HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[
+        HealthCheck.filter_too_much,
+        HealthCheck.too_slow,
+        HealthCheck.function_scoped_fixture,
+    ],
+)
 def test_every_operation_conforms_and_never_5xx(case, manager_headers):
     case.call_and_validate(headers=manager_headers, checks=CHECKS)
 
@@ -208,8 +242,9 @@ def test_the_answers_fuzzing_rarely_reaches_conform(served, api, manager_headers
     def call(path: str, method: str, params: dict, body=None, expected: int = 200):
         operation = api[path][method]
         kwargs = {"body": body, "media_type": "application/json"} if body is not None else {}
-        case = operation.Case(path_parameters={"workspaceId": server.workspace_id, **params},
-                              **kwargs)
+        case = operation.Case(
+            path_parameters={"workspaceId": server.workspace_id, **params}, **kwargs
+        )
         response = case.call(base_url=server.url, headers=manager_headers)
         assert response.status_code == expected, (path, response.status_code, response.text)
         case.validate_response(response, checks=CONFORMANCE)
@@ -224,28 +259,49 @@ def test_the_answers_fuzzing_rarely_reaches_conform(served, api, manager_headers
 
     queued = ledger.accept(home, source="chat", input={"text": "q"}, requester=actor).work_id
     assert call(work + "/cancel", "POST", {"workId": queued})["outcome"] == "cancelled"
-    assert call(work + "/cancel", "POST", {"workId": queued}, {"reason": "again"})[
-        "outcome"] == "already_terminal"
+    assert (
+        call(work + "/cancel", "POST", {"workId": queued}, {"reason": "again"})["outcome"]
+        == "already_terminal"
+    )
     running = stuck()
     assert call(work + "/cancel", "POST", {"workId": running})["outcome"] == "stop_unconfirmed"
-    resolved = call(work + "/resolve", "POST", {"workId": running},
-                    {"generation": 1, "to": "failed", "reason": "checked the host"})
+    resolved = call(
+        work + "/resolve",
+        "POST",
+        {"workId": running},
+        {"generation": 1, "to": "failed", "reason": "checked the host"},
+    )
     assert resolved["state"] == "failed" and resolved["resolution"]["to"] == "failed"
-    replayed = call(work + "/replay", "POST", {"workId": running},
-                    {"reason": "again", "target_revision": "rev-9"}, expected=201)
+    replayed = call(
+        work + "/replay",
+        "POST",
+        {"workId": running},
+        {"reason": "again", "target_revision": "rev-9"},
+        expected=201,
+    )
     assert replayed["replay_of"] == running
-    error = call(work + "/replay", "POST", {"workId": replayed["work_id"]}, {"reason": "x"},
-                 expected=409)
+    error = call(
+        work + "/replay", "POST", {"workId": replayed["work_id"]}, {"reason": "x"}, expected=409
+    )
     assert error["error"]["code"] == "not_finished"
     other = stuck()
     ledger.cancel(home, other, actor=actor)
-    error = call(work + "/resolve", "POST", {"workId": other},
-                 {"generation": 0, "to": "succeeded", "reason": "r"}, expected=409)
+    error = call(
+        work + "/resolve",
+        "POST",
+        {"workId": other},
+        {"generation": 0, "to": "succeeded", "reason": "r"},
+        expected=409,
+    )
     assert error["error"]["code"] == "stale_generation"
     detail = call(work, "GET", {"workId": other})
     assert [a["outcome"] for a in detail["attempts"]] == [None]
     assert [e["type"] for e in detail["events"]] == [
-        "accepted", "claimed", "cancel_requested", "needs_reconciliation"]
+        "accepted",
+        "claimed",
+        "cancel_requested",
+        "needs_reconciliation",
+    ]
 
 
 def test_a_signed_delivery_through_the_door_conforms(served, api):
@@ -255,9 +311,12 @@ def test_a_signed_delivery_through_the_door_conforms(served, api):
     operation = api["/hooks/{endpoint_id}"]["POST"]
     body = b'{"ref": "schema"}'
     for expected in (202, 200):
-        case = operation.Case(path_parameters={"endpoint_id": "gh"}, body=body,
-                              media_type="application/json",
-                              headers=sign_github("gh-schema-secret", body, "gh-door-1"))
+        case = operation.Case(
+            path_parameters={"endpoint_id": "gh"},
+            body=body,
+            media_type="application/json",
+            headers=sign_github("gh-schema-secret", body, "gh-door-1"),
+        )
         response = case.call(base_url=server.url)
         assert response.status_code == expected, response.text
         case.validate_response(response, checks=CONFORMANCE)

@@ -44,8 +44,11 @@ GROWTH_MB = 40  # what the server's peak may grow by (a few bodies, not 150)
 
 def slow_delivery(server: Server, n: int) -> socket.socket:
     body_len = BODY - 1
-    headers = {**sign_github("not-the-secret", b"", f"slow-{n}"),
-               "Content-Length": str(body_len), "Content-Type": "application/json"}
+    headers = {
+        **sign_github("not-the-secret", b"", f"slow-{n}"),
+        "Content-Length": str(body_len),
+        "Content-Type": "application/json",
+    }
     head = [b"POST /hooks/gh HTTP/1.1", b"Host: 127.0.0.1"]
     head += [f"{k}: {v}".encode() for k, v in headers.items()]
     sock = server.connect(b"\r\n".join(head) + b"\r\n\r\n")
@@ -62,7 +65,7 @@ def push(socks: list[socket.socket], until: float, progress: dict) -> None:
         moved = False
         for sock in list(left):
             try:
-                sent = sock.send(piece[:left[sock]])
+                sent = sock.send(piece[: left[sock]])
             except BlockingIOError:
                 continue
             except OSError:
@@ -94,8 +97,10 @@ def test_a_delivery_with_no_signature_at_all_is_refused_before_its_body(served):
     """The signature header's absence is known from the head: 401 at once, recorded as a
     rejection, without waiting for (or reading) a byte of the body."""
     server, _, home = served
-    for headers in ({"X-GitHub-Delivery": "unsigned-1", "X-GitHub-Event": "push"},
-                    {"X-Hub-Signature-256": "", "X-GitHub-Delivery": "unsigned-2"}):
+    for headers in (
+        {"X-GitHub-Delivery": "unsigned-1", "X-GitHub-Event": "push"},
+        {"X-Hub-Signature-256": "", "X-GitHub-Delivery": "unsigned-2"},
+    ):
         head = [b"POST /hooks/gh HTTP/1.1", b"Host: 127.0.0.1", b"Content-Length: %d" % (BODY - 1)]
         head += [f"{k}: {v}".encode() for k, v in headers.items()]
         with server.connect(b"\r\n".join(head) + b"\r\n\r\n") as sock:  # and no body
@@ -104,8 +109,11 @@ def test_a_delivery_with_no_signature_at_all_is_refused_before_its_body(served):
         assert answer.error["code"] == "bad_signature"
         assert "X-Hub-Signature-256 is missing" in answer.error["message"]
         assert answer.headers.get("connection") == "close"  # the body is never read
-    kept = [r for r in deliveries.rejections(home)
-            if r.source_delivery_id in ("unsigned-1", "unsigned-2")]
+    kept = [
+        r
+        for r in deliveries.rejections(home)
+        if r.source_delivery_id in ("unsigned-1", "unsigned-2")
+    ]
     assert len(kept) == 2 and all(r.body_bytes == 0 for r in kept), kept
 
 
@@ -118,8 +126,7 @@ def test_slow_unauthenticated_bodies_are_held_small_and_a_real_client_is_answere
         before = process_memory(pid)
         socks = [slow_delivery(server, n) for n in range(CLIENTS)]
         progress = {"sent": 0, "closed": 0, "stalled": 0}
-        pusher = threading.Thread(target=push, args=(socks, time.monotonic() + SEND_FOR,
-                                                     progress))
+        pusher = threading.Thread(target=push, args=(socks, time.monotonic() + SEND_FOR, progress))
         pusher.start()
         waits, big_waits, n = [], [], 0
         while pusher.is_alive() or n < 3:  # real clients, all the while the load lasts
@@ -141,10 +148,13 @@ def test_slow_unauthenticated_bodies_are_held_small_and_a_real_client_is_answere
         pusher.join()
         after = process_memory(pid)
         grown = after["VmHWM"] - before["VmHWM"]
-        assert grown < GROWTH_MB, (f"the server's peak grew by {grown:.0f} MiB for "
-                                   f"{CLIENTS} slow senders", before, after, progress)
-        assert max(waits) < 1.0, (f"a real client waited {max(waits):.2f} s", waits,
-                                  progress)
+        assert grown < GROWTH_MB, (
+            f"the server's peak grew by {grown:.0f} MiB for {CLIENTS} slow senders",
+            before,
+            after,
+            progress,
+        )
+        assert max(waits) < 1.0, (f"a real client waited {max(waits):.2f} s", waits, progress)
         # it waits at most for one slow sender to have stalled long enough to lose its place
         assert max(big_waits) < limits.STALL_SECONDS + 1.0, (big_waits, progress)
     finally:

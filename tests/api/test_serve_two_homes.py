@@ -106,38 +106,45 @@ def test_one_workspace_one_token_and_an_item_shared_by_both_servers(pair: Pair):
     assert a.workspace_id == b.workspace_id  # one workspace: the database's
     for server in (a, b):  # the token made once is accepted by both
         assert ok(server.get("/api/workspaces", token)) == {
-            "workspaces": [{"workspace_id": pair.ws, "role": "manager"}]}
+            "workspaces": [{"workspace_id": pair.ws, "role": "manager"}]
+        }
 
     # made through home A (the API has no route that submits chat work) ...
     made = captain(a.home, "work", "submit", "--text", "shared over HTTP")["item"]
     work_id = made["work_id"]
     # ... seen through B
-    shown = eventually(lambda: b.get(pair.path(f"/work/{work_id}"), token),
-                       lambda r: r.status == 200)
+    shown = eventually(
+        lambda: b.get(pair.path(f"/work/{work_id}"), token), lambda r: r.status == 200
+    )
     assert ok(shown)["state"] == "queued" and ok(shown)["input_sha256"] == made["input_sha256"]
     assert work_id in [i["work_id"] for i in ok(b.get(pair.path("/work"), token))["items"]]
 
     # cancelled through B, seen cancelled through A
-    cancelled = ok(b.post(pair.path(f"/work/{work_id}/cancel"), token,
-                          {"reason": "not needed"}))
+    cancelled = ok(b.post(pair.path(f"/work/{work_id}/cancel"), token, {"reason": "not needed"}))
     assert cancelled["outcome"] == "cancelled" and cancelled["state"] == "cancelled"
-    seen = eventually(lambda: ok(a.get(pair.path(f"/work/{work_id}"), token)),
-                      lambda item: item["state"] == "cancelled")
+    seen = eventually(
+        lambda: ok(a.get(pair.path(f"/work/{work_id}"), token)),
+        lambda item: item["state"] == "cancelled",
+    )
     assert [e["type"] for e in seen["events"]][-1] == "cancelled"
 
     # replayed through A, the replay seen through B; replayed again through B
-    replay = ok(a.post(pair.path(f"/work/{work_id}/replay"), token,
-                       {"reason": "needed after all"}), 201)
+    replay = ok(
+        a.post(pair.path(f"/work/{work_id}/replay"), token, {"reason": "needed after all"}), 201
+    )
     assert replay["replay_of"] == work_id and replay["state"] == "queued"
-    there = eventually(lambda: b.get(pair.path(f"/work/{replay['work_id']}"), token),
-                       lambda r: r.status == 200)
-    assert ok(there)["replay_of"] == work_id and ok(there)["requester"] == \
-        f"token:{pair.token_id} (both)"
-    again = ok(b.post(pair.path(f"/work/{work_id}/replay"), token,
-                      {"reason": "and once more"}), 201)
+    there = eventually(
+        lambda: b.get(pair.path(f"/work/{replay['work_id']}"), token), lambda r: r.status == 200
+    )
+    assert (
+        ok(there)["replay_of"] == work_id
+        and ok(there)["requester"] == f"token:{pair.token_id} (both)"
+    )
+    again = ok(
+        b.post(pair.path(f"/work/{work_id}/replay"), token, {"reason": "and once more"}), 201
+    )
     assert ok(a.get(pair.path(f"/work/{again['work_id']}"), token))["replay_of"] == work_id
-    assert pair.rows("SELECT count(*) FROM work_items WHERE replay_of = %s",
-                     work_id) == [(2,)]
+    assert pair.rows("SELECT count(*) FROM work_items WHERE replay_of = %s", work_id) == [(2,)]
 
     # a token made through B works on A until it is revoked through B
     other = captain(b.home, "tokens", "create", "--role", "member")
@@ -161,24 +168,33 @@ def test_a_webhook_delivered_to_each_server_is_one_delivery_and_one_item(pair: P
     assert ok(second, 200) == {"delivery_id": receipt["delivery_id"], "duplicate": True}
     delivery_id = receipt["delivery_id"]
 
-    assert pair.rows("SELECT count(*) FROM deliveries WHERE endpoint_id = 'gh' AND "
-                     "source_delivery_id = %s", source_id) == [(1,)]
-    [(work_id,)] = pair.rows("SELECT work_id FROM work_items WHERE delivery_id = %s",
-                             delivery_id)
+    assert pair.rows(
+        "SELECT count(*) FROM deliveries WHERE endpoint_id = 'gh' AND source_delivery_id = %s",
+        source_id,
+    ) == [(1,)]
+    [(work_id,)] = pair.rows("SELECT work_id FROM work_items WHERE delivery_id = %s", delivery_id)
     for server in (a, b):  # both show the one delivery, and its one item
-        page = ok(server.get(pair.path("/deliveries"), token,
-                             query={"endpoint_id": "gh", "source_delivery_id": source_id}))
+        page = ok(
+            server.get(
+                pair.path("/deliveries"),
+                token,
+                query={"endpoint_id": "gh", "source_delivery_id": source_id},
+            )
+        )
         assert [d["delivery_id"] for d in page["deliveries"]] == [delivery_id]
         assert page["deliveries"][0]["work_id"] == work_id
         items = ok(server.get(pair.path("/work"), token, query={"source": "webhook"}))
-        assert [i["work_id"] for i in items["items"]
-                if i["delivery_id"] == delivery_id] == [work_id]
+        assert [i["work_id"] for i in items["items"] if i["delivery_id"] == delivery_id] == [
+            work_id
+        ]
 
     # the item the webhook made through A: cancelled through B, replayed through A (its
     # raw body is in the shared ledger), the replay seen through B
     ok(b.post(pair.path(f"/work/{work_id}/cancel"), token))
-    eventually(lambda: ok(a.get(pair.path(f"/work/{work_id}"), token))["state"],
-               lambda state: state == "cancelled")
+    eventually(
+        lambda: ok(a.get(pair.path(f"/work/{work_id}"), token))["state"],
+        lambda state: state == "cancelled",
+    )
     replay = ok(a.post(pair.path(f"/work/{work_id}/replay"), token, {"reason": "redo"}), 201)
     assert ok(b.get(pair.path(f"/work/{replay['work_id']}"), token))["replay_of"] == work_id
 
@@ -186,11 +202,15 @@ def test_a_webhook_delivered_to_each_server_is_one_delivery_and_one_item(pair: P
     racing = f"gh-{uuid.uuid4()}"
     pushed = b'{"ref": "refs/heads/main", "after": "77e0d1a"}'  # GitHub's: a body once
     with ThreadPoolExecutor(max_workers=2) as pool:
-        replies = list(pool.map(
-            lambda server: server.hook("gh", pushed, sign_github(GH_SECRET, pushed, racing)),
-            (a, b)))
+        replies = list(
+            pool.map(
+                lambda server: server.hook("gh", pushed, sign_github(GH_SECRET, pushed, racing)),
+                (a, b),
+            )
+        )
     assert sorted(r.status for r in replies) == [200, 202], [(r.status, r.raw) for r in replies]
     assert len({r.json["delivery_id"] for r in replies}) == 1
     assert sorted(r.json["duplicate"] for r in replies) == [False, True]
-    assert pair.rows("SELECT count(*) FROM work_items WHERE delivery_id = %s",
-                     replies[0].json["delivery_id"]) == [(1,)]
+    assert pair.rows(
+        "SELECT count(*) FROM work_items WHERE delivery_id = %s", replies[0].json["delivery_id"]
+    ) == [(1,)]

@@ -115,14 +115,17 @@ def test_full_protocol_round_trip(run, project: Path):
     assert n1["delivery_id"] in err["message"]
 
     # answer, captain side: only the pending question, exactly once
-    err = refused_json(run("answer", "Jack", "q_NOPE", "guess", "--assignment", a1, "--json"),
-                       "unknown_question")
+    err = refused_json(
+        run("answer", "Jack", "q_NOPE", "guess", "--assignment", a1, "--json"), "unknown_question"
+    )
     assert qid in err["message"]
-    answered = ok_json(run("answer", "Jack", qid, "Keep existing behaviour", "--assignment", a1,
-                           "--json"))
+    answered = ok_json(
+        run("answer", "Jack", qid, "Keep existing behaviour", "--assignment", a1, "--json")
+    )
     assert answered["question_id"] == qid
-    refused_json(run("answer", "Jack", qid, "again", "--assignment", a1, "--json"),
-                 "question_answered")
+    refused_json(
+        run("answer", "Jack", qid, "again", "--assignment", a1, "--json"), "question_answered"
+    )
 
     # inbox, crew side: task first, then the answer; then nothing
     box = ok_json(run("inbox", "Jack", "--json", env=env))
@@ -136,8 +139,9 @@ def test_full_protocol_round_trip(run, project: Path):
     assert "No unread mail" in human.out
 
     # done, crew side
-    finished = ok_json(run("done", "Jack", "--report", "Changed x.py; checks pass", "--json",
-                           env=env))
+    finished = ok_json(
+        run("done", "Jack", "--report", "Changed x.py; checks pass", "--json", env=env)
+    )
     assert finished["assignment_id"] == a1
 
     # ack the asked, which returns the done
@@ -175,7 +179,12 @@ def test_wait_returns_when_a_notification_arrives(run, cli):
     r = recruit(run)
     proc = subprocess.Popen(
         [sys.executable, "-m", "captain_tui", "wait", "Jack", "--json", "--timeout", "30"],
-        cwd=cli.cwd, env=cli.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cwd=cli.cwd,
+        env=cli.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         started = time.monotonic()
         ok_json(run("ask", "Jack", "now? " + "x" * 2000, "--json", env=r["env"]))
@@ -212,19 +221,23 @@ def test_refusal_format_json_and_human(run):
     refused_human(run("crew", "has space", "--task", "T"), "invalid_name")
 
 
-@pytest.mark.parametrize("argv", [
-    ["bogus"],
-    ["crew", "Jack"],
-    ["assign", "Jack", "--task", "T"],
-    ["wait"],
-    ["wait", "--json", "--timeout", "0"],
-    ["wait", "Jack", "--all"],
-    ["wait", "Jack", "--timeout", "-1"],
-    ["wait", "Jack", "--timeout", "nan"],
-    ["wait", "Jack", "--timeout", "inf"],
-    ["wait", "Jack", "--timeout", "abc", "--json"],
-    ["status", "--bogus"],
-], ids=lambda argv: " ".join(argv))
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["bogus"],
+        ["crew", "Jack"],
+        ["assign", "Jack", "--task", "T"],
+        ["wait"],
+        ["wait", "--json", "--timeout", "0"],
+        ["wait", "Jack", "--all"],
+        ["wait", "Jack", "--timeout", "-1"],
+        ["wait", "Jack", "--timeout", "nan"],
+        ["wait", "Jack", "--timeout", "inf"],
+        ["wait", "Jack", "--timeout", "abc", "--json"],
+        ["status", "--bogus"],
+    ],
+    ids=lambda argv: " ".join(argv),
+)
 def test_usage_errors_exit_2(run, argv):
     usage_error(run(*argv), as_json="--json" in argv)
 
@@ -254,7 +267,8 @@ def test_wait_on_unknown_crew_and_unknown_delivery(run):
     nobody, nope, escape = run.many(
         (("wait", "Nobody", "--timeout", "0", "--json"), None),
         (("wait", "Jack", "--ack", "dlv_NOPE", "--timeout", "0", "--json"), None),
-        (("wait", "Jack", "--ack", "../../home", "--timeout", "0", "--json"), None))
+        (("wait", "Jack", "--ack", "../../home", "--timeout", "0", "--json"), None),
+    )
     refused_json(nobody, "unknown_crew")
     refused_json(nope, "unknown_delivery")
     refused_json(escape, "unknown_delivery")
@@ -306,8 +320,9 @@ CAPTAIN_SIDE = [
 def test_crew_may_not_run_captain_commands(run):
     r = recruit(run)
     env, a1 = r["env"], r["assignment_id"]
-    results = run.many(*[((*[arg.replace("{a}", a1) for arg in argv], "--json"), env)
-                         for _, argv in CAPTAIN_SIDE])
+    results = run.many(
+        *[((*[arg.replace("{a}", a1) for arg in argv], "--json"), env) for _, argv in CAPTAIN_SIDE]
+    )
     for (label, _), result in zip(CAPTAIN_SIDE, results):
         assert result.code == 1, (label, result.out, result.err)
         refused_json(result, "crew_forbidden")
@@ -324,11 +339,17 @@ def test_crew_may_not_act_for_another_crew(run):
     jack = recruit(run, "Jack", owns=("src/a",))
     anne = recruit(run, "Anne", owns=("src/b",))
     env = jack["env"]
-    results = run.many(*[((*argv, "--json"), env) for argv in (
-        ["check", "Anne", "edit", "src/b/x.py", "--assignment", anne["assignment_id"]],
-        ["ask", "Anne", "q?", "--assignment", anne["assignment_id"]],
-        ["done", "Anne", "--report", "R", "--assignment", anne["assignment_id"]],
-        ["inbox", "Anne"])])
+    results = run.many(
+        *[
+            ((*argv, "--json"), env)
+            for argv in (
+                ["check", "Anne", "edit", "src/b/x.py", "--assignment", anne["assignment_id"]],
+                ["ask", "Anne", "q?", "--assignment", anne["assignment_id"]],
+                ["done", "Anne", "--report", "R", "--assignment", anne["assignment_id"]],
+                ["inbox", "Anne"],
+            )
+        ]
+    )
     for result in results:
         refused_json(result, "crew_forbidden")
     row = status_row(run, "Anne")
@@ -337,11 +358,13 @@ def test_crew_may_not_act_for_another_crew(run):
 
 def test_ownership_overlap_and_unknown_action(run):
     recruit(run, "Jack", owns=("src",))
-    err = refused_json(run("crew", "Anne", "--task", "T", "--owns", "src/deep/er", "--json"),
-                       "ownership_overlap")
+    err = refused_json(
+        run("crew", "Anne", "--task", "T", "--owns", "src/deep/er", "--json"), "ownership_overlap"
+    )
     assert "Jack" in err["message"]
-    refused_json(run("crew", "Anne", "--task", "T", "--allow", "launch-missiles", "--json"),
-                 "unknown_action")
+    refused_json(
+        run("crew", "Anne", "--task", "T", "--allow", "launch-missiles", "--json"), "unknown_action"
+    )
     refused_json(run("crew", "JACK", "--task", "T", "--json"), "crew_exists")
 
 
@@ -381,20 +404,25 @@ def test_done_with_unread_mail_json_and_pending_question(run):
 def test_assign_requires_done_ack_and_exact_handoff(run, project: Path):
     r = recruit(run, owns=("src",), allow=("edit", "test"))
     env, a1 = r["env"], r["assignment_id"]
-    refused_json(run("assign", "Jack", "--task", "T2", "--handoff", a1, "--json"),
-                 "assignment_active")
+    refused_json(
+        run("assign", "Jack", "--task", "T2", "--handoff", a1, "--json"), "assignment_active"
+    )
     run("inbox", "Jack", env=env)
     ok_json(run("done", "Jack", "--report", "R", "--json", env=env))
-    refused_json(run("assign", "Jack", "--task", "T2", "--handoff", "asg_other", "--json"),
-                 "handoff_mismatch")
-    err = refused_json(run("assign", "Jack", "--task", "T2", "--handoff", a1, "--json"),
-                       "unacknowledged")
+    refused_json(
+        run("assign", "Jack", "--task", "T2", "--handoff", "asg_other", "--json"),
+        "handoff_mismatch",
+    )
+    err = refused_json(
+        run("assign", "Jack", "--task", "T2", "--handoff", a1, "--json"), "unacknowledged"
+    )
     n = ok_json(run("wait", "Jack", "--json", "--timeout", "5"))
     assert n["status"] == "done" and n["delivery_id"] in err["message"]
     ok_json(run("wait", "Jack", "--ack", n["delivery_id"], "--json", "--timeout", "0"))
     # --owns restated, --allow inherited
-    nxt = ok_json(run("assign", "Jack", "--task", "T2", "--handoff", a1, "--owns", "docs",
-                      "--json"))
+    nxt = ok_json(
+        run("assign", "Jack", "--task", "T2", "--handoff", a1, "--owns", "docs", "--json")
+    )
     row = status_row(run, "Jack")
     assert row["assignment_id"] == nxt["assignment_id"]
     assert row["owns"] == [str(project / "docs")]
@@ -419,20 +447,23 @@ def test_dismiss_bounces_unread_mail_and_recruit_again(run):
     assert b2["status"] == "bounced" and b2["delivery_id"] != b1["delivery_id"]
     assert {b1.get("message_id"), b2.get("message_id")} == set(gone["bounced"])
 
-    refused_json(run("tell", "Jack", "still there?", "--assignment", a1, "--json"),
-                 "crew_dismissed")
+    refused_json(
+        run("tell", "Jack", "still there?", "--assignment", a1, "--json"), "crew_dismissed"
+    )
     refused_json(run("crew", "Jack", "--task", "again", "--json"), "crew_dismissed")
     # not every notification of a1 is acknowledged yet
-    refused_json(run("crew", "Jack", "--task", "again", "--handoff", a1, "--json"),
-                 "unacknowledged")
+    refused_json(
+        run("crew", "Jack", "--task", "again", "--handoff", a1, "--json"), "unacknowledged"
+    )
     ok_json(run("wait", "Jack", "--ack", b2["delivery_id"], "--json", "--timeout", "0"))
     again = ok_json(run("crew", "Jack", "--task", "again", "--handoff", a1, "--json"))
     assert again["incarnation_id"] != r["incarnation_id"]
     assert again["assignment_id"] != a1
 
     # the old crew process is now a stale incarnation, and is told the live assignment
-    err = refused_json(run("check", "Jack", "edit", "src/x.py", "--json", env=env),
-                       "stale_incarnation")
+    err = refused_json(
+        run("check", "Jack", "edit", "src/x.py", "--json", env=env), "stale_incarnation"
+    )
     assert again["assignment_id"] in err["message"]
     # the new incarnation sees only its own task, not the bounced mail
     box = ok_json(run("inbox", "Jack", "--json", env=again["env"]))
@@ -480,8 +511,9 @@ def test_home_flag_after_command_overrides_env(run, tmp_path: Path):
     r = ok_json(run("crew", "Jack", "--task", "T", "--home", str(other), "--json"))
     assert Path(r["env"]["CAPTAIN_HOME"]) == other
     assert (other / "crew").is_dir()
-    assert [c["name"] for c in ok_json(run("status", "--json", "--home", str(other)))["crew"]] \
-        == ["Jack"]
+    assert [c["name"] for c in ok_json(run("status", "--json", "--home", str(other)))["crew"]] == [
+        "Jack"
+    ]
     assert ok_json(run("status", "--json"))["crew"] == []  # $CAPTAIN_HOME untouched
 
 
@@ -508,8 +540,12 @@ def test_text_round_trips_exactly(run):
     told = ok_json(run("tell", "Jack", "a follow-up", "--assignment", a1, "--json"))
     human = run("inbox", "Jack", env=env)  # for people: oldest first
     assert human.code == 0
-    assert human.out.index(r["message_id"]) < human.out.index("the task") \
-        < human.out.index(told["message_id"]) < human.out.index("a follow-up")
+    assert (
+        human.out.index(r["message_id"])
+        < human.out.index("the task")
+        < human.out.index(told["message_id"])
+        < human.out.index("a follow-up")
+    )
     text = "line one\n\tindented line\n\nunicode: héllo ✓ 🚀  \n  trailing spaces  "
     ok_json(run("tell", "Jack", text, "--assignment", a1, "--json"))
     box = ok_json(run("inbox", "Jack", "--json", env=env))
@@ -519,15 +555,18 @@ def test_text_round_trips_exactly(run):
 def test_control_characters_are_invalid_text(run):
     r = recruit(run)
     for text in ["red \x1b[31malert", "bell\x07", "cr\rlf", "del\x7f"]:
-        err = refused_json(run("tell", "Jack", text, "--assignment", r["assignment_id"],
-                               "--json"), "invalid_text")
+        err = refused_json(
+            run("tell", "Jack", text, "--assignment", r["assignment_id"], "--json"), "invalid_text"
+        )
         assert "\x1b" not in err["message"] and "\x07" not in err["message"]
     refused_json(run("ask", "Jack", "bell\x07", "--json", env=r["env"]), "invalid_text")
     human = run("tell", "Jack", "red \x1b[31malert", "--assignment", r["assignment_id"])
     refused_human(human, "invalid_text")
     assert "\x1b" not in human.err  # the refusal never echoes the raw escape to a terminal
-    refused_json(run("tell", "Jack", "x" * 70_000, "--assignment", r["assignment_id"], "--json"),
-                 "message_too_large")
+    refused_json(
+        run("tell", "Jack", "x" * 70_000, "--assignment", r["assignment_id"], "--json"),
+        "message_too_large",
+    )
     assert status_row(run, "Jack")["unread"] == 1  # nothing was queued
 
 
@@ -549,8 +588,9 @@ def test_duplicate_tell_is_refused_by_message_id(run):
     r = recruit(run)
     a1 = r["assignment_id"]
     first = ok_json(run("tell", "Jack", "same words", "--assignment", a1, "--json"))
-    err = refused_json(run("tell", "Jack", "same words", "--assignment", a1, "--json"),
-                       "duplicate_message")
+    err = refused_json(
+        run("tell", "Jack", "same words", "--assignment", a1, "--json"), "duplicate_message"
+    )
     assert first["message_id"] in err["message"]
 
 
@@ -574,9 +614,12 @@ def test_status_run_by_a_crew_shows_that_crew_only(run):
 def test_an_unknown_role_is_refused_never_taken_for_the_captain(run, role):
     jack = recruit(run, "Jack", owns=("src/a",))
     env = {**jack["env"], "CAPTAIN_ROLE": role}
-    for argv in (("status", "--json"), ("dismiss", "Jack", "--json"),
-                 ("tell", "Jack", "hello", "--assignment", jack["assignment_id"], "--json"),
-                 ("check", "Jack", "edit", "src/a/x.py", "--json")):
+    for argv in (
+        ("status", "--json"),
+        ("dismiss", "Jack", "--json"),
+        ("tell", "Jack", "hello", "--assignment", jack["assignment_id"], "--json"),
+        ("check", "Jack", "edit", "src/a/x.py", "--json"),
+    ):
         refused_json(run(*argv, env=env), "invalid_role")
     assert ok_json(run("status", "--json"))["crew"][0]["state"] == "assigned"  # untouched
 
@@ -599,16 +642,19 @@ def test_a_crew_process_cannot_open_the_cockpit(run, cli):
 def test_an_empty_cwd_means_here_and_a_missing_one_is_named(run, cli):
     got = ok_json(run("crew", "Jack", "--task", "T", "--cwd", "", "--no-launch", "--json"))
     assert got["env"]["CAPTAIN_HOME"]
-    missing = refused_json(run("crew", "Gibbs", "--task", "T", "--cwd", "/no/such/dir",
-                               "--no-launch", "--json"), "invalid_path")
+    missing = refused_json(
+        run("crew", "Gibbs", "--task", "T", "--cwd", "/no/such/dir", "--no-launch", "--json"),
+        "invalid_path",
+    )
     assert "--cwd /no/such/dir" in missing["message"]
 
 
 # -- odd arguments get a stable code, never internal_error --------------------------------------
 
 
-@pytest.mark.parametrize("argv", [("status", "--home", ""), ("--home", "", "status"),
-                                  ("status", "--home", "  ")])
+@pytest.mark.parametrize(
+    "argv", [("status", "--home", ""), ("--home", "", "status"), ("status", "--home", "  ")]
+)
 def test_an_empty_home_is_refused_not_taken_for_the_default(run, argv):
     refused_human(run(*argv), "invalid_home")
 
@@ -627,6 +673,8 @@ def test_undecodable_bytes_in_a_crew_option_are_refused(run, cli, flag):
 
 
 def test_undecodable_bytes_in_a_label_or_holder_are_refused(run):
-    refused_json(run("tokens", "create", "--role", "member", "--label", "\udcff", "--json"),
-                 "invalid_argument")
+    refused_json(
+        run("tokens", "create", "--role", "member", "--label", "\udcff", "--json"),
+        "invalid_argument",
+    )
     refused_json(run("work", "claim", "--holder", "w\udcff", "--json"), "invalid_argument")

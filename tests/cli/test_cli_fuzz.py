@@ -36,14 +36,39 @@ from captain_tui.cli.args import wants_json
 from captain_tui.cli.main import build_parser, main
 from state.errors import CODES
 
-SETTINGS = settings(max_examples=150, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-COMMANDS = ["crew", "assign", "tell", "answer", "wait", "status", "dismiss", "check", "ask",
-            "done", "inbox", "work", "deliveries", "tokens"]
+COMMANDS = [
+    "crew",
+    "assign",
+    "tell",
+    "answer",
+    "wait",
+    "status",
+    "dismiss",
+    "check",
+    "ask",
+    "done",
+    "inbox",
+    "work",
+    "deliveries",
+    "tokens",
+]
 # the ledger's and tokens' own subcommands, so the fuzzer reaches past `work`/`deliveries`
-SUBCOMMANDS = ["list", "show", "cancel", "replay", "resolve", "submit", "claim", "heartbeat",
-               "report", "ingest", "create", "revoke"]
+SUBCOMMANDS = [
+    "list",
+    "show",
+    "cancel",
+    "replay",
+    "resolve",
+    "submit",
+    "claim",
+    "heartbeat",
+    "report",
+    "ingest",
+    "create",
+    "revoke",
+]
 REAL = "<the real assignment>"  # replaced by the live assignment ID of Jack
 
 # Any character at all, lone surrogates included (argv from a real shell can carry
@@ -54,25 +79,36 @@ ANY_CHAR = st.characters(exclude_categories=())
 # strategies so the fuzzers can find anything else.
 any_text = st.text(ANY_CHAR, max_size=40).filter(lambda s: s != "--")
 # What an environment variable can hold: no NUL, surrogates only in the surrogateescape range.
-ENV_CHAR = st.one_of(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"),
-                     st.characters(min_codepoint=0xDC80, max_codepoint=0xDCFF))
+ENV_CHAR = st.one_of(
+    st.characters(exclude_categories=("Cs",), exclude_characters="\x00"),
+    st.characters(min_codepoint=0xDC80, max_codepoint=0xDCFF),
+)
 env_text = st.text(ENV_CHAR, max_size=30)
 
-names = st.one_of(st.sampled_from(["Jack", "jack", "JACK", "Nobody", "", "../x", "a" * 33,
-                                   "Jack\n", "J\x1bck", "-h"]), any_text)
+names = st.one_of(
+    st.sampled_from(
+        ["Jack", "jack", "JACK", "Nobody", "", "../x", "a" * 33, "Jack\n", "J\x1bck", "-h"]
+    ),
+    any_text,
+)
 actions = st.one_of(st.sampled_from(["read", "edit", "build", "delete", "EDIT", ""]), any_text)
-paths = st.one_of(st.sampled_from(["src/x.py", "src", "/", "..", "src/../../etc", "~", "",
-                                   "src/\x00x", "src/\udcff"]), any_text)
-texts = st.one_of(st.sampled_from(["hello", "", " ", "a\nb\tc", "\x1b[31m", "\x07",
-                                   "x" * 70_000]), any_text)
-ids = st.one_of(st.sampled_from([REAL, "asg_x", "", "..", "../../home", "q_x", "dlv_x", "a/b"]),
-                any_text)
+paths = st.one_of(
+    st.sampled_from(
+        ["src/x.py", "src", "/", "..", "src/../../etc", "~", "", "src/\x00x", "src/\udcff"]
+    ),
+    any_text,
+)
+texts = st.one_of(
+    st.sampled_from(["hello", "", " ", "a\nb\tc", "\x1b[31m", "\x07", "x" * 70_000]), any_text
+)
+ids = st.one_of(
+    st.sampled_from([REAL, "asg_x", "", "..", "../../home", "q_x", "dlv_x", "a/b"]), any_text
+)
 # Mostly the one real crew, so the fuzzers also reach the paths past name validation.
 jack = st.sampled_from(["Jack", "jack", "JACK"])
 crew_names = st.integers(0, 3).flatmap(lambda i: names if i == 0 else jack)  # 3 in 4: Jack
 
 REFUSAL = re.compile(r"^captain: \[([a-z_]+)\] ", re.M)
-
 
 
 def _event(label: str) -> None:
@@ -102,8 +138,9 @@ def invoke(argv: list[str]) -> tuple[int, str, str]:
     return code, out_b.getvalue().decode("utf-8"), err_b.getvalue().decode("utf-8")
 
 
-def check_outcome(argv: list[str], code, out: str, err: str, *, as_json: bool,
-                  usage_possible: bool) -> str | None:
+def check_outcome(
+    argv: list[str], code, out: str, err: str, *, as_json: bool, usage_possible: bool
+) -> str | None:
     """Assert the contract for one run; returns the refusal code on exit 1."""
     where = f"argv={argv!r}\nexit={code!r}\nstdout={out[:2000]!r}\nstderr={err[:2000]!r}"
     assert isinstance(code, int) and code in (0, 1, 2), where
@@ -155,8 +192,18 @@ def world():
         path = root / f"home-{label}"
         info: dict = {"home": str(path)}
         if with_crew:
-            code, out, err = invoke(["crew", f"--home={path}", "--task=the task", "--owns=src",
-                                     "--allow=edit", "--json", "--", "Jack"])
+            code, out, err = invoke(
+                [
+                    "crew",
+                    f"--home={path}",
+                    "--task=the task",
+                    "--owns=src",
+                    "--allow=edit",
+                    "--json",
+                    "--",
+                    "Jack",
+                ]
+            )
             assert code == 0, err
             info.update(json.loads(out))
         else:
@@ -185,14 +232,20 @@ def _opt(flag: str, value: str | None) -> list[str]:
 
 
 @SETTINGS
-@given(command=st.sampled_from(["check", "ask", "done", "inbox"]), name=crew_names,
-       action=st.one_of(st.just("edit"), actions), paths=st.lists(paths, max_size=3),
-       text=texts, assignment=st.one_of(st.none(), st.none(), ids),
-       as_json=st.booleans(),
-       context=st.sampled_from(["real", "captain", "random", "no-assignment"]),
-       env_values=st.tuples(env_text, env_text, env_text))
-def test_crew_side_commands_never_crash(world, command, name, action, paths, text, assignment,
-                                        as_json, context, env_values):
+@given(
+    command=st.sampled_from(["check", "ask", "done", "inbox"]),
+    name=crew_names,
+    action=st.one_of(st.just("edit"), actions),
+    paths=st.lists(paths, max_size=3),
+    text=texts,
+    assignment=st.one_of(st.none(), st.none(), ids),
+    as_json=st.booleans(),
+    context=st.sampled_from(["real", "captain", "random", "no-assignment"]),
+    env_values=st.tuples(env_text, env_text, env_text),
+)
+def test_crew_side_commands_never_crash(
+    world, command, name, action, paths, text, assignment, as_json, context, env_values
+):
     info = world("crew-side")
     assignment = _real(assignment, info)
     argv = [command, f"--home={info['home']}"] + (["--json"] if as_json else [])
@@ -213,8 +266,12 @@ def test_crew_side_commands_never_crash(world, command, name, action, paths, tex
         env = {k: v for k, v in info["env"].items() if k != "CAPTAIN_ASSIGNMENT"}
     elif context == "random":
         crew, incarnation, assignment_env = env_values
-        env = {"CAPTAIN_ROLE": "crew", "CAPTAIN_CREW": crew, "CAPTAIN_INCARNATION": incarnation,
-               "CAPTAIN_ASSIGNMENT": assignment_env}
+        env = {
+            "CAPTAIN_ROLE": "crew",
+            "CAPTAIN_CREW": crew,
+            "CAPTAIN_INCARNATION": incarnation,
+            "CAPTAIN_ASSIGNMENT": assignment_env,
+        }
     env.pop("CAPTAIN_HOME", None)
     with pytest.MonkeyPatch.context() as mp:
         for key, value in env.items():
@@ -227,13 +284,21 @@ def test_crew_side_commands_never_crash(world, command, name, action, paths, tex
 
 
 @SETTINGS
-@given(command=st.sampled_from(["crew", "assign", "tell", "answer", "dismiss", "status"]),
-       name=crew_names, text=texts, owns=st.one_of(st.none(), st.lists(paths, max_size=2)),
-       allow=st.one_of(st.none(), st.lists(actions, max_size=2)),
-       handoff=st.one_of(st.none(), ids), assignment=ids, question=ids,
-       cwd=st.one_of(st.none(), paths), as_json=st.booleans())
-def test_captain_side_commands_never_crash(world, command, name, text, owns, allow, handoff,
-                                           assignment, question, cwd, as_json):
+@given(
+    command=st.sampled_from(["crew", "assign", "tell", "answer", "dismiss", "status"]),
+    name=crew_names,
+    text=texts,
+    owns=st.one_of(st.none(), st.lists(paths, max_size=2)),
+    allow=st.one_of(st.none(), st.lists(actions, max_size=2)),
+    handoff=st.one_of(st.none(), ids),
+    assignment=ids,
+    question=ids,
+    cwd=st.one_of(st.none(), paths),
+    as_json=st.booleans(),
+)
+def test_captain_side_commands_never_crash(
+    world, command, name, text, owns, allow, handoff, assignment, question, cwd, as_json
+):
     info = world("captain-side")
     handoff, assignment = _real(handoff, info), _real(assignment, info)
     if command == "dismiss" and name.lower() == "jack":
@@ -241,8 +306,14 @@ def test_captain_side_commands_never_crash(world, command, name, text, owns, all
     argv = [command, f"--home={info['home']}"] + (["--json"] if as_json else [])
     grants = [f"--owns={p}" for p in owns or []] + [f"--allow={a}" for a in allow or []]
     if command == "crew":
-        argv += [f"--task={text}", *grants, *_opt("handoff", handoff), *_opt("cwd", cwd),
-                 "--", name]
+        argv += [
+            f"--task={text}",
+            *grants,
+            *_opt("handoff", handoff),
+            *_opt("cwd", cwd),
+            "--",
+            name,
+        ]
     elif command == "assign":
         argv += [f"--task={text}", f"--handoff={handoff or assignment}", *grants, "--", name]
     elif command == "tell":
@@ -269,10 +340,27 @@ def _valid_seconds(text: str) -> bool:
 
 
 timeouts = st.one_of(
-    st.sampled_from(["0", "-0", "-1", "nan", "NaN", "inf", "-inf", "1e309", "1e-320", "1_0",
-                     " 5 ", "0x10", "", "abc", "१"]),
+    st.sampled_from(
+        [
+            "0",
+            "-0",
+            "-1",
+            "nan",
+            "NaN",
+            "inf",
+            "-inf",
+            "1e309",
+            "1e-320",
+            "1_0",
+            " 5 ",
+            "0x10",
+            "",
+            "abc",
+            "१",
+        ]
+    ),
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
-    st.integers(min_value=-10**30, max_value=10**30).map(str),
+    st.integers(min_value=-(10**30), max_value=10**30).map(str),
     any_text,
 )
 
@@ -295,8 +383,12 @@ def test_wait_timeout_values(world, timeout, as_json, use_all):
 
 
 @SETTINGS
-@given(timeout=st.floats(min_value=0, max_value=0.02), ack=st.one_of(st.none(), ids),
-       name=st.sampled_from(["Jack", "jack", None]), as_json=st.booleans())
+@given(
+    timeout=st.floats(min_value=0, max_value=0.02),
+    ack=st.one_of(st.none(), ids),
+    name=st.sampled_from(["Jack", "jack", None]),
+    as_json=st.booleans(),
+)
 def test_wait_on_a_real_crew(world, timeout, ack, name, as_json):
     info = world("wait-real")
     ack = _real(ack, info)
@@ -314,12 +406,38 @@ def test_wait_on_a_real_crew(world, timeout, ack, name, as_json):
 
 # -- anything at all ------------------------------------------------------------------------
 
-FLAGS = ["--json", "--all", "--timeout", "--ack", "--task", "--owns", "--allow", "--handoff",
-         "--assignment", "--report", "--cwd", "--no-launch", "--", "-h", "--state",
-         "--source", "--limit", "--after", "--generation", "--to", "--reason", "--outcome",
-         "--endpoint", "--delivery-id", "--role", "wrk_0", "whd_0"]
-tokens = st.one_of(st.sampled_from(COMMANDS + SUBCOMMANDS + FLAGS + ["Jack", "0", "src", "edit"]),
-                   any_text)
+FLAGS = [
+    "--json",
+    "--all",
+    "--timeout",
+    "--ack",
+    "--task",
+    "--owns",
+    "--allow",
+    "--handoff",
+    "--assignment",
+    "--report",
+    "--cwd",
+    "--no-launch",
+    "--",
+    "-h",
+    "--state",
+    "--source",
+    "--limit",
+    "--after",
+    "--generation",
+    "--to",
+    "--reason",
+    "--outcome",
+    "--endpoint",
+    "--delivery-id",
+    "--role",
+    "wrk_0",
+    "whd_0",
+]
+tokens = st.one_of(
+    st.sampled_from(COMMANDS + SUBCOMMANDS + FLAGS + ["Jack", "0", "src", "edit"]), any_text
+)
 
 
 # Commands that run until a person quits: the cockpit (no command), the demo, watch, serve.
@@ -343,8 +461,9 @@ def _dangerous(argv: list[str]) -> bool:
     for i, arg in enumerate(argv):
         if arg.startswith("--ho"):
             return True
-        if arg.startswith("--t") and (arg.partition("=")[2] or
-                                      (argv[i + 1] if i + 1 < len(argv) else "")):
+        if arg.startswith("--t") and (
+            arg.partition("=")[2] or (argv[i + 1] if i + 1 < len(argv) else "")
+        ):
             value = arg.partition("=")[2] or argv[i + 1]
             try:
                 if float(value) > 0.05:
@@ -365,9 +484,14 @@ def _json_mode(argv: list[str]) -> bool:
 
 
 @SETTINGS
-@given(argv=st.one_of(st.lists(tokens, max_size=7),
-                      st.tuples(st.sampled_from(COMMANDS), st.lists(tokens, max_size=6))
-                      .map(lambda t: [t[0], *t[1]])))
+@given(
+    argv=st.one_of(
+        st.lists(tokens, max_size=7),
+        st.tuples(st.sampled_from(COMMANDS), st.lists(tokens, max_size=6)).map(
+            lambda t: [t[0], *t[1]]
+        ),
+    )
+)
 def test_any_argv_never_crashes(world, argv):
     assume(not _dangerous(argv))
     assume(argv.count("--") <= 1)  # see test_double_dash_as_a_value
@@ -376,18 +500,20 @@ def test_any_argv_never_crashes(world, argv):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("CAPTAIN_HOME", info["home"])
         code, out, err = invoke(list(argv))
-    check_outcome(argv, code, out, err, as_json=_json_mode(list(argv)),
-                  usage_possible=True)
+    check_outcome(argv, code, out, err, as_json=_json_mode(list(argv)), usage_possible=True)
 
 
 # -- the home itself ------------------------------------------------------------------------
 
 
 @SETTINGS
-@given(suffix=st.one_of(
-           st.sampled_from(["", "..", " ", "\n", "\x1b[2J", "-", "\udcff", "\udc80x", "é"]),
-           st.text(ENV_CHAR.filter(lambda c: c != "/"), max_size=20)),
-       via_env=st.booleans())
+@given(
+    suffix=st.one_of(
+        st.sampled_from(["", "..", " ", "\n", "\x1b[2J", "-", "\udcff", "\udc80x", "é"]),
+        st.text(ENV_CHAR.filter(lambda c: c != "/"), max_size=20),
+    ),
+    via_env=st.booleans(),
+)
 def test_hostile_home_paths(world, suffix, via_env):
     # What a real argv or environment can carry: no NUL, and surrogates only in the
     # surrogateescape range (U+DC80..U+DCFF) that undecodable bytes map to.
@@ -411,11 +537,15 @@ def test_hostile_home_paths(world, suffix, via_env):
 # -- known edge: "--" as a value --------------------------------------------------------------
 
 
-@pytest.mark.parametrize("argv", [
-    ["ask", "Jack", "--", "--"],
-    ["tell", "--assignment=asg_x", "--", "Jack", "--"],
-    ["check", "--", "Jack", "edit", "--"],
-], ids=["ask", "tell", "check"])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["ask", "Jack", "--", "--"],
+        ["tell", "--assignment=asg_x", "--", "Jack", "--"],
+        ["check", "--", "Jack", "edit", "--"],
+    ],
+    ids=["ask", "tell", "check"],
+)
 def test_double_dash_as_a_value(world, argv):
     """``captain tell Jack --assignment A -- --`` sends the text "--" (or is a usage error);
     it must never reach the catch-all as an unexpected exception."""

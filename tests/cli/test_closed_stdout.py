@@ -28,9 +28,14 @@ def closed_early(cli, *args: str, keep: int = 0, env: dict | None = None):
     r, w = os.pipe()
     if not keep:
         os.close(r)
-    proc = subprocess.Popen([sys.executable, "-m", "captain_tui", *args], cwd=cli.cwd,
-                            env=cli.env(env), stdin=subprocess.DEVNULL, stdout=w,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "captain_tui", *args],
+        cwd=cli.cwd,
+        env=cli.env(env),
+        stdin=subprocess.DEVNULL,
+        stdout=w,
+        stderr=subprocess.PIPE,
+    )
     os.close(w)
     got = b""
     if keep:
@@ -61,8 +66,12 @@ def _home(cli):
 
 def test_a_reader_that_closes_first_ends_each_command_quietly(cli):
     home, r = _home(cli)
-    for args in (("status", "--json"), ("status",), ("work", "list", "--json"),
-                 ("inbox", "Ada", "--json")):
+    for args in (
+        ("status", "--json"),
+        ("status",),
+        ("work", "list", "--json"),
+        ("inbox", "Ada", "--json"),
+    ):
         code, _, err = closed_early(cli, *args)
         _quiet(code, err, " ".join(args))
     code, _, err = closed_early(cli, "wait", "Ada", "--timeout", "0", "--json")
@@ -71,15 +80,17 @@ def test_a_reader_that_closes_first_ends_each_command_quietly(cli):
     again = cli("wait", "Ada", "--timeout", "0", "--json")
     assert again.code == 1 and json.loads(again.out)["error"]["code"] == "unacknowledged"
     # a refusal printed into a closed pipe is quiet too
-    code, _, err = closed_early(cli, "tell", "Nobody", "hi", "--assignment", "asn_x",
-                                "--json")
+    code, _, err = closed_early(cli, "tell", "Nobody", "hi", "--assignment", "asn_x", "--json")
     _quiet(code, err, "a refusal")
 
 
 def test_head_c_300_on_a_big_output_and_the_crews_mail_stays_unread(cli):
     home, r = _home(cli)
-    for args, env in ((("inbox", "Ada", "--json"), None), (("inbox", "Ada"), None),
-                      (("inbox", "Ada", "--json"), r.env)):  # the last: the crew's own read
+    for args, env in (
+        (("inbox", "Ada", "--json"), None),
+        (("inbox", "Ada"), None),
+        (("inbox", "Ada", "--json"), r.env),
+    ):  # the last: the crew's own read
         code, got, err = closed_early(cli, *args, keep=300, env=env)
         assert len(got) == 300
         _quiet(code, err, " ".join(args))

@@ -32,21 +32,35 @@ from state.store import Store
 
 REPO = Path(__file__).resolve().parents[2]
 
-BAD_NUMBERS = ["inf", "-inf", "nan", "1e400", "-1", "1e300", str(10**30), "true", '"8"',
-               "[1]", "{ a = 1 }", "1979-05-27"]
+BAD_NUMBERS = [
+    "inf",
+    "-inf",
+    "nan",
+    "1e400",
+    "-1",
+    "1e300",
+    str(10**30),
+    "true",
+    '"8"',
+    "[1]",
+    "{ a = 1 }",
+    "1979-05-27",
+]
 # (table line, key, values that must be refused besides BAD_NUMBERS' that do not fit)
-NUMERIC = [("[ledger]", "slots", ["0", "1.5", "10001"]),
-           ("[ledger]", "lease_seconds", ["0.5", "86401"]),
-           ("[crew]", "wait_timeout", ["315360001"]),
-           ("[endpoints.gh]", "retention_days", ["3651"]),
-           ("[endpoints.gh]", "max_attempts", ["0", "21", "2.0"])]
-OTHER = [("[endpoints.gh]", "routine", ['"yes"', "1"]),
-         ("[endpoints.gh]", "signature", ['"captian"', "true"]),
-         ("[endpoints.gh]", "events", ['"push"', "[1]"]),
-         ("[endpoints.gh]", "secret", ["123"]),
-         ("[ledger]", "url", ["5"])]  # url's own code: state/work/location.py
-
-
+NUMERIC = [
+    ("[ledger]", "slots", ["0", "1.5", "10001"]),
+    ("[ledger]", "lease_seconds", ["0.5", "86401"]),
+    ("[crew]", "wait_timeout", ["315360001"]),
+    ("[endpoints.gh]", "retention_days", ["3651"]),
+    ("[endpoints.gh]", "max_attempts", ["0", "21", "2.0"]),
+]
+OTHER = [
+    ("[endpoints.gh]", "routine", ['"yes"', "1"]),
+    ("[endpoints.gh]", "signature", ['"captian"', "true"]),
+    ("[endpoints.gh]", "events", ['"push"', "[1]"]),
+    ("[endpoints.gh]", "secret", ["123"]),
+    ("[ledger]", "url", ["5"]),
+]  # url's own code: state/work/location.py
 
 
 @pytest.fixture
@@ -63,22 +77,37 @@ def write(root: Path, text: str) -> None:
 
 
 def recruit(root: Path, project: Path, name: str = "Jack", *extra: str):
-    return invoke("crew", name, "--task", "t", "--no-launch", "--cwd", str(project),
-                  "--home", str(root), "--json", *extra)
+    return invoke(
+        "crew",
+        name,
+        "--task",
+        "t",
+        "--no-launch",
+        "--cwd",
+        str(project),
+        "--home",
+        str(root),
+        "--json",
+        *extra,
+    )
 
 
 def nothing_recorded(root: Path, *, status: bool = True) -> None:
     """No crew, no work item, no mail: the refused command wrote nothing."""
     for folder in ("crew", "work", "mail"):
-        entries = [n for n in os.listdir(root / folder) if not n.startswith(".")] \
-            if (root / folder).exists() else []
+        entries = (
+            [n for n in os.listdir(root / folder) if not n.startswith(".")]
+            if (root / folder).exists()
+            else []
+        )
         assert entries == [], f"{folder}/ holds {entries} after a refusal"
     if status:
         code, shown, _ = invoke("status", "--home", str(root), "--json")
         # status still answers: no crew; a setting it cannot use fails it (exit 1, the code)
         assert shown["crew"] == [], shown
-        assert code == 0 or (code == 1 and shown["error"]["code"] in (
-            "invalid_config", "invalid_ledger_url")), shown
+        assert code == 0 or (
+            code == 1 and shown["error"]["code"] in ("invalid_config", "invalid_ledger_url")
+        ), shown
 
 
 def refused_invalid_config(result, key: str) -> str:
@@ -91,10 +120,12 @@ def refused_invalid_config(result, key: str) -> str:
     return message
 
 
-@pytest.mark.parametrize("table, key, values",
-                         [(t, k, BAD_NUMBERS + extra) for t, k, extra in NUMERIC] + OTHER)
-def test_a_value_that_does_not_fit_refuses_the_recruit_and_records_nothing(world, table, key,
-                                                                          values):
+@pytest.mark.parametrize(
+    "table, key, values", [(t, k, BAD_NUMBERS + extra) for t, k, extra in NUMERIC] + OTHER
+)
+def test_a_value_that_does_not_fit_refuses_the_recruit_and_records_nothing(
+    world, table, key, values
+):
     root, project = world
     for value in values:
         write(root, f"{table}\n{key} = {value}\n")
@@ -103,8 +134,7 @@ def test_a_value_that_does_not_fit_refuses_the_recruit_and_records_nothing(world
             assert result[0] == 1 and result[1]["error"]["code"] == "invalid_ledger_url", result
         else:
             message = refused_invalid_config(result, f"{table[:-1]}] {key}")
-            assert config.SETTINGS.get(table.strip("[]"), config.ENDPOINT)[key].takes() \
-                in message
+            assert config.SETTINGS.get(table.strip("[]"), config.ENDPOINT)[key].takes() in message
         nothing_recorded(root, status=False)
         assert (root / "config.toml").read_text() == f"{table}\n{key} = {value}\n"
     nothing_recorded(root)
@@ -116,8 +146,14 @@ def test_every_command_that_reads_settings_refuses_the_same_way(world):
     root, project = world
     write(root, "[ledger]\nlease_seconds = inf\n")
     home = ("--home", str(root), "--json")
-    for argv in (("work", "submit", "--text", "x"), ("work", "claim"), ("work", "list"),
-                 ("wait", "--all"), ("tokens", "list"), ("deliveries", "purge")):
+    for argv in (
+        ("work", "submit", "--text", "x"),
+        ("work", "claim"),
+        ("work", "list"),
+        ("wait", "--all"),
+        ("tokens", "list"),
+        ("deliveries", "purge"),
+    ):
         refused_invalid_config(invoke(*argv, *home), "[ledger] lease_seconds")
     nothing_recorded(root)
 
@@ -128,9 +164,23 @@ def test_serve_and_the_cockpit_refuse_to_start_on_it(world):
     root, _ = world
     write(root, "[ledger]\nslots = 1e400\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("CAPTAIN_")}
-    served = subprocess.run([sys.executable, "-m", "captain_tui", "serve", "--port", "0",
-                             "--home", str(root), "--json"], capture_output=True, text=True,
-                            timeout=30, env={**env, "PYTHONPATH": str(REPO)})
+    served = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "captain_tui",
+            "serve",
+            "--port",
+            "0",
+            "--home",
+            str(root),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**env, "PYTHONPATH": str(REPO)},
+    )
     assert served.returncode == 1, served
     assert json.loads(served.stdout)["error"]["code"] == "invalid_config", served
     code, _, err = invoke("--home", str(root))  # the cockpit
@@ -139,14 +189,16 @@ def test_serve_and_the_cockpit_refuse_to_start_on_it(world):
 
 def test_the_bounds_themselves_are_accepted(world):
     root, project = world
-    write(root, "[ledger]\nslots = 10000\nlease_seconds = 86400\n[crew]\nwait_timeout = 0\n"
-                "[endpoints.gh]\nretention_days = 3650\nmax_attempts = 20\nroutine = true\n"
-                'signature = "captain"\nevents = []\nsecret = ""\n')
+    write(
+        root,
+        "[ledger]\nslots = 10000\nlease_seconds = 86400\n[crew]\nwait_timeout = 0\n"
+        "[endpoints.gh]\nretention_days = 3650\nmax_attempts = 20\nroutine = true\n"
+        'signature = "captain"\nevents = []\nsecret = ""\n',
+    )
     code, payload, err = recruit(root, project)
     assert code == 0 and payload["ok"] and not payload["queued"], (payload, err)
     assert "warning" not in err, err
-    code, payload, err = invoke("work", "show", payload["work_id"], "--home", str(root),
-                                "--json")
+    code, payload, err = invoke("work", "show", payload["work_id"], "--home", str(root), "--json")
     assert code == 0 and payload["item"]["state"] == "running", payload
 
 
@@ -174,15 +226,23 @@ def test_a_running_process_keeps_its_last_good_settings_and_says_why(tmp_path):
     assert "last good settings are kept" in warned[0][1]
 
 
-NUMBERS = st.one_of(st.floats(allow_nan=True, allow_infinity=True),
-                    st.integers(min_value=-10**40, max_value=10**40), st.booleans())
+NUMBERS = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(min_value=-(10**40), max_value=10**40),
+    st.booleans(),
+)
 
 
-@settings(max_examples=12, derandomize=True, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=12,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(where=st.sampled_from([(t, k) for t, k, _ in NUMERIC]), number=NUMBERS)
-def test_any_number_either_works_or_is_invalid_config_and_nothing_is_half_done(tmp_path_factory,
-                                                                              where, number):
+def test_any_number_either_works_or_is_invalid_config_and_nothing_is_half_done(
+    tmp_path_factory, where, number
+):
     root = tmp_path_factory.mktemp("h") / "home"
     Home(root)
     project = root.parent / "p"

@@ -43,19 +43,48 @@ def test_a_no_launch_crew_outlives_its_lease_while_a_runner_is_alive(run, cli, t
     chat = ok(run("work", "submit", "--text", "a chat task", "--json"))["item"]  # a home
     (cli.home / "config.toml").write_text("[ledger]\nlease_seconds = 1\n")
     log = (tmp_path / "watch.out").open("w")
-    watch = subprocess.Popen([sys.executable, "-m", "captain_tui", "watch"], cwd=cli.cwd,
-                             env=cli.env(), stdout=log, stderr=subprocess.STDOUT)
+    watch = subprocess.Popen(
+        [sys.executable, "-m", "captain_tui", "watch"],
+        cwd=cli.cwd,
+        env=cli.env(),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     try:
-        outside = ok(run("crew", "Nolan", "--task", "started elsewhere", "--owns", "src/n",
-                         "--allow", "edit", "--no-launch", "--json"))
-        launched = ok(run("crew", "Jack", "--task", "in a pane", "--owns", "src/j",
-                          "--allow", "edit", "--json"))
+        outside = ok(
+            run(
+                "crew",
+                "Nolan",
+                "--task",
+                "started elsewhere",
+                "--owns",
+                "src/n",
+                "--allow",
+                "edit",
+                "--no-launch",
+                "--json",
+            )
+        )
+        launched = ok(
+            run(
+                "crew",
+                "Jack",
+                "--task",
+                "in a pane",
+                "--owns",
+                "src/j",
+                "--allow",
+                "edit",
+                "--json",
+            )
+        )
         # the control: a worker's claim with no locator, taken after both crews' claims,
         # so once it is decided every earlier lease was past too when the runner looked
         ok(run("work", "claim", chat["work_id"], "--holder", "worker-a", "--json"))
 
-        control = poll(lambda: show(run, chat["work_id"]),
-                       lambda item: item["state"] == "needs_reconciliation")
+        control = poll(
+            lambda: show(run, chat["work_id"]), lambda item: item["state"] == "needs_reconciliation"
+        )
         assert control["attempts"][-1]["lease_holder"] == "worker-a"
 
         item = show(run, outside["work_id"])
@@ -65,8 +94,10 @@ def test_a_no_launch_crew_outlives_its_lease_while_a_runner_is_alive(run, cli, t
         assert watch.poll() is None  # the runner was alive the whole time
 
         # a launched crew is unchanged: held by captain, its pane seen alive, its lease renewed
-        pane_item = poll(lambda: show(run, launched["work_id"]),
-                         lambda i: i["attempts"][-1]["heartbeat_at"] is not None)
+        pane_item = poll(
+            lambda: show(run, launched["work_id"]),
+            lambda i: i["attempts"][-1]["heartbeat_at"] is not None,
+        )
         assert pane_item["state"] == "running"
         assert pane_item["attempts"][-1]["runtime_locator"] is not None
 
@@ -84,8 +115,9 @@ def test_a_no_launch_crew_outlives_its_lease_while_a_runner_is_alive(run, cli, t
 
 def test_no_worker_may_claim_as_the_external_holder(run):
     chat = ok(run("work", "submit", "--text", "a chat task", "--json"))["item"]
-    err = refused(run("work", "claim", chat["work_id"], "--holder", "external", "--json"),
-                  "invalid_argument")
+    err = refused(
+        run("work", "claim", chat["work_id"], "--holder", "external", "--json"), "invalid_argument"
+    )
     assert "reserved" in err["message"]
     assert show(run, chat["work_id"])["state"] == "queued"
 
@@ -94,8 +126,20 @@ def test_no_worker_may_claim_as_the_external_holder(run):
 
 
 def test_captain_side_inbox_is_a_peek_and_the_crew_still_writes_receipts(run):
-    r = ok(run("crew", "Jack", "--task", "the task text", "--owns", "src", "--allow", "edit",
-               "--no-launch", "--json"))
+    r = ok(
+        run(
+            "crew",
+            "Jack",
+            "--task",
+            "the task text",
+            "--owns",
+            "src",
+            "--allow",
+            "edit",
+            "--no-launch",
+            "--json",
+        )
+    )
     receipts = run.cli.home / "receipts" / "jack"
 
     peek = ok(run("inbox", "Jack", "--json"))  # the captain's own shell: no CAPTAIN_ROLE
@@ -146,8 +190,20 @@ def test_status_says_where_the_home_is_and_never_creates_one(run):
     assert payload["crew"] == []
     assert not home.exists()  # a read: nothing was created
 
-    ok(run("crew", "Jack", "--task", "t", "--owns", "src", "--allow", "edit", "--no-launch",
-           "--json"))
+    ok(
+        run(
+            "crew",
+            "Jack",
+            "--task",
+            "t",
+            "--owns",
+            "src",
+            "--allow",
+            "edit",
+            "--no-launch",
+            "--json",
+        )
+    )
     payload = ok(run("status", "--json"))
     assert payload["home"] == str(home) and payload["home_exists"] is True
     assert [row["name"] for row in payload["crew"]] == ["Jack"]

@@ -44,8 +44,20 @@ def configure(home: Home, text: str) -> None:
 
 
 def ingest(run, endpoint: str, delivery_id: str, body: str = BODY, event: str = "push") -> dict:
-    return ok(run("deliveries", "ingest", "--endpoint", endpoint, "--delivery-id", delivery_id,
-                  "--event", event, "--json", stdin=body))["delivery"]
+    return ok(
+        run(
+            "deliveries",
+            "ingest",
+            "--endpoint",
+            endpoint,
+            "--delivery-id",
+            delivery_id,
+            "--event",
+            event,
+            "--json",
+            stdin=body,
+        )
+    )["delivery"]
 
 
 def bodies(home: Home) -> list[str]:
@@ -54,8 +66,11 @@ def bodies(home: Home) -> list[str]:
 
 
 def files(home: Home) -> dict[str, bytes]:
-    return {str(p.relative_to(home.root)): p.read_bytes() for p in Path(home.root).rglob("*")
-            if p.is_file() and "locks" not in p.parts}
+    return {
+        str(p.relative_to(home.root)): p.read_bytes()
+        for p in Path(home.root).rglob("*")
+        if p.is_file() and "locks" not in p.parts
+    }
 
 
 # -- 1. purging raw bodies ---------------------------------------------------------------
@@ -63,37 +78,42 @@ def files(home: Home) -> dict[str, bytes]:
 
 @ON_BOTH
 def test_deliveries_purge_removes_expired_bodies_and_keeps_the_records(run, home):
-    configure(home, "[endpoints.gone]\nretention_days = 0\n\n[endpoints.kept]\n"
-                    "retention_days = 7\n")
+    configure(
+        home, "[endpoints.gone]\nretention_days = 0\n\n[endpoints.kept]\nretention_days = 7\n"
+    )
     gone = ingest(run, "gone", "g-1")
     kept = ingest(run, "kept", "k-1")
     assert gone["raw_body_available"] is False  # zero days: expired on arrival ...
     assert len(stored.bodies(home)) == 2  # ... but its body is still held until a purge
     # a GitHub-style body claim past its window, and a refusal older than the bound
-    claimed = deliveries.ingest(home, "gone", "g-2", b'{"n": 2}', event="push",
-                                body_once=True).delivery
+    claimed = deliveries.ingest(
+        home, "gone", "g-2", b'{"n": 2}', event="push", body_once=True
+    ).delivery
     assert stored.body_claims(home) == 1
     old = deliveries.reject(home, "kept", "k-9", b"{}", "bad signature: test")
     young = deliveries.reject(home, "kept", "k-8", b"{}", "bad signature: test")
     stored.age_rejection(home, old.rejection_id, deliveries.REJECTION_DAYS + 1)
 
     purged = ok(run("deliveries", "purge", "--json"))
-    assert {k: purged[k] for k in ("bodies_removed", "body_claims_removed",
-                                   "rejections_removed")} == \
-        {"bodies_removed": 2, "body_claims_removed": 1, "rejections_removed": 1}
+    assert {
+        k: purged[k] for k in ("bodies_removed", "body_claims_removed", "rejections_removed")
+    } == {"bodies_removed": 2, "body_claims_removed": 1, "rejections_removed": 1}
     assert list(stored.bodies(home)) == [kept["delivery_id"]]
     assert stored.body_claims(home) == 0
     assert deliveries.rejections(home) == [young]
     assert sorted(stored.records(home)) == sorted(
-        [gone["delivery_id"], kept["delivery_id"], claimed.delivery_id])  # records stay
+        [gone["delivery_id"], kept["delivery_id"], claimed.delivery_id]
+    )  # records stay
     quarantine = Path(home.root) / "quarantine"  # a claim is deleted, never quarantined
     assert not quarantine.exists() or list(quarantine.iterdir()) == []
 
     for before in (gone, claimed.model_dump(mode="json")):
         after = ok(run("deliveries", "show", before["delivery_id"], "--json"))["delivery"]
         assert after["raw_body_available"] is False
-        assert (after["body_sha256"], after["body_bytes"]) == \
-            (before["body_sha256"], before["body_bytes"])
+        assert (after["body_sha256"], after["body_bytes"]) == (
+            before["body_sha256"],
+            before["body_bytes"],
+        )
         assert after["work_id"] == before["work_id"]
     held = ok(run("deliveries", "show", kept["delivery_id"], "--json"))["delivery"]
     assert held["raw_body_available"] is True
@@ -115,14 +135,29 @@ def test_deliveries_purge_is_the_captains(run, home):
 
 def test_captain_watch_purges_expired_bodies(cli, home, tmp_path):
     configure(home, "[endpoints.gone]\nretention_days = 0\n")
-    delivery = ok(cli("deliveries", "ingest", "--endpoint", "gone", "--delivery-id", "g-1",
-                      "--json", stdin=BODY))["delivery"]
+    delivery = ok(
+        cli(
+            "deliveries",
+            "ingest",
+            "--endpoint",
+            "gone",
+            "--delivery-id",
+            "g-1",
+            "--json",
+            stdin=BODY,
+        )
+    )["delivery"]
     assert len(bodies(home)) == 1
     log = tmp_path / "watch.log"
     with log.open("wb") as err:
-        watch = subprocess.Popen([sys.executable, "-m", "captain_tui", "watch"],
-                                 env=cli.env(), cwd=cli.cwd, stdout=subprocess.DEVNULL,
-                                 stderr=err, start_new_session=True)
+        watch = subprocess.Popen(
+            [sys.executable, "-m", "captain_tui", "watch"],
+            env=cli.env(),
+            cwd=cli.cwd,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            start_new_session=True,
+        )
     try:
         deadline = time.monotonic() + 30
         while bodies(home) and time.monotonic() < deadline:
@@ -146,8 +181,12 @@ def test_captain_watch_purges_expired_bodies(cli, home, tmp_path):
 def test_an_unknown_endpoint_is_an_invalid_filter(run, home):
     configure(home, "[endpoints.gh]\n\n[endpoints.quiet]\n")
     delivery = ingest(run, "gh", "d-1")
-    for args in (("--endpoint", "typo"), ("--endpoint", ""), ("--endpoint", "gh!"),
-                 ("--endpoint", "typo", "--source-delivery-id", "d-1")):
+    for args in (
+        ("--endpoint", "typo"),
+        ("--endpoint", ""),
+        ("--endpoint", "gh!"),
+        ("--endpoint", "typo", "--source-delivery-id", "d-1"),
+    ):
         err = refused(run("deliveries", "list", *args, "--json"), "invalid_filter")
         assert "gh" in err["message"] and "quiet" in err["message"]  # what is known
     line = refused_human(run("deliveries", "list", "--endpoint", "typo"), "invalid_filter")
@@ -156,28 +195,43 @@ def test_an_unknown_endpoint_is_an_invalid_filter(run, home):
     # configured, nothing received yet: a true empty page
     assert ok(run("deliveries", "list", "--endpoint", "quiet", "--json"))["deliveries"] == []
     # the identity question on a known endpoint: "never seen" is the right answer there
-    assert ok(run("deliveries", "list", "--endpoint", "gh", "--source-delivery-id", "d-9",
-                  "--json"))["deliveries"] == []
+    assert (
+        ok(run("deliveries", "list", "--endpoint", "gh", "--source-delivery-id", "d-9", "--json"))[
+            "deliveries"
+        ]
+        == []
+    )
     # a source id that could never have been recorded is a typo too
-    refused(run("deliveries", "list", "--endpoint", "gh", "--source-delivery-id", "",
-                "--json"), "invalid_filter")
-    refused(run("deliveries", "list", "--source-delivery-id", "d-1", "--json"),
-            "invalid_filter")
+    refused(
+        run("deliveries", "list", "--endpoint", "gh", "--source-delivery-id", "", "--json"),
+        "invalid_filter",
+    )
+    refused(run("deliveries", "list", "--source-delivery-id", "d-1", "--json"), "invalid_filter")
 
     # an endpoint removed from config.toml keeps its history listable
     configure(home, "[endpoints.quiet]\n")
     listed = ok(run("deliveries", "list", "--endpoint", "gh", "--json"))["deliveries"]
     assert [d["delivery_id"] for d in listed] == [delivery["delivery_id"]]
-    asked = ok(run("deliveries", "list", "--endpoint", "gh", "--source-delivery-id", "d-1",
-                   "--json"))["deliveries"]
+    asked = ok(
+        run("deliveries", "list", "--endpoint", "gh", "--source-delivery-id", "d-1", "--json")
+    )["deliveries"]
     assert [d["delivery_id"] for d in asked] == [delivery["delivery_id"]]
-    assert "gh" in refused(run("deliveries", "list", "--endpoint", "typo", "--json"),
-                           "invalid_filter")["message"]
+    assert (
+        "gh"
+        in refused(run("deliveries", "list", "--endpoint", "typo", "--json"), "invalid_filter")[
+            "message"
+        ]
+    )
 
 
 def test_every_work_list_filter_refuses_a_typo(run):
-    for args in (("--state", "runnign"), ("--source", "hook"), ("--limit", "0"),
-                 ("--limit", "101"), ("--after", "nope")):
+    for args in (
+        ("--state", "runnign"),
+        ("--source", "hook"),
+        ("--limit", "0"),
+        ("--limit", "101"),
+        ("--after", "nope"),
+    ):
         refused(run("work", "list", *args, "--json"), "invalid_filter")
     refused(run("deliveries", "list", "--after", "whd_NOTACURSOR", "--json"), "invalid_filter")
     refused(run("deliveries", "list", "--limit", "0", "--json"), "invalid_filter")
@@ -206,16 +260,32 @@ def test_a_routine_receipt_offers_no_cancel_or_replay(run, home):
 
     # a worker runs it, and it finishes: replay is still not captain's to do
     claimed = ok(run("work", "claim", wid, "--holder", "pipeline", "--json"))
-    ok(run("work", "report", wid, "--generation", str(claimed["generation"]), "--outcome",
-           "succeeded", "--holder", "pipeline", "--json"))
+    ok(
+        run(
+            "work",
+            "report",
+            wid,
+            "--generation",
+            str(claimed["generation"]),
+            "--outcome",
+            "succeeded",
+            "--holder",
+            "pipeline",
+            "--json",
+        )
+    )
     refused(run("work", "replay", wid, "--reason", "again", "--json"), "routine_receipt")
     refused(run("work", "cancel", wid, "--json"), "routine_receipt")
     assert "routine receipt" in run("work", "show", wid).out
 
     # the endpoint beside it keeps both controls
     assert ok(run("work", "cancel", plain["work_id"], "--json"))["outcome"] == "cancelled"
-    assert ok(run("work", "replay", plain["work_id"], "--reason", "again",
-                  "--json"))["item"]["replay_of"] == plain["work_id"]
+    assert (
+        ok(run("work", "replay", plain["work_id"], "--reason", "again", "--json"))["item"][
+            "replay_of"
+        ]
+        == plain["work_id"]
+    )
 
 
 @ON_BOTH
@@ -224,12 +294,23 @@ def test_a_routine_item_needing_reconciliation_is_resolved_by_a_person(run, home
     wid = ingest(run, "chores", "c-1")["work_id"]
     ok(run("work", "claim", wid, "--holder", "pipeline", "--json"))
     # its lease lapses and its process cannot be verified (the reconciler's round)
-    ledger.examine(home, lambda locator: "unknown", holder="test",
-                   at=now() + timedelta(hours=1))
+    ledger.examine(home, lambda locator: "unknown", holder="test", at=now() + timedelta(hours=1))
     assert ok(run("work", "show", wid, "--json"))["item"]["state"] == "needs_reconciliation"
     refused(run("work", "cancel", wid, "--json"), "routine_receipt")
-    resolved = ok(run("work", "resolve", wid, "--generation", "1", "--to", "failed",
-                      "--reason", "the pipeline run failed", "--json"))["item"]
+    resolved = ok(
+        run(
+            "work",
+            "resolve",
+            wid,
+            "--generation",
+            "1",
+            "--to",
+            "failed",
+            "--reason",
+            "the pipeline run failed",
+            "--json",
+        )
+    )["item"]
     assert resolved["state"] == "failed"
 
 
@@ -243,5 +324,16 @@ def test_routine_is_decided_when_a_delivery_is_recorded(run, home):
     assert ok(run("work", "cancel", earlier["work_id"], "--json"))["outcome"] == "cancelled"
     refused(run("work", "cancel", later["work_id"], "--json"), "routine_receipt")
     configure(home, '[endpoints.chores]\nroutine = "yes"\n')  # only a TOML boolean: refused
-    refused(run("deliveries", "ingest", "--endpoint", "chores", "--delivery-id", "c-3",
-                "--json", stdin="{}"), "invalid_config")
+    refused(
+        run(
+            "deliveries",
+            "ingest",
+            "--endpoint",
+            "chores",
+            "--delivery-id",
+            "c-3",
+            "--json",
+            stdin="{}",
+        ),
+        "invalid_config",
+    )

@@ -24,15 +24,12 @@ from pathlib import Path
 
 import pytest
 from support.cli import invoke
-from support.ledger_backends import ON_BOTH, cli_ledger  # noqa: F401
-from support.postgres import pg_server  # noqa: F401
+from support.ledger_backends import ON_BOTH
 
 from state.work import ledger
 
 STEP = 4096
 LEVELS = 40  # at most; each test stops once it has succeeded (files: after 8 refusals)
-
-
 
 
 @pytest.fixture
@@ -42,10 +39,14 @@ def small_disk(tmp_path):
     point.mkdir()
     mount = shutil.which("mount")
     if mount is None or os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root and mount(8); the full-disk test "
-                    "cannot run here")
-    made = subprocess.run([mount, "-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs",
-                           str(point)], capture_output=True, text=True)
+        pytest.skip(
+            "mounting a small tmpfs needs root and mount(8); the full-disk test cannot run here"
+        )
+    made = subprocess.run(
+        [mount, "-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", str(point)],
+        capture_output=True,
+        text=True,
+    )
     if made.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {made.stderr.strip()}")
     try:
@@ -74,24 +75,28 @@ def listing(root: Path, *parts: str) -> list[str]:
 
 
 @ON_BOTH
-def test_a_recruit_refused_for_want_of_space_leaves_nothing_of_itself(small_disk,
-                                                                    cli_ledger):  # noqa: F811
+def test_a_recruit_refused_for_want_of_space_leaves_nothing_of_itself(small_disk, cli_ledger):  # noqa: F811
     root = small_disk / "home"
     project = small_disk / "project"
     project.mkdir()
     home = ("--home", str(root), "--json")
-    assert invoke("crew", "Warm", "--task", "t", "--no-launch", "--cwd", str(project),
-                  *home)[0] == 0
+    assert (
+        invoke("crew", "Warm", "--task", "t", "--no-launch", "--cwd", str(project), *home)[0] == 0
+    )
     (root / "config.toml").write_text("[ledger]\nslots = 100\n")  # every recruit runs
     refused, recruited = [], []
     for level in range(LEVELS):
         name = f"Crew{level}"
-        crews, open_items, items = listing(root, "crew"), listing(root, "ledger", "open"), \
-            listing(root, "work")
+        crews, open_items, items = (
+            listing(root, "crew"),
+            listing(root, "ledger", "open"),
+            listing(root, "work"),
+        )
         listed = len(invoke("work", "list", "--limit", "100", *home)[1]["items"])
         filler = fill(small_disk, level * STEP)
-        code, payload, err = invoke("crew", name, "--task", f"task {level}", "--no-launch",
-                                    "--cwd", str(project), *home)
+        code, payload, err = invoke(
+            "crew", name, "--task", f"task {level}", "--no-launch", "--cwd", str(project), *home
+        )
         filler.unlink()
         assert "Traceback" not in err
         status = invoke("status", *home)[1]
@@ -109,16 +114,20 @@ def test_a_recruit_refused_for_want_of_space_leaves_nothing_of_itself(small_disk
         refused.append(name)
         assert name not in names, f"{name} was refused and is on the crew (free {level} x 4K)"
         assert listing(root, "crew") == crews, f"free {level} x 4K"
-        assert listing(root, "ledger", "open") == open_items and \
-            listing(root, "work") == items, f"a work item was left (free {level} x 4K)"
+        assert listing(root, "ledger", "open") == open_items and listing(root, "work") == items, (
+            f"a work item was left (free {level} x 4K)"
+        )
         assert not (root / "mail" / name.lower()).exists()
         assert len(invoke("work", "list", "--limit", "100", *home)[1]["items"]) == listed
     assert refused and recruited, (refused, recruited)
-    print(f"{cli_ledger and 'postgresql' or 'files'}: {len(refused)} recruits refused for "
-          f"space, none left a trace; {len(recruited)} recruited whole")
+    print(
+        f"{cli_ledger and 'postgresql' or 'files'}: {len(refused)} recruits refused for "
+        f"space, none left a trace; {len(recruited)} recruited whole"
+    )
     for name in refused:  # with room again, each name is free: nothing of it was kept
-        code, payload, err = invoke("crew", name, "--task", "again", "--no-launch", "--cwd",
-                                    str(project), *home)
+        code, payload, err = invoke(
+            "crew", name, "--task", "again", "--no-launch", "--cwd", str(project), *home
+        )
         assert code == 0 and payload["ok"], (name, payload, err)
 
 
@@ -138,14 +147,14 @@ def as_crew(env: dict[str, str]):
 
 
 @ON_BOTH
-def test_an_assign_refused_for_want_of_space_leaves_nothing_of_itself(small_disk,
-                                                                     cli_ledger):  # noqa: F811
+def test_an_assign_refused_for_want_of_space_leaves_nothing_of_itself(small_disk, cli_ledger):  # noqa: F811
     root = small_disk / "home"
     project = small_disk / "project"
     project.mkdir()
     home = ("--home", str(root), "--json")
-    code, first, err = invoke("crew", "Ann", "--task", "t", "--no-launch", "--cwd",
-                              str(project), *home)
+    code, first, err = invoke(
+        "crew", "Ann", "--task", "t", "--no-launch", "--cwd", str(project), *home
+    )
     assert code == 0, (first, err)
     with as_crew(first["env"]):
         assert invoke("inbox", "Ann", "--json")[0] == 0
@@ -158,8 +167,9 @@ def test_an_assign_refused_for_want_of_space_leaves_nothing_of_itself(small_disk
         open_items, items = listing(root, "ledger", "open"), listing(root, "work")
         listed = len(invoke("work", "list", "--limit", "100", *home)[1]["items"])
         filler = fill(small_disk, level * STEP)
-        code, payload, err = invoke("assign", "Ann", "--task", f"next {level}", "--handoff",
-                                    first["assignment_id"], *home)
+        code, payload, err = invoke(
+            "assign", "Ann", "--task", f"next {level}", "--handoff", first["assignment_id"], *home
+        )
         filler.unlink()
         assert "Traceback" not in err
         if code == 0:
@@ -178,5 +188,7 @@ def test_an_assign_refused_for_want_of_space_leaves_nothing_of_itself(small_disk
     else:
         raise AssertionError(f"no assign succeeded with {LEVELS} x 4K free")
     assert refused, "no level was short of space: the test did not test"
-    print(f"{cli_ledger and 'postgresql' or 'files'}: {refused} assigns refused for space, "
-          "none left a trace")
+    print(
+        f"{cli_ledger and 'postgresql' or 'files'}: {refused} assigns refused for space, "
+        "none left a trace"
+    )

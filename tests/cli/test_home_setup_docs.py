@@ -11,7 +11,6 @@ import shlex
 import pytest
 from conftest import REPO
 from support.cli import Run, ok, refused
-from support.postgres import pg_server, pg_url  # noqa: F401 - the fixtures
 
 DOC = REPO / "docs" / "ledger.md"
 DOC_URL = "postgresql://captain@127.0.0.1:5432/captain"
@@ -57,7 +56,7 @@ def test_docs_ledger_steps_work_verbatim_on_a_new_home(run, pg_url):  # noqa: F8
     for line in shell.splitlines():
         command = line.split("#", 1)[0].strip()
         if command.startswith("export "):
-            name, _, value = command[len("export "):].partition("=")
+            name, _, value = command[len("export ") :].partition("=")
             env[name] = shlex.split(value)[0]
         elif command.startswith("captain "):
             argv = shlex.split(command.replace(DOC_URL, pg_url))[1:]
@@ -69,5 +68,6 @@ def test_docs_ledger_steps_work_verbatim_on_a_new_home(run, pg_url):  # noqa: F8
     assert status["ledger"]["kind"] == "postgresql" and "error" not in status["ledger"]
     recruited = ok(run("crew", "Jack", "--task", "Fix it", "--no-launch", "--json", env=env))
     listed = ok(run("work", "list", "--json", env=env))
-    assert recruited["work_id"] in [item["work_id"] for item in listed["items"]], \
-        json.dumps(listed)[:2000]
+    assert recruited["work_id"] in [item["work_id"] for item in listed["items"]], json.dumps(
+        listed
+    )[:2000]

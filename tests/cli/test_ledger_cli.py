@@ -95,8 +95,20 @@ def reconciling_item(run) -> dict:
 
 
 def recruit_no_launch(run, name: str, task: str = "Tidy the docs") -> dict:
-    return ok(run("crew", name, "--task", task, "--owns", f"src/{name.lower()}", "--allow",
-                  "edit", "--no-launch", "--json"))
+    return ok(
+        run(
+            "crew",
+            name,
+            "--task",
+            task,
+            "--owns",
+            f"src/{name.lower()}",
+            "--allow",
+            "edit",
+            "--no-launch",
+            "--json",
+        )
+    )
 
 
 def crew_done(run, recruit: dict, report: str = "Changed x; tests pass"):
@@ -117,7 +129,8 @@ def test_invalid_filter_is_a_refusal_never_an_empty_page(run):
         ("work", "list", "--source", "email", "--json"),
         ("work", "list", "--limit", "0", "--json"),
         ("work", "list", "--limit", "101", "--json"),
-        ("work", "list", "--after", "not-a-cursor", "--json"))
+        ("work", "list", "--after", "not-a-cursor", "--json"),
+    )
     err = refused(typo, "invalid_filter")
     assert "runnign" in err["message"] and "running" in err["message"]
     assert "items" not in json.loads(typo.out)  # not an empty page
@@ -134,7 +147,8 @@ def test_invalid_filter_is_a_refusal_never_an_empty_page(run):
     lone, zero_d, over_d = run.many(
         ("deliveries", "list", "--source-delivery-id", "abc", "--json"),
         ("deliveries", "list", "--limit", "0", "--json"),
-        ("deliveries", "list", "--limit", "101", "--json"))
+        ("deliveries", "list", "--limit", "101", "--json"),
+    )
     assert "--endpoint" in refused(lone, "invalid_filter")["message"]
     refused(zero_d, "invalid_filter")
     refused(over_d, "invalid_filter")
@@ -145,14 +159,26 @@ def test_invalid_filter_is_a_refusal_never_an_empty_page(run):
 def test_unknown_work_for_every_command(run):
     known = submit(run)["work_id"]
     unknown = "wrk_01JAAAAAAAAAAAAAAAAAAAAAAA"  # well-formed, never created
-    jobs = [("work", "show", unknown, "--json"),
-            ("work", "cancel", unknown, "--json"),
-            ("work", "replay", unknown, "--reason", "again", "--json"),
-            ("work", "resolve", unknown, "--generation", "1", "--to", "failed", "--reason",
-             "checked", "--json"),
-            ("work", "claim", unknown, "--json"),
-            ("work", "heartbeat", unknown, "--generation", "1", "--json"),
-            ("work", "report", unknown, "--generation", "1", "--outcome", "failed", "--json")]
+    jobs = [
+        ("work", "show", unknown, "--json"),
+        ("work", "cancel", unknown, "--json"),
+        ("work", "replay", unknown, "--reason", "again", "--json"),
+        (
+            "work",
+            "resolve",
+            unknown,
+            "--generation",
+            "1",
+            "--to",
+            "failed",
+            "--reason",
+            "checked",
+            "--json",
+        ),
+        ("work", "claim", unknown, "--json"),
+        ("work", "heartbeat", unknown, "--generation", "1", "--json"),
+        ("work", "report", unknown, "--generation", "1", "--outcome", "failed", "--json"),
+    ]
     # malformed IDs never reach the store
     for bad in ("wrk_bogus", "nope", "../../etc/passwd", "wrk_a/b", known.lower()):
         jobs += [("work", "show", bad, "--json"), ("work", "cancel", bad, "--json")]
@@ -171,8 +197,19 @@ def test_stale_generation_after_a_retry_reclaims_the_item(run):
     first = claim(run, wid)
     assert first["generation"] == 1
     ok(run("work", "heartbeat", wid, "--generation", "1", "--json"))
-    retried = ok(run("work", "report", wid, "--generation", "1", "--outcome", "failed",
-                     "--repeatable", "--json"))["item"]
+    retried = ok(
+        run(
+            "work",
+            "report",
+            wid,
+            "--generation",
+            "1",
+            "--outcome",
+            "failed",
+            "--repeatable",
+            "--json",
+        )
+    )["item"]
     assert retried["state"] == "queued" and retried["generation"] == 1
     second = claim(run, wid)
     assert second["generation"] == 2 and second["run_id"] != first["run_id"]
@@ -180,23 +217,25 @@ def test_stale_generation_after_a_retry_reclaims_the_item(run):
     # the first attempt's worker, still holding generation 1, is fenced out
     beat, late = run.many(
         ("work", "heartbeat", wid, "--generation", "1", "--json"),
-        ("work", "report", wid, "--generation", "1", "--outcome", "succeeded", "--json"))
+        ("work", "report", wid, "--generation", "1", "--outcome", "succeeded", "--json"),
+    )
     for result in (beat, late):
         err = refused(result, "stale_generation")
         assert err["generation"] == 2 and err["state"] == "running"
-    refused_human(run("work", "report", wid, "--generation", "1", "--outcome", "failed"),
-                  "stale_generation")
+    refused_human(
+        run("work", "report", wid, "--generation", "1", "--outcome", "failed"), "stale_generation"
+    )
     refused(run("work", "heartbeat", wid, "--generation", "3", "--json"), "stale_generation")
 
     now_ = show(run, wid)
     assert now_["state"] == "running" and now_["generation"] == 2
     assert [a["run_id"] for a in now_["attempts"]] == [first["run_id"], second["run_id"]]
     assert [a["outcome"] for a in now_["attempts"]] == ["failed", None]
-    assert [e["type"] for e in now_["events"]] == ["accepted", "claimed", "retry_queued",
-                                                   "claimed"]
+    assert [e["type"] for e in now_["events"]] == ["accepted", "claimed", "retry_queued", "claimed"]
     # the current generation still reports
-    done = ok(run("work", "report", wid, "--generation", "2", "--outcome", "succeeded",
-                  "--json"))["item"]
+    done = ok(run("work", "report", wid, "--generation", "2", "--outcome", "succeeded", "--json"))[
+        "item"
+    ]
     assert done["state"] == "succeeded"
 
 
@@ -205,7 +244,8 @@ def test_not_running(run):
     queued = submit(run)["work_id"]
     beat, report = run.many(
         ("work", "heartbeat", queued, "--generation", "0", "--json"),
-        ("work", "report", queued, "--generation", "0", "--outcome", "succeeded", "--json"))
+        ("work", "report", queued, "--generation", "0", "--outcome", "succeeded", "--json"),
+    )
     assert refused(beat, "not_running")["state"] == "queued"
     assert refused(report, "not_running")["state"] == "queued"
 
@@ -213,7 +253,8 @@ def test_not_running(run):
     ok(run("work", "report", finished, "--generation", "1", "--outcome", "succeeded", "--json"))
     beat, again = run.many(
         ("work", "heartbeat", finished, "--generation", "1", "--json"),
-        ("work", "report", finished, "--generation", "1", "--outcome", "failed", "--json"))
+        ("work", "report", finished, "--generation", "1", "--outcome", "failed", "--json"),
+    )
     assert refused(beat, "not_running")["state"] == "succeeded"
     assert refused(again, "not_running")["state"] == "succeeded"
     refused_human(run("work", "heartbeat", finished, "--generation", "1"), "not_running")
@@ -258,8 +299,7 @@ def test_not_finished(run):
     live = running_item(run)["work_id"]
     stuck = reconciling_item(run)["work_id"]
     for wid, state in ((queued, "queued"), (live, "running"), (stuck, "needs_reconciliation")):
-        err = refused(run("work", "replay", wid, "--reason", "try again", "--json"),
-                      "not_finished")
+        err = refused(run("work", "replay", wid, "--reason", "try again", "--json"), "not_finished")
         assert err["state"] == state and "Cancel it first" in err["message"]
     refused_human(run("work", "replay", live, "--reason", "again"), "not_finished")
     assert len(items(run)) == 3  # no replay was created
@@ -268,15 +308,28 @@ def test_not_finished(run):
 @ON_BOTH
 def test_payload_expired_names_the_expiry(run, home):
     configure(home, "[endpoints.gh]\nretention_days = 0\n\n[endpoints.keep]\n")
-    got = ok(run("deliveries", "ingest", "--endpoint", "gh", "--delivery-id", "d-1", "--event",
-                 "push", "--json", stdin=BODY))
+    got = ok(
+        run(
+            "deliveries",
+            "ingest",
+            "--endpoint",
+            "gh",
+            "--delivery-id",
+            "d-1",
+            "--event",
+            "push",
+            "--json",
+            stdin=BODY,
+        )
+    )
     delivery = got["delivery"]
     assert delivery["raw_body_available"] is False  # kept for zero days
     wid = delivery["work_id"]
     assert ok(run("work", "cancel", wid, "--json"))["outcome"] == "cancelled"
 
-    err = refused(run("work", "replay", wid, "--reason", "the sender asked", "--json"),
-                  "payload_expired")
+    err = refused(
+        run("work", "replay", wid, "--reason", "the sender asked", "--json"), "payload_expired"
+    )
     expires = when(delivery["raw_body_expires_at"])
     assert when(err["raw_body_expires_at"]) == expires
     named = re.findall(r"\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:\d\d)", err["message"])
@@ -290,8 +343,18 @@ def test_payload_expired_names_the_expiry(run, home):
     assert len(items(run)) == 1
 
     # the same path with a held body replays
-    kept = ok(run("deliveries", "ingest", "--endpoint", "keep", "--delivery-id", "d-1",
-                  "--json", stdin=BODY))["delivery"]
+    kept = ok(
+        run(
+            "deliveries",
+            "ingest",
+            "--endpoint",
+            "keep",
+            "--delivery-id",
+            "d-1",
+            "--json",
+            stdin=BODY,
+        )
+    )["delivery"]
     assert kept["raw_body_available"] is True and kept["delivery_id"] != delivery["delivery_id"]
     ok(run("work", "cancel", kept["work_id"], "--json"))
     replayed = ok(run("work", "replay", kept["work_id"], "--reason", "resend", "--json"))["item"]
@@ -305,26 +368,49 @@ def test_evidence_required(run):
     wid, gen = stuck["work_id"], str(stuck["generation"])
     no_reason, blank, unattested = run.many(
         ("work", "resolve", wid, "--generation", gen, "--to", "failed", "--json"),
-        ("work", "resolve", wid, "--generation", gen, "--to", "failed", "--reason", "  ",
-         "--json"),
-        ("work", "resolve", wid, "--generation", gen, "--to", "cancelled", "--reason",
-         "looked at it", "--json"))
+        ("work", "resolve", wid, "--generation", gen, "--to", "failed", "--reason", "  ", "--json"),
+        (
+            "work",
+            "resolve",
+            wid,
+            "--generation",
+            gen,
+            "--to",
+            "cancelled",
+            "--reason",
+            "looked at it",
+            "--json",
+        ),
+    )
     assert "--reason" in refused(no_reason, "evidence_required")["message"]
     refused(blank, "evidence_required")
     assert "--runtime-stopped" in refused(unattested, "evidence_required")["message"]
-    refused_human(run("work", "resolve", wid, "--generation", gen, "--to", "succeeded"),
-                  "evidence_required")
+    refused_human(
+        run("work", "resolve", wid, "--generation", gen, "--to", "succeeded"), "evidence_required"
+    )
     assert show(run, wid)["state"] == "needs_reconciliation"  # nothing was resolved
 
-    done = ok(run("work", "resolve", wid, "--generation", gen, "--to", "cancelled", "--reason",
-                  "pane checked: process exited", "--runtime-stopped", "--json"))["item"]
+    done = ok(
+        run(
+            "work",
+            "resolve",
+            wid,
+            "--generation",
+            gen,
+            "--to",
+            "cancelled",
+            "--reason",
+            "pane checked: process exited",
+            "--runtime-stopped",
+            "--json",
+        )
+    )["item"]
     assert done["state"] == "cancelled"
     assert done["resolution"]["runtime_stopped"] is True
     assert done["resolution"]["reason"] == "pane checked: process exited"
 
     for reason in ("", "   "):
-        err = refused(run("work", "replay", wid, "--reason", reason, "--json"),
-                      "evidence_required")
+        err = refused(run("work", "replay", wid, "--reason", reason, "--json"), "evidence_required")
         assert "--reason" in err["message"]
     assert len(items(run)) == 1
 
@@ -334,33 +420,102 @@ def test_not_reconciling_and_stale_resolve(run):
     queued = submit(run)["work_id"]
     live = running_item(run)["work_id"]
     for wid, state, gen in ((queued, "queued", "0"), (live, "running", "1")):
-        err = refused(run("work", "resolve", wid, "--generation", gen, "--to", "failed",
-                          "--reason", "checked", "--json"), "not_reconciling")
+        err = refused(
+            run(
+                "work",
+                "resolve",
+                wid,
+                "--generation",
+                gen,
+                "--to",
+                "failed",
+                "--reason",
+                "checked",
+                "--json",
+            ),
+            "not_reconciling",
+        )
         assert err["state"] == state
-    refused_human(run("work", "resolve", live, "--generation", "1", "--to", "failed",
-                      "--reason", "checked"), "not_reconciling")
+    refused_human(
+        run("work", "resolve", live, "--generation", "1", "--to", "failed", "--reason", "checked"),
+        "not_reconciling",
+    )
     assert show(run, live)["state"] == "running"
     stuck = reconciling_item(run)["work_id"]
-    err = refused(run("work", "resolve", stuck, "--generation", "0", "--to", "failed",
-                      "--reason", "checked", "--json"), "stale_generation")
+    err = refused(
+        run(
+            "work",
+            "resolve",
+            stuck,
+            "--generation",
+            "0",
+            "--to",
+            "failed",
+            "--reason",
+            "checked",
+            "--json",
+        ),
+        "stale_generation",
+    )
     assert err["generation"] == 1
-    ok(run("work", "resolve", stuck, "--generation", "1", "--to", "failed", "--reason",
-           "checked", "--json"))
-    refused(run("work", "resolve", stuck, "--generation", "1", "--to", "succeeded", "--reason",
-                "again", "--json"), "not_reconciling")
+    ok(
+        run(
+            "work",
+            "resolve",
+            stuck,
+            "--generation",
+            "1",
+            "--to",
+            "failed",
+            "--reason",
+            "checked",
+            "--json",
+        )
+    )
+    refused(
+        run(
+            "work",
+            "resolve",
+            stuck,
+            "--generation",
+            "1",
+            "--to",
+            "succeeded",
+            "--reason",
+            "again",
+            "--json",
+        ),
+        "not_reconciling",
+    )
     assert show(run, stuck)["state"] == "failed"
 
 
 @ON_BOTH
 def test_delivery_conflict(run, home):
     configure(home, "[endpoints.gh]\n")
-    first = ok(run("deliveries", "ingest", "--endpoint", "gh", "--delivery-id", "abc",
-                   "--json", stdin=BODY))["delivery"]
-    err = refused(run("deliveries", "ingest", "--endpoint", "gh", "--delivery-id", "abc",
-                      "--json", stdin=BODY + " "), "delivery_conflict")
+    first = ok(
+        run(
+            "deliveries", "ingest", "--endpoint", "gh", "--delivery-id", "abc", "--json", stdin=BODY
+        )
+    )["delivery"]
+    err = refused(
+        run(
+            "deliveries",
+            "ingest",
+            "--endpoint",
+            "gh",
+            "--delivery-id",
+            "abc",
+            "--json",
+            stdin=BODY + " ",
+        ),
+        "delivery_conflict",
+    )
     assert err["delivery_id"] == first["delivery_id"] and "abc" in err["message"]
-    refused_human(run("deliveries", "ingest", "--endpoint", "gh", "--delivery-id", "abc",
-                      stdin="other"), "delivery_conflict")
+    refused_human(
+        run("deliveries", "ingest", "--endpoint", "gh", "--delivery-id", "abc", stdin="other"),
+        "delivery_conflict",
+    )
     rows = ok(run("deliveries", "list", "--json"))["deliveries"]
     assert len(rows) == 1
     assert rows[0]["body_sha256"] == hashlib.sha256(BODY.encode()).hexdigest()
@@ -371,13 +526,40 @@ def test_delivery_conflict(run, home):
 def test_unknown_endpoint(run, home):
     configure(home, "[endpoints.gh]\n")
     for name in ("github", "../gh", ""):
-        err = refused(run("deliveries", "ingest", "--endpoint", name, "--delivery-id", "x",
-                          "--json", stdin=BODY), "unknown_endpoint")
+        err = refused(
+            run(
+                "deliveries",
+                "ingest",
+                "--endpoint",
+                name,
+                "--delivery-id",
+                "x",
+                "--json",
+                stdin=BODY,
+            ),
+            "unknown_endpoint",
+        )
         assert err["message"]
-    assert "gh" in refused(run("deliveries", "ingest", "--endpoint", "github", "--delivery-id",
-                               "x", "--json", stdin=BODY), "unknown_endpoint")["message"]
-    refused_human(run("deliveries", "ingest", "--endpoint", "github", "--delivery-id", "x",
-                      stdin=BODY), "unknown_endpoint")
+    assert (
+        "gh"
+        in refused(
+            run(
+                "deliveries",
+                "ingest",
+                "--endpoint",
+                "github",
+                "--delivery-id",
+                "x",
+                "--json",
+                stdin=BODY,
+            ),
+            "unknown_endpoint",
+        )["message"]
+    )
+    refused_human(
+        run("deliveries", "ingest", "--endpoint", "github", "--delivery-id", "x", stdin=BODY),
+        "unknown_endpoint",
+    )
     assert ok(run("deliveries", "list", "--json"))["deliveries"] == []
     assert items(run) == []
 
@@ -393,10 +575,14 @@ def test_unknown_delivery(run):
 def test_crew_may_not_run_captain_ledger_commands(run):
     r = recruit_no_launch(run, "Jack")
     wid = r["work_id"]
-    for args in (("work", "cancel", wid), ("work", "replay", wid, "--reason", "x"),
-                 ("work", "resolve", wid, "--generation", "1", "--to", "failed", "--reason",
-                  "x"), ("work", "submit", "--text", "x"), ("work", "claim"),
-                 ("work", "heartbeat", wid, "--generation", "1")):
+    for args in (
+        ("work", "cancel", wid),
+        ("work", "replay", wid, "--reason", "x"),
+        ("work", "resolve", wid, "--generation", "1", "--to", "failed", "--reason", "x"),
+        ("work", "submit", "--text", "x"),
+        ("work", "claim"),
+        ("work", "heartbeat", wid, "--generation", "1"),
+    ):
         refused(run(*args, "--json", env=r["env"]), "crew_forbidden")
     assert show(run, wid)["state"] == "running"
 
@@ -436,8 +622,12 @@ def test_usage_errors_exit_2(run):
 
 @ON_BOTH
 def test_list_pagination_has_no_duplicates_or_skips(run, home):
-    made = [ledger.accept(home, source="chat", input={"text": f"task {i}"},
-                          requester="captain:test").work_id for i in range(105)]
+    made = [
+        ledger.accept(
+            home, source="chat", input={"text": f"task {i}"}, requester="captain:test"
+        ).work_id
+        for i in range(105)
+    ]
     expected = sorted(made)
 
     full = ok(run("work", "list", "--limit", "100", "--json"))
@@ -474,24 +664,52 @@ def test_list_pagination_has_no_duplicates_or_skips(run, home):
         ok(run("work", "claim", wid, "--json"))
     one = ok(run("work", "list", "--state", "running", "--limit", "2", "--json"))
     assert [r["work_id"] for r in one["items"]] == [expected[10], expected[40]]
-    two = ok(run("work", "list", "--state", "running", "--limit", "2", "--after",
-                 one["next_cursor"], "--json"))
+    two = ok(
+        run(
+            "work",
+            "list",
+            "--state",
+            "running",
+            "--limit",
+            "2",
+            "--after",
+            one["next_cursor"],
+            "--json",
+        )
+    )
     assert [r["work_id"] for r in two["items"]] == [expected[90]] and two["next_cursor"] is None
     assert ok(run("work", "list", "--source", "webhook", "--json"))["items"] == []
 
 
 @ON_BOTH
-def test_show_has_attempts_and_events_and_never_the_input_or_detail(run, home,
-                                                                      cli_ledger):
+def test_show_has_attempts_and_events_and_never_the_input_or_detail(run, home, cli_ledger):
     item = submit(run, SECRET, "--target-revision", "rev-1")
     wid = item["work_id"]
-    data = json.dumps({"input": {"text": SECRET}}, sort_keys=True, ensure_ascii=False,
-                      separators=(",", ":")).encode() + b"\n"
+    data = (
+        json.dumps(
+            {"input": {"text": SECRET}}, sort_keys=True, ensure_ascii=False, separators=(",", ":")
+        ).encode()
+        + b"\n"
+    )
     assert item["input_sha256"] == hashlib.sha256(data).hexdigest()
     claimed = claim(run, wid, "--holder", "worker-7")
     beat = ok(run("work", "heartbeat", wid, "--generation", "1", "--json"))
-    ok(run("work", "report", wid, "--generation", "1", "--outcome", "succeeded",
-           "--cost-usd", "0.25", "--detail-stdin", "--json", stdin=DETAIL))
+    ok(
+        run(
+            "work",
+            "report",
+            wid,
+            "--generation",
+            "1",
+            "--outcome",
+            "succeeded",
+            "--cost-usd",
+            "0.25",
+            "--detail-stdin",
+            "--json",
+            stdin=DETAIL,
+        )
+    )
 
     # the ledger did store both (so their absence below is a real test): in its files, or
     # in its rows (read on a connection of our own, as another host would)
@@ -514,9 +732,14 @@ def test_show_has_attempts_and_events_and_never_the_input_or_detail(run, home,
     assert [e["generation"] for e in events] == [0, 1, 1]
     assert all("detail" not in e for e in events)
 
-    outputs = [run("work", "show", wid, "--json"), run("work", "show", wid),
-               run("work", "list", "--json"), run("work", "list"),
-               run("work", "cancel", wid, "--json"), run("work", "cancel", wid)]
+    outputs = [
+        run("work", "show", wid, "--json"),
+        run("work", "show", wid),
+        run("work", "list", "--json"),
+        run("work", "list"),
+        run("work", "cancel", wid, "--json"),
+        run("work", "cancel", wid),
+    ]
     for result in outputs:
         assert result.code == 0, result.err
         for secret in (SECRET, DETAIL):
@@ -556,16 +779,21 @@ def test_cancel_outcomes(run):
     assert unconfirmed["outcome"] == "stop_unconfirmed"
     assert unconfirmed["state"] == "needs_reconciliation"
     after = show(run, wid)
-    assert [e["type"] for e in after["events"]] == ["accepted", "claimed", "cancel_requested",
-                                                    "needs_reconciliation"]
+    assert [e["type"] for e in after["events"]] == [
+        "accepted",
+        "claimed",
+        "cancel_requested",
+        "needs_reconciliation",
+    ]
     for _ in range(2):  # repeating is safe and grows nothing
         repeat = ok(run("work", "cancel", wid, "--json"))
         assert repeat["outcome"] == "stop_unconfirmed"
         assert repeat["state"] == "needs_reconciliation"
         assert show(run, wid)["events"] == after["events"]
     human = run("work", "cancel", wid)
-    assert "could NOT be confirmed" in human.out and f"--generation {after['generation']}" \
-        in human.out
+    assert (
+        "could NOT be confirmed" in human.out and f"--generation {after['generation']}" in human.out
+    )
     assert show(run, wid)["events"] == after["events"]
     listed = run("work", "list")
     assert "NEEDS_RECONCILIATION" in listed.out
@@ -582,8 +810,7 @@ def test_replay_is_a_new_authorization(run):
     ok(run("work", "report", wid, "--generation", "1", "--outcome", "failed", "--json"))
     before = show(run, wid)
 
-    again = ok(run("work", "replay", wid, "--reason", "fixed the flake", "--json",
-                   env=bob))["item"]
+    again = ok(run("work", "replay", wid, "--reason", "fixed the flake", "--json", env=bob))["item"]
     assert again["work_id"] != wid
     assert again["replay_of"] == wid and again["replay_reason"] == "fixed the flake"
     assert again["requester"] == "captain:bob"  # the replayer, not the original requester
@@ -592,8 +819,19 @@ def test_replay_is_a_new_authorization(run):
     assert again["state"] == "queued" and again["generation"] == 0
     assert show(run, again["work_id"])["attempts"] == []
 
-    moved = ok(run("work", "replay", wid, "--reason", "on the fix", "--target-revision",
-                   "rev-b", "--json", env=bob))["item"]
+    moved = ok(
+        run(
+            "work",
+            "replay",
+            wid,
+            "--reason",
+            "on the fix",
+            "--target-revision",
+            "rev-b",
+            "--json",
+            env=bob,
+        )
+    )["item"]
     assert moved["target_revision"] == "rev-b" and moved["replay_of"] == wid
     human = run("work", "replay", wid, "--reason", "third time")
     assert human.code == 0 and f"Replayed {wid} as wrk_" in human.out and "rev-a" in human.out
@@ -611,9 +849,21 @@ def test_resolve_frees_the_slot(run, home):
     waiting = submit(run, "next in line")["work_id"]
     # needs_reconciliation keeps its slot
     refused(run("work", "claim", waiting, "--json"), "no_capacity")
-    resolved = ok(run("work", "resolve", wid, "--generation", "1", "--to", "failed",
-                      "--reason", "the process was gone; no output", "--json",
-                      env={"LOGNAME": "carol", "USER": "carol"}))["item"]
+    resolved = ok(
+        run(
+            "work",
+            "resolve",
+            wid,
+            "--generation",
+            "1",
+            "--to",
+            "failed",
+            "--reason",
+            "the process was gone; no output",
+            "--json",
+            env={"LOGNAME": "carol", "USER": "carol"},
+        )
+    )["item"]
     assert resolved["state"] == "failed" and resolved["slot"] is False
     assert resolved["resolution"]["operator"] == "captain:carol"
     assert resolved["resolution"]["to"] == "failed"
@@ -631,8 +881,20 @@ def test_resolve_frees_the_slot(run, home):
 @ON_BOTH
 def test_deliveries_ingest_duplicate_filter_and_identity(run, home):
     configure(home, '[endpoints.gh]\nevents = ["push"]\n\n[endpoints.other]\n')
-    first = ok(run("deliveries", "ingest", "--endpoint", "gh", "--delivery-id", "d-1",
-                   "--event", "push", "--json", stdin=BODY))
+    first = ok(
+        run(
+            "deliveries",
+            "ingest",
+            "--endpoint",
+            "gh",
+            "--delivery-id",
+            "d-1",
+            "--event",
+            "push",
+            "--json",
+            stdin=BODY,
+        )
+    )
     d = first["delivery"]
     assert first["duplicate"] is False
     assert d["delivery_id"].startswith("whd_") and d["work_id"].startswith("wrk_")
@@ -645,31 +907,80 @@ def test_deliveries_ingest_duplicate_filter_and_identity(run, home):
     assert work[0]["delivery_id"] == d["delivery_id"] and work[0]["state"] == "queued"
     assert work[0]["requester"] == "webhook:gh"
 
-    dup = ok(run("deliveries", "ingest", "--endpoint", "gh", "--delivery-id", "d-1",
-                 "--event", "push", "--json", stdin=BODY))
+    dup = ok(
+        run(
+            "deliveries",
+            "ingest",
+            "--endpoint",
+            "gh",
+            "--delivery-id",
+            "d-1",
+            "--event",
+            "push",
+            "--json",
+            stdin=BODY,
+        )
+    )
     assert dup["duplicate"] is True
     assert dup["delivery"]["delivery_id"] == d["delivery_id"]
     assert dup["delivery"]["work_id"] == d["work_id"]
     assert len(items(run)) == 1  # no new work item
-    assert "a duplicate of" in run("deliveries", "ingest", "--endpoint", "gh", "--delivery-id",
-                                   "d-1", "--event", "push", stdin=BODY).out
+    assert (
+        "a duplicate of"
+        in run(
+            "deliveries",
+            "ingest",
+            "--endpoint",
+            "gh",
+            "--delivery-id",
+            "d-1",
+            "--event",
+            "push",
+            stdin=BODY,
+        ).out
+    )
 
     # the same sender id on another endpoint is another delivery
-    elsewhere = ok(run("deliveries", "ingest", "--endpoint", "other", "--delivery-id", "d-1",
-                       "--json", stdin=BODY))
+    elsewhere = ok(
+        run(
+            "deliveries",
+            "ingest",
+            "--endpoint",
+            "other",
+            "--delivery-id",
+            "d-1",
+            "--json",
+            stdin=BODY,
+        )
+    )
     assert elsewhere["duplicate"] is False
     assert elsewhere["delivery"]["delivery_id"] != d["delivery_id"]
 
     # a filtered event is recorded with its reason and no work
-    ping = ok(run("deliveries", "ingest", "--endpoint", "gh", "--delivery-id", "d-2",
-                  "--event", "ping", "--json", stdin="{}"))["delivery"]
+    ping = ok(
+        run(
+            "deliveries",
+            "ingest",
+            "--endpoint",
+            "gh",
+            "--delivery-id",
+            "d-2",
+            "--event",
+            "ping",
+            "--json",
+            stdin="{}",
+        )
+    )["delivery"]
     assert ping["work_id"] is None and "ping" in ping["filter_reason"]
     assert len(items(run)) == 2
     listed = ok(run("deliveries", "list", "--json"))
     assert listed["next_cursor"] is None
     by_id = {r["delivery_id"]: r for r in listed["deliveries"]}
-    assert set(by_id) == {d["delivery_id"], elsewhere["delivery"]["delivery_id"],
-                          ping["delivery_id"]}
+    assert set(by_id) == {
+        d["delivery_id"],
+        elsewhere["delivery"]["delivery_id"],
+        ping["delivery_id"],
+    }
     assert by_id[ping["delivery_id"]]["filter_reason"] == ping["filter_reason"]
     assert by_id[ping["delivery_id"]]["work_id"] is None
     assert "filtered: " in run("deliveries", "list").out
@@ -677,20 +988,25 @@ def test_deliveries_ingest_duplicate_filter_and_identity(run, home):
     assert {r["delivery_id"] for r in gh_only} == {d["delivery_id"], ping["delivery_id"]}
 
     # the identity question: a page of zero or one
-    one = ok(run("deliveries", "list", "--endpoint", "gh", "--source-delivery-id", "d-2",
-                 "--json"))
+    one = ok(run("deliveries", "list", "--endpoint", "gh", "--source-delivery-id", "d-2", "--json"))
     assert [r["delivery_id"] for r in one["deliveries"]] == [ping["delivery_id"]]
     assert one["next_cursor"] is None
-    none = ok(run("deliveries", "list", "--endpoint", "gh", "--source-delivery-id", "d-9",
-                  "--json"))
+    none = ok(
+        run("deliveries", "list", "--endpoint", "gh", "--source-delivery-id", "d-9", "--json")
+    )
     assert none["deliveries"] == [] and none["next_cursor"] is None
-    assert ok(run("deliveries", "list", "--endpoint", "other", "--source-delivery-id", "d-2",
-                  "--json"))["deliveries"] == []
+    assert (
+        ok(
+            run(
+                "deliveries", "list", "--endpoint", "other", "--source-delivery-id", "d-2", "--json"
+            )
+        )["deliveries"]
+        == []
+    )
 
     # deliveries pages too
     page1 = ok(run("deliveries", "list", "--limit", "2", "--json"))
-    page2 = ok(run("deliveries", "list", "--limit", "2", "--after", page1["next_cursor"],
-                   "--json"))
+    page2 = ok(run("deliveries", "list", "--limit", "2", "--after", page1["next_cursor"], "--json"))
     ids = [r["delivery_id"] for r in page1["deliveries"] + page2["deliveries"]]
     assert sorted(ids) == sorted(by_id) and page2["next_cursor"] is None
 
@@ -698,22 +1014,34 @@ def test_deliveries_ingest_duplicate_filter_and_identity(run, home):
 @ON_BOTH
 def test_deliveries_never_print_the_body(run, home):
     configure(home, "[endpoints.gh]\n")
-    d = ok(run("deliveries", "ingest", "--endpoint", "gh", "--delivery-id", "d-1", "--json",
-               stdin=BODY))["delivery"]
+    d = ok(
+        run(
+            "deliveries", "ingest", "--endpoint", "gh", "--delivery-id", "d-1", "--json", stdin=BODY
+        )
+    )["delivery"]
     assert delivery_store.bodies(home)[d["delivery_id"]] == BODY.encode()  # files or rows
-    outputs = [run("deliveries", "show", d["delivery_id"], "--json"),
-               run("deliveries", "show", d["delivery_id"]),
-               run("deliveries", "list", "--json"), run("deliveries", "list"),
-               run("deliveries", "ingest", "--endpoint", "gh", "--delivery-id", "d-1",
-                   stdin=BODY),
-               run("work", "show", d["work_id"], "--json"), run("work", "show", d["work_id"])]
+    outputs = [
+        run("deliveries", "show", d["delivery_id"], "--json"),
+        run("deliveries", "show", d["delivery_id"]),
+        run("deliveries", "list", "--json"),
+        run("deliveries", "list"),
+        run("deliveries", "ingest", "--endpoint", "gh", "--delivery-id", "d-1", stdin=BODY),
+        run("work", "show", d["work_id"], "--json"),
+        run("work", "show", d["work_id"]),
+    ]
     for result in outputs:
         assert result.code == 0, result.err
         for piece in ("RAW-WEBHOOK-BODY", "hunter2"):
             assert piece not in result.out and piece not in result.err
     shown = json.loads(outputs[0].out)["delivery"]
-    assert set(shown) >= {"body_sha256", "body_bytes", "raw_body_available",
-                          "raw_body_expires_at", "filter_reason", "work_id"}
+    assert set(shown) >= {
+        "body_sha256",
+        "body_bytes",
+        "raw_body_available",
+        "raw_body_expires_at",
+        "filter_reason",
+        "work_id",
+    }
     assert "body" not in shown
     assert d["body_sha256"] in outputs[1].out and "held until" in outputs[1].out
 
@@ -755,8 +1083,7 @@ def test_dismissing_a_no_launch_crew_never_cancels_on_a_guess(run):
     assert dismissed["pane_stopped"] is None
     item = show(run, r["work_id"])
     assert item["state"] == "needs_reconciliation" and item["slot"] is True
-    assert [e["type"] for e in item["events"]][-2:] == ["cancel_requested",
-                                                       "needs_reconciliation"]
+    assert [e["type"] for e in item["events"]][-2:] == ["cancel_requested", "needs_reconciliation"]
     assert "cancelled" not in [e["type"] for e in item["events"]]
 
 
@@ -811,20 +1138,43 @@ def test_reasons_and_revisions_never_carry_control_characters(run):
     escape = "ok\x1b]0;owned\x07\x1b[2J"
     refused(run("work", "cancel", queued, "--reason", escape, "--json"), "invalid_text")
     assert show(run, queued)["state"] == "queued"
-    err = refused(run("work", "submit", "--text", "x", "--target-revision", "main\x1b[31m",
-                      "--json"), "invalid_argument")
+    err = refused(
+        run("work", "submit", "--text", "x", "--target-revision", "main\x1b[31m", "--json"),
+        "invalid_argument",
+    )
     assert "revision" in err["message"]
-    refused(run("work", "submit", "--text", "x", "--target-revision", "a\nb", "--json"),
-            "invalid_argument")
-    refused(run("work", "submit", "--text", "x", "--target-revision", "r" * 201, "--json"),
-            "invalid_argument")
+    refused(
+        run("work", "submit", "--text", "x", "--target-revision", "a\nb", "--json"),
+        "invalid_argument",
+    )
+    refused(
+        run("work", "submit", "--text", "x", "--target-revision", "r" * 201, "--json"),
+        "invalid_argument",
+    )
     ok(run("work", "cancel", queued, "--reason", "two lines\nare fine", "--json"))
     stuck = reconciling_item(run)["work_id"]
-    refused(run("work", "resolve", stuck, "--generation", "1", "--to", "failed", "--reason",
-                escape, "--json"), "invalid_text")
+    refused(
+        run(
+            "work",
+            "resolve",
+            stuck,
+            "--generation",
+            "1",
+            "--to",
+            "failed",
+            "--reason",
+            escape,
+            "--json",
+        ),
+        "invalid_text",
+    )
     refused(run("work", "replay", queued, "--reason", escape, "--json"), "invalid_text")
-    refused(run("work", "replay", queued, "--reason", "again", "--target-revision", "\x1b[0m",
-                "--json"), "invalid_argument")
+    refused(
+        run(
+            "work", "replay", queued, "--reason", "again", "--target-revision", "\x1b[0m", "--json"
+        ),
+        "invalid_argument",
+    )
     assert len(items(run)) == 2
     for result in (run("work", "show", queued), run("work", "show", stuck), run("work", "list")):
         assert "\x1b" not in result.out and "\x07" not in result.out
@@ -855,42 +1205,59 @@ def test_two_homes_sharing_one_postgresql_ledger_see_one_ledger(request, tmp_pat
         first = ok(b("work", "claim", wid, "--holder", "worker-b", "--json", env=env))
         assert first["generation"] == 1
         # the same generation is never claimed twice: host A is refused
-        assert refused(a("work", "claim", wid, "--json", env=env), "not_queued")[
-            "state"] == "running"
+        assert (
+            refused(a("work", "claim", wid, "--json", env=env), "not_queued")["state"] == "running"
+        )
         refused(a("work", "claim", "--json", env=env), "not_queued")  # nothing else queued
         ok(a("work", "heartbeat", wid, "--generation", "1", "--json", env=env))
-        ok(a("work", "report", wid, "--generation", "1", "--outcome", "failed",
-             "--repeatable", "--json", env=env))
+        ok(
+            a(
+                "work",
+                "report",
+                wid,
+                "--generation",
+                "1",
+                "--outcome",
+                "failed",
+                "--repeatable",
+                "--json",
+                env=env,
+            )
+        )
         second = ok(a("work", "claim", "--holder", "worker-a", "--json", env=env))
         assert second["item"]["work_id"] == wid and second["generation"] == 2
         # B's worker, still at generation 1, is fenced out
-        for args in (("heartbeat", wid, "--generation", "1"),
-                     ("report", wid, "--generation", "1", "--outcome", "succeeded")):
+        for args in (
+            ("heartbeat", wid, "--generation", "1"),
+            ("report", wid, "--generation", "1", "--outcome", "succeeded"),
+        ):
             err = refused(b("work", *args, "--json", env=env), "stale_generation")
             assert err["generation"] == 2 and err["state"] == "running"
-        ok(b("work", "report", wid, "--generation", "2", "--outcome", "failed", "--json",
-             env=env))
+        ok(b("work", "report", wid, "--generation", "2", "--outcome", "failed", "--json", env=env))
         for shown in (s["item"] for s in both("work", "show", wid)):
             assert shown["state"] == "failed" and shown["generation"] == 2
             assert [t["outcome"] for t in shown["attempts"]] == ["failed", "failed"]
-            assert [e["type"] for e in shown["events"]] == ["accepted", "claimed",
-                                                            "retry_queued", "claimed",
-                                                            "failed"]
+            assert [e["type"] for e in shown["events"]] == [
+                "accepted",
+                "claimed",
+                "retry_queued",
+                "claimed",
+                "failed",
+            ]
 
         # cancelled through B, replayed through A, the replay seen and claimed through B
         other = submit(b, "cancel me", env=env)["work_id"]
-        cancelled = ok(a("work", "cancel", other, "--reason", "not needed", "--json",
-                         env=env))
+        cancelled = ok(a("work", "cancel", other, "--reason", "not needed", "--json", env=env))
         assert cancelled["outcome"] == "cancelled"
         assert ok(b("work", "show", other, "--json", env=env))["item"]["state"] == "cancelled"
-        again = ok(a("work", "replay", other, "--reason", "needed after all", "--json",
-                     env=env))["item"]
+        again = ok(a("work", "replay", other, "--reason", "needed after all", "--json", env=env))[
+            "item"
+        ]
         assert again["replay_of"] == other and again["state"] == "queued"
         assert ok(b("work", "claim", "--json", env=env))["item"]["work_id"] == again["work_id"]
         pages = both("work", "list", "--limit", "100")
         assert pages[0]["items"] == pages[1]["items"]
-        assert [i["work_id"] for i in pages[0]["items"]] == sorted([wid, other,
-                                                                     again["work_id"]])
+        assert [i["work_id"] for i in pages[0]["items"]] == sorted([wid, other, again["work_id"]])
         # and nothing of it is in either home's files
         for host in (a, b):
             assert not (host.home / "work").exists() or not any((host.home / "work").iterdir())

@@ -18,8 +18,7 @@ from pathlib import Path
 
 import pytest
 from support.corrupt import damage_delivery, damage_item
-from support.ledger_backends import ON_BOTH, cli_ledger  # noqa: F401
-from support.postgres import pg_server  # noqa: F401
+from support.ledger_backends import ON_BOTH
 
 from captain_tui.cli.main import main
 from state.home import Home
@@ -69,14 +68,15 @@ def home(tmp_path: Path, cli_ledger) -> Home:  # noqa: F811
 
 
 def test_work_commands_skip_or_refuse_a_corrupt_item(home: Home, cli_ledger) -> None:  # noqa: F811
-    first, bad, last = (ledger.accept(home, source="chat", input={"text": t},
-                                      requester="alice") for t in ("first", "bad", "last"))
+    first, bad, last = (
+        ledger.accept(home, source="chat", input={"text": t}, requester="alice")
+        for t in ("first", "bad", "last")
+    )
     damage_item(home, bad.work_id, "wrong shape")
 
     listed = captain(home, "work", "list", "--json")
     assert listed.code == 0, listed.err
-    assert [i["work_id"] for i in json.loads(listed.out)["items"]] == [first.work_id,
-                                                                      last.work_id]
+    assert [i["work_id"] for i in json.loads(listed.out)["items"]] == [first.work_id, last.work_id]
     said = warned_about(listed, bad.work_id)
     assert said and (len(said) == 1 or not cli_ledger), said  # files: item.json + event
 
@@ -87,8 +87,7 @@ def test_work_commands_skip_or_refuse_a_corrupt_item(home: Home, cli_ledger) -> 
     refused_corrupt(shown, bad.work_id)
     person = captain(home, "work", "show", bad.work_id)
     assert person.code == 1 and person.out == ""
-    assert re.search(rf"^captain: \[ledger_corrupt\] .*{bad.work_id}", person.err, re.M), \
-        person.err
+    assert re.search(rf"^captain: \[ledger_corrupt\] .*{bad.work_id}", person.err, re.M), person.err
     if cli_ledger:  # files: the claim below quarantines the bad files, so it is gone then
         refused_corrupt(captain(home, "work", "cancel", bad.work_id, "--json"), bad.work_id)
 
@@ -101,14 +100,12 @@ def test_work_commands_skip_or_refuse_a_corrupt_item(home: Home, cli_ledger) -> 
 
 
 def test_deliveries_commands_skip_or_refuse_a_corrupt_record(home: Home) -> None:
-    made = [deliveries.ingest(home, "gh", f"d-{n}", b"{}").delivery.delivery_id
-            for n in range(3)]
+    made = [deliveries.ingest(home, "gh", f"d-{n}", b"{}").delivery.delivery_id for n in range(3)]
     damage_delivery(home, made[1])
 
     listed = captain(home, "deliveries", "list", "--json")
     assert listed.code == 0, listed.err
-    assert [d["delivery_id"] for d in json.loads(listed.out)["deliveries"]] == \
-        [made[0], made[2]]
+    assert [d["delivery_id"] for d in json.loads(listed.out)["deliveries"]] == [made[0], made[2]]
     assert len(warned_about(listed, made[1])) == 1
     paged = captain(home, "deliveries", "list", "--limit", "1", "--after", made[0], "--json")
     assert [d["delivery_id"] for d in json.loads(paged.out)["deliveries"]] == [made[2]]

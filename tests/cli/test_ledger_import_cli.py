@@ -12,7 +12,6 @@ import json
 import psycopg
 import pytest
 from support.cli import Run, ok, refused
-from support.postgres import pg_server, pg_url  # noqa: F401 - the fixtures
 
 from state.home import Home
 from state.work import tokens
@@ -29,18 +28,47 @@ def _file_home_with_work(run) -> dict:
     """A file home that has done a bit of everything the ledger holds."""
     run.home.mkdir()
     (run.home / "config.toml").write_text("[endpoints.gh]\n")
-    recruit = ok(run("crew", "Jack", "--task", "Fix it", "--owns", "src/a", "--allow", "edit",
-                     "--no-launch", "--json"))
+    recruit = ok(
+        run(
+            "crew",
+            "Jack",
+            "--task",
+            "Fix it",
+            "--owns",
+            "src/a",
+            "--allow",
+            "edit",
+            "--no-launch",
+            "--json",
+        )
+    )
     chat = ok(run("work", "submit", "--text", "a chat task", "--json"))["item"]
     ok(run("work", "claim", "--holder", "w1", "--json"))
-    delivery = ok(run("deliveries", "ingest", "--endpoint", "gh", "--delivery-id", "d-1",
-                      "--event", "push", "--json", stdin=BODY))["delivery"]
+    delivery = ok(
+        run(
+            "deliveries",
+            "ingest",
+            "--endpoint",
+            "gh",
+            "--delivery-id",
+            "d-1",
+            "--event",
+            "push",
+            "--json",
+            stdin=BODY,
+        )
+    )["delivery"]
     token = ok(run("tokens", "create", "--role", "manager", "--label", "ci", "--json"))
     workspace = tokens.workspace_id(Home(run.home))  # minted as `captain serve` would
     assert ok(run("status", "--json"))["workspace_id"] == workspace
-    return {"recruit": recruit, "chat": chat, "delivery": delivery, "token": token,
-            "workspace": workspace,
-            "shown": {wid: _shown(run, wid) for wid in _ids(run)}}
+    return {
+        "recruit": recruit,
+        "chat": chat,
+        "delivery": delivery,
+        "token": token,
+        "workspace": workspace,
+        "shown": {wid: _shown(run, wid) for wid in _ids(run)},
+    }
 
 
 def _ids(run, env=None) -> list[str]:
@@ -49,8 +77,10 @@ def _ids(run, env=None) -> list[str]:
 
 def _shown(run, work_id: str, env=None) -> dict:
     item = ok(run("work", "show", work_id, "--json", env=env))["item"]
-    return {k: item[k] for k in ("work_id", "state", "generation", "source", "crew",
-                                 "input_sha256", "events")}
+    return {
+        k: item[k]
+        for k in ("work_id", "state", "generation", "source", "crew", "input_sha256", "events")
+    }
 
 
 def _point_at(run, url: str) -> None:
@@ -108,8 +138,11 @@ def test_a_conflict_imports_nothing_at_all(run, pg_url):  # noqa: F811
     _point_at(run, pg_url)
     token_id = before["token"]["token_id"]
     with psycopg.connect(pg_url) as conn:
-        conn.execute("INSERT INTO api_tokens (token_id, role, label, sha256, created_at) "
-                     "VALUES (%s, 'member', NULL, %s, now())", (token_id, "0" * 64))
+        conn.execute(
+            "INSERT INTO api_tokens (token_id, role, label, sha256, created_at) "
+            "VALUES (%s, 'member', NULL, %s, now())",
+            (token_id, "0" * 64),
+        )
         conn.commit()
     err = refused(run("ledger", "migrate", "--json"), "ledger_import_conflict")
     assert token_id in err["message"]

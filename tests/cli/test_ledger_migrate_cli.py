@@ -49,9 +49,15 @@ def test_migrate_an_empty_database_then_again(run, pg_url):
     assert f"schema at version {pg_schema.LATEST}" in first.out and "Migrated" in first.out
     second = run("ledger", "migrate", "--url", url, "--json")
     payload = ok(second)
-    assert payload == {"ok": True, "url": payload["url"], "from_version": pg_schema.LATEST,
-                       "version": pg_schema.LATEST, "applied": [], "latest": pg_schema.LATEST,
-                       "changed": False}
+    assert payload == {
+        "ok": True,
+        "url": payload["url"],
+        "from_version": pg_schema.LATEST,
+        "version": pg_schema.LATEST,
+        "applied": [],
+        "latest": pg_schema.LATEST,
+        "changed": False,
+    }
     assert payload["url"].startswith("postgresql://postgres:***@127.0.0.1:")
     human = run("ledger", "migrate", "--url", url)
     assert "nothing to do" in human.out and f"schema at version {pg_schema.LATEST}" in human.out
@@ -77,17 +83,34 @@ def test_two_migrations_at_once_both_succeed_and_make_one_schema(cli, pg_url):
     try:
         # hold the migrations' lock so both processes are surely waiting on it at once
         holder.execute("SELECT pg_advisory_lock(%s)", (pg_schema.LOCK_KEY,))
-        procs = [subprocess.Popen([sys.executable, "-m", "captain_tui", "ledger", "migrate",
-                                   "--url", pg_url, "--json"], cwd=cli.cwd, env=cli.env(),
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                 for _ in range(2)]
+        procs = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "captain_tui",
+                    "ledger",
+                    "migrate",
+                    "--url",
+                    pg_url,
+                    "--json",
+                ],
+                cwd=cli.cwd,
+                env=cli.env(),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(2)
+        ]
         deadline = time.monotonic() + 20
         waiting = 0
         while waiting < 2 and time.monotonic() < deadline:
             waiting = holder.execute(
                 "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
                 "AND database = (SELECT oid FROM pg_database "
-                "WHERE datname = current_database())").fetchone()[0]
+                "WHERE datname = current_database())"
+            ).fetchone()[0]
             time.sleep(0.05)
         assert waiting == 2, "both migrations should be waiting on the advisory lock"
         holder.execute("SELECT pg_advisory_unlock(%s)", (pg_schema.LOCK_KEY,))
@@ -102,18 +125,20 @@ def test_two_migrations_at_once_both_succeed_and_make_one_schema(cli, pg_url):
         assert conn.execute("SELECT count(*) FROM schema_version").fetchone() == (1,)
 
 
-@pytest.mark.parametrize("url, code", [
-    (f"mysql://bob:{SECRET}@db/captain", "invalid_ledger_url"),
-    (f"postgresql://bob:{SECRET}@db:70000/captain", "invalid_ledger_url"),
-    # a host label past 63 characters: the name lookup's codec refuses it (was an
-    # internal_error with a Python exception's name)
-    (f"postgresql://bob:{SECRET}@{'a' * 70}.example:5999/captain", "invalid_ledger_url"),
-    (f"postgresql://bob:{SECRET}@127.0.0.1:{{port}}/captain", "ledger_unreachable"),
-])
+@pytest.mark.parametrize(
+    "url, code",
+    [
+        (f"mysql://bob:{SECRET}@db/captain", "invalid_ledger_url"),
+        (f"postgresql://bob:{SECRET}@db:70000/captain", "invalid_ledger_url"),
+        # a host label past 63 characters: the name lookup's codec refuses it (was an
+        # internal_error with a Python exception's name)
+        (f"postgresql://bob:{SECRET}@{'a' * 70}.example:5999/captain", "invalid_ledger_url"),
+        (f"postgresql://bob:{SECRET}@127.0.0.1:{{port}}/captain", "ledger_unreachable"),
+    ],
+)
 def test_a_bad_or_unreachable_url_is_a_stable_refusal(run, url: str, code: str):
     if code == "ledger_unreachable":
-        pytest.importorskip("psycopg", reason="psycopg is not installed (pip install -e "
-                                              "'.[test]')")
+        pytest.importorskip("psycopg", reason="psycopg is not installed (pip install -e '.[test]')")
     url = url.replace("{port}", str(_closed_port()))
     as_json = run("ledger", "migrate", "--url", url, "--json")
     error = refused(as_json, code)
@@ -134,12 +159,20 @@ def test_migrate_on_a_file_home_says_there_is_nothing_to_migrate(run):
 
 def test_no_driver_is_a_refusal_naming_the_extra(cli):
     # psycopg made unimportable in this one process, as it is where it was never installed
-    code = ("import sys; sys.modules['psycopg'] = None; "
-            "from captain_tui.cli.main import main; "
-            f"sys.exit(main(['ledger', 'migrate', '--url', "
-            f"'postgresql://bob:{SECRET}@127.0.0.1:1/x', '--json']))")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=cli.cwd, env=cli.env(),
-                          capture_output=True, text=True, timeout=60)
+    code = (
+        "import sys; sys.modules['psycopg'] = None; "
+        "from captain_tui.cli.main import main; "
+        f"sys.exit(main(['ledger', 'migrate', '--url', "
+        f"'postgresql://bob:{SECRET}@127.0.0.1:1/x', '--json']))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=cli.cwd,
+        env=cli.env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     error = json.loads(proc.stdout)["error"]
     assert error["code"] == "postgres_not_installed"
@@ -171,15 +204,27 @@ def test_status_says_which_ledger_is_in_use(run, pg_url):
 
 @pytest.mark.parametrize("trouble", ["unmigrated", "unreachable"])
 def test_status_fails_on_a_ledger_it_cannot_use_and_still_shows_the_crew(
-        run, pg_server, pg_url, trouble):  # noqa: F811
+    run, pg_server, pg_url, trouble
+):  # noqa: F811
     """A ledger that cannot be used is said, not hidden: the crew table as always, the
     ledger's refusal with its code, exit 1 (a script never reads a broken ledger as an
     empty one)."""
     working = pg_server.url(pg_server.create_database())
     assert run("ledger", "migrate", "--url", working).code == 0
-    ok(run("crew", "Jack", "--task", "Fix it", "--no-launch", "--json",
-           env={"CAPTAIN_LEDGER_URL": working}))
-    url = pg_url if trouble == "unmigrated" else f"postgresql://postgres@127.0.0.1:{_closed_port()}/x"
+    ok(
+        run(
+            "crew",
+            "Jack",
+            "--task",
+            "Fix it",
+            "--no-launch",
+            "--json",
+            env={"CAPTAIN_LEDGER_URL": working},
+        )
+    )
+    url = (
+        pg_url if trouble == "unmigrated" else f"postgresql://postgres@127.0.0.1:{_closed_port()}/x"
+    )
     env = {"CAPTAIN_LEDGER_URL": _with_password(url)}
     code = {"unmigrated": "ledger_not_migrated", "unreachable": "ledger_unreachable"}[trouble]
     result = run("status", "--json", env=env)

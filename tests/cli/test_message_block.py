@@ -6,8 +6,14 @@ from captain_tui.cli.out import message_block
 
 
 def mail(kind: str, **extra) -> dict:
-    return {"message_id": "msg_1", "kind": kind, "queued_at": "2026-12-01T10:00:00+00:00",
-            "assignment_id": "asg_2", "text": "Fix the changelog\nand the links", **extra}
+    return {
+        "message_id": "msg_1",
+        "kind": kind,
+        "queued_at": "2026-12-01T10:00:00+00:00",
+        "assignment_id": "asg_2",
+        "text": "Fix the changelog\nand the links",
+        **extra,
+    }
 
 
 def test_a_new_task_says_which_assignment_id_to_pass():

@@ -25,9 +25,21 @@ from state.errors import CODES
 
 CONFIG = '[endpoints.gh]\nsecret = "s"\n'
 READS = [("status", "--all"), ("work", "list"), ("deliveries", "list"), ("tokens", "list")]
-FOLDERS = ["crew/jack/events", "mail/jack", "receipts/jack", "bounces/gibbs",
-           "notifications/jack", "acks/jack", "returned/jack", "ledger/open", "deliveries",
-           "deliveries/pending", "deliveries/rejected", "tokens", "crew"]
+FOLDERS = [
+    "crew/jack/events",
+    "mail/jack",
+    "receipts/jack",
+    "bounces/gibbs",
+    "notifications/jack",
+    "acks/jack",
+    "returned/jack",
+    "ledger/open",
+    "deliveries",
+    "deliveries/pending",
+    "deliveries/rejected",
+    "tokens",
+    "crew",
+]
 # suffix-less folders hold empty markers (ledger/open, deliveries/pending) or directories
 BARE = {"ledger/open", "deliveries/pending", "crew"}
 
@@ -37,8 +49,9 @@ def stable(result) -> dict:
     assert "Traceback" not in result.out + result.err, result.err
     assert "internal_error" not in result.out + result.err, (result.out, result.err)
     payload = json.loads(result.out)
-    assert result.code == 0 and payload["ok"] or \
-        result.code == 1 and payload["error"]["code"] in CODES, (result.code, result.out)
+    assert (
+        result.code == 0 and payload["ok"] or result.code == 1 and payload["error"]["code"] in CODES
+    ), (result.code, result.out)
     return payload
 
 
@@ -59,25 +72,59 @@ def built(tmp_path_factory):
     cli = Cli(base / "home", project)
     ok(cli("tokens", "create", "--role", "member", "--json"))
     (cli.home / "config.toml").write_text(CONFIG)
-    jack = ok(cli("crew", "Jack", "--task", "one", "--owns", "src", "--allow", "read",
-                  "--no-launch", "--json"))
+    jack = ok(
+        cli(
+            "crew",
+            "Jack",
+            "--task",
+            "one",
+            "--owns",
+            "src",
+            "--allow",
+            "read",
+            "--no-launch",
+            "--json",
+        )
+    )
     ok(cli("tell", "Jack", "two", "--assignment", jack["assignment_id"], "--json"))
     crew = {k: v for k, v in jack["env"].items() if k != "CAPTAIN_HOME"}
     ok(cli("inbox", "Jack", "--json", env=crew))
     ok(cli("ask", "Jack", "which?", "--json", env=crew))
     asked = ok(cli("wait", "Jack", "--timeout", "0", "--json"))
-    ok(cli("answer", "Jack", asked["question_id"], "this", "--assignment",
-           jack["assignment_id"], "--json"))
+    ok(
+        cli(
+            "answer",
+            "Jack",
+            asked["question_id"],
+            "this",
+            "--assignment",
+            jack["assignment_id"],
+            "--json",
+        )
+    )
     ok(cli("inbox", "Jack", "--json", env=crew))
     ok(cli("ask", "Jack", "then?", "--json", env=crew))
     ok(cli("wait", "Jack", "--timeout", "0", "--ack", asked["delivery_id"], "--json"))
     ok(cli("crew", "Gibbs", "--task", "three", "--no-launch", "--json"))
     ok(cli("dismiss", "Gibbs", "--json"))
-    ok(cli("deliveries", "ingest", "--endpoint", "gh", "--delivery-id", "d-1", "--event",
-           "push", "--json", stdin='{"a": 1}'))
+    ok(
+        cli(
+            "deliveries",
+            "ingest",
+            "--endpoint",
+            "gh",
+            "--delivery-id",
+            "d-1",
+            "--event",
+            "push",
+            "--json",
+            stdin='{"a": 1}',
+        )
+    )
     (cli.home / "deliveries" / "rejected").mkdir(exist_ok=True)
-    (cli.home / "deliveries" / "rejected" / "whr_01M8QKC3762GQX170E6ZTSANPV.json") \
-        .write_text("{}")  # no CLI command rejects; an unreadable one is fine here
+    (cli.home / "deliveries" / "rejected" / "whr_01M8QKC3762GQX170E6ZTSANPV.json").write_text(
+        "{}"
+    )  # no CLI command rejects; an unreadable one is fine here
     (cli.home / "deliveries" / "pending").mkdir(exist_ok=True)
     for folder in FOLDERS:
         assert (cli.home / folder).is_dir(), folder
@@ -122,10 +169,14 @@ def test_one_odd_name_in_every_folder_never_takes_a_command_down(built, tmp_path
     assert not (cli.home / "quarantine").exists()
 
     # the commands that write: crews' and the captain's; they move what they list aside
-    for args, env in [(("inbox", "Jack"), crew), (("check", "Jack", "read", "src"), crew),
-                      (("wait", "Jack", "--timeout", "0"), None),
-                      (("wait", "--all", "--timeout", "0"), None),
-                      (("work", "claim", "--holder", "w"), None), (("status",), None)]:
+    for args, env in [
+        (("inbox", "Jack"), crew),
+        (("check", "Jack", "read", "src"), crew),
+        (("wait", "Jack", "--timeout", "0"), None),
+        (("wait", "--all", "--timeout", "0"), None),
+        (("work", "claim", "--holder", "w"), None),
+        (("status",), None),
+    ]:
         result = cli(*args, "--json", env=env)
         stable(result)  # wait refuses while a returned notification is unacknowledged
         said += result.err
@@ -135,8 +186,9 @@ def test_one_odd_name_in_every_folder_never_takes_a_command_down(built, tmp_path
     for folder, path in zip(FOLDERS, planted):
         # pending intakes and rejections are listed by serve and the runner's ledger round,
         # not by these commands (tests/state/test_odd_names.py lists them)
-        assert folder in ("deliveries/pending", "deliveries/rejected") or \
-            any(f" {folder}/" in line for line in warned), (folder, warned)
+        assert folder in ("deliveries/pending", "deliveries/rejected") or any(
+            f" {folder}/" in line for line in warned
+        ), (folder, warned)
         flat = "__".join(path.relative_to(cli.home).parts)
         # quarantined by a command that writes, or (no such command lists its folder) left
         # where it was: never both, never lost

@@ -33,8 +33,15 @@ TEMP = ".tmp-1-aaaaaaaaaaaa"  # a killed writer's debris (state.store.TEMP_PREFI
 
 
 def reads(work_id: str, delivery_id: str) -> list[tuple[str, ...]]:
-    return [("status",), ("status", "--all"), ("work", "list"), ("work", "show", work_id),
-            ("deliveries", "list"), ("deliveries", "show", delivery_id), ("tokens", "list")]
+    return [
+        ("status",),
+        ("status", "--all"),
+        ("work", "list"),
+        ("work", "show", work_id),
+        ("deliveries", "list"),
+        ("deliveries", "show", delivery_id),
+        ("tokens", "list"),
+    ]
 
 
 def answer(result) -> dict:
@@ -54,9 +61,13 @@ def tree(root: Path) -> dict[str, tuple]:
         for name in ["", *dirnames, *filenames]:
             path = Path(dirpath, name)
             st = os.lstat(path)
-            out[str(path.relative_to(root))] = (st.st_ino, stat.S_IMODE(st.st_mode),
-                                                stat.S_IFMT(st.st_mode), st.st_size,
-                                                st.st_mtime_ns)
+            out[str(path.relative_to(root))] = (
+                st.st_ino,
+                stat.S_IMODE(st.st_mode),
+                stat.S_IFMT(st.st_mode),
+                st.st_size,
+                st.st_mtime_ns,
+            )
     return out
 
 
@@ -74,8 +85,11 @@ def built(tmp_path_factory):
     answer(cli("crew", "Gibbs", "--task", "two", "--no-launch", "--json"))
     answer(cli("dismiss", "Gibbs", "--json"))
     answer(cli("work", "submit", "--text", "chat", "--json"))
-    delivery = answer(cli("deliveries", "ingest", "--endpoint", "gh", "--delivery-id", "d-1",
-                          "--json", stdin="{}"))["delivery"]["delivery_id"]
+    delivery = answer(
+        cli(
+            "deliveries", "ingest", "--endpoint", "gh", "--delivery-id", "d-1", "--json", stdin="{}"
+        )
+    )["delivery"]["delivery_id"]
     (cli.home / "workspace.json").unlink(missing_ok=True)  # a home no serve has run on yet
     stale = cli.home / "mail" / "jack" / TEMP
     stale.write_bytes(b"half a record")
@@ -107,8 +121,7 @@ def test_a_home_that_does_not_exist_reads_as_empty_and_is_not_created(built, tmp
             assert not any(payload.get(k) for k in ("crew", "items", "deliveries", "tokens"))
         else:  # show: there is no such item in a home that is not there
             assert result.code == 1 and "Traceback" not in result.err
-            assert json.loads(result.out)["error"]["code"] in ("unknown_work",
-                                                               "unknown_delivery")
+            assert json.loads(result.out)["error"]["code"] in ("unknown_work", "unknown_delivery")
         assert not (tmp_path / "nowhere").exists(), f"{args} created the home"
 
 
@@ -137,13 +150,31 @@ def read_only_runner(home: Path):
     unshare = shutil.which("unshare")
     if unshare is None:
         return None, "unshare(1) is not installed"
-    probe = subprocess.run([unshare, "-m", "--", "sh", "-c",
-                            'mount --bind -o ro "$0" "$0" && ! touch "$0/probe" 2>/dev/null',
-                            str(home)], capture_output=True, text=True, timeout=60)
+    probe = subprocess.run(
+        [
+            unshare,
+            "-m",
+            "--",
+            "sh",
+            "-c",
+            'mount --bind -o ro "$0" "$0" && ! touch "$0/probe" 2>/dev/null',
+            str(home),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     if probe.returncode != 0 or (home / "probe").exists():
         return None, f"no read-only bind mount here (as root): {probe.stderr.strip()}"
-    return [unshare, "-m", "--", "sh", "-c", 'mount --bind -o ro "$0" "$0" && exec "$@"',
-            str(home)], None
+    return [
+        unshare,
+        "-m",
+        "--",
+        "sh",
+        "-c",
+        'mount --bind -o ro "$0" "$0" && exec "$@"',
+        str(home),
+    ], None
 
 
 def test_read_commands_work_on_a_read_only_filesystem(built, tmp_path):
@@ -158,11 +189,17 @@ def test_read_commands_work_on_a_read_only_filesystem(built, tmp_path):
         subprocess.run(["chmod", "-R", "a-w", str(cli.home)], check=True)
     try:
         for args in commands:
-            proc = subprocess.run([*(prefix or []), sys.executable, "-m", "captain_tui", *args,
-                                   "--json"], cwd=cli.cwd, env=cli.env(),
-                                  capture_output=True, text=True, timeout=60)
-            result = type("Result", (), {"code": proc.returncode, "out": proc.stdout,
-                                         "err": proc.stderr})
+            proc = subprocess.run(
+                [*(prefix or []), sys.executable, "-m", "captain_tui", *args, "--json"],
+                cwd=cli.cwd,
+                env=cli.env(),
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            result = type(
+                "Result", (), {"code": proc.returncode, "out": proc.stdout, "err": proc.stderr}
+            )
             assert answer(result) == answers[args], (args, proc.stderr)
             assert "store_error" not in proc.stdout and "internal_error" not in proc.stdout
     finally:
@@ -172,7 +209,8 @@ def test_read_commands_work_on_a_read_only_filesystem(built, tmp_path):
 
 
 def test_a_command_that_writes_on_a_read_only_filesystem_refuses_with_a_stable_code(
-        built, tmp_path):
+    built, tmp_path
+):
     """Not a read command: it may not work, but it says so with a stable code."""
     cli = copy_of(built, tmp_path)
     prefix, why_not = read_only_runner(cli.home)
@@ -181,10 +219,24 @@ def test_a_command_that_writes_on_a_read_only_filesystem_refuses_with_a_stable_c
     if prefix is None:
         subprocess.run(["chmod", "-R", "a-w", str(cli.home)], check=True)
     try:
-        proc = subprocess.run([*(prefix or []), sys.executable, "-m", "captain_tui", "work",
-                               "submit", "--text", "t", "--json"], cwd=cli.cwd,
-                              env={**cli.env(), "PYTHONPATH": str(REPO)},
-                              capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            [
+                *(prefix or []),
+                sys.executable,
+                "-m",
+                "captain_tui",
+                "work",
+                "submit",
+                "--text",
+                "t",
+                "--json",
+            ],
+            cwd=cli.cwd,
+            env={**cli.env(), "PYTHONPATH": str(REPO)},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     finally:
         if prefix is None:
             subprocess.run(["chmod", "-R", "u+w", str(cli.home)], check=True)

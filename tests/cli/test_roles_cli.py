@@ -31,8 +31,9 @@ def run(home, project, monkeypatch):
 
     def call(*args: str, env: dict[str, str] | None = None):
         with monkeypatch.context() as m:
-            for k in [k for k in os.environ if k.startswith("CAPTAIN_")
-                      and k != "CAPTAIN_TMUX_SOCKET"]:
+            for k in [
+                k for k in os.environ if k.startswith("CAPTAIN_") and k != "CAPTAIN_TMUX_SOCKET"
+            ]:
                 m.delenv(k)
             m.setenv("CAPTAIN_HOME", str(home.root))
             for k, v in (env or {}).items():
@@ -66,8 +67,8 @@ def refused_json(result, code: str) -> dict:
 def recruit(home, project):
     def hire(name: str, owns: str) -> dict:
         r = protocol.recruit(home, name, "T", owns=[owns], allow=["edit"], cwd=str(project))
-        return {"env": r.env, "incarnation_id": r.incarnation_id,
-                "assignment_id": r.assignment_id}
+        return {"env": r.env, "incarnation_id": r.incarnation_id, "assignment_id": r.assignment_id}
+
     return hire
 
 
@@ -76,15 +77,18 @@ def test_a_crew_that_unsets_or_renames_its_role_is_still_a_crew(run, recruit):
     gibbs = recruit("Gibbs", "src/b")
     envs = []
     for role in ("", "captain"):
-        envs += [{**jack["env"], "CAPTAIN_ROLE": role},
-                 # one identity variable is enough: the rest of the crew's env removed
-                 {"CAPTAIN_ROLE": role, "CAPTAIN_ASSIGNMENT": jack["assignment_id"]}]
+        envs += [
+            {**jack["env"], "CAPTAIN_ROLE": role},
+            # one identity variable is enough: the rest of the crew's env removed
+            {"CAPTAIN_ROLE": role, "CAPTAIN_ASSIGNMENT": jack["assignment_id"]},
+        ]
     jobs = []
     for env in envs:
-        jobs += [(("tell", "Gibbs", "from Jack", "--assignment", gibbs["assignment_id"],
-                   "--json"), env),
-                 (("dismiss", "Gibbs", "--json"), env),
-                 (("deliveries", "purge", "--json"), env)]
+        jobs += [
+            (("tell", "Gibbs", "from Jack", "--assignment", gibbs["assignment_id"], "--json"), env),
+            (("dismiss", "Gibbs", "--json"), env),
+            (("deliveries", "purge", "--json"), env),
+        ]
     for result in run.many(*jobs):
         assert "crew" in refused_json(result, "crew_forbidden")["message"]
     row = [r for r in ok_json(run("status", "--json"))["crew"] if r["name"] == "Gibbs"][0]
@@ -105,7 +109,8 @@ def test_a_crew_sees_its_own_work_items_only(run, recruit):
         (("work", "list", "--json"), jack["env"]),
         (("work", "list", "--limit", "1", "--json"), jack["env"]),
         (("work", "show", mine[0], "--json"), jack["env"]),
-        (("work", "show", theirs[0], "--json"), jack["env"]))
+        (("work", "show", theirs[0], "--json"), jack["env"]),
+    )
     assert [i["work_id"] for i in ok_json(listed)["items"]] == mine
     assert [i["work_id"] for i in ok_json(limited)["items"]] == mine  # the page is filled
     assert ok_json(own)["item"]["crew"] == "Jack"
@@ -117,8 +122,10 @@ def test_a_crew_sees_its_own_work_items_only(run, recruit):
 
 def test_a_crew_may_not_list_or_show_webhook_deliveries(run, recruit):
     jack = recruit("Jack", "src/a")
-    listed, shown = run.many((("deliveries", "list", "--json"), jack["env"]),
-                             (("deliveries", "show", "whd_0", "--json"), jack["env"]))
+    listed, shown = run.many(
+        (("deliveries", "list", "--json"), jack["env"]),
+        (("deliveries", "show", "whd_0", "--json"), jack["env"]),
+    )
     refused_json(listed, "crew_forbidden")
     refused_json(shown, "crew_forbidden")
     ok_json(run("deliveries", "list", "--json"))  # the captain's
@@ -131,11 +138,14 @@ def test_a_crew_name_typed_into_the_env_shows_nothing_of_that_crew(run, recruit)
     gibbs = recruit("Gibbs", "src/b")
     posing = {**jack["env"], "CAPTAIN_CREW": "Gibbs"}
     nameless = {k: v for k, v in posing.items() if k != "CAPTAIN_INCARNATION"}
-    results = run.many((("status", "--json"), posing), (("work", "list", "--json"), posing),
-                       (("status", "--json"), nameless),
-                       # nor does a refusal name the incarnation it wanted
-                       (("check", "Gibbs", "edit", "src/b/x.py", "--json"), posing),
-                       (("inbox", "Gibbs", "--json"), posing))
+    results = run.many(
+        (("status", "--json"), posing),
+        (("work", "list", "--json"), posing),
+        (("status", "--json"), nameless),
+        # nor does a refusal name the incarnation it wanted
+        (("check", "Gibbs", "edit", "src/b/x.py", "--json"), posing),
+        (("inbox", "Gibbs", "--json"), posing),
+    )
     for result in results[:2] + results[3:]:
         refused_json(result, "stale_incarnation")
     refused_json(results[2], "missing_context")

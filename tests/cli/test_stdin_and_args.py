@@ -27,8 +27,9 @@ def run(cli, *args: str, stdin: bytes | None = None, shell_stdin: str | None = N
     argv = [sys.executable, "-m", "captain_tui", *args, "--json"]
     if shell_stdin is not None:
         argv = ["sh", "-c", f'exec "$@" {shell_stdin}', "sh", *argv]
-    proc = subprocess.run(argv, cwd=cli.cwd, env=cli.env(), input=stdin, capture_output=True,
-                          timeout=60)
+    proc = subprocess.run(
+        argv, cwd=cli.cwd, env=cli.env(), input=stdin, capture_output=True, timeout=60
+    )
     out, err = proc.stdout.decode(), proc.stderr.decode(errors="replace")
     assert "Traceback" not in out + err, err
     return proc.returncode, json.loads(out), err
@@ -44,8 +45,7 @@ def refused(result, code: str) -> str:
 def stable(result) -> None:
     rc, payload, err = result
     assert rc in (0, 1), (rc, payload, err)
-    assert payload["ok"] is True or payload["error"]["code"] in CODES - {"internal_error"}, \
-        payload
+    assert payload["ok"] is True or payload["error"]["code"] in CODES - {"internal_error"}, payload
 
 
 @pytest.fixture
@@ -63,40 +63,110 @@ def events(cli, work_id: str) -> list[str]:
     return [e["type"] for e in shown["item"]["events"]]
 
 
-@pytest.mark.parametrize("data", [b"\xff\xfe", b"ok so far \xc3", b"\xed\xa0\x80 surrogate",
-                                  b"\xc0\xaf overlong", "fine".encode("utf-16")])
-def test_a_detail_on_stdin_that_is_not_utf8_is_refused_and_nothing_is_written(cli, running,
-                                                                              data):
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"\xff\xfe",
+        b"ok so far \xc3",
+        b"\xed\xa0\x80 surrogate",
+        b"\xc0\xaf overlong",
+        "fine".encode("utf-16"),
+    ],
+)
+def test_a_detail_on_stdin_that_is_not_utf8_is_refused_and_nothing_is_written(cli, running, data):
     before = events(cli, running)
-    message = refused(run(cli, "work", "report", running, "--generation", "1", "--outcome",
-                          "failed", "--holder", "w", "--detail-stdin", stdin=data),
-                      "invalid_text")
+    message = refused(
+        run(
+            cli,
+            "work",
+            "report",
+            running,
+            "--generation",
+            "1",
+            "--outcome",
+            "failed",
+            "--holder",
+            "w",
+            "--detail-stdin",
+            stdin=data,
+        ),
+        "invalid_text",
+    )
     assert "UTF-8" in message
     assert events(cli, running) == before
 
 
 def test_a_detail_larger_than_a_record_is_refused_before_anything_is_written(cli, running):
     before = events(cli, running)
-    refused(run(cli, "work", "report", running, "--generation", "1", "--outcome", "failed",
-                "--holder", "w", "--detail-stdin", stdin=b"x" * (MAX_RECORD_BYTES + 1)),
-            "message_too_large")
+    refused(
+        run(
+            cli,
+            "work",
+            "report",
+            running,
+            "--generation",
+            "1",
+            "--outcome",
+            "failed",
+            "--holder",
+            "w",
+            "--detail-stdin",
+            stdin=b"x" * (MAX_RECORD_BYTES + 1),
+        ),
+        "message_too_large",
+    )
     assert events(cli, running) == before
 
 
 def test_a_utf8_detail_is_still_taken(cli, running):
-    rc, payload, _ = run(cli, "work", "report", running, "--generation", "1", "--outcome",
-                         "succeeded", "--holder", "w", "--detail-stdin",
-                         stdin="détail ✓\n".encode())
+    rc, payload, _ = run(
+        cli,
+        "work",
+        "report",
+        running,
+        "--generation",
+        "1",
+        "--outcome",
+        "succeeded",
+        "--holder",
+        "w",
+        "--detail-stdin",
+        stdin="détail ✓\n".encode(),
+    )
     assert rc == 0 and payload["item"]["state"] == "succeeded"
 
 
 @pytest.mark.parametrize("redirect", ["<&-", "0>/dev/null"])  # closed; open for writing only
 def test_a_closed_or_unreadable_stdin_gets_a_stable_code(cli, running, redirect):
     (cli.home / "config.toml").write_text(CONFIG)
-    stable(run(cli, "work", "report", running, "--generation", "1", "--outcome", "failed",
-               "--holder", "w", "--detail-stdin", shell_stdin=redirect))
-    stable(run(cli, "deliveries", "ingest", "--endpoint", "gh", "--delivery-id", "d",
-               shell_stdin=redirect))
+    stable(
+        run(
+            cli,
+            "work",
+            "report",
+            running,
+            "--generation",
+            "1",
+            "--outcome",
+            "failed",
+            "--holder",
+            "w",
+            "--detail-stdin",
+            shell_stdin=redirect,
+        )
+    )
+    stable(
+        run(
+            cli,
+            "deliveries",
+            "ingest",
+            "--endpoint",
+            "gh",
+            "--delivery-id",
+            "d",
+            shell_stdin=redirect,
+        )
+    )
 
 
 # Every option or positional that takes text, given bytes that are not UTF-8. The crew's own
@@ -116,13 +186,18 @@ ARGV = [
     ("wait", "--all", "--timeout", "0", "--ack", BAD),
     ("dismiss", BAD),
     ("status", "--home", BAD),
-    ("work", "list", "--state", BAD), ("work", "list", "--source", BAD),
-    ("work", "list", "--after", BAD), ("work", "show", BAD), ("work", "cancel", BAD),
+    ("work", "list", "--state", BAD),
+    ("work", "list", "--source", BAD),
+    ("work", "list", "--after", BAD),
+    ("work", "show", BAD),
+    ("work", "cancel", BAD),
     ("work", "cancel", "wrk_x", "--reason", BAD),
     ("work", "replay", BAD, "--reason", "r"),
     ("work", "resolve", BAD, "--generation", "1", "--to", "failed", "--reason", "r"),
-    ("work", "submit", "--text", BAD), ("work", "submit", "--text", "t", "--target-revision", BAD),
-    ("work", "claim", BAD), ("work", "claim", "--holder", BAD),
+    ("work", "submit", "--text", BAD),
+    ("work", "submit", "--text", "t", "--target-revision", BAD),
+    ("work", "claim", BAD),
+    ("work", "claim", "--holder", BAD),
     ("work", "heartbeat", BAD, "--generation", "1"),
     ("work", "report", BAD, "--generation", "1", "--outcome", "failed"),
     ("deliveries", "ingest", "--endpoint", BAD, "--delivery-id", "d"),
@@ -130,8 +205,10 @@ ARGV = [
     ("deliveries", "ingest", "--endpoint", "gh", "--delivery-id", "d", "--event", BAD),
     ("deliveries", "list", "--endpoint", BAD),
     ("deliveries", "list", "--endpoint", "gh", "--source-delivery-id", BAD),
-    ("deliveries", "list", "--after", BAD), ("deliveries", "show", BAD),
-    ("tokens", "create", "--role", "member", "--label", BAD), ("tokens", "revoke", BAD),
+    ("deliveries", "list", "--after", BAD),
+    ("deliveries", "show", BAD),
+    ("tokens", "create", "--role", "member", "--label", BAD),
+    ("tokens", "revoke", BAD),
     ("serve", "--host", BAD),
 ]
 

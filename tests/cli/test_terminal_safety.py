@@ -29,12 +29,27 @@ from state.home import Home
 from state.inputs import TERMINAL_UNSAFE, summarize
 from state.work import deliveries, ledger, replay, tokens
 
-SEQUENCES = ["\x1b]0;owned\x07", "\x1b[2J\x1b[H", "\x1b[8m", "\x9b31m", "\x1bP+q\x1b\\",
-             "\u202eexe.txt", "\u2066rm -rf\u2069", "\r", "\x08\x08", "\ud800", "\x00"]
-hostile = st.lists(st.one_of(st.sampled_from(SEQUENCES),
-                             st.text(alphabet=st.characters(max_codepoint=0x2070),
-                                     max_size=6)),
-                   min_size=1, max_size=6).map("".join)
+SEQUENCES = [
+    "\x1b]0;owned\x07",
+    "\x1b[2J\x1b[H",
+    "\x1b[8m",
+    "\x9b31m",
+    "\x1bP+q\x1b\\",
+    "\u202eexe.txt",
+    "\u2066rm -rf\u2069",
+    "\r",
+    "\x08\x08",
+    "\ud800",
+    "\x00",
+]
+hostile = st.lists(
+    st.one_of(
+        st.sampled_from(SEQUENCES),
+        st.text(alphabet=st.characters(max_codepoint=0x2070), max_size=6),
+    ),
+    min_size=1,
+    max_size=6,
+).map("".join)
 
 
 def run(home: Home, *argv: str) -> tuple[str, str]:
@@ -52,8 +67,14 @@ def plant(home: Home, text: str) -> dict[str, str]:
     jack = protocol.recruit(home, "Jack", "a task", cwd=str(home.root))
     planted = {}
     with contextlib.suppress(CaptainError):
-        if notify.signal(home, "Jack", "awaiting_approval", "permission prompt: " + text,
-                         at=now(), incarnation_id=jack.incarnation_id):
+        if notify.signal(
+            home,
+            "Jack",
+            "awaiting_approval",
+            "permission prompt: " + text,
+            at=now(),
+            incarnation_id=jack.incarnation_id,
+        ):
             planted["summary"] = text
     try:
         item = ledger.accept(home, source="chat", input={"text": "x"}, requester="r:" + text)
@@ -93,10 +114,16 @@ def test_nothing_a_terminal_would_obey_is_printed(text):
         # wait first as JSON (it delivers the notification once), then as a person (refused
         # as unacknowledged, and the refusal quotes the notification)
         delivered, _ = run(home, "wait", "Jack", "--timeout", "0", "--json")
-        commands = [("wait", "Jack", "--timeout", "0"), ("status",), ("work", "list"),
-                    ("work", "show", planted["work_id"]),
-                    ("work", "show", planted["cancelled"]), ("tokens", "list"),
-                    ("deliveries", "list"), ("deliveries", "show", planted["delivery_id"])]
+        commands = [
+            ("wait", "Jack", "--timeout", "0"),
+            ("status",),
+            ("work", "list"),
+            ("work", "show", planted["work_id"]),
+            ("work", "show", planted["cancelled"]),
+            ("tokens", "list"),
+            ("deliveries", "list"),
+            ("deliveries", "show", planted["delivery_id"]),
+        ]
         if "replay" in planted:
             commands.append(("work", "show", planted["replay"]))
         outputs = [(("wait", "--json"), delivered, "")]
@@ -121,8 +148,14 @@ def test_a_title_setting_summary_is_shown_escaped_in_wait():
     with tempfile.TemporaryDirectory() as tmp:
         home = Home(Path(tmp) / "home")
         jack = protocol.recruit(home, "Jack", "a task", cwd=tmp)
-        notify.signal(home, "Jack", "awaiting_approval", "Bash: \x1b]0;pwned\x07ls \u202e",
-                      at=now(), incarnation_id=jack.incarnation_id)
+        notify.signal(
+            home,
+            "Jack",
+            "awaiting_approval",
+            "Bash: \x1b]0;pwned\x07ls \u202e",
+            at=now(),
+            incarnation_id=jack.incarnation_id,
+        )
         out, _ = run(home, "wait", "Jack", "--timeout", "0")
         assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
         assert "\\x1b]0;pwned\\x07ls \\u202e" in out

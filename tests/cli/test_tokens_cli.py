@@ -18,8 +18,9 @@ from state.work import tokens
 
 
 @pytest.mark.parametrize("cli_ledger", ["postgresql"], indirect=True)
-def test_two_homes_share_the_tokens_and_say_where_they_are(cli_ledger, tmp_path: Path,
-                                                           project: Path):
+def test_two_homes_share_the_tokens_and_say_where_they_are(
+    cli_ledger, tmp_path: Path, project: Path
+):
     from conftest import Cli
 
     a, b = (Run(Cli(Home(tmp_path / name).root, project)) for name in ("host-a", "host-b"))
@@ -31,18 +32,18 @@ def test_two_homes_share_the_tokens_and_say_where_they_are(cli_ledger, tmp_path:
     made = a("tokens", "create", "--role", "member", "--label", "ci")
     assert made.code == 0, made.err
     secret = made.out.split("\n", 1)[0]
-    assert f"stored hashed in the PostgreSQL ledger at {shown}, where every home on it " \
-           "accepts it." in made.out
+    assert (
+        f"stored hashed in the PostgreSQL ledger at {shown}, where every home on it "
+        "accepts it." in made.out
+    )
     token_id = secret.split("_")[1] + "_" + secret.split("_")[2]
 
     listed = b("tokens", "list")
     assert token_id in listed.out and "live" in listed.out and "ci" in listed.out
-    assert f"(Kept in the PostgreSQL ledger at {shown}, shared by every home on it.)" in \
-        listed.out
+    assert f"(Kept in the PostgreSQL ledger at {shown}, shared by every home on it.)" in listed.out
     revoked = b("tokens", "revoke", token_id)
     assert revoked.code == 0, revoked
-    assert f"every home on the PostgreSQL ledger at {shown} refuses it from now on" in \
-        revoked.out
+    assert f"every home on the PostgreSQL ledger at {shown} refuses it from now on" in revoked.out
     [row] = ok(a("tokens", "list", "--json"))["tokens"]
     assert row["token_id"] == token_id and row["revoked_at"] is not None
     assert tokens.verify(Home(a.home), secret) is None

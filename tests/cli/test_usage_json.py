@@ -21,19 +21,38 @@ def run(capsys, argv: list[str]) -> tuple[int, str, str]:
     return code, out, err
 
 
-@pytest.mark.parametrize(("argv", "sentence", "usage"), [
-    (["crew", "Jack", "--json"], "the following arguments are required: --task",
-     "usage: captain crew "),
-    (["status", "--json", "--bogus"], "unrecognized arguments: --bogus", "usage: captain "),
-    (["stauts", "--json"], "unknown command 'stauts'; did you mean 'status'?",
-     "usage: captain "),
-    (["work", "lsit", "--json"], "unknown command 'lsit'; did you mean 'list'?",
-     "usage: captain work "),
-    (["crew", "Jack", "--task", "T", "--agent", "cluade", "--json"],
-     "unknown choice 'cluade'; did you mean 'claude'?", "usage: captain crew "),
-    (["wait", "Jack", "--timeout", "abc", "--json"], "'abc' is not a number of seconds",
-     "usage: captain wait "),
-], ids=lambda v: " ".join(v) if isinstance(v, list) else None)
+@pytest.mark.parametrize(
+    ("argv", "sentence", "usage"),
+    [
+        (
+            ["crew", "Jack", "--json"],
+            "the following arguments are required: --task",
+            "usage: captain crew ",
+        ),
+        (["status", "--json", "--bogus"], "unrecognized arguments: --bogus", "usage: captain "),
+        (
+            ["stauts", "--json"],
+            "unknown command 'stauts'; did you mean 'status'?",
+            "usage: captain ",
+        ),
+        (
+            ["work", "lsit", "--json"],
+            "unknown command 'lsit'; did you mean 'list'?",
+            "usage: captain work ",
+        ),
+        (
+            ["crew", "Jack", "--task", "T", "--agent", "cluade", "--json"],
+            "unknown choice 'cluade'; did you mean 'claude'?",
+            "usage: captain crew ",
+        ),
+        (
+            ["wait", "Jack", "--timeout", "abc", "--json"],
+            "'abc' is not a number of seconds",
+            "usage: captain wait ",
+        ),
+    ],
+    ids=lambda v: " ".join(v) if isinstance(v, list) else None,
+)
 def test_a_usage_error_with_json_is_one_usage_refusal_on_stdout(capsys, argv, sentence, usage):
     code, out, err = run(capsys, argv)
     assert code == 2, (code, out, err)
@@ -50,8 +69,9 @@ def test_without_json_a_usage_error_stays_text_and_names_the_nearest_command(cap
     code, out, err = run(capsys, ["stauts"])
     assert code == 2 and out == ""
     assert err.startswith("usage: captain ")
-    assert "captain: error: argument COMMAND: unknown command 'stauts'; did you mean " \
-           "'status'?" in err, err
+    assert (
+        "captain: error: argument COMMAND: unknown command 'stauts'; did you mean 'status'?" in err
+    ), err
     code, out, err = run(capsys, ["tell", "Jack", "-", "--", "--json"])  # after --: a value
     assert code == 2 and out == "" and "captain tell: error: " in err, err
 

@@ -41,8 +41,21 @@ def test_wait_says_when_the_event_happened_and_when_its_mail_was_queued(capsys, 
     assert asked["status"] == "asked"
     assert before <= _at(asked["event_at"]) <= after  # the question, not the task's time
     assert _at(asked["queued_at"]) == task.queued_at  # the mail it had when it asked
-    assert main(["wait", "Ada", "--ack", asked["delivery_id"], "--timeout", "0",
-                 "--home", str(home.root)]) == 0
+    assert (
+        main(
+            [
+                "wait",
+                "Ada",
+                "--ack",
+                asked["delivery_id"],
+                "--timeout",
+                "0",
+                "--home",
+                str(home.root),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
 
     told = protocol.tell(home, "Ada", "also this", assignment_id=r.assignment_id)

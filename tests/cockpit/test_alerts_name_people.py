@@ -15,8 +15,16 @@ RAW_ID = re.compile(r"\b(asg|wrk|msg|dlv|inc|q)_[0-9A-Za-z]{6,}")
 
 
 def _launch(env):
-    return (PaneLocator(socket="/nonexistent/captain-alerts.sock", session="s", window_id="@1",
-                        pane_id="%1", pane_pid=300001), lambda: None)
+    return (
+        PaneLocator(
+            socket="/nonexistent/captain-alerts.sock",
+            session="s",
+            window_id="@1",
+            pane_id="%1",
+            pane_pid=300001,
+        ),
+        lambda: None,
+    )
 
 
 def test_death_and_bounce_toasts_name_the_crew_and_what_happened(home: Home, project: Path):
@@ -25,19 +33,25 @@ def test_death_and_bounce_toasts_name_the_crew_and_what_happened(home: Home, pro
     gibbs = protocol.recruit(home, "Gibbs", "Write the docs", cwd=str(project), launch=_launch)
     jack = protocol.recruit(home, "Jack", "Fix the login bug", cwd=str(project), launch=_launch)
     protocol.tell(home, "Jack", "Also the changelog", assignment_id=jack.assignment_id)
-    deaths.record(home, "Gibbs", gibbs.incarnation_id,
-                  deaths.Death(how=deaths.EXITED, status=3, pane_id="%1",
-                               last_lines=("Traceback: boom",)))
+    deaths.record(
+        home,
+        "Gibbs",
+        gibbs.incarnation_id,
+        deaths.Death(how=deaths.EXITED, status=3, pane_id="%1", last_lines=("Traceback: boom",)),
+    )
     protocol.dismiss(home, "Jack")
     alerts = feed.rescan().alerts
     by_kind = {a.kind: a for a in alerts}
     died = by_kind["error"]
     assert died.title == "Gibbs died"
-    assert died.body == ("Gibbs died before reporting done: its process exited with status 3. "
-                         "Its task failed.")
+    assert died.body == (
+        "Gibbs died before reporting done: its process exited with status 3. Its task failed."
+    )
     bounced = [a for a in alerts if a.kind == "bounced"]
-    assert {a.body for a in bounced} == {"Bounced (crew dismissed): Fix the login bug",
-                                         "Bounced (crew dismissed): Also the changelog"}
+    assert {a.body for a in bounced} == {
+        "Bounced (crew dismissed): Fix the login bug",
+        "Bounced (crew dismissed): Also the changelog",
+    }
     for alert in alerts:
         assert not RAW_ID.search(alert.title + alert.body), alert
 

@@ -73,13 +73,17 @@ def test_a_answers_the_oldest_question_and_enter_makes_a_new_line(home: Home, pr
         await type_text(pilot, "Keep it.\nMigrate in v3.")
         await pilot.press("ctrl+s")
         await until(pilot, lambda: not isinstance(app.screen, FormScreen), what="form closed")
-        await until(pilot, lambda: app.view.crew("jack").state != "asked",
-                    what="the question to leave the panel")
+        await until(
+            pilot,
+            lambda: app.view.crew("jack").state != "asked",
+            what="the question to leave the panel",
+        )
         assert [q.crew for q in app.view.questions()] == ["Gibbs"]
 
     drive(app, scenario)
     answer = home.store.read(
-        home.mail_dir("jack") / f"{rules.answer_id(first.question_id)}.json", Message)
+        home.mail_dir("jack") / f"{rules.answer_id(first.question_id)}.json", Message
+    )
     assert answer is not None and answer.kind == "answer"
     assert answer.text == "Keep it.\nMigrate in v3."
     assert answer.question_id == first.question_id
@@ -99,8 +103,11 @@ def test_a_answers_the_question_highlighted_in_questions(home: Home, project: Pa
         assert app.screen.crew == "Gibbs"
         await type_text(pilot, "Usage")
         await pilot.press("ctrl+s")
-        await until(pilot, lambda: rules.is_answered(home, "gibbs", second.question_id),
-                    what="Gibbs's answer on disk")
+        await until(
+            pilot,
+            lambda: rules.is_answered(home, "gibbs", second.question_id),
+            what="Gibbs's answer on disk",
+        )
 
     drive(app, scenario)
     assert rules.pending_question(home, "jack", crewlog.load(home, "jack")[0]) is not None
@@ -120,8 +127,7 @@ def test_a_is_dimmed_and_does_nothing_without_a_question(home: Home, project: Pa
     drive(app, scenario)
 
 
-def test_the_footer_dims_what_does_not_apply_and_a_click_runs_a_key(home: Home,
-                                                                     project: Path):
+def test_the_footer_dims_what_does_not_apply_and_a_click_runs_a_key(home: Home, project: Path):
     """The footer is the app's keys (commands.COMMANDS) with the palette's on the right: a
     dimmed key follows the selection, a click on one rings the bell, on another runs it."""
     from widgets.chrome import CockpitKey
@@ -135,8 +141,11 @@ def test_the_footer_dims_what_does_not_apply_and_a_click_runs_a_key(home: Home,
         return next(k for k in app.query(CockpitKey) if k.action == action)
 
     async def scenario(pilot):
-        await until(pilot, lambda: [k for k in app.query(CockpitKey) if k.region.width],
-                    what="the footer's keys on screen")
+        await until(
+            pilot,
+            lambda: [k for k in app.query(CockpitKey) if k.region.width],
+            what="the footer's keys on screen",
+        )
         shown = [k.action for k in app.query(CockpitKey)]
         assert shown == [c.action for c in commands.COMMANDS if c.show] + ["command_palette"]
         assert key("command_palette").has_class("-command-palette")
@@ -179,8 +188,7 @@ def test_t_tells_the_selected_crew(home: Home, project: Path):
     assert [m.kind for m in mailbox.messages(home, "jack")] == ["assignment"]
 
 
-def test_refused_tell_shows_its_code_keeps_the_text_and_writes_nothing(home: Home,
-                                                                       project: Path):
+def test_refused_tell_shows_its_code_keeps_the_text_and_writes_nothing(home: Home, project: Path):
     jack = crew(home, "Jack", project=project)
     protocol.tell(home, "Jack", "Run the tests", assignment_id=jack.assignment_id)
     before = files(home)
@@ -191,8 +199,11 @@ def test_refused_tell_shows_its_code_keeps_the_text_and_writes_nothing(home: Hom
         await until(pilot, lambda: isinstance(app.screen, TellScreen))
         await type_text(pilot, "Run the tests")  # repeats the last message word for word
         await pilot.press("ctrl+s")
-        await until(pilot, lambda: any("[duplicate_message]" in t for t in toasts(app)),
-                    what="the refusal toast")
+        await until(
+            pilot,
+            lambda: any("[duplicate_message]" in t for t in toasts(app)),
+            what="the refusal toast",
+        )
         assert isinstance(app.screen, TellScreen)  # still open: nothing typed is lost
         error = str(app.screen.query_one("#error").render())
         assert "[duplicate_message]" in error
@@ -267,8 +278,9 @@ def test_n_refused_while_done_is_unacknowledged(home: Home, project: Path):
         await until(pilot, lambda: isinstance(app.screen, AssignScreen))
         await type_text(pilot, "Next")
         await pilot.press("ctrl+s")
-        await until(pilot, lambda: any("[unacknowledged]" in t for t in toasts(app)),
-                    what="the refusal")
+        await until(
+            pilot, lambda: any("[unacknowledged]" in t for t in toasts(app)), what="the refusal"
+        )
 
     drive(app, scenario)
     assert files(home) == before
@@ -331,8 +343,7 @@ def test_r_recruits_a_crew_recorded_only(home: Home, project: Path):
         screen.query_one("#cwd").value = str(project)
         screen.query_one("#no_launch").value = True
         await pilot.press("ctrl+s")
-        await until(pilot, lambda: app.view.crew("elizabeth") is not None,
-                    what="the new crew row")
+        await until(pilot, lambda: app.view.crew("elizabeth") is not None, what="the new crew row")
 
     drive(app, scenario)
     snapshot, _ = crewlog.load(home, "elizabeth")
@@ -357,13 +368,17 @@ def test_refused_recruit_shows_its_code_and_writes_nothing(home: Home, project: 
         screen.query_one("#cwd").value = str(project)
         screen.query_one("#no_launch").value = True
         await pilot.press("ctrl+s")
-        await until(pilot, lambda: any("[ownership_overlap]" in t for t in toasts(app)),
-                    what="the refusal")
+        await until(
+            pilot, lambda: any("[ownership_overlap]" in t for t in toasts(app)), what="the refusal"
+        )
         screen.query_one("#name").value = "../x"
         screen.query_one("#owns").value = ""
         await pilot.press("ctrl+s")
-        await until(pilot, lambda: any("[invalid_name]" in t for t in toasts(app)),
-                    what="the second refusal")
+        await until(
+            pilot,
+            lambda: any("[invalid_name]" in t for t in toasts(app)),
+            what="the second refusal",
+        )
 
     drive(app, scenario)
     assert files(home) == before
@@ -458,8 +473,9 @@ def test_d_dismisses_after_confirming_and_unread_mail_bounces(home: Home, projec
 def test_enter_outside_tmux_shows_the_exact_attach_command(home: Home, project: Path):
     from captain_tui.runtime.launch import launcher
 
-    start = launcher(home, name="Jack", key="jack", agent="program", program="sleep 600",
-                     cwd=str(project))
+    start = launcher(
+        home, name="Jack", key="jack", agent="program", program="sleep 600", cwd=str(project)
+    )
     protocol.recruit(home, "Jack", "Wait", cwd=str(project), agent="program", launch=start)
     pane = crewlog.load(home, "jack")[0].pane
     app = cockpit(home)
@@ -519,12 +535,20 @@ def test_the_palette_lists_every_command_from_the_same_registry(home: Home):
         assert bound == {c.id: c.keys for c in commands.COMMANDS}
         await pilot.press("ctrl+p")
         await type_text(pilot, "Recruit")
-        await until(pilot, lambda: "Recruit" in str(app.screen.query("OptionList").first()
-                                                    .get_option_at_index(0).prompt),
-                    what="the palette's hit")
+        await until(
+            pilot,
+            lambda: (
+                "Recruit"
+                in str(app.screen.query("OptionList").first().get_option_at_index(0).prompt)
+            ),
+            what="the palette's hit",
+        )
         await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, RecruitScreen),
-                    what="the recruit form, from the palette")
+        await until(
+            pilot,
+            lambda: isinstance(app.screen, RecruitScreen),
+            what="the recruit form, from the palette",
+        )
 
     drive(app, scenario)
 
@@ -546,8 +570,9 @@ def test_settings_switches_and_theme_are_persisted(home: Home):
     assert cockpit(home).settings.theme == "nord"  # the next cockpit starts with it
 
 
-def test_an_arriving_question_raises_a_toast_the_bell_and_a_desktop_notice(home: Home,
-                                                                          project: Path):
+def test_an_arriving_question_raises_a_toast_the_bell_and_a_desktop_notice(
+    home: Home, project: Path
+):
     jack = crew(home, "Jack", project=project)
     app = cockpit(home)
     emitted: list[str] = []
@@ -555,8 +580,9 @@ def test_an_arriving_question_raises_a_toast_the_bell_and_a_desktop_notice(home:
 
     async def scenario(pilot):
         protocol.ask(home, "Jack", "Rebase or merge?", ctx=as_crew(jack))
-        await until(pilot, lambda: any("Rebase or merge?" in t for t in toasts(app)),
-                    what="the alert toast")
+        await until(
+            pilot, lambda: any("Rebase or merge?" in t for t in toasts(app)), what="the alert toast"
+        )
         await until(pilot, lambda: len(emitted) == 2, what="bell and notice")
 
     drive(app, scenario)
@@ -573,8 +599,11 @@ def test_switched_off_alerts_stay_quiet(home: Home, project: Path):
 
     async def scenario(pilot):
         protocol.ask(home, "Jack", "Rebase or merge?", ctx=as_crew(jack))
-        await until(pilot, lambda: any("Rebase or merge?" in t for t in toasts(app)),
-                    what="the toast (still on)")
+        await until(
+            pilot,
+            lambda: any("Rebase or merge?" in t for t in toasts(app)),
+            what="the toast (still on)",
+        )
 
     drive(app, scenario)
     assert emitted == []

@@ -57,8 +57,9 @@ def ui_reads(monkeypatch) -> list[str]:
 
 def delivered(home: Home, endpoint: str, source_id: str, *, finish: bool = True) -> str:
     """A delivery's work item, claimed and succeeded by a worker when ``finish``."""
-    work_id = deliveries.ingest(home, endpoint, source_id, b'{"ref": "main"}',
-                                event="push").delivery.work_id
+    work_id = deliveries.ingest(
+        home, endpoint, source_id, b'{"ref": "main"}', event="push"
+    ).delivery.work_id
     if finish:
         item = ledger.claim(home, work_id, holder="worker")
         ledger.report(home, work_id, item.generation, "succeeded", actor="worker")
@@ -82,14 +83,18 @@ def test_replay_is_offered_only_while_the_raw_body_is_held(home: Home, ui_reads)
         why = app.why_not(commands.BY_ID["replay_work"])
         assert "expired at" in why and "Ask the sender" in why
         assert "not now:" in palette_says(app, "Replay") and "expired" in palette_says(
-            app, "Replay")
+            app, "Replay"
+        )
         await pilot.press("R")
         await pilot.pause()
         assert not isinstance(app.screen, FormScreen)
         # whatever way it is asked for, no form opens: a toast says why
         app.action_replay_work()
-        await until(pilot, lambda: any("Not offered" in t and "expired at" in t
-                                       for t in toasts(app)), what="the refusal toast")
+        await until(
+            pilot,
+            lambda: any("Not offered" in t and "expired at" in t for t in toasts(app)),
+            what="the refusal toast",
+        )
         assert not isinstance(app.screen, FormScreen)
 
         await select_row(pilot, "work", held)
@@ -103,8 +108,11 @@ def test_replay_is_offered_only_while_the_raw_body_is_held(home: Home, ui_reads)
         # its retention ends while the cockpit is open: no event, the clock says so
         clock["at"] = now() + timedelta(days=8)
         assert "expired at" in app.why_not(commands.BY_ID["replay_work"])
-        await until(pilot, lambda: not app.screen.active_bindings["R"].enabled,
-                    what="Replay dimmed by the clock")
+        await until(
+            pilot,
+            lambda: not app.screen.active_bindings["R"].enabled,
+            what="Replay dimmed by the clock",
+        )
 
     drive(app, scenario)
     assert ui_reads == []  # decided from what the feed read, never on the UI thread
@@ -114,8 +122,7 @@ def test_a_routine_receipt_offers_neither_cancel_nor_replay(home: Home, ui_reads
     (home.root / "config.toml").write_text(CONFIG)
     live = delivered(home, "chores", "c-1", finish=False)
     done = delivered(home, "chores", "c-2")
-    before = {p: p.read_bytes() for p in Path(home.root).rglob("*.json")
-              if "locks" not in p.parts}
+    before = {p: p.read_bytes() for p in Path(home.root).rglob("*.json") if "locks" not in p.parts}
     app = Cockpit(home, run_doorbell=False)
 
     async def scenario(pilot):
@@ -132,8 +139,11 @@ def test_a_routine_receipt_offers_neither_cancel_nor_replay(home: Home, ui_reads
         await pilot.pause()
         assert not isinstance(app.screen, (ConfirmScreen, FormScreen))
         app.action_cancel_work()
-        await until(pilot, lambda: any("Not offered" in t and "routine receipt" in t
-                                       for t in toasts(app)), what="the refusal toast")
+        await until(
+            pilot,
+            lambda: any("Not offered" in t and "routine receipt" in t for t in toasts(app)),
+            what="the refusal toast",
+        )
         assert not isinstance(app.screen, ConfirmScreen)
 
         await select_row(pilot, "work", done)
@@ -154,8 +164,12 @@ def test_the_cockpit_purges_expired_raw_bodies(home: Home):
     app = Cockpit(home, run_doorbell=True)  # its runner purges, off the UI thread
 
     async def scenario(pilot):
-        await until(pilot, lambda: not deliveries.body_held(home, record),
-                    what="the expired body to be purged", timeout=20)
+        await until(
+            pilot,
+            lambda: not deliveries.body_held(home, record),
+            what="the expired body to be purged",
+            timeout=20,
+        )
 
     drive(app, scenario)
     after = deliveries.get(home, record.delivery_id)

@@ -96,14 +96,23 @@ def test_another_homes_write_is_shown_at_its_notification(tmp_path: Path, pg):
         first = await asyncio.to_thread(submit, there)
         # the listener's (re)connection re-reads the Work panel, or the write's notification
         # does: either way it is listening once the row is there
-        await until(pilot, lambda: app.view.work_item(first.work_id) is not None,
-                    what="the other home's item")
+        await until(
+            pilot,
+            lambda: app.view.work_item(first.work_id) is not None,
+            what="the other home's item",
+        )
         await asyncio.to_thread(ledger.claim, there, first.work_id, holder="worker")
-        await until(pilot, lambda: app.view.work_item(first.work_id).state == "running",
-                    what="the claim, by its notification")
+        await until(
+            pilot,
+            lambda: app.view.work_item(first.work_id).state == "running",
+            what="the claim, by its notification",
+        )
         second = await asyncio.to_thread(submit, there, "Another one")
-        await until(pilot, lambda: app.view.work_item(second.work_id) is not None,
-                    what="a second item, by its notification")
+        await until(
+            pilot,
+            lambda: app.view.work_item(second.work_id) is not None,
+            what="a second item, by its notification",
+        )
 
     drive(app, scenario)
 
@@ -114,11 +123,17 @@ def test_with_no_notifications_the_work_panel_catches_up_on_its_clock(tmp_path: 
 
     async def scenario(pilot):
         item = await asyncio.to_thread(submit, there)
-        await until(pilot, lambda: app.view.work_item(item.work_id) is not None,
-                    what="the item, on the Work panel's own clock")
+        await until(
+            pilot,
+            lambda: app.view.work_item(item.work_id) is not None,
+            what="the item, on the Work panel's own clock",
+        )
         await asyncio.to_thread(ledger.claim, there, item.work_id, holder="worker")
-        await until(pilot, lambda: app.view.work_item(item.work_id).state == "running",
-                    what="the claim, on the Work panel's own clock")
+        await until(
+            pilot,
+            lambda: app.view.work_item(item.work_id).state == "running",
+            what="the claim, on the Work panel's own clock",
+        )
 
     drive(app, scenario)
 

@@ -41,8 +41,14 @@ async def captain_cli(home: Home, cwd: Path, *args: str, env: dict | None = None
     full = {k: v for k, v in os.environ.items() if not k.startswith("CAPTAIN_")}
     full.update({"CAPTAIN_HOME": str(home.root), "PYTHONPATH": str(REPO), **(env or {})})
     proc = await asyncio.to_thread(
-        subprocess.run, [sys.executable, "-m", "captain_tui", *args], cwd=cwd, env=full,
-        capture_output=True, text=True, timeout=60)
+        subprocess.run,
+        [sys.executable, "-m", "captain_tui", *args],
+        cwd=cwd,
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
 
 
@@ -65,8 +71,16 @@ def test_records_from_other_processes_reach_the_right_panels(home: Home, project
         assert panel._keys == [app.view.questions()[0].question_id]  # on screen, not only data
         # the captain answers from a shell: the question goes, Jack's unread mail goes up
         q = app.view.questions()[0]
-        await captain_cli(home, project, "answer", "Jack", q.question_id, "Yes",
-                    "--assignment", jack.assignment_id)
+        await captain_cli(
+            home,
+            project,
+            "answer",
+            "Jack",
+            q.question_id,
+            "Yes",
+            "--assignment",
+            jack.assignment_id,
+        )
         await until(pilot, lambda: not app.view.questions(), what="the question to go")
         await until(pilot, lambda: app.view.crew("jack").unread == 2, what="2 unread")
         # another captain recruits: a new crew row
@@ -83,14 +97,21 @@ def test_a_held_doorbell_shows_in_doorbells_and_in_the_crew_row(home: Home, proj
 
     async def scenario(pilot):
         assert app.view.doorbells() == []
-        stamp = RingStamp(crew="Jack", incarnation_id=jack.incarnation_id, gate="human_draft",
-                          held_since=now(), held_head=jack.message_id)
+        stamp = RingStamp(
+            crew="Jack",
+            incarnation_id=jack.incarnation_id,
+            gate="human_draft",
+            held_since=now(),
+            held_head=jack.message_id,
+        )
         home.store.publish(home.ring_stamp_path("jack"), encode(stamp))
         await until(pilot, lambda: app.view.doorbells(), what="the held doorbell")
         assert app.view.doorbells()[0].gate == "human_draft"
         assert app.view.crew("jack").gate == "human_draft"
-        home.store.publish(home.ring_stamp_path("jack"),
-                           encode(stamp.model_copy(update=dict(gate=None, held_since=None))))
+        home.store.publish(
+            home.ring_stamp_path("jack"),
+            encode(stamp.model_copy(update=dict(gate=None, held_since=None))),
+        )
         await until(pilot, lambda: not app.view.doorbells(), what="the gate to clear")
 
     drive(app, scenario)
@@ -106,8 +127,9 @@ def test_an_event_updates_only_the_crew_it_touched(home: Home, project: Path, mo
 
     loads: list[str] = []
     real_load = crewlog.load
-    monkeypatch.setattr(crewlog, "load", lambda h, key, **kw: loads.append(key) or
-                        real_load(h, key, **kw))
+    monkeypatch.setattr(
+        crewlog, "load", lambda h, key, **kw: loads.append(key) or real_load(h, key, **kw)
+    )
     monkeypatch.setattr(home, "crew_keys", lambda: pytest.fail("a full rescan for one event"))
     update = f.apply([str(home.mail_dir("gibbs") / f"{message.message_id}.json")])
     assert update is not None
@@ -139,8 +161,7 @@ def test_the_feed_agrees_with_crew_status(home: Home, project: Path):
 # -- bad and vanishing files -----------------------------------------------------------------
 
 
-def test_a_deleted_record_and_a_quarantined_one_do_not_crash_the_cockpit(home: Home,
-                                                                        project: Path):
+def test_a_deleted_record_and_a_quarantined_one_do_not_crash_the_cockpit(home: Home, project: Path):
     jack = crew(home, "Jack", project=project)
     asked = protocol.ask(home, "Jack", "Which?", ctx=as_crew(jack))
     app = cockpit(home)
@@ -152,8 +173,9 @@ def test_a_deleted_record_and_a_quarantined_one_do_not_crash_the_cockpit(home: H
         await until(pilot, lambda: not app.view.notifications(), what="the row to go")
         # garbage appears where mail lives: quarantined, reported, the rest still served
         (home.mail_dir("jack") / "msg_garbage.json").write_bytes(b"\xff not json")
-        await until(pilot, lambda: any("quarantined" in t for t in toasts(app)),
-                    what="the quarantine toast")
+        await until(
+            pilot, lambda: any("quarantined" in t for t in toasts(app)), what="the quarantine toast"
+        )
         assert list(home.mail_dir("jack").glob("msg_garbage*")) == []
         assert app.view.crew("jack").unread == 1 and app.view.questions()
         # and a whole crew directory that is not a crew
@@ -211,8 +233,11 @@ def test_the_watcher_process_reports_a_record_published_by_rename(tmp_path: Path
 
     root = tmp_path / "home"
     (root / "mail" / "jack").mkdir(parents=True)
-    proc = subprocess.Popen([sys.executable, "-c", watcher._WATCHER, str(root), "20", "5", "1000"],
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", watcher._WATCHER, str(root), "20", "5", "1000"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
 
     def batch() -> set[tuple[int, str]]:
         ready, _, _ = select.select([proc.stdout], [], [], 30)
@@ -238,8 +263,9 @@ def test_the_watcher_process_reports_a_record_published_by_rename(tmp_path: Path
 
 def test_the_route_map_follows_the_store_layout(home: Home):
     root = home.root
-    assert routes.route(root, str(root / "mail/jack/msg_1.json")) == routes.Route("mail", "jack",
-                                                                              "msg_1")
+    assert routes.route(root, str(root / "mail/jack/msg_1.json")) == routes.Route(
+        "mail", "jack", "msg_1"
+    )
     assert routes.route(root, str(root / "receipts/jack/msg_1.json")).kind == "read"
     assert routes.route(root, str(root / "bounces/jack/msg_1.json")).kind == "read"
     assert routes.route(root, str(root / "notifications/jack/dlv_1.json")).kind == "note"
@@ -248,8 +274,13 @@ def test_the_route_map_follows_the_store_layout(home: Home):
     assert routes.route(root, str(root / "crew/jack/state.json")).kind == "crew"
     assert routes.route(root, str(root / "doorbell/jack.json")) == routes.Route("bell", "jack")
     assert routes.route(root, str(root / "quarantine/x.reason")).kind == "quarantine"
-    for ignored in ("locks/crew-jack.lock", "returned/jack/dlv_1.json", "home.json",
-                    "mail/jack/.tmp-1-abc", "agents/jack/claude-settings.json"):
+    for ignored in (
+        "locks/crew-jack.lock",
+        "returned/jack/dlv_1.json",
+        "home.json",
+        "mail/jack/.tmp-1-abc",
+        "agents/jack/claude-settings.json",
+    ):
         assert routes.route(root, str(root / ignored)) is None, ignored
     assert routes.route(root, "/elsewhere/mail/jack/msg_1.json") is None
 
@@ -264,19 +295,28 @@ def test_the_pane_preview_shows_the_selected_crews_pane_in_colour(home: Home, pr
     server = PrivateTmux()
     script = project / "paint.sh"
     script.write_text("printf '\\033[31mRED-MARK\\033[0m plain\\n'; exec sleep 600\n")
-    start = launcher(home, name="Jack", key="jack", agent="program",
-                     program=f"sh {script}", cwd=str(project), socket=server.socket)
+    start = launcher(
+        home,
+        name="Jack",
+        key="jack",
+        agent="program",
+        program=f"sh {script}",
+        cwd=str(project),
+        socket=server.socket,
+    )
     try:
-        protocol.recruit(home, "Jack", "Paint", cwd=str(project), agent="program",
-                         launch=start)
+        protocol.recruit(home, "Jack", "Paint", cwd=str(project), agent="program", launch=start)
         app = cockpit(home, preview_every=0.2)
 
         async def scenario(pilot):
             screen = app.query_one("#preview #screen")
-            await until(pilot, lambda: "RED-MARK" in str(getattr(screen.content, "plain", "")),
-                        what="the pane's text in the preview")
+            await until(
+                pilot,
+                lambda: "RED-MARK" in str(getattr(screen.content, "plain", "")),
+                what="the pane's text in the preview",
+            )
             text = screen.content
-            red = [span for span in text.spans if "RED" in text.plain[span.start:span.end]]
+            red = [span for span in text.spans if "RED" in text.plain[span.start : span.end]]
             assert red and red[0].style.color.number == 1  # ANSI red, as the pane printed it
 
         drive(app, scenario)
@@ -294,8 +334,9 @@ def test_queued_views_coalesce_but_alerts_are_never_dropped():
     assert not loud.can_replace(quiet)  # an alert must still be raised
 
 
-def test_a_home_that_cannot_be_read_is_reported_and_read_again(home: Home, project: Path,
-                                                                monkeypatch):
+def test_a_home_that_cannot_be_read_is_reported_and_read_again(
+    home: Home, project: Path, monkeypatch
+):
     from state.errors import CaptainError
 
     crew(home, "Jack", project=project)
@@ -318,8 +359,7 @@ def test_a_home_that_cannot_be_read_is_reported_and_read_again(home: Home, proje
     drive(app, scenario)
 
 
-def test_events_arrive_through_the_watcher_not_a_rescan(home: Home, project: Path,
-                                                         monkeypatch):
+def test_events_arrive_through_the_watcher_not_a_rescan(home: Home, project: Path, monkeypatch):
     jack = crew(home, "Jack", project=project)
     finished_rescans = []
     real = home_feed.Feed.rescan
@@ -364,4 +404,3 @@ def test_a_due_full_collection_waits_for_a_quiet_moment_and_stop_restores_python
     finally:
         collector.stop()
     assert gc.get_threshold() == before
-

@@ -28,9 +28,15 @@ NOW = datetime(2026, 11, 29, 14, 30, 0, tzinfo=timezone.utc)
 
 
 def note(n: int, summary: str = "", status: str = "working") -> NotificationRow:
-    return NotificationRow(key="jack", crew="Jack", delivery_id=f"dlv_{n:04d}", status=status,
-                           assignment_id="asg_1", summary=summary or f"Report {n}",
-                           created_at=NOW - timedelta(minutes=60 - n))
+    return NotificationRow(
+        key="jack",
+        crew="Jack",
+        delivery_id=f"dlv_{n:04d}",
+        status=status,
+        assignment_id="asg_1",
+        summary=summary or f"Report {n}",
+        created_at=NOW - timedelta(minutes=60 - n),
+    )
 
 
 class OnePanel(App):
@@ -53,8 +59,10 @@ def run_panel(steps) -> tuple[str, list]:
                 await pilot.pause()
             out["svg"] = app.export_screenshot()
             table = panel.table
-            out["lines"] = [list(strip) for strip in table.render_lines(
-                Region(0, 0, table.size.width, table.size.height))]
+            out["lines"] = [
+                list(strip)
+                for strip in table.render_lines(Region(0, 0, table.size.width, table.size.height))
+            ]
 
     asyncio.run(main())
     return out["svg"], out["lines"]
@@ -66,8 +74,9 @@ def test_patched_rows_render_like_a_fresh_table():
     the screen and the table's lines must be what a fresh table shows."""
     first = [note(5), note(4), note(3), note(2), note(1)]
     later = [note(6), note(5), note(4, "Rewritten report"), note(2, status="error"), note(1)]
-    patched = run_panel([(first, NOW, True), (later, NOW, False),
-                         (later, NOW + timedelta(minutes=7), True)])  # the ages tick
+    patched = run_panel(
+        [(first, NOW, True), (later, NOW, False), (later, NOW + timedelta(minutes=7), True)]
+    )  # the ages tick
     fresh = run_panel([(later, NOW + timedelta(minutes=7), True)])
     assert patched[0] == fresh[0]
     assert patched[1] == fresh[1]
@@ -84,9 +93,13 @@ def test_a_feed_update_keeps_unchanged_rows_as_they_are_until_the_ages_tick():
 
     PanelTable.patch_rows = counted
     try:
-        run_panel([(rows, NOW, True), ([note(2, "New words"), note(1)], NOW + timedelta(
-            minutes=5), False), ([note(2, "New words"), note(1)], NOW + timedelta(minutes=5),
-                                 True)])
+        run_panel(
+            [
+                (rows, NOW, True),
+                ([note(2, "New words"), note(1)], NOW + timedelta(minutes=5), False),
+                ([note(2, "New words"), note(1)], NOW + timedelta(minutes=5), True),
+            ]
+        )
     finally:
         PanelTable.patch_rows = real
     # the feed update re-rendered the changed row only; the ages tick then the other one
@@ -112,8 +125,11 @@ def test_the_cursor_stays_on_the_picked_row_while_rows_come_and_go():
             panel.show([note(4), note(3), note(1)], NOW, every_row=False)
             await pilot.pause()
             assert panel.current_key == "dlv_0001"  # it went: where it was
-            assert [panel.table.get_row_at(i)[3].plain for i in range(3)] == \
-                ["Report 4", "Report 3", "Report 1"]
+            assert [panel.table.get_row_at(i)[3].plain for i in range(3)] == [
+                "Report 4",
+                "Report 3",
+                "Report 1",
+            ]
 
     asyncio.run(main())
 
@@ -137,8 +153,7 @@ def test_a_change_draws_only_the_lines_it_changed():
             panel.show(rows, NOW)
             panel.table.focus()  # focus changes the look: every line is drawn again
             await pilot.pause()
-            assert sorted(drawn) == ["dlv_0001", "dlv_0002", "dlv_0003", "dlv_0004",
-                                     "dlv_0005"]
+            assert sorted(drawn) == ["dlv_0001", "dlv_0002", "dlv_0003", "dlv_0004", "dlv_0005"]
 
             async def step(rows) -> list[str]:
                 drawn.clear()
@@ -155,8 +170,13 @@ def test_a_change_draws_only_the_lines_it_changed():
             rows.reverse()  # every row moves
             assert await step(rows) == ["dlv_0001", "dlv_0006"]  # the cursor's, and its old
             assert await step(rows) == []  # nothing changed
-            assert [panel.table.get_row_at(i)[3].plain for i in range(5)] == \
-                ["Report 1", "Rewritten report", "Report 4", "Report 5", "Report 6"]
+            assert [panel.table.get_row_at(i)[3].plain for i in range(5)] == [
+                "Report 1",
+                "Rewritten report",
+                "Report 4",
+                "Report 5",
+                "Report 6",
+            ]
 
     PanelTable._draw_row = counted
     try:
@@ -194,8 +214,7 @@ def test_vim_keys_and_clicks_move_the_cursor_and_say_where():
             assert panel.current_key == "dlv_0001"
             await pilot.pause()
             height = table.scrollable_content_region.height
-            lines = [s.text for s in table.render_lines(Region(0, 0, table.size.width,
-                                                               height))]
+            lines = [s.text for s in table.render_lines(Region(0, 0, table.size.width, height))]
             assert lines[0].split() == ["Age", "Crew", "Status", "Summary"]  # stays on top
             assert "Report 1 " in lines[-1] + " "  # the cursor's row, scrolled into view
             await pilot.press("g")
@@ -203,9 +222,15 @@ def test_vim_keys_and_clicks_move_the_cursor_and_say_where():
             await pilot.press("down")
             assert panel.current_key == "dlv_0029"
             await pilot.pause()
-            assert [k for what, k in app.said] == ["dlv_0030", "dlv_0029", "dlv_0028",
-                                                   "dlv_0029", "dlv_0001", "dlv_0030",
-                                                   "dlv_0029"]
+            assert [k for what, k in app.said] == [
+                "dlv_0030",
+                "dlv_0029",
+                "dlv_0028",
+                "dlv_0029",
+                "dlv_0001",
+                "dlv_0030",
+                "dlv_0029",
+            ]
             app.said.clear()
             await pilot.click(table, offset=(3, 3))  # the header is line 0: the 3rd row
             assert panel.current_key == "dlv_0028"
@@ -218,15 +243,13 @@ def test_vim_keys_and_clicks_move_the_cursor_and_say_where():
     asyncio.run(main())
 
 
-def test_an_update_to_notifications_only_leaves_the_other_tables_alone(home: Home,
-                                                                         project: Path):
+def test_an_update_to_notifications_only_leaves_the_other_tables_alone(home: Home, project: Path):
     """Acknowledging an older notification changes Notifications and nothing on screen
     elsewhere: no other table gets a row added, removed, re-rendered or cleared."""
     jack = crew(home, "Jack", project=project)
     crew(home, "Gibbs", "Docs", project=project)
     older = notify.signal(home, "Jack", "working", "First report", at=store_now())
-    notify.signal(home, "Jack", "working", "Second report",
-                  at=store_now() + timedelta(seconds=1))
+    notify.signal(home, "Jack", "working", "Second report", at=store_now() + timedelta(seconds=1))
     protocol.ask(home, "Jack", "Which one?", ctx=as_crew(jack))
     stopped = datetime.now().astimezone()
     app = CaptainApp(home, run_doorbell=False, clock=lambda: stopped)  # ages stay put
@@ -239,6 +262,7 @@ def test_an_update_to_notifications_only_leaves_the_other_tables_alone(home: Hom
             if name != "patch_rows" or args[0]:
                 touched.append(f"{self.parent.id}.{name}")
             return real(self, *args, **kwargs)
+
         return real, wrapped
 
     async def scenario(pilot):
@@ -254,8 +278,11 @@ def test_an_update_to_notifications_only_leaves_the_other_tables_alone(home: Hom
         Panel.show = lambda self, *a, **k: shown.append(self.id) or real_show(self, *a, **k)
         try:
             notify.acknowledge(home, "Jack", older.delivery_id)
-            await until(pilot, lambda: older.delivery_id not in panel._keys,
-                        what="the acknowledged row to go")
+            await until(
+                pilot,
+                lambda: older.delivery_id not in panel._keys,
+                what="the acknowledged row to go",
+            )
             await pilot.pause(0.3)
         finally:
             Panel.show = real_show

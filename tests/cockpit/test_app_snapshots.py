@@ -60,39 +60,80 @@ def crewed_home(home: Home, fixed_time: FixedTime) -> Home:
     and a chat item queued."""
     t = fixed_time
     t.ago(hours=2)
-    jack = protocol.recruit(home, "Jack", "Fix the login bug: sessions expire after 5 "
-                            "minutes instead of 30.", owns=["src/auth"],
-                            allow=["edit", "test"], cwd=PROJECT, agent="claude")
-    gibbs = protocol.recruit(home, "Gibbs", "Write the 2.0 changelog", owns=["CHANGELOG.md"],
-                             allow=["edit"], cwd=PROJECT, agent="codex")
-    anamaria = protocol.recruit(home, "Anamaria", "Profile the [slow] search endpoint",
-                                cwd=PROJECT)
-    elizabeth = protocol.recruit(home, "Elizabeth", "Review the billing refactor",
-                                 cwd=PROJECT, agent="program")
+    jack = protocol.recruit(
+        home,
+        "Jack",
+        "Fix the login bug: sessions expire after 5 minutes instead of 30.",
+        owns=["src/auth"],
+        allow=["edit", "test"],
+        cwd=PROJECT,
+        agent="claude",
+    )
+    gibbs = protocol.recruit(
+        home,
+        "Gibbs",
+        "Write the 2.0 changelog",
+        owns=["CHANGELOG.md"],
+        allow=["edit"],
+        cwd=PROJECT,
+        agent="codex",
+    )
+    anamaria = protocol.recruit(home, "Anamaria", "Profile the [slow] search endpoint", cwd=PROJECT)
+    elizabeth = protocol.recruit(
+        home, "Elizabeth", "Review the billing refactor", cwd=PROJECT, agent="program"
+    )
     t.ago(minutes=50)
     protocol.inbox(home, "Gibbs", deliver=lambda batch: None, ctx=Context.from_env(gibbs.env))
     protocol.inbox(home, "Jack", deliver=lambda batch: None, ctx=Context.from_env(jack.env))
     t.ago(minutes=12)
-    protocol.ask(home, "Jack", "Keep the old session format, or migrate everyone on their "
-                 "next login?", ctx=Context.from_env(jack.env))
+    protocol.ask(
+        home,
+        "Jack",
+        "Keep the old session format, or migrate everyone on their next login?",
+        ctx=Context.from_env(jack.env),
+    )
     t.ago(minutes=9)
-    protocol.done(home, "Gibbs", "Changelog written; every link checked.",
-                  ctx=Context.from_env(gibbs.env))
+    protocol.done(
+        home, "Gibbs", "Changelog written; every link checked.", ctx=Context.from_env(gibbs.env)
+    )
     t.ago(minutes=4)
-    protocol.tell(home, "Anamaria", "Also check the cache hit rate.",
-                  assignment_id=anamaria.assignment_id)
-    home.store.publish(home.ring_stamp_path("anamaria"), encode(RingStamp(
-        crew="Anamaria", incarnation_id=anamaria.incarnation_id, gate="human_draft",
-        held_since=NOW - timedelta(minutes=4), held_head=None)))
+    protocol.tell(
+        home, "Anamaria", "Also check the cache hit rate.", assignment_id=anamaria.assignment_id
+    )
+    home.store.publish(
+        home.ring_stamp_path("anamaria"),
+        encode(
+            RingStamp(
+                crew="Anamaria",
+                incarnation_id=anamaria.incarnation_id,
+                gate="human_draft",
+                held_since=NOW - timedelta(minutes=4),
+                held_head=None,
+            )
+        ),
+    )
     t.ago(minutes=3)
-    ledger.accept(home, source="chat", input={"text": "Summarise yesterday's incidents"},
-                  requester="captain:ops", target_revision="9f3c2e1")
+    ledger.accept(
+        home,
+        source="chat",
+        input={"text": "Summarise yesterday's incidents"},
+        requester="captain:ops",
+        target_revision="9f3c2e1",
+    )
     t.ago(minutes=1)
-    notify.signal(home, "Elizabeth", "awaiting_approval",
-                  "Elizabeth is waiting at an approval prompt: run rm -rf build/?",
-                  at=NOW - timedelta(minutes=1))
-    ledger.cancel(home, ledger.work_id_for_assignment(elizabeth.assignment_id),
-                  actor="captain:ops", stop=lambda attempt: None)
+    notify.signal(
+        home,
+        "Elizabeth",
+        "awaiting_approval",
+        "Elizabeth is waiting at an approval prompt: run rm -rf build/?",
+        at=NOW - timedelta(minutes=1),
+    )
+    ledger.cancel(
+        home,
+        ledger.work_id_for_assignment(elizabeth.assignment_id),
+        actor="captain:ops",
+        stop=lambda attempt: None,
+    )
     return home
 
 
@@ -105,8 +146,9 @@ def ready(*keys: str):
 
     async def run_before(pilot) -> None:
         app = pilot.app
-        await until(pilot, lambda: app.scanned and app.last_refresh is not None,
-                    what="the first scan")
+        await until(
+            pilot, lambda: app.scanned and app.last_refresh is not None, what="the first scan"
+        )
         if keys:
             await pilot.press(*keys)
             await until(pilot, lambda: len(app.screen_stack) > 1, what="the modal")
@@ -148,8 +190,7 @@ def test_tell_form(snap_compare, crewed_home: Home):
 
 def test_assign_form(snap_compare, crewed_home: Home):
     # down to Gibbs, who is done (its done is not acknowledged yet: the form says so)
-    assert snap_compare(cockpit(crewed_home), terminal_size=SIZE,
-                        run_before=ready("j", "j", "n"))
+    assert snap_compare(cockpit(crewed_home), terminal_size=SIZE, run_before=ready("j", "j", "n"))
 
 
 def test_recruit_form(snap_compare, home: Home):
@@ -171,8 +212,9 @@ def test_resolve_form(snap_compare, crewed_home: Home):
 
 def test_replay_form(snap_compare, crewed_home: Home):
     # f four times: the finished filter, where Gibbs's succeeded item is the only row
-    assert snap_compare(cockpit(crewed_home), terminal_size=SIZE,
-                        run_before=ready("f", "f", "f", "f", "R"))
+    assert snap_compare(
+        cockpit(crewed_home), terminal_size=SIZE, run_before=ready("f", "f", "f", "f", "R")
+    )
 
 
 def test_work_filtered_to_running(snap_compare, crewed_home: Home):
@@ -182,4 +224,3 @@ def test_work_filtered_to_running(snap_compare, crewed_home: Home):
         await pilot.pause()
 
     assert snap_compare(cockpit(crewed_home), terminal_size=SIZE, run_before=run_before)
-

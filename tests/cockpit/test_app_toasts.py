@@ -33,10 +33,16 @@ def test_a_flood_of_questions_is_one_toast_and_one_bell(home: Home, project: Pat
     async def scenario(pilot):
         for name, r in zip(NAMES, recruits):
             protocol.ask(home, name, f"{name}: rebase or merge?", ctx=as_crew(r))
-        await until(pilot, lambda: app.view.questions() and len(app.view.questions()) == 5,
-                    what="five questions in the panel")
-        flood = await until(pilot, lambda: [t for t in toasts(app) if "new questions" in t],
-                            what="the coalesced toast")
+        await until(
+            pilot,
+            lambda: app.view.questions() and len(app.view.questions()) == 5,
+            what="five questions in the panel",
+        )
+        flood = await until(
+            pilot,
+            lambda: [t for t in toasts(app) if "new questions" in t],
+            what="the coalesced toast",
+        )
         await until(pilot, lambda: len(emitted) == 2, what="one bell, one desktop notice")
         assert len(flood) == 1
         assert flood[0].startswith("5 new questions: ")
@@ -57,8 +63,7 @@ def test_routine_outcomes_leave_the_work_panel_soon_and_alerts_stay():
     assert cockpit_app.OUTCOME_TIMEOUT < cockpit_app.ALERT_TIMEOUT
 
 
-def test_cancel_names_the_crew_and_task_not_ids(home: Home,
-                                                                   project: Path):
+def test_cancel_names_the_crew_and_task_not_ids(home: Home, project: Path):
     from state.work import ledger
 
     jack = crew(home, "Jack", "Fix the login bug", project=project)
@@ -70,18 +75,24 @@ def test_cancel_names_the_crew_and_task_not_ids(home: Home,
         await pilot.press("c")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("y")
-        said = await until(pilot, lambda: [t for t in toasts(app) if "stop of" in t],
-                           what="the outcome toast")
+        said = await until(
+            pilot, lambda: [t for t in toasts(app) if "stop of" in t], what="the outcome toast"
+        )
         # no pane on record: the stop is not confirmed, and the toast says whose it was
         assert said[0].startswith("The stop of Jack's task “Fix the login bug” could NOT")
         assert "Jack is dismissed" in said[0]
         # the unread task bounces: said without its message and work IDs
-        await until(pilot, lambda: "Mail to Jack bounced: Bounced (its task was cancelled): "
-                    "Fix the login bug" in toasts(app), what="the bounce's toast")
+        await until(
+            pilot,
+            lambda: (
+                "Mail to Jack bounced: Bounced (its task was cancelled): "
+                "Fix the login bug" in toasts(app)
+            ),
+            what="the bounce's toast",
+        )
 
     drive(app, scenario)
-    assert not any(work_id in t or jack.assignment_id in t or "msg_" in t
-                   for t in toasts(app))
+    assert not any(work_id in t or jack.assignment_id in t or "msg_" in t for t in toasts(app))
 
 
 def test_the_header_stays_true_when_nothing_happens(home: Home, project: Path):
@@ -120,19 +131,25 @@ def test_help_shows_the_homes_path(home: Home, tmp_path: Path, monkeypatch, unde
 
 
 @needs_tmux
-def test_the_preview_backs_off_on_a_quiet_pane_and_follows_a_change(home: Home,
-                                                                     project: Path):
+def test_the_preview_backs_off_on_a_quiet_pane_and_follows_a_change(home: Home, project: Path):
     from captain_tui.runtime.launch import launcher
 
     server = PrivateTmux()
     script = project / "quiet.sh"
-    script.write_text("echo FIRST-MARK; while [ ! -e go ]; do sleep 0.1; done; "
-                      "echo SECOND-MARK; exec sleep 600\n")
-    start = launcher(home, name="Jack", key="jack", agent="program",
-                     program=f"sh {script}", cwd=str(project), socket=server.socket)
+    script.write_text(
+        "echo FIRST-MARK; while [ ! -e go ]; do sleep 0.1; done; echo SECOND-MARK; exec sleep 600\n"
+    )
+    start = launcher(
+        home,
+        name="Jack",
+        key="jack",
+        agent="program",
+        program=f"sh {script}",
+        cwd=str(project),
+        socket=server.socket,
+    )
     try:
-        protocol.recruit(home, "Jack", "Wait", cwd=str(project), agent="program",
-                         launch=start)
+        protocol.recruit(home, "Jack", "Wait", cwd=str(project), agent="program", launch=start)
         app = Cockpit(home, run_doorbell=False)
         app.preview_every = 0.1
 

@@ -40,16 +40,20 @@ def cockpit(home: Home) -> CaptainApp:
 
 def files(home: Home) -> dict[str, bytes]:
     """Every record in the home (locks aside) with its bytes: a refusal changes none."""
-    return {str(p.relative_to(home.root)): p.read_bytes() for p in Path(home.root).rglob("*")
-            if p.is_file() and "locks" not in p.parts}
+    return {
+        str(p.relative_to(home.root)): p.read_bytes()
+        for p in Path(home.root).rglob("*")
+        if p.is_file() and "locks" not in p.parts
+    }
 
 
 # -- work items in each state, written the way workers and the CLI write them ------------------
 
 
 def queued(home: Home, text: str = "Summarise the incidents", **kwargs):
-    return ledger.accept(home, source="chat", input={"text": text}, requester="captain:test",
-                         **kwargs)
+    return ledger.accept(
+        home, source="chat", input={"text": text}, requester="captain:test", **kwargs
+    )
 
 
 def running(home: Home, **kwargs):
@@ -79,8 +83,7 @@ def last_event(home: Home, work_id: str):
 # -- the panel ---------------------------------------------------------------------------------
 
 
-def test_the_panel_lists_work_with_reconciliation_first_loud_and_counted(home: Home,
-                                                                          project: Path):
+def test_the_panel_lists_work_with_reconciliation_first_loud_and_counted(home: Home, project: Path):
     crew(home, "Jack", project=project)  # an assignment: a running work item
     done = finished(home)
     waiting = queued(home)
@@ -90,8 +93,7 @@ def test_the_panel_lists_work_with_reconciliation_first_loud_and_counted(home: H
     async def scenario(pilot):
         rows = panel(app).rows()
         assert rows[0].work_id == stuck.work_id  # first, though it is not the newest
-        assert [r.state for r in rows] == ["needs_reconciliation", "running", "queued",
-                                           "succeeded"]
+        assert [r.state for r in rows] == ["needs_reconciliation", "running", "queued", "succeeded"]
         assert rows[1].crew == "Jack" and rows[1].source == "assignment"
         assert {r.work_id for r in rows} >= {done.work_id, waiting.work_id}
         state = panel(app).table.get_cell_at((0, 0))
@@ -127,15 +129,12 @@ def test_f_cycles_the_filter_and_the_title_names_it(home: Home):
         for expected in WORK_FILTERS[1:] + WORK_FILTERS[:1]:
             await pilot.press("f")
             await until(pilot, lambda: panel(app).state_filter == expected)
-            seen[expected] = ([r.work_id for r in panel(app).rows()],
-                              str(panel(app).border_title))
+            seen[expected] = ([r.work_id for r in panel(app).rows()], str(panel(app).border_title))
         assert seen["queued"][0] == []
         assert seen["queued"][1] == "Work · queued"
-        assert "No queued work. Press f for running." in str(
-            app.query_one("#work .empty").render())
+        assert "No queued work. Press f for running." in str(app.query_one("#work .empty").render())
         assert seen["running"] == ([live.work_id], "Work · running 1")
-        assert seen["needs_reconciliation"] == ([stuck.work_id],
-                                                "Work · needs reconciliation 1")
+        assert seen["needs_reconciliation"] == ([stuck.work_id], "Work · needs reconciliation 1")
         assert seen["finished"] == ([old.work_id], "Work · finished 1")
         assert seen["all"][0][0] == stuck.work_id and len(seen["all"][0]) == 3
 
@@ -168,8 +167,7 @@ def test_keys_are_dimmed_when_they_do_not_apply(home: Home):
         bindings = app.screen.active_bindings
         assert bindings["c"].enabled and not bindings["R"].enabled
         assert not bindings["v"].enabled
-        assert "only a finished item can be replayed" in app.why_not(
-            commands.BY_ID["replay_work"])
+        assert "only a finished item can be replayed" in app.why_not(commands.BY_ID["replay_work"])
         await select_row(pilot, "work", old.work_id)
         bindings = app.screen.active_bindings
         assert not bindings["c"].enabled and bindings["R"].enabled
@@ -197,8 +195,7 @@ def test_c_cancels_a_queued_item_after_confirming(home: Home):
     async def scenario(pilot):
         await select_row(pilot, "work", item.work_id)
         await pilot.press("c")
-        confirm = await until(pilot, lambda: isinstance(app.screen, ConfirmScreen)
-                              and app.screen)
+        confirm = await until(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen)
         assert confirm.title_text.startswith("Cancel the chat task ") and "at once" in confirm.body
         assert "wrk_" not in confirm.title_text + confirm.body  # named, never a bare ID
         await pilot.press("n")  # no is the safe answer: nothing happens
@@ -207,11 +204,17 @@ def test_c_cancels_a_queued_item_after_confirming(home: Home):
         await pilot.press("c")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("y")
-        await until(pilot, lambda: any(t.startswith("Cancelled the chat task captain:test")
-                                       for t in toasts(app)), what="the outcome toast")
+        await until(
+            pilot,
+            lambda: any(t.startswith("Cancelled the chat task captain:test") for t in toasts(app)),
+            what="the outcome toast",
+        )
         assert not any(item.work_id in t for t in toasts(app))  # named, not a raw ID
-        await until(pilot, lambda: app.view.work_item(item.work_id).state == "cancelled",
-                    what="the row to follow")
+        await until(
+            pilot,
+            lambda: app.view.work_item(item.work_id).state == "cancelled",
+            what="the row to follow",
+        )
 
     drive(app, scenario)
     event = last_event(home, item.work_id)
@@ -228,17 +231,23 @@ def test_c_with_a_confirmed_stop_cancels_a_running_item(home: Home, monkeypatch)
         await pilot.press("c")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("y")
-        await until(pilot, lambda: any("the stop is confirmed" in t for t in toasts(app)),
-                    what="the outcome toast")
+        await until(
+            pilot,
+            lambda: any("the stop is confirmed" in t for t in toasts(app)),
+            what="the outcome toast",
+        )
 
     drive(app, scenario)
     assert [a.run_id for a in stopped] == [item.attempts[-1].run_id]
-    assert [e.type for e in ledger.events(home, item.work_id)][-2:] == ["cancel_requested",
-                                                                       "cancelled"]
+    assert [e.type for e in ledger.events(home, item.work_id)][-2:] == [
+        "cancel_requested",
+        "cancelled",
+    ]
 
 
-def test_c_without_a_confirmed_stop_leaves_it_needing_reconciliation_loudly(home: Home,
-                                                                            project: Path):
+def test_c_without_a_confirmed_stop_leaves_it_needing_reconciliation_loudly(
+    home: Home, project: Path
+):
     jack = crew(home, "Jack", project=project)  # recorded only: no pane to close
     work_id = ledger.work_id_for_assignment(jack.assignment_id)
     app = cockpit(home)
@@ -248,17 +257,23 @@ def test_c_without_a_confirmed_stop_leaves_it_needing_reconciliation_loudly(home
     async def scenario(pilot):
         await select_row(pilot, "work", work_id)
         await pilot.press("c")
-        confirm = await until(pilot, lambda: isinstance(app.screen, ConfirmScreen)
-                              and app.screen)
+        confirm = await until(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen)
         assert "no pane on record" in confirm.body
         await pilot.press("y")
-        await until(pilot, lambda: any("could NOT be confirmed" in t for t in toasts(app)),
-                    what="the outcome toast")
-        await until(pilot, lambda: "1 needs reconciliation" in app.sub_title,
-                    what="the title line's count")
+        await until(
+            pilot,
+            lambda: any("could NOT be confirmed" in t for t in toasts(app)),
+            what="the outcome toast",
+        )
+        await until(
+            pilot, lambda: "1 needs reconciliation" in app.sub_title, what="the title line's count"
+        )
         # entering needs_reconciliation is an alert, like a bounce: toast, bell, notice
-        await until(pilot, lambda: any("Jack's task needs reconciliation" in t
-                                       for t in toasts(app)), what="the alert")
+        await until(
+            pilot,
+            lambda: any("Jack's task needs reconciliation" in t for t in toasts(app)),
+            what="the alert",
+        )
         await until(pilot, lambda: "\a" in emitted, what="the bell")
         assert app.screen.active_bindings["v"].enabled  # now it can be resolved
 
@@ -276,8 +291,11 @@ def test_c_says_already_finished_when_it_finished_meanwhile(home: Home):
         # the worker reports while the captain reads the confirmation
         ledger.report(home, item.work_id, item.generation, "failed", actor="worker")
         await pilot.press("y")
-        await until(pilot, lambda: any("had already finished (failed)" in t
-                                       for t in toasts(app)), what="the outcome toast")
+        await until(
+            pilot,
+            lambda: any("had already finished (failed)" in t for t in toasts(app)),
+            what="the outcome toast",
+        )
 
     drive(app, scenario)
     assert ledger.get(home, item.work_id).state == "failed"
@@ -322,8 +340,11 @@ def test_a_refused_replay_shows_its_code_and_writes_nothing(home: Home):
         await pilot.press("R")
         await until(pilot, lambda: isinstance(app.screen, ReplayScreen))
         await pilot.press("ctrl+s")  # no reason
-        await until(pilot, lambda: any("[evidence_required]" in t for t in toasts(app)),
-                    what="the refusal toast")
+        await until(
+            pilot,
+            lambda: any("[evidence_required]" in t for t in toasts(app)),
+            what="the refusal toast",
+        )
         assert isinstance(app.screen, ReplayScreen)
         assert "[evidence_required]" in str(app.screen.query_one("#error").render())
 
@@ -363,11 +384,15 @@ def test_v_resolves_an_item_needing_reconciliation(home: Home):
         await until(pilot, lambda: not isinstance(app.screen, FormScreen))
         await fill_resolve(pilot, "cancelled", "Checked: the process is gone.", True)
         await until(pilot, lambda: not isinstance(app.screen, FormScreen), what="form closed")
-        await until(pilot, lambda: any("Resolved the chat task" in t
-                                       and t.endswith("to cancelled; its slot is free.")
-                                       for t in toasts(app)), what="the toast")
-        await until(pilot, lambda: "reconciliation" not in app.sub_title,
-                    what="the count to go")
+        await until(
+            pilot,
+            lambda: any(
+                "Resolved the chat task" in t and t.endswith("to cancelled; its slot is free.")
+                for t in toasts(app)
+            ),
+            what="the toast",
+        )
+        await until(pilot, lambda: "reconciliation" not in app.sub_title, what="the count to go")
         assert not panel(app).has_class("-reconciling")
 
     drive(app, scenario)
@@ -386,22 +411,31 @@ def test_a_resolve_without_a_reason_is_refused_with_its_code_and_writes_nothing(
 
     async def scenario(pilot):
         form = await fill_resolve(pilot, "failed", "", False)
-        await until(pilot, lambda: any("[evidence_required]" in t for t in toasts(app)),
-                    what="the refusal toast")
+        await until(
+            pilot,
+            lambda: any("[evidence_required]" in t for t in toasts(app)),
+            what="the refusal toast",
+        )
         assert app.screen is form  # still open: nothing typed is lost
         assert "[evidence_required]" in str(form.query_one("#error").render())
         # cancelled without attesting the stop: refused too
         form.query_one("#to").value = "cancelled"
         form.query_one("#reason").text = "I think it stopped"
         await pilot.press("ctrl+s")
-        await until(pilot, lambda: "runtime-stopped" in str(form.query_one("#error").render())
-                    or "attest" in str(form.query_one("#error").render()),
-                    what="the second refusal")
+        await until(
+            pilot,
+            lambda: (
+                "runtime-stopped" in str(form.query_one("#error").render())
+                or "attest" in str(form.query_one("#error").render())
+            ),
+            what="the second refusal",
+        )
         # and no choice at all: the form says so itself
         form.query_one("#to").clear()
         await pilot.press("ctrl+s")
-        await until(pilot, lambda: "Choose what it became" in str(
-            form.query_one("#error").render()))
+        await until(
+            pilot, lambda: "Choose what it became" in str(form.query_one("#error").render())
+        )
 
     drive(app, scenario)
     assert files(home) == before
@@ -417,14 +451,23 @@ def test_a_stale_resolve_is_refused_and_writes_nothing(home: Home):
         await pilot.press("v")
         form = await until(pilot, lambda: isinstance(app.screen, ResolveScreen) and app.screen)
         # another operator resolves it first (from the CLI, say)
-        ledger.resolve(home, stuck.work_id, generation=stuck.generation, to="failed",
-                       reason="Looked at it first", operator="captain:other")
+        ledger.resolve(
+            home,
+            stuck.work_id,
+            generation=stuck.generation,
+            to="failed",
+            reason="Looked at it first",
+            operator="captain:other",
+        )
         after_other.append(files(home))
         form.query_one("#to").value = "succeeded"
         form.query_one("#reason").text = "It finished"
         await pilot.press("ctrl+s")
-        await until(pilot, lambda: any("[not_reconciling]" in t for t in toasts(app)),
-                    what="the refusal toast")
+        await until(
+            pilot,
+            lambda: any("[not_reconciling]" in t for t in toasts(app)),
+            what="the refusal toast",
+        )
 
     drive(app, scenario)
     assert files(home) == after_other[0]
@@ -445,8 +488,11 @@ def test_a_resolve_at_a_generation_that_moved_on_is_refused(home: Home):
         form.query_one("#to").value = "failed"
         form.query_one("#reason").text = "Gone"
         await pilot.press("ctrl+s")
-        await until(pilot, lambda: any("[stale_generation]" in t for t in toasts(app)),
-                    what="the refusal toast")
+        await until(
+            pilot,
+            lambda: any("[stale_generation]" in t for t in toasts(app)),
+            what="the refusal toast",
+        )
 
     drive(app, scenario)
     assert files(home) == before
@@ -460,8 +506,13 @@ async def captain_cli(home: Home, *args: str) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CAPTAIN_")}
     env.update({"CAPTAIN_HOME": str(home.root), "PYTHONPATH": str(REPO)})
     proc = await asyncio.to_thread(
-        subprocess.run, [sys.executable, "-m", "captain_tui", *args, "--json"], env=env,
-        capture_output=True, text=True, timeout=60)
+        subprocess.run,
+        [sys.executable, "-m", "captain_tui", *args, "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
@@ -478,14 +529,17 @@ def test_work_written_by_another_process_appears_live(home: Home):
         await until(pilot, lambda: work_id in panel(app)._keys, what="the new row")
         assert app.view.work_item(work_id).state == "queued"
         await captain_cli(home, "work", "claim", work_id)
-        await until(pilot, lambda: app.view.work_item(work_id).state == "running",
-                    what="the claim")
+        await until(pilot, lambda: app.view.work_item(work_id).state == "running", what="the claim")
         assert app.view.work_item(work_id).generation == 1
         await captain_cli(home, "work", "cancel", work_id)  # no pane: not confirmed
-        await until(pilot, lambda: app.view.work_item(work_id).reconciling,
-                    what="needs_reconciliation")
-        await until(pilot, lambda: any("A chat item needs reconciliation" in t
-                                       for t in toasts(app)), what="the alert")
+        await until(
+            pilot, lambda: app.view.work_item(work_id).reconciling, what="needs_reconciliation"
+        )
+        await until(
+            pilot,
+            lambda: any("A chat item needs reconciliation" in t for t in toasts(app)),
+            what="the alert",
+        )
         assert "1 needs reconciliation" in app.sub_title
         assert panel(app).rows()[0].work_id == work_id
 
@@ -495,13 +549,21 @@ def test_work_written_by_another_process_appears_live(home: Home):
 def test_work_paths_route_to_the_item_and_only_it_is_read_again(home: Home, monkeypatch):
     root = home.root
     assert routes.route(root, str(root / "work/wrk_1/events/00000002.json")) == routes.Route(
-        "work", None, "wrk_1")
+        "work", None, "wrk_1"
+    )
     assert routes.route(root, str(root / "work/wrk_1/item.json")) == routes.Route(
-        "work", None, "wrk_1")
-    assert routes.route(root, str(root / "ledger/open/wrk_1")) == routes.Route("work", None,
-                                                                          "wrk_1")
-    for quiet in ("work/wrk_1/lease.json", "work/wrk_1/input.json", "work/wrk_1",
-                  "work/wrk_1/events/.tmp-1", "ledger/open"):
+        "work", None, "wrk_1"
+    )
+    assert routes.route(root, str(root / "ledger/open/wrk_1")) == routes.Route(
+        "work", None, "wrk_1"
+    )
+    for quiet in (
+        "work/wrk_1/lease.json",
+        "work/wrk_1/input.json",
+        "work/wrk_1",
+        "work/wrk_1/events/.tmp-1",
+        "ledger/open",
+    ):
         assert routes.route(root, str(root / quiet)) is None, quiet
 
     first, second = running(home), queued(home)
@@ -510,19 +572,25 @@ def test_work_paths_route_to_the_item_and_only_it_is_read_again(home: Home, monk
     ledger.claim(home, second.work_id, holder="worker")
     loads: list[str] = []
     real = ledger.load
-    monkeypatch.setattr(ledger, "load", lambda h, work_id, **kw: loads.append(work_id) or
-                        real(h, work_id, **kw))
+    monkeypatch.setattr(
+        ledger, "load", lambda h, work_id, **kw: loads.append(work_id) or real(h, work_id, **kw)
+    )
     monkeypatch.setattr(home, "crew_keys", lambda: pytest.fail("a full rescan for one event"))
-    update = f.apply([str(root / "work" / second.work_id / "events" / "00000002.json"),
-                      str(root / "work" / second.work_id / "item.json")])
+    update = f.apply(
+        [
+            str(root / "work" / second.work_id / "events" / "00000002.json"),
+            str(root / "work" / second.work_id / "item.json"),
+        ]
+    )
     assert loads == [second.work_id]  # one read of the one item touched
     assert update.view.work[second.work_id].state == "running"
     assert update.view.work[first.work_id] is f.view.work[first.work_id]
     assert f.apply([str(root / "work" / first.work_id / "lease.json")]) is None
 
 
-def test_a_ledger_that_cannot_be_listed_is_reported_once_and_crews_still_show(home: Home,
-                                                                             project: Path):
+def test_a_ledger_that_cannot_be_listed_is_reported_once_and_crews_still_show(
+    home: Home, project: Path
+):
     jack = crew(home, "Jack", project=project)
     f = Feed(home)
     first = f.rescan()
@@ -546,10 +614,18 @@ def test_c_on_an_assignment_dismisses_its_crew_like_d(home: Home, project: Path)
 
     server = PrivateTmux()
     try:
-        start = launcher(home, name="Jack", key="jack", agent="program", program="sleep 600",
-                         socket=server.socket, cwd=str(project))
-        jack = protocol.recruit(home, "Jack", "Wait", cwd=str(project), agent="program",
-                                launch=start)
+        start = launcher(
+            home,
+            name="Jack",
+            key="jack",
+            agent="program",
+            program="sleep 600",
+            socket=server.socket,
+            cwd=str(project),
+        )
+        jack = protocol.recruit(
+            home, "Jack", "Wait", cwd=str(project), agent="program", launch=start
+        )
         pane = crewlog.load(home, "jack")[0].pane
         work_id = ledger.work_id_for_assignment(jack.assignment_id)
         app = cockpit(home)
@@ -557,24 +633,29 @@ def test_c_on_an_assignment_dismisses_its_crew_like_d(home: Home, project: Path)
         async def scenario(pilot):
             await select_row(pilot, "work", work_id)
             await pilot.press("c")
-            confirm = await until(pilot, lambda: isinstance(app.screen, ConfirmScreen)
-                                  and app.screen)
+            confirm = await until(
+                pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen
+            )
             assert "Jack will be dismissed with it" in confirm.body
             await pilot.press("y")
-            await until(pilot, lambda: any("Jack is dismissed" in t for t in toasts(app)),
-                        what="the outcome toast")
+            await until(
+                pilot,
+                lambda: any("Jack is dismissed" in t for t in toasts(app)),
+                what="the outcome toast",
+            )
             await until(pilot, lambda: app.view.crew("jack") is None, what="Jack's row gone")
 
         drive(app, scenario)
-        assert any(t.startswith("Cancelled Jack's task “Wait”: the stop is confirmed.")
-                   for t in toasts(app))
+        assert any(
+            t.startswith("Cancelled Jack's task “Wait”: the stop is confirmed.")
+            for t in toasts(app)
+        )
         assert not any(work_id in t or jack.assignment_id in t for t in toasts(app))
         snapshot, _ = crewlog.load(home, "jack")
         assert snapshot.dismissed_at is not None
         assert ledger.get(home, work_id).state == "cancelled"
         assert len(home.store.names(home.bounces_dir("jack"))) == 1  # the unread task
-        gone = server.tmux("display-message", "-p", "-t", pane.pane_id, "#{pane_id}",
-                           check=False)
+        gone = server.tmux("display-message", "-p", "-t", pane.pane_id, "#{pane_id}", check=False)
         assert gone.returncode != 0 or gone.stdout.strip() != pane.pane_id
     finally:
         server.kill()

@@ -18,7 +18,6 @@ import pytest
 from support.cockpit import Cockpit, crew, drive, toasts, until
 from support.corrupt import damage_item
 from support.ledger_backends import BACKENDS, open_ledgers
-from support.postgres import pg_server  # noqa: F401
 
 from captain_tui.cockpit.app import CaptainApp
 from state.home import Home
@@ -75,8 +74,9 @@ def test_a_corrupt_work_item_is_left_out_and_said_once(tmp_path: Path, made) -> 
 
     async def scenario(pilot):
         crew_panel, work_panel = app.query_one(CrewPanel), app.query_one(WorkPanel)
-        await until(pilot, lambda: crew_panel.loaded and work_panel.loaded,
-                    what="both panels drawn")
+        await until(
+            pilot, lambda: crew_panel.loaded and work_panel.loaded, what="both panels drawn"
+        )
         assert [r.name for r in crew_panel.rows()] == ["alice"]
         shown = {r.work_id for r in work_panel.rows()}
         assert good.work_id in shown and bad.work_id not in shown
@@ -88,8 +88,11 @@ def test_a_corrupt_work_item_is_left_out_and_said_once(tmp_path: Path, made) -> 
         # item submitted later is on screen after a read that met the bad one again
         for n in range(3):
             later = await asyncio.to_thread(submit, home, f"later {n}")
-            await until(pilot, lambda: app.view.work_item(later.work_id) is not None,
-                        what=f"item {n} submitted after the first read")
+            await until(
+                pilot,
+                lambda: app.view.work_item(later.work_id) is not None,
+                what=f"item {n} submitted after the first read",
+            )
         assert len(notices_of(app, bad.work_id)) == 1, toasts(app)
         assert bad.work_id in app.view.work_problem
 
@@ -108,20 +111,21 @@ def pg(request):
         yield made
 
 
-def test_an_unreadable_ledger_leaves_the_crew_panel_drawn_and_says_why(tmp_path: Path,
-                                                                         pg) -> None:
+def test_an_unreadable_ledger_leaves_the_crew_panel_drawn_and_says_why(tmp_path: Path, pg) -> None:
     home = home_on(tmp_path, pg.fresh_url())
     crew(home, "alice")
     # the database goes away (its URL now names a port nobody listens on)
     (home.root / "config.toml").write_text(
-        f'[ledger]\nurl = "postgresql://postgres@127.0.0.1:{_closed_port()}/nothing"\n')
+        f'[ledger]\nurl = "postgresql://postgres@127.0.0.1:{_closed_port()}/nothing"\n'
+    )
     home = Home(home.root)
     app = cockpit(home)
 
     async def scenario(pilot):
         crew_panel, work_panel = app.query_one(CrewPanel), app.query_one(WorkPanel)
-        await until(pilot, lambda: crew_panel.loaded and work_panel.loaded,
-                    what="both panels drawn")
+        await until(
+            pilot, lambda: crew_panel.loaded and work_panel.loaded, what="both panels drawn"
+        )
         assert [r.name for r in crew_panel.rows()] == ["alice"]
         assert work_panel.rows() == []
         said = str(app.query_one("#work .empty").render())
@@ -141,15 +145,20 @@ def test_a_ledger_that_never_answers_keeps_no_crew_off_the_screen(tmp_path: Path
     mute.listen(8)
     port = mute.getsockname()[1]
     (home.root / "config.toml").write_text(
-        f'[ledger]\nurl = "postgresql://postgres@127.0.0.1:{port}/nothing"\n')
+        f'[ledger]\nurl = "postgresql://postgres@127.0.0.1:{port}/nothing"\n'
+    )
     app = cockpit(Home(home.root))
 
     async def main() -> None:
         async with app.run_test(notifications=True) as pilot:
             crew_panel, work_panel = app.query_one(CrewPanel), app.query_one(WorkPanel)
             try:
-                await until(pilot, lambda: crew_panel.loaded, timeout=5,
-                            what="the Crew panel, while the ledger says nothing")
+                await until(
+                    pilot,
+                    lambda: crew_panel.loaded,
+                    timeout=5,
+                    what="the Crew panel, while the ledger says nothing",
+                )
                 assert [r.name for r in crew_panel.rows()] == ["alice"]
                 assert not app.scanned and not work_panel.loaded
                 said = str(app.query_one("#work .empty").render())

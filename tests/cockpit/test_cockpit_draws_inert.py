@@ -41,14 +41,20 @@ def hostile(word: str, *, controls: bool = True, sep: str = " ") -> str:
     markup that would be an action or a link if it were parsed."""
     parts = []
     if controls:
-        parts += [f"{ESC}]52;c;SE9TVElMRQ=={BEL}{word}-clip",  # write the clipboard
-                  f"{ESC}]0;{word}-title{BEL}", f"{ESC}]2;{word}-title2{ESC}\\",  # retitle
-                  f"{ESC}c{word}-reset", f"{ESC}[2J{ESC}[H{word}-clear",  # reset, clear
-                  f"{ESC}P+q{word}-dcs{ESC}\\",  # a DCS query
-                  f"\x9b2J{word}-c1csi \x9d0;{word}-c1osc\x9c",  # the 8-bit forms
-                  f"\x01\x08\x0e{word}-c0 \x7f"]
-    parts += [f"[@click=app.quit]{word}-click[/] [link=evil:x]{word}-link[/]",
-              f"{BIDI}{word}-bidi{TAGS}"]  # last: a pane's preview shows its bottom lines
+        parts += [
+            f"{ESC}]52;c;SE9TVElMRQ=={BEL}{word}-clip",  # write the clipboard
+            f"{ESC}]0;{word}-title{BEL}",
+            f"{ESC}]2;{word}-title2{ESC}\\",  # retitle
+            f"{ESC}c{word}-reset",
+            f"{ESC}[2J{ESC}[H{word}-clear",  # reset, clear
+            f"{ESC}P+q{word}-dcs{ESC}\\",  # a DCS query
+            f"\x9b2J{word}-c1csi \x9d0;{word}-c1osc\x9c",  # the 8-bit forms
+            f"\x01\x08\x0e{word}-c0 \x7f",
+        ]
+    parts += [
+        f"[@click=app.quit]{word}-click[/] [link=evil:x]{word}-link[/]",
+        f"{BIDI}{word}-bidi{TAGS}",
+    ]  # last: a pane's preview shows its bottom lines
     return sep.join(parts)
 
 
@@ -70,17 +76,38 @@ def cockpit_bytes(tmp_path: Path) -> str:
         f"sys.stdout.write({hostile('Xpane', sep=chr(10))!r} + '\\n')\n"
         "sys.stdout.write('\\x1b[31mred\\x1b[0m \\x1b]8;;https://evil.example\\x1b\\\\"
         "Xpane-hyperlink\\x1b]8;;\\x1b\\\\\\n')\n"
-        "sys.stdout.flush()\ntime.sleep(300)\n")
+        "sys.stdout.flush()\ntime.sleep(300)\n"
+    )
     try:
         with contextlib.redirect_stdout(io.StringIO()):
-            code = main(["crew", "Jack", "--task", hostile("Xtask", controls=False),
-                         "--command", f"{sys.executable} {pane_script}", "--socket",
-                         crews.socket, "--home", str(root)])
+            code = main(
+                [
+                    "crew",
+                    "Jack",
+                    "--task",
+                    hostile("Xtask", controls=False),
+                    "--command",
+                    f"{sys.executable} {pane_script}",
+                    "--socket",
+                    crews.socket,
+                    "--home",
+                    str(root),
+                ]
+            )
         assert code == 0
-        outer.tmux("new-session", "-d", "-x", "160", "-y", "45", "-s", "captain",
-                   "-e", f"CAPTAIN_CONFIG_DIR={tmp_path / 'config'}",
-                   f"{sys.executable} -m captain_tui --home '{root}'; echo COCKPIT-EXITED-$?;"
-                   " sleep 60")
+        outer.tmux(
+            "new-session",
+            "-d",
+            "-x",
+            "160",
+            "-y",
+            "45",
+            "-s",
+            "captain",
+            "-e",
+            f"CAPTAIN_CONFIG_DIR={tmp_path / 'config'}",
+            f"{sys.executable} -m captain_tui --home '{root}'; echo COCKPIT-EXITED-$?; sleep 60",
+        )
         outer.tmux("pipe-pane", "-O", "-t", "captain", f"cat > '{record}'")
         pane = "captain"
 
@@ -90,22 +117,26 @@ def cockpit_bytes(tmp_path: Path) -> str:
         def written() -> str:
             """What the cockpit has written so far: hostile text that was obeyed leaves
             tmux's screen in no state to read, so arrivals are looked for here."""
-            return record.read_bytes().decode("utf-8", "surrogateescape") \
-                if record.exists() else ""
+            return record.read_bytes().decode("utf-8", "surrogateescape") if record.exists() else ""
 
         def arrives(text: str, what: str) -> None:
             start = len(written())
             poll(lambda: text in written()[start:], timeout=10, what=what)
 
-        poll(lambda: "Jack" in screen() and "Xpane" in written(), timeout=20,
-             what="the cockpit showing Jack and its pane")
+        poll(
+            lambda: "Jack" in screen() and "Xpane" in written(),
+            timeout=20,
+            what="the cockpit showing Jack and its pane",
+        )
         # a hook's summary (a toast, the bell, a desktop notice)
         notify.signal(home, "Jack", "awaiting_approval", hostile("Xsum"), at=now())
         arrives("Xsum-bidi", "the summary's toast")
         # a file the store quarantines, named by someone else
-        name = (f"msg_[@click=app.quit]Xquar-click[-] {BIDI}Xquar-bidi"
-                f"{TAGS} {ESC}]52;c;SE9TVElMRQ=={BEL}Q {ESC}]0;Q{BEL} {ESC}c {ESC}[2J \x9b2J"
-                " \x01.json")  # a file name holds at most 255 bytes
+        name = (
+            f"msg_[@click=app.quit]Xquar-click[-] {BIDI}Xquar-bidi"
+            f"{TAGS} {ESC}]52;c;SE9TVElMRQ=={BEL}Q {ESC}]0;Q{BEL} {ESC}c {ESC}[2J \x9b2J"
+            " \x01.json"
+        )  # a file name holds at most 255 bytes
         (home.mail_dir("jack") / name).write_bytes(b"\xff not json")
         arrives("Xquar-bidi", "the quarantine report")
         # the Tell dialog quotes the task
@@ -131,8 +162,10 @@ def cockpit_bytes(tmp_path: Path) -> str:
 # wrapped for tmux). A hostile BEL only ever came inside a sequence: its ESC is caught.
 NOTICE = re.compile(r"\x1bPtmux;\x1b\x1b\]9;(captain: [^\x1b\x07]*)\x07\x1b\\")
 OWN_SEQUENCE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\]22;[a-z-]*\x07|\x1b[=>78]|\x07")
-UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e"
-                    "\u2066-\u2069\ud800-\udfff\U000e0000-\U000e007f]")
+UNSAFE = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e"
+    "\u2066-\u2069\ud800-\udfff\U000e0000-\U000e007f]"
+)
 
 
 def test_hostile_text_from_every_source_reaches_the_terminal_inert(tmp_path):
@@ -143,11 +176,12 @@ def test_hostile_text_from_every_source_reaches_the_terminal_inert(tmp_path):
         assert not UNSAFE.search(notice), notice  # nothing in it ends it or starts another
     rest = OWN_SEQUENCE.sub("", NOTICE.sub("", received))
     # every escape sequence left is one the cockpit's own drawing does not write
-    strays = sorted({rest[m.start():m.start() + 24] for m in re.finditer(ESC, rest)})
+    strays = sorted({rest[m.start() : m.start() + 24] for m in re.finditer(ESC, rest)})
     assert not strays, f"sequences from hostile text reached the terminal: {strays}"
     bad = UNSAFE.search(rest)
-    assert bad is None, f"{bad.group()!r} reached the terminal: " \
-                        f"{rest[bad.start() - 40:bad.end() + 40]!r}"
+    assert bad is None, (
+        f"{bad.group()!r} reached the terminal: {rest[bad.start() - 40 : bad.end() + 40]!r}"
+    )
     for marker in ("]52;c;", "]0;", "]2;"):
         assert ESC + marker not in received
     for source in SOURCES:
@@ -163,8 +197,11 @@ MARKUP = "[@click=app.quit]deploy[/] [link=https://evil.example]here[/]"
 
 def _meta(content) -> list:
     """The actions and links a drawn Content carries (markup that was obeyed)."""
-    return [span.style for span in content.spans
-            if "@click" in str(span.style) or "link" in str(span.style)]
+    return [
+        span.style
+        for span in content.spans
+        if "@click" in str(span.style) or "link" in str(span.style)
+    ]
 
 
 def test_a_webhook_revision_in_the_replay_form_is_drawn_not_obeyed(home: Home):
@@ -175,8 +212,9 @@ def test_a_webhook_revision_in_the_replay_form_is_drawn_not_obeyed(home: Home):
     from state.work import ledger
     from widgets.screens.work_forms import ReplayScreen
 
-    item = ledger.accept(home, source="chat", input={"text": "x"}, requester="captain:test",
-                         target_revision=MARKUP)
+    item = ledger.accept(
+        home, source="chat", input={"text": "x"}, requester="captain:test", target_revision=MARKUP
+    )
     item = ledger.claim(home, item.work_id, holder="worker")
     ledger.report(home, item.work_id, item.generation, "succeeded", actor="worker")
     app = CaptainApp(home, run_doorbell=False)
@@ -231,8 +269,8 @@ CHECKED_ELSEWHERE = {
     ("widgets/chrome.py", "title"): "App.format_title's Content (CaptainApp cleans it)",
     ("widgets/preview.py", "text"): "from_pane's Text, a line above",
     ("widgets/screens/help.py", "self.markdown"): "the command registry's Markdown; the app "
-                                                  "puts the home and ledger in as one_line "
-                                                  "code spans (action_help)",
+    "puts the home and ledger in as one_line "
+    "code spans (action_help)",
 }
 
 
@@ -255,8 +293,7 @@ def _built_here(value: ast.expr) -> bool:
         return isinstance(value.value, str)  # a literal: our own words
     if isinstance(value, ast.Call):
         func = value.func
-        return (func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")) \
-            in BUILT_HERE
+        return (func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")) in BUILT_HERE
     name = value.id if isinstance(value, ast.Name) else getattr(value, "attr", "")
     return bool(name) and name.isupper()  # a class's constant (HINT, LOADING_TEXT)
 
@@ -279,8 +316,11 @@ def test_every_string_a_widget_draws_is_built_by_widgets_cells():
                 if not _built_here(value) and (rel, source) not in CHECKED_ELSEWHERE:
                     strays.append(f"{rel}:{value.lineno}: {source}")
             for node in ast.walk(tree):
-                if isinstance(node, ast.keyword) and node.arg == "markup" and not (
-                        isinstance(node.value, ast.Constant) and node.value.value is False):
+                if (
+                    isinstance(node, ast.keyword)
+                    and node.arg == "markup"
+                    and not (isinstance(node.value, ast.Constant) and node.value.value is False)
+                ):
                     strays.append(f"{rel}:{node.value.lineno}: markup={ast.unparse(node.value)}")
                 if isinstance(node, ast.Attribute) and node.attr == "from_markup":
                     strays.append(f"{rel}:{node.lineno}: from_markup")
@@ -300,8 +340,10 @@ def test_the_pane_preview_keeps_colours_and_drops_everything_else():
 
     from widgets.preview import PanePreview
 
-    capture = (f"\x1b[31mred\x1b[0m {BIDI}Xpane-bidi{TAGS} \x9b2J\n"
-               f"\x1b]8;;https://evil.example\x1b\\Xpane-hyperlink\x1b]8;;\x1b\\\n")
+    capture = (
+        f"\x1b[31mred\x1b[0m {BIDI}Xpane-bidi{TAGS} \x9b2J\n"
+        f"\x1b]8;;https://evil.example\x1b\\Xpane-hyperlink\x1b]8;;\x1b\\\n"
+    )
 
     class Host(App):
         def compose(self):

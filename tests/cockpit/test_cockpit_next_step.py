@@ -63,17 +63,28 @@ def test_ask_answer_done_next_task_from_the_crew_panel_alone(home: Home, project
         protocol.inbox(home, "Jack", deliver=lambda batch: None, ctx=ctx)  # Jack reads it
         protocol.done(home, "Jack", "Kept the format; tests pass.", ctx=ctx)
         protocol.ask(home, "Gibbs", "Which docs first?", ctx=as_crew(gibbs))
-        await until(pilot, lambda: app.view.crew("jack").done
-                    and len(app.view.notifications()) == 2, what="done and Gibbs's ask")
+        await until(
+            pilot,
+            lambda: app.view.crew("jack").done and len(app.view.notifications()) == 2,
+            what="done and Gibbs's ask",
+        )
         await select_row(pilot, "crew", "jack")
         await pilot.press("x")
-        await until(pilot, lambda: app.view.crew("jack").unacknowledged == 0,
-                    what="Jack's done acknowledged")
-        assert any("Acknowledged Jack's 1 notification: done “Kept the format; tests pass.”"
-                   in t for t in toasts(app)), toasts(app)
+        await until(
+            pilot,
+            lambda: app.view.crew("jack").unacknowledged == 0,
+            what="Jack's done acknowledged",
+        )
+        assert any(
+            "Acknowledged Jack's 1 notification: done “Kept the format; tests pass.”" in t
+            for t in toasts(app)
+        ), toasts(app)
         await pilot.press("n")
-        form = await until(pilot, lambda: isinstance(app.screen, AssignScreen) and app.screen,
-                           what="the next-task form")
+        form = await until(
+            pilot,
+            lambda: isinstance(app.screen, AssignScreen) and app.screen,
+            what="the next-task form",
+        )
         shown = _text(form)
         assert "asg_" not in shown and "“Fix the login bug.”" in shown, shown
         await type_text(pilot, "Now the signup page")
@@ -89,8 +100,7 @@ def test_ask_answer_done_next_task_from_the_crew_panel_alone(home: Home, project
     assert len(mailbox.unacknowledged(home, "gibbs")) == 1  # Gibbs's ask is still waiting
 
 
-def test_x_on_a_crew_with_several_notifications_says_what_they_are_first(home: Home,
-                                                                           project: Path):
+def test_x_on_a_crew_with_several_notifications_says_what_they_are_first(home: Home, project: Path):
     jack = crew(home, "Jack", project=project)
     ctx = as_crew(jack)
     protocol.inbox(home, "Jack", deliver=lambda batch: None, ctx=ctx)
@@ -102,8 +112,11 @@ def test_x_on_a_crew_with_several_notifications_says_what_they_are_first(home: H
         await until(pilot, lambda: app.view.crew("jack").unacknowledged == 2)
         await select_row(pilot, "crew", "jack")
         await pilot.press("x")
-        confirm = await until(pilot, lambda: isinstance(app.screen, ConfirmScreen)
-                              and app.screen, what="the confirmation")
+        confirm = await until(
+            pilot,
+            lambda: isinstance(app.screen, ConfirmScreen) and app.screen,
+            what="the confirmation",
+        )
         shown = _text(confirm)
         assert "error “The build broke?”" in shown and "done “Fixed the build”" in shown
         assert "dlv_" not in shown and "asg_" not in shown
@@ -113,8 +126,9 @@ def test_x_on_a_crew_with_several_notifications_says_what_they_are_first(home: H
         await pilot.press("x")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("y")
-        await until(pilot, lambda: app.view.crew("jack").unacknowledged == 0,
-                    what="both acknowledged")
+        await until(
+            pilot, lambda: app.view.crew("jack").unacknowledged == 0, what="both acknowledged"
+        )
         assert app.screen.active_bindings["n"].enabled is True
 
     drive(app, scenario)
@@ -138,8 +152,9 @@ def test_every_command_that_does_not_apply_says_why_when_pressed(home: Home, pro
             seen.append(command.id)
             before = len(toasts(app))
             await pilot.press(command.keys.split(",")[0])
-            await until(pilot, lambda: len(toasts(app)) > before,
-                        what=f"why {command.id} is not available")
+            await until(
+                pilot, lambda: len(toasts(app)) > before, what=f"why {command.id} is not available"
+            )
             assert why in toasts(app)[-1], (command.id, toasts(app)[-1])
             assert not isinstance(app.screen, (FormScreen, ConfirmScreen)), command.id
         # a click on a dimmed key in the footer says the same (and rings the bell)
@@ -213,11 +228,12 @@ def test_the_dismiss_dialog_says_what_will_happen_by_task_not_id(home: Home, pro
     async def scenario(pilot):
         await select_row(pilot, "crew", "jack")
         await pilot.press("d")
-        confirm = await until(pilot, lambda: isinstance(app.screen, ConfirmScreen)
-                              and app.screen)
+        confirm = await until(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen)
         shown = _text(confirm)
-        assert "Jack will be retired from its task “Update the README.” Its 2 unread " \
-               "messages will bounce" in shown, shown
+        assert (
+            "Jack will be retired from its task “Update the README.” Its 2 unread "
+            "messages will bounce" in shown
+        ), shown
         assert "asg_" not in shown and "(s)" not in shown and ".”." not in shown
         await pilot.press("n")
 
@@ -243,8 +259,11 @@ def test_the_work_panel_shows_the_task_and_the_id_in_its_foot(home: Home, projec
         await select_row(pilot, "work", row.work_id)
         line = " ".join(str(c) for c in panel.row_cells(row, app.clock(), 40))
         assert "“Fix the login bug”" in line and "wrk_" not in line, line
-        await until(pilot, lambda: str(panel.border_subtitle).startswith(row.work_id),
-                    what="the item's ID in the foot")
+        await until(
+            pilot,
+            lambda: str(panel.border_subtitle).startswith(row.work_id),
+            what="the item's ID in the foot",
+        )
 
     drive(app, scenario)
     assert jack.work_id

@@ -35,8 +35,9 @@ QUESTION = "Rebase \u202eesaber\u202c or \u2066merge\u2069?"
 def hostile_home(root: Path) -> Home:
     home = Home(root / "home")
     jack = crew(home, "Jack", "Fix \u202ethe\u202c login bug")
-    notify.signal(home, "Jack", "awaiting_approval", SUMMARY, at=now(),
-                  incarnation_id=jack.incarnation_id)
+    notify.signal(
+        home, "Jack", "awaiting_approval", SUMMARY, at=now(), incarnation_id=jack.incarnation_id
+    )
     amy = crew(home, "Amy")
     protocol.ask(home, "Amy", QUESTION, ctx=as_crew(amy))
     return home
@@ -58,10 +59,16 @@ def test_hostile_text_in_every_panel_is_drawn_inert(tmp_path):
 
     async def main() -> None:
         async with app.run_test(size=(160, 40)) as pilot:
-            await until(pilot, lambda: app.scanned and app.last_refresh is not None,
-                        what="the first scan of the home")
-            await until(pilot, lambda: "Rebase" in drawn(app)
-                        and "Bash" in drawn(app), what="the hostile rows on screen")
+            await until(
+                pilot,
+                lambda: app.scanned and app.last_refresh is not None,
+                what="the first scan of the home",
+            )
+            await until(
+                pilot,
+                lambda: "Rebase" in drawn(app) and "Bash" in drawn(app),
+                what="the hostile rows on screen",
+            )
             seen["screen"] = drawn(app)
 
     asyncio.run(main())

@@ -23,8 +23,12 @@ def test_a_broken_config_is_a_toast_and_stays_where_it_is(home: Home):
     app = Cockpit(home)  # with its doorbell thread: a runner, which reads the settings
 
     async def scenario(pilot):
-        said = await until(pilot, lambda: [t for t in toasts(app) if "config.toml" in t],
-                           timeout=20, what="the config toast")
+        said = await until(
+            pilot,
+            lambda: [t for t in toasts(app) if "config.toml" in t],
+            timeout=20,
+            what="the config toast",
+        )
         assert "not valid TOML" in said[0]
 
     drive(app, scenario)
@@ -44,13 +48,18 @@ def test_a_setting_out_of_range_is_a_toast_and_the_last_good_settings_stay(home:
     app = Cockpit(home)
 
     async def scenario(pilot):
-        await until(pilot, lambda: ledger.slots(home) == 3, timeout=20,
-                    what="the good settings read")
+        await until(
+            pilot, lambda: ledger.slots(home) == 3, timeout=20, what="the good settings read"
+        )
         path.write_text("[ledger]\nslots = inf\n")
         past = os.stat(path).st_mtime - 10
         os.utime(path, (past, past))  # still: believed at once
-        said = await until(pilot, lambda: [t for t in toasts(app) if "invalid_config" in t],
-                           timeout=20, what="the invalid_config toast")
+        said = await until(
+            pilot,
+            lambda: [t for t in toasts(app) if "invalid_config" in t],
+            timeout=20,
+            what="the invalid_config toast",
+        )
         assert "[ledger] slots" in said[0]
         assert ledger.slots(app.home) == 3
 

@@ -24,10 +24,12 @@ pytestmark = pytest.mark.usefixtures("plain_terminal", "private_config")  # supp
 
 def launched(home: Home, name: str, project: Path):
     """A crew recorded as running in a pane (no tmux needed: nothing here looks at it)."""
-    pane = PaneLocator(socket="/nonexistent/tmux", session="captain", window_id="@7",
-                       pane_id="%7", pane_pid=None)
-    return protocol.recruit(home, name, "Fix the login bug", cwd=str(project),
-                            launch=lambda env: (pane, lambda: None))
+    pane = PaneLocator(
+        socket="/nonexistent/tmux", session="captain", window_id="@7", pane_id="%7", pane_pid=None
+    )
+    return protocol.recruit(
+        home, name, "Fix the login bug", cwd=str(project), launch=lambda env: (pane, lambda: None)
+    )
 
 
 def test_a_dead_crew_is_a_red_row_an_error_toast_and_the_bell(home: Home, project: Path):
@@ -45,11 +47,20 @@ def test_a_dead_crew_is_a_red_row_an_error_toast_and_the_bell(home: Home, projec
     app.notify = remember
 
     async def scenario(pilot):
-        crew_deaths.record(home, "Jack", jack.incarnation_id, Death(
-            KILLED, signal=9, pane_id="%7",
-            last_lines=("compiling…", "\x1b[31mpanic\x1b[0m: \u202eboom", "\x9b2J")))
-        await until(pilot, lambda: any("Jack died" in t for t in toasts(app)),
-                    what="the error toast")
+        crew_deaths.record(
+            home,
+            "Jack",
+            jack.incarnation_id,
+            Death(
+                KILLED,
+                signal=9,
+                pane_id="%7",
+                last_lines=("compiling…", "\x1b[31mpanic\x1b[0m: \u202eboom", "\x9b2J"),
+            ),
+        )
+        await until(
+            pilot, lambda: any("Jack died" in t for t in toasts(app)), what="the error toast"
+        )
         await until(pilot, lambda: len(emitted) == 2, what="bell and desktop notice")
         await until(pilot, lambda: app.view.crew("jack").state == "died", what="the crew row")
         crew_panel = app.query_one(CrewPanel)
@@ -67,6 +78,7 @@ def test_a_dead_crew_is_a_red_row_an_error_toast_and_the_bell(home: Home, projec
     assert "error" in severities
     toast = next(t for t in toasts(app) if "Jack died" in t)
     assert "killed by signal 9 (SIGKILL)" in toast
-    assert TERMINAL_UNSAFE.search(toast) is None and TERMINAL_UNSAFE.search(emitted[1][2:-1]) \
-        is None
+    assert (
+        TERMINAL_UNSAFE.search(toast) is None and TERMINAL_UNSAFE.search(emitted[1][2:-1]) is None
+    )
     assert ledger.get(home, jack.work_id).state == "failed"

@@ -37,8 +37,9 @@ def test_demo_crew_ask_get_answered_and_finish(tmp_path):
             if n.status == "asked":
                 asked[n.crew] = n
         for crew, n in asked.items():
-            protocol.answer(home, crew, n.question_id, f"Yes, {crew}: go ahead.",
-                            assignment_id=n.assignment_id)
+            protocol.answer(
+                home, crew, n.question_id, f"Yes, {crew}: go ahead.", assignment_id=n.assignment_id
+            )
         finished = set()
         while finished != {c[0] for c in CREW}:
             n = notify.wait(home, None, timeout=40, ack=pending, sleep=runner.sleep)
@@ -59,8 +60,7 @@ def test_demo_crew_ask_get_answered_and_finish(tmp_path):
             ops.acknowledge(home, "Ada", n.delivery_id)
             assert n.status != "error", n
             if n.status == "asked":  # it asks about each assignment: answer this one too
-                protocol.answer(home, "Ada", n.question_id, "Yes.",
-                                assignment_id=n.assignment_id)
+                protocol.answer(home, "Ada", n.question_id, "Yes.", assignment_id=n.assignment_id)
             if n.status == "done":
                 break
         assert n.assignment_id == spec.assignment_id != first

@@ -40,16 +40,18 @@ def _processes() -> dict[int, tuple[int, str, bytes]]:
         except OSError:  # gone meanwhile, or not ours to read
             continue
         ppid = int(stat.rpartition(")")[2].split()[1])
-        out[int(entry)] = (ppid, cmdline.replace(b"\0", b" ").decode(errors="replace").strip(),
-                           environ)
+        out[int(entry)] = (
+            ppid,
+            cmdline.replace(b"\0", b" ").decode(errors="replace").strip(),
+            environ,
+        )
     return out
 
 
 def _marked(mark: str) -> dict[int, str]:
     """Processes the demo started (they carry its marker), wherever they now hang."""
     needle = f"{MARK}={mark}".encode()
-    return {pid: cmd for pid, (_, cmd, env) in _processes().items()
-            if needle in env.split(b"\0")}
+    return {pid: cmd for pid, (_, cmd, env) in _processes().items() if needle in env.split(b"\0")}
 
 
 def _descendants(root: int) -> dict[int, str]:
@@ -88,37 +90,64 @@ class DemoRun:
         self.tmux_dir = self.sandbox / f"tmux-{os.getuid()}"
         self.default = self.tmux_dir / "captain"  # a crew with no --socket, outside tmux
         self.pane = "person"
-        demo = shlex.join(["env", "-u", "TMUX", "-u", "CAPTAIN_TMUX_SOCKET",
-                           f"TMUX_TMPDIR={self.sandbox}", f"TMPDIR={self.sandbox}",
-                           f"{MARK}={self.mark}", f"CAPTAIN_CONFIG_DIR={tmp_path / 'config'}",
-                           sys.executable, "-m", "captain_tui", "demo"])
-        self.outer.tmux("new-session", "-d", "-x", "140", "-y", "40", "-s", self.pane,
-                        demo + then)
-        self.shell = int(self.outer.tmux("display-message", "-p", "-t", self.pane,
-                                         "#{pane_pid}").stdout.strip())
-        poll(lambda: "watching" in self.screen() and "Ada" in self.screen(), timeout=60,
-             what="the demo's cockpit with its crew")
-        [self.socket] = poll(lambda: [s for s in _sockets(self.tmux_dir)
-                                      if "captain-demo-" in s],
-                             timeout=10, what="the demo's private tmux socket")
+        demo = shlex.join(
+            [
+                "env",
+                "-u",
+                "TMUX",
+                "-u",
+                "CAPTAIN_TMUX_SOCKET",
+                f"TMUX_TMPDIR={self.sandbox}",
+                f"TMPDIR={self.sandbox}",
+                f"{MARK}={self.mark}",
+                f"CAPTAIN_CONFIG_DIR={tmp_path / 'config'}",
+                sys.executable,
+                "-m",
+                "captain_tui",
+                "demo",
+            ]
+        )
+        self.outer.tmux("new-session", "-d", "-x", "140", "-y", "40", "-s", self.pane, demo + then)
+        self.shell = int(
+            self.outer.tmux("display-message", "-p", "-t", self.pane, "#{pane_pid}").stdout.strip()
+        )
+        poll(
+            lambda: "watching" in self.screen() and "Ada" in self.screen(),
+            timeout=60,
+            what="the demo's cockpit with its crew",
+        )
+        [self.socket] = poll(
+            lambda: [s for s in _sockets(self.tmux_dir) if "captain-demo-" in s],
+            timeout=10,
+            what="the demo's private tmux socket",
+        )
         assert any("tmux" in cmd for cmd in _marked(self.mark).values())  # the mark works
 
     def screen(self) -> str:
         return self.outer.capture(self.pane)
 
     def windows(self) -> list[str]:
-        return subprocess.run([shutil.which("tmux"), "-S", self.socket, "list-windows",
-                               "-a", "-F", "#{window_name}"], capture_output=True,
-                              text=True, timeout=10).stdout.split()
+        return subprocess.run(
+            [shutil.which("tmux"), "-S", self.socket, "list-windows", "-a", "-F", "#{window_name}"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.split()
 
     def assert_nothing_left(self) -> None:
         try:
-            poll(lambda: not _marked(self.mark), timeout=15,
-                 what="every process the demo started to end")
+            poll(
+                lambda: not _marked(self.mark),
+                timeout=15,
+                what="every process the demo started to end",
+            )
         except AssertionError as err:
             raise AssertionError(f"{err}: {_marked(self.mark)}") from None
-        left = {pid: cmd for pid, cmd in _descendants(self.shell).items()
-                if not cmd.startswith("sleep 60")}
+        left = {
+            pid: cmd
+            for pid, cmd in _descendants(self.shell).items()
+            if not cmd.startswith("sleep 60")
+        }
         assert not left, f"the demo's descendants outlived it: {left}"
         assert _sockets(self.sandbox) == [], "a tmux socket outlived the demo"
         assert not self.default.exists(), "the default captain socket was made"
@@ -127,8 +156,9 @@ class DemoRun:
     def close(self) -> None:
         self.outer.kill()
         for path in _sockets(self.sandbox):  # what a failure leaves: end it, clean up
-            subprocess.run([shutil.which("tmux"), "-S", path, "kill-server"],
-                           capture_output=True, timeout=10)
+            subprocess.run(
+                [shutil.which("tmux"), "-S", path, "kill-server"], capture_output=True, timeout=10
+            )
         shutil.rmtree(self.sandbox, ignore_errors=True)
 
 
@@ -138,38 +168,53 @@ def test_the_demos_recruit_stays_in_its_tmux_and_nothing_outlives_the_demo(tmp_p
     try:
         # r: recruit Zed from the form (name, tab tab to the task, ctrl+s)
         outer.key(pane, "r")
-        poll(lambda: "Task (the first assignment)" in run.screen(), timeout=10,
-             what="the recruit form")
+        poll(
+            lambda: "Task (the first assignment)" in run.screen(),
+            timeout=10,
+            what="the recruit form",
+        )
         outer.type(pane, "Zed")
         poll(lambda: "Zed" in run.screen(), timeout=10, what="the typed name")
         for field in ("shell — your", "▊▔"):  # tab to the agent, then to the task
             before = _styled(outer, pane, field)
             outer.key(pane, "Tab")
-            poll(lambda: _styled(outer, pane, field) != before, timeout=10,  # noqa: B023
-                 what=f"the focus to reach the {field!r} field")
+            poll(
+                lambda: _styled(outer, pane, field) != before,
+                timeout=10,  # noqa: B023
+                what=f"the focus to reach the {field!r} field",
+            )
         outer.type(pane, "Count the files.")
-        poll(lambda: "▊ Count the files." in run.screen(), timeout=10,
-             what="the typed task in the task box")
+        poll(
+            lambda: "▊ Count the files." in run.screen(),
+            timeout=10,
+            what="the typed task in the task box",
+        )
         outer.key(pane, "C-s")
         try:
-            poll(lambda: "Recruited Zed" in run.screen(), timeout=20,
-                 what="the recruit's confirmation")
+            poll(
+                lambda: "Recruited Zed" in run.screen(),
+                timeout=20,
+                what="the recruit's confirmation",
+            )
         except AssertionError as err:
             raise AssertionError(f"{err}\n{run.screen()}") from None
-        assert "Zed" in run.windows(), f"Zed is not on the demo's tmux ({run.windows()}); " \
-                                       f"sockets: {_sockets(run.tmux_dir)}"
+        assert "Zed" in run.windows(), (
+            f"Zed is not on the demo's tmux ({run.windows()}); sockets: {_sockets(run.tmux_dir)}"
+        )
         assert not run.default.exists(), "the demo's recruit opened the default socket"
 
         # enter: jump to the selected crew; the cockpit is not in the demo's tmux, so it
         # says how to attach (and never tmux_unavailable)
         outer.key(pane, "Enter")
-        poll(lambda: "attach" in run.screen() and "tmux -S" in run.screen(), timeout=10,
-             what="how to attach to the crew's pane")
+        poll(
+            lambda: "attach" in run.screen() and "tmux -S" in run.screen(),
+            timeout=10,
+            what="how to attach to the crew's pane",
+        )
         assert "tmux_unavailable" not in run.screen()
 
         outer.key(pane, "C-q")
-        poll(lambda: "DEMO-EXITED-0" in run.screen(), timeout=20,
-             what="the demo to quit cleanly")
+        poll(lambda: "DEMO-EXITED-0" in run.screen(), timeout=20, what="the demo to quit cleanly")
         run.assert_nothing_left()
     finally:
         run.close()

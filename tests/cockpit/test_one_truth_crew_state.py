@@ -81,12 +81,26 @@ class OneTruth(RuleBasedStateMachine):
 
         def launch(env):
             self.panes += 1
-            return (PaneLocator(socket="/nonexistent/captain-one-truth.sock", session="s",
-                                window_id=f"@{self.panes}", pane_id=f"%{self.panes}",
-                                pane_pid=200000 + self.panes), lambda: None)
+            return (
+                PaneLocator(
+                    socket="/nonexistent/captain-one-truth.sock",
+                    session="s",
+                    window_id=f"@{self.panes}",
+                    pane_id=f"%{self.panes}",
+                    pane_pid=200000 + self.panes,
+                ),
+                lambda: None,
+            )
 
-        r = self._try(protocol.recruit, self.home, name, f"task of {name}", handoff=handoff,
-                      cwd=str(self.project), launch=launch)
+        r = self._try(
+            protocol.recruit,
+            self.home,
+            name,
+            f"task of {name}",
+            handoff=handoff,
+            cwd=str(self.project),
+            launch=launch,
+        )
         if r is not None:
             self.recruits[name] = r
 
@@ -94,36 +108,58 @@ class OneTruth(RuleBasedStateMachine):
     def tell(self, name, text):
         r, row = self._live(name)
         if r is not None:
-            self._try(protocol.tell, self.home, name, f"{text} {self.panes}",
-                      assignment_id=row["assignment_id"])
+            self._try(
+                protocol.tell,
+                self.home,
+                name,
+                f"{text} {self.panes}",
+                assignment_id=row["assignment_id"],
+            )
 
     @rule(name=st.sampled_from(NAMES))
     def crew_reads_inbox(self, name):
         r, _ = self._live(name)
         if r is not None:
-            self._try(protocol.inbox, self.home, name, deliver=lambda batch: None,
-                      ctx=crew_ctx(r))
+            self._try(protocol.inbox, self.home, name, deliver=lambda batch: None, ctx=crew_ctx(r))
 
     @rule(name=st.sampled_from(NAMES))
     def crew_asks(self, name):
         r, row = self._live(name)
         if r is not None:
-            self._try(protocol.ask, self.home, name, "which way?",
-                      assignment_id=row["assignment_id"], ctx=crew_ctx(r))
+            self._try(
+                protocol.ask,
+                self.home,
+                name,
+                "which way?",
+                assignment_id=row["assignment_id"],
+                ctx=crew_ctx(r),
+            )
 
     @rule(name=st.sampled_from(NAMES))
     def captain_answers(self, name):
         r, row = self._live(name)
         if r is not None and row["question_id"]:
-            self._try(protocol.answer, self.home, name, row["question_id"], "this way",
-                      assignment_id=row["assignment_id"])
+            self._try(
+                protocol.answer,
+                self.home,
+                name,
+                row["question_id"],
+                "this way",
+                assignment_id=row["assignment_id"],
+            )
 
     @rule(name=st.sampled_from(NAMES))
     def crew_done(self, name):
         r, row = self._live(name)
         if r is not None:
-            self._try(protocol.done, self.home, name, "did it",
-                      assignment_id=row["assignment_id"], ctx=crew_ctx(r))
+            self._try(
+                protocol.done,
+                self.home,
+                name,
+                "did it",
+                assignment_id=row["assignment_id"],
+                ctx=crew_ctx(r),
+            )
 
     @rule(name=st.sampled_from(NAMES))
     def captain_acknowledges_one(self, name):
@@ -141,16 +177,26 @@ class OneTruth(RuleBasedStateMachine):
     def process_dies(self, name, status):
         r, row = self._live(name)
         if r is not None and row["pane"]:
-            deaths.record(self.home, name, row["incarnation_id"],
-                          deaths.Death(how=deaths.EXITED, status=status,
-                                       pane_id=row["pane"]["pane_id"]))
+            deaths.record(
+                self.home,
+                name,
+                row["incarnation_id"],
+                deaths.Death(how=deaths.EXITED, status=status, pane_id=row["pane"]["pane_id"]),
+            )
 
     @rule(name=st.sampled_from(NAMES), status=st.sampled_from(["awaiting_approval", "held"]))
     def agent_signals(self, name, status):
         r, row = self._live(name)
         if r is not None:
-            self._try(notify.signal, self.home, name, status, f"{status} for {name}",
-                      at=now(), incarnation_id=row["incarnation_id"])
+            self._try(
+                notify.signal,
+                self.home,
+                name,
+                status,
+                f"{status} for {name}",
+                at=now(),
+                incarnation_id=row["incarnation_id"],
+            )
 
     # -- the one truth -------------------------------------------------------------------
 
@@ -160,22 +206,41 @@ class OneTruth(RuleBasedStateMachine):
         changed = [p for p in set(after) | set(self.seen) if after.get(p) != self.seen.get(p)]
         self.seen = after
         self.feed.apply(changed)
-        cockpit = {v.crew.name: (v.crew.state, v.crew.unread,
-                                 v.question.question_id if v.question else None,
-                                 v.crew.unacknowledged, v.crew.assignment_id)
-                   for v in self.feed.view.crews.values() if v.crew is not None}
-        cli = {r["name"]: (r["state"], r["unread"], r["question_id"], r["unacknowledged"],
-                           r["assignment_id"])
-               for r in protocol.crew_status(self.home)}
+        cockpit = {
+            v.crew.name: (
+                v.crew.state,
+                v.crew.unread,
+                v.question.question_id if v.question else None,
+                v.crew.unacknowledged,
+                v.crew.assignment_id,
+            )
+            for v in self.feed.view.crews.values()
+            if v.crew is not None
+        }
+        cli = {
+            r["name"]: (
+                r["state"],
+                r["unread"],
+                r["question_id"],
+                r["unacknowledged"],
+                r["assignment_id"],
+            )
+            for r in protocol.crew_status(self.home)
+        }
         assert cockpit == cli
         fresh = Feed(self.home)
         fresh.rescan()
-        assert {r.name: r.state for r in fresh.view.crew_rows()} == \
-            {name: row[0] for name, row in cli.items()}
+        assert {r.name: r.state for r in fresh.view.crew_rows()} == {
+            name: row[0] for name, row in cli.items()
+        }
         assert set(row[0] for row in cli.values()) <= set(standing.STATES)
 
 
 OneTruth.TestCase.settings = settings(
-    max_examples=25, stateful_step_count=25, deadline=None, derandomize=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+    max_examples=25,
+    stateful_step_count=25,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 test_status_and_cockpit_tell_one_story = OneTruth.TestCase

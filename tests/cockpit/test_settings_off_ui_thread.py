@@ -48,8 +48,11 @@ def test_a_stuck_settings_write_does_not_freeze_the_cockpit(home: Home):
         app.screen.query_one("#alert_bell").value = False  # the save starts
         await pilot.pause()
         await pilot.press("escape")  # the UI answers a key while the write is stuck
-        await until(pilot, lambda: not isinstance(app.screen, SettingsScreen),
-                    what="the settings screen closed")
+        await until(
+            pilot,
+            lambda: not isinstance(app.screen, SettingsScreen),
+            what="the settings screen closed",
+        )
         answered.set()
         await until(pilot, lambda: "written" in got, what="the write released")
 
@@ -59,9 +62,9 @@ def test_a_stuck_settings_write_does_not_freeze_the_cockpit(home: Home):
     assert json.loads(got["written"])["alert_bell"] is False
 
 
-def test_a_settings_write_that_fails_is_a_toast_and_the_cockpit_runs_on(home: Home,
-                                                                        tmp_path: Path,
-                                                                        monkeypatch):
+def test_a_settings_write_that_fails_is_a_toast_and_the_cockpit_runs_on(
+    home: Home, tmp_path: Path, monkeypatch
+):
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("a file where the config directory should be\n")
     monkeypatch.setenv("CAPTAIN_CONFIG_DIR", str(blocker / "captain"))
@@ -71,11 +74,17 @@ def test_a_settings_write_that_fails_is_a_toast_and_the_cockpit_runs_on(home: Ho
         await pilot.press("s")
         await until(pilot, lambda: isinstance(app.screen, SettingsScreen))
         app.screen.query_one("#alert_bell").value = False
-        await until(pilot, lambda: any("Settings not saved" in t for t in toasts(app)),
-                    what="the toast saying the settings were not saved")
+        await until(
+            pilot,
+            lambda: any("Settings not saved" in t for t in toasts(app)),
+            what="the toast saying the settings were not saved",
+        )
         assert app.settings.alert_bell is False  # the change holds for this cockpit
         await pilot.press("escape")
-        await until(pilot, lambda: not isinstance(app.screen, SettingsScreen),
-                    what="the cockpit still answering")
+        await until(
+            pilot,
+            lambda: not isinstance(app.screen, SettingsScreen),
+            what="the cockpit still answering",
+        )
 
     drive(app, scenario)

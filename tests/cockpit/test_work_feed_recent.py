@@ -12,16 +12,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support.ledger_backends import ledger_backend, ledgers  # noqa: F401
-from support.postgres import pg_server  # noqa: F401
 
 from captain_tui.cockpit.feed import work as feed_work
 from state.work import ledger
 
 
 def _made(home, n: int) -> list[str]:
-    return [ledger.accept(home, source="chat", input={"n": i}, requester="alice").work_id
-            for i in range(n)]
+    return [
+        ledger.accept(home, source="chat", input={"n": i}, requester="alice").work_id
+        for i in range(n)
+    ]
 
 
 def _cancel(home, ids: list[str]) -> None:
@@ -57,7 +57,8 @@ def counted(monkeypatch) -> list:
 
 
 def test_recent_finished_ids_are_the_newest_finished_and_no_open_one(
-        tmp_path: Path, ledgers) -> None:  # noqa: F811
+    tmp_path: Path, ledgers
+) -> None:  # noqa: F811
     home = ledgers.home(tmp_path / "home")
     ids = _made(home, 8)
     finished = ids[:3] + ids[5:]  # open ones in the middle and not at either end
@@ -70,7 +71,8 @@ def test_recent_finished_ids_are_the_newest_finished_and_no_open_one(
 
 
 def test_a_rescan_reads_the_open_items_and_the_newest_finished_only(
-        tmp_path: Path, ledgers, counted, monkeypatch) -> None:  # noqa: F811
+    tmp_path: Path, ledgers, counted, monkeypatch
+) -> None:  # noqa: F811
     monkeypatch.setattr(feed_work, "FINISHED_SHOWN", 3)
     home = ledgers.home(tmp_path / "home")
     ids = _made(home, 12)
@@ -91,7 +93,8 @@ def test_a_rescan_reads_the_open_items_and_the_newest_finished_only(
 
 
 def test_an_old_item_that_finishes_while_watched_stays_shown(
-        tmp_path: Path, ledgers, monkeypatch) -> None:  # noqa: F811
+    tmp_path: Path, ledgers, monkeypatch
+) -> None:  # noqa: F811
     monkeypatch.setattr(feed_work, "FINISHED_SHOWN", 3)
     home = ledgers.home(tmp_path / "home")
     ids = _made(home, 6)

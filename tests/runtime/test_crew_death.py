@@ -31,8 +31,7 @@ pytestmark = needs_tmux
 
 
 def recruit(cli, tmux, name: str, command: str = SLEEPER, *extra: str) -> dict:
-    return recruit_into(cli, tmux, name, f"{name}'s task: tidy the docs", *extra,
-                        command=command)
+    return recruit_into(cli, tmux, name, f"{name}'s task: tidy the docs", *extra, command=command)
 
 
 def errors(home: Home, key: str) -> list:
@@ -46,13 +45,13 @@ def dead(tmux, pane_id: str) -> bool:
 
 def hook(cli, r: dict) -> None:
     """Run the pane-died hook again, as tmux would (it is idempotent, and exits 0 silently)."""
-    res = cli("hook", "tmux", "pane-died", r["crew"].lower(), r["incarnation_id"],
-              r["pane"]["pane_id"])
+    res = cli(
+        "hook", "tmux", "pane-died", r["crew"].lower(), r["incarnation_id"], r["pane"]["pane_id"]
+    )
     assert (res.code, res.out, res.err) == (0, "", "")
 
 
-def test_a_crew_killed_after_reading_its_mail_is_one_error_with_its_last_lines(
-        cli, home, tmux):
+def test_a_crew_killed_after_reading_its_mail_is_one_error_with_its_last_lines(cli, home, tmux):
     r = recruit(cli, tmux, "Sim", sim_command(Path(cli.home).parent / "sim.log"))
     pane = r["pane"]["pane_id"]
     poll(lambda: "›" in tmux.capture(pane), what="the simulated crew's prompt")
@@ -113,13 +112,15 @@ def test_an_exit_before_done_is_an_error_and_an_exit_after_done_is_not(cli, home
 
     # a next task for a crew whose process has ended: nobody will do it, and that is an error
     ok(cli("wait", "Finisher", "--ack", done.delivery_id, "--timeout", "0", "--json"))
-    spec = ok(cli("assign", "Finisher", "--task", "next", "--handoff", finisher["assignment_id"],
-                  "--json"))
+    spec = ok(
+        cli(
+            "assign", "Finisher", "--task", "next", "--handoff", finisher["assignment_id"], "--json"
+        )
+    )
     (n,) = deaths.Probe().round(home)
     assert n.status == "error" and n.assignment_id == spec["assignment_id"]
     assert "exited with status 0" in n.summary
-    assert ledger.get(home, ledger.work_id_for_assignment(spec["assignment_id"])).state == \
-        "failed"
+    assert ledger.get(home, ledger.work_id_for_assignment(spec["assignment_id"])).state == "failed"
 
 
 @pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="pidfds are Linux's")
@@ -141,8 +142,7 @@ def test_a_runner_sees_a_death_at_once_even_when_tmux_fires_no_hook(cli, home, t
     assert ledger.get(home, r["work_id"]).state == "failed"
 
 
-def test_dismissal_closes_the_pane_on_purpose_and_is_never_an_error(cli, home, tmux,
-                                                                      monkeypatch):
+def test_dismissal_closes_the_pane_on_purpose_and_is_never_an_error(cli, home, tmux, monkeypatch):
     monkeypatch.setattr(deaths, "CONFIRM_AFTER", 0.2)
     plain = recruit(cli, tmux, "Plain")
     ok(cli("dismiss", "Plain", "--json"))
@@ -156,8 +156,7 @@ def test_dismissal_closes_the_pane_on_purpose_and_is_never_an_error(cli, home, t
     assert launch.close_pane(snapshot.pane) is True
     assert probe.round(home) == []  # first look: not yet
     protocol.dismiss(home, "Racy", stopped=True)
-    poll(lambda: probe.round(home) == [] and not probe.pending, timeout=5,
-         what="a later look")
+    poll(lambda: probe.round(home) == [] and not probe.pending, timeout=5, what="a later look")
     for key in ("plain", "racy"):
         assert errors(home, key) == []
         assert {n.status for n in mailbox.notifications(home, key)} <= {"bounced"}
@@ -178,9 +177,15 @@ def test_a_killed_session_or_server_is_one_error_per_crew(cli, home, tmux, monke
         monkeypatch.setattr(deaths, "CONFIRM_AFTER", 0.2)
         tmux.tmux("kill-session", "-t", "doomed")
         runners = [deaths.Probe(), deaths.Probe()]
-        poll(lambda: errors(home, "ann") and errors(home, "bob")
-             if [p.round(home) for p in runners] else None, timeout=10,
-             what="the probe's verdict")
+        poll(
+            lambda: (
+                errors(home, "ann") and errors(home, "bob")
+                if [p.round(home) for p in runners]
+                else None
+            ),
+            timeout=10,
+            what="the probe's verdict",
+        )
         for p in runners:
             assert p.round(home) == []
         for r in (ann, bob):
@@ -207,8 +212,10 @@ def test_a_hostile_home_path_and_hostile_pane_text_stay_inert(tmp_path, project,
     shown sanitised: no escape sequence, no control or bidi character."""
     root = tmp_path / "we ird 'q\"$HOME #{pane_id};`touch pwned`" / "home"
     cli = Cli(root, project)
-    noisy = ("printf 'plain words\\n\\033[31mred\\033[0m \\033]0;title\\007after\\n"
-             "\\342\\200\\256reversed \\302\\233 c1\\n'; sleep 300")
+    noisy = (
+        "printf 'plain words\\n\\033[31mred\\033[0m \\033]0;title\\007after\\n"
+        "\\342\\200\\256reversed \\302\\233 c1\\n'; sleep 300"
+    )
     r = recruit(cli, tmux, "Noisy", f"sh -c {json.dumps(noisy)}")
     pane = r["pane"]["pane_id"]
     poll(lambda: "after" in tmux.capture(pane), what="the noisy output")
@@ -230,9 +237,11 @@ def test_the_hook_command_survives_every_quoting_layer(tmp_path, tmux, monkeypat
     odd = str(tmp_path / "a b'c\"d$e#{f}##{g}`h`;i\\j~k{l} $(m)")
     out = tmp_path / "argv.json"
     script = tmp_path / "record.py"
-    script.write_text("import json, os, sys\n"
-                      "json.dump([os.environ['CAPTAIN_HOME'], *sys.argv[1:]],"
-                      f" open({str(out)!r}, 'w'))\n")
+    script.write_text(
+        "import json, os, sys\n"
+        "json.dump([os.environ['CAPTAIN_HOME'], *sys.argv[1:]],"
+        f" open({str(out)!r}, 'w'))\n"
+    )
     monkeypatch.setattr(deaths, "captain_command", lambda: [sys.executable, str(script)])
     command = deaths.hook_command(odd, "jack", "inc_01ABC")
     tmux.tmux("new-session", "-d", "-s", "t", "sleep 300")
@@ -252,8 +261,13 @@ def test_the_hook_command_survives_every_quoting_layer(tmp_path, tmux, monkeypat
 
 
 def test_the_hook_fails_open_and_silent(cli, home, tmux):
-    bad = [[], ["pane-died"], ["pane-died", "no such", "inc_1", "%1"],
-           ["pane-died", "jack", "inc_1", "%1"], ["other", "jack", "inc_1", "%1"]]
+    bad = [
+        [],
+        ["pane-died"],
+        ["pane-died", "no such", "inc_1", "%1"],
+        ["pane-died", "jack", "inc_1", "%1"],
+        ["other", "jack", "inc_1", "%1"],
+    ]
     for argv in bad:
         res = cli("hook", "tmux", *argv)
         assert (res.code, res.out, res.err) == (0, "", ""), argv

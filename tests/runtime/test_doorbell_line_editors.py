@@ -60,10 +60,16 @@ MODES = {
     "dash-stty-eol-m": ("dash", "stty eol m", ()),
     "zsh-emacs": ("zsh", None, ()),
     "zsh-emacs-stray-esc": ("zsh", None, ("Escape",)),
-    "zsh-vi-insert": ("zsh", "bindkey -v; zle-keymap-select() { print -n \"\\e]2;$KEYMAP\\a\" }; "
-                      "zle -N zle-keymap-select", ()),
-    "zsh-vi-command": ("zsh", "bindkey -v; zle-keymap-select() { print -n \"\\e]2;$KEYMAP\\a\" }; "
-                       "zle -N zle-keymap-select", ("Escape",)),
+    "zsh-vi-insert": (
+        "zsh",
+        'bindkey -v; zle-keymap-select() { print -n "\\e]2;$KEYMAP\\a" }; zle -N zle-keymap-select',
+        (),
+    ),
+    "zsh-vi-command": (
+        "zsh",
+        'bindkey -v; zle-keymap-select() { print -n "\\e]2;$KEYMAP\\a" }; zle -N zle-keymap-select',
+        ("Escape",),
+    ),
     "fish-default": ("fish", None, ()),
     "fish-vi-insert": ("fishvi", None, ()),
     "fish-vi-command": ("fishvi", None, ("Escape",)),
@@ -96,11 +102,13 @@ def _empty_prompt(tmux: PrivateTmux, pane: str) -> bool:
 def world(tmp_path_factory):
     """Every case's crew, recruited in one home onto one private tmux server, each at an
     empty prompt in its mode's keymap with one command in its history."""
-    missing = sorted({SHELLS[s][0] for s, _, _ in MODES.values()
-                      if shutil.which(SHELLS[s][0]) is None})
+    missing = sorted(
+        {SHELLS[s][0] for s, _, _ in MODES.values() if shutil.which(SHELLS[s][0]) is None}
+    )
     if missing or shutil.which("runuser") is None:
-        pytest.skip(f"not installed: {missing or ['runuser']} (.ci/install-agents installs "
-                    "zsh and fish)")
+        pytest.skip(
+            f"not installed: {missing or ['runuser']} (.ci/install-agents installs zsh and fish)"
+        )
     home = Home(tmp_path_factory.mktemp("editors") / "home")
     home.root.mkdir(parents=True, exist_ok=True)
     (home.root / "config.toml").write_text(f"[ledger]\nslots = {len(CASES)}\n")
@@ -128,36 +136,60 @@ def world(tmp_path_factory):
             trap = shared / name
             trap.mkdir()
             trap.chmod(0o777)
-            env = (f"env PATH={words}:$PATH HOME={trap} XDG_CONFIG_HOME={trap}/.config "
-                   f"EDITOR={editor} VISUAL={editor} FCEDIT={editor}")
+            env = (
+                f"env PATH={words}:$PATH HOME={trap} XDG_CONFIG_HOME={trap}/.config "
+                f"EDITOR={editor} VISUAL={editor} FCEDIT={editor}"
+            )
             argv = " ".join(SHELLS[shell]).replace("{rc}", str(rc))
-            command = f"{env} {argv}" if user == "root" else \
-                f"runuser -u nobody -- {env} {argv}"
+            command = f"{env} {argv}" if user == "root" else f"runuser -u nobody -- {env} {argv}"
             out = io.StringIO()
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-                code = main(["crew", name, "--task", hostile(trap), "--command", command,
-                             "--cwd", str(trap), "--socket", tmux.socket, "--home",
-                             str(home.root), "--json"])
+                code = main(
+                    [
+                        "crew",
+                        name,
+                        "--task",
+                        hostile(trap),
+                        "--command",
+                        command,
+                        "--cwd",
+                        str(trap),
+                        "--socket",
+                        tmux.socket,
+                        "--home",
+                        str(home.root),
+                        "--json",
+                    ]
+                )
             assert code == 0, out.getvalue()
             pane = json.loads(out.getvalue())["pane"]["pane_id"]
             crews[(mode, user)] = {"name": name, "pane": pane, "trap": trap}
         for (mode, _), crew in crews.items():
-            poll(lambda: _empty_prompt(tmux, crew["pane"]), timeout=20,
-                 what=f"{mode}'s prompt: {tmux.capture(crew['pane'])[-300:]}")
+            poll(
+                lambda: _empty_prompt(tmux, crew["pane"]),
+                timeout=20,
+                what=f"{mode}'s prompt: {tmux.capture(crew['pane'])[-300:]}",
+            )
             setup = MODES[mode][1]
             if setup:
                 tmux.type(crew["pane"], setup)
                 tmux.key(crew["pane"], "Enter")
                 # the mode's settings first (`stty eol m` ends a line at each 'm' typed once
                 # it has run), then a seed with no 'm': $HOME is the crew's trap directory
-                poll(lambda: _empty_prompt(tmux, crew["pane"]), timeout=20,
-                     what=f"{mode}'s setup: {tmux.capture(crew['pane'])[-300:]}")
+                poll(
+                    lambda: _empty_prompt(tmux, crew["pane"]),
+                    timeout=20,
+                    what=f"{mode}'s setup: {tmux.capture(crew['pane'])[-300:]}",
+                )
             tmux.type(crew["pane"], 'echo seed >> "$HOME/runs"')
             tmux.key(crew["pane"], "Enter")
         for (mode, _), crew in crews.items():
             runs = crew["trap"] / "runs"
-            poll(lambda: runs.exists() and _empty_prompt(tmux, crew["pane"]), timeout=20,
-                 what=f"{mode}'s history to be seeded: {tmux.capture(crew['pane'])[-300:]}")
+            poll(
+                lambda: runs.exists() and _empty_prompt(tmux, crew["pane"]),
+                timeout=20,
+                what=f"{mode}'s history to be seeded: {tmux.capture(crew['pane'])[-300:]}",
+            )
         yield home, tmux, crews, shared
     finally:
         tmux.kill()
@@ -191,19 +223,25 @@ def test_the_notice_runs_nothing_and_leaves_nothing_on_the_line(world, mode, use
         # the editor redraws its line (bash's vi insert keymap has no redraw key: from
         # command mode): it must be empty, nothing of the notice left on it
         tmux.key(pane, *(("Escape", "C-l") if mode == "bash-vi-insert" else ("C-l",)))
-        poll(lambda: _empty_prompt(tmux, pane) and doorbell.notice(name)
-             not in tmux.capture(pane), timeout=5,
-             what=f"{mode}'s line, redrawn, to be empty: {tmux.capture(pane)[-400:]}")
+        poll(
+            lambda: _empty_prompt(tmux, pane) and doorbell.notice(name) not in tmux.capture(pane),
+            timeout=5,
+            what=f"{mode}'s line, redrawn, to be empty: {tmux.capture(pane)[-400:]}",
+        )
     if mode.endswith("vi-command") or mode == "bash-vi-insert":
         tmux.key(pane, "i")
     marker = trap / "ok"  # no 'm' in what is typed (dash with `stty eol m`)
     tmux.type(pane, 'touch "$HOME/ok"')
     tmux.key(pane, "Enter")
-    poll(marker.exists, timeout=10, what=f"{mode}'s shell to run a command typed after the "
-         f"ring: {tmux.capture(pane)[-400:]}")
+    poll(
+        marker.exists,
+        timeout=10,
+        what=f"{mode}'s shell to run a command typed after the ring: {tmux.capture(pane)[-400:]}",
+    )
     # no word of the notice ran as a command, nothing the mail asks for exists
-    assert sorted(p.name for p in trap.iterdir() if not p.name.startswith(".")) \
-        == ["ok", "runs"], tmux.capture(pane)
+    assert sorted(p.name for p in trap.iterdir() if not p.name.startswith(".")) == ["ok", "runs"], (
+        tmux.capture(pane)
+    )
     assert (trap / "runs").read_text() == "seed\n"  # no history entry ran again
     assert not (shared / "editor-ran").exists()  # no editor was opened
     if mode in TYPED:
@@ -217,7 +255,8 @@ def test_the_notice_runs_nothing_and_leaves_nothing_on_the_line(world, mode, use
 
 
 def test_a_typed_notice_not_seen_where_it_was_typed_is_erased_not_left_as_a_draft(
-        cli, tmux, tmp_path):
+    cli, tmux, tmp_path
+):
     """dash as root (prompt ``# ``), its terminal upper-casing what it prints (``stty
     olcuc``): the kernel edits the line, so the notice is typed, but its echo never reads
     as typed. Not landed, it is never submitted, and it is erased with the terminal's own
@@ -227,20 +266,40 @@ def test_a_typed_notice_not_seen_where_it_was_typed_is_erased_not_left_as_a_draf
         pytest.skip("dash is not installed")
     work = tmp_path / "work"
     work.mkdir()
-    r = cli("crew", "Olcuc", "--task", "T", "--command", "dash -i", "--socket", tmux.socket,
-            "--cwd", str(work), "--json")
+    r = cli(
+        "crew",
+        "Olcuc",
+        "--task",
+        "T",
+        "--command",
+        "dash -i",
+        "--socket",
+        tmux.socket,
+        "--cwd",
+        str(work),
+        "--json",
+    )
     assert r.code == 0, r.err
     pane, home = r.json["pane"]["pane_id"], Home(cli.home)
     poll(lambda: _empty_prompt(tmux, pane), what="dash's prompt")
     tmux.type(pane, "stty olcuc")
     tmux.key(pane, "Enter")
-    poll(lambda: tmux.capture(pane).count("#") >= 2 and _empty_prompt(tmux, pane),
-         what="the next prompt")
+    poll(
+        lambda: tmux.capture(pane).count("#") >= 2 and _empty_prompt(tmux, pane),
+        what="the next prompt",
+    )
     outcomes = []
-    poll(lambda: outcomes.append(doorbell.ring(home, "Olcuc")) or outcomes[-1].action == "rang",
-         timeout=10, interval=0.1, what=f"the ring ({outcomes[-3:]})")
-    poll(lambda: _empty_prompt(tmux, pane), timeout=5,
-         what=f"the line to be empty again: {tmux.capture(pane)}")
+    poll(
+        lambda: outcomes.append(doorbell.ring(home, "Olcuc")) or outcomes[-1].action == "rang",
+        timeout=10,
+        interval=0.1,
+        what=f"the ring ({outcomes[-3:]})",
+    )
+    poll(
+        lambda: _empty_prompt(tmux, pane),
+        timeout=5,
+        what=f"the line to be empty again: {tmux.capture(pane)}",
+    )
     assert doorbell.ring(home, "Olcuc").gate != "human_draft"
     assert outcomes[-1].detail.endswith("erased"), outcomes[-1]
     stamp = doorbell.read_stamp(home, "olcuc")
@@ -264,12 +323,25 @@ def test_a_program_reading_a_line_is_never_answered_by_the_notice(cli, tmux, tmp
     work.mkdir()
     deployed = work / "DEPLOYED"
     script = work / "deploy.sh"
-    script.write_text("#!/bin/sh\nprintf 'Deploy build 42 to production (Ctrl-C aborts) > '\n"
-                      f"read answer\necho \"deploy ran ($answer)\" > {deployed}\nsleep 600\n")
+    script.write_text(
+        "#!/bin/sh\nprintf 'Deploy build 42 to production (Ctrl-C aborts) > '\n"
+        f'read answer\necho "deploy ran ($answer)" > {deployed}\nsleep 600\n'
+    )
     script.chmod(0o755)
     command = str(script) if how == "command" else "dash -i"
-    r = cli("crew", "Dave", "--task", "T", "--command", command, "--socket", tmux.socket,
-            "--cwd", str(work), "--json")
+    r = cli(
+        "crew",
+        "Dave",
+        "--task",
+        "T",
+        "--command",
+        command,
+        "--socket",
+        tmux.socket,
+        "--cwd",
+        str(work),
+        "--json",
+    )
     assert r.code == 0, r.err
     pane, home = r.json["pane"]["pane_id"], Home(cli.home)
     if how == "job":
@@ -278,8 +350,12 @@ def test_a_program_reading_a_line_is_never_answered_by_the_notice(cli, tmux, tmp
         tmux.key(pane, "Enter")
     poll(lambda: "production (Ctrl-C aborts) >" in tmux.capture(pane), what="the prompt")
     outcomes = []
-    poll(lambda: outcomes.append(doorbell.ring(home, "Dave")) or outcomes[-1].action == "rang",
-         timeout=15, interval=0.1, what=f"the ring ({outcomes[-3:]})")
+    poll(
+        lambda: outcomes.append(doorbell.ring(home, "Dave")) or outcomes[-1].action == "rang",
+        timeout=15,
+        interval=0.1,
+        what=f"the ring ({outcomes[-3:]})",
+    )
     assert outcomes[-1].detail.startswith("printed"), outcomes[-1]
     assert doorbell.read_stamp(home, "dave").typed is None
     assert doorbell.notice("Dave") in tmux.capture(pane)

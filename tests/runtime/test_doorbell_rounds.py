@@ -17,8 +17,15 @@ def _settled(home: Home, key: str) -> None:
     """Backdate every place a round looks at, as if nothing had changed for a minute (a
     change within the last second is never trusted: mtimes come in clock ticks)."""
     old = os.stat(home.root).st_mtime - 60
-    for place in (f"crew/{key}", f"crew/{key}/events", f"crew/{key}/state.json",
-                  f"mail/{key}", f"receipts/{key}", f"bounces/{key}", f"doorbell/{key}.json"):
+    for place in (
+        f"crew/{key}",
+        f"crew/{key}/events",
+        f"crew/{key}/state.json",
+        f"mail/{key}",
+        f"receipts/{key}",
+        f"bounces/{key}",
+        f"doorbell/{key}.json",
+    ):
         path = home.root / place
         if path.exists():
             os.utime(path, (old, old))
@@ -27,14 +34,15 @@ def _settled(home: Home, key: str) -> None:
 def _counting(monkeypatch) -> list[str]:
     calls: list[str] = []
     real = doorbell.ring
-    monkeypatch.setattr(doorbell, "ring",
-                        lambda home, key, **kw: calls.append(key) or real(home, key, **kw))
+    monkeypatch.setattr(
+        doorbell, "ring", lambda home, key, **kw: calls.append(key) or real(home, key, **kw)
+    )
     return calls
 
 
-def test_a_quiet_crew_is_attempted_again_as_soon_as_new_mail_arrives(home: Home,
-                                                                       project: Path,
-                                                                       monkeypatch):
+def test_a_quiet_crew_is_attempted_again_as_soon_as_new_mail_arrives(
+    home: Home, project: Path, monkeypatch
+):
     jack = protocol.recruit(home, "Jack", "Fix the bug", cwd=str(project))
     _settled(home, "jack")
     calls = _counting(monkeypatch)
@@ -48,8 +56,7 @@ def test_a_quiet_crew_is_attempted_again_as_soon_as_new_mail_arrives(home: Home,
     assert calls == ["jack", "jack"]  # the new mail: attempted in the next round
 
 
-def test_without_a_memory_every_round_attempts_every_crew(home: Home, project: Path,
-                                                          monkeypatch):
+def test_without_a_memory_every_round_attempts_every_crew(home: Home, project: Path, monkeypatch):
     protocol.recruit(home, "Jack", "Fix the bug", cwd=str(project))
     _settled(home, "jack")
     calls = _counting(monkeypatch)
@@ -58,8 +65,7 @@ def test_without_a_memory_every_round_attempts_every_crew(home: Home, project: P
     assert calls == ["jack", "jack"]
 
 
-def test_a_fresh_change_is_never_trusted_to_its_mtime(home: Home, project: Path,
-                                                      monkeypatch):
+def test_a_fresh_change_is_never_trusted_to_its_mtime(home: Home, project: Path, monkeypatch):
     protocol.recruit(home, "Jack", "Fix the bug", cwd=str(project))  # written just now
     calls = _counting(monkeypatch)
     quiet: dict = {}
@@ -72,17 +78,22 @@ def test_a_held_ring_is_retried_every_round(home: Home, project: Path, monkeypat
     protocol.recruit(home, "Jack", "Fix the bug", cwd=str(project))
     _settled(home, "jack")
     calls: list[str] = []
-    monkeypatch.setattr(doorbell, "ring", lambda home, key, **kw: calls.append(key)
-                        or doorbell.Outcome("Jack", "held", "human_draft"))
+    monkeypatch.setattr(
+        doorbell,
+        "ring",
+        lambda home, key, **kw: (
+            calls.append(key) or doorbell.Outcome("Jack", "held", "human_draft")
+        ),
+    )
     quiet: dict = {}
     for _ in range(3):
         assert [o.action for o in doorbell.ring_all(home, quiet)] == ["held"]
     assert calls == ["jack"] * 3
 
 
-def test_a_remembered_crew_is_attempted_again_after_the_recheck_period(home: Home,
-                                                                      project: Path,
-                                                                      monkeypatch):
+def test_a_remembered_crew_is_attempted_again_after_the_recheck_period(
+    home: Home, project: Path, monkeypatch
+):
     protocol.recruit(home, "Jack", "Fix the bug", cwd=str(project))
     _settled(home, "jack")
     calls = _counting(monkeypatch)

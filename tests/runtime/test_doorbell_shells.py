@@ -34,11 +34,14 @@ def _ring_and_prove_nothing_ran(cli, tmux, name: str, data: dict, trap: Path) ->
     pane = data["pane"]["pane_id"]
     before = sorted(p.name for p in cli.cwd.iterdir())  # the crew's working directory
     recruited = crewlog.load(home, name.lower())[0].recruited_at
-    poll(lambda: (now() - recruited).total_seconds() > doorbell.DEFAULT_GRACE,
-         what="launch grace to pass")
+    poll(
+        lambda: (now() - recruited).total_seconds() > doorbell.DEFAULT_GRACE,
+        what="launch grace to pass",
+    )
     # a follow-up as hostile as the task, so the ring has two messages' worth to leak
-    told = cli("tell", name, "and " + hostile(trap), "--assignment", data["assignment_id"],
-               "--json")
+    told = cli(
+        "tell", name, "and " + hostile(trap), "--assignment", data["assignment_id"], "--json"
+    )
     assert told.code == 0, told.err
     outcomes = []
 
@@ -73,8 +76,18 @@ def test_a_shell_crew_runs_nothing_from_its_mail(shell, cli, tmux, tmp_path):
     trap = tmp_path / "trap"
     trap.mkdir()
     env = {"SHELL": path, "ENV": "", "ZDOTDIR": str(tmp_path), "HOME": str(tmp_path)}
-    r = cli("crew", "Jill", "--task", hostile(trap), "--agent", "shell",
-            "--socket", tmux.socket, "--json", env=env)
+    r = cli(
+        "crew",
+        "Jill",
+        "--task",
+        hostile(trap),
+        "--agent",
+        "shell",
+        "--socket",
+        tmux.socket,
+        "--json",
+        env=env,
+    )
     assert r.code == 0, r.err
     _ring_and_prove_nothing_ran(cli, tmux, "Jill", r.json, trap)
 
@@ -83,8 +96,9 @@ def test_the_notice_holds_nothing_a_shell_would_expand():
     for name in ("Jack", "a-b_c9", "Z" * 32):
         text = doorbell.notice(name)
         assert text.startswith("# ") and name in text
-        assert set(text[2:]) <= set("abcdefghijklmnopqrstuvwxyz"
-                                    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 _-")
+        assert set(text[2:]) <= set(
+            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 _-"
+        )
     assert "$" not in doorbell.notice("$(reboot)") and "(" not in doorbell.notice("$(reboot)")
 
 
@@ -103,8 +117,10 @@ def test_only_an_agent_composer_is_rung_with_mail_text(tmp_path):
         unread = mailbox.unread(home, name.lower(), snapshot)
         first = RingStamp(crew=name, incarnation_id=snapshot.incarnation_id)
         later = first.model_copy(update={"body_landed": True})
-        seen[agent] = (doorbell.ring_text(snapshot, first, unread),
-                       doorbell.ring_text(snapshot, later, unread))
+        seen[agent] = (
+            doorbell.ring_text(snapshot, first, unread),
+            doorbell.ring_text(snapshot, later, unread),
+        )
     assert seen["claude"] == (doorbell.WAKE_LINE, doorbell.WAKE_LINE)
     assert seen["codex"][0].startswith("Mail from the captain: fix it; rm -rf /")
     # a new task says which ID to pass: CAPTAIN_ASSIGNMENT names the first task only

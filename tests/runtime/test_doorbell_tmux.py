@@ -28,18 +28,34 @@ pytestmark = needs_tmux
 def crew(tmp_path, cli, tmux):
     """Recruit 'Sim' through the real CLI into the private tmux, and wait for its prompt."""
     log = SimLog(tmp_path / "sim.log")
-    r = cli("crew", "Sim", "--task", "Tidy the docs", "--command", sim_command(log.path),
-            "--socket", tmux.socket, "--json")
+    r = cli(
+        "crew",
+        "Sim",
+        "--task",
+        "Tidy the docs",
+        "--command",
+        sim_command(log.path),
+        "--socket",
+        tmux.socket,
+        "--json",
+    )
     assert r.code == 0, r.err
     data = r.json
     pane = data["pane"]["pane_id"]
     poll(lambda: "›" in tmux.capture(pane), what="the simulated crew's prompt")
     home = Home(cli.home)
     recruited = crewlog.load(home, "sim")[0].recruited_at
-    poll(lambda: (now() - recruited).total_seconds() > doorbell.DEFAULT_GRACE,
-         what="launch grace to pass")  # each gate test then sees only its own gate
-    return {"home": home, "pane": pane, "log": log, "data": data,
-            "assignment": data["assignment_id"]}
+    poll(
+        lambda: (now() - recruited).total_seconds() > doorbell.DEFAULT_GRACE,
+        what="launch grace to pass",
+    )  # each gate test then sees only its own gate
+    return {
+        "home": home,
+        "pane": pane,
+        "log": log,
+        "data": data,
+        "assignment": data["assignment_id"],
+    }
 
 
 def ring_until(home: Home, name: str, action: str, timeout: float) -> doorbell.Outcome:
@@ -50,6 +66,7 @@ def ring_until(home: Home, name: str, action: str, timeout: float) -> doorbell.O
         o = doorbell.ring(home, name)
         seen.append(o)
         return o if o.action == action else None
+
     try:
         return poll(attempt, timeout=timeout, interval=0.1, what=f"the doorbell to {action}")
     except AssertionError as err:
@@ -78,8 +95,10 @@ def test_a_program_crew_is_rung_with_the_notice_and_reads_its_mail_itself(crew, 
     assert got[0] == doorbell.notice("Sim") and "captain inbox Sim" in got[0]
     assert "Tidy the docs" not in tmux.capture(crew["pane"])
     # the ring asked for the inbox: the crew ran it, and that wrote the read receipt
-    poll(lambda: not mailbox.unread(home, "sim", crewlog.load(home, "sim")[0]),
-         what="the receipt written by the crew's own captain inbox")
+    poll(
+        lambda: not mailbox.unread(home, "sim", crewlog.load(home, "sim")[0]),
+        what="the receipt written by the crew's own captain inbox",
+    )
     protocol.tell(home, "Sim", "also the changelog", assignment_id=crew["assignment"])
     later = ring_until(home, "Sim", "rang", timeout=doorbell.COOLDOWN.total_seconds() + 3)
     assert later.detail == "landed"
@@ -95,8 +114,17 @@ def test_a_rung_head_is_not_rung_again(crew):
 
 def test_launch_grace_holds_the_first_ring(tmp_path, cli, tmux):
     log = SimLog(tmp_path / "sim.log")
-    r = cli("crew", "Sim", "--task", "T", "--command", sim_command(log.path), "--socket",
-            tmux.socket, "--json")
+    r = cli(
+        "crew",
+        "Sim",
+        "--task",
+        "T",
+        "--command",
+        sim_command(log.path),
+        "--socket",
+        tmux.socket,
+        "--json",
+    )
     home = Home(cli.home)
     snapshot, _ = crewlog.load(home, "sim")
     outcome = doorbell.ring(home, "Sim", at=snapshot.recruited_at + timedelta(seconds=0.2))
@@ -111,8 +139,10 @@ def test_cooldown_holds_a_second_ring_then_it_lands(crew):
     first = ring_until(home, "Sim", "rang", timeout=5)
     assert first.action == "rang"
     rung_at = doorbell.read_stamp(home, "sim").rung_at
-    poll(lambda: not mailbox.unread(home, "sim", crewlog.load(home, "sim")[0]),
-         what="the crew to read its task")  # else its inbox run could read the tell too
+    poll(
+        lambda: not mailbox.unread(home, "sim", crewlog.load(home, "sim")[0]),
+        what="the crew to read its task",
+    )  # else its inbox run could read the tell too
     protocol.tell(home, "Sim", "one more", assignment_id=crew["assignment"])
     held = doorbell.ring(home, "Sim")
     assert (held.action, held.gate) == ("held", "cooldown")
@@ -124,13 +154,20 @@ def test_human_draft_holds_and_is_never_appended_to_or_submitted(crew, tmux):
     home, pane = crew["home"], crew["pane"]
     tmux.type(pane, "half-written thought")
     poll(lambda: "half-written thought" in tmux.capture(pane), what="the draft on screen")
-    held = poll(lambda: (lambda o: o if o.gate == "human_draft" else None)(
-        doorbell.ring(home, "Sim")), timeout=5, what="the human_draft gate")
+    held = poll(
+        lambda: (lambda o: o if o.gate == "human_draft" else None)(doorbell.ring(home, "Sim")),
+        timeout=5,
+        what="the human_draft gate",
+    )
     assert held.action == "held"
     assert doorbell.read_stamp(home, "sim").gate == "human_draft"
-    status = json.loads(subprocess.run(
-        [sys.executable, "-m", "captain_tui", "status", "--json", "--home", str(home.root)],
-        capture_output=True, text=True).stdout)
+    status = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "captain_tui", "status", "--json", "--home", str(home.root)],
+            capture_output=True,
+            text=True,
+        ).stdout
+    )
     assert status["crew"][0]["doorbell"]["gate"] == "human_draft"
     # the draft is untouched on screen and nothing was submitted
     assert crew["log"].lines() == []
@@ -151,8 +188,11 @@ def test_approval_prompt_holds_until_it_is_answered(crew, tmux):
     tmux.type(pane, "/approve")
     tmux.key(pane, "Enter")
     poll(lambda: "Press enter to confirm" in tmux.capture(pane), what="the approval modal")
-    held = poll(lambda: (lambda o: o if o.gate else None)(doorbell.ring(home, "Sim")),
-                timeout=5, what="a gate")
+    held = poll(
+        lambda: (lambda o: o if o.gate else None)(doorbell.ring(home, "Sim")),
+        timeout=5,
+        what="a gate",
+    )
     assert held.gate in ("approval_prompt", "unreadable_composer")
     assert crew["log"].lines("approval") == []
     tmux.type(pane, "1")
@@ -181,8 +221,13 @@ def test_an_unreadable_composer_holds(crew, tmux):
     tmux.type(pane, "/noprompt 3")
     tmux.key(pane, "Enter")
     poll(lambda: "(composer hidden)" in tmux.capture(pane), what="the hidden composer")
-    held = poll(lambda: (lambda o: o if o.gate == "unreadable_composer" else None)(
-        doorbell.ring(home, "Sim")), timeout=3, what="unreadable_composer")
+    held = poll(
+        lambda: (lambda o: o if o.gate == "unreadable_composer" else None)(
+            doorbell.ring(home, "Sim")
+        ),
+        timeout=3,
+        what="unreadable_composer",
+    )
     assert held.action == "held"
     ring_until(home, "Sim", "rang", timeout=6)
 
@@ -190,13 +235,21 @@ def test_an_unreadable_composer_holds(crew, tmux):
 def test_two_ringers_at_once_ring_once(crew):
     home = crew["home"]
     recruited = crewlog.load(home, "sim")[0].recruited_at
-    poll(lambda: (now() - recruited).total_seconds() > doorbell.DEFAULT_GRACE + 0.5,
-         what="launch grace to pass")
+    poll(
+        lambda: (now() - recruited).total_seconds() > doorbell.DEFAULT_GRACE + 0.5,
+        what="launch grace to pass",
+    )
     # two separate processes racing, the way a cockpit and a wait would
-    script = ("import sys; from state.home import Home; from captain_tui.runtime import doorbell;"
-              "print(doorbell.ring(Home(sys.argv[1]), 'Sim').action)")
-    procs = [subprocess.Popen([sys.executable, "-c", script, str(home.root)],
-                              stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    script = (
+        "import sys; from state.home import Home; from captain_tui.runtime import doorbell;"
+        "print(doorbell.ring(Home(sys.argv[1]), 'Sim').action)"
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, str(home.root)], stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
     actions = sorted(p.communicate(timeout=30)[0].strip() for p in procs)
     assert actions == ["nothing", "rang"], actions
     poll(lambda: crew["log"].lines(), what="the ring")
@@ -208,12 +261,29 @@ def test_two_ringers_at_once_ring_once(crew):
 def test_a_pane_killed_mid_wait_bounces_the_mail(crew, tmux, cli):
     home, pane = crew["home"], crew["pane"]
     tmux.type(pane, "draft that holds the ring")
-    poll(lambda: doorbell.ring(home, "Sim").gate == "human_draft", timeout=5,
-         what="the ring to be held")
+    poll(
+        lambda: doorbell.ring(home, "Sim").gate == "human_draft",
+        timeout=5,
+        what="the ring to be held",
+    )
     waiter = subprocess.Popen(
-        [sys.executable, "-m", "captain_tui", "wait", "Sim", "--json", "--timeout", "30",
-         "--home", str(home.root)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env=cli.env())
+        [
+            sys.executable,
+            "-m",
+            "captain_tui",
+            "wait",
+            "Sim",
+            "--json",
+            "--timeout",
+            "30",
+            "--home",
+            str(home.root),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=cli.env(),
+    )
     tmux.tmux("kill-pane", "-t", pane)
     out, err = waiter.communicate(timeout=40)
     envelope = json.loads(out)
@@ -248,8 +318,10 @@ def test_dismiss_kills_the_pane_and_confirms_it(crew, tmux, cli):
 def test_tell_rings_once_right_after_writing_the_mail(crew, tmux, cli):
     home = crew["home"]
     ring_until(home, "Sim", "rang", timeout=5)
-    poll(lambda: not mailbox.unread(home, "sim", crewlog.load(home, "sim")[0]),
-         what="the task to be read")
+    poll(
+        lambda: not mailbox.unread(home, "sim", crewlog.load(home, "sim")[0]),
+        what="the task to be read",
+    )
     stamp = doorbell.read_stamp(home, "sim")
     # wait out the cooldown, then a tell rings by itself (no waiter running)
     poll(lambda: now() - stamp.rung_at > doorbell.COOLDOWN, timeout=8, what="cooldown")
@@ -263,8 +335,18 @@ def test_a_plain_shell_crew_is_rung_with_a_comment_never_a_command(tmp_path, cli
     """Typed into a shell, text runs: the ring must be inert there, whatever the mail says."""
     marker = tmp_path / "executed"
     task = f"touch {marker} $(touch {marker}) `touch {marker}`"
-    r = cli("crew", "Sh", "--task", task, "--agent", "shell", "--socket", tmux.socket,
-            "--json", env={"SHELL": "/bin/sh"})
+    r = cli(
+        "crew",
+        "Sh",
+        "--task",
+        task,
+        "--agent",
+        "shell",
+        "--socket",
+        tmux.socket,
+        "--json",
+        env={"SHELL": "/bin/sh"},
+    )
     assert r.code == 0, r.err
     pane = r.json["pane"]["pane_id"]
     home = Home(cli.home)
@@ -272,15 +354,26 @@ def test_a_plain_shell_crew_is_rung_with_a_comment_never_a_command(tmp_path, cli
     assert ring_until(home, "Sh", "rang", timeout=6).detail == "landed"
     tmux.type(pane, "echo done-$((40+2))")
     tmux.key(pane, "Enter")
-    poll(lambda: "done-42" in tmux.capture(pane), what="the shell to run a later command: "
-         + tmux.capture(pane)[:600])
+    poll(
+        lambda: "done-42" in tmux.capture(pane),
+        what="the shell to run a later command: " + tmux.capture(pane)[:600],
+    )
     assert not marker.exists(), "the ring text was executed by the shell"
     assert mailbox.unread(home, "sh", crewlog.load(home, "sh")[0])  # a comment reads nothing
 
 
 def test_a_missing_agent_program_refuses_and_leaves_nothing(cli, tmux):
-    r = cli("crew", "Ghost", "--task", "T", "--command", "no-such-agent-xyz --flag",
-            "--socket", tmux.socket, "--json")
+    r = cli(
+        "crew",
+        "Ghost",
+        "--task",
+        "T",
+        "--command",
+        "no-such-agent-xyz --flag",
+        "--socket",
+        tmux.socket,
+        "--json",
+    )
     assert r.code == 1 and r.json["error"]["code"] == "agent_not_found"
     assert not (cli.home / "crew" / "ghost").exists()
     windows = tmux.tmux("list-windows", "-a", "-F", "#{window_name}", check=False).stdout
@@ -302,8 +395,11 @@ def test_a_missing_tmux_refuses_and_leaves_nothing(cli, tmp_path):
 def test_held_behind_a_draft_for_300_s_raises_one_held_notice(crew, tmux):
     home, pane = crew["home"], crew["pane"]
     tmux.type(pane, "a long think")
-    first = poll(lambda: (lambda o: o if o.gate == "human_draft" else None)(
-        doorbell.ring(home, "Sim")), timeout=5, what="the human_draft gate")
+    first = poll(
+        lambda: (lambda o: o if o.gate == "human_draft" else None)(doorbell.ring(home, "Sim")),
+        timeout=5,
+        what="the human_draft gate",
+    )
     assert first.action == "held"
     since = doorbell.read_stamp(home, "sim").held_since
     assert doorbell.ring(home, "Sim", at=since + timedelta(seconds=299)).gate == "human_draft"
@@ -322,15 +418,17 @@ def test_steady_mail_and_a_flipping_gate_do_not_postpone_the_held_notice(crew, t
     that message and when it was first held."""
     home, pane = crew["home"], crew["pane"]
     tmux.type(pane, "a long think")
-    first = poll(lambda: (lambda o: o if o.gate == "human_draft" else None)(
-        doorbell.ring(home, "Sim")), timeout=5, what="the human_draft gate")
+    first = poll(
+        lambda: (lambda o: o if o.gate == "human_draft" else None)(doorbell.ring(home, "Sim")),
+        timeout=5,
+        what="the human_draft gate",
+    )
     stamp = doorbell.read_stamp(home, "sim")
     since, oldest = stamp.held_since, stamp.held_head
     assert first.action == "held" and oldest is not None
     for step in (100, 200):  # new mail, then a ring at the new time: still the old clock
         protocol.tell(home, "Sim", f"follow-up {step}", assignment_id=crew["assignment"])
-        assert doorbell.ring(home, "Sim", at=since + timedelta(seconds=step)).gate \
-            == "human_draft"
+        assert doorbell.ring(home, "Sim", at=since + timedelta(seconds=step)).gate == "human_draft"
         now_stamp = doorbell.read_stamp(home, "sim")
         assert (now_stamp.held_since, now_stamp.held_head) == (since, oldest)
     assert [n for n in mailbox.notifications(home, "sim") if n.status == "held"] == []
@@ -346,13 +444,17 @@ def test_the_held_clock_survives_a_gate_flip(crew, tmux):
     first-held time; the human-draft notice then counts from it."""
     home, pane = crew["home"], crew["pane"]
     tmux.type(pane, "drafting")
-    poll(lambda: doorbell.ring(home, "Sim").gate == "human_draft", timeout=5,
-         what="the human_draft gate")
+    poll(
+        lambda: doorbell.ring(home, "Sim").gate == "human_draft",
+        timeout=5,
+        what="the human_draft gate",
+    )
     since = doorbell.read_stamp(home, "sim").held_since
     stamp = doorbell.read_stamp(home, "sim")
     # the gate flips: a ring 4 s ago puts the crew in cooldown for one attempt
-    doorbell._save(home, "sim", stamp.model_copy(update=dict(rung_at=since + timedelta(
-        seconds=196))))
+    doorbell._save(
+        home, "sim", stamp.model_copy(update=dict(rung_at=since + timedelta(seconds=196)))
+    )
     assert doorbell.ring(home, "Sim", at=since + timedelta(seconds=200)).gate == "cooldown"
     assert doorbell.read_stamp(home, "sim").held_since == since
     doorbell.ring(home, "Sim", at=since + timedelta(seconds=305))
@@ -372,8 +474,11 @@ def test_an_approval_modal_on_a_hookless_pane_is_reported_once(crew, tmux):
     assert len(raised) == 1
     tmux.type(pane, "2")
     tmux.key(pane, "Enter")
-    poll(lambda: doorbell.check_approval(home, "Sim") is False, timeout=5,
-         what="the modal to be gone")
+    poll(
+        lambda: doorbell.check_approval(home, "Sim") is False,
+        timeout=5,
+        what="the modal to be gone",
+    )
     assert not doorbell.read_stamp(home, "sim").approval_seen
 
 
@@ -386,8 +491,11 @@ def test_the_runner_sleeps_on_inotify_and_wakes_on_a_write(home):
         before = runner.changes
         writer = threading.Timer(0.3, lambda: (home.root / "poke.json").write_text("{}"))
         writer.start()
-        poll(lambda: (runner.sleep(1.0), runner.changes > before)[1], timeout=5,
-             what="the watcher to report the write")
+        poll(
+            lambda: (runner.sleep(1.0), runner.changes > before)[1],
+            timeout=5,
+            what="the watcher to report the write",
+        )
         writer.join()
     finally:
         runner.close()

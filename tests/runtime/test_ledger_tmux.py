@@ -35,8 +35,9 @@ def configure(home, text: str) -> None:
 
 
 def recruit(cli, tmux, name: str) -> dict:
-    return recruit_into(cli, tmux, name, f"{name}'s task", "--owns", f"src/{name.lower()}",
-                        "--allow", "edit")
+    return recruit_into(
+        cli, tmux, name, f"{name}'s task", "--owns", f"src/{name.lower()}", "--allow", "edit"
+    )
 
 
 def crew_done(cli, r: dict) -> dict:
@@ -63,8 +64,7 @@ def lease_file(home, work_id: str) -> datetime | None:
     path = home.root / "work" / work_id / "lease.json"
     if not path.exists():
         return None
-    return datetime.fromisoformat(json.loads(path.read_text())["expires_at"]
-                                  .replace("Z", "+00:00"))
+    return datetime.fromisoformat(json.loads(path.read_text())["expires_at"].replace("Z", "+00:00"))
 
 
 def past_lease(home, work_id: str, seconds: float = 1.0) -> datetime:
@@ -130,8 +130,10 @@ def test_a_queued_crew_launches_when_a_slot_frees(cli, home, tmux):
     assert not pane_exists(tmux, locator.pane_id)
     done = item(home, b["work_id"])
     assert done.state == "cancelled"
-    assert [e.type for e in ledger.events(home, b["work_id"])][-2:] == ["cancel_requested",
-                                                                       "cancelled"]
+    assert [e.type for e in ledger.events(home, b["work_id"])][-2:] == [
+        "cancel_requested",
+        "cancelled",
+    ]
     assert ledger.held(home) == []
 
 
@@ -140,17 +142,28 @@ def test_a_running_watch_launches_the_queued_crew(cli, home, tmux):
     a = recruit(cli, tmux, "Able")
     b = recruit(cli, tmux, "Baker")
     assert b["queued"] is True
-    watch = subprocess.Popen([sys.executable, "-m", "captain_tui", "watch"], cwd=cli.cwd,
-                             env=cli.env(), stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, text=True)
+    watch = subprocess.Popen(
+        [sys.executable, "-m", "captain_tui", "watch"],
+        cwd=cli.cwd,
+        env=cli.env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         # the watch runs rounds, but Baker's slot is held by Able
-        poll(lambda: lease_file(home, a["work_id"]) is not None, timeout=30,
-             what="the watch's first ledger round (Able's heartbeat)")
+        poll(
+            lambda: lease_file(home, a["work_id"]) is not None,
+            timeout=30,
+            what="the watch's first ledger round (Able's heartbeat)",
+        )
         assert item(home, b["work_id"]).state == "queued" and windows(tmux) == ["Able"]
         crew_done(cli, a)
-        started = poll(lambda: (lambda i: i if i.state == "running" else None)(
-            item(home, b["work_id"])), timeout=30, what="the watch to start Baker")
+        started = poll(
+            lambda: (lambda i: i if i.state == "running" else None)(item(home, b["work_id"])),
+            timeout=30,
+            what="the watch to start Baker",
+        )
         locator = started.attempts[-1].runtime_locator
         assert locator is not None and pane_exists(tmux, locator.pane_id)
         assert sorted(windows(tmux)) == ["Able", "Baker"]
@@ -211,22 +224,43 @@ def test_killed_pane_with_expired_lease_fails_and_a_live_one_is_renewed(cli, hom
     renewed = lease_file(home, b["work_id"])
     assert renewed > first and renewed == later + timedelta(seconds=ledger.lease_seconds(home))
     assert item(home, b["work_id"]).state == "running"
-    assert ledger.public(home, item(home, b["work_id"]), detail=True)["attempts"][-1][
-        "lease_holder"] == "t"
+    assert (
+        ledger.public(home, item(home, b["work_id"]), detail=True)["attempts"][-1]["lease_holder"]
+        == "t"
+    )
 
 
 def test_an_exited_crew_process_is_gone_though_its_pane_stays(cli, home, tmux):
     """Crew windows keep a dead pane readable (remain-on-exit): the pane is still there,
     but its process has exited, so the lease must not be renewed for it."""
-    r = ok(cli("crew", "Quitter", "--task", "T", "--command", "sh -c 'sleep 1; exit 3'",
-               "--socket", tmux.socket, "--json"))
+    r = ok(
+        cli(
+            "crew",
+            "Quitter",
+            "--task",
+            "T",
+            "--command",
+            "sh -c 'sleep 1; exit 3'",
+            "--socket",
+            tmux.socket,
+            "--json",
+        )
+    )
     locator = item(home, r["work_id"]).attempts[-1].runtime_locator
-    poll(lambda: tmux.tmux("display-message", "-p", "-t", locator.pane_id, "#{pane_dead}",
-                           check=False).stdout.strip() == "1", what="the pane's process to exit")
+    poll(
+        lambda: (
+            tmux.tmux(
+                "display-message", "-p", "-t", locator.pane_id, "#{pane_dead}", check=False
+            ).stdout.strip()
+            == "1"
+        ),
+        what="the pane's process to exit",
+    )
     assert pane_exists(tmux, locator.pane_id)  # the dead pane is kept
     assert ledger_runtime.probe(locator) == "gone"
-    changes = ledger.examine(home, ledger_runtime.probe, holder="t",
-                             at=past_lease(home, r["work_id"]))
+    changes = ledger.examine(
+        home, ledger_runtime.probe, holder="t", at=past_lease(home, r["work_id"])
+    )
     assert any(c.startswith(f"{r['work_id']}: failed") for c in changes), changes
     assert item(home, r["work_id"]).state == "failed"
     assert lease_file(home, r["work_id"]) is None  # it was never renewed
@@ -241,8 +275,9 @@ def test_killed_server_is_confirmed_gone_and_fails(cli, home, tmux):
     poll(lambda: ledger_runtime.probe(locator) == "gone", what="the killed server to be gone")
     Path(tmux.socket).unlink(missing_ok=True)
     assert ledger_runtime.probe(locator) == "gone"
-    changes = ledger.examine(home, ledger_runtime.probe, holder="t",
-                             at=past_lease(home, a["work_id"]))
+    changes = ledger.examine(
+        home, ledger_runtime.probe, holder="t", at=past_lease(home, a["work_id"])
+    )
     assert any(c.startswith(f"{a['work_id']}: failed") for c in changes), changes
     assert item(home, a["work_id"]).state == "failed"
     assert ledger.held(home) == []
@@ -268,6 +303,7 @@ def unanswering_server(tmp_path):
             except OSError:
                 return
             conn.close()
+
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     yield path
@@ -279,8 +315,9 @@ def unanswering_server(tmp_path):
 
 
 def test_an_unverifiable_pane_needs_reconciliation_and_keeps_it(home, unanswering_server):
-    locator = PaneLocator(socket=unanswering_server, session="captain", window_id="@1",
-                          pane_id="%1", pane_pid=None)
+    locator = PaneLocator(
+        socket=unanswering_server, session="captain", window_id="@1", pane_id="%1", pane_pid=None
+    )
     assert ledger_runtime.probe(locator) == "unknown"
     wid = ledger.accept(home, source="chat", input={"text": "x"}, requester="captain:t").work_id
     ledger.claim(home, wid, holder="w", locator=locator)
@@ -296,8 +333,7 @@ def test_an_unverifiable_pane_needs_reconciliation_and_keeps_it(home, unanswerin
     assert stuck.state == "needs_reconciliation" and stuck.attempts[-1].outcome is None
     assert [i.work_id for i in ledger.held(home)] == [wid]  # it keeps its slot
     # a timer never clears it
-    assert ledger.examine(home, ledger_runtime.probe, holder="t",
-                          at=at + timedelta(days=30)) == []
+    assert ledger.examine(home, ledger_runtime.probe, holder="t", at=at + timedelta(days=30)) == []
     assert item(home, wid).state == "needs_reconciliation"
     assert ledger_runtime.round(home) == []
     assert item(home, wid).state == "needs_reconciliation"
@@ -310,8 +346,16 @@ def test_work_cancel_of_an_assignment_dismisses_its_crew_and_bounces_its_mail(cl
     a = recruit(cli, tmux, "Able")
     pane = a["pane"]["pane_id"]
     assert pane_exists(tmux, pane)
-    ok(cli("tell", "Able", "also update the changelog", "--assignment", a["assignment_id"],
-           "--json"))
+    ok(
+        cli(
+            "tell",
+            "Able",
+            "also update the changelog",
+            "--assignment",
+            a["assignment_id"],
+            "--json",
+        )
+    )
     # the task and the follow-up are both unread: both bounce with the dismissal
     cancelled = ok(cli("work", "cancel", a["work_id"], "--json"))
     assert cancelled["outcome"] == "cancelled" and cancelled["state"] == "cancelled"
@@ -328,8 +372,21 @@ def test_work_cancel_of_an_assignment_dismisses_its_crew_and_bounces_its_mail(cl
         statuses.append(n["status"])
         n = ok(cli("wait", "Able", "--ack", n["delivery_id"], "--timeout", "0", "--json"))
     assert statuses == ["bounced", "bounced"]
-    again = ok(cli("crew", "Able", "--task", "try again", "--handoff", a["assignment_id"],
-                   "--command", SLEEPER, "--socket", tmux.socket, "--json"))
+    again = ok(
+        cli(
+            "crew",
+            "Able",
+            "--task",
+            "try again",
+            "--handoff",
+            a["assignment_id"],
+            "--command",
+            SLEEPER,
+            "--socket",
+            tmux.socket,
+            "--json",
+        )
+    )
     assert again["assignment_id"] != a["assignment_id"]
     assert item(home, again["work_id"]).state == "running"
 
@@ -367,24 +424,40 @@ def test_a_rounds_batched_probe_answers_as_the_per_pane_probe_does(cli, home, tm
     answers are ``probe``'s: alive, an exited process in a kept pane, a closed window, a
     server gone."""
     able, baker = recruit(cli, tmux, "Able"), recruit(cli, tmux, "Baker")
-    quitter = ok(cli("crew", "Quitter", "--task", "T", "--command", "sh -c 'sleep 1; exit 3'",
-                     "--socket", tmux.socket, "--json"))
-    a, b, q = (item(home, r["work_id"]).attempts[-1].runtime_locator
-               for r in (able, baker, quitter))
+    quitter = ok(
+        cli(
+            "crew",
+            "Quitter",
+            "--task",
+            "T",
+            "--command",
+            "sh -c 'sleep 1; exit 3'",
+            "--socket",
+            tmux.socket,
+            "--json",
+        )
+    )
+    a, b, q = (
+        item(home, r["work_id"]).attempts[-1].runtime_locator for r in (able, baker, quitter)
+    )
     poll(lambda: ledger_runtime.probe(q) == "gone", what="Quitter's process to exit")
     tmux.tmux("kill-pane", "-t", b.pane_id)
     poll(lambda: ledger_runtime.probe(b) == "gone", what="Baker's pane to close")
     panes = ledger_runtime.Panes()
-    assert [panes(x) for x in (a, b, q)] == [ledger_runtime.probe(x) for x in (a, b, q)] \
+    assert (
+        [panes(x) for x in (a, b, q)]
+        == [ledger_runtime.probe(x) for x in (a, b, q)]
         == ["alive", "gone", "gone"]
+    )
     tmux.tmux("kill-server")
     poll(lambda: ledger_runtime.probe(a) == "gone", what="the server to be gone")
     assert ledger_runtime.Panes()(a) == "gone"
     assert panes(a) == "alive"  # one round, one look: the next round asks again
 
 
-@pytest.mark.parametrize("lease, every", [(None, 15.0), (60, 15.0), (20, 5.0), (1, 5.0),
-                                          (3600, 15.0)])
+@pytest.mark.parametrize(
+    "lease, every", [(None, 15.0), (60, 15.0), (20, 5.0), (1, 5.0), (3600, 15.0)]
+)
 def test_runners_renew_a_lease_a_few_times_per_lease_not_every_round(home, lease, every):
     """Each heartbeat writes a lease file every watcher of the home reads: a runner renews
     a quarter-lease apart (no more often than its rounds), not on every 5 s round."""

@@ -109,7 +109,7 @@ def rewrap(text: str, width: int) -> str:
         tokens: list[str] = []
         pos = 0
         for m in _ESC_TOKEN.finditer(line):
-            tokens.extend(line[pos:m.start()])
+            tokens.extend(line[pos : m.start()])
             tokens.append(m.group())
             pos = m.end()
         tokens.extend(line[pos:])
@@ -133,7 +133,7 @@ def pad(text: str, width: int) -> str:
 
 def replace_lines(text: str, index: int, new: list[str]) -> str:
     lines = text.split("\n")
-    return "\n".join(lines[:index] + new + lines[index + 1:])
+    return "\n".join(lines[:index] + new + lines[index + 1 :])
 
 
 def _reset_first(rows: list[str], ansi: bool) -> list[str]:
@@ -160,8 +160,12 @@ def codex_with(composer: list[str], *, ansi: bool = False) -> str:
 
 
 def test_every_capture_has_an_expectation():
-    on_disk = {f"{p.parent.name}/{p.name}" for d in ("claude-code", "codex")
-               for p in (FIXTURES / d).iterdir() if p.suffix in (".txt", ".ansi")}
+    on_disk = {
+        f"{p.parent.name}/{p.name}"
+        for d in ("claude-code", "codex")
+        for p in (FIXTURES / d).iterdir()
+        if p.suffix in (".txt", ".ansi")
+    }
     assert on_disk == set(CAPTURES)
 
 
@@ -170,7 +174,7 @@ def test_real_capture(capture):
     name = capture.rsplit(".", 1)[0]
     s = read_screen(load(capture), agent_of(name))
     assert_reads(s, EXPECTED[name])
-    assert s.draft == EXPECTED[name][2]            # exact, not just whitespace-equal
+    assert s.draft == EXPECTED[name][2]  # exact, not just whitespace-equal
     assert may_ring(s) == (name in ("claude-code/idle-empty", "codex/idle-empty"))
 
 
@@ -198,8 +202,10 @@ def test_real_capture_read_as_another_agent_never_rings(capture):
 
 
 def test_strip_ansi_removes_every_kind_of_escape():
-    text = ("a\x1b[1;38;5;246mb\x1b[0mc\x1b]0;title\x07d\x1b]8;;http://x\x1b\\e\x1bPq#0\x1b\\f"
-            "\x1b(Bg\x1b=h\x1b[?25li\x9b31mj\x1b")
+    text = (
+        "a\x1b[1;38;5;246mb\x1b[0mc\x1b]0;title\x07d\x1b]8;;http://x\x1b\\e\x1bPq#0\x1b\\f"
+        "\x1b(Bg\x1b=h\x1b[?25li\x9b31mj\x1b"
+    )
     assert strip_ansi(text) == "abcdefghij"
     assert strip_ansi("plain ❯\xa0text") == "plain ❯\xa0text"
 
@@ -229,7 +235,7 @@ def test_rows_padded_with_trailing_spaces(capture):
 def test_claude_rules_that_do_not_match_are_not_read():
     text = load("claude-code/idle-empty.txt")
     lines = text.split("\n")
-    lines[28] = "─" * 60                     # bottom rule redrawn at a new width, top not yet
+    lines[28] = "─" * 60  # bottom rule redrawn at a new width, top not yet
     s = read_screen("\n".join(lines), "claude")
     assert not s.composer_readable and not may_ring(s)
 
@@ -239,8 +245,10 @@ def test_claude_rules_that_do_not_match_are_not_read():
 
 @pytest.mark.parametrize("ansi", [False, True])
 def test_claude_wrapped_draft(ansi):
-    text = ("please look at the parser again, the tokenizer drops the last byte of every "
-            "chunk and the tests do not notice because they only feed short inputs")
+    text = (
+        "please look at the parser again, the tokenizer drops the last byte of every "
+        "chunk and the tests do not notice because they only feed short inputs"
+    )
     rows = textwrap.wrap(text, 98)
     assert len(rows) == 2
     screen = claude_with(["❯\xa0" + rows[0]] + ["  " + r for r in rows[1:]], ansi=ansi)
@@ -252,8 +260,9 @@ def test_claude_wrapped_draft(ansi):
 
 
 def test_claude_multi_line_draft_with_blank_line():
-    s = read_screen(claude_with(["❯\xa0first line", "  second line", "", "  fourth line"]),
-                    "claude")
+    s = read_screen(
+        claude_with(["❯\xa0first line", "  second line", "", "  fourth line"]), "claude"
+    )
     assert s.draft == "first line\nsecond line\n\nfourth line"
     assert not may_ring(s)
 
@@ -266,8 +275,10 @@ def test_claude_draft_whose_first_line_is_empty():
 
 @pytest.mark.parametrize("ansi", [False, True])
 def test_codex_wrapped_draft(ansi):
-    text = ("please look at the parser again, the tokenizer drops the last byte of every "
-            "chunk and the tests do not notice because they only feed short inputs")
+    text = (
+        "please look at the parser again, the tokenizer drops the last byte of every "
+        "chunk and the tests do not notice because they only feed short inputs"
+    )
     rows = textwrap.wrap(text, 96)
     screen = codex_with(["› " + rows[0]] + ["  " + r for r in rows[1:]], ansi=ansi)
     s = read_screen(screen, "codex")
@@ -298,13 +309,16 @@ def test_codex_placeholder_is_not_a_draft(placeholder):
     assert may_ring(read_screen(dim, "codex"))
 
 
-@pytest.mark.parametrize("typed", [
-    "Ask Codex to do anything please",
-    "Ask Codex",                                          # a prefix is typed text in plain
-    "Check recently modified functions for compat",       # a clipped placeholder, plain
-    "explain this codebase",
-    "1. fix the parser",
-])
+@pytest.mark.parametrize(
+    "typed",
+    [
+        "Ask Codex to do anything please",
+        "Ask Codex",  # a prefix is typed text in plain
+        "Check recently modified functions for compat",  # a clipped placeholder, plain
+        "explain this codebase",
+        "1. fix the parser",
+    ],
+)
 def test_codex_text_that_is_not_exactly_a_placeholder_is_a_draft(typed):
     s = read_screen(codex_with(["› " + typed]), "codex")
     assert s.draft == typed and not may_ring(s)
@@ -314,8 +328,9 @@ def test_codex_dim_text_is_a_placeholder_only_in_ansi():
     suggestion = "Check recently modified functions for compat"
     dim = read_screen(codex_with(["\x1b[1m›\x1b[0m \x1b[2m" + suggestion], ansi=True), "codex")
     assert may_ring(dim) and dim.draft == ""
-    typed = read_screen(codex_with(["\x1b[1m›\x1b[0m\x1b[39m\x1b[49m " + suggestion], ansi=True),
-                        "codex")
+    typed = read_screen(
+        codex_with(["\x1b[1m›\x1b[0m\x1b[39m\x1b[49m " + suggestion], ansi=True), "codex"
+    )
     assert typed.draft == suggestion and not may_ring(typed)
 
 
@@ -332,8 +347,17 @@ def test_codex_disabled_input_is_unreadable():
 CLAUDE_SUGGESTION = 'Try "fix the flaky test in test_parser.py"'
 
 
-@pytest.mark.parametrize("dim", ["\x1b[2m", "\x1b[90m", "\x1b[38;5;246m", "\x1b[38;5;244m",
-                                 "\x1b[38;2;140;140;140m", "\x1b[38:5:245m"])
+@pytest.mark.parametrize(
+    "dim",
+    [
+        "\x1b[2m",
+        "\x1b[90m",
+        "\x1b[38;5;246m",
+        "\x1b[38;5;244m",
+        "\x1b[38;2;140;140;140m",
+        "\x1b[38:5:245m",
+    ],
+)
 @pytest.mark.parametrize("cursor_on_first", [True, False])
 def test_claude_dim_suggestion_is_empty_in_ansi_but_a_draft_in_plain(dim, cursor_on_first):
     first, rest = CLAUDE_SUGGESTION[0], CLAUDE_SUGGESTION[1:]
@@ -348,23 +372,26 @@ def test_claude_dim_suggestion_is_empty_in_ansi_but_a_draft_in_plain(dim, cursor
     assert plain.draft == strip_ansi(line)[2:]
 
 
-@pytest.mark.parametrize("line", [
-    # typed text in the default colour, cursor after it (the real draft capture's shape)
-    f"\x1b[39m❯\xa0{CLAUDE_SUGGESTION}\x1b[7m",
-    # grey text but Claude's cursor sits after it: typed, not a suggestion
-    f"\x1b[39m❯\xa0\x1b[38;5;246m{CLAUDE_SUGGESTION}\x1b[7m \x1b[27m",
-    # only part of the text is dim
-    "\x1b[39m❯\xa0Try \x1b[2m\"fix the flaky test\"\x1b[22m",
-    # near-white and near-black are ordinary text colours, not placeholder grey
-    f"\x1b[39m❯\xa0\x1b[38;5;231m{CLAUDE_SUGGESTION}",
-    f"\x1b[39m❯\xa0\x1b[38;5;236m{CLAUDE_SUGGESTION}",
-    f"\x1b[39m❯\xa0\x1b[38;2;0;0;0m{CLAUDE_SUGGESTION}",
-    # dim was switched off (SGR 22 / 0) before the text
-    f"\x1b[39m❯\xa0\x1b[2m\x1b[22m{CLAUDE_SUGGESTION}",
-    f"\x1b[39m❯\xa0\x1b[2m\x1b[0m{CLAUDE_SUGGESTION}",
-    # the cursor cell is on the first character but the rest is normal
-    f"\x1b[39m❯\xa0\x1b[7mT\x1b[27m{CLAUDE_SUGGESTION[1:]}",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        # typed text in the default colour, cursor after it (the real draft capture's shape)
+        f"\x1b[39m❯\xa0{CLAUDE_SUGGESTION}\x1b[7m",
+        # grey text but Claude's cursor sits after it: typed, not a suggestion
+        f"\x1b[39m❯\xa0\x1b[38;5;246m{CLAUDE_SUGGESTION}\x1b[7m \x1b[27m",
+        # only part of the text is dim
+        '\x1b[39m❯\xa0Try \x1b[2m"fix the flaky test"\x1b[22m',
+        # near-white and near-black are ordinary text colours, not placeholder grey
+        f"\x1b[39m❯\xa0\x1b[38;5;231m{CLAUDE_SUGGESTION}",
+        f"\x1b[39m❯\xa0\x1b[38;5;236m{CLAUDE_SUGGESTION}",
+        f"\x1b[39m❯\xa0\x1b[38;2;0;0;0m{CLAUDE_SUGGESTION}",
+        # dim was switched off (SGR 22 / 0) before the text
+        f"\x1b[39m❯\xa0\x1b[2m\x1b[22m{CLAUDE_SUGGESTION}",
+        f"\x1b[39m❯\xa0\x1b[2m\x1b[0m{CLAUDE_SUGGESTION}",
+        # the cursor cell is on the first character but the rest is normal
+        f"\x1b[39m❯\xa0\x1b[7mT\x1b[27m{CLAUDE_SUGGESTION[1:]}",
+    ],
+)
 def test_claude_text_that_ansi_does_not_show_dim_is_a_draft(line):
     s = read_screen(claude_with([line], ansi=True), "claude")
     assert s.draft == CLAUDE_SUGGESTION or s.draft == strip_ansi(line)[2:], s
@@ -374,16 +401,18 @@ def test_claude_text_that_ansi_does_not_show_dim_is_a_draft(line):
 # --------------------------------------------------------------------------- the wake line
 
 
-@pytest.mark.parametrize("text", [WAKE, "mail from the captain",
-                                  "mail from the captain is waiting;"])
+@pytest.mark.parametrize(
+    "text", [WAKE, "mail from the captain", "mail from the captain is waiting;"]
+)
 def test_wake_line_on_the_composer_is_a_draft(text):
-    for screen, agent in [(claude_with(["❯\xa0" + text]), "claude"),
-                          (claude_with([f"\x1b[39m❯\xa0{text}\x1b[7m"], ansi=True), "claude"),
-                          (codex_with(["› " + text]), "codex"),
-                          (codex_with([f"\x1b[1m›\x1b[0m\x1b[39m\x1b[49m {text}"], ansi=True),
-                           "codex"),
-                          (f"user@host:~$ {text}\n", "shell"),
-                          (f"› {text}\n", "generic")]:
+    for screen, agent in [
+        (claude_with(["❯\xa0" + text]), "claude"),
+        (claude_with([f"\x1b[39m❯\xa0{text}\x1b[7m"], ansi=True), "claude"),
+        (codex_with(["› " + text]), "codex"),
+        (codex_with([f"\x1b[1m›\x1b[0m\x1b[39m\x1b[49m {text}"], ansi=True), "codex"),
+        (f"user@host:~$ {text}\n", "shell"),
+        (f"› {text}\n", "generic"),
+    ]:
         s = read_screen(screen, agent)
         assert s.composer_readable and s.draft == text, (agent, s)
         assert not may_ring(s)
@@ -395,8 +424,9 @@ def test_wake_line_wrapped_in_a_narrow_pane_is_still_the_wake_line():
     s = read_screen(rewrap(claude_with(["❯\xa0" + WAKE]), 40), "claude")
     assert s.draft == WAKE and not may_ring(s)
     # Claude Code's own wrap indents the second row: a new line of the draft.
-    s = read_screen(claude_with(["❯\xa0mail from the captain is waiting; keep", "  working"]),
-                    "claude")
+    s = read_screen(
+        claude_with(["❯\xa0mail from the captain is waiting; keep", "  working"]), "claude"
+    )
     assert s.draft == "mail from the captain is waiting; keep\nworking" and not may_ring(s)
 
 
@@ -417,10 +447,16 @@ HALF_DRAWN = {
 }
 
 
-@pytest.mark.parametrize("case,agent", [
-    (case, agent) for case in HALF_DRAWN for agent in ("claude", "codex", "shell")
-    # a bare prompt is half a Claude screen but a whole shell screen (tested below)
-    if not (agent == "shell" and case in ("lone-prompt", "half-csi"))])
+@pytest.mark.parametrize(
+    "case,agent",
+    [
+        (case, agent)
+        for case in HALF_DRAWN
+        for agent in ("claude", "codex", "shell")
+        # a bare prompt is half a Claude screen but a whole shell screen (tested below)
+        if not (agent == "shell" and case in ("lone-prompt", "half-csi"))
+    ],
+)
 def test_half_drawn_screen_holds(case, agent):
     s = read_screen(HALF_DRAWN[case], agent)
     assert not may_ring(s), s
@@ -466,7 +502,7 @@ def test_claude_approval_at_100x30_bottom_anchored(ansi):
     name = "claude-code/approval-prompt." + ("ansi" if ansi else "txt")
     lines = rewrap(load(name), 100).split("\n")
     last = max(i for i, l in enumerate(lines) if strip_ansi(l).strip())
-    window = lines[last - 29:last + 1]
+    window = lines[last - 29 : last + 1]
     s = read_screen("\n".join(window), "claude")
     assert s.approval and not s.composer_readable and not may_ring(s), s
 
@@ -477,10 +513,10 @@ def test_claude_approval_at_100x30_cut_off_at_the_bottom(cut):
     rule = next(i for i, l in enumerate(lines) if l.startswith("─"))
     last = max(i for i, l in enumerate(lines) if l.strip())
     end = min(rule + cut, last)
-    window = lines[max(0, end - 29):end + 1]
+    window = lines[max(0, end - 29) : end + 1]
     s = read_screen("\n".join(window), "claude")
     assert not may_ring(s), s
-    if end > rule + 1:          # the dialog's title (and more) is on screen
+    if end > rule + 1:  # the dialog's title (and more) is on screen
         assert s.approval, s
 
 
@@ -505,17 +541,37 @@ def test_claude_choice_list_below_the_composer_is_an_approval():
     assert s.approval and not may_ring(s)
 
 
-def codex_modal(*, history: str = "rebuild the release", title: str =
-                "Would you like to run the following command?",
-                footer: str = "Press enter to confirm or esc to cancel") -> list[str]:
+def codex_modal(
+    *,
+    history: str = "rebuild the release",
+    title: str = "Would you like to run the following command?",
+    footer: str = "Press enter to confirm or esc to cancel",
+) -> list[str]:
     """A Codex command-approval overlay at 100x30, as the public sources describe it."""
-    top = ["", "  >_ OpenAI Codex (v0.169.0)", "     /tmp/cxwork", "",
-           f"› {history}", "", "• I'll rebuild the release from scratch.", ""]
-    modal = ["", f"  {title}", "", "  Reason: rebuild the release", "",
-             "  $ rm -rf build && make release", "",
-             "› 1. Yes, proceed (y)",
-             "  2. Yes, and don't ask again for commands that start with `rm -rf build` (p)",
-             "  3. No, and tell Codex what to do differently (esc)", "", f"  {footer}"]
+    top = [
+        "",
+        "  >_ OpenAI Codex (v0.169.0)",
+        "     /tmp/cxwork",
+        "",
+        f"› {history}",
+        "",
+        "• I'll rebuild the release from scratch.",
+        "",
+    ]
+    modal = [
+        "",
+        f"  {title}",
+        "",
+        "  Reason: rebuild the release",
+        "",
+        "  $ rm -rf build && make release",
+        "",
+        "› 1. Yes, proceed (y)",
+        "  2. Yes, and don't ask again for commands that start with `rm -rf build` (p)",
+        "  3. No, and tell Codex what to do differently (esc)",
+        "",
+        f"  {footer}",
+    ]
     return top + [""] * (30 - len(top) - len(modal)) + modal
 
 
@@ -534,13 +590,16 @@ def codex_modal_ansi(lines: list[str]) -> str:
     return "\n".join(out)
 
 
-@pytest.mark.parametrize("variant", [
-    {},
-    {"title": "Allow command?"},
-    {"title": "Would you like to make the following edits?"},
-    {"history": "Explain this codebase"},      # a past message equal to a placeholder
-    {"footer": "↑/↓ to move"},                 # footer wording we do not know
-])
+@pytest.mark.parametrize(
+    "variant",
+    [
+        {},
+        {"title": "Allow command?"},
+        {"title": "Would you like to make the following edits?"},
+        {"history": "Explain this codebase"},  # a past message equal to a placeholder
+        {"footer": "↑/↓ to move"},  # footer wording we do not know
+    ],
+)
 @pytest.mark.parametrize("ansi", [False, True])
 def test_codex_approval_modal(variant, ansi):
     lines = codex_modal(**variant)
@@ -555,36 +614,61 @@ def test_codex_approval_modal(variant, ansi):
 def test_codex_approval_modal_cut_off_at_the_bottom(keep):
     lines = codex_modal(history="Explain this codebase")
     first_modal = next(i for i, l in enumerate(lines) if "Would you like" in l)
-    window = lines[:first_modal + keep]
+    window = lines[: first_modal + keep]
     s = read_screen("\n".join(window), "codex")
     assert s.approval and not may_ring(s), s
 
 
 def test_codex_unknown_modal_under_a_placeholder_like_history_line_holds():
-    lines = ["", "  >_ OpenAI Codex (v0.169.0)", "", "› Explain this codebase", "",
-             "• Sure.", "", "  Select a theme", "", "  Pick how code is highlighted.", "",
-             "    dark", "    light", "    solarized", "", "  enter to pick, q to leave"]
+    lines = [
+        "",
+        "  >_ OpenAI Codex (v0.169.0)",
+        "",
+        "› Explain this codebase",
+        "",
+        "• Sure.",
+        "",
+        "  Select a theme",
+        "",
+        "  Pick how code is highlighted.",
+        "",
+        "    dark",
+        "    light",
+        "    solarized",
+        "",
+        "  enter to pick, q to leave",
+    ]
     s = read_screen("\n".join(lines), "codex")
     assert not may_ring(s), s
 
 
 def test_codex_trust_dialog_is_a_modal():
-    lines = ["", "  Do you trust the contents of this directory?", "",
-             "› 1. Yes, continue", "  2. No, quit", "", "  Press enter to continue"]
+    lines = [
+        "",
+        "  Do you trust the contents of this directory?",
+        "",
+        "› 1. Yes, continue",
+        "  2. No, quit",
+        "",
+        "  Press enter to continue",
+    ]
     s = read_screen("\n".join(lines), "codex")
     assert s.approval and not may_ring(s)
 
 
-@pytest.mark.parametrize("spinner,footer,working", [
-    ("✽ Embellishing…", "  ⏸ manual mode on", True),             # spinner alone
-    ("", "  ⏸ manual mode on · esc to interrupt", True),          # footer alone
-    ("✻ Thinking… (3s · ↑ 1.2k tokens · esc to interrupt)", "  ⏸ manual mode on", True),
-    ("· Pondering…", "", True),
-    ("* Working...", "", True),
-    ("✢ Cooking…", "", True),
-    ("✻ Worked for 1m 3s", "  ⏸ manual mode on", False),         # a finished turn's summary
-    ("", "  ⏸ manual mode on", False),
-])
+@pytest.mark.parametrize(
+    "spinner,footer,working",
+    [
+        ("✽ Embellishing…", "  ⏸ manual mode on", True),  # spinner alone
+        ("", "  ⏸ manual mode on · esc to interrupt", True),  # footer alone
+        ("✻ Thinking… (3s · ↑ 1.2k tokens · esc to interrupt)", "  ⏸ manual mode on", True),
+        ("· Pondering…", "", True),
+        ("* Working...", "", True),
+        ("✢ Cooking…", "", True),
+        ("✻ Worked for 1m 3s", "  ⏸ manual mode on", False),  # a finished turn's summary
+        ("", "  ⏸ manual mode on", False),
+    ],
+)
 def test_claude_working_signals(spinner, footer, working):
     lines = load("claude-code/working.txt").split("\n")
     lines[24], lines[29] = spinner, footer
@@ -605,34 +689,40 @@ def test_codex_working_line_above_the_composer():
 # --------------------------------------------------------------------------- generic agents
 
 
-@pytest.mark.parametrize("line,draft", [
-    ("user@host:~/work$", ""),
-    ("user@host:~/work$ ", ""),
-    ("user@host:~/work$ ls -la", "ls -la"),
-    ("root@box:/# ", ""),
-    ("host% ", ""),
-    (">>> ", ""),
-    (">>> print(1)", "print(1)"),
-    ("❯ ", ""),
-    ("❯", ""),
-    ("› ", ""),
-    ("›\xa0hello", "hello"),
-    ("postgres=> select 1;", "select 1;"),
-    ("$ echo $ HOME", "echo $ HOME"),
-    (f"› {WAKE}", WAKE),
-])
+@pytest.mark.parametrize(
+    "line,draft",
+    [
+        ("user@host:~/work$", ""),
+        ("user@host:~/work$ ", ""),
+        ("user@host:~/work$ ls -la", "ls -la"),
+        ("root@box:/# ", ""),
+        ("host% ", ""),
+        (">>> ", ""),
+        (">>> print(1)", "print(1)"),
+        ("❯ ", ""),
+        ("❯", ""),
+        ("› ", ""),
+        ("›\xa0hello", "hello"),
+        ("postgres=> select 1;", "select 1;"),
+        ("$ echo $ HOME", "echo $ HOME"),
+        (f"› {WAKE}", WAKE),
+    ],
+)
 def test_generic_prompt(line, draft):
     s = read_screen(f"some output\n{line}\n\n", "shell")
     assert s.composer_readable and s.draft == draft, s
     assert may_ring(s) == (draft == "")
 
 
-@pytest.mark.parametrize("line", [
-    "Downloading... 45%",
-    "</html>",
-    "no prompt on this line",
-    "Proceed? [y/N] ",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Downloading... 45%",
+        "</html>",
+        "no prompt on this line",
+        "Proceed? [y/N] ",
+    ],
+)
 def test_generic_line_without_a_prompt_is_unreadable(line):
     s = read_screen(f"{line}\n", "shell")
     assert not s.composer_readable and s.draft is None and not may_ring(s)
@@ -640,7 +730,7 @@ def test_generic_line_without_a_prompt_is_unreadable(line):
 
 def test_generic_uses_the_cursor_line():
     text = "build ok\n$ \n-- status: 3 jobs --\n"
-    assert not read_screen(text, "shell").composer_readable      # last line has no prompt
+    assert not read_screen(text, "shell").composer_readable  # last line has no prompt
     assert may_ring(read_screen(text, "shell", cursor=(2, 1)))
     s = read_screen("$ make\nmaking...\n", "shell", cursor=(7, 0))
     assert s.draft == "make" and not may_ring(s)
@@ -656,29 +746,40 @@ def test_generic_cursor_that_does_not_fit_the_prompt_holds(cursor):
         assert not may_ring(s) and not s.composer_readable, s
 
 
-@pytest.mark.parametrize("screen", [
-    "⠋ compiling\n$ ",
-    "thinking... (esc to interrupt)\n❯ ",
-])
+@pytest.mark.parametrize(
+    "screen",
+    [
+        "⠋ compiling\n$ ",
+        "thinking... (esc to interrupt)\n❯ ",
+    ],
+)
 def test_generic_working(screen):
     s = read_screen(screen, "shell")
     assert s.working and s.draft == "" and not may_ring(s)
 
 
-@pytest.mark.parametrize("screen", [
-    "Remove build/? [y/N] ",
-    "Overwrite? (y/n) > ",
-    " Do you want to proceed?\n ❯ 1. Yes\n   2. No\n\n Esc to cancel\n",
-    "Allow command?\n  rm -rf build\n› 1. Yes\n  2. No\n",
-])
+@pytest.mark.parametrize(
+    "screen",
+    [
+        "Remove build/? [y/N] ",
+        "Overwrite? (y/n) > ",
+        " Do you want to proceed?\n ❯ 1. Yes\n   2. No\n\n Esc to cancel\n",
+        "Allow command?\n  rm -rf build\n› 1. Yes\n  2. No\n",
+    ],
+)
 def test_generic_approval(screen):
     s = read_screen(screen, "shell")
     assert s.approval and not may_ring(s), s
 
 
-SIMULATED_QUESTION = ["simulated crew jack — type a message", "› /approve",
-                      "Allow command?  rm -rf build/", "  1. Yes", "  2. No",
-                      "Press enter to confirm or esc to cancel"]
+SIMULATED_QUESTION = [
+    "simulated crew jack — type a message",
+    "› /approve",
+    "Allow command?  rm -rf build/",
+    "  1. Yes",
+    "  2. No",
+    "Press enter to confirm or esc to cancel",
+]
 
 
 def test_generic_question_holds_until_a_new_prompt_is_drawn_after_it():
@@ -719,26 +820,83 @@ def test_module_is_pure_stdlib():
 # --------------------------------------------------------------------------- properties
 
 _SAFE_ESCAPES = [
-    "\x1b[0m", "\x1b[m", "\x1b[1m", "\x1b[22m", "\x1b[31m", "\x1b[39m", "\x1b[4m", "\x1b[7m",
-    "\x1b[27m", "\x1b[38;5;196m", "\x1b[38;5;231m", "\x1b[48;5;237m", "\x1b[49m",
-    "\x1b[38;2;255;255;255m", "\x1b[1;38;5;174m", "\x1b[2J", "\x1b[H", "\x1b[3;4H", "\x1b[K",
-    "\x1b[?25l", "\x1b[?25h", "\x1b]0;✳ claude\x07", "\x1b]8;;https://example.com\x1b\\",
-    "\x1b(B", "\x1b=", "\x1bPq#0;2;0;0;0\x1b\\", "\x9b0m",
+    "\x1b[0m",
+    "\x1b[m",
+    "\x1b[1m",
+    "\x1b[22m",
+    "\x1b[31m",
+    "\x1b[39m",
+    "\x1b[4m",
+    "\x1b[7m",
+    "\x1b[27m",
+    "\x1b[38;5;196m",
+    "\x1b[38;5;231m",
+    "\x1b[48;5;237m",
+    "\x1b[49m",
+    "\x1b[38;2;255;255;255m",
+    "\x1b[1;38;5;174m",
+    "\x1b[2J",
+    "\x1b[H",
+    "\x1b[3;4H",
+    "\x1b[K",
+    "\x1b[?25l",
+    "\x1b[?25h",
+    "\x1b]0;✳ claude\x07",
+    "\x1b]8;;https://example.com\x1b\\",
+    "\x1b(B",
+    "\x1b=",
+    "\x1bPq#0;2;0;0;0\x1b\\",
+    "\x9b0m",
 ]
-_DIM_ESCAPES = ["\x1b[2m", "\x1b[90m", "\x1b[38;5;246m", "\x1b[38;2;128;128;128m",
-                "\x1b[38:5:244m", "\x1b[0;2m"]
+_DIM_ESCAPES = [
+    "\x1b[2m",
+    "\x1b[90m",
+    "\x1b[38;5;246m",
+    "\x1b[38;2;128;128;128m",
+    "\x1b[38:5:244m",
+    "\x1b[0;2m",
+]
 
 _base_char = st.characters(exclude_categories=("Cs",)).filter(
-    lambda c: c != "\x1b" and not "\x80" <= c <= "\x9f")
-_glyph_lines = st.sampled_from([
-    "─" * 100, "─" * 40, "─" * 3, "─", "❯", "❯ ", "❯\xa0", "❯\xa0 ",
-    "› Ask Codex to do anything",
-    "› Explain this codebase", "›", "› hello", "  gpt-5 default · /tmp/cxwork",
-    "  ? for shortcuts", "✽ Embellishing…", "  ⏸ manual mode on · esc to interrupt",
-    " Do you want to proceed?", " ❯ 1. Yes", "   2. No", " Esc to cancel · Tab to amend",
-    "  Press enter to confirm or esc to cancel", "› 1. Yes, proceed (y)", "user@host:~$",
-    "$ ls", "$", "⠋ loading", "", "   ", "\xa0", "Input disabled.", "> ", "45%", "# ",
-])
+    lambda c: c != "\x1b" and not "\x80" <= c <= "\x9f"
+)
+_glyph_lines = st.sampled_from(
+    [
+        "─" * 100,
+        "─" * 40,
+        "─" * 3,
+        "─",
+        "❯",
+        "❯ ",
+        "❯\xa0",
+        "❯\xa0 ",
+        "› Ask Codex to do anything",
+        "› Explain this codebase",
+        "›",
+        "› hello",
+        "  gpt-5 default · /tmp/cxwork",
+        "  ? for shortcuts",
+        "✽ Embellishing…",
+        "  ⏸ manual mode on · esc to interrupt",
+        " Do you want to proceed?",
+        " ❯ 1. Yes",
+        "   2. No",
+        " Esc to cancel · Tab to amend",
+        "  Press enter to confirm or esc to cancel",
+        "› 1. Yes, proceed (y)",
+        "user@host:~$",
+        "$ ls",
+        "$",
+        "⠋ loading",
+        "",
+        "   ",
+        "\xa0",
+        "Input disabled.",
+        "> ",
+        "45%",
+        "# ",
+    ]
+)
 _line = st.one_of(
     _glyph_lines,
     st.text(alphabet=_base_char, max_size=24),
@@ -808,8 +966,9 @@ def _oracle(plain: str, agent: str, dim: bool) -> bool:
     if agent == "codex":
         for line in lines:
             m = re.match(r"›[ \xa0](.*)\Z", line)
-            if m and (m.group(1).rstrip(" \xa0") in CODEX_PLACEHOLDERS
-                      or (dim and not _blank(m.group(1)))):
+            if m and (
+                m.group(1).rstrip(" \xa0") in CODEX_PLACEHOLDERS or (dim and not _blank(m.group(1)))
+            ):
                 return True
         return False
     nonblank = [line for line in lines if not _blank(line)]
@@ -817,14 +976,19 @@ def _oracle(plain: str, agent: str, dim: bool) -> bool:
 
 
 _AGENTS = st.sampled_from(["claude", "codex", "shell"])
-_PROPERTY = settings(max_examples=150, deadline=None,
-                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+_PROPERTY = settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 @_PROPERTY
-@given(base=_screens(), agent=_AGENTS,
-       inserts=st.lists(st.tuples(st.integers(0, 10**6), st.sampled_from(_SAFE_ESCAPES)),
-                        max_size=12))
+@given(
+    base=_screens(),
+    agent=_AGENTS,
+    inserts=st.lists(st.tuples(st.integers(0, 10**6), st.sampled_from(_SAFE_ESCAPES)), max_size=12),
+)
 def test_property_escapes_that_are_not_dim_change_nothing(base, agent, inserts):
     plain = read_screen(base, agent)
     coloured = read_screen(_insert(base, inserts), agent)
@@ -832,9 +996,13 @@ def test_property_escapes_that_are_not_dim_change_nothing(base, agent, inserts):
 
 
 @_PROPERTY
-@given(base=_screens(), agent=_AGENTS,
-       inserts=st.lists(st.tuples(st.integers(0, 10**6),
-                                  st.sampled_from(_SAFE_ESCAPES + _DIM_ESCAPES)), max_size=12))
+@given(
+    base=_screens(),
+    agent=_AGENTS,
+    inserts=st.lists(
+        st.tuples(st.integers(0, 10**6), st.sampled_from(_SAFE_ESCAPES + _DIM_ESCAPES)), max_size=12
+    ),
+)
 def test_property_only_a_real_empty_composer_rings(base, agent, inserts):
     text = _insert(base, inserts)
     s = read_screen(text, agent)
@@ -846,18 +1014,26 @@ def test_property_only_a_real_empty_composer_rings(base, agent, inserts):
 
 
 _anything = st.text(max_size=600)
-_junk_escape = st.builds(lambda p, f: "\x1b[" + p + f,
-                         st.text(alphabet="0123456789;:?<>=", max_size=8),
-                         st.sampled_from(list("mHJKlhABCD@~") + ["", "\n"]))
+_junk_escape = st.builds(
+    lambda p, f: "\x1b[" + p + f,
+    st.text(alphabet="0123456789;:?<>=", max_size=8),
+    st.sampled_from(list("mHJKlhABCD@~") + ["", "\n"]),
+)
 
 
 @_PROPERTY
-@given(text=st.one_of(_anything, _screens()),
-       agent=st.sampled_from(["claude", "codex", "shell", "", "pi", "Claude", "CODEX", "bash"]),
-       inserts=st.lists(st.tuples(st.integers(0, 10**6),
-                                  st.one_of(st.sampled_from(_SAFE_ESCAPES + _DIM_ESCAPES),
-                                            _junk_escape)), max_size=10),
-       cursor=st.one_of(st.none(), st.tuples(st.integers(-5, 200), st.integers(-5, 60))))
+@given(
+    text=st.one_of(_anything, _screens()),
+    agent=st.sampled_from(["claude", "codex", "shell", "", "pi", "Claude", "CODEX", "bash"]),
+    inserts=st.lists(
+        st.tuples(
+            st.integers(0, 10**6),
+            st.one_of(st.sampled_from(_SAFE_ESCAPES + _DIM_ESCAPES), _junk_escape),
+        ),
+        max_size=10,
+    ),
+    cursor=st.one_of(st.none(), st.tuples(st.integers(-5, 200), st.integers(-5, 60))),
+)
 def test_property_any_text_never_raises_and_fails_closed(text, agent, inserts, cursor):
     text = _insert(text, inserts)
     s = read_screen(text, agent, cursor=cursor)
@@ -870,7 +1046,7 @@ def test_property_any_text_never_raises_and_fails_closed(text, agent, inserts, c
         kind = agent.lower() if agent.lower() in ("claude", "codex") else "shell"
         plain = strip_ansi(text)
         if kind == "shell" and cursor is not None:
-            plain = "\n".join(plain.split("\n")[:cursor[1] + 1])
+            plain = "\n".join(plain.split("\n")[: cursor[1] + 1])
         assert _oracle(plain, kind, dim=True), (kind, s)
 
 

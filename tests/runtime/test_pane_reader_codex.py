@@ -25,9 +25,9 @@ PLACEHOLDER = "Ask Codex to do anything"
 
 # (approval, composer_readable, draft, working) for every capture.
 EXPECTED = {
-    "idle-empty": (False, True, "", False),        # the big logo, then the composer
+    "idle-empty": (False, True, "", False),  # the big logo, then the composer
     "draft": (False, True, "Please refactor the parser module", False),
-    "working": (False, True, "", True),            # ◦ Working (3s • esc to interrupt)
+    "working": (False, True, "", True),  # ◦ Working (3s • esc to interrupt)
     "approval-prompt": (True, False, None, False),
     "after-turn": (False, True, "", False),
     "after-approval-yes": (False, True, "", False),
@@ -82,9 +82,13 @@ def test_the_working_capture_shows_the_status_line_read():
 _COMPOSER = re.compile(r"^(\x1b\[[0-9;]*m)*›")
 # Junk rows never start a composer (no ›): one that did, with a placeholder, would be a
 # composer indeed.
-_JUNK = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc"),
-                                       blacklist_characters="›\u2028\u2029\x85"),
-                min_size=1, max_size=60).filter(lambda t: t.strip() != "")
+_JUNK = st.text(
+    alphabet=st.characters(
+        blacklist_categories=("Cs", "Cc"), blacklist_characters="›\u2028\u2029\x85"
+    ),
+    min_size=1,
+    max_size=60,
+).filter(lambda t: t.strip() != "")
 
 
 def _composer_row(lines: list[str]) -> int:
@@ -101,12 +105,21 @@ def typed_on_clear(draw):
     ext = draw(st.sampled_from(["txt", "ansi"]))
     lines = load(name, ext).split("\n")
     c = _composer_row(lines)
-    text = draw(st.one_of(
-        st.just(""), st.just(" "),
-        st.text(min_size=1, max_size=80).filter(lambda t: t.strip() not in ("", PLACEHOLDER)),
-        st.sampled_from([PLACEHOLDER[:-1], PLACEHOLDER + "!", "ask codex to do anything",
-                         PLACEHOLDER.replace(" ", "  ")]),
-    ))
+    text = draw(
+        st.one_of(
+            st.just(""),
+            st.just(" "),
+            st.text(min_size=1, max_size=80).filter(lambda t: t.strip() not in ("", PLACEHOLDER)),
+            st.sampled_from(
+                [
+                    PLACEHOLDER[:-1],
+                    PLACEHOLDER + "!",
+                    "ask codex to do anything",
+                    PLACEHOLDER.replace(" ", "  "),
+                ]
+            ),
+        )
+    )
     bold = "\x1b[1m›\x1b[0m" if ext == "ansi" else "›"
     lines[c] = f"{bold} {text}" if text or draw(st.booleans()) else bold
     return "\n".join(lines), "codex"

@@ -31,8 +31,9 @@ def reads_empty(text: str, agent: str) -> bool:
 DIM_PLACEHOLDER = "\x1b[2mAsk Codex to do anything"
 
 
-@pytest.mark.parametrize("typed", ["Explain this codebase", "Ask Codex to do anything",
-                                   "Write tests for @filename"])
+@pytest.mark.parametrize(
+    "typed", ["Explain this codebase", "Ask Codex to do anything", "Write tests for @filename"]
+)
 def test_codex_typed_text_worded_like_a_placeholder_is_a_draft(typed):
     # In a colour capture the placeholder is dim; the same words in the normal colour were
     # typed (by the person, or a ring that did not submit) and are a draft.
@@ -60,9 +61,11 @@ def _pi_editor(ext: str) -> tuple[list[str], int]:
 
 
 @pytest.mark.parametrize("ext", ["ansi", "txt"])
-@pytest.mark.parametrize("draft", [["", RULE], [RULE], ["notes", "", RULE],
-                                   ["", RULE, "", RULE]],
-                         ids=["blank-then-rule", "rule", "text-blank-rule", "two-rules"])
+@pytest.mark.parametrize(
+    "draft",
+    [["", RULE], [RULE], ["notes", "", RULE], ["", RULE, "", RULE]],
+    ids=["blank-then-rule", "rule", "text-blank-rule", "two-rules"],
+)
 def test_pi_draft_holding_a_pane_wide_rule_is_never_empty(ext, draft):
     # The person's draft (pasted text) holds a row of ─ exactly as wide as pi's rules, the
     # cursor on an empty row under it: that row and the real bottom rule look like an
@@ -70,7 +73,7 @@ def test_pi_draft_holding_a_pane_wide_rule_is_never_empty(ext, draft):
     lines, top = _pi_editor(ext)
     pen = "\x1b[39m" if ext == "ansi" else ""
     rows = [pen + r for r in draft]
-    screen = "\n".join(lines[:top + 1] + rows + lines[top + 1:])
+    screen = "\n".join(lines[: top + 1] + rows + lines[top + 1 :])
     assert reads_empty("\n".join(lines), "pi")
     s = read_screen(screen, "pi")
     assert not (s.composer_readable and s.draft == ""), s
@@ -81,5 +84,4 @@ def test_pi_real_captures_still_read_as_before(ext):
     for name in ("idle-empty", "after-turn", "after-approval-denied"):
         assert reads_empty(load("pi", name, ext), "pi"), name
     assert read_screen(load("pi", "approval-prompt", ext), "pi").approval
-    assert read_screen(load("pi", "draft", ext), "pi").draft == \
-        "Please refactor the parser module"
+    assert read_screen(load("pi", "draft", ext), "pi").draft == "Please refactor the parser module"

@@ -37,8 +37,9 @@ CAPTURES = _captures()
 
 
 def test_every_agent_has_captures_to_mix():
-    assert all(len(CAPTURES[kind]) >= 8 for kind in KINDS), \
-        {kind: len(screens) for kind, screens in CAPTURES.items()}
+    assert all(len(CAPTURES[kind]) >= 8 for kind in KINDS), {
+        kind: len(screens) for kind, screens in CAPTURES.items()
+    }
 
 
 @st.composite
@@ -63,15 +64,18 @@ def test_another_agents_screen_never_reads_as_an_empty_composer(data, reader):
     seen = read_screen(screen, reader)
     assert not (seen.composer_readable and seen.draft == "" and not seen.approval), (
         f"{reader} read a screen of other agents as its own empty composer: {seen.reason}\n"
-        + screen[-1500:])
+        + screen[-1500:]
+    )
 
 
 def test_each_agents_own_idle_screen_is_still_clear():
     """The property above is not met by refusing everything: each reader still reads its
     own agent's idle capture as an empty composer."""
-    for folder, kind in (("claude-code", "claude"), ("codex-0.169-120x40", "codex"),
-                         ("pi", "pi")):
+    for folder, kind in (("claude-code", "claude"), ("codex-0.169-120x40", "codex"), ("pi", "pi")):
         for suffix in (".txt", ".ansi"):
             seen = read_screen((SCREENS / folder / f"idle-empty{suffix}").read_text(), kind)
-            assert seen.composer_readable and seen.draft == "" and not seen.working, \
-                (folder, suffix, seen.reason)
+            assert seen.composer_readable and seen.draft == "" and not seen.working, (
+                folder,
+                suffix,
+                seen.reason,
+            )

@@ -60,7 +60,7 @@ def with_editor(text: str, rows: list[str]) -> str:
     """``text`` (an idle capture) with the rows between its editor's rules replaced."""
     lines = text.split("\n")
     top, bottom = editor_rows(lines)
-    return "\n".join(lines[:top + 1] + rows + lines[bottom:])
+    return "\n".join(lines[: top + 1] + rows + lines[bottom:])
 
 
 # --------------------------------------------------------------------------- the captures
@@ -73,8 +73,9 @@ def test_each_capture_reads_as_expected(name, ext):
 
 
 def test_captures_are_all_here():
-    missing = [f"{n}.{e}" for n in EXPECTED for e in ("txt", "ansi")
-               if not (PI / f"{n}.{e}").is_file()]
+    missing = [
+        f"{n}.{e}" for n in EXPECTED for e in ("txt", "ansi") if not (PI / f"{n}.{e}").is_file()
+    ]
     assert missing == [], f"missing captures under {PI}: {missing}"
 
 
@@ -132,8 +133,10 @@ def test_a_draft_while_working_is_both(ext):
     assert reading(screen) == (False, True, "steer: also the tests", True)
 
 
-@pytest.mark.parametrize("hint", ["↑↓ navigate  enter select  escape/ctrl+c cancel",
-                                  "enter submit  escape/ctrl+c cancel"])
+@pytest.mark.parametrize(
+    "hint",
+    ["↑↓ navigate  enter select  escape/ctrl+c cancel", "enter submit  escape/ctrl+c cancel"],
+)
 def test_any_extension_dialog_in_the_editor_is_an_approval(hint):
     screen = with_editor(capture("idle-empty", "txt"), [" Name the branch:", "", f" {hint}"])
     approval, readable, draft, _ = reading(screen)
@@ -141,19 +144,20 @@ def test_any_extension_dialog_in_the_editor_is_an_approval(hint):
 
 
 @pytest.mark.parametrize("ext", ["txt", "ansi"])
-@pytest.mark.parametrize("cut", ["bottom rule", "top rule", "footer and bottom rule",
-                                 "everything below the top rule"])
+@pytest.mark.parametrize(
+    "cut", ["bottom rule", "top rule", "footer and bottom rule", "everything below the top rule"]
+)
 def test_a_half_drawn_editor_is_never_clear(ext, cut):
     lines = capture("idle-empty", ext).split("\n")
     top, bottom = editor_rows(lines)
     if cut == "bottom rule":
-        lines = lines[:bottom] + lines[bottom + 1:]
+        lines = lines[:bottom] + lines[bottom + 1 :]
     elif cut == "top rule":
-        lines = lines[:top] + lines[top + 1:]
+        lines = lines[:top] + lines[top + 1 :]
     elif cut == "footer and bottom rule":
         lines = lines[:bottom]
     else:
-        lines = lines[:top + 1]
+        lines = lines[: top + 1]
     assert not clear("\n".join(lines))
 
 
@@ -167,7 +171,7 @@ def test_rules_of_different_lengths_are_unreadable():
 def test_a_long_tail_under_the_editor_is_not_a_footer():
     lines = capture("idle-empty", "txt").split("\n")
     _, bottom = editor_rows(lines)
-    lines[bottom + 1:bottom + 1] = [f"line {i} printed under the editor" for i in range(12)]
+    lines[bottom + 1 : bottom + 1] = [f"line {i} printed under the editor" for i in range(12)]
     assert not clear("\n".join(lines))
 
 
@@ -179,10 +183,18 @@ def test_an_old_empty_editor_in_the_transcript_does_not_hide_the_real_one():
     assert reading("\n".join(lines)) == (False, True, "the real draft", False)
 
 
-@pytest.mark.parametrize("garbage", ["", "\n\n\n", "─" * 120, "\x1b[7m \x1b[0m",
-                                     "garbage\x00\x1b[31mred" + "\n" * 20,
-                                     "\n".join([RULE, "", RULE]) + "\n" + "x\n" * 20,
-                                     " pi v0.73.1\n escape interrupt"])
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        "",
+        "\n\n\n",
+        "─" * 120,
+        "\x1b[7m \x1b[0m",
+        "garbage\x00\x1b[31mred" + "\n" * 20,
+        "\n".join([RULE, "", RULE]) + "\n" + "x\n" * 20,
+        " pi v0.73.1\n escape interrupt",
+    ],
+)
 def test_garbage_is_never_clear(garbage):
     assert not clear(garbage)
 
@@ -196,10 +208,27 @@ def test_another_agents_capture_is_never_a_clear_pi_editor():
 # --------------------------------------------------------------------------- the property
 
 _SPINNER = " ⠋ Working..."
-_LINES = st.sampled_from(["", " ", RULE, "─" * 60, "─── ↑ 2 more " + "─" * 107, _SPINNER,
-                          " → Yes", "   No", " ↑↓ navigate  enter select  escape/ctrl+c cancel",
-                          "\x1b[7m \x1b[0m", " \x1b[7m \x1b[0m", "\x1b[0m", "\x1b[7m",
-                          "Please refactor", "/home/u/agentlb/work-pi", "❯ ", "› "])
+_LINES = st.sampled_from(
+    [
+        "",
+        " ",
+        RULE,
+        "─" * 60,
+        "─── ↑ 2 more " + "─" * 107,
+        _SPINNER,
+        " → Yes",
+        "   No",
+        " ↑↓ navigate  enter select  escape/ctrl+c cancel",
+        "\x1b[7m \x1b[0m",
+        " \x1b[7m \x1b[0m",
+        "\x1b[0m",
+        "\x1b[7m",
+        "Please refactor",
+        "/home/u/agentlb/work-pi",
+        "❯ ",
+        "› ",
+    ]
+)
 _CHARS = st.sampled_from(list(" x─⠋→\x1b[7m\x1b[0m\xa0\t\u200b"))
 
 
@@ -218,7 +247,7 @@ def _mutated(draw):
             line = lines[i]
             at = draw(st.integers(0, len(line)))
             cut = draw(st.integers(0, 3))
-            lines[i] = line[:at] + draw(_CHARS) + line[at + cut:]
+            lines[i] = line[:at] + draw(_CHARS) + line[at + cut :]
         elif op == "truncate":
             lines = lines[:i]
     return "\n".join(lines)
@@ -230,8 +259,11 @@ def _is_idle_empty_editor(text: str) -> bool:
     reverse-video cell at column 0 (ANSI) or nothing (plain), at most a short footer of
     plain text under them, no dialog hint anywhere under the upper rule, no spinner."""
     lines, styles = _scan(text)
-    rules = [i for i, line in enumerate(lines)
-             if len(line.rstrip(" \xa0")) >= 10 and set(line.rstrip(" \xa0")) == {"─"}]
+    rules = [
+        i
+        for i, line in enumerate(lines)
+        if len(line.rstrip(" \xa0")) >= 10 and set(line.rstrip(" \xa0")) == {"─"}
+    ]
     if len(rules) < 2:
         return False
     top, bottom = rules[-2:]
@@ -243,12 +275,15 @@ def _is_idle_empty_editor(text: str) -> bool:
         revs = [c for c, f in enumerate(styles[top + 1]) if f & 2]
         if revs != [0]:
             return False
-    tail = [line for line in lines[bottom + 1:] if line.strip(" \xa0")]
-    if len(tail) > 8 or any(re.search(r"navigate|enter (select|submit)|cancel|more ─", line)
-                            for line in tail):
+    tail = [line for line in lines[bottom + 1 :] if line.strip(" \xa0")]
+    if len(tail) > 8 or any(
+        re.search(r"navigate|enter (select|submit)|cancel|more ─", line) for line in tail
+    ):
         return False
-    return not any(line.lstrip(" \xa0")[:1] in "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏" and line.strip(" \xa0")
-                   for line in lines[max(0, top - 6):top])
+    return not any(
+        line.lstrip(" \xa0")[:1] in "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏" and line.strip(" \xa0")
+        for line in lines[max(0, top - 6) : top]
+    )
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -262,8 +297,10 @@ def test_never_clear_unless_the_editor_is_exactly_idle_and_empty(screen):
 
 
 @settings(max_examples=150, deadline=None)
-@given(typed=st.text(min_size=1, max_size=80).filter(lambda t: t.strip(" \xa0") != ""),
-       ext=st.sampled_from(["txt", "ansi"]))
+@given(
+    typed=st.text(min_size=1, max_size=80).filter(lambda t: t.strip(" \xa0") != ""),
+    ext=st.sampled_from(["txt", "ansi"]),
+)
 def test_anything_typed_into_the_idle_editor_is_never_empty(typed, ext):
     screen = with_editor(capture("idle-empty", ext), typed.split("\n"))
     assert not clear(screen)

@@ -28,7 +28,8 @@ def pg(request):
 
 
 def test_a_slot_freed_on_another_host_is_dispatched_at_its_notification(
-        tmp_path: Path, pg, monkeypatch) -> None:
+    tmp_path: Path, pg, monkeypatch
+) -> None:
     here = pg.home(tmp_path / "here", "slots = 1\n")
     Home(tmp_path / "there")  # a captain home first, then its config: the same database
     (tmp_path / "there" / "config.toml").write_text((here.root / "config.toml").read_text())

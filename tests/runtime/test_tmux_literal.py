@@ -24,17 +24,19 @@ from state.home import Home
 
 pytestmark = needs_tmux
 
-ODD = ["semi;", "a;b", "back\\;", "x#{host}y", "h#S", "sp ace", "qu'o\"te", "two;;",
-       "$(true)`x`"]
-
-
+ODD = ["semi;", "a;b", "back\\;", "x#{host}y", "h#S", "sp ace", "qu'o\"te", "two;;", "$(true)`x`"]
 
 
 def test_literal_is_what_tmux_turns_back():
     from captain_tui.runtime.tmux import literal
 
-    assert [literal(a) for a in ("a;", "a\\;", ";", "a;b", "a")] == \
-        ["a\\;", "a\\\\;", "\\;", "a;b", "a"]
+    assert [literal(a) for a in ("a;", "a\\;", ";", "a;b", "a")] == [
+        "a\\;",
+        "a\\\\;",
+        "\\;",
+        "a;b",
+        "a",
+    ]
 
 
 def test_odd_directories_sessions_and_commands_reach_tmux_as_written(tmp_path, tmux):
@@ -49,21 +51,39 @@ def test_odd_directories_sessions_and_commands_reach_tmux_as_written(tmp_path, t
         cwd.mkdir()
         name = f"Crew{n}"
         session = f"s-{odd}" if n % 2 else "captain"  # new sessions, and windows in one
-        command = f'pwd > {seen}/{name}; printf %s "$CAPTAIN_HOME" > {seen}/{name}.home; ' \
-                  "exec sleep 300;"  # a command line that ends in ';' too
-        code, payload, err = invoke("crew", name, "--task", "t", "--cwd", str(cwd),
-                                    "--session", session, "--command", command, "--socket",
-                                    tmux.socket, "--home", str(home), "--json")
+        command = (
+            f'pwd > {seen}/{name}; printf %s "$CAPTAIN_HOME" > {seen}/{name}.home; '
+            "exec sleep 300;"
+        )  # a command line that ends in ';' too
+        code, payload, err = invoke(
+            "crew",
+            name,
+            "--task",
+            "t",
+            "--cwd",
+            str(cwd),
+            "--session",
+            session,
+            "--command",
+            command,
+            "--socket",
+            tmux.socket,
+            "--home",
+            str(home),
+            "--json",
+        )
         assert code == 0 and payload["ok"], (odd, payload, err)
         crews[name] = (cwd, session, payload["pane"])
     sessions = set(tmux.tmux("list-sessions", "-F", "#{session_name}").stdout.splitlines())
-    windows = tmux.tmux("list-windows", "-a", "-F",
-                        "#{session_name}\t#{window_name}\t#{window_id}").stdout.splitlines()
+    windows = tmux.tmux(
+        "list-windows", "-a", "-F", "#{session_name}\t#{window_name}\t#{window_id}"
+    ).stdout.splitlines()
     for name, (cwd, session, pane) in crews.items():
         assert session in sessions, (session, sessions)
         assert f"{session}\t{name}\t{pane['window_id']}" in windows, (name, windows)
-        started = poll(lambda: (seen / name).exists() and (seen / name).read_text(),
-                       what=f"{name}'s pwd")
+        started = poll(
+            lambda: (seen / name).exists() and (seen / name).read_text(), what=f"{name}'s pwd"
+        )
         assert started.rstrip("\n") == str(cwd), (name, started)
         assert (seen / f"{name}.home").read_text() == str(home)
     code, status, _ = invoke("status", "--home", str(home), "--json")
@@ -72,13 +92,28 @@ def test_odd_directories_sessions_and_commands_reach_tmux_as_written(tmp_path, t
 
 @pytest.mark.parametrize("session", ["a:b", "a.b", "line\nbreak", ""])
 def test_a_session_name_tmux_would_rewrite_is_refused_before_anything_is_written(
-        tmp_path, tmux, session):
+    tmp_path, tmux, session
+):
     home = tmp_path / "home"
-    code, payload, err = invoke("crew", "Jack", "--task", "t", "--cwd", str(tmp_path),
-                                "--session", session, "--command", "sleep 300", "--socket",
-                                tmux.socket, "--home", str(home), "--json")
-    assert code == 1 and payload["error"]["code"] in ("invalid_argument", "invalid_text"), \
-        payload
+    code, payload, err = invoke(
+        "crew",
+        "Jack",
+        "--task",
+        "t",
+        "--cwd",
+        str(tmp_path),
+        "--session",
+        session,
+        "--command",
+        "sleep 300",
+        "--socket",
+        tmux.socket,
+        "--home",
+        str(home),
+        "--json",
+    )
+    assert code == 1 and payload["error"]["code"] in ("invalid_argument", "invalid_text"), payload
     assert not (home / "crew").exists() or os.listdir(home / "crew") == []
-    assert not Path(tmux.socket).exists() or tmux.tmux(
-        "list-windows", "-a", check=False).stdout == ""
+    assert (
+        not Path(tmux.socket).exists() or tmux.tmux("list-windows", "-a", check=False).stdout == ""
+    )

@@ -33,7 +33,8 @@ def test_else_a_socket_named_captain(monkeypatch):
 
 
 def test_the_run_guard_sees_a_server_on_the_default_socket_and_a_default_home(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     """The session guard (conftest.users_world_untouched) can fail: it notices a tmux
     server started on the default socket and a home written at the default place."""
     tmux = shutil.which("tmux")

@@ -118,8 +118,7 @@ def test_an_empty_file_mid_save_is_not_taken_for_a_config(tmp_path, reports):
 
 
 @pytest.mark.parametrize("kind", ["symlink", "directory", "oversized", "not utf-8", "deep"])
-def test_a_config_that_is_not_a_config_is_reported_and_left_where_it_is(tmp_path, reports,
-                                                                         kind):
+def test_a_config_that_is_not_a_config_is_reported_and_left_where_it_is(tmp_path, reports, kind):
     root = tmp_path / "home"
     Home(root)
     path = root / "config.toml"
@@ -158,8 +157,9 @@ def test_the_cli_on_a_broken_config_uses_the_defaults_says_so_and_moves_nothing(
     assert claim.code == 0 and json.loads(claim.out)["ok"] is True, claim
     assert "warning: config.toml is not valid TOML" in claim.err, claim.err
     assert "defaults are used" in claim.err and "Traceback" not in claim.err
-    ingest = cli("deliveries", "ingest", "--endpoint", "gh", "--delivery-id", "d1", "--json",
-                 stdin="{}")
+    ingest = cli(
+        "deliveries", "ingest", "--endpoint", "gh", "--delivery-id", "d1", "--json", stdin="{}"
+    )
     assert ingest.code == 1 and json.loads(ingest.out)["error"]["code"] == "unknown_endpoint"
     assert ingest.err.count("config.toml") == 1, ingest.err
     assert (cli.home / "config.toml").read_text() == BROKEN
@@ -193,8 +193,9 @@ def test_serve_keeps_its_endpoints_while_an_editor_saves_the_config_in_place(tmp
             deadline = time.monotonic() + DEADLINE
             while (len(saves) < 40 or len(statuses) < 20) and time.monotonic() < deadline:
                 missing.extend([len(saves)] if not os.path.lexists(path) else [])
-                save_in_place(path, GOOD if len(saves) % 2 else GOOD.replace("= 5", "= 9"),
-                              pause=0.01)
+                save_in_place(
+                    path, GOOD if len(saves) % 2 else GOOD.replace("= 5", "= 9"), pause=0.01
+                )
                 saves.append(1)
                 time.sleep(0.01)
 
@@ -205,8 +206,10 @@ def test_serve_keeps_its_endpoints_while_an_editor_saves_the_config_in_place(tmp
         writer.join()
         assert len(statuses) >= 20, "too few deliveries overlapped the saves"
         assert set(statuses) == {202}, f"{statuses.count(404)} of {len(statuses)} were 404"
-        print(f"config saved in place {len(saves)} times under serve: {len(statuses)} "
-              "deliveries, all 202")
+        print(
+            f"config saved in place {len(saves)} times under serve: {len(statuses)} "
+            "deliveries, all 202"
+        )
         assert missing == [], f"config.toml was gone before saves {missing}"
         nothing_moved(home.root)
 
@@ -259,8 +262,16 @@ def test_the_settle_time_is_short_enough_for_a_person(tmp_path):
     # and a fresh process believes what it finds at once (nothing to keep meanwhile)
     home = Home(tmp_path / "home")
     (home.root / "config.toml").write_text(GOOD.replace("= 5", "= 3"))
-    out = subprocess.run([sys.executable, "-c", "from state.home import Home; import sys; "
-                          "print(Home(sys.argv[1]).wait_timeout())", str(home.root)],
-                         capture_output=True, text=True, cwd=Path(__file__).parents[2],
-                         timeout=60)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from state.home import Home; import sys; print(Home(sys.argv[1]).wait_timeout())",
+            str(home.root),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).parents[2],
+        timeout=60,
+    )
     assert out.stdout.strip() == "3.0", out

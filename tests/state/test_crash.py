@@ -174,8 +174,12 @@ class Zygote:
         self._err = open(errlog, "wb")
         self.proc = subprocess.Popen(
             [sys.executable, str(script), str(root), str(logs), str(project)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err, text=True,
-            env=env)
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._err,
+            text=True,
+            env=env,
+        )
 
     def _ask(self, line: str) -> str:
         self.proc.stdin.write(line + "\n")
@@ -250,8 +254,13 @@ def run_chaos(tmp_path: Path, root: Path, project: Path) -> dict:
             except ProcessLookupError:
                 pass
         zygote.close()
-    return {"seed": seed, "kills": kills, "exits": exits, "logs": logs,
-            "errors": (tmp_path / "workers.err").read_text(errors="replace")}
+    return {
+        "seed": seed,
+        "kills": kills,
+        "exits": exits,
+        "logs": logs,
+        "errors": (tmp_path / "workers.err").read_text(errors="replace"),
+    }
 
 
 # the record kind each directory holds
@@ -259,8 +268,9 @@ def run_chaos(tmp_path: Path, root: Path, project: Path) -> dict:
 MODELS = {"mail": Message, "receipts": Receipt, "notifications": Notification, "acks": Ack}
 
 
-def test_random_sigkill_loses_nothing_duplicates_nothing_tears_nothing(tmp_path: Path,
-                                                                        project: Path) -> None:
+def test_random_sigkill_loses_nothing_duplicates_nothing_tears_nothing(
+    tmp_path: Path, project: Path
+) -> None:
     root = tmp_path / "home"
     Home(root)
     chaos = run_chaos(tmp_path, root, project)
@@ -281,10 +291,13 @@ def test_random_sigkill_loses_nothing_duplicates_nothing_tears_nothing(tmp_path:
     assert ops["inbox"] >= 20, ops
     assert ops["ask"] >= 5, ops
     assert ops["answer"] >= 3, ops
-    receipts_acked = [(e["crew"], mid) for e in entries if e["op"] == "inbox"
-                      for mid in e["receipts"]]
-    print(f"crash test: seed {chaos['seed']}, {chaos['kills']} kills, ops {dict(ops)}, "
-          f"{len(receipts_acked)} receipts acknowledged, {torn_lines} torn log lines")
+    receipts_acked = [
+        (e["crew"], mid) for e in entries if e["op"] == "inbox" for mid in e["receipts"]
+    ]
+    print(
+        f"crash test: seed {chaos['seed']}, {chaos['kills']} kills, ops {dict(ops)}, "
+        f"{len(receipts_acked)} receipts acknowledged, {torn_lines} torn log lines"
+    )
     assert len(receipts_acked) >= 20, len(receipts_acked)
 
     Store.reported()  # drain: from here on, any quarantine is this audit's finding
@@ -333,26 +346,28 @@ def test_random_sigkill_loses_nothing_duplicates_nothing_tears_nothing(tmp_path:
             receipt = store.read(key_dir / f"{name}.json", Receipt)
             assert receipt is not None, f"receipts/{key_dir.name}/{name}.json {where}"
             assert receipt.message_id == name
-            assert (root / "mail" / key_dir.name / f"{name}.json").is_file(), \
+            assert (root / "mail" / key_dir.name / f"{name}.json").is_file(), (
                 f"receipt {key_dir.name}/{name} points to no message {where}"
+            )
             n_receipts += 1
     assert n_receipts >= len(set(receipts_acked))
     # every ack (an answer's, of its `asked`) points at that crew's notification
     for key_dir in sorted((root / "acks").iterdir()) if (root / "acks").exists() else []:
         for name in store.names(key_dir):
-            assert (root / "notifications" / key_dir.name / f"{name}.json").is_file(), \
+            assert (root / "notifications" / key_dir.name / f"{name}.json").is_file(), (
                 f"ack {key_dir.name}/{name} points to no notification {where}"
+            )
 
     # -- every acknowledged question has its event and its notification --------------------
     for e in entries:
         if e["op"] == "ask":
             key = e["crew"].lower()
-            event = store.read(root / "crew" / key / "events" / f"{e['seq']:08d}.json",
-                               EventFile)
+            event = store.read(root / "crew" / key / "events" / f"{e['seq']:08d}.json", EventFile)
             assert event is not None and isinstance(event, Asked)
             assert event.question_id == e["question_id"]
-            note = store.read(root / "notifications" / key / f"{e['delivery_id']}.json",
-                              Notification)
+            note = store.read(
+                root / "notifications" / key / f"{e['delivery_id']}.json", Notification
+            )
             assert note is not None and note.question_id == e["question_id"], e
 
     # -- events: numbered 1..N without gaps, each parses, each snapshot is consistent -------
@@ -367,10 +382,12 @@ def test_random_sigkill_loses_nothing_duplicates_nothing_tears_nothing(tmp_path:
             assert key not in recruited, f"acknowledged crew {key} has no events {where}"
             assert crewlog.load(home, key) == (None, None)
             continue
-        assert names == [f"{i:08d}" for i in range(1, len(names) + 1)], \
+        assert names == [f"{i:08d}" for i in range(1, len(names) + 1)], (
             f"crew {key} events have gaps: {names} {where}"
-        events = [store.read(root / "crew" / key / "events" / f"{n}.json", EventFile)
-                  for n in names]
+        )
+        events = [
+            store.read(root / "crew" / key / "events" / f"{n}.json", EventFile) for n in names
+        ]
         assert all(ev is not None for ev in events), f"crew {key} {where}"
         assert [ev.seq for ev in events] == list(range(1, len(names) + 1))
         assert isinstance(events[0], Recruited)
@@ -387,16 +404,20 @@ def test_random_sigkill_loses_nothing_duplicates_nothing_tears_nothing(tmp_path:
         for event in crewlog.events(home, key):
             if isinstance(event, (Recruited, Assigned)):
                 mid = event.assignment.message_id
-                assert (root / "mail" / key / f"{mid}.json").is_file(), \
+                assert (root / "mail" / key / f"{mid}.json").is_file(), (
                     f"{key}: event {event.seq} has no assignment mail after repair {where}"
+                )
                 # every assignment is a work item, accepted even when a kill came between
-                item = ledger.load(home, ledger.work_id_for_assignment(
-                    event.assignment.assignment_id))
-                assert item is not None and item.source == "assignment", \
+                item = ledger.load(
+                    home, ledger.work_id_for_assignment(event.assignment.assignment_id)
+                )
+                assert item is not None and item.source == "assignment", (
                     f"{key}: assignment {event.assignment.assignment_id} has no work item {where}"
+                )
             if isinstance(event, Asked):
-                assert (root / "notifications" / key / f"{event.delivery_id}.json").is_file(), \
+                assert (root / "notifications" / key / f"{event.delivery_id}.json").is_file(), (
                     f"{key}: question {event.question_id} has no notification after repair"
+                )
 
     # -- every file in the home parses; nothing was quarantined ----------------------------
     temps = []
@@ -440,17 +461,19 @@ def test_random_sigkill_loses_nothing_duplicates_nothing_tears_nothing(tmp_path:
         for key_dir in (root / kind).iterdir() if (root / kind).exists() else []:
             assert len(store.records(key_dir, model)) == len(store.names(key_dir))
     quarantine = root / "quarantine"
-    assert not quarantine.exists() or not os.listdir(quarantine), \
+    assert not quarantine.exists() or not os.listdir(quarantine), (
         f"quarantined: {os.listdir(quarantine)} {where}"
+    )
     assert Store.reported() == []
 
     # -- temp debris from the kills is swept once it is stale -------------------------------
     old = time.time() - STALE_TEMP_SECONDS - 60
     for path in temps:
         os.utime(path, (old, old), follow_symlinks=False)
-    print(f"crash test: {len(temps)} temp files left by kills, {len(keys)} crew directories, "
-          f"longest history {longest} events")
+    print(
+        f"crash test: {len(temps)} temp files left by kills, {len(keys)} crew directories, "
+        f"longest history {longest} events"
+    )
     assert Store(root).sweep() == len(temps)
-    left = [Path(d, n) for d, _, files in os.walk(root) for n in files
-            if n.startswith(TEMP_PREFIX)]
+    left = [Path(d, n) for d, _, files in os.walk(root) for n in files if n.startswith(TEMP_PREFIX)]
     assert not left, f"stale temp files survived the sweep: {left[:5]}"

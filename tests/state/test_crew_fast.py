@@ -41,8 +41,9 @@ def test_shapes_file_is_derived_from_the_models():
     """Regenerate with ``python -m state.crew_side.shapes_gen`` when a model changes."""
     assert SHAPES == shapes_gen.derive()
     assert EVENTS == shapes_gen.event_types()
-    assert shapes_gen.TARGET.read_text() == shapes_gen.render(shapes_gen.derive(),
-                                                              shapes_gen.event_types())
+    assert shapes_gen.TARGET.read_text() == shapes_gen.render(
+        shapes_gen.derive(), shapes_gen.event_types()
+    )
 
 
 def test_a_constraint_the_plain_reader_cannot_check_stops_the_derivation():
@@ -55,26 +56,53 @@ def test_a_constraint_the_plain_reader_cannot_check_stops_the_derivation():
 
 # -- plain accepts only what the models accept, with the same values ------------------------
 
-STAMP = st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1),
-                     timezones=st.sampled_from([timezone.utc, timezone(timedelta(hours=2))]))
+STAMP = st.datetimes(
+    min_value=datetime(2000, 1, 1),
+    max_value=datetime(2100, 1, 1),
+    timezones=st.sampled_from([timezone.utc, timezone(timedelta(hours=2))]),
+)
 TEXT = st.text(max_size=12)
 IDS = st.text(alphabet="abcXYZ019_", min_size=1, max_size=10)
 
 
 @st.composite
 def snapshots(draw) -> CrewSnapshot:
-    spec = dict(assignment_id=draw(IDS), message_id=draw(IDS), task=draw(TEXT),
-                owns=draw(st.lists(TEXT, max_size=3)), allow=draw(st.lists(TEXT, max_size=3)),
-                project_dir=draw(TEXT), handoff_of=draw(st.none() | IDS))
+    spec = dict(
+        assignment_id=draw(IDS),
+        message_id=draw(IDS),
+        task=draw(TEXT),
+        owns=draw(st.lists(TEXT, max_size=3)),
+        allow=draw(st.lists(TEXT, max_size=3)),
+        project_dir=draw(TEXT),
+        handoff_of=draw(st.none() | IDS),
+    )
     question = draw(st.none() | st.builds(dict, question_id=IDS, text=TEXT, asked_at=STAMP))
-    pane = draw(st.none() | st.builds(dict, socket=TEXT, session=TEXT, window_id=TEXT,
-                                      pane_id=TEXT, pane_pid=st.none() | st.integers(0, 2**31)))
+    pane = draw(
+        st.none()
+        | st.builds(
+            dict,
+            socket=TEXT,
+            session=TEXT,
+            window_id=TEXT,
+            pane_id=TEXT,
+            pane_pid=st.none() | st.integers(0, 2**31),
+        )
+    )
     return CrewSnapshot(
-        seq=draw(st.integers(1, 10**6)), name=draw(IDS), incarnation_id=draw(IDS),
+        seq=draw(st.integers(1, 10**6)),
+        name=draw(IDS),
+        incarnation_id=draw(IDS),
         agent=draw(st.sampled_from(["claude", "codex", "shell", "program"])),
-        recruited_at=draw(STAMP), assignment=spec, assigned_at=draw(STAMP),
-        done_at=draw(st.none() | STAMP), report=draw(st.none() | TEXT), question=question,
-        dismissed_at=draw(st.none() | STAMP), pane=pane, launched_at=draw(st.none() | STAMP))
+        recruited_at=draw(STAMP),
+        assignment=spec,
+        assigned_at=draw(STAMP),
+        done_at=draw(st.none() | STAMP),
+        report=draw(st.none() | TEXT),
+        question=question,
+        dismissed_at=draw(st.none() | STAMP),
+        pane=pane,
+        launched_at=draw(st.none() | STAMP),
+    )
 
 
 def as_plain(value):
@@ -96,12 +124,28 @@ def test_every_snapshot_captain_writes_is_read_plainly_with_the_same_values(snap
 
 
 JUNK = st.recursive(
-    st.none() | st.booleans() | st.integers(-5, 5) | st.floats(allow_nan=False) | TEXT
-    | st.sampled_from(["2026-11-30T01:02:03", "2026-11-30T01:02:03Z", "2026-11-30 01:02:03Z",
-                       "2026-11-30T01:02:03.1234567Z", "2026-02-30T01:02:03Z", "1", "1.0",
-                       "2026-11-30T25:02:03+00:00", "claude", "2026-11-30T01:02:03.5-07:00"]),
+    st.none()
+    | st.booleans()
+    | st.integers(-5, 5)
+    | st.floats(allow_nan=False)
+    | TEXT
+    | st.sampled_from(
+        [
+            "2026-11-30T01:02:03",
+            "2026-11-30T01:02:03Z",
+            "2026-11-30 01:02:03Z",
+            "2026-11-30T01:02:03.1234567Z",
+            "2026-02-30T01:02:03Z",
+            "1",
+            "1.0",
+            "2026-11-30T25:02:03+00:00",
+            "claude",
+            "2026-11-30T01:02:03.5-07:00",
+        ]
+    ),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXT, inner, max_size=3),
-    max_leaves=6)
+    max_leaves=6,
+)
 
 
 def _paths(value, prefix=()):
@@ -149,7 +193,7 @@ def _values(kind):
     if name == "str":
         return TEXT
     if name == "int":
-        return st.integers(-2**40, 2**40)
+        return st.integers(-(2**40), 2**40)
     if name == "datetime":
         return STAMP
     if name == "int>=":
@@ -168,12 +212,16 @@ def _values(kind):
 def _records(shape: str):
     fields = SHAPES[shape]
     return st.fixed_dictionaries({attr: _values(kind) for _, attr, kind in fields}).map(
-        lambda attrs: getattr(models, shape).model_validate(attrs))
+        lambda attrs: getattr(models, shape).model_validate(attrs)
+    )
 
 
 @settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
-@given(st.sampled_from(sorted(SHAPES)).flatmap(lambda shape: st.tuples(st.just(shape),
-                                                                         _records(shape))))
+@given(
+    st.sampled_from(sorted(SHAPES)).flatmap(
+        lambda shape: st.tuples(st.just(shape), _records(shape))
+    )
+)
 def test_plain_writes_the_models_bytes_and_reads_them_back(case):
     """A record does not say which path wrote it: ``plain.encode`` is ``store.encode``."""
     shape, model = case
@@ -185,12 +233,15 @@ def test_plain_writes_the_models_bytes_and_reads_them_back(case):
     assert back.model_dump() == model.model_dump(mode="json", by_alias=True)
 
 
-@pytest.mark.parametrize("raw", [
-    b'{"schema": 1, "schema": 1}',  # a key twice: the models would keep the last one
-    b'{"name": "\\ud800"}',  # an escaped lone surrogate
-    b"\xff\xfe",
-    b"[]",
-])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"schema": 1, "schema": 1}',  # a key twice: the models would keep the last one
+        b'{"name": "\\ud800"}',  # an escaped lone surrogate
+        b"\xff\xfe",
+        b"[]",
+    ],
+)
 def test_unusual_bytes_are_left_to_the_models(tmp_path: Path, raw: bytes):
     home = Home(tmp_path / "home")
     path = home.store.dir("scratch") / "x.json"
@@ -226,21 +277,43 @@ SCENARIOS = {
     "bad path": (None, "Jack", "edit", [""], None, crew_ctx),
     "unknown crew": (None, "Nobody", "edit", [], None, crew_ctx),
     "invalid name": (None, "no such name!", "edit", [], None, crew_ctx),
-    "another crew's process": (None, "Jack", "edit", [], None,
-                               lambda r: Context("crew", "Jill", r.incarnation_id,
-                                                 r.assignment_id)),
-    "stale incarnation": (None, "Jack", "edit", [], None,
-                          lambda r: Context("crew", "Jack", "inc_OLD", r.assignment_id)),
-    "no assignment in the env": (None, "Jack", "edit", [], None,
-                                 lambda r: Context("crew", "Jack", r.incarnation_id, None)),
+    "another crew's process": (
+        None,
+        "Jack",
+        "edit",
+        [],
+        None,
+        lambda r: Context("crew", "Jill", r.incarnation_id, r.assignment_id),
+    ),
+    "stale incarnation": (
+        None,
+        "Jack",
+        "edit",
+        [],
+        None,
+        lambda r: Context("crew", "Jack", "inc_OLD", r.assignment_id),
+    ),
+    "no assignment in the env": (
+        None,
+        "Jack",
+        "edit",
+        [],
+        None,
+        lambda r: Context("crew", "Jack", r.incarnation_id, None),
+    ),
     "stale assignment": (None, "Jack", "edit", [], "asg_OLD", crew_ctx),
     "the captain names it": (None, "Jack", "edit", ["src"], "self", lambda r: Context()),
     "the captain forgets it": (None, "Jack", "edit", ["src"], None, lambda r: Context()),
     "after done": (_done, "Jack", "edit", ["src/a.py"], None, crew_ctx),
-    "a question pending": (lambda h, r: protocol.ask(h, "Jack", "which?", ctx=crew_ctx(r)),
-                           "Jack", "edit", ["src/a.py"], None, crew_ctx),
-    "dismissed": (lambda h, r: protocol.dismiss(h, "Jack"), "Jack", "edit", [], None,
-                  crew_ctx),
+    "a question pending": (
+        lambda h, r: protocol.ask(h, "Jack", "which?", ctx=crew_ctx(r)),
+        "Jack",
+        "edit",
+        ["src/a.py"],
+        None,
+        crew_ctx,
+    ),
+    "dismissed": (lambda h, r: protocol.dismiss(h, "Jack"), "Jack", "edit", [], None, crew_ctx),
 }
 
 
@@ -252,10 +325,12 @@ def test_fast_check_says_what_the_protocol_says(home: Home, project: Path, scena
         setup(home, r)
     assignment = r.assignment_id if assignment == "self" else assignment
     ctx = ctx_of(r)
-    full = outcome(lambda: protocol.check(home, name, action, paths, assignment_id=assignment,
-                                          ctx=ctx))
-    fast = outcome(lambda: crew_fast.check(home, name, action, paths, assignment_id=assignment,
-                                           ctx=ctx))
+    full = outcome(
+        lambda: protocol.check(home, name, action, paths, assignment_id=assignment, ctx=ctx)
+    )
+    fast = outcome(
+        lambda: crew_fast.check(home, name, action, paths, assignment_id=assignment, ctx=ctx)
+    )
     assert fast == full
 
 
@@ -274,8 +349,7 @@ def test_a_snapshot_behind_its_events_is_declined_and_the_full_path_folds_them(h
     assert snapshot.question is not None
 
 
-def test_a_missing_or_damaged_snapshot_is_declined_and_quarantined_by_the_full_path(
-        home, project):
+def test_a_missing_or_damaged_snapshot_is_declined_and_quarantined_by_the_full_path(home, project):
     r = hire(home, project, **EDITOR)
     path = home.snapshot_path("jack")
     path.write_bytes(b'{"schema": 1, "seq": "one"}')
@@ -301,7 +375,8 @@ def _tail_not_settled(home: Home, r, key: str = "jack") -> None:
 
 @pytest.mark.parametrize("tail", ["recruited", "asked"])
 def test_a_newest_event_without_its_records_is_declined_and_the_full_path_settles_it(
-        home, project, tail):
+    home, project, tail
+):
     r = hire(home, project, **EDITOR)
     if tail == "asked":
         protocol.inbox(home, "Jack", deliver=lambda b: None, ctx=crew_ctx(r))
@@ -310,8 +385,7 @@ def test_a_newest_event_without_its_records_is_declined_and_the_full_path_settle
     with pytest.raises(plain.Unsure):
         crew_fast.open_locked(home, "jack")
     with pytest.raises(plain.Unsure):
-        crew_fast.inbox(home, "Jack", deliver=lambda b: pytest.fail("delivered"),
-                        ctx=crew_ctx(r))
+        crew_fast.inbox(home, "Jack", deliver=lambda b: pytest.fail("delivered"), ctx=crew_ctx(r))
     protocol.inbox(home, "Jack", deliver=lambda b: None, ctx=crew_ctx(r))  # settles the tail
     assert crew_fast.open_locked(home, "jack") is not None
 
@@ -325,7 +399,8 @@ def test_a_recruit_whose_work_item_is_missing_is_declined(home, project):
 
 
 def test_on_a_shared_ledger_the_fast_path_knows_the_work_item_without_the_database(
-        request, tmp_path, project):
+    request, tmp_path, project
+):
     """On PostgreSQL the item is in the database, not the home: the first full-path settle
     after it is committed notes it in the home (``work-seen/<id>``), so a crew's hooks stay
     on the fast path from then on; without the note they decline, and the full path (which
@@ -343,10 +418,16 @@ def test_on_a_shared_ledger_the_fast_path_knows_the_work_item_without_the_databa
         protocol.inbox(home, "Jack", deliver=lambda b: None, ctx=crew_ctx(r))  # the full path
         assert home.work_seen_path(work_id).exists()
         assert crew_fast.open_locked(home, "jack") is not None
-        fast = outcome(lambda: crew_fast.check(home, "Jack", "edit", ["src/a.py"],
-                                               assignment_id=None, ctx=crew_ctx(r)))
-        full = outcome(lambda: protocol.check(home, "Jack", "edit", ["src/a.py"],
-                                              assignment_id=None, ctx=crew_ctx(r)))
+        fast = outcome(
+            lambda: crew_fast.check(
+                home, "Jack", "edit", ["src/a.py"], assignment_id=None, ctx=crew_ctx(r)
+            )
+        )
+        full = outcome(
+            lambda: protocol.check(
+                home, "Jack", "edit", ["src/a.py"], assignment_id=None, ctx=crew_ctx(r)
+            )
+        )
         assert fast == full
 
 
@@ -394,10 +475,14 @@ def test_fast_inbox_delivers_and_marks_exactly_what_the_protocol_does(tmp_path, 
     assert [m.text for m in got_fast] == ["Do the thing", "first", "second\nline"]
     mail = homes[0].mail_dir("jack")
     assert [m.model_dump() for m in got_fast] == [  # what the CLI prints for --json
-        models.Message.model_validate_json((mail / f"{m.message_id}.json").read_bytes())
-        .model_dump(mode="json", by_alias=True) for m in got_fast]
-    assert [m.model_dump() for m in got_fast] == \
-        [m.model_dump(mode="json", by_alias=True) for m in got_full]
+        models.Message.model_validate_json((mail / f"{m.message_id}.json").read_bytes()).model_dump(
+            mode="json", by_alias=True
+        )
+        for m in got_fast
+    ]
+    assert [m.model_dump() for m in got_fast] == [
+        m.model_dump(mode="json", by_alias=True) for m in got_full
+    ]
     for home, got in ((homes[0], got_fast), (homes[1], got_full)):
         receipts = home.store.records(home.receipts_dir("jack"), models.Receipt)
         assert sorted(x.message_id for x in receipts) == sorted(m.message_id for m in got)
@@ -413,8 +498,11 @@ def test_fast_ask_writes_the_protocols_records_byte_for_byte(tmp_path, project):
     text = "Which way? " + "long " * 400  # the notification's summary is cut
     fast = crew_fast.ask(homes[0], "Jack", text, assignment_id=None, ctx=crew_ctx(r))
     full = protocol.ask(homes[1], "Jack", text, ctx=crew_ctx(r))
-    mapping = {fast.question_id: full.question_id, fast.delivery_id: full.delivery_id,
-               plain.stamp(fast.at): plain.stamp(full.at)}
+    mapping = {
+        fast.question_id: full.question_id,
+        fast.delivery_id: full.delivery_id,
+        plain.stamp(fast.at): plain.stamp(full.at),
+    }
     after = _normalised(homes[1], {})
     assert _normalised(homes[0], mapping) == after
     assert any(name.startswith("notifications/") for name in after)
@@ -425,13 +513,23 @@ def test_fast_ask_writes_the_protocols_records_byte_for_byte(tmp_path, project):
 
 ASKS = {
     # name: (setup(home, r), name, text, assignment, ctx(r))
-    "a second question": (lambda h, r: protocol.ask(h, "Jack", "first?", ctx=crew_ctx(r)),
-                          "Jack", "second?", None, crew_ctx),
+    "a second question": (
+        lambda h, r: protocol.ask(h, "Jack", "first?", ctx=crew_ctx(r)),
+        "Jack",
+        "second?",
+        None,
+        crew_ctx,
+    ),
     "after done": (_done, "Jack", "why?", None, crew_ctx),
     "dismissed": (lambda h, r: protocol.dismiss(h, "Jack"), "Jack", "why?", None, crew_ctx),
     "stale assignment": (None, "Jack", "why?", "asg_OLD", crew_ctx),
-    "stale incarnation": (None, "Jack", "why?", None,
-                          lambda r: Context("crew", "Jack", "inc_OLD", r.assignment_id)),
+    "stale incarnation": (
+        None,
+        "Jack",
+        "why?",
+        None,
+        lambda r: Context("crew", "Jack", "inc_OLD", r.assignment_id),
+    ),
     "unknown crew": (None, "Nobody", "why?", None, crew_ctx),
     "an empty question": (None, "Jack", "  ", None, crew_ctx),
     "a control character": (None, "Jack", "bell\x07", None, crew_ctx),
@@ -456,8 +554,9 @@ def test_fast_ask_refuses_as_the_protocol_does(home, project, scenario):
     got = outcome(fast)
     assert got[0] == "refused"
     assert _normalised(home, {}) == before, "a refusal writes nothing"
-    assert got == outcome(lambda: protocol.ask(home, name, text, assignment_id=assignment,
-                                               ctx=ctx_of(r)))
+    assert got == outcome(
+        lambda: protocol.ask(home, name, text, assignment_id=assignment, ctx=ctx_of(r))
+    )
 
 
 def test_the_fast_inbox_refuses_as_the_protocol_does(home, project):

@@ -68,51 +68,109 @@ def _swap_for_link(project: Path, owned: str, to: str) -> None:
 CASES = {
     # links that leave the crew's own directory
     "a link in my directory to another crew's": (
-        lambda p: _link(p, "src/a/tob", "../b"), "edit", "src/a/tob/secret.py", False),
+        lambda p: _link(p, "src/a/tob", "../b"),
+        "edit",
+        "src/a/tob/secret.py",
+        False,
+    ),
     "the link itself, leading to another crew's": (
-        lambda p: _link(p, "src/a/tob", "../b"), "delete", "src/a/tob/secret.py", False),
+        lambda p: _link(p, "src/a/tob", "../b"),
+        "delete",
+        "src/a/tob/secret.py",
+        False,
+    ),
     "a link in my directory to /": (
-        lambda p: _link(p, "src/a/root", "/"), "edit", "src/a/root/etc/passwd", False),
+        lambda p: _link(p, "src/a/root", "/"),
+        "edit",
+        "src/a/root/etc/passwd",
+        False,
+    ),
     "a file link to another crew's file": (
-        lambda p: _link(p, "src/a/pw.py", "../b/secret.py"), "edit", "src/a/pw.py", False),
+        lambda p: _link(p, "src/a/pw.py", "../b/secret.py"),
+        "edit",
+        "src/a/pw.py",
+        False,
+    ),
     "a dangling link out of the project": (
-        lambda p: _link(p, "src/a/new.py", "/nonexistent-captain-test/new.py"), "edit",
-        "src/a/new.py", False),
+        lambda p: _link(p, "src/a/new.py", "/nonexistent-captain-test/new.py"),
+        "edit",
+        "src/a/new.py",
+        False,
+    ),
     "'..' after a link goes up from where it led": (
         lambda p: (_file(p, "src/b/deep/x"), _link(p, "src/a/tob", "../b/deep")),
-        "edit", "src/a/tob/../secret.py", False),
-    "a symlink loop": (
-        lambda p: _link(p, "src/a/loop", "loop"), "edit", "src/a/loop/x.py", False),
+        "edit",
+        "src/a/tob/../secret.py",
+        False,
+    ),
+    "a symlink loop": (lambda p: _link(p, "src/a/loop", "loop"), "edit", "src/a/loop/x.py", False),
     "a link at the project root into my directory": (
-        lambda p: _link(p, "mine.py", "src/a/x.py"), "delete", "mine.py", False),
+        lambda p: _link(p, "mine.py", "src/a/x.py"),
+        "delete",
+        "mine.py",
+        False,
+    ),
     # the owned path itself, changed after recruit
     "my directory swapped for a link to another crew's": (
-        lambda p: _swap_for_link(p, "src/a", "b"), "edit", "src/a/secret.py", False),
+        lambda p: _swap_for_link(p, "src/a", "b"),
+        "edit",
+        "src/a/secret.py",
+        False,
+    ),
     "my directory swapped for a link to /": (
-        lambda p: _swap_for_link(p, "src/a", "/"), "edit", "src/a/etc/passwd", False),
+        lambda p: _swap_for_link(p, "src/a", "/"),
+        "edit",
+        "src/a/etc/passwd",
+        False,
+    ),
     # hard links
     "a hard link to another crew's file": (
-        lambda p: os.link(p / "src/b/secret.py", p / "src/a/secret.py"), "edit",
-        "src/a/secret.py", False),
+        lambda p: os.link(p / "src/b/secret.py", p / "src/a/secret.py"),
+        "edit",
+        "src/a/secret.py",
+        False,
+    ),
     "a hard link within my own directory too": (
         lambda p: (_file(p, "src/a/one.py"), os.link(p / "src/a/one.py", p / "src/a/two.py")),
-        "edit", "src/a/two.py", False),
+        "edit",
+        "src/a/two.py",
+        False,
+    ),
     # the kernel's magic links: /proc/PID/fd/N reads as "…/hl (deleted)", a name inside my
     # directory that does not exist, while the kernel follows it to another crew's file
     "a /proc fd link to another crew's file, its hard link deleted": (
-        lambda p: _link(p, "src/a/l", _fd_of_deleted_link(p)), "edit", "src/a/l", False),
+        lambda p: _link(p, "src/a/l", _fd_of_deleted_link(p)),
+        "edit",
+        "src/a/l",
+        False,
+    ),
     "a link through /proc/self/root": (
-        lambda p: _link(p, "src/a/r", "/proc/self/root"), "edit", "src/a/r/etc/passwd", False),
+        lambda p: _link(p, "src/a/r", "/proc/self/root"),
+        "edit",
+        "src/a/r/etc/passwd",
+        False,
+    ),
     # what stays granted
     "a file of mine": (lambda p: _file(p, "src/a/x.py"), "edit", "src/a/x.py", True),
     "a file not created yet, in directories not created yet": (
-        None, "edit", "src/a/new/deeper/file.py", True),
+        None,
+        "edit",
+        "src/a/new/deeper/file.py",
+        True,
+    ),
     "my directory itself": (None, "edit", "src/a", True),
     "a link that stays inside my directory": (
         lambda p: (_file(p, "src/a/sub/x.py"), _link(p, "src/a/l.py", "sub/x.py")),
-        "edit", "src/a/l.py", True),
+        "edit",
+        "src/a/l.py",
+        True,
+    ),
     "an absolute path inside my directory": (
-        lambda p: _file(p, "src/a/x.py"), "edit", "{project}/src/a/x.py", True),
+        lambda p: _file(p, "src/a/x.py"),
+        "edit",
+        "{project}/src/a/x.py",
+        True,
+    ),
     "outside, plainly": (None, "edit", "src/b/secret.py", False),
 }
 
@@ -121,8 +179,9 @@ CASES = {
 def crews(home: Home, project: Path):
     (project / "src" / "a").mkdir()
     _file(project, "src/b/secret.py", "Gibbs's")
-    jack = protocol.recruit(home, "Jack", "T", owns=["src/a"], allow=["edit", "delete"],
-                            cwd=str(project))
+    jack = protocol.recruit(
+        home, "Jack", "T", owns=["src/a"], allow=["edit", "delete"], cwd=str(project)
+    )
     protocol.recruit(home, "Gibbs", "T", owns=["src/b"], allow=["edit"], cwd=str(project))
     return jack
 
@@ -146,8 +205,9 @@ def test_check_resolves_the_path_when_it_is_asked(home, project, crews, monkeypa
         setup(project)
     ctx = crew_ctx(crews)
     full = outcome(lambda: protocol.check(home, "Jack", action, [path], ctx=ctx))
-    fast = outcome(lambda: crew_fast.check(home, "Jack", action, [path], assignment_id=None,
-                                           ctx=ctx))
+    fast = outcome(
+        lambda: crew_fast.check(home, "Jack", action, [path], assignment_id=None, ctx=ctx)
+    )
     assert fast == full
     assert full[:2] == ("verdict", granted), full
     code, payload = cli_check(crews, project, monkeypatch, [action, path])
@@ -176,12 +236,13 @@ def test_owning_through_a_link_is_owning_where_it_leads(home, project):
     """``--owns srclink`` (-> src/a) is stored where it leads: both names are granted."""
     (project / "src" / "a").mkdir()
     _link(project, "srclink", "src/a")
-    r = protocol.recruit(home, "Jack", "T", owns=["srclink"], allow=["edit"],
-                         cwd=str(project))
+    r = protocol.recruit(home, "Jack", "T", owns=["srclink"], allow=["edit"], cwd=str(project))
     ctx = crew_ctx(r)
     for path in ("srclink/x.py", "src/a/x.py"):
-        full = outcome(lambda p=path: protocol.check(home, "Jack", "edit", [p], assignment_id=None,
-                                                       ctx=ctx))
-        fast = outcome(lambda p=path: crew_fast.check(home, "Jack", "edit", [p], assignment_id=None,
-                                                       ctx=ctx))
+        full = outcome(
+            lambda p=path: protocol.check(home, "Jack", "edit", [p], assignment_id=None, ctx=ctx)
+        )
+        fast = outcome(
+            lambda p=path: crew_fast.check(home, "Jack", "edit", [p], assignment_id=None, ctx=ctx)
+        )
         assert full == fast and full[:2] == ("verdict", True), full

@@ -32,8 +32,10 @@ def mode(path: Path) -> int:
 
 
 def listing(path: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(path)): p.read_bytes() if p.is_file() else b"<dir>"
-            for p in sorted(path.rglob("*"))}
+    return {
+        str(p.relative_to(path)): p.read_bytes() if p.is_file() else b"<dir>"
+        for p in sorted(path.rglob("*"))
+    }
 
 
 # -- creating and opening a home ------------------------------------------------------------
@@ -114,8 +116,9 @@ def mountinfo(*mounts: tuple[str, str]) -> str:
     for i, (point, fstype) in enumerate(mounts):
         escaped = point.replace(" ", "\\040")
         optional = f"shared:{i} " if i % 2 else ""  # zero or more optional fields
-        lines.append(f"{20 + i} 1 0:{40 + i} / {escaped} rw,relatime {optional}- {fstype} "
-                     f"src{i} rw")
+        lines.append(
+            f"{20 + i} 1 0:{40 + i} / {escaped} rw,relatime {optional}- {fstype} src{i} rw"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -124,8 +127,9 @@ def base(tmp_path: Path) -> Path:
     return Path(os.path.realpath(tmp_path))
 
 
-@pytest.mark.parametrize("fstype", ["nfs", "nfs4", "cifs", "smb3", "fuse.sshfs", "9p",
-                                    "ceph", "lustre"])
+@pytest.mark.parametrize(
+    "fstype", ["nfs", "nfs4", "cifs", "smb3", "fuse.sshfs", "9p", "ceph", "lustre"]
+)
 def test_a_home_on_a_network_filesystem_is_refused(base: Path, fstype: str) -> None:
     info = mountinfo(("/", "ext4"), (str(base / "net"), fstype))
     home = base / "net" / "captain"
@@ -253,10 +257,17 @@ def test_a_wrongly_shaped_crew_section_is_refused(tmp_path: Path, text: str) -> 
     assert refused.value.code == "invalid_config" and "[crew]" in refused.value.message
 
 
-@pytest.mark.parametrize("data", [b"[crew\nwait_timeout = 5\n", b"[crew]\nwait_timeout = \n",
-                                  b"[crew]\nwait_timeout = 5\n\xff\xfe"])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"[crew\nwait_timeout = 5\n",
+        b"[crew]\nwait_timeout = \n",
+        b"[crew]\nwait_timeout = 5\n\xff\xfe",
+    ],
+)
 def test_an_invalid_config_is_reported_left_in_place_and_the_default_used(
-        tmp_path: Path, data: bytes, fresh_reports) -> None:
+    tmp_path: Path, data: bytes, fresh_reports
+) -> None:
     root = tmp_path / "home"
     Home(root)
     (root / "config.toml").write_bytes(data)
@@ -287,8 +298,9 @@ def test_a_symlinked_config_is_not_followed(tmp_path: Path, fresh_reports) -> No
 
 def build_history(home: Home, project: Path):
     """recruited(1), asked(2), done(3), assigned(4) for crew Ada, through the protocol."""
-    r = protocol.recruit(home, "Ada", "task one", owns=["src"], allow=["edit", "test"],
-                         cwd=str(project))
+    r = protocol.recruit(
+        home, "Ada", "task one", owns=["src"], allow=["edit", "test"], cwd=str(project)
+    )
     ctx = Context.from_env(r.env)
     protocol.inbox(home, "Ada", deliver=lambda batch: None, ctx=ctx)
     asked = protocol.ask(home, "Ada", "which database?", ctx=ctx)
@@ -361,8 +373,15 @@ def test_a_stale_snapshot_is_brought_up_to_date_from_events(history, upto: int) 
 
 def test_a_snapshot_ahead_of_the_events_is_ignored(history) -> None:
     home, truth, events = history
-    ahead = truth.model_copy(update=dict(seq=99, name="Mallory", incarnation_id="inc_forged",
-                                         done_at=truth.assigned_at, report="forged"))
+    ahead = truth.model_copy(
+        update=dict(
+            seq=99,
+            name="Mallory",
+            incarnation_id="inc_forged",
+            done_at=truth.assigned_at,
+            report="forged",
+        )
+    )
     path = home.root / "crew" / "ada" / "state.json"
     home.store.publish(path, encode(ahead))
     snapshot, _ = crewlog.load(fresh(home), "ada")
@@ -386,8 +405,7 @@ def test_protocol_works_on_after_the_snapshot_is_lost(history, project: Path) ->
     home, truth, events = history
     (home.root / "crew" / "ada" / "state.json").unlink()
     home = fresh(home)
-    msg = protocol.tell(home, "Ada", "one more thing",
-                        assignment_id=truth.assignment.assignment_id)
+    msg = protocol.tell(home, "Ada", "one more thing", assignment_id=truth.assignment.assignment_id)
     assert msg.assignment_id == truth.assignment.assignment_id
     assert msg.incarnation_id == truth.incarnation_id
     bounced = protocol.dismiss(home, "Ada")

@@ -26,14 +26,18 @@ T0 = datetime(2031, 5, 1, 9, 0, tzinfo=timezone.utc)
 
 
 def members(protocol: type) -> set[str]:
-    return {name for name, value in vars(protocol).items()
-            if not name.startswith("_") and (inspect.isfunction(value) or name == "name")}
+    return {
+        name
+        for name, value in vars(protocol).items()
+        if not name.startswith("_") and (inspect.isfunction(value) or name == "name")
+    }
 
 
 def test_each_backend_implements_the_whole_interface(tmp_path: Path, ledgers) -> None:
     chosen = backend.backend_for(ledgers.home(tmp_path / "home"))
     if ledgers.postgres:
         from state.work.pg_backend import PostgresBackend as expected
+
         assert chosen.name == "postgresql"
     else:
         expected = FileBackend
@@ -67,9 +71,11 @@ def test_another_thread_waits_for_the_ledger(tmp_path: Path, ledgers) -> None:
     home = ledgers.home(tmp_path / "home")
     entered = threading.Event()
     with ledger.capacity(home):
+
         def other() -> None:
             with ledger.capacity(home):
                 entered.set()
+
         thread = threading.Thread(target=other)
         thread.start()
         assert not entered.wait(0.3), "a second thread joined a transaction not its own"
@@ -83,13 +89,14 @@ def test_leases_are_given_by_the_backends_clock(tmp_path: Path, ledgers) -> None
         # the database's clock, never this host's: a lease taken here expires by the same
         # clock on every other host; the local clock is fixed years away to tell them apart
         with ledgers.connect(ledgers.urls[-1]) as db:
+
             def db_now() -> datetime:
                 return db.execute("SELECT clock_timestamp()").fetchone()[0]
+
             with using(Fixed(T0)):
                 before = db_now()
                 assert before <= backend.backend_for(home).now() <= db_now()
-                item = ledger.accept(home, source="chat", input={"text": "x"},
-                                     requester="alice")
+                item = ledger.accept(home, source="chat", input={"text": "x"}, requester="alice")
                 claimed = ledger.claim(home, item.work_id, holder="worker")
                 after = db_now()
         times = [e.at for e in ledger.events(home, item.work_id)]
@@ -123,8 +130,12 @@ def test_append_is_a_compare_and_set(tmp_path: Path, ledgers) -> None:
 
 def test_pages_have_the_same_cursors_on_every_backend(tmp_path: Path, ledgers) -> None:
     home = ledgers.home(tmp_path / "home")
-    ids = [ledger.accept(home, source="chat" if n % 2 else "webhook", input={"n": n},
-                         requester="alice", at=T0).work_id for n in range(5)]
+    ids = [
+        ledger.accept(
+            home, source="chat" if n % 2 else "webhook", input={"n": n}, requester="alice", at=T0
+        ).work_id
+        for n in range(5)
+    ]
     assert ids == sorted(ids)
     chat = [w for n, w in enumerate(ids) if n % 2]
     seen, after = [], None
@@ -134,8 +145,7 @@ def test_pages_have_the_same_cursors_on_every_backend(tmp_path: Path, ledgers) -
         if after is None:
             break
     assert seen == [(ids[0:2], ids[1]), (ids[2:4], ids[3]), (ids[4:], None)]
-    assert ledger.page(home, source="chat", limit=2) == (
-        [ledger.get(home, w) for w in chat], None)
+    assert ledger.page(home, source="chat", limit=2) == ([ledger.get(home, w) for w in chat], None)
     assert ledger.page(home, source="chat", limit=1)[1] == chat[0]
     assert ledger.page(home, state="running", limit=5) == ([], None)
     assert ledger.page(home, limit=5, after=ids[-1]) == ([], None)

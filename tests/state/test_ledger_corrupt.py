@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 from support.corrupt import FILE_DAMAGE, ROW_DAMAGE, damage_delivery, damage_event, damage_item
 from support.corrupt import database as raw_database
-from support.ledger_backends import ledger_backend, ledgers, open_ledgers  # noqa: F401
-from support.postgres import pg_server  # noqa: F401
+from support.ledger_backends import open_ledgers
 
 from state.errors import CaptainError
 from state.store import Store
@@ -60,7 +59,8 @@ def damages(ledgers) -> list[str]:  # noqa: F811
 
 
 def test_a_corrupt_item_is_refused_by_id_and_skipped_by_every_listing(
-        tmp_path: Path, ledgers) -> None:  # noqa: F811
+    tmp_path: Path, ledgers
+) -> None:  # noqa: F811
     for n, how in enumerate(damages(ledgers)):
         home = ledgers.home(tmp_path / f"home-{n}")
         first, bad, last = (submit(home, t) for t in ("first", "bad", "last"))
@@ -121,11 +121,11 @@ def test_a_corrupt_event_ends_the_history_shown_and_is_reported(tmp_path: Path, 
     assert reports_of(item.work_id)
 
 
-def test_a_corrupt_row_on_postgresql_in_every_table_the_ledger_reads(tmp_path: Path,
-                                                                      pg) -> None:
+def test_a_corrupt_row_on_postgresql_in_every_table_the_ledger_reads(tmp_path: Path, pg) -> None:
     home = pg.home(tmp_path / "home")
-    (home.root / "config.toml").write_text((home.root / "config.toml").read_text()
-                                           + "\n[endpoints.gh]\n")
+    (home.root / "config.toml").write_text(
+        (home.root / "config.toml").read_text() + "\n[endpoints.gh]\n"
+    )
     from state.home import Home
 
     home = Home(home.root)
@@ -134,15 +134,19 @@ def test_a_corrupt_row_on_postgresql_in_every_table_the_ledger_reads(tmp_path: P
     ledger.report(home, item.work_id, 1, "failed", actor="w", detail="why it failed")
     with raw_database(home) as db:
         # an input that is not JSON; an event detail that is not UTF-8
-        db.execute("UPDATE work_inputs SET input = '\\xfffe'::bytea WHERE work_id = %s",
-                   (item.work_id,))
-        db.execute("UPDATE work_events SET detail = '\\xff'::bytea WHERE work_id = %s "
-                   "AND seq = 3", (item.work_id,))
+        db.execute(
+            "UPDATE work_inputs SET input = '\\xfffe'::bytea WHERE work_id = %s", (item.work_id,)
+        )
+        db.execute(
+            "UPDATE work_events SET detail = '\\xff'::bytea WHERE work_id = %s AND seq = 3",
+            (item.work_id,),
+        )
     refused_corrupt(ledger.input_of, home, item.work_id, ident=item.work_id)
     assert [e.seq for e in ledger.events(home, item.work_id)] == [1, 2]
     # deliveries: the record of one is of the wrong shape
-    one, two, three = (deliveries.ingest(home, "gh", f"d-{n}", b"{}").delivery.delivery_id
-                       for n in range(3))
+    one, two, three = (
+        deliveries.ingest(home, "gh", f"d-{n}", b"{}").delivery.delivery_id for n in range(3)
+    )
     damage_delivery(home, two)
     refused_corrupt(deliveries.get, home, two, ident=two)
     page, cursor = deliveries.page(home, limit=1)
@@ -153,8 +157,7 @@ def test_a_corrupt_row_on_postgresql_in_every_table_the_ledger_reads(tmp_path: P
     assert len(reports_of(two)) == 1
 
 
-def test_an_input_edited_since_it_was_accepted_is_never_replayed(tmp_path: Path,
-                                                                  ledgers) -> None:  # noqa: F811
+def test_an_input_edited_since_it_was_accepted_is_never_replayed(tmp_path: Path, ledgers) -> None:  # noqa: F811
     """Well-formed JSON, but not the input the item was accepted with (its fingerprint,
     ``input_sha256``, differs): a replay would run work nobody authorized. It is refused
     ``ledger_corrupt`` by the item's ID, and no new item is made."""
@@ -167,12 +170,14 @@ def test_an_input_edited_since_it_was_accepted_is_never_replayed(tmp_path: Path,
         if db is None:
             (home.root / "work" / item.work_id / "input.json").write_bytes(tampered)
         else:
-            db.execute("UPDATE work_inputs SET input = %s WHERE work_id = %s",
-                       (tampered, item.work_id))
+            db.execute(
+                "UPDATE work_inputs SET input = %s WHERE work_id = %s", (tampered, item.work_id)
+            )
     from state.work import replay
 
-    refused_corrupt(replay.replay, home, item.work_id, actor="captain", reason="again",
-                    ident=item.work_id)
+    refused_corrupt(
+        replay.replay, home, item.work_id, actor="captain", reason="again", ident=item.work_id
+    )
     assert len(ledger.all_ids(home)) == 1
 
 
@@ -185,20 +190,24 @@ def test_a_time_python_cannot_hold_fails_no_listing(tmp_path: Path, pg) -> None:
     from state.work import tokens
 
     home = pg.home(tmp_path / "home")
-    (home.root / "config.toml").write_text((home.root / "config.toml").read_text()
-                                           + "\n[endpoints.gh]\n")
+    (home.root / "config.toml").write_text(
+        (home.root / "config.toml").read_text() + "\n[endpoints.gh]\n"
+    )
     home = Home(home.root)
     workspace = tokens.workspace_id(home)
     good, _ = tokens.create(home, "member", "good")
     bad, _ = tokens.create(home, "member", "bad")
-    one, two = (deliveries.ingest(home, "gh", f"d-{n}", b"{}").delivery.delivery_id
-                for n in range(2))
+    one, two = (
+        deliveries.ingest(home, "gh", f"d-{n}", b"{}").delivery.delivery_id for n in range(2)
+    )
     with raw_database(home) as db:
         db.execute("UPDATE ledger_meta SET created_at = 'infinity'")
-        db.execute("UPDATE api_tokens SET created_at = '-infinity', revoked_at = 'infinity' "
-                   "WHERE token_id = %s", (bad.token_id,))
-        db.execute("UPDATE deliveries SET received_at = 'infinity' WHERE delivery_id = %s",
-                   (one,))
+        db.execute(
+            "UPDATE api_tokens SET created_at = '-infinity', revoked_at = 'infinity' "
+            "WHERE token_id = %s",
+            (bad.token_id,),
+        )
+        db.execute("UPDATE deliveries SET received_at = 'infinity' WHERE delivery_id = %s", (one,))
     Store.reported(), Store.warnings()
     for _ in range(3):  # said once however often it is read
         assert tokens.workspace_id(Home(home.root)) == workspace
@@ -208,5 +217,7 @@ def test_a_time_python_cannot_hold_fails_no_listing(tmp_path: Path, pg) -> None:
         page, _ = deliveries.page(home, endpoint_id="gh")
         assert [r.delivery_id for r in page] == [two, one]  # 'infinity' sorts last
     said = [r for r in Store.warnings() if r[0].startswith("ledger timestamp")]
-    assert sorted(p for p, _ in said) == ["ledger timestamp '-infinity'",
-                                          "ledger timestamp 'infinity'"], said
+    assert sorted(p for p, _ in said) == [
+        "ledger timestamp '-infinity'",
+        "ledger timestamp 'infinity'",
+    ], said

@@ -80,8 +80,13 @@ T0 = datetime(2030, 1, 1, 12, 0, tzinfo=timezone.utc)
 T1 = T0 + timedelta(minutes=10)  # every lease taken at T0 has expired
 SECRET_INPUT = "INPUT-SECRET: the conversation itself"
 SECRET_DETAIL = "DETAIL-SECRET: free-form detail"
-LOCATOR = PaneLocator(socket="/nonexistent/captain-crash.sock", session="work",
-                      window_id="@1", pane_id="%1", pane_pid=4242)
+LOCATOR = PaneLocator(
+    socket="/nonexistent/captain-crash.sock",
+    session="work",
+    window_id="@1",
+    pane_id="%1",
+    pane_pid=4242,
+)
 BODY = b'{"ref": "refs/heads/main", "secret": "webhook body"}'
 CONFIG = '[endpoints.hook]\nevents = ["push"]\nretention_days = 7\n'
 
@@ -90,9 +95,16 @@ CONFIG = '[endpoints.hook]\nevents = ["push"]\nretention_days = 7\n'
 
 
 def op_accept(home: Home, work_id: str, max_attempts: int = 1):
-    return ledger.accept(home, source="chat", input={"text": SECRET_INPUT},
-                         requester="alice", work_id=work_id, detail=SECRET_DETAIL,
-                         max_attempts=max_attempts, at=T0)
+    return ledger.accept(
+        home,
+        source="chat",
+        input={"text": SECRET_INPUT},
+        requester="alice",
+        work_id=work_id,
+        detail=SECRET_DETAIL,
+        max_attempts=max_attempts,
+        at=T0,
+    )
 
 
 def op_replay(home: Home, work_id: str):
@@ -104,13 +116,28 @@ def op_claim(home: Home, work_id: str):
 
 
 def op_report(home: Home, work_id: str, outcome: str, repeatable: bool = False):
-    return ledger.report(home, work_id, 1, outcome, actor="worker", repeatable=repeatable,
-                         cost_usd=0.25, detail=SECRET_DETAIL, at=T1)
+    return ledger.report(
+        home,
+        work_id,
+        1,
+        outcome,
+        actor="worker",
+        repeatable=repeatable,
+        cost_usd=0.25,
+        detail=SECRET_DETAIL,
+        at=T1,
+    )
 
 
 def op_cancel(home: Home, work_id: str, stop: bool | None):
-    return ledger.cancel(home, work_id, actor="operator", reason="not needed any more",
-                         stop=lambda attempt: stop, at=T1)
+    return ledger.cancel(
+        home,
+        work_id,
+        actor="operator",
+        reason="not needed any more",
+        stop=lambda attempt: stop,
+        at=T1,
+    )
 
 
 def op_examine(home: Home, verdict: str):
@@ -118,8 +145,16 @@ def op_examine(home: Home, verdict: str):
 
 
 def op_resolve(home: Home, work_id: str, to: str):
-    return ledger.resolve(home, work_id, generation=1, to=to, reason="looked at the pane",
-                          operator="oscar", runtime_stopped=True, at=T1)
+    return ledger.resolve(
+        home,
+        work_id,
+        generation=1,
+        to=to,
+        reason="looked at the pane",
+        operator="oscar",
+        runtime_stopped=True,
+        at=T1,
+    )
 
 
 def op_ingest(home: Home):
@@ -136,8 +171,9 @@ def op_dismiss(home: Home, stopped: bool | None):
 
 def crew_context(home: Home) -> rules.Context:
     snapshot, _ = crewlog.load(home, "alpha")
-    return rules.Context("crew", snapshot.name, snapshot.incarnation_id,
-                            snapshot.assignment.assignment_id)
+    return rules.Context(
+        "crew", snapshot.name, snapshot.incarnation_id, snapshot.assignment.assignment_id
+    )
 
 
 def op_inbox(home: Home):
@@ -148,8 +184,9 @@ def op_done(home: Home):
     return protocol.done(home, "alpha", "did it; the checks pass", ctx=crew_context(home))
 
 
-OPS: dict[str, Callable] = {name[3:]: fn for name, fn in globals().items()
-                            if name.startswith("op_")}
+OPS: dict[str, Callable] = {
+    name[3:]: fn for name, fn in globals().items() if name.startswith("op_")
+}
 
 CHILD = f"""
 import json, sys
@@ -169,12 +206,18 @@ def run_child(root: Path, step: str, op: str, kwargs: dict) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CAPTAIN_")}
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     env[CRASH_ENV] = step
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(root), op, json.dumps(kwargs)],
-                          env=env, cwd=root.parent, capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, str(root), op, json.dumps(kwargs)],
+        env=env,
+        cwd=root.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == -signal.SIGKILL, (
         f"the child running {op}({kwargs}) was not killed at {step!r} (exit "
-        f"{proc.returncode}):\n{proc.stdout}\n{proc.stderr[-3000:]}")
+        f"{proc.returncode}):\n{proc.stdout}\n{proc.stderr[-3000:]}"
+    )
 
 
 # -- scenarios ---------------------------------------------------------------------------------
@@ -211,39 +254,134 @@ def _ledger_scenarios() -> list[Scenario]:
     out = []
     for when in ("after-event", "after-snapshot"):  # both come after the event is durable
         out += [
-            Scenario(f"accepted:{when}", "accept", {"work_id": "W"}, [], "queued", "queued",
-                     [A]),
-            Scenario(f"accepted:{when}", "replay", {"work_id": "W"}, DONE, "succeeded",
-                     "succeeded", [A, C, "succeeded"], variant="replay"),
-            Scenario(f"claimed:{when}", "claim", {"work_id": "W"}, RUNNING[:1], "running",
-                     "running", [A, C], frozenset({"not_queued"})),
-            Scenario(f"succeeded:{when}", "report", {"work_id": "W", "outcome": "succeeded"},
-                     RUNNING, "succeeded", "succeeded", [A, C, "succeeded"],
-                     frozenset({"not_running"})),
-            Scenario(f"failed:{when}", "report", {"work_id": "W", "outcome": "failed"},
-                     RUNNING, "failed", "failed", [A, C, "failed"], frozenset({"not_running"})),
-            Scenario(f"failed:{when}", "examine", {"verdict": "gone"}, RUNNING, "failed",
-                     "failed", [A, C, "failed"], variant="examine-gone"),
-            Scenario(f"retry_queued:{when}", "report",
-                     {"work_id": "W", "outcome": "failed", "repeatable": True}, RUNNING2,
-                     "queued", "queued", [A, C, "retry_queued"], frozenset({"not_running"})),
-            Scenario(f"retry_queued:{when}", "examine", {"verdict": "gone"}, RUNNING2,
-                     "queued", "queued", [A, C, "retry_queued"], variant="examine-gone"),
-            Scenario(f"cancel_requested:{when}", "cancel", {"work_id": "W", "stop": True},
-                     RUNNING, "running", "cancelled", [A, C, "cancel_requested", "cancelled"]),
-            Scenario(f"cancelled:{when}", "cancel", {"work_id": "W", "stop": True}, RUNNING,
-                     "cancelled", "cancelled", [A, C, "cancel_requested", "cancelled"]),
-            Scenario(f"cancelled:{when}", "cancel", {"work_id": "W", "stop": None},
-                     RUNNING[:1], "cancelled", "cancelled", [A, "cancelled"], variant="queued"),
-            Scenario(f"needs_reconciliation:{when}", "cancel", {"work_id": "W", "stop": False},
-                     RUNNING, "needs_reconciliation", "needs_reconciliation",
-                     [A, C, "cancel_requested", "needs_reconciliation"]),
-            Scenario(f"needs_reconciliation:{when}", "examine", {"verdict": "unknown"},
-                     RUNNING, "needs_reconciliation", "needs_reconciliation",
-                     [A, C, "needs_reconciliation"], variant="examine-unknown"),
-            Scenario(f"resolved:{when}", "resolve", {"work_id": "W", "to": "failed"},
-                     RECONCILING, "failed", "failed", [A, C, "needs_reconciliation", "resolved"],
-                     frozenset({"not_reconciling"})),
+            Scenario(f"accepted:{when}", "accept", {"work_id": "W"}, [], "queued", "queued", [A]),
+            Scenario(
+                f"accepted:{when}",
+                "replay",
+                {"work_id": "W"},
+                DONE,
+                "succeeded",
+                "succeeded",
+                [A, C, "succeeded"],
+                variant="replay",
+            ),
+            Scenario(
+                f"claimed:{when}",
+                "claim",
+                {"work_id": "W"},
+                RUNNING[:1],
+                "running",
+                "running",
+                [A, C],
+                frozenset({"not_queued"}),
+            ),
+            Scenario(
+                f"succeeded:{when}",
+                "report",
+                {"work_id": "W", "outcome": "succeeded"},
+                RUNNING,
+                "succeeded",
+                "succeeded",
+                [A, C, "succeeded"],
+                frozenset({"not_running"}),
+            ),
+            Scenario(
+                f"failed:{when}",
+                "report",
+                {"work_id": "W", "outcome": "failed"},
+                RUNNING,
+                "failed",
+                "failed",
+                [A, C, "failed"],
+                frozenset({"not_running"}),
+            ),
+            Scenario(
+                f"failed:{when}",
+                "examine",
+                {"verdict": "gone"},
+                RUNNING,
+                "failed",
+                "failed",
+                [A, C, "failed"],
+                variant="examine-gone",
+            ),
+            Scenario(
+                f"retry_queued:{when}",
+                "report",
+                {"work_id": "W", "outcome": "failed", "repeatable": True},
+                RUNNING2,
+                "queued",
+                "queued",
+                [A, C, "retry_queued"],
+                frozenset({"not_running"}),
+            ),
+            Scenario(
+                f"retry_queued:{when}",
+                "examine",
+                {"verdict": "gone"},
+                RUNNING2,
+                "queued",
+                "queued",
+                [A, C, "retry_queued"],
+                variant="examine-gone",
+            ),
+            Scenario(
+                f"cancel_requested:{when}",
+                "cancel",
+                {"work_id": "W", "stop": True},
+                RUNNING,
+                "running",
+                "cancelled",
+                [A, C, "cancel_requested", "cancelled"],
+            ),
+            Scenario(
+                f"cancelled:{when}",
+                "cancel",
+                {"work_id": "W", "stop": True},
+                RUNNING,
+                "cancelled",
+                "cancelled",
+                [A, C, "cancel_requested", "cancelled"],
+            ),
+            Scenario(
+                f"cancelled:{when}",
+                "cancel",
+                {"work_id": "W", "stop": None},
+                RUNNING[:1],
+                "cancelled",
+                "cancelled",
+                [A, "cancelled"],
+                variant="queued",
+            ),
+            Scenario(
+                f"needs_reconciliation:{when}",
+                "cancel",
+                {"work_id": "W", "stop": False},
+                RUNNING,
+                "needs_reconciliation",
+                "needs_reconciliation",
+                [A, C, "cancel_requested", "needs_reconciliation"],
+            ),
+            Scenario(
+                f"needs_reconciliation:{when}",
+                "examine",
+                {"verdict": "unknown"},
+                RUNNING,
+                "needs_reconciliation",
+                "needs_reconciliation",
+                [A, C, "needs_reconciliation"],
+                variant="examine-unknown",
+            ),
+            Scenario(
+                f"resolved:{when}",
+                "resolve",
+                {"work_id": "W", "to": "failed"},
+                RECONCILING,
+                "failed",
+                "failed",
+                [A, C, "needs_reconciliation", "resolved"],
+                frozenset({"not_reconciling"}),
+            ),
         ]
         # the same steps reached through the other writers of work items
         out += [
@@ -252,12 +390,22 @@ def _ledger_scenarios() -> list[Scenario]:
         ]
     out += [
         Scenario("accepted:after-input", "accept", {"work_id": "W"}, [], None, "queued", [A]),
-        Scenario("accepted:after-input", "replay", {"work_id": "W"}, DONE, "succeeded",
-                 "succeeded", [A, C, "succeeded"], variant="replay"),
+        Scenario(
+            "accepted:after-input",
+            "replay",
+            {"work_id": "W"},
+            DONE,
+            "succeeded",
+            "succeeded",
+            [A, C, "succeeded"],
+            variant="replay",
+        ),
     ]
     for when in ("after-input", "after-event", "after-snapshot"):
-        out += [Scenario(f"accepted:{when}", "recruit", {"project": "P"}, variant="recruit"),
-                Scenario(f"accepted:{when}", "ingest", variant="webhook")]
+        out += [
+            Scenario(f"accepted:{when}", "recruit", {"project": "P"}, variant="recruit"),
+            Scenario(f"accepted:{when}", "ingest", variant="webhook"),
+        ]
     return out
 
 
@@ -267,9 +415,11 @@ SCENARIOS = [
     Scenario("delivery:after-body", "ingest"),
     Scenario("delivery:after-record", "ingest"),
     Scenario("recruit:after-crew", "recruit", {"project": "P"}),
-    *(Scenario(f"dismiss:{when}", "dismiss", {"stopped": stopped}, CREW, variant=variant)
-      for when in ("after-work", "after-crew")
-      for stopped, variant in ((True, "stop-confirmed"), (False, "stop-unconfirmed"))),
+    *(
+        Scenario(f"dismiss:{when}", "dismiss", {"stopped": stopped}, CREW, variant=variant)
+        for when in ("after-work", "after-crew")
+        for stopped, variant in ((True, "stop-confirmed"), (False, "stop-unconfirmed"))
+    ),
 ]
 
 
@@ -280,13 +430,15 @@ def all_steps() -> list[str]:
     for path in sorted((REPO / "state").rglob("*.py")):
         text = path.read_text()
         calls = re.findall(r"crash_point\((f?)\"([^\"]+)\"\)", text)
-        assert len(calls) == len(re.findall(r"(?<!def )crash_point\(", text)), \
+        assert len(calls) == len(re.findall(r"(?<!def )crash_point\(", text)), (
             f"{path.name}: a crash point this test cannot read (not a plain string literal)"
+        )
         for call in calls:
             fstring, name = call
             if fstring:
-                assert name in ("{event.type}:after-event", "{event.type}:after-snapshot"), \
+                assert name in ("{event.type}:after-event", "{event.type}:after-snapshot"), (
                     f"{path.name}: a new templated crash point {name!r}: cover it here"
+                )
                 steps |= {name.replace("{event.type}", t) for t in EVENT_TYPES}
             else:
                 steps.add(name)
@@ -295,11 +447,14 @@ def all_steps() -> list[str]:
 
 def test_every_crash_point_has_a_scenario() -> None:
     steps = all_steps()
-    assert {f"{t}:{when}" for t in EVENT_TYPES for when in ("after-event", "after-snapshot")} \
-        <= set(steps), steps
+    assert {
+        f"{t}:{when}" for t in EVENT_TYPES for when in ("after-event", "after-snapshot")
+    } <= set(steps), steps
     covered = {s.step for s in SCENARIOS}
-    assert covered == set(steps), (f"steps without a scenario: {sorted(set(steps) - covered)};"
-                                   f" scenarios for no step: {sorted(covered - set(steps))}")
+    assert covered == set(steps), (
+        f"steps without a scenario: {sorted(set(steps) - covered)};"
+        f" scenarios for no step: {sorted(covered - set(steps))}"
+    )
 
 
 # -- the audit -------------------------------------------------------------------------------
@@ -321,8 +476,9 @@ def stored_item(home: Home, work_id: str) -> WorkItem | None:
     if db is None:
         return home.store.read(home.root / "work" / work_id / "item.json", WorkItem)
     with db:
-        row = db.execute("SELECT item::text FROM work_items WHERE work_id = %s",
-                         (work_id,)).fetchone()
+        row = db.execute(
+            "SELECT item::text FROM work_items WHERE work_id = %s", (work_id,)
+        ).fetchone()
     return None if row is None else WorkItem.model_validate_json(row[0])
 
 
@@ -336,17 +492,23 @@ def history(home: Home, work_id: str) -> list[WorkEvent]:
         names = store.names(directory)
     else:
         with db:
-            rows = db.execute("SELECT seq, event::text, detail FROM work_events WHERE "
-                              "work_id = %s ORDER BY seq", (work_id,)).fetchall()
+            rows = db.execute(
+                "SELECT seq, event::text, detail FROM work_events WHERE work_id = %s ORDER BY seq",
+                (work_id,),
+            ).fetchall()
         names = [f"{seq:08d}" for seq, _, _ in rows]
-    assert names == [f"{i:08d}" for i in range(1, len(names) + 1)], \
+    assert names == [f"{i:08d}" for i in range(1, len(names) + 1)], (
         f"{work_id}: events have gaps: {names}"
+    )
     if db is None:
         events = [store.read(directory / f"{n}.json", WorkEvent) for n in names]
     else:
-        events = [WorkEvent.model_validate_json(doc).model_copy(
-            update={"detail": None if detail is None else bytes(detail).decode()})
-            for _, doc, detail in rows]
+        events = [
+            WorkEvent.model_validate_json(doc).model_copy(
+                update={"detail": None if detail is None else bytes(detail).decode()}
+            )
+            for _, doc, detail in rows
+        ]
     assert all(e is not None for e in events), f"{work_id}: an event does not parse"
     state, generation = None, 0
     for e in events:
@@ -400,8 +562,9 @@ def audit(home: Home, generations: dict[str, int]) -> None:
             continue
         cached = stored_item(home, work_id)
         assert cached == item, f"{work_id}: item.json is not the fold of its events"
-        assert (work_id in open_ids) == (item.state not in TERMINAL), \
+        assert (work_id in open_ids) == (item.state not in TERMINAL), (
             f"{work_id} is {item.state} but its open marker says otherwise"
+        )
         assert item.generation == sum(e.type == "claimed" for e in events)
         assert item.generation >= generations.get(work_id, 0), f"{work_id}: generation fell"
         generations[work_id] = item.generation
@@ -412,9 +575,14 @@ def audit(home: Home, generations: dict[str, int]) -> None:
     every_file_parses(home)
 
 
-MODELS = {("mail",): Message, ("notifications",): Notification, ("bounces",): Bounce,
-          ("deliveries",): Delivery, ("deliveries", "by-identity"): deliveries.Identity,
-          ("deliveries", "rejected"): deliveries.Rejection}
+MODELS = {
+    ("mail",): Message,
+    ("notifications",): Notification,
+    ("bounces",): Bounce,
+    ("deliveries",): Delivery,
+    ("deliveries", "by-identity"): deliveries.Identity,
+    ("deliveries", "rejected"): deliveries.Rejection,
+}
 
 
 def every_file_parses(home: Home) -> None:
@@ -428,8 +596,9 @@ def every_file_parses(home: Home) -> None:
             path = Path(dirpath, name)
             where = rel / name
             assert not path.is_symlink(), where
-            assert not name.startswith(TEMP_PREFIX), f"temp debris {where}: a crash point " \
-                                                     "came before a write finished"
+            assert not name.startswith(TEMP_PREFIX), (
+                f"temp debris {where}: a crash point came before a write finished"
+            )
             if parts == ():
                 assert name in ("home.json", "config.toml"), where
                 if name == "home.json":
@@ -511,34 +680,51 @@ def test_crash_point(tmp_path: Path, scenario: Scenario) -> None:
     audit(home, generations)
 
 
-def check_item(home: Home, s: Scenario, work_id: str, kwargs: dict, before: set[str],
-               generations: dict[str, int], project: Path, visible: str | None = "files") \
-        -> None:
+def check_item(
+    home: Home,
+    s: Scenario,
+    work_id: str,
+    kwargs: dict,
+    before: set[str],
+    generations: dict[str, int],
+    project: Path,
+    visible: str | None = "files",
+) -> None:
     """A ledger mutation on one item: visible as the events say, and retryable.
     ``visible``: on PostgreSQL, the state the item had before the killed transaction."""
     item = ledger.load(home, work_id)
     visible = s.visible if visible == "files" else visible
-    assert (item.state if item else None) == visible, \
+    assert (item.state if item else None) == visible, (
         f"after the kill at {s.step} the item reads {item.state if item else None}"
+    )
     retry(home, s.op, kwargs, s.refusals)
     audit(home, generations)
     item = ledger.get(home, work_id)
     assert item.state == s.final
-    assert [e.type for e in ledger.events(home, work_id)] == s.types, \
+    assert [e.type for e in ledger.events(home, work_id)] == s.types, (
         "the retry did not end with the history of one uncrashed operation"
+    )
     if s.final == "queued" and s.types[-1] == "retry_queued":  # the retry can run
         again = ledger.claim(home, work_id, holder="worker", at=T1)
         assert again.generation == 2 and again.attempts[-1].run_id != again.attempts[0].run_id
 
 
-def check_replay(home: Home, s: Scenario, work_id: str, kwargs: dict, before: set[str],
-                 generations: dict[str, int], project: Path,
-                 visible: str | None = "files") -> None:
+def check_replay(
+    home: Home,
+    s: Scenario,
+    work_id: str,
+    kwargs: dict,
+    before: set[str],
+    generations: dict[str, int],
+    project: Path,
+    visible: str | None = "files",
+) -> None:
     """A replay is a new item: killed after its input it does not exist (not listed, not
     open); killed after its event it exists in full. Retrying makes a (new) replay. On
     PostgreSQL the killed replay's transaction left nothing: only the retry's exists."""
-    check_item(home, s, work_id, kwargs, before, generations, project,
-               visible)  # original unchanged
+    check_item(
+        home, s, work_id, kwargs, before, generations, project, visible
+    )  # original unchanged
     new = sorted(set(ledger.all_ids(home)) - before)
     items = [ledger.load(home, w) for w in new]
     made = [i for i in items if i is not None]
@@ -554,8 +740,15 @@ def check_replay(home: Home, s: Scenario, work_id: str, kwargs: dict, before: se
         assert i.input_sha256 == ledger.get(home, work_id).input_sha256
 
 
-def check_ingest(home: Home, s: Scenario, work_id: str, kwargs: dict, before: set[str],
-                 generations: dict[str, int], project: Path) -> None:
+def check_ingest(
+    home: Home,
+    s: Scenario,
+    work_id: str,
+    kwargs: dict,
+    before: set[str],
+    generations: dict[str, int],
+    project: Path,
+) -> None:
     """Recorded before dispatch: killed before the record there is none (the identity is
     claimed, the sender's retry completes it); killed after the record (or inside the
     dispatch) the retry is a duplicate that creates or completes the work item. Either
@@ -568,8 +761,9 @@ def check_ingest(home: Home, s: Scenario, work_id: str, kwargs: dict, before: se
     else:  # killed inside the dispatch: the item is the record's, complete or not at all
         assert ledger.all_ids(home) == [records[0].work_id]
         item = ledger.load(home, records[0].work_id)
-        assert (item.state if item else None) == \
-            (None if s.step == "accepted:after-input" else "queued")
+        assert (item.state if item else None) == (
+            None if s.step == "accepted:after-input" else "queued"
+        )
     identities = list((home.root / "deliveries" / "by-identity").glob("*.json"))
     assert len(identities) == 1, identities
     claimed = home.store.read(identities[0], deliveries.Identity)
@@ -591,8 +785,15 @@ def check_ingest(home: Home, s: Scenario, work_id: str, kwargs: dict, before: se
     assert not list((home.root / "deliveries" / "pending").iterdir()), "an intake left open"
 
 
-def check_recruit(home: Home, s: Scenario, work_id: str, kwargs: dict, before: set[str],
-                  generations: dict[str, int], project: Path) -> None:
+def check_recruit(
+    home: Home,
+    s: Scenario,
+    work_id: str,
+    kwargs: dict,
+    before: set[str],
+    generations: dict[str, int],
+    project: Path,
+) -> None:
     """The crew is recorded, so its assignment's item is settled by the crew log's next
     writer (accepted again if the kill came first); a claim the kill prevented is handed
     over by the next runner's dispatch. Recruiting again is refused (crew_exists)."""
@@ -613,8 +814,15 @@ def check_recruit(home: Home, s: Scenario, work_id: str, kwargs: dict, before: s
     assert ledger.input_of(home, wid)["assignment_id"] == snapshot.assignment.assignment_id
 
 
-def check_done(home: Home, s: Scenario, work_id: str, kwargs: dict, before: set[str],
-               generations: dict[str, int], project: Path) -> None:
+def check_done(
+    home: Home,
+    s: Scenario,
+    work_id: str,
+    kwargs: dict,
+    before: set[str],
+    generations: dict[str, int],
+    project: Path,
+) -> None:
     """``done`` succeeds the item through the crew log; killed after the event, the item
     reads succeeded and a second done is refused (assignment_done)."""
     snapshot, _ = crewlog.load(home, "alpha")
@@ -626,8 +834,15 @@ def check_done(home: Home, s: Scenario, work_id: str, kwargs: dict, before: set[
     assert [e.type for e in ledger.events(home, wid)] == [A, C, "succeeded"]
 
 
-def check_dismiss(home: Home, s: Scenario, work_id: str, kwargs: dict, before: set[str],
-                  generations: dict[str, int], project: Path) -> None:
+def check_dismiss(
+    home: Home,
+    s: Scenario,
+    work_id: str,
+    kwargs: dict,
+    before: set[str],
+    generations: dict[str, int],
+    project: Path,
+) -> None:
     """Dismissal settles the assignment's work item before it records the crew dismissed:
     a dismissed crew never leaves its item running. Killed in between, the crew is still
     live and dismissing it again completes it; either way the item ends cancelled only on
@@ -646,8 +861,13 @@ def check_dismiss(home: Home, s: Scenario, work_id: str, kwargs: dict, before: s
     assert [e.type for e in ledger.events(home, wid)] == [A, C, "cancel_requested", final]
 
 
-CHECKS = {"replay": check_replay, "ingest": check_ingest, "recruit": check_recruit,
-          "dismiss": check_dismiss, "done": check_done}
+CHECKS = {
+    "replay": check_replay,
+    "ingest": check_ingest,
+    "recruit": check_recruit,
+    "dismiss": check_dismiss,
+    "done": check_done,
+}
 
 
 # -- the same crash points on PostgreSQL ----------------------------------------------------
@@ -672,8 +892,9 @@ def pg_ledgers(pg_server):
 def test_every_ledger_op_has_its_crash_points_on_postgresql() -> None:
     assert {s.op for s in PG_SCENARIOS} == set(LEDGER_OPS)
     steps = {s.step for s in PG_SCENARIOS}
-    assert {f"{t}:{when}" for t in EVENT_TYPES for when in ("after-event", "after-snapshot")} \
-        <= steps and "accepted:after-input" in steps
+    assert {
+        f"{t}:{when}" for t in EVENT_TYPES for when in ("after-event", "after-snapshot")
+    } <= steps and "accepted:after-input" in steps
 
 
 @contextlib.contextmanager
@@ -713,8 +934,16 @@ def test_crash_point_on_postgresql(tmp_path: Path, scenario: Scenario, pg_ledger
         audit(home, generations)
         assert set(ledger.all_ids(home)) == before, "the killed transaction left an item"
         check = check_replay if scenario.op == "replay" else check_item
-        check(home, scenario, work_id, kwargs, before, generations, project,
-              visible=was.state if was else None)
+        check(
+            home,
+            scenario,
+            work_id,
+            kwargs,
+            before,
+            generations,
+            project,
+            visible=was.state if was else None,
+        )
         audit(home, generations)
 
 
@@ -722,20 +951,27 @@ def test_crash_point_on_postgresql(tmp_path: Path, scenario: Scenario, pg_ledger
 
 # the intake's own steps, and one inside the accept of its work item (the three accept steps
 # sit in one transaction with the record; the ledger's scenarios above cover them all)
-PG_INGEST = [s for s in SCENARIOS if s.op == "ingest" and (
-    s.step.startswith("delivery:") or s.step == "accepted:after-event")]
+PG_INGEST = [
+    s
+    for s in SCENARIOS
+    if s.op == "ingest" and (s.step.startswith("delivery:") or s.step == "accepted:after-event")
+]
 
 
 def test_every_intake_crash_point_runs_on_postgresql() -> None:
-    assert {s.step for s in PG_INGEST} == {"delivery:after-identity", "delivery:after-body",
-                                           "delivery:after-record", "accepted:after-event"}
-    assert {s.step for s in SCENARIOS if s.op == "ingest" and
-            s.step.startswith("delivery:")} <= {s.step for s in PG_INGEST}
+    assert {s.step for s in PG_INGEST} == {
+        "delivery:after-identity",
+        "delivery:after-body",
+        "delivery:after-record",
+        "accepted:after-event",
+    }
+    assert {s.step for s in SCENARIOS if s.op == "ingest" and s.step.startswith("delivery:")} <= {
+        s.step for s in PG_INGEST
+    }
 
 
 @pytest.mark.parametrize("scenario", PG_INGEST, ids=lambda s: s.id)
-def test_intake_crash_point_on_postgresql(tmp_path: Path, scenario: Scenario,
-                                          pg_ledgers) -> None:
+def test_intake_crash_point_on_postgresql(tmp_path: Path, scenario: Scenario, pg_ledgers) -> None:
     """An intake is one transaction on PostgreSQL (the record, its body and its work item):
     killed anywhere inside it, nothing of it is left — no record, no body, no item, no
     claimed identity, nothing pending — and the sender's redelivery is then new and creates
@@ -752,11 +988,14 @@ def test_intake_crash_point_on_postgresql(tmp_path: Path, scenario: Scenario,
         run_child(root, scenario.step, "ingest", {})
 
         home = Home(root)  # a new process's view
-        assert stored.records(home) == [] and stored.bodies(home) == {}, \
+        assert stored.records(home) == [] and stored.bodies(home) == {}, (
             f"the intake killed at {scenario.step} left part of itself"
+        )
         assert deliveries.page(home) == ([], None)
-        assert deliveries.page(home, endpoint_id="hook",
-                               source_delivery_id="delivery-1") == ([], None)
+        assert deliveries.page(home, endpoint_id="hook", source_delivery_id="delivery-1") == (
+            [],
+            None,
+        )
         assert ledger.all_ids(home) == [], "the killed intake left a work item"
         assert deliveries.settle_pending(home) == 0  # nothing is ever pending here
         for folder in ("deliveries", "delivery-bodies", "work", "ledger"):
@@ -769,8 +1008,11 @@ def test_intake_crash_point_on_postgresql(tmp_path: Path, scenario: Scenario,
         assert record.work_id == deliveries.work_id_for(record.delivery_id)
         assert deliveries.raw_body(home, record) == BODY
         item = ledger.get(home, record.work_id)
-        assert (item.source, item.state, item.delivery_id) == \
-            ("webhook", "queued", record.delivery_id)
+        assert (item.source, item.state, item.delivery_id) == (
+            "webhook",
+            "queued",
+            record.delivery_id,
+        )
         assert [e.type for e in ledger.events(home, record.work_id)] == [A]
         again = deliveries.ingest(home, "hook", "delivery-1", BODY, event="push", at=T1)
         assert again.duplicate and again.delivery == record
@@ -787,9 +1029,15 @@ def test_intake_crash_point_on_postgresql(tmp_path: Path, scenario: Scenario,
 PG_CREW = [s for s in SCENARIOS if s.op in ("recruit", "done", "dismiss")]
 
 
-def check_recruit_on_postgresql(home: Home, s: Scenario, work_id: str, kwargs: dict,
-                                before: set[str], generations: dict[str, int],
-                                project: Path) -> None:
+def check_recruit_on_postgresql(
+    home: Home,
+    s: Scenario,
+    work_id: str,
+    kwargs: dict,
+    before: set[str],
+    generations: dict[str, int],
+    project: Path,
+) -> None:
     """Recruit's ledger part is one transaction (its capacity): killed anywhere in it, the
     crew (files, durable as written) is recorded and its item rolled back whole; the crew
     log's next writer accepted it again (queued: the claim is not derivable), the next
@@ -817,8 +1065,7 @@ def notes_never_lie(home: Home) -> None:
 
 
 @pytest.mark.parametrize("scenario", PG_CREW, ids=lambda s: s.id)
-def test_crew_crash_point_on_postgresql(tmp_path: Path, scenario: Scenario,
-                                        pg_ledgers) -> None:
+def test_crew_crash_point_on_postgresql(tmp_path: Path, scenario: Scenario, pg_ledgers) -> None:
     with prepared_on_postgresql(tmp_path, scenario, pg_ledgers) as prepared:
         root, project, work_id, generations, before = prepared
         kwargs = fill(scenario.kwargs, work_id, project)

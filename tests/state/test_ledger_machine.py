@@ -99,8 +99,9 @@ class Model:
 
     def wrong_generation(self, offset: int) -> int:
         """A generation that is not the current one: an older one when there is one."""
-        return self.generation - offset if self.generation - offset >= 0 else \
-            self.generation + offset
+        return (
+            self.generation - offset if self.generation - offset >= 0 else self.generation + offset
+        )
 
 
 def refused(code: str, call) -> CaptainError:
@@ -126,8 +127,8 @@ class LedgerMachine(RuleBasedStateMachine):
         self.url = self.ledgers.fresh_url()  # None on files: the home is the ledger
         self.db = self.ledgers.connect(self.url) if self.url else None
         (self.root / "config.toml").write_text(
-            f"[ledger]\nslots = {SLOTS}\nlease_seconds = {LEASE}\n"
-            + self.ledgers.config(self.url))
+            f"[ledger]\nslots = {SLOTS}\nlease_seconds = {LEASE}\n" + self.ledgers.config(self.url)
+        )
         self.home = Home(self.root)  # config is read once per Home: start from the file
         assert ledger.slots(self.home) == SLOTS
         assert ledger.lease_seconds(self.home) == LEASE
@@ -157,31 +158,44 @@ class LedgerMachine(RuleBasedStateMachine):
         if self.db is None:
             item_dir = self.root / "work" / work_id
             assert (item_dir / "events").is_dir()
-            return ((item_dir / "input.json").read_bytes(),
-                    self.home.store.names(item_dir / "events"),
-                    self.home.store.read(item_dir / "item.json", WorkItem))
-        stored_input = self.db.execute("SELECT input FROM work_inputs WHERE work_id = %s",
-                                       (work_id,)).fetchone()
-        seqs = self.db.execute("SELECT seq FROM work_events WHERE work_id = %s ORDER BY seq",
-                               (work_id,)).fetchall()
-        row = self.db.execute("SELECT item::text FROM work_items WHERE work_id = %s",
-                              (work_id,)).fetchone()
+            return (
+                (item_dir / "input.json").read_bytes(),
+                self.home.store.names(item_dir / "events"),
+                self.home.store.read(item_dir / "item.json", WorkItem),
+            )
+        stored_input = self.db.execute(
+            "SELECT input FROM work_inputs WHERE work_id = %s", (work_id,)
+        ).fetchone()
+        seqs = self.db.execute(
+            "SELECT seq FROM work_events WHERE work_id = %s ORDER BY seq", (work_id,)
+        ).fetchall()
+        row = self.db.execute(
+            "SELECT item::text FROM work_items WHERE work_id = %s", (work_id,)
+        ).fetchone()
         assert stored_input is not None and row is not None, work_id
-        return (bytes(stored_input[0]), [f"{seq:08d}" for (seq,) in seqs],
-                WorkItem.model_validate_json(row[0]))
+        return (
+            bytes(stored_input[0]),
+            [f"{seq:08d}" for (seq,) in seqs],
+            WorkItem.model_validate_json(row[0]),
+        )
 
     def held(self) -> list[Model]:
         return [m for m in self.model.values() if m.state in HOLDS_SLOT]
 
     def queued(self) -> list[Model]:
-        return sorted((m for m in self.model.values() if m.state == "queued"),
-                      key=lambda m: m.work_id)
+        return sorted(
+            (m for m in self.model.values() if m.state == "queued"), key=lambda m: m.work_id
+        )
 
     def locator(self) -> PaneLocator:
         self.panes += 1
-        return PaneLocator(socket="/nonexistent/captain-test.sock", session="work",
-                           window_id=f"@{self.panes}", pane_id=f"%{self.panes}",
-                           pane_pid=100000 + self.panes)
+        return PaneLocator(
+            socket="/nonexistent/captain-test.sock",
+            session="work",
+            window_id=f"@{self.panes}",
+            pane_id=f"%{self.panes}",
+            pane_pid=100000 + self.panes,
+        )
 
     def claimed(self, m: Model, item: WorkItem, locator: PaneLocator | None) -> None:
         m.state = "running"
@@ -206,12 +220,24 @@ class LedgerMachine(RuleBasedStateMachine):
             m.state = "failed"
             m.types.append("failed")
 
-    def new_model(self, item: WorkItem, input_: dict, *, replay_of: str | None = None,
-                  replay_reason: str | None = None) -> Model:
-        m = Model(work_id=item.work_id, input=input_, max_attempts=item.max_attempts,
-                  target_revision=item.target_revision, requester=item.requester,
-                  replay_of=replay_of, replay_reason=replay_reason,
-                  input_sha256=item.input_sha256)
+    def new_model(
+        self,
+        item: WorkItem,
+        input_: dict,
+        *,
+        replay_of: str | None = None,
+        replay_reason: str | None = None,
+    ) -> Model:
+        m = Model(
+            work_id=item.work_id,
+            input=input_,
+            max_attempts=item.max_attempts,
+            target_revision=item.target_revision,
+            requester=item.requester,
+            replay_of=replay_of,
+            replay_reason=replay_reason,
+            input_sha256=item.input_sha256,
+        )
         assert item.work_id not in self.model
         self.model[item.work_id] = m
         return m
@@ -226,8 +252,11 @@ class LedgerMachine(RuleBasedStateMachine):
         return len(self.model) < MAX_ITEMS
 
     @precondition(room)
-    @rule(target=items, max_attempts=st.sampled_from([1, 2, 3]),
-          target_revision=st.sampled_from([None, "rev-a", "rev-b"]))
+    @rule(
+        target=items,
+        max_attempts=st.sampled_from([1, 2, 3]),
+        target_revision=st.sampled_from([None, "rev-a", "rev-b"]),
+    )
     def accept(self, max_attempts, target_revision):
         return self._accept(max_attempts, target_revision)
 
@@ -237,9 +266,16 @@ class LedgerMachine(RuleBasedStateMachine):
         detail = f"{DETAIL_MARK}-accept-{self.n}"
         self.secrets += [text, detail]
         input_ = {"text": text, "turns": [text, "and more"]}
-        item = ledger.accept(self.home, source="chat", input=input_, requester="alice",
-                             target_revision=target_revision, max_attempts=max_attempts,
-                             detail=detail, at=self.clock)
+        item = ledger.accept(
+            self.home,
+            source="chat",
+            input=input_,
+            requester="alice",
+            target_revision=target_revision,
+            max_attempts=max_attempts,
+            detail=detail,
+            at=self.clock,
+        )
         assert item.state == "queued" and item.generation == 0 and item.source == "chat"
         assert item.requester == "alice" and item.max_attempts == max_attempts
         assert item.target_revision == target_revision and item.replay_of is None
@@ -251,12 +287,16 @@ class LedgerMachine(RuleBasedStateMachine):
         queued = self.queued()
         locator = self.locator() if has_locator else None
         if not queued:
-            refused("not_queued", lambda: ledger.claim(self.home, holder="worker-a",
-                                                       locator=locator, at=self.clock))
+            refused(
+                "not_queued",
+                lambda: ledger.claim(self.home, holder="worker-a", locator=locator, at=self.clock),
+            )
             return
         if len(self.held()) >= SLOTS:
-            refused("no_capacity", lambda: ledger.claim(self.home, holder="worker-a",
-                                                        locator=locator, at=self.clock))
+            refused(
+                "no_capacity",
+                lambda: ledger.claim(self.home, holder="worker-a", locator=locator, at=self.clock),
+            )
             return
         item = ledger.claim(self.home, holder="worker-a", locator=locator, at=self.clock)
         assert item.work_id == queued[0].work_id, "the oldest queued item is claimed first"
@@ -266,8 +306,13 @@ class LedgerMachine(RuleBasedStateMachine):
     def claim_one(self, work_id, has_locator):
         m = self.model[work_id]
         locator = self.locator() if has_locator else None
-        call = lambda: ledger.claim(self.home, work_id, holder="worker-b",  # noqa: E731
-                                    locator=locator, at=self.clock)
+        call = lambda: ledger.claim(  # noqa: E731
+            self.home,
+            work_id,
+            holder="worker-b",
+            locator=locator,
+            at=self.clock,
+        )
         if len(self.held()) >= SLOTS:
             refused("no_capacity", call)
         elif m.state != "queued":
@@ -280,8 +325,13 @@ class LedgerMachine(RuleBasedStateMachine):
     def heartbeat(self, work_id, stale, offset):
         m = self.model[work_id]
         generation = m.wrong_generation(offset) if stale else m.generation
-        call = lambda: ledger.heartbeat(self.home, work_id, generation,  # noqa: E731
-                                        holder="worker-hb", at=self.clock)
+        call = lambda: ledger.heartbeat(  # noqa: E731
+            self.home,
+            work_id,
+            generation,
+            holder="worker-hb",
+            at=self.clock,
+        )
         if stale:
             if m.generation >= 2 and generation < m.generation:
                 event("stale after a takeover")
@@ -299,8 +349,9 @@ class LedgerMachine(RuleBasedStateMachine):
 
     @rule(data=st.data(), past_lease=st.booleans())
     def examine(self, data, past_lease):
-        self.examine_with(lambda work_id: data.draw(st.sampled_from(VERDICTS), label=work_id),
-                          past_lease)
+        self.examine_with(
+            lambda work_id: data.draw(st.sampled_from(VERDICTS), label=work_id), past_lease
+        )
 
     def examine_with(self, verdict_of, past_lease: bool) -> None:
         """One reconciler pass; the probe answers ``verdict_of(work_id)`` per item."""
@@ -325,8 +376,9 @@ class LedgerMachine(RuleBasedStateMachine):
             expired = self.model[work_id].lease_until <= self.clock
             event(f"examine {verdict} {'expired' if expired else 'live'}")
         changes = ledger.examine(self.home, probe, holder="reconciler", at=self.clock)
-        assert sorted(probed) == sorted(verdicts), "every running item with a locator is " \
-                                                   "probed exactly once, nothing else"
+        assert sorted(probed) == sorted(verdicts), (
+            "every running item with a locator is probed exactly once, nothing else"
+        )
         expected_changes = set()
         for m in self.model.values():
             if m.state != "running":
@@ -346,17 +398,30 @@ class LedgerMachine(RuleBasedStateMachine):
                     m.types.append("needs_reconciliation")
         assert {c.split(":", 1)[0] for c in changes} == expected_changes, changes
 
-    @rule(work_id=items, outcome=st.sampled_from(["succeeded", "failed"]),
-          repeatable=st.booleans(), stale=st.booleans(), offset=offsets,
-          cost=st.sampled_from([None, 0.0, 1.25]))
+    @rule(
+        work_id=items,
+        outcome=st.sampled_from(["succeeded", "failed"]),
+        repeatable=st.booleans(),
+        stale=st.booleans(),
+        offset=offsets,
+        cost=st.sampled_from([None, 0.0, 1.25]),
+    )
     def report(self, work_id, outcome, repeatable, stale, offset, cost):
         m = self.model[work_id]
         generation = m.wrong_generation(offset) if stale else m.generation
         detail = f"{DETAIL_MARK}-report-{work_id}-{len(m.types)}"
         self.secrets.append(detail)
-        call = lambda: ledger.report(self.home, work_id, generation, outcome,  # noqa: E731
-                                     actor="worker-r", cost_usd=cost, detail=detail,
-                                     repeatable=repeatable, at=self.clock)
+        call = lambda: ledger.report(  # noqa: E731
+            self.home,
+            work_id,
+            generation,
+            outcome,
+            actor="worker-r",
+            cost_usd=cost,
+            detail=detail,
+            repeatable=repeatable,
+            at=self.clock,
+        )
         if stale:
             if m.generation >= 2 and generation < m.generation:
                 event("stale after a takeover")
@@ -381,8 +446,12 @@ class LedgerMachine(RuleBasedStateMachine):
         if was_running and m.state == "queued":
             assert item.generation == m.generation, "a retry keeps the generation until claimed"
 
-    @rule(work_id=items, first=st.sampled_from([True, False, None, "raises"]),
-          second=st.sampled_from([True, False, None, "raises"]), with_stop=st.booleans())
+    @rule(
+        work_id=items,
+        first=st.sampled_from([True, False, None, "raises"]),
+        second=st.sampled_from([True, False, None, "raises"]),
+        with_stop=st.booleans(),
+    )
     def cancel_twice(self, work_id, first, second, with_stop):
         m = self.model[work_id]
         for answer in (first, second):
@@ -396,8 +465,14 @@ class LedgerMachine(RuleBasedStateMachine):
                 return answer
 
             before = (m.state, m.generation)
-            result = ledger.cancel(self.home, work_id, actor="operator", reason="no longer needed",
-                                   stop=stop if with_stop else None, at=self.clock)
+            result = ledger.cancel(
+                self.home,
+                work_id,
+                actor="operator",
+                reason="no longer needed",
+                stop=stop if with_stop else None,
+                at=self.clock,
+            )
             answer = answer if with_stop else None
             if m.state in TERMINAL:
                 assert result.outcome == "already_terminal"
@@ -427,15 +502,27 @@ class LedgerMachine(RuleBasedStateMachine):
             assert on_disk == m.types, "a second cancel in one generation adds no event"
             assert on_disk.count("cancel_requested") == len(m.cancel_gens)
 
-    @rule(work_id=items, to=st.sampled_from(["succeeded", "failed", "cancelled"]),
-          reason=st.sampled_from([None, "  ", "checked the pane: it is gone"]),
-          runtime_stopped=st.booleans(), stale=st.booleans(), offset=offsets)
+    @rule(
+        work_id=items,
+        to=st.sampled_from(["succeeded", "failed", "cancelled"]),
+        reason=st.sampled_from([None, "  ", "checked the pane: it is gone"]),
+        runtime_stopped=st.booleans(),
+        stale=st.booleans(),
+        offset=offsets,
+    )
     def resolve(self, work_id, to, reason, runtime_stopped, stale, offset):
         m = self.model[work_id]
         generation = m.wrong_generation(offset) if stale else m.generation
-        call = lambda: ledger.resolve(self.home, work_id, generation=generation,  # noqa: E731
-                                      to=to, reason=reason, operator="oscar",
-                                      runtime_stopped=runtime_stopped, at=self.clock)
+        call = lambda: ledger.resolve(  # noqa: E731
+            self.home,
+            work_id,
+            generation=generation,
+            to=to,
+            reason=reason,
+            operator="oscar",
+            runtime_stopped=runtime_stopped,
+            at=self.clock,
+        )
         if not reason or not reason.strip():
             refused("evidence_required", call)
         elif to == "cancelled" and not runtime_stopped:
@@ -454,14 +541,22 @@ class LedgerMachine(RuleBasedStateMachine):
             assert item.attempts[-1].ended_at == self.clock
 
     @precondition(room)
-    @rule(target=items, work_id=items,
-          reason=st.sampled_from([None, "", "the first run hit a flaky network"]),
-          target_revision=st.sampled_from([None, "rev-c"]))
+    @rule(
+        target=items,
+        work_id=items,
+        reason=st.sampled_from([None, "", "the first run hit a flaky network"]),
+        target_revision=st.sampled_from([None, "rev-c"]),
+    )
     def replay(self, work_id, reason, target_revision):
         original = self.model[work_id]
-        call = lambda: replay.replay(self.home, work_id, actor="bob",  # noqa: E731
-                                     reason=reason, target_revision=target_revision,
-                                     at=self.clock)
+        call = lambda: replay.replay(  # noqa: E731
+            self.home,
+            work_id,
+            actor="bob",
+            reason=reason,
+            target_revision=target_revision,
+            at=self.clock,
+        )
         if not reason:
             refused("evidence_required", call)
             return multiple()
@@ -474,8 +569,9 @@ class LedgerMachine(RuleBasedStateMachine):
         assert item.replay_of == work_id and item.replay_reason == reason
         assert item.requester == "bob", "a replay carries the replayer, not the requester"
         assert item.input_sha256 == original.input_sha256
-        assert item.target_revision == (target_revision if target_revision is not None
-                                        else original.target_revision)
+        assert item.target_revision == (
+            target_revision if target_revision is not None else original.target_revision
+        )
         assert item.max_attempts == original.max_attempts
         assert item.state == "queued" and item.generation == 0 and not item.attempts
         self.new_model(item, original.input, replay_of=work_id, replay_reason=reason)
@@ -485,8 +581,10 @@ class LedgerMachine(RuleBasedStateMachine):
     # interesting transitions (retries, resolutions, replays) are reached often
 
     def pick(self, data, states) -> str:
-        return data.draw(st.sampled_from(sorted(
-            w for w, m in self.model.items() if m.state in states)), label="work_id")
+        return data.draw(
+            st.sampled_from(sorted(w for w, m in self.model.items() if m.state in states)),
+            label="work_id",
+        )
 
     @precondition(lambda self: any(m.state == "queued" for m in self.model.values()))
     @rule(data=st.data(), has_locator=st.sampled_from([True, True, False]))
@@ -494,8 +592,9 @@ class LedgerMachine(RuleBasedStateMachine):
         self.claim_one(self.pick(data, {"queued"}), has_locator)
 
     @precondition(lambda self: any(m.state == "running" for m in self.model.values()))
-    @rule(data=st.data(), outcome=st.sampled_from(["succeeded", "failed"]),
-          repeatable=st.booleans())
+    @rule(
+        data=st.data(), outcome=st.sampled_from(["succeeded", "failed"]), repeatable=st.booleans()
+    )
     def report_running(self, data, outcome, repeatable):
         self.report(self.pick(data, {"running"}), outcome, repeatable, False, 1, None)
 
@@ -504,38 +603,60 @@ class LedgerMachine(RuleBasedStateMachine):
     def superseded_worker(self, data, outcome):
         """The worker of an attempt that was taken over (a retry was claimed again) wakes
         up: it may neither renew nor report, whatever the item's state now."""
-        work_id = data.draw(st.sampled_from(sorted(
-            w for w, m in self.model.items() if m.generation >= 2)), label="work_id")
-        old = data.draw(st.integers(min_value=1, max_value=self.model[work_id].generation - 1),
-                        label="old")
+        work_id = data.draw(
+            st.sampled_from(sorted(w for w, m in self.model.items() if m.generation >= 2)),
+            label="work_id",
+        )
+        old = data.draw(
+            st.integers(min_value=1, max_value=self.model[work_id].generation - 1), label="old"
+        )
         self.superseded(work_id, old, outcome)
 
     def superseded(self, work_id: str, old: int, outcome: str) -> None:
         assert 1 <= old < self.model[work_id].generation
-        refused("stale_generation", lambda: ledger.heartbeat(
-            self.home, work_id, old, holder="old-worker", at=self.clock))
-        refused("stale_generation", lambda: ledger.report(
-            self.home, work_id, old, outcome, actor="old-worker", at=self.clock))
+        refused(
+            "stale_generation",
+            lambda: ledger.heartbeat(self.home, work_id, old, holder="old-worker", at=self.clock),
+        )
+        refused(
+            "stale_generation",
+            lambda: ledger.report(
+                self.home, work_id, old, outcome, actor="old-worker", at=self.clock
+            ),
+        )
         event("stale after a takeover")
 
-    @precondition(lambda self: any(m.state == "needs_reconciliation"
-                                   for m in self.model.values()))
-    @rule(data=st.data(), to=st.sampled_from(["succeeded", "failed", "cancelled"]),
-          runtime_stopped=st.sampled_from([True, True, False]),
-          stale=st.sampled_from([False, False, True]), offset=offsets)
+    @precondition(lambda self: any(m.state == "needs_reconciliation" for m in self.model.values()))
+    @rule(
+        data=st.data(),
+        to=st.sampled_from(["succeeded", "failed", "cancelled"]),
+        runtime_stopped=st.sampled_from([True, True, False]),
+        stale=st.sampled_from([False, False, True]),
+        offset=offsets,
+    )
     def resolve_reconciling(self, data, to, runtime_stopped, stale, offset):
-        self.resolve(self.pick(data, {"needs_reconciliation"}), to,
-                     "operator looked at the pane", runtime_stopped, stale, offset)
+        self.resolve(
+            self.pick(data, {"needs_reconciliation"}),
+            to,
+            "operator looked at the pane",
+            runtime_stopped,
+            stale,
+            offset,
+        )
 
-    @precondition(lambda self: self.room() and any(m.state in TERMINAL
-                                                   for m in self.model.values()))
+    @precondition(
+        lambda self: self.room() and any(m.state in TERMINAL for m in self.model.values())
+    )
     @rule(target=items, data=st.data(), target_revision=st.sampled_from([None, "rev-d"]))
     def replay_finished(self, data, target_revision):
         return self.replay(self.pick(data, TERMINAL), "run it again", target_revision)
 
     @precondition(lambda self: any(m.state == "running" for m in self.model.values()))
-    @rule(data=st.data(), first=st.sampled_from([True, False, None, "raises"]),
-          second=st.sampled_from([True, False, None, "raises"]))
+    @rule(
+        data=st.data(),
+        first=st.sampled_from([True, False, None, "raises"]),
+        second=st.sampled_from([True, False, None, "raises"]),
+    )
     def cancel_running(self, data, first, second):
         self.cancel_twice(self.pick(data, {"running"}), first, second, True)
 
@@ -569,10 +690,23 @@ class LedgerMachine(RuleBasedStateMachine):
             assert [a.run_id for a in item.attempts] == m.run_ids
             assert [a.generation for a in item.attempts] == list(range(1, m.generation + 1))
             assert item.cancel_requested == m.cancel_gens
-            assert (item.source, item.requester, item.replay_of, item.replay_reason,
-                    item.target_revision, item.max_attempts, item.input_sha256) == \
-                   ("chat", m.requester, m.replay_of, m.replay_reason, m.target_revision,
-                    m.max_attempts, m.input_sha256)
+            assert (
+                item.source,
+                item.requester,
+                item.replay_of,
+                item.replay_reason,
+                item.target_revision,
+                item.max_attempts,
+                item.input_sha256,
+            ) == (
+                "chat",
+                m.requester,
+                m.replay_of,
+                m.replay_reason,
+                m.target_revision,
+                m.max_attempts,
+                m.input_sha256,
+            )
             if m.resolution is None:
                 assert item.resolution is None
             else:
@@ -580,8 +714,9 @@ class LedgerMachine(RuleBasedStateMachine):
                 assert (r.operator, r.reason, r.to, r.runtime_stopped, r.at) == m.resolution
             assert ledger.input_of(home, work_id) == m.input
             stored, names, cached = self.stored(work_id)
-            assert item.input_sha256 == hashlib.sha256(stored).hexdigest(), \
+            assert item.input_sha256 == hashlib.sha256(stored).hexdigest(), (
                 "input_sha256 is the fingerprint of the stored input"
+            )
             if m.state == "running":
                 assert ledger.lease_expires(home, item) == m.lease_until
             all_run_ids += m.run_ids
@@ -607,8 +742,9 @@ class LedgerMachine(RuleBasedStateMachine):
             assert item == folded
 
             # what may be shown: never the input, never an event's detail
-            shown = json.dumps(ledger.public(home, item, detail=True)) + \
-                json.dumps(ledger.public(home, item))
+            shown = json.dumps(ledger.public(home, item, detail=True)) + json.dumps(
+                ledger.public(home, item)
+            )
             for secret in self.secrets:
                 assert secret not in shown, f"public({work_id}) leaks {secret!r}"
             assert INPUT_MARK not in shown and DETAIL_MARK not in shown
@@ -652,17 +788,35 @@ TRANSITIONS = [
     "transition needs_reconciliation -resolved-> failed",
     "transition needs_reconciliation -resolved-> cancelled",
 ]
-REFUSALS = [f"refused {code}" for code in (
-    "no_capacity", "not_queued", "stale_generation", "not_running", "evidence_required",
-    "not_reconciling", "not_finished")]
-EVERYTHING = [*TRANSITIONS, *REFUSALS, "replayed", "stale after a takeover",
-              *(f"examine {v} {w}" for v in VERDICTS for w in ("expired", "live"))]
+REFUSALS = [
+    f"refused {code}"
+    for code in (
+        "no_capacity",
+        "not_queued",
+        "stale_generation",
+        "not_running",
+        "evidence_required",
+        "not_reconciling",
+        "not_finished",
+    )
+]
+EVERYTHING = [
+    *TRANSITIONS,
+    *REFUSALS,
+    "replayed",
+    "stale after a takeover",
+    *(f"examine {v} {w}" for v in VERDICTS for w in ("expired", "live")),
+]
 CORE = [
     "transition queued -claimed-> running",
     "transition running -cancel_requested-> running",
     "transition running -needs_reconciliation-> needs_reconciliation",
-    "refused no_capacity", "refused not_queued", "refused stale_generation",
-    "refused not_running", "refused evidence_required", "replayed",
+    "refused no_capacity",
+    "refused not_queued",
+    "refused stale_generation",
+    "refused not_running",
+    "refused evidence_required",
+    "replayed",
 ]
 
 
@@ -680,11 +834,18 @@ def test_ledger_state_machine(tmp_path: Path, no_fsync, ledgers) -> None:
     REACHED.clear()
     run_state_machine_as_test(
         LedgerMachine,
-        settings=settings(max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow,
-                                                 HealthCheck.filter_too_much]))
-    print(f"ledger machine: {REACHED['runs']} runs; runs reaching each label:",
-          *sorted(REACHED.items()), sep="\n  ")
+        settings=settings(
+            max_examples=EXAMPLES,
+            stateful_step_count=STEPS,
+            deadline=None,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+        ),
+    )
+    print(
+        f"ledger machine: {REACHED['runs']} runs; runs reaching each label:",
+        *sorted(REACHED.items()),
+        sep="\n  ",
+    )
     missing = [label for label in CORE if not REACHED[label]]
     assert not missing, f"the machine never reached {missing}: it proved nothing about them"
 
@@ -754,8 +915,13 @@ def test_ledger_machine_tour(tmp_path: Path, no_fsync, ledgers) -> None:
         g = step(m.accept, 1, None)
         step(m.claim_one, g, True)
         step(m.cancel_twice, g, True, True, True)  # running: stop confirmed
-        for to, outcome in ((None, "succeeded"), (None, "failed"), ("failed", None),
-                            ("succeeded", None), ("cancelled", None)):
+        for to, outcome in (
+            (None, "succeeded"),
+            (None, "failed"),
+            ("failed", None),
+            ("succeeded", None),
+            ("cancelled", None),
+        ):
             h = step(m.accept, 1, None)
             step(m.claim_one, h, True)
             step(m.examine_with, lambda w: "unknown", True)

@@ -61,8 +61,13 @@ def test_a_write_in_another_process_is_heard(tmp_path: Path, pg) -> None:
         assert EVERYTHING in listener.wait(5)  # connected: re-read what came before
         env = {k: v for k, v in os.environ.items() if not k.startswith("CAPTAIN_")}
         env["PYTHONPATH"] = str(REPO)
-        proc = subprocess.run([sys.executable, "-c", ACCEPT_ELSEWHERE, str(home.root)],
-                              env=env, capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            [sys.executable, "-c", ACCEPT_ELSEWHERE, str(home.root)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert proc.returncode == 0, proc.stderr
         work_id = proc.stdout.strip()
         heard_until(listener, lambda h: work_id in h, what=work_id)
@@ -112,7 +117,8 @@ def test_a_transaction_writing_many_items_says_everything(tmp_path: Path, pg) ->
 
 
 def test_a_listener_whose_connection_is_killed_reconnects_and_asks_for_a_rescan(
-        tmp_path: Path, pg) -> None:
+    tmp_path: Path, pg
+) -> None:
     home = pg.home(tmp_path / "home")
     listener = backend.listener_for(home)
     try:

@@ -20,9 +20,20 @@ from state.work.location import ENV, ledger_location, parse_url
 REPO = Path(__file__).resolve().parents[2]
 SECRET = "Hunter2-Never-Print-77"
 
-TABLES = {"schema_version", "work_items", "work_events", "work_inputs", "work_leases",
-          "ledger_slots", "deliveries", "delivery_bodies", "delivery_body_claims",
-          "delivery_rejections", "api_tokens", "ledger_meta"}
+TABLES = {
+    "schema_version",
+    "work_items",
+    "work_events",
+    "work_inputs",
+    "work_leases",
+    "ledger_slots",
+    "deliveries",
+    "delivery_bodies",
+    "delivery_body_claims",
+    "delivery_rejections",
+    "api_tokens",
+    "ledger_meta",
+}
 
 
 # -- which ledger a home uses (no server) -----------------------------------------------------
@@ -38,7 +49,8 @@ def test_the_file_home_is_the_default(tmp_path: Path):
 def test_the_environment_wins_over_config_toml(tmp_path: Path):
     home = Home(tmp_path / "home")
     (home.root / "config.toml").write_text(
-        '[ledger]\nurl = "postgresql://cfg@db.example:5433/captain"\n')
+        '[ledger]\nurl = "postgresql://cfg@db.example:5433/captain"\n'
+    )
     from_config = ledger_location(home, environ={})
     assert (from_config.kind, from_config.origin) == ("postgresql", "config.toml")
     assert from_config.targets == ("db.example:5433",)
@@ -49,16 +61,22 @@ def test_the_environment_wins_over_config_toml(tmp_path: Path):
     assert ledger_location(home, environ={ENV: ""}).origin == "config.toml"
 
 
-@pytest.mark.parametrize("url, shown", [
-    (f"postgresql://bob:{SECRET}@db:5432/captain",
-     "postgresql://bob:***@db:5432/captain"),
-    (f"postgresql://bob@db/captain?password={SECRET}&sslmode=require",
-     "postgresql://bob@db/captain?password=***&sslmode=require"),
-    (f"postgresql://bob:{SECRET}@h1:5432,h2:5433/captain",
-     "postgresql://bob:***@h1:5432,h2:5433/captain"),
-    ("postgresql:///captain?host=/run/pg", "postgresql:///captain?host=/run/pg"),
-    (f"postgresql://bob:{SECRET}@[::1]:6000/x", "postgresql://bob:***@[::1]:6000/x"),
-])
+@pytest.mark.parametrize(
+    "url, shown",
+    [
+        (f"postgresql://bob:{SECRET}@db:5432/captain", "postgresql://bob:***@db:5432/captain"),
+        (
+            f"postgresql://bob@db/captain?password={SECRET}&sslmode=require",
+            "postgresql://bob@db/captain?password=***&sslmode=require",
+        ),
+        (
+            f"postgresql://bob:{SECRET}@h1:5432,h2:5433/captain",
+            "postgresql://bob:***@h1:5432,h2:5433/captain",
+        ),
+        ("postgresql:///captain?host=/run/pg", "postgresql:///captain?host=/run/pg"),
+        (f"postgresql://bob:{SECRET}@[::1]:6000/x", "postgresql://bob:***@[::1]:6000/x"),
+    ],
+)
 def test_a_password_is_redacted_everywhere_it_is_shown(url: str, shown: str):
     where = parse_url(url)
     assert where.shown == shown
@@ -69,18 +87,21 @@ def test_a_password_is_redacted_everywhere_it_is_shown(url: str, shown: str):
         assert where.scrub(f"server said: {SECRET}") == "server said: ***"
 
 
-@pytest.mark.parametrize("url, why", [
-    (f"mysql://bob:{SECRET}@db/captain", "its scheme is mysql://"),
-    (f"bob:{SECRET}@db/captain", "does not start with postgresql://"),
-    (f"postgresql://bob:{SECRET}@db:99999/captain", "a port is not a number"),
-    (f"postgresql://bob:{SECRET}@db:54x/captain", "a port is not a number"),
-    (f"postgresql://bob:{SECRET}@db/cap tain", "a space or a control character"),
-    (f"postgresql://bob:{SECRET}@db/captain#frag", "#fragment"),
-    (f"postgresql://bob:{SECRET}@db/captain?sslmode", "not name=value pairs"),
-    (f"postgresql://bob:{SECRET}@db/%zz", "not followed by two hex digits"),
-    (f"postgresql://bob:{SECRET}@[::1/captain", "IPv6 host"),
-    ("", "it is empty"),
-])
+@pytest.mark.parametrize(
+    "url, why",
+    [
+        (f"mysql://bob:{SECRET}@db/captain", "its scheme is mysql://"),
+        (f"bob:{SECRET}@db/captain", "does not start with postgresql://"),
+        (f"postgresql://bob:{SECRET}@db:99999/captain", "a port is not a number"),
+        (f"postgresql://bob:{SECRET}@db:54x/captain", "a port is not a number"),
+        (f"postgresql://bob:{SECRET}@db/cap tain", "a space or a control character"),
+        (f"postgresql://bob:{SECRET}@db/captain#frag", "#fragment"),
+        (f"postgresql://bob:{SECRET}@db/captain?sslmode", "not name=value pairs"),
+        (f"postgresql://bob:{SECRET}@db/%zz", "not followed by two hex digits"),
+        (f"postgresql://bob:{SECRET}@[::1/captain", "IPv6 host"),
+        ("", "it is empty"),
+    ],
+)
 def test_a_url_that_is_not_one_is_refused_without_repeating_it(url: str, why: str):
     with pytest.raises(CaptainError) as caught:
         parse_url(url, origin=ENV)
@@ -89,7 +110,7 @@ def test_a_url_that_is_not_one_is_refused_without_repeating_it(url: str, why: st
     assert SECRET not in caught.value.message
 
 
-@pytest.mark.parametrize("line", ['url = 5432', 'url = ""', 'url = "sqlite:///x.db"'])
+@pytest.mark.parametrize("line", ["url = 5432", 'url = ""', 'url = "sqlite:///x.db"'])
 def test_a_bad_url_in_config_toml_is_refused(tmp_path: Path, line: str):
     home = Home(tmp_path / "home")
     (home.root / "config.toml").write_text(f"[ledger]\n{line}\n")
@@ -107,8 +128,9 @@ def test_importing_state_loads_no_database_driver(tmp_path: Path):
                 importlib.import_module(".".join(p.with_suffix("").parts))
         print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] == "psycopg")))
     """)
-    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == []
 
@@ -132,8 +154,11 @@ def _tables(conn) -> set[str]:
 def test_migrate_on_an_empty_database_creates_the_latest_version(db):
     assert pg_schema.current_version(db) == 0 and _tables(db) == set()
     done = pg_schema.migrate(db)
-    assert (done.from_version, done.version, done.applied) == (0, pg_schema.LATEST,
-                                                               (pg_schema.LATEST,))
+    assert (done.from_version, done.version, done.applied) == (
+        0,
+        pg_schema.LATEST,
+        (pg_schema.LATEST,),
+    )
     assert _tables(db) == TABLES
     rows = db.execute("SELECT version, applied_at <= now() FROM schema_version").fetchall()
     assert rows == [(1, True)]
@@ -159,8 +184,11 @@ def test_a_schema_newer_than_this_code_is_refused_and_left_alone(db):
 
 
 def _item(db, work_id: str = "wrk_1") -> None:
-    db.execute("INSERT INTO work_items (work_id, source, state, seq, requester, input_sha256, "
-               "item) VALUES (%s, 'chat', 'queued', 1, 'captain', 'ab', '{}')", (work_id,))
+    db.execute(
+        "INSERT INTO work_items (work_id, source, state, seq, requester, input_sha256, "
+        "item) VALUES (%s, 'chat', 'queued', 1, 'captain', 'ab', '{}')",
+        (work_id,),
+    )
 
 
 def test_events_are_append_only(db):
@@ -168,20 +196,29 @@ def test_events_are_append_only(db):
 
     pg_schema.migrate(db)
     _item(db)
-    db.execute("INSERT INTO work_events (work_id, seq, type, state, generation, actor, event, "
-               "detail) VALUES ('wrk_1', 1, 'accepted', 'queued', 0, 'captain', '{}', %s)",
-               (b"a NUL \x00 is kept",))
-    for statement in ("UPDATE work_events SET actor = 'forger'",
-                      "DELETE FROM work_events", "TRUNCATE work_events"):
+    db.execute(
+        "INSERT INTO work_events (work_id, seq, type, state, generation, actor, event, "
+        "detail) VALUES ('wrk_1', 1, 'accepted', 'queued', 0, 'captain', '{}', %s)",
+        (b"a NUL \x00 is kept",),
+    )
+    for statement in (
+        "UPDATE work_events SET actor = 'forger'",
+        "DELETE FROM work_events",
+        "TRUNCATE work_events",
+    ):
         with pytest.raises(psycopg.errors.RestrictViolation, match="append-only"):
             db.execute(statement)
     with pytest.raises(psycopg.errors.UniqueViolation):  # unique (work_id, seq)
-        db.execute("INSERT INTO work_events (work_id, seq, type, state, generation, actor, "
-                   "event) VALUES ('wrk_1', 1, 'claimed', 'running', 1, 'w', '{}')")
+        db.execute(
+            "INSERT INTO work_events (work_id, seq, type, state, generation, actor, "
+            "event) VALUES ('wrk_1', 1, 'claimed', 'running', 1, 'w', '{}')"
+        )
     assert db.execute("SELECT actor, detail FROM work_events").fetchall() == [
-        ("captain", b"a NUL \x00 is kept")]
-    db.execute("INSERT INTO work_inputs (work_id, sha256, input) VALUES ('wrk_1', 'ab', %s)",
-               (b"{}",))
+        ("captain", b"a NUL \x00 is kept")
+    ]
+    db.execute(
+        "INSERT INTO work_inputs (work_id, sha256, input) VALUES ('wrk_1', 'ab', %s)", (b"{}",)
+    )
     with pytest.raises(psycopg.errors.RestrictViolation):  # inputs are create-once
         db.execute("UPDATE work_inputs SET input = %s", (b"{}",))
 
@@ -190,9 +227,11 @@ def test_delivery_identity_is_a_unique_constraint(db):
     import psycopg
 
     pg_schema.migrate(db)
-    insert = ("INSERT INTO deliveries (delivery_id, endpoint_id, source_delivery_id, "
-              "body_sha256, body_bytes, raw_body_expires_at, record) "
-              "VALUES (%s, %s, %s, 'ab', 2, now() + interval '7 days', '{}')")
+    insert = (
+        "INSERT INTO deliveries (delivery_id, endpoint_id, source_delivery_id, "
+        "body_sha256, body_bytes, raw_body_expires_at, record) "
+        "VALUES (%s, %s, %s, 'ab', 2, now() + interval '7 days', '{}')"
+    )
     db.execute(insert, ("whd_1", "github", "7f3a-01"))
     db.execute(insert, ("whd_2", "gitlab", "7f3a-01"))  # another endpoint: another identity
     with pytest.raises(psycopg.errors.UniqueViolation) as caught:
@@ -208,11 +247,15 @@ def test_a_lease_is_judged_by_the_database_clock(db):
     _item(db, "wrk_2")
     # stamped by the database unless told; expiry is asked of the database's now()
     with db.transaction():  # one transaction: one now()
-        db.execute("INSERT INTO work_leases (work_id, run_id, generation, holder, expires_at) "
-                   "VALUES ('wrk_1', 'run_1', 1, 'w', now() + interval '60 seconds'), "
-                   "('wrk_2', 'run_2', 1, 'w', now())")
-        rows = db.execute("SELECT work_id, heartbeat_at = now(), expires_at <= now() "
-                          "FROM work_leases ORDER BY work_id").fetchall()
+        db.execute(
+            "INSERT INTO work_leases (work_id, run_id, generation, holder, expires_at) "
+            "VALUES ('wrk_1', 'run_1', 1, 'w', now() + interval '60 seconds'), "
+            "('wrk_2', 'run_2', 1, 'w', now())"
+        )
+        rows = db.execute(
+            "SELECT work_id, heartbeat_at = now(), expires_at <= now() "
+            "FROM work_leases ORDER BY work_id"
+        ).fetchall()
     assert rows == [("wrk_1", True, False), ("wrk_2", True, True)]
     import psycopg
 
@@ -225,8 +268,9 @@ def test_a_slot_is_held_by_one_item_at_most(db):
 
     pg_schema.migrate(db)
     _item(db)
-    db.execute("INSERT INTO ledger_slots (slot, work_id) SELECT g, NULL "
-               "FROM generate_series(0, 7) g")
+    db.execute(
+        "INSERT INTO ledger_slots (slot, work_id) SELECT g, NULL FROM generate_series(0, 7) g"
+    )
     db.execute("UPDATE ledger_slots SET work_id = 'wrk_1' WHERE slot = 0")
     with pytest.raises(psycopg.errors.UniqueViolation):
         db.execute("UPDATE ledger_slots SET work_id = 'wrk_1' WHERE slot = 1")

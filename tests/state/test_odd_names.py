@@ -35,11 +35,38 @@ from state.work import deliveries, ledger, tokens
 CONFIG = '[endpoints.gh]\nsecret = "s"\n'
 
 # Names captain never writes, in every folder (the shapes are state.store's).
-KNOWN_ODD = ["¹", "١", "𝟏", "１", "Ⅻ", "\u0661\u0662\u0663\u0664\u0665\u0666\u0667\u0668",
-             "1", "0", "000000001", "-1", "+1", "1e3", "0x10", " 1", "00000001 ",
-             "99999999999999999999999", "a b", "msg_¹", "x" * 129, "a.b", "a\nb", "tab\tx",
-             "nul\x01", "é", "msg\udcff", "\udcfe\udcff", "dlv_X-idle\u200b", "*", "-",
-             "_x"]
+KNOWN_ODD = [
+    "¹",
+    "١",
+    "𝟏",
+    "１",
+    "Ⅻ",
+    "\u0661\u0662\u0663\u0664\u0665\u0666\u0667\u0668",
+    "1",
+    "0",
+    "000000001",
+    "-1",
+    "+1",
+    "1e3",
+    "0x10",
+    " 1",
+    "00000001 ",
+    "99999999999999999999999",
+    "a b",
+    "msg_¹",
+    "x" * 129,
+    "a.b",
+    "a\nb",
+    "tab\tx",
+    "nul\x01",
+    "é",
+    "msg\udcff",
+    "\udcfe\udcff",
+    "dlv_X-idle\u200b",
+    "*",
+    "-",
+    "_x",
+]
 
 
 def record_shape(folder: str):
@@ -64,8 +91,7 @@ def build(root: Path) -> tuple[list[str], str]:
     protocol.inbox(home, "Jack", deliver=lambda batch: None, ctx=crew_ctx(jack))
     protocol.ask(home, "Jack", "which one?", ctx=crew_ctx(jack))
     asked = notify.wait(home, "Jack", timeout=0)
-    protocol.answer(home, "Jack", asked.question_id, "that one",
-                    assignment_id=jack.assignment_id)
+    protocol.answer(home, "Jack", asked.question_id, "that one", assignment_id=jack.assignment_id)
     protocol.inbox(home, "Jack", deliver=lambda batch: None, ctx=crew_ctx(jack))
     protocol.ask(home, "Jack", "and then?", ctx=crew_ctx(jack))
     notify.wait(home, "Jack", timeout=0, ack=asked.delivery_id)  # acks one, returns one
@@ -78,11 +104,25 @@ def build(root: Path) -> tuple[list[str], str]:
     deliveries.reject(home, "gh", "source-2", b"x", "bad signature")
     tokens.create(home, "member")
     jack_work = ledger.work_id_for_assignment(jack.assignment_id)
-    folders = ["crew", "crew/jack/events", "crew/gibbs/events", "mail/jack", "mail/gibbs",
-               "receipts/jack", "bounces/gibbs", "notifications/jack", "acks/jack",
-               "returned/jack", f"work/{jack_work}/events", f"work/{chat.work_id}/events",
-               "ledger/open", "deliveries", "deliveries/pending", "deliveries/rejected",
-               "tokens"]
+    folders = [
+        "crew",
+        "crew/jack/events",
+        "crew/gibbs/events",
+        "mail/jack",
+        "mail/gibbs",
+        "receipts/jack",
+        "bounces/gibbs",
+        "notifications/jack",
+        "acks/jack",
+        "returned/jack",
+        f"work/{jack_work}/events",
+        f"work/{chat.work_id}/events",
+        "ledger/open",
+        "deliveries",
+        "deliveries/pending",
+        "deliveries/rejected",
+        "tokens",
+    ]
     home.store.dir("deliveries", "pending")  # an intake leaves it empty; it is still listed
     for folder in folders:
         assert (root / folder).is_dir(), folder
@@ -123,9 +163,15 @@ def template(tmp_path_factory):
     root = tmp_path_factory.mktemp("odd") / "home"
     folders, _ = build(root)
     baseline = look(Home(root, read_only=True))
-    assert baseline["jack"]["acked"] and baseline["jack"]["returned"] \
-        and baseline["gibbs"]["mail"] and baseline["deliveries"] and baseline["rejections"] \
-        and baseline["tokens"] and baseline["open"], "the template lacks a record kind"
+    assert (
+        baseline["jack"]["acked"]
+        and baseline["jack"]["returned"]
+        and baseline["gibbs"]["mail"]
+        and baseline["deliveries"]
+        and baseline["rejections"]
+        and baseline["tokens"]
+        and baseline["open"]
+    ), "the template lacks a record kind"
     Store.reported(), Store.warnings()
     return root, folders, baseline
 
@@ -135,14 +181,24 @@ def odd_stems(folder: str):
 
     def plantable(stem: str) -> bool:
         name = stem + suffix
-        return ("/" not in name and "\x00" not in name and not name.startswith(".")
-                and not fits(stem) and 0 < len(os.fsencode(name)) <= 255)
+        return (
+            "/" not in name
+            and "\x00" not in name
+            and not name.startswith(".")
+            and not fits(stem)
+            and 0 < len(os.fsencode(name)) <= 255
+        )
 
     try_text = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=30)
-    undecodable = st.lists(st.sampled_from([chr(c) for c in range(0xDC80, 0xDD00)]),
-                           min_size=1, max_size=3).map("".join)
-    return st.one_of(st.sampled_from(KNOWN_ODD), try_text, undecodable,
-                     st.tuples(try_text, undecodable).map("".join)).filter(plantable)
+    undecodable = st.lists(
+        st.sampled_from([chr(c) for c in range(0xDC80, 0xDD00)]), min_size=1, max_size=3
+    ).map("".join)
+    return st.one_of(
+        st.sampled_from(KNOWN_ODD),
+        try_text,
+        undecodable,
+        st.tuples(try_text, undecodable).map("".join),
+    ).filter(plantable)
 
 
 KINDS = ("garbage", "empty", "copy", "dir", "symlink")
@@ -151,8 +207,7 @@ KINDS = ("garbage", "empty", "copy", "dir", "symlink")
 @st.composite
 def plantings(draw, folders):
     chosen = draw(st.lists(st.sampled_from(folders), min_size=1, max_size=6, unique=True))
-    return [(folder, draw(odd_stems(folder)), draw(st.sampled_from(KINDS)))
-            for folder in chosen]
+    return [(folder, draw(odd_stems(folder)), draw(st.sampled_from(KINDS))) for folder in chosen]
 
 
 def plant(root: Path, folder: str, stem: str, kind: str) -> Path:
@@ -174,8 +229,7 @@ def plant(root: Path, folder: str, stem: str, kind: str) -> Path:
 
 
 @pytest.mark.parametrize("stem", ["¹", "١", "1", "99999999999999999999999"])
-def test_a_non_ascii_or_odd_number_in_an_events_folder_is_not_an_event(template, tmp_path,
-                                                                       stem):
+def test_a_non_ascii_or_odd_number_in_an_events_folder_is_not_an_event(template, tmp_path, stem):
     """The example of the issue: one ``¹.json`` made every crew command fail."""
     src, _, baseline = template
     root = tmp_path / "home"
@@ -188,12 +242,19 @@ def test_a_non_ascii_or_odd_number_in_an_events_folder_is_not_an_event(template,
     assert look(Home(root)) == baseline and Store.reported() == []
 
 
-@settings(max_examples=40, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                 HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.filter_too_much,
+    ],
+)
 @given(data=st.data())
 def test_odd_names_in_every_listed_folder_are_quarantined_and_answers_do_not_change(
-        template, tmp_path_factory, data):
+    template, tmp_path_factory, data
+):
     src, folders, baseline = template
     root = tmp_path_factory.mktemp("planted") / "home"
     shutil.copytree(src, root, symlinks=True)

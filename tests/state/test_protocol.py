@@ -57,10 +57,28 @@ def test_recruit_accepts_valid_names(home, project, name):
     assert [row["name"] for row in protocol.crew_status(home)] == [name]
 
 
-@pytest.mark.parametrize("name", [
-    "", "../x", "a/b", "a b", "1abc", "_abc", "-abc", "a" * 33, "ab\x00c", "ab\ncd", "abc\n",
-    "tab\there", "J\u00e4ck", "\u0416ack", "Jack\u200b", ".hidden", "a.b",
-])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "",
+        "../x",
+        "a/b",
+        "a b",
+        "1abc",
+        "_abc",
+        "-abc",
+        "a" * 33,
+        "ab\x00c",
+        "ab\ncd",
+        "abc\n",
+        "tab\there",
+        "J\u00e4ck",
+        "\u0416ack",
+        "Jack\u200b",
+        ".hidden",
+        "a.b",
+    ],
+)
 def test_recruit_refuses_invalid_names(home, project, name):
     refused("invalid_name", hire, home, project, name)
     assert protocol.crew_status(home, include_dismissed=True) == []
@@ -88,14 +106,24 @@ def test_any_case_of_the_name_addresses_the_same_crew(home, project):
 def test_recruit_gives_separate_distinct_ids_and_a_crew_env(home, project):
     a = hire(home, project, "Jack")
     b = hire(home, project, "Gibbs")
-    ids = [a.incarnation_id, a.assignment_id, a.message_id,
-           b.incarnation_id, b.assignment_id, b.message_id]
+    ids = [
+        a.incarnation_id,
+        a.assignment_id,
+        a.message_id,
+        b.incarnation_id,
+        b.assignment_id,
+        b.message_id,
+    ]
     assert len(set(ids)) == 6
     assert a.incarnation_id.startswith("inc_") and a.assignment_id.startswith("asg_")
     assert a.message_id.startswith("msg_")
-    assert a.env == {"CAPTAIN_HOME": str(home.root), "CAPTAIN_ROLE": "crew",
-                     "CAPTAIN_CREW": "Jack", "CAPTAIN_INCARNATION": a.incarnation_id,
-                     "CAPTAIN_ASSIGNMENT": a.assignment_id}
+    assert a.env == {
+        "CAPTAIN_HOME": str(home.root),
+        "CAPTAIN_ROLE": "crew",
+        "CAPTAIN_CREW": "Jack",
+        "CAPTAIN_INCARNATION": a.incarnation_id,
+        "CAPTAIN_ASSIGNMENT": a.assignment_id,
+    }
 
 
 def test_the_task_is_the_first_mail_of_kind_assignment(home, project):
@@ -103,15 +131,22 @@ def test_the_task_is_the_first_mail_of_kind_assignment(home, project):
     mail = mail_of(home, "Jack")
     assert len(mail) == 1
     first = mail[0]
-    assert (first.message_id, first.kind, first.text) == \
-        (r.message_id, "assignment", "Rewrite the docs site content")
+    assert (first.message_id, first.kind, first.text) == (
+        r.message_id,
+        "assignment",
+        "Rewrite the docs site content",
+    )
     assert (first.assignment_id, first.incarnation_id) == (r.assignment_id, r.incarnation_id)
     assert (home.mail_dir("jack") / f"{r.message_id}.json").is_file()
 
 
 def test_recruit_records_owns_and_allow_and_collapses_duplicate_actions(home, project):
-    hire(home, project, owns=["src/content", "src/app/docs", "src/content"],
-         allow=["edit", "build", "edit", "build", "read"])
+    hire(
+        home,
+        project,
+        owns=["src/content", "src/app/docs", "src/content"],
+        allow=["edit", "build", "edit", "build", "read"],
+    )
     [row] = protocol.crew_status(home)
     assert row["owns"] == [str(project / "src/content"), str(project / "src/app/docs")]
     assert row["allow"] == ["edit", "build", "read"]
@@ -131,14 +166,17 @@ def test_recruit_refuses_an_empty_task(home, project):
 # -- recruit: ownership ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("mine,theirs", [
-    ("src/app", "src/app"),             # equal
-    ("src/app/docs", "src/app"),        # inside theirs
-    ("src", "src/app"),                 # theirs inside mine
-    ("src/../src/app", "src/app"),      # normalised before comparing
-    ("./src/app/", "src/app"),
-    ("src/app", "src/x/../app/y"),
-])
+@pytest.mark.parametrize(
+    "mine,theirs",
+    [
+        ("src/app", "src/app"),  # equal
+        ("src/app/docs", "src/app"),  # inside theirs
+        ("src", "src/app"),  # theirs inside mine
+        ("src/../src/app", "src/app"),  # normalised before comparing
+        ("./src/app/", "src/app"),
+        ("src/app", "src/x/../app/y"),
+    ],
+)
 def test_overlapping_active_ownership_is_refused(home, project, mine, theirs):
     hire(home, project, "Jack", owns=[theirs])
     err = refused("ownership_overlap", hire, home, project, "Gibbs", owns=["other", mine])
@@ -149,8 +187,14 @@ def test_overlapping_active_ownership_is_refused(home, project, mine, theirs):
 
 def test_absolute_path_overlaps_the_same_relative_one(home, project):
     hire(home, project, "Jack", owns=["src/app"])
-    refused("ownership_overlap", hire, home, project, "Gibbs",
-            owns=[str(project / "src" / "app" / "x.py")])
+    refused(
+        "ownership_overlap",
+        hire,
+        home,
+        project,
+        "Gibbs",
+        owns=[str(project / "src" / "app" / "x.py")],
+    )
 
 
 def test_ownership_is_compared_component_wise(home, project):
@@ -164,8 +208,15 @@ def test_relative_owns_resolve_against_each_crews_project_dir(home, tmp_path):
     one.mkdir(), two.mkdir()
     protocol.recruit(home, "Jack", "t", owns=["src"], cwd=str(one))
     protocol.recruit(home, "Gibbs", "t", owns=["src"], cwd=str(two))  # different dirs
-    refused("ownership_overlap", protocol.recruit, home, "Bill", "t", owns=["../one/src/a"],
-            cwd=str(two))
+    refused(
+        "ownership_overlap",
+        protocol.recruit,
+        home,
+        "Bill",
+        "t",
+        owns=["../one/src/a"],
+        cwd=str(two),
+    )
 
 
 def test_a_done_crew_no_longer_blocks_ownership(home, project):
@@ -208,7 +259,7 @@ def test_dismissed_name_needs_the_handoff_of_its_last_assignment(home, project):
     assert new.incarnation_id != old.incarnation_id
     assert new.assignment_id != old.assignment_id
     [row] = protocol.crew_status(home)
-    assert row["owns"] == [str(project / "src/app")]       # inherited
+    assert row["owns"] == [str(project / "src/app")]  # inherited
     assert row["allow"] == ["edit", "test"]
     assert protocol.check(home, "Jack", "edit", ["src/app/a.py"], ctx=crew_ctx(new)).allowed
 
@@ -223,9 +274,9 @@ def test_redo_of_dismissed_name_with_explicit_grants_replaces_them(home, project
 
 
 def test_redo_of_dismissed_name_waits_for_bounced_notifications_to_be_acked(home, project):
-    old = hire(home, project, "Jack")                  # task mail is unread ...
+    old = hire(home, project, "Jack")  # task mail is unread ...
     protocol.tell(home, "Jack", "and this", assignment_id=old.assignment_id)
-    bounced = protocol.dismiss(home, "Jack")           # ... so both bounce
+    bounced = protocol.dismiss(home, "Jack")  # ... so both bounce
     assert len(bounced) == 2
 
     err = refused("unacknowledged", hire, home, project, "Jack", handoff=old.assignment_id)
@@ -255,16 +306,16 @@ def test_a_crew_process_may_not_recruit(home, project):
 def test_check_grants_an_allowed_action_inside_owned_paths(home, project):
     r = hire(home, project, owns=["src/app"], allow=["edit"])
     ctx = crew_ctx(r)
-    for path in ["src/app/x.py", "src/app", "./src/app/deep/er.py",
-                 str(project / "src/app/y.py")]:
+    for path in ["src/app/x.py", "src/app", "./src/app/deep/er.py", str(project / "src/app/y.py")]:
         v = protocol.check(home, "Jack", "edit", [path], ctx=ctx)
         assert v.allowed is True, path
     v = protocol.check(home, "Jack", "edit", ["src/app/a.py", "src/app/b.py"], ctx=ctx)
     assert v.allowed and r.assignment_id in v.reason
 
 
-@pytest.mark.parametrize("path", ["src/application/x.py", "src/other.py", "src/app/../../x",
-                                  "/etc/passwd", "src"])
+@pytest.mark.parametrize(
+    "path", ["src/application/x.py", "src/other.py", "src/app/../../x", "/etc/passwd", "src"]
+)
 def test_check_denies_paths_outside_owned_ones(home, project, path):
     r = hire(home, project, owns=["src/app"], allow=["edit"])
     v = protocol.check(home, "Jack", "edit", ["src/app/ok.py", path], ctx=crew_ctx(r))
@@ -311,8 +362,15 @@ def test_check_enforces_crew_context(home, project):
     jack = hire(home, project, "Jack", allow=["read"])
     gibbs = hire(home, project, "Gibbs", allow=["read"])
     refused("crew_forbidden", protocol.check, home, "Jack", "read", [], ctx=crew_ctx(gibbs))
-    err = refused("stale_assignment", protocol.check, home, "Jack", "read", [],
-                  ctx=Context("crew", "Jack", jack.incarnation_id, "asg_OLD"))
+    err = refused(
+        "stale_assignment",
+        protocol.check,
+        home,
+        "Jack",
+        "read",
+        [],
+        ctx=Context("crew", "Jack", jack.incarnation_id, "asg_OLD"),
+    )
     assert jack.assignment_id in err.message
     err = refused("missing_context", protocol.check, home, "Jack", "read", [])  # captain, no id
     assert jack.assignment_id in err.message
@@ -336,8 +394,9 @@ def test_old_incarnation_after_redo_is_stale(home, project):
     new = hire(home, project, handoff=old.assignment_id)
     err = refused("stale_incarnation", protocol.ask, home, "Jack", "q?", ctx=crew_ctx(old))
     assert new.assignment_id in err.message
-    refused("stale_incarnation", protocol.inbox, home, "Jack", deliver=lambda b: None,
-            ctx=crew_ctx(old))
+    refused(
+        "stale_incarnation", protocol.inbox, home, "Jack", deliver=lambda b: None, ctx=crew_ctx(old)
+    )
     refused("stale_incarnation", protocol.done, home, "Jack", "r", ctx=crew_ctx(old))
 
 
@@ -355,8 +414,7 @@ def test_stale_assignment_is_refused_naming_the_live_one(home, project):
 def test_missing_crew_context_is_refused_naming_the_live_assignment(home, project, drop):
     r = hire(home, project)
     env = {k: v for k, v in r.env.items() if k != drop}
-    err = refused("missing_context", protocol.ask, home, "Jack", "q?",
-                  ctx=Context.from_env(env))
+    err = refused("missing_context", protocol.ask, home, "Jack", "q?", ctx=Context.from_env(env))
     assert r.assignment_id in err.message
     assert mailbox.notifications(home, "jack") == []
 
@@ -366,20 +424,29 @@ def test_crew_may_not_act_for_another_crew(home, project):
     hire(home, project, "Gibbs")
     refused("crew_forbidden", protocol.ask, home, "Gibbs", "q?", ctx=crew_ctx(jack))
     refused("crew_forbidden", protocol.done, home, "Gibbs", "r", ctx=crew_ctx(jack))
-    refused("crew_forbidden", protocol.inbox, home, "Gibbs", deliver=lambda b: None,
-            ctx=crew_ctx(jack))
+    refused(
+        "crew_forbidden", protocol.inbox, home, "Gibbs", deliver=lambda b: None, ctx=crew_ctx(jack)
+    )
     assert mailbox.notifications(home, "gibbs") == []
 
 
 def test_crew_may_not_run_captain_commands(home, project):
     r = hire(home, project, "Jack")
     ctx = crew_ctx(r)
-    refused("crew_forbidden", protocol.tell, home, "Jack", "x", assignment_id=r.assignment_id,
-            ctx=ctx)
-    refused("crew_forbidden", protocol.answer, home, "Jack", "q_x", "x",
-            assignment_id=r.assignment_id, ctx=ctx)
-    refused("crew_forbidden", protocol.assign, home, "Jack", "t", handoff=r.assignment_id,
-            ctx=ctx)
+    refused(
+        "crew_forbidden", protocol.tell, home, "Jack", "x", assignment_id=r.assignment_id, ctx=ctx
+    )
+    refused(
+        "crew_forbidden",
+        protocol.answer,
+        home,
+        "Jack",
+        "q_x",
+        "x",
+        assignment_id=r.assignment_id,
+        ctx=ctx,
+    )
+    refused("crew_forbidden", protocol.assign, home, "Jack", "t", handoff=r.assignment_id, ctx=ctx)
     refused("crew_forbidden", protocol.dismiss, home, "Jack", ctx=ctx)
     refused("crew_forbidden", notify.wait, home, "Jack", timeout=0, ctx=ctx)
     [row] = protocol.crew_status(home)
@@ -401,8 +468,13 @@ def test_ask_records_one_question_and_notifies(home, project):
     q = protocol.ask(home, "Jack", "Which behaviour is intended?", ctx=crew_ctx(r))
     assert q.question_id.startswith("q_") and q.assignment_id == r.assignment_id
     [n] = mailbox.notifications(home, "jack")
-    assert (n.status, n.question_id, n.delivery_id, n.crew, n.assignment_id) == \
-        ("asked", q.question_id, q.delivery_id, "Jack", r.assignment_id)
+    assert (n.status, n.question_id, n.delivery_id, n.crew, n.assignment_id) == (
+        "asked",
+        q.question_id,
+        q.delivery_id,
+        "Jack",
+        r.assignment_id,
+    )
     assert n.summary == "Which behaviour is intended?"
     assert n.queued_at == mail_of(home, "Jack")[-1].queued_at
 
@@ -441,8 +513,9 @@ def test_ask_refuses_bad_text(home, project):
     r = hire(home, project)
     refused("invalid_text", protocol.ask, home, "Jack", "", ctx=crew_ctx(r))
     refused("invalid_text", protocol.ask, home, "Jack", "a\x1bb", ctx=crew_ctx(r))
-    refused("message_too_large", protocol.ask, home, "Jack", "x" * (MAX_TEXT_BYTES + 1),
-            ctx=crew_ctx(r))
+    refused(
+        "message_too_large", protocol.ask, home, "Jack", "x" * (MAX_TEXT_BYTES + 1), ctx=crew_ctx(r)
+    )
 
 
 def test_ask_for_unknown_crew(home, project):
@@ -455,10 +528,15 @@ def test_ask_for_unknown_crew(home, project):
 def test_answer_arrives_as_mail_of_kind_answer(home, project):
     r = hire(home, project)
     q = protocol.ask(home, "Jack", "which?", ctx=crew_ctx(r))
-    m = protocol.answer(home, "Jack", q.question_id, "Keep existing behaviour",
-                        assignment_id=r.assignment_id)
-    assert (m.kind, m.question_id, m.text, m.assignment_id) == \
-        ("answer", q.question_id, "Keep existing behaviour", r.assignment_id)
+    m = protocol.answer(
+        home, "Jack", q.question_id, "Keep existing behaviour", assignment_id=r.assignment_id
+    )
+    assert (m.kind, m.question_id, m.text, m.assignment_id) == (
+        "answer",
+        q.question_id,
+        "Keep existing behaviour",
+        r.assignment_id,
+    )
     got = read_all(home, r)
     assert [x.message_id for x in got][-1] == m.message_id
     assert got[-1].kind == "answer" and got[-1].question_id == q.question_id
@@ -466,32 +544,74 @@ def test_answer_arrives_as_mail_of_kind_answer(home, project):
 
 def test_answer_with_a_wrong_question_id(home, project):
     r = hire(home, project)
-    refused("unknown_question", protocol.answer, home, "Jack", "q_NONE", "x",
-            assignment_id=r.assignment_id)
+    refused(
+        "unknown_question",
+        protocol.answer,
+        home,
+        "Jack",
+        "q_NONE",
+        "x",
+        assignment_id=r.assignment_id,
+    )
     q = protocol.ask(home, "Jack", "which?", ctx=crew_ctx(r))
-    err = refused("unknown_question", protocol.answer, home, "Jack", "q_NONE", "x",
-                  assignment_id=r.assignment_id)
+    err = refused(
+        "unknown_question",
+        protocol.answer,
+        home,
+        "Jack",
+        "q_NONE",
+        "x",
+        assignment_id=r.assignment_id,
+    )
     assert q.question_id in err.message
-    refused("unknown_question", protocol.answer, home, "Jack", q.question_id.lower(), "x",
-            assignment_id=r.assignment_id)
+    refused(
+        "unknown_question",
+        protocol.answer,
+        home,
+        "Jack",
+        q.question_id.lower(),
+        "x",
+        assignment_id=r.assignment_id,
+    )
 
 
 def test_a_question_is_answered_once(home, project):
     r = hire(home, project)
     q = protocol.ask(home, "Jack", "which?", ctx=crew_ctx(r))
     protocol.answer(home, "Jack", q.question_id, "this", assignment_id=r.assignment_id)
-    refused("question_answered", protocol.answer, home, "Jack", q.question_id, "that",
-            assignment_id=r.assignment_id)
-    refused("question_answered", protocol.answer, home, "Jack", q.question_id, "this",
-            assignment_id=r.assignment_id)
+    refused(
+        "question_answered",
+        protocol.answer,
+        home,
+        "Jack",
+        q.question_id,
+        "that",
+        assignment_id=r.assignment_id,
+    )
+    refused(
+        "question_answered",
+        protocol.answer,
+        home,
+        "Jack",
+        q.question_id,
+        "this",
+        assignment_id=r.assignment_id,
+    )
     assert [m.kind for m in mail_of(home, "Jack")] == ["assignment", "answer"]
 
 
 def test_answer_on_a_stale_assignment(home, project):
     r = hire(home, project)
     q = protocol.ask(home, "Jack", "which?", ctx=crew_ctx(r))
-    err = refused("stale_assignment", protocol.answer, home, "Jack", q.question_id, "x",
-                  assignment_id="asg_OLD")
+    err = refused(
+        "stale_assignment",
+        protocol.answer,
+        home,
+        "Jack",
+        q.question_id,
+        "x",
+        assignment_id="asg_OLD",
+    )
     assert r.assignment_id in err.message
 
 
@@ -502,8 +622,15 @@ def test_a_question_of_a_retired_assignment_cannot_be_answered(home, project):
     finish(home, r)
     ack_everything(home, "Jack")
     spec = protocol.assign(home, "Jack", "next", handoff=r.assignment_id)
-    refused("unknown_question", protocol.answer, home, "Jack", q.question_id, "late",
-            assignment_id=spec.assignment_id)
+    refused(
+        "unknown_question",
+        protocol.answer,
+        home,
+        "Jack",
+        q.question_id,
+        "late",
+        assignment_id=spec.assignment_id,
+    )
 
 
 # -- tell -----------------------------------------------------------------------------------
@@ -512,8 +639,11 @@ def test_a_question_of_a_retired_assignment_cannot_be_answered(home, project):
 def test_tell_appends_a_follow_up(home, project):
     r = hire(home, project, task="the task")
     m = protocol.tell(home, "Jack", "also update the changelog", assignment_id=r.assignment_id)
-    assert (m.kind, m.assignment_id, m.incarnation_id) == ("tell", r.assignment_id,
-                                                         r.incarnation_id)
+    assert (m.kind, m.assignment_id, m.incarnation_id) == (
+        "tell",
+        r.assignment_id,
+        r.incarnation_id,
+    )
     assert [x.text for x in mail_of(home, "Jack")] == ["the task", "also update the changelog"]
     [row] = protocol.crew_status(home)
     assert row["assignment_id"] == r.assignment_id  # the task and grants are unchanged
@@ -521,12 +651,14 @@ def test_tell_appends_a_follow_up(home, project):
 
 def test_tell_refuses_repeating_the_last_message_by_its_id(home, project):
     r = hire(home, project, task="the task")
-    err = refused("duplicate_message", protocol.tell, home, "Jack", "the task",
-                  assignment_id=r.assignment_id)
+    err = refused(
+        "duplicate_message", protocol.tell, home, "Jack", "the task", assignment_id=r.assignment_id
+    )
     assert err.extra["message_id"] == r.message_id and r.message_id in err.message
     m = protocol.tell(home, "Jack", "one", assignment_id=r.assignment_id)
-    err = refused("duplicate_message", protocol.tell, home, "Jack", "one",
-                  assignment_id=r.assignment_id)
+    err = refused(
+        "duplicate_message", protocol.tell, home, "Jack", "one", assignment_id=r.assignment_id
+    )
     assert err.extra["message_id"] == m.message_id
     assert len(mail_of(home, "Jack")) == 2
 
@@ -544,8 +676,9 @@ def test_tell_after_an_answer_compares_with_the_answer(home, project):
     r = hire(home, project)
     q = protocol.ask(home, "Jack", "which?", ctx=crew_ctx(r))
     a = protocol.answer(home, "Jack", q.question_id, "this one", assignment_id=r.assignment_id)
-    err = refused("duplicate_message", protocol.tell, home, "Jack", "this one",
-                  assignment_id=r.assignment_id)
+    err = refused(
+        "duplicate_message", protocol.tell, home, "Jack", "this one", assignment_id=r.assignment_id
+    )
     assert err.extra["message_id"] == a.message_id
 
 
@@ -567,8 +700,7 @@ def test_tell_refuses_a_done_assignment(home, project):
 
 def test_tell_refuses_a_stale_assignment(home, project):
     r = hire(home, project)
-    err = refused("stale_assignment", protocol.tell, home, "Jack", "more",
-                  assignment_id="asg_OLD")
+    err = refused("stale_assignment", protocol.tell, home, "Jack", "more", assignment_id="asg_OLD")
     assert r.assignment_id in err.message
 
 
@@ -577,16 +709,30 @@ def test_tell_limits_size_in_bytes(home, project):
     exactly = "x" * MAX_TEXT_BYTES
     assert MAX_TEXT_BYTES == 64 * 1024
     protocol.tell(home, "Jack", exactly, assignment_id=r.assignment_id)
-    refused("message_too_large", protocol.tell, home, "Jack", "y" * (MAX_TEXT_BYTES + 1),
-            assignment_id=r.assignment_id)
+    refused(
+        "message_too_large",
+        protocol.tell,
+        home,
+        "Jack",
+        "y" * (MAX_TEXT_BYTES + 1),
+        assignment_id=r.assignment_id,
+    )
     # 32,769 characters, but 65,538 UTF-8 bytes
-    refused("message_too_large", protocol.tell, home, "Jack", "\u00e9" * 32769,
-            assignment_id=r.assignment_id)
+    refused(
+        "message_too_large",
+        protocol.tell,
+        home,
+        "Jack",
+        "\u00e9" * 32769,
+        assignment_id=r.assignment_id,
+    )
     assert len(mail_of(home, "Jack")) == 2
 
 
-@pytest.mark.parametrize("text", ["a\x00b", "a\rb", "\x1b[31mred", "bell\x07", "del\x7f",
-                                  "c1\x85", "back\x08space", "a\ud800b"])
+@pytest.mark.parametrize(
+    "text",
+    ["a\x00b", "a\rb", "\x1b[31mred", "bell\x07", "del\x7f", "c1\x85", "back\x08space", "a\ud800b"],
+)
 def test_tell_refuses_control_characters(home, project, text):
     r = hire(home, project)
     refused("invalid_text", protocol.tell, home, "Jack", text, assignment_id=r.assignment_id)
@@ -595,7 +741,7 @@ def test_tell_refuses_control_characters(home, project, text):
 
 def test_tell_accepts_newline_tab_and_unicode(home, project):
     r = hire(home, project)
-    text = "line one\n\tindented \u00e9\u4e2d\U0001F600\n"
+    text = "line one\n\tindented \u00e9\u4e2d\U0001f600\n"
     m = protocol.tell(home, "Jack", text, assignment_id=r.assignment_id)
     assert mail_of(home, "Jack")[-1].text == text == m.text
 
@@ -625,8 +771,7 @@ def test_done_is_refused_while_a_question_is_pending(home, project):
     assert q.question_id in err.message
     protocol.answer(home, "Jack", q.question_id, "this", assignment_id=r.assignment_id)
     read_all(home, r)
-    assert protocol.done(home, "Jack", "report", ctx=crew_ctx(r)).assignment_id == \
-        r.assignment_id
+    assert protocol.done(home, "Jack", "report", ctx=crew_ctx(r)).assignment_id == r.assignment_id
 
 
 def test_done_with_unread_mail_serves_it_and_then_counts_it_read(home, project):
@@ -659,8 +804,11 @@ def test_done_notifies_with_a_capped_summary(home, project):
     report = "R" * 5000
     event = finish(home, r, report)
     [n] = mailbox.notifications(home, "jack")
-    assert (n.status, n.delivery_id, n.assignment_id) == ("done", event.delivery_id,
-                                                          r.assignment_id)
+    assert (n.status, n.delivery_id, n.assignment_id) == (
+        "done",
+        event.delivery_id,
+        r.assignment_id,
+    )
     assert len(n.summary) == SUMMARY_MAX == 1600
     assert n.summary.startswith("R" * 1500)
     short = hire(home, project, "Gibbs")
@@ -720,8 +868,9 @@ def test_inbox_writes_no_receipt_before_delivery_returns(home, project):
 def test_inbox_for_another_crew_is_forbidden(home, project):
     jack = hire(home, project, "Jack")
     hire(home, project, "Gibbs")
-    refused("crew_forbidden", protocol.inbox, home, "Gibbs", deliver=lambda b: None,
-            ctx=crew_ctx(jack))
+    refused(
+        "crew_forbidden", protocol.inbox, home, "Gibbs", deliver=lambda b: None, ctx=crew_ctx(jack)
+    )
     assert protocol.crew_status(home)[0]["unread"] == 1  # Gibbs' mail untouched
     assert home.store.names(home.receipts_dir("gibbs")) == []
 
@@ -738,8 +887,9 @@ def test_inbox_of_an_unknown_or_dismissed_crew(home, project):
 
 def test_assign_needs_the_old_assignment_done(home, project):
     r = hire(home, project)
-    err = refused("assignment_active", protocol.assign, home, "Jack", "next",
-                  handoff=r.assignment_id)
+    err = refused(
+        "assignment_active", protocol.assign, home, "Jack", "next", handoff=r.assignment_id
+    )
     assert r.assignment_id in err.message
 
 
@@ -755,8 +905,7 @@ def test_assign_needs_the_exact_handoff_id(home, project):
 def test_assign_needs_every_notification_acknowledged(home, project):
     r = hire(home, project)
     done = finish(home, r)
-    err = refused("unacknowledged", protocol.assign, home, "Jack", "next",
-                  handoff=r.assignment_id)
+    err = refused("unacknowledged", protocol.assign, home, "Jack", "next", handoff=r.assignment_id)
     assert err.extra["delivery_id"] == done.delivery_id and err.extra["status"] == "done"
     n = notify.wait(home, "Jack", timeout=0)
     assert n.delivery_id == done.delivery_id
@@ -772,9 +921,9 @@ def test_assign_needs_signal_notifications_of_the_old_assignment_acked(home, pro
     finish(home, r)
     ack_everything(home, "Jack")
     from state.clock import now
+
     late = notify.signal(home, "Jack", "error", "pane died", at=now())
-    err = refused("unacknowledged", protocol.assign, home, "Jack", "next",
-                  handoff=r.assignment_id)
+    err = refused("unacknowledged", protocol.assign, home, "Jack", "next", handoff=r.assignment_id)
     assert err.extra["delivery_id"] == late.delivery_id
     ack_everything(home, "Jack")
     protocol.assign(home, "Jack", "next", handoff=r.assignment_id)
@@ -791,8 +940,7 @@ def test_assign_inherits_omitted_owns_and_allow(home, project):
     protocol.inbox(home, "Jack", deliver=lambda batch: None, ctx=new)
     protocol.done(home, "Jack", "ok", ctx=new)
     ack_everything(home, "Jack")
-    spec2 = protocol.assign(home, "Jack", "third", handoff=spec.assignment_id,
-                            owns=["docs"])
+    spec2 = protocol.assign(home, "Jack", "third", handoff=spec.assignment_id, owns=["docs"])
     assert spec2.owns == [str(project / "docs")] and spec2.allow == ["read"]
 
 
@@ -801,12 +949,23 @@ def test_assign_mails_the_task_and_checks_ownership(home, project):
     hire(home, project, "Gibbs", owns=["docs"])
     finish(home, r)
     ack_everything(home, "Jack")
-    refused("ownership_overlap", protocol.assign, home, "Jack", "next",
-            handoff=r.assignment_id, owns=["docs/x"])
+    refused(
+        "ownership_overlap",
+        protocol.assign,
+        home,
+        "Jack",
+        "next",
+        handoff=r.assignment_id,
+        owns=["docs/x"],
+    )
     spec = protocol.assign(home, "Jack", "the next task", handoff=r.assignment_id)
     last = mail_of(home, "Jack")[-1]
-    assert (last.message_id, last.kind, last.text, last.assignment_id) == \
-        (spec.message_id, "assignment", "the next task", spec.assignment_id)
+    assert (last.message_id, last.kind, last.text, last.assignment_id) == (
+        spec.message_id,
+        "assignment",
+        "the next task",
+        spec.assignment_id,
+    )
 
 
 def test_after_assign_the_old_env_is_stale_and_the_new_explicit_id_works(home, project):
@@ -819,8 +978,9 @@ def test_after_assign_the_old_env_is_stale_and_the_new_explicit_id_works(home, p
     assert spec.assignment_id in err.message
     err = refused("stale_assignment", protocol.check, home, "Jack", "read", [], ctx=ctx)
     assert spec.assignment_id in err.message
-    assert protocol.check(home, "Jack", "read", [], assignment_id=spec.assignment_id,
-                          ctx=ctx).allowed
+    assert protocol.check(
+        home, "Jack", "read", [], assignment_id=spec.assignment_id, ctx=ctx
+    ).allowed
     q = protocol.ask(home, "Jack", "q?", assignment_id=spec.assignment_id, ctx=ctx)
     assert q.assignment_id == spec.assignment_id
 
@@ -854,15 +1014,18 @@ def test_dismiss_bounces_unread_mail_with_one_notification_each(home, project):
     m2 = protocol.tell(home, "Jack", "two", assignment_id=r.assignment_id)
     bounced = protocol.dismiss(home, "Jack", reason="pane gone")
     assert [b.message_id for b in bounced] == [m1.message_id, m2.message_id]
-    assert sorted(home.store.names(home.bounces_dir("jack"))) == \
-        sorted([m1.message_id, m2.message_id])
+    assert sorted(home.store.names(home.bounces_dir("jack"))) == sorted(
+        [m1.message_id, m2.message_id]
+    )
     ns = mailbox.notifications(home, "jack")
-    assert sorted((n.status, n.message_id) for n in ns) == \
-        sorted([("bounced", m1.message_id), ("bounced", m2.message_id)])
+    assert sorted((n.status, n.message_id) for n in ns) == sorted(
+        [("bounced", m1.message_id), ("bounced", m2.message_id)]
+    )
     for n in ns:
         assert n.assignment_id == r.assignment_id and "pane gone" in n.summary
-        assert n.queued_at == {m1.message_id: m1.queued_at,
-                               m2.message_id: m2.queued_at}[n.message_id]
+        assert (
+            n.queued_at == {m1.message_id: m1.queued_at, m2.message_id: m2.queued_at}[n.message_id]
+        )
     assert len({n.delivery_id for n in ns}) == 2
 
 
@@ -903,8 +1066,7 @@ def test_crew_status_states(home, project):
     assert protocol.crew_status(home)[0]["unread"] == 1
     q = protocol.ask(home, "Jack", "q?", ctx=crew_ctx(r))
     row = protocol.crew_status(home)[0]
-    assert (row["state"], row["question_id"], row["unacknowledged"]) == ("asked", q.question_id,
-                                                                         1)
+    assert (row["state"], row["question_id"], row["unacknowledged"]) == ("asked", q.question_id, 1)
     protocol.answer(home, "Jack", q.question_id, "a", assignment_id=r.assignment_id)
     finish(home, r)
     assert protocol.crew_status(home)[0]["state"] == "done"
@@ -919,8 +1081,12 @@ def test_history_records_every_event_in_order(home, project):
     protocol.answer(home, "Jack", q.question_id, "a", assignment_id=r.assignment_id)
     finish(home, r)
     protocol.dismiss(home, "Jack")
-    assert [e.type for e in crewlog.events(home, "jack")] == \
-        ["recruited", "asked", "done", "dismissed"]
+    assert [e.type for e in crewlog.events(home, "jack")] == [
+        "recruited",
+        "asked",
+        "done",
+        "dismissed",
+    ]
     assert [e.seq for e in crewlog.events(home, "jack")] == [1, 2, 3, 4]
 
 
@@ -934,8 +1100,9 @@ def _text_calls(home, project):
     return {
         "recruit task": lambda t: hire(home, project, "Gibbs", task=t),
         "tell": lambda t: protocol.tell(home, "Jack", t, assignment_id=r.assignment_id),
-        "answer": lambda t: protocol.answer(home, "Jack", q.question_id, t,
-                                            assignment_id=r.assignment_id),
+        "answer": lambda t: protocol.answer(
+            home, "Jack", q.question_id, t, assignment_id=r.assignment_id
+        ),
         "done report": lambda t: protocol.done(home, "Jack", t, ctx=ctx),
     }
 
@@ -958,8 +1125,9 @@ def test_inbox_with_the_old_env_after_assign_delivers_the_new_task(home, project
     ack_everything(home, "Jack")
     spec = protocol.assign(home, "Jack", "the next task", handoff=r.assignment_id)
     got = read_all(home, r)  # the crew's env still names the retired assignment
-    assert [(m.message_id, m.kind, m.text) for m in got] == \
-        [(spec.message_id, "assignment", "the next task")]
+    assert [(m.message_id, m.kind, m.text) for m in got] == [
+        (spec.message_id, "assignment", "the next task")
+    ]
 
 
 def test_redo_after_dismiss_does_not_serve_the_bounced_mail(home, project):

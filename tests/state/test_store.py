@@ -59,13 +59,24 @@ def child_env() -> dict[str, str]:
 
 
 def temps_under(root: Path) -> list[Path]:
-    return [Path(d, n) for d, dirs, files in os.walk(root) for n in files + dirs
-            if n.startswith(TEMP_PREFIX)]
+    return [
+        Path(d, n)
+        for d, dirs, files in os.walk(root)
+        for n in files + dirs
+        if n.startswith(TEMP_PREFIX)
+    ]
 
 
 def message(mid: str = "msg_1", text: str = "hello") -> Message:
-    return Message(message_id=mid, crew="Ada", incarnation_id="inc_1", assignment_id="asg_1",
-                   kind="tell", text=text, queued_at=now())
+    return Message(
+        message_id=mid,
+        crew="Ada",
+        incarnation_id="inc_1",
+        assignment_id="asg_1",
+        kind="tell",
+        text=text,
+        queued_at=now(),
+    )
 
 
 def mode(path: Path) -> int:
@@ -134,9 +145,13 @@ def test_publish_is_never_torn_for_a_concurrent_reader(store: Store, tmp_path: P
     script = tmp_path / "reader.py"
     script.write_text(READER)
     ready, stop, enough = tmp_path / "ready", tmp_path / "stop", tmp_path / "enough"
-    reader = subprocess.Popen([sys.executable, str(script), str(target), str(ready), str(stop),
-                               str(enough)], env=child_env(), stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True)
+    reader = subprocess.Popen(
+        [sys.executable, str(script), str(target), str(ready), str(stop), str(enough)],
+        env=child_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         wait_for(lambda: ready.exists() or reader.poll() is not None, 60, "the reader to start")
         assert reader.poll() is None, reader.communicate()[1]
@@ -205,8 +220,9 @@ def test_files_are_0600_and_dirs_0700_whatever_the_umask(store: Store, mask: int
     assert mode(directory / "rec.json") == 0o600
 
 
-def test_publish_onto_a_symlink_replaces_the_link_not_its_target(store: Store,
-                                                                 tmp_path: Path) -> None:
+def test_publish_onto_a_symlink_replaces_the_link_not_its_target(
+    store: Store, tmp_path: Path
+) -> None:
     outside = tmp_path / "outside.json"
     outside.write_bytes(b"precious\n")
     link = store.dir("snap") / "state.json"
@@ -267,8 +283,9 @@ def _race_create(root: str, index: int, barrier, results) -> None:
     path = Path(root, "mail", "ada", "msg_race.json")
     barrier.wait(timeout=30)
     try:
-        results.put((index, "created" if store.create_once(path, b"writer %d\n" % index)
-                     else "same"))
+        results.put(
+            (index, "created" if store.create_once(path, b"writer %d\n" % index) else "same")
+        )
     except CaptainError as err:
         results.put((index, err.code))
 
@@ -278,8 +295,10 @@ def test_create_once_racing_processes_exactly_one_wins(store: Store) -> None:
     ctx = multiprocessing.get_context("fork")
     n = 6
     barrier, results = ctx.Barrier(n), ctx.Queue()
-    procs = [ctx.Process(target=_race_create, args=(str(store.root), i, barrier, results))
-             for i in range(n)]
+    procs = [
+        ctx.Process(target=_race_create, args=(str(store.root), i, barrier, results))
+        for i in range(n)
+    ]
     for p in procs:
         p.start()
     outcomes = dict(results.get(timeout=60) for _ in procs)
@@ -306,11 +325,14 @@ def _occupy_with_oversized(path: Path, outside: Path) -> None:
     path.write_bytes(b" " * (MAX_RECORD_BYTES + 1))
 
 
-@pytest.mark.parametrize("occupy", [_occupy_with_symlink, _occupy_with_directory,
-                                    _occupy_with_oversized],
-                         ids=lambda f: f.__name__.removeprefix("_occupy_with_"))
-def test_create_once_onto_a_hostile_entry_is_a_clear_refusal(store: Store, tmp_path: Path,
-                                                             occupy) -> None:
+@pytest.mark.parametrize(
+    "occupy",
+    [_occupy_with_symlink, _occupy_with_directory, _occupy_with_oversized],
+    ids=lambda f: f.__name__.removeprefix("_occupy_with_"),
+)
+def test_create_once_onto_a_hostile_entry_is_a_clear_refusal(
+    store: Store, tmp_path: Path, occupy
+) -> None:
     """A name taken by a symlink / directory / giant file: a CaptainError, nothing followed."""
     outside = tmp_path / "outside.json"
     outside.write_bytes(b"precious\n")
@@ -344,13 +366,20 @@ def test_lock_excludes_another_process_until_it_releases(store: Store, tmp_path:
     marks.mkdir()
     script = tmp_path / "locker.py"
     script.write_text(LOCKER)
-    child = subprocess.Popen([sys.executable, str(script), str(store.root), str(marks)],
-                             env=child_env(), stdin=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True)
+    child = subprocess.Popen(
+        [sys.executable, str(script), str(store.root), str(marks)],
+        env=child_env(),
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     taker = None
     try:
-        wait_for(lambda: (marks / "holding").exists() or child.poll() is not None, 60,
-                 "the child to take the lock")
+        wait_for(
+            lambda: (marks / "holding").exists() or child.poll() is not None,
+            60,
+            "the child to take the lock",
+        )
         assert child.poll() is None, child.communicate()[1]
         lock_file = store.root / "locks" / "x.lock"
         inode = os.stat(lock_file).st_ino
@@ -407,11 +436,18 @@ def test_lock_is_released_when_the_holder_is_killed(store: Store, tmp_path: Path
     marks.mkdir()
     script = tmp_path / "locker.py"
     script.write_text(LOCKER)
-    child = subprocess.Popen([sys.executable, str(script), str(store.root), str(marks)],
-                             env=child_env(), stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+    child = subprocess.Popen(
+        [sys.executable, str(script), str(store.root), str(marks)],
+        env=child_env(),
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
-        wait_for(lambda: (marks / "holding").exists() or child.poll() is not None, 60,
-                 "the child to take the lock")
+        wait_for(
+            lambda: (marks / "holding").exists() or child.poll() is not None,
+            60,
+            "the child to take the lock",
+        )
         assert child.poll() is None
         child.kill()
         child.wait(timeout=30)
@@ -477,8 +513,17 @@ def _fifo(path: Path, outside: Path) -> None:
     os.mkfifo(path)
 
 
-BAD = [_truncated, _empty, _not_utf8, _schema_2, _extra_field, _symlink, _directory,
-       _oversized, _fifo]
+BAD = [
+    _truncated,
+    _empty,
+    _not_utf8,
+    _schema_2,
+    _extra_field,
+    _symlink,
+    _directory,
+    _oversized,
+    _fifo,
+]
 
 
 def quarantine_entries(store: Store) -> tuple[list[str], list[str]]:
@@ -489,8 +534,7 @@ def quarantine_entries(store: Store) -> tuple[list[str], list[str]]:
 
 
 @pytest.mark.parametrize("make_bad", BAD, ids=lambda f: f.__name__.strip("_"))
-def test_a_bad_file_is_quarantined_with_a_reason(store: Store, tmp_path: Path,
-                                                 make_bad) -> None:
+def test_a_bad_file_is_quarantined_with_a_reason(store: Store, tmp_path: Path, make_bad) -> None:
     outside = tmp_path / "elsewhere.json"
     outside_bytes = encode(message("msg_elsewhere"))
     outside.write_bytes(outside_bytes)
@@ -524,8 +568,9 @@ def test_a_bad_file_is_quarantined_with_a_reason(store: Store, tmp_path: Path,
     assert store.read(path, Message).message_id == "msg_bad"
 
 
-def test_records_skips_bad_files_and_serves_the_good_ones_beside_them(store: Store,
-                                                                      tmp_path: Path) -> None:
+def test_records_skips_bad_files_and_serves_the_good_ones_beside_them(
+    store: Store, tmp_path: Path
+) -> None:
     outside = tmp_path / "elsewhere.json"
     outside_bytes = encode(message("msg_elsewhere"))
     outside.write_bytes(outside_bytes)
@@ -602,8 +647,9 @@ def test_dir_refuses_a_symlink_deeper_down(store: Store, tmp_path: Path) -> None
     assert os.listdir(outside) == []
 
 
-def test_dir_refuses_a_directory_swapped_for_a_symlink_after_first_use(store: Store,
-                                                                      tmp_path: Path) -> None:
+def test_dir_refuses_a_directory_swapped_for_a_symlink_after_first_use(
+    store: Store, tmp_path: Path
+) -> None:
     """A long-lived process (the cockpit) must not trust an earlier check forever."""
     outside = tmp_path / "outside"
     (outside / "ada").mkdir(parents=True)
@@ -674,8 +720,9 @@ def test_sweep_never_follows_a_symlinked_directory(store: Store, tmp_path: Path)
     assert theirs.exists(), "sweep deleted a file outside the home through a symlink"
 
 
-def test_sweep_removes_a_stale_temp_symlink_but_not_its_target(store: Store,
-                                                               tmp_path: Path) -> None:
+def test_sweep_removes_a_stale_temp_symlink_but_not_its_target(
+    store: Store, tmp_path: Path
+) -> None:
     outside = tmp_path / "outside.txt"
     outside.write_text("precious")
     link = store.dir("mail") / f"{TEMP_PREFIX}1-abc"

@@ -33,10 +33,13 @@ def stored_tokens(ledgers, home: Home) -> dict[str, dict]:
         return {k: {**v, "revoked": v.get("revoked_at") is not None} for k, v in found.items()}
     url = backend.backend_for(home).location.url
     with ledgers.connect(url) as conn:
-        rows = conn.execute("SELECT token_id, role, label, sha256, revoked_at IS NOT NULL "
-                            "FROM api_tokens").fetchall()
-    return {r[0]: {"token_id": r[0], "role": r[1], "label": r[2], "sha256": r[3],
-                   "revoked": r[4]} for r in rows}
+        rows = conn.execute(
+            "SELECT token_id, role, label, sha256, revoked_at IS NOT NULL FROM api_tokens"
+        ).fetchall()
+    return {
+        r[0]: {"token_id": r[0], "role": r[1], "label": r[2], "sha256": r[3], "revoked": r[4]}
+        for r in rows
+    }
 
 
 def test_each_store_implements_the_whole_interface(tmp_path: Path, ledgers) -> None:
@@ -50,8 +53,9 @@ def test_each_store_implements_the_whole_interface(tmp_path: Path, ledgers) -> N
     for name, value in vars(token_store.TokenStore).items():
         if name.startswith("_") or not inspect.isfunction(value):
             continue
-        assert list(inspect.signature(getattr(expected, name)).parameters) == \
-            list(inspect.signature(value).parameters), name
+        assert list(inspect.signature(getattr(expected, name)).parameters) == list(
+            inspect.signature(value).parameters
+        ), name
 
 
 def test_create_verify_list_revoke(tmp_path: Path, ledgers) -> None:
@@ -65,14 +69,22 @@ def test_create_verify_list_revoke(tmp_path: Path, ledgers) -> None:
     assert tokens.allows(manager, "manager") and not tokens.allows(member, "manager")
     wrong = manager_secret[:-4] + ("AAAA" if not manager_secret.endswith("AAAA") else "BBBB")
     swapped = f"cpt_{member.token_id}_{manager_secret.split('_', 3)[3]}"
-    for bad in (wrong, swapped, "cpt_tok_nothere_x", "cpt_", "Bearer x", "", None,
-                f"cpt_{manager.token_id}", manager_secret.replace("cpt_", "xyz_", 1)):
+    for bad in (
+        wrong,
+        swapped,
+        "cpt_tok_nothere_x",
+        "cpt_",
+        "Bearer x",
+        "",
+        None,
+        f"cpt_{manager.token_id}",
+        manager_secret.replace("cpt_", "xyz_", 1),
+    ):
         assert tokens.verify(home, bad) is None, bad
 
     listed = tokens.records(home)
     assert [t.token_id for t in listed] == sorted([manager.token_id, member.token_id])
-    assert {t.token_id: t for t in listed} == {manager.token_id: manager,
-                                               member.token_id: member}
+    assert {t.token_id: t for t in listed} == {manager.token_id: manager, member.token_id: member}
     stored = stored_tokens(ledgers, home)  # the hash only: never the secret
     assert set(stored) == {manager.token_id, member.token_id}
     assert stored[manager.token_id]["sha256"] == manager.sha256
@@ -86,12 +98,16 @@ def test_create_verify_list_revoke(tmp_path: Path, ledgers) -> None:
     assert tokens.verify(home, member_secret) is None
     assert tokens.verify(home, manager_secret) == manager  # the other one is untouched
     assert tokens.revoke(home, member.token_id) == revoked  # idempotent: the first time stays
-    assert [t.revoked_at for t in tokens.records(home)
-            if t.token_id == member.token_id] == [revoked.revoked_at]
+    assert [t.revoked_at for t in tokens.records(home) if t.token_id == member.token_id] == [
+        revoked.revoked_at
+    ]
     assert stored_tokens(ledgers, home)[member.token_id]["revoked"] is True
 
-    for token_id, code in (("tok_01M8QKC3762GQX170E6ZTSANPV", "unknown_token"),
-                           ("nope", "unknown_token"), ("tok_../x", "unknown_token")):
+    for token_id, code in (
+        ("tok_01M8QKC3762GQX170E6ZTSANPV", "unknown_token"),
+        ("nope", "unknown_token"),
+        ("tok_../x", "unknown_token"),
+    ):
         with pytest.raises(CaptainError) as err:
             tokens.revoke(home, token_id)
         assert err.value.code == code
@@ -103,7 +119,8 @@ def test_create_verify_list_revoke(tmp_path: Path, ledgers) -> None:
 
 
 def test_the_workspace_is_minted_once_and_a_read_only_home_mints_nothing(
-        tmp_path: Path, ledgers) -> None:
+    tmp_path: Path, ledgers
+) -> None:
     home = ledgers.home(tmp_path / "home")
     looking = Home(home.root, read_only=True)
     assert tokens.workspace_id(looking) is None

@@ -95,8 +95,13 @@ def test_a_notification_carries_the_envelope_fields(home, project):
     r = hire(home, project)
     q = protocol.ask(home, "Jack", "Which behaviour is intended?", ctx=crew_ctx(r))
     n = notify.wait(home, "Jack", timeout=0)
-    assert (n.status, n.delivery_id, n.crew, n.assignment_id, n.question_id) == \
-        ("asked", q.delivery_id, "Jack", r.assignment_id, q.question_id)
+    assert (n.status, n.delivery_id, n.crew, n.assignment_id, n.question_id) == (
+        "asked",
+        q.delivery_id,
+        "Jack",
+        r.assignment_id,
+        q.question_id,
+    )
     assert n.summary == "Which behaviour is intended?"
     task_mail = mailbox.messages(home, "jack")[0]
     assert n.queued_at == task_mail.queued_at  # the newest mail the crew had when it asked
@@ -252,14 +257,21 @@ def test_wait_blocks_until_another_process_writes(home, project):
 
     t = threading.Thread(target=waiter)
     t.start()
-    code = ("import sys\nfrom state.home import Home\nfrom state.crew import protocol\n"
-            "from state.crew.protocol import Context\n"
-            "ev = protocol.ask(Home(sys.argv[1]), 'Jack', 'from afar?', ctx=Context.from_env())\n"
-            "print(ev.delivery_id)\n")
+    code = (
+        "import sys\nfrom state.home import Home\nfrom state.crew import protocol\n"
+        "from state.crew.protocol import Context\n"
+        "ev = protocol.ask(Home(sys.argv[1]), 'Jack', 'from afar?', ctx=Context.from_env())\n"
+        "print(ev.delivery_id)\n"
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("CAPTAIN_")}
     env.update(r.env, PYTHONPATH=str(REPO))
-    proc = subprocess.run([sys.executable, "-c", code, str(home.root)], env=env,
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(home.root)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     t.join(25)
     assert proc.returncode == 0, proc.stderr
     assert not t.is_alive()
@@ -364,9 +376,16 @@ def test_a_naive_signal_time_is_taken_as_utc(home, project):
 
 def test_asked_event_without_its_notification_is_repaired_once(home, project):
     r = hire(home, project)
-    event = Asked(seq=current_seq(home, "jack") + 1, at=now(), actor="crew",
-                  assignment_id=r.assignment_id, question_id=new_id(QUESTION),
-                  delivery_id=new_id(DELIVERY), text="killed before notifying?", queued_at=None)
+    event = Asked(
+        seq=current_seq(home, "jack") + 1,
+        at=now(),
+        actor="crew",
+        assignment_id=r.assignment_id,
+        question_id=new_id(QUESTION),
+        delivery_id=new_id(DELIVERY),
+        text="killed before notifying?",
+        queued_at=None,
+    )
     write_event_by_hand(home, "jack", event)
     assert notification_files(home, "jack") == {}
 
@@ -383,8 +402,11 @@ def test_asked_event_without_its_notification_is_repaired_once(home, project):
     assert notification_files(home, "jack") == files
 
     n = notify.wait(home, "Jack", timeout=0)
-    assert (n.status, n.delivery_id, n.question_id) == ("asked", event.delivery_id,
-                                                        event.question_id)
+    assert (n.status, n.delivery_id, n.question_id) == (
+        "asked",
+        event.delivery_id,
+        event.question_id,
+    )
     assert notification_files(home, "jack") == files
     # the snapshot cache was brought up to date
     snap = home.store.read(home.snapshot_path("jack"), CrewSnapshot)
@@ -395,9 +417,15 @@ def test_asked_event_without_its_notification_is_repaired_once(home, project):
 def test_finished_event_without_its_notification_is_repaired_by_wait(home, project):
     r = hire(home, project)
     read_all(home, r)
-    event = Finished(seq=current_seq(home, "jack") + 1, at=now(), actor="crew",
-                     assignment_id=r.assignment_id, delivery_id=new_id(DELIVERY),
-                     report="killed right after the event", queued_at=None)
+    event = Finished(
+        seq=current_seq(home, "jack") + 1,
+        at=now(),
+        actor="crew",
+        assignment_id=r.assignment_id,
+        delivery_id=new_id(DELIVERY),
+        report="killed right after the event",
+        queued_at=None,
+    )
     write_event_by_hand(home, "jack", event)
     assert notification_files(home, "jack") == {}
     n = notify.wait(home, "Jack", timeout=0)
@@ -416,16 +444,28 @@ def test_finished_event_without_its_notification_is_repaired_by_wait(home, proje
 def test_dismissed_event_without_bounces_is_repaired_once(home, project):
     r = hire(home, project)
     task = mailbox.messages(home, "jack")[0]
-    bounced = BouncedMail(message_id=task.message_id, delivery_id=new_id(DELIVERY),
-                          queued_at=task.queued_at, summary=task.text)
-    event = Dismissed(seq=current_seq(home, "jack") + 1, at=now(), actor="captain",
-                      assignment_id=r.assignment_id, reason="crew dismissed",
-                      bounced=[bounced])
+    bounced = BouncedMail(
+        message_id=task.message_id,
+        delivery_id=new_id(DELIVERY),
+        queued_at=task.queued_at,
+        summary=task.text,
+    )
+    event = Dismissed(
+        seq=current_seq(home, "jack") + 1,
+        at=now(),
+        actor="captain",
+        assignment_id=r.assignment_id,
+        reason="crew dismissed",
+        bounced=[bounced],
+    )
     write_event_by_hand(home, "jack", event)
     assert home.store.names(home.bounces_dir("jack")) == []
     n = notify.wait(home, "Jack", timeout=0)
-    assert (n.status, n.delivery_id, n.message_id) == ("bounced", bounced.delivery_id,
-                                                       task.message_id)
+    assert (n.status, n.delivery_id, n.message_id) == (
+        "bounced",
+        bounced.delivery_id,
+        task.message_id,
+    )
     assert home.store.names(home.bounces_dir("jack")) == [task.message_id]
     files = notification_files(home, "jack")
     bounce_bytes = (home.bounces_dir("jack") / f"{task.message_id}.json").read_bytes()
@@ -440,11 +480,18 @@ def test_assigned_event_without_its_mail_is_repaired_once(home, project):
     done = notify.wait(home, "Jack", timeout=0)
     notify.wait(home, "Jack", timeout=0, ack=done.delivery_id)
     snap, _ = crewlog.load(home, "jack")
-    spec = AssignmentSpec(assignment_id="asg_HANDWRITTEN", message_id="msg_HANDWRITTEN",
-                          task="the next task", owns=[], allow=[],
-                          project_dir=snap.assignment.project_dir, handoff_of=r.assignment_id)
-    write_event_by_hand(home, "jack", Assigned(seq=snap.seq + 1, at=now(), actor="captain",
-                                               assignment=spec))
+    spec = AssignmentSpec(
+        assignment_id="asg_HANDWRITTEN",
+        message_id="msg_HANDWRITTEN",
+        task="the next task",
+        owns=[],
+        allow=[],
+        project_dir=snap.assignment.project_dir,
+        handoff_of=r.assignment_id,
+    )
+    write_event_by_hand(
+        home, "jack", Assigned(seq=snap.seq + 1, at=now(), actor="captain", assignment=spec)
+    )
     assert not (home.mail_dir("jack") / "msg_HANDWRITTEN.json").exists()
     protocol.tell(home, "Jack", "more", assignment_id="asg_HANDWRITTEN")  # locked: repairs
     path = home.mail_dir("jack") / "msg_HANDWRITTEN.json"
@@ -454,8 +501,10 @@ def test_assigned_event_without_its_mail_is_repaired_once(home, project):
     assert path.read_bytes() == first
     ctx = Context("crew", "Jack", r.incarnation_id, "asg_HANDWRITTEN")
     got = protocol.inbox(home, "Jack", deliver=lambda b: None, ctx=ctx)
-    assert [(m.message_id, m.kind) for m in got] == [("msg_HANDWRITTEN", "assignment"),
-                                                     (got[1].message_id, "tell")]
+    assert [(m.message_id, m.kind) for m in got] == [
+        ("msg_HANDWRITTEN", "assignment"),
+        (got[1].message_id, "tell"),
+    ]
 
 
 def test_a_running_wait_repairs_an_event_left_unsettled_after_it_started(home, project):
@@ -475,9 +524,16 @@ def test_a_running_wait_repairs_an_event_left_unsettled_after_it_started(home, p
     t = threading.Thread(target=waiter)
     t.start()
     assert polling.wait(10)
-    event = Asked(seq=current_seq(home, "jack") + 1, at=now(), actor="crew",
-                  assignment_id=r.assignment_id, question_id=new_id(QUESTION),
-                  delivery_id=new_id(DELIVERY), text="killed mid-ask", queued_at=None)
+    event = Asked(
+        seq=current_seq(home, "jack") + 1,
+        at=now(),
+        actor="crew",
+        assignment_id=r.assignment_id,
+        question_id=new_id(QUESTION),
+        delivery_id=new_id(DELIVERY),
+        text="killed mid-ask",
+        queued_at=None,
+    )
     write_event_by_hand(home, "jack", event)
     t.join(15)
     assert not t.is_alive()

@@ -83,8 +83,7 @@ class Violation:
 
 class Audit:
     def __init__(self, roots: Path | list[Path], entries: list[dict]) -> None:
-        self.roots = [Path(roots)] if isinstance(roots, (str, Path)) else \
-            [Path(r) for r in roots]
+        self.roots = [Path(roots)] if isinstance(roots, (str, Path)) else [Path(r) for r in roots]
         self.root = self.roots[0]
         self.homes = {root: Home(root) for root in self.roots}
         self.backend = backend_for(self.homes[self.root])
@@ -101,8 +100,13 @@ class Audit:
         self.violations.append(Violation(kind, detail[:600]))
 
     def run(self) -> None:
-        for step in (self.scan, self.check_crews, self.check_crew_records, self.check_work,
-                     self.check_log):
+        for step in (
+            self.scan,
+            self.check_crews,
+            self.check_crew_records,
+            self.check_work,
+            self.check_log,
+        ):
             self._guard(step)
 
     def run_after_repair(self) -> None:
@@ -144,8 +148,10 @@ class Audit:
             if len(parts_dir) >= 2 and parts_dir[0] in PER_CREW + ("crew",):
                 owner = self.crew_root.setdefault(parts_dir[1], home_root)
                 if owner != home_root:
-                    self.flag("duplicate", f"crew {parts_dir[1]} has records in {owner.name} "
-                                           f"and in {home_root.name}")
+                    self.flag(
+                        "duplicate",
+                        f"crew {parts_dir[1]} has records in {owner.name} and in {home_root.name}",
+                    )
             if len(parts_dir) == 2 and parts_dir[0] == "crew":
                 self.crew_dirs.add(parts_dir[1])
             if len(parts_dir) == 2 and parts_dir[0] == "work":
@@ -161,8 +167,11 @@ class Audit:
                     self.flag("unexpected", f"{rel} is no record captain writes")
                     continue
                 if self.postgres and kind in LEDGER_FILES:
-                    self.flag("unexpected", f"{home_root.name}/{rel}: a home whose ledger is "
-                                            "PostgreSQL writes no ledger files")
+                    self.flag(
+                        "unexpected",
+                        f"{home_root.name}/{rel}: a home whose ledger is "
+                        "PostgreSQL writes no ledger files",
+                    )
                     continue
                 if kind == "quarantined":
                     self.flag("quarantined", rel)
@@ -252,9 +261,12 @@ class Audit:
             legal = True
             if isinstance(ev, Recruited):
                 expected = spec.assignment_id if state == "dismissed" else None
-                legal = state in (None, "dismissed") and ev.name.lower() == key \
-                    and ev.assignment.handoff_of == expected \
+                legal = (
+                    state in (None, "dismissed")
+                    and ev.name.lower() == key
+                    and ev.assignment.handoff_of == expected
                     and ev.incarnation_id not in incarnations
+                )
                 incarnations.add(ev.incarnation_id)
                 inc = ev.incarnation_id
                 state, spec, question = "active", ev.assignment, None
@@ -262,14 +274,20 @@ class Audit:
                 legal = state == "done" and ev.assignment.handoff_of == spec.assignment_id
                 state, spec, question = "active", ev.assignment, None
             elif isinstance(ev, Asked):
-                legal = state == "active" and ev.assignment_id == spec.assignment_id and (
-                    question is None or f"msg_{question}" in answered)
+                legal = (
+                    state == "active"
+                    and ev.assignment_id == spec.assignment_id
+                    and (question is None or f"msg_{question}" in answered)
+                )
                 question = ev.question_id
                 self.questions[ev.question_id] = (key, ev)
                 self.asked_by_delivery[ev.delivery_id] = (key, ev)
             elif isinstance(ev, Finished):
-                legal = state == "active" and ev.assignment_id == spec.assignment_id and (
-                    question is None or f"msg_{question}" in answered)
+                legal = (
+                    state == "active"
+                    and ev.assignment_id == spec.assignment_id
+                    and (question is None or f"msg_{question}" in answered)
+                )
                 state = "done"
                 self.finished[ev.delivery_id] = (key, ev)
             elif isinstance(ev, Dismissed):
@@ -295,8 +313,10 @@ class Audit:
         cached = self.crew_snap.get(key)
         if cached is not None:
             if cached.seq > len(folded) or cached != folded[cached.seq - 1]:
-                self.flag("snapshot", f"crew {key} state.json (seq {cached.seq}) is not the "
-                                      "fold of its events")
+                self.flag(
+                    "snapshot",
+                    f"crew {key} state.json (seq {cached.seq}) is not the fold of its events",
+                )
 
     def check_crew_records(self) -> None:
         mail = self.recs["mail"]
@@ -310,16 +330,23 @@ class Audit:
                     self.flag("inconsistent", f"{where} names {m.message_id} of {m.crew}")
                 owner = self.assignments.get(m.assignment_id)
                 if owner is None or owner[0] != key or owner[1] != m.incarnation_id:
-                    self.flag("phantom", f"{where}: no assignment {m.assignment_id} of "
-                                         f"incarnation {m.incarnation_id} on this crew")
+                    self.flag(
+                        "phantom",
+                        f"{where}: no assignment {m.assignment_id} of "
+                        f"incarnation {m.incarnation_id} on this crew",
+                    )
                     continue
                 if m.kind == "assignment":
                     if owner[2].message_id != name or owner[2].task != m.text:
                         self.flag("phantom", f"{where} is not {m.assignment_id}'s task mail")
                 elif m.kind == "answer":
                     q = self.questions.get(m.question_id or "")
-                    if name != f"msg_{m.question_id}" or q is None or q[0] != key \
-                            or q[1].assignment_id != m.assignment_id:
+                    if (
+                        name != f"msg_{m.question_id}"
+                        or q is None
+                        or q[0] != key
+                        or q[1].assignment_id != m.assignment_id
+                    ):
                         self.flag("phantom", f"{where} answers no question of this crew")
                 elif m.text.split()[:2] != ["tell", m.crew]:
                     self.flag("phantom", f"{where} is a tell no worker sent: {m.text[:80]!r}")
@@ -407,21 +434,26 @@ class Audit:
                 if ev.seq != seq:
                     self.flag("inconsistent", f"{where} says seq {ev.seq}")
                 if not ledger.legal(item.state if item else None, ev):
-                    self.flag("illegal", f"{where} is not legal after "
-                                         f"{item.state if item else 'nothing'}")
+                    self.flag(
+                        "illegal", f"{where} is not legal after {item.state if item else 'nothing'}"
+                    )
                     break
                 before = item.generation if item else 0
                 if ev.type == "claimed":
                     if ev.generation != before + 1:
-                        self.flag("generation", f"{where} claims generation {ev.generation} "
-                                                f"after {before}")
+                        self.flag(
+                            "generation",
+                            f"{where} claims generation {ev.generation} after {before}",
+                        )
                     if ev.run_id in self.runs:
                         self.flag("duplicate", f"{where}: run {ev.run_id} claimed twice")
                     self.runs[ev.run_id] = (wid, ev.generation)
                     run_gens[ev.run_id] = ev.generation
                 elif ev.generation != before:
-                    self.flag("generation", f"{where} at generation {ev.generation}, the item "
-                                            f"is at {before}")
+                    self.flag(
+                        "generation",
+                        f"{where} at generation {ev.generation}, the item is at {before}",
+                    )
                 item = ledger.fold(item, ev, wid)
                 folded.append(item)
             if not folded:
@@ -435,43 +467,61 @@ class Audit:
             first = events[seqs[0]]
             data = self.work_input.get(wid)
             if data is None or ledger.input_sha256(data) != first.input_sha256:
-                self.flag("phantom", f"work {wid}: input.json is missing or not what was "
-                                     "accepted")
+                self.flag("phantom", f"work {wid}: input.json is missing or not what was accepted")
             cached = self.work_item.get(wid)
             if self.postgres and (cached is None or cached.seq != len(folded)):
-                self.flag("snapshot", f"work {wid}: its row (seq "
-                                      f"{cached.seq if cached else None}) is not at its last "
-                                      f"event ({len(folded)}): a database row is never behind")
-            if cached is not None and (cached.seq > len(folded)
-                                         or cached != folded[cached.seq - 1]):
-                self.flag("snapshot", f"work {wid} item.json (seq {cached.seq}) is not the "
-                                      "fold of its events")
+                self.flag(
+                    "snapshot",
+                    f"work {wid}: its row (seq "
+                    f"{cached.seq if cached else None}) is not at its last "
+                    f"event ({len(folded)}): a database row is never behind",
+                )
+            if cached is not None and (
+                cached.seq > len(folded) or cached != folded[cached.seq - 1]
+            ):
+                self.flag(
+                    "snapshot",
+                    f"work {wid} item.json (seq {cached.seq}) is not the fold of its events",
+                )
             lease = self.leases.get(wid)
-            if lease is not None and (lease.work_id != wid
-                                      or run_gens.get(lease.run_id) != lease.generation):
-                self.flag("unfenced", f"work {wid} lease.json: generation {lease.generation} "
-                                      f"for run {lease.run_id}, which is generation "
-                                      f"{run_gens.get(lease.run_id)}")
+            if lease is not None and (
+                lease.work_id != wid or run_gens.get(lease.run_id) != lease.generation
+            ):
+                self.flag(
+                    "unfenced",
+                    f"work {wid} lease.json: generation {lease.generation} "
+                    f"for run {lease.run_id}, which is generation "
+                    f"{run_gens.get(lease.run_id)}",
+                )
             if item.state not in TERMINAL and wid not in self.open:
-                self.flag("open_marker", f"work {wid} is {item.state} with no open marker: "
-                                         "capacity would not count it")
-            if item.source == "chat" and any(e.actor != item.requester
-                                             for e in events.values()):
-                self.flag("phantom", f"work {wid}: an event by someone other than its "
-                                     f"owner {item.requester}")
+                self.flag(
+                    "open_marker",
+                    f"work {wid} is {item.state} with no open marker: capacity would not count it",
+                )
+            if item.source == "chat" and any(e.actor != item.requester for e in events.values()):
+                self.flag(
+                    "phantom",
+                    f"work {wid}: an event by someone other than its owner {item.requester}",
+                )
             if item.replay_of:
                 self._check_replay(wid, first)
             elif item.source == "assignment":
                 owner = self.assignments.get(item.assignment_id or "")
-                if owner is None or owner[0] != (item.crew or "").lower() or \
-                        ledger.work_id_for_assignment(item.assignment_id) != wid:
+                if (
+                    owner is None
+                    or owner[0] != (item.crew or "").lower()
+                    or ledger.work_id_for_assignment(item.assignment_id) != wid
+                ):
                     self.flag("phantom", f"work {wid} is the item of no assignment")
 
         for home_name, wid in self.seen_notes:  # "an item is never removed": never a lie
             item = self.items.get(wid)
             if item is None or item.source != "assignment":
-                self.flag("phantom", f"{home_name}/work-seen/{wid} notes an assignment's item "
-                                     "the ledger does not have")
+                self.flag(
+                    "phantom",
+                    f"{home_name}/work-seen/{wid} notes an assignment's item "
+                    "the ledger does not have",
+                )
         self._check_capacity()
 
     def _check_capacity(self) -> None:
@@ -483,16 +533,17 @@ class Audit:
             held += delta
             self.full += delta > 0 and held == slots  # a claim that took the last slot
             if held > slots:
-                self.flag("capacity", f"{held} slots held at {at.isoformat()} ({wid}), the "
-                                      f"home has {slots}")
+                self.flag(
+                    "capacity",
+                    f"{held} slots held at {at.isoformat()} ({wid}), the home has {slots}",
+                )
             self.peak_slots = max(self.peak_slots, held)
 
     def _check_replay(self, wid: str, accepted) -> None:
         original = self.work_events.get(accepted.replay_of, {})
         ended = [e.at for e in original.values() if e.state in TERMINAL]
         if not ended or min(ended) > accepted.at:
-            self.flag("phantom", f"work {wid} replays {accepted.replay_of}, which had not "
-                                 "finished")
+            self.flag("phantom", f"work {wid} replays {accepted.replay_of}, which had not finished")
 
     # -- the workers' logs ----------------------------------------------------------------------
 
@@ -526,8 +577,11 @@ class Audit:
         if item is None or item.source != "chat" or item.requester == f"w{e['w']}":
             return None
         owner = item.requester.removeprefix("w")
-        if owner.isdigit() and len(self.roots) > 1 and \
-                int(owner) % len(self.roots) != e["w"] % len(self.roots):
+        if (
+            owner.isdigit()
+            and len(self.roots) > 1
+            and int(owner) % len(self.roots) != e["w"] % len(self.roots)
+        ):
             return "other host"
         return "other worker"
 
@@ -541,8 +595,9 @@ class Audit:
                 return
         elif (e["op"], e["refused"]) in EXPECTED_REFUSALS:
             return
-        self.flag("unexpected_refusal", f"w{e['w']} {e['op']} refused [{e['refused']}] "
-                                        f"{e['message']}")
+        self.flag(
+            "unexpected_refusal", f"w{e['w']} {e['op']} refused [{e['refused']}] {e['message']}"
+        )
 
     def _event(self, key: str, e: dict):
         ev = self.crew_events[key].get(e["seq"])
@@ -561,10 +616,15 @@ class Audit:
     def _assignment(self, e: dict) -> None:
         key = e["crew"].lower()
         owner = self.assignments.get(e["assignment_id"])
-        if owner is None or owner[0] != key or owner[2].message_id != e["message_id"] or \
-                owner[2].handoff_of != e.get("handoff"):
-            self.flag("lost", f"{e['op']} {e['assignment_id']} of {key} acknowledged, not "
-                              "in its history")
+        if (
+            owner is None
+            or owner[0] != key
+            or owner[2].message_id != e["message_id"]
+            or owner[2].handoff_of != e.get("handoff")
+        ):
+            self.flag(
+                "lost", f"{e['op']} {e['assignment_id']} of {key} acknowledged, not in its history"
+            )
             return
         if e["op"] == "recruit" and owner[1] != e["incarnation_id"]:
             self.flag("lost", f"recruit of {key}: incarnation {e['incarnation_id']} missing")
@@ -590,8 +650,11 @@ class Audit:
     def _log_ask(self, e: dict) -> None:
         key = e["crew"].lower()
         ev = self._event(key, e)
-        if not isinstance(ev, Asked) or ev.question_id != e["question_id"] or \
-                ev.delivery_id != e["delivery_id"]:
+        if (
+            not isinstance(ev, Asked)
+            or ev.question_id != e["question_id"]
+            or ev.delivery_id != e["delivery_id"]
+        ):
             self.flag("lost", f"ask {e['question_id']} of {key} is not event {e['seq']}")
         elif e["delivery_id"] not in self.recs["notifications"].get(key, {}):
             self.flag("lost", f"ask {e['question_id']} of {key} has no notification")
@@ -613,13 +676,15 @@ class Audit:
             self.flag("lost", f"dismiss of {key} ({e['assignment_id']}) is not in its history")
         for mid, dlv in e["bounced"]:
             b = self.recs["bounces"].get(key, {}).get(mid)
-            if b is None or b.delivery_id != dlv or \
-                    dlv not in self.recs["notifications"].get(key, {}):
+            if (
+                b is None
+                or b.delivery_id != dlv
+                or dlv not in self.recs["notifications"].get(key, {})
+            ):
                 self.flag("lost", f"dismiss of {key}: bounce of {mid} missing")
         item = self.items.get(e["work_id"])
         if item is None or item.state in ("queued", "running"):
-            self.flag("lost", f"dismiss of {key}: its item is "
-                              f"{item.state if item else 'missing'}")
+            self.flag("lost", f"dismiss of {key}: its item is {item.state if item else 'missing'}")
 
     def _log_wait(self, e: dict) -> None:
         key = e["crew"].lower()
@@ -643,30 +708,39 @@ class Audit:
 
     def _log_accept(self, e: dict) -> None:
         ev = self._work_event(e)
-        if ev.type != "accepted" or ev.requester != f"w{e['w']}" or \
-                ev.replay_of != e.get("replay_of"):
+        if (
+            ev.type != "accepted"
+            or ev.requester != f"w{e['w']}"
+            or ev.replay_of != e.get("replay_of")
+        ):
             self.flag("lost", f"{e['op']} {e['work_id']} is not its first event")
 
     _log_replay = _log_accept
 
     def _log_claim(self, e: dict) -> None:
         ev = self._work_event(e)
-        if ev.type != "claimed" or ev.run_id != e["run_id"] or \
-                ev.generation != e["generation"]:
-            self.flag("lost", f"claim of {e['work_id']} (run {e['run_id']}) is not event "
-                              f"{e['seq']}")
+        if ev.type != "claimed" or ev.run_id != e["run_id"] or ev.generation != e["generation"]:
+            self.flag(
+                "lost", f"claim of {e['work_id']} (run {e['run_id']}) is not event {e['seq']}"
+            )
 
     def _log_heartbeat(self, e: dict) -> None:
         ev = self._work_event(e)
         if ev.generation != e["generation"]:
-            self.flag("unfenced", f"w{e['w']} heartbeat {e['work_id']} at generation "
-                                  f"{e['generation']} succeeded; it was at {ev.generation}")
+            self.flag(
+                "unfenced",
+                f"w{e['w']} heartbeat {e['work_id']} at generation "
+                f"{e['generation']} succeeded; it was at {ev.generation}",
+            )
 
     def _log_report(self, e: dict) -> None:
         ev = self._work_event(e)
         if ev.generation != e["generation"]:
-            self.flag("unfenced", f"w{e['w']} report {e['work_id']} at generation "
-                                  f"{e['generation']} succeeded; it was at {ev.generation}")
+            self.flag(
+                "unfenced",
+                f"w{e['w']} report {e['work_id']} at generation "
+                f"{e['generation']} succeeded; it was at {ev.generation}",
+            )
         elif ev.type not in REPORTS[e["outcome"]] or ev.state != e["state"]:
             self.flag("lost", f"report of {e['work_id']} is not event {e['seq']}")
 
@@ -678,8 +752,11 @@ class Audit:
     def _log_resolve(self, e: dict) -> None:
         ev = self._work_event(e)
         if ev.generation != e["generation"]:
-            self.flag("unfenced", f"w{e['w']} resolve {e['work_id']} at generation "
-                                  f"{e['generation']} succeeded; it was at {ev.generation}")
+            self.flag(
+                "unfenced",
+                f"w{e['w']} resolve {e['work_id']} at generation "
+                f"{e['generation']} succeeded; it was at {ev.generation}",
+            )
         elif ev.type != "resolved" or ev.state != e["to"]:
             self.flag("lost", f"resolve of {e['work_id']} is not event {e['seq']}")
 
@@ -711,26 +788,32 @@ class Audit:
                     spec = ev.assignment
                     if not (root / "mail" / key / f"{spec.message_id}.json").is_file():
                         self.flag("unsettled", f"{where}: no task mail")
-                    if ledger.load(home, ledger.work_id_for_assignment(
-                            spec.assignment_id)) is None:
+                    if ledger.load(home, ledger.work_id_for_assignment(spec.assignment_id)) is None:
                         self.flag("unsettled", f"{where}: no work item")
                 elif isinstance(ev, (Asked, Finished)):
                     if not (root / "notifications" / key / f"{ev.delivery_id}.json").is_file():
                         self.flag("unsettled", f"{where}: no notification")
                 elif isinstance(ev, Dismissed):
                     for b in ev.bounced:
-                        if not (root / "bounces" / key / f"{b.message_id}.json").is_file() or \
-                                not (root / "notifications" / key /
-                                     f"{b.delivery_id}.json").is_file():
+                        if (
+                            not (root / "bounces" / key / f"{b.message_id}.json").is_file()
+                            or not (
+                                root / "notifications" / key / f"{b.delivery_id}.json"
+                            ).is_file()
+                        ):
                             self.flag("unsettled", f"{where}: bounce of {b.message_id}")
                     # and the incarnation's mail is read or bounced, nothing left unread
                     for name, m in self.recs["mail"].get(key, {}).items():
-                        if m.incarnation_id != inc or \
-                                (root / "receipts" / key / f"{name}.json").is_file():
+                        if (
+                            m.incarnation_id != inc
+                            or (root / "receipts" / key / f"{name}.json").is_file()
+                        ):
                             continue
                         dlv = self._bounce_of(key, name)
-                        if not (root / "bounces" / key / f"{name}.json").is_file() or \
-                                not (root / "notifications" / key / f"{dlv}.json").is_file():
+                        if (
+                            not (root / "bounces" / key / f"{name}.json").is_file()
+                            or not (root / "notifications" / key / f"{dlv}.json").is_file()
+                        ):
                             self.flag("unsettled", f"{where}: {name} neither read nor bounced")
         open_ids = set(self.backend.open_ids())
         for wid in sorted(self.items):

@@ -70,22 +70,34 @@ class Outcome:
 
     def summary(self) -> str:
         s = self.stats
-        where = "" if self.ledger == "files" else \
-            f"{self.homes} homes sharing one PostgreSQL ledger, "
-        return (f"stress{'' if self.ledger == 'files' else ' (postgresql)'}: {self.kills} "
-                f"kills survived, {s.get('operations_checked', 0)} "
-                f"operations checked, {s.get('reader_parses', 0)} reads by the reader, "
-                f"watcher index {s.get('watcher_files', 0)} files = rescan: "
-                f"{s.get('watcher_equal')}, violations: {len(self.violations)} "
-                f"({where}{self.workers} workers, {self.seconds:.0f} s, seed {self.seed}"
-                f"{', break ' + self.brk if self.brk else ''})")
+        where = (
+            "" if self.ledger == "files" else f"{self.homes} homes sharing one PostgreSQL ledger, "
+        )
+        return (
+            f"stress{'' if self.ledger == 'files' else ' (postgresql)'}: {self.kills} "
+            f"kills survived, {s.get('operations_checked', 0)} "
+            f"operations checked, {s.get('reader_parses', 0)} reads by the reader, "
+            f"watcher index {s.get('watcher_files', 0)} files = rescan: "
+            f"{s.get('watcher_equal')}, violations: {len(self.violations)} "
+            f"({where}{self.workers} workers, {self.seconds:.0f} s, seed {self.seed}"
+            f"{', break ' + self.brk if self.brk else ''})"
+        )
 
     def report(self) -> dict:
-        return {"summary": self.summary(), "seed": self.seed, "seconds": self.seconds,
-                "break": self.brk, "ledger": self.ledger, "homes": self.homes,
-                "workers": self.workers, "kills": self.kills,
-                "spawns": self.spawns, "violations": len(self.violations),
-                "violation_kinds": dict(self.kinds), **self.stats}
+        return {
+            "summary": self.summary(),
+            "seed": self.seed,
+            "seconds": self.seconds,
+            "break": self.brk,
+            "ledger": self.ledger,
+            "homes": self.homes,
+            "workers": self.workers,
+            "kills": self.kills,
+            "spawns": self.spawns,
+            "violations": len(self.violations),
+            "violation_kinds": dict(self.kinds),
+            **self.stats,
+        }
 
     def explain(self, limit: int = 40) -> str:
         lines = [self.summary(), f"violations by kind: {dict(self.kinds)}"]
@@ -119,14 +131,23 @@ def _poll(condition, timeout: float, what: str, interval: float = 0.05):
 class Zygote:
     """Forks workers on request and reports how each ended (see stress_worker)."""
 
-    def __init__(self, roots: list[Path], logs: Path, project: Path, err: Path,
-                 env: dict) -> None:
+    def __init__(self, roots: list[Path], logs: Path, project: Path, err: Path, env: dict) -> None:
         self.err_path = err
         self._err = open(err, "wb")
         self.proc = subprocess.Popen(
-            [sys.executable, str(HERE / "stress_worker.py"), str(logs), str(project),
-             *map(str, roots)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=self._err, text=True, env=env)
+            [
+                sys.executable,
+                str(HERE / "stress_worker.py"),
+                str(logs),
+                str(project),
+                *map(str, roots),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._err,
+            text=True,
+            env=env,
+        )
 
     def _ask(self, line: str) -> str:
         self.proc.stdin.write(line + "\n")
@@ -201,18 +222,25 @@ def _compare_watcher(roots: list[Path], ctl: Path, outcome: Outcome) -> None:
         if not any(diff) or time.monotonic() >= deadline:
             break
         time.sleep(0.2)
-    outcome.stats.update(watcher_files=len(truth), watcher_equal=not any(diff),
-                         watcher_batches=stats.get("batches"),
-                         watcher_paths=stats.get("paths"),
-                         watcher_rescans=stats.get("rescans"),
-                         watcher_dir_rescans=stats.get("dir_rescans"),
-                         watcher_errors=stats.get("errors"))
+    outcome.stats.update(
+        watcher_files=len(truth),
+        watcher_equal=not any(diff),
+        watcher_batches=stats.get("batches"),
+        watcher_paths=stats.get("paths"),
+        watcher_rescans=stats.get("rescans"),
+        watcher_dir_rescans=stats.get("dir_rescans"),
+        watcher_errors=stats.get("errors"),
+    )
     if any(diff):
         missing, extra, stale = diff
-        outcome.violations.append(Violation(
-            "watcher", f"index != rescan after {WATCHER_SETTLE:.0f} s: {len(missing)} "
-                       f"missing {missing[:5]}, {len(extra)} extra {extra[:5]}, "
-                       f"{len(stale)} stale {stale[:5]}"))
+        outcome.violations.append(
+            Violation(
+                "watcher",
+                f"index != rescan after {WATCHER_SETTLE:.0f} s: {len(missing)} "
+                f"missing {missing[:5]}, {len(extra)} extra {extra[:5]}, "
+                f"{len(stale)} stale {stale[:5]}",
+            )
+        )
     for message in stats.get("error_messages", [])[:3]:
         outcome.stats.setdefault("watcher_error_messages", []).append(message[-300:])
 
@@ -234,19 +262,32 @@ def home_roots(tmp: Path, ledger_url: str | None) -> list[Path]:
     return [tmp / name for name in (HOMES_SHARING if ledger_url else ("home",))]
 
 
-def run(tmp: Path, seconds: float, brk: str | None = None, seed: int | None = None,
-        workers: int = WORKERS, ledger_url: str | None = None) -> Outcome:
+def run(
+    tmp: Path,
+    seconds: float,
+    brk: str | None = None,
+    seed: int | None = None,
+    workers: int = WORKERS,
+    ledger_url: str | None = None,
+) -> Outcome:
     if seed is None:
         seed = int(os.environ.get(SEED_ENV) or random.randrange(2**32))
     rng = random.Random(seed)
     roots = home_roots(tmp, ledger_url)
-    outcome = Outcome(seed=seed, seconds=seconds, brk=brk, workers=workers,
-                      ledger="postgresql" if ledger_url else "files", homes=len(roots))
+    outcome = Outcome(
+        seed=seed,
+        seconds=seconds,
+        brk=brk,
+        workers=workers,
+        ledger="postgresql" if ledger_url else "files",
+        homes=len(roots),
+    )
     logs, ctl, project = tmp / "logs", tmp / "watcher", tmp / "project"
     for d in (logs, ctl, project / "src"):
         d.mkdir(parents=True)
-    config = CONFIG.format(slots=SHARED_SLOTS if ledger_url else SLOTS) + \
-        (f'url = "{ledger_url}"\n' if ledger_url else "")
+    config = CONFIG.format(slots=SHARED_SLOTS if ledger_url else SLOTS) + (
+        f'url = "{ledger_url}"\n' if ledger_url else ""
+    )
     for root in roots:
         Home(root)
         (root / "config.toml").write_text(config)
@@ -255,23 +296,37 @@ def run(tmp: Path, seconds: float, brk: str | None = None, seed: int | None = No
     started = time.monotonic()
 
     watcher_err = open(tmp / "watcher.err", "wb")
-    watcher = subprocess.Popen([sys.executable, str(HERE / "stress_watcher.py"), str(ctl),
-                                *map(str, roots)], env=helper_env, stderr=watcher_err,
-                               stdout=subprocess.DEVNULL)
+    watcher = subprocess.Popen(
+        [sys.executable, str(HERE / "stress_watcher.py"), str(ctl), *map(str, roots)],
+        env=helper_env,
+        stderr=watcher_err,
+        stdout=subprocess.DEVNULL,
+    )
     reader_out, reader_stop = tmp / "reader.jsonl", tmp / "reader.stop"
     reader_err = open(tmp / "reader.err", "wb")
     reader = zygote = None
     pids: dict[int, int] = {}
     exits: list[tuple[int, int]] = []
     try:
-        _poll(lambda: (ctl / "ready").exists() or watcher.poll() is not None, 120,
-              "the watcher set up inotify")
+        _poll(
+            lambda: (ctl / "ready").exists() or watcher.poll() is not None,
+            120,
+            "the watcher set up inotify",
+        )
         assert watcher.poll() is None, (tmp / "watcher.err").read_text()[-3000:]
-        reader = subprocess.Popen([sys.executable, str(HERE / "stress_reader.py"),
-                                   str(reader_out), str(reader_stop), *map(str, roots)],
-                                  env=helper_env, stderr=reader_err, stdout=subprocess.DEVNULL)
-        _poll(lambda: reader_out.exists() or reader.poll() is not None, 120,
-              "the reader started")
+        reader = subprocess.Popen(
+            [
+                sys.executable,
+                str(HERE / "stress_reader.py"),
+                str(reader_out),
+                str(reader_stop),
+                *map(str, roots),
+            ],
+            env=helper_env,
+            stderr=reader_err,
+            stdout=subprocess.DEVNULL,
+        )
+        _poll(lambda: reader_out.exists() or reader.poll() is not None, 120, "the reader started")
         zygote = Zygote(roots, logs, project, tmp / "workers.err", env)
         gens = [0] * workers
         for i in range(workers):
@@ -298,21 +353,30 @@ def run(tmp: Path, seconds: float, brk: str | None = None, seed: int | None = No
         found = _read_lines(reader_out)
         summary = [f for f in found if f["kind"] == "summary"]
         if code != 0 or not summary:
-            outcome.violations.append(Violation("reader_died", f"exit {code}: "
-                                      f"{(tmp / 'reader.err').read_text()[-2000:]}"))
+            outcome.violations.append(
+                Violation("reader_died", f"exit {code}: {(tmp / 'reader.err').read_text()[-2000:]}")
+            )
         for f in found:
             if f["kind"] in ("torn", "unexpected", "quarantined", "reader_error"):
-                outcome.violations.append(Violation(
-                    f["kind"], f"reader: {f.get('path', '')} {f.get('reason', '')} "
-                               f"{f.get('error', '')} head={f.get('head', '')!r}".strip()))
+                outcome.violations.append(
+                    Violation(
+                        f["kind"],
+                        f"reader: {f.get('path', '')} {f.get('reason', '')} "
+                        f"{f.get('error', '')} head={f.get('head', '')!r}".strip(),
+                    )
+                )
         if summary:
-            outcome.stats.update(reader_passes=summary[-1]["passes"],
-                                 reader_parses=summary[-1]["parses"])
+            outcome.stats.update(
+                reader_passes=summary[-1]["passes"], reader_parses=summary[-1]["parses"]
+            )
 
         # -- the watcher's index must equal a full rescan --------------------------------------
         if watcher.poll() is not None:
-            outcome.violations.append(Violation("watcher", "the watcher died: " + (
-                tmp / "watcher.err").read_text()[-2000:]))
+            outcome.violations.append(
+                Violation(
+                    "watcher", "the watcher died: " + (tmp / "watcher.err").read_text()[-2000:]
+                )
+            )
         else:
             _compare_watcher(roots, ctl, outcome)
     finally:
@@ -335,26 +399,40 @@ def run(tmp: Path, seconds: float, brk: str | None = None, seed: int | None = No
     # -- the harness itself: every worker died by our SIGKILL, none by itself -----------------
     for i, code in exits:
         if code != -signal.SIGKILL:
-            outcome.violations.append(Violation("worker_died", f"w{i} exited {code} without "
-                                                               "being killed"))
+            outcome.violations.append(
+                Violation("worker_died", f"w{i} exited {code} without being killed")
+            )
     if outcome.worker_errors.strip():
-        outcome.violations.append(Violation("worker_died", "worker stderr: "
-                                            + outcome.worker_errors[-1500:]))
+        outcome.violations.append(
+            Violation("worker_died", "worker stderr: " + outcome.worker_errors[-1500:])
+        )
 
     # -- the audit ---------------------------------------------------------------------------
     audit = audit_home(roots, logs)
     outcome.violations += audit.violations
     if audit.backend.name != outcome.ledger:  # e.g. CAPTAIN_LEDGER_URL set around the test
-        outcome.violations.append(Violation("audit_error", f"the audit read the ledger from "
-                                            f"{audit.backend.name}, the workers from "
-                                            f"{outcome.ledger}"))
+        outcome.violations.append(
+            Violation(
+                "audit_error",
+                f"the audit read the ledger from "
+                f"{audit.backend.name}, the workers from "
+                f"{outcome.ledger}",
+            )
+        )
     outcome.stats.update(
-        chaos_seconds=round(chaos, 1), total_seconds=round(time.monotonic() - started, 1),
-        operations_checked=audit.checked, ops=dict(sorted(audit.ops.items())),
-        refusals=dict(sorted(audit.refusals.items())), stale_refused=audit.stale_refused,
-        files=audit.files, temp_files_left=audit.temps,
-        crews=len(audit.crew_events), work_items=len(audit.items),
-        slots=getattr(audit, "slots", None), peak_slots_held=getattr(audit, "peak_slots", None),
+        chaos_seconds=round(chaos, 1),
+        total_seconds=round(time.monotonic() - started, 1),
+        operations_checked=audit.checked,
+        ops=dict(sorted(audit.ops.items())),
+        refusals=dict(sorted(audit.refusals.items())),
+        stale_refused=audit.stale_refused,
+        files=audit.files,
+        temp_files_left=audit.temps,
+        crews=len(audit.crew_events),
+        work_items=len(audit.items),
+        slots=getattr(audit, "slots", None),
+        peak_slots_held=getattr(audit, "peak_slots", None),
         slots_filled=getattr(audit, "full", None),
-        cross_worker=dict(sorted(audit.cross.items())))
+        cross_worker=dict(sorted(audit.cross.items())),
+    )
     return outcome

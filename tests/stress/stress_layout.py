@@ -36,10 +36,19 @@ WORK_ID = re.compile(r"wrk_[0-9A-Z]+")
 
 # record kind -> model (kinds with no model are handled in ``parse``)
 MODELS = {
-    "home": HomeMeta, "crew_snapshot": CrewSnapshot, "crew_event": EventFile,
-    "mail": Message, "receipts": Receipt, "bounces": Bounce, "notifications": Notification,
-    "returned": Returned, "acks": Ack, "doorbell": RingStamp,
-    "work_item": WorkItem, "work_event": WorkEvent, "lease": Lease,
+    "home": HomeMeta,
+    "crew_snapshot": CrewSnapshot,
+    "crew_event": EventFile,
+    "mail": Message,
+    "receipts": Receipt,
+    "bounces": Bounce,
+    "notifications": Notification,
+    "returned": Returned,
+    "acks": Ack,
+    "doorbell": RingStamp,
+    "work_item": WorkItem,
+    "work_event": WorkEvent,
+    "lease": Lease,
 }
 PER_CREW = ("mail", "receipts", "bounces", "notifications", "returned", "acks")
 
@@ -70,8 +79,11 @@ def classify(parts: tuple[str, ...]) -> str | None:
         return "doorbell" if n == 2 and name.endswith(".json") else None
     if top == "work" and n >= 3 and WORK_ID.fullmatch(parts[1]):
         if n == 3:
-            return {"item.json": "work_item", "input.json": "work_input",
-                    "lease.json": "lease"}.get(name)
+            return {
+                "item.json": "work_item",
+                "input.json": "work_input",
+                "lease.json": "lease",
+            }.get(name)
         if n == 4 and parts[2] == "events" and SEQ_FILE.fullmatch(name):
             return "work_event"
         return None
@@ -126,7 +138,7 @@ def parse(kind: str, data: bytes):
         if kind == "work_input":
             value = json.loads(text)
             if not isinstance(value, dict) or set(value) != {"input"}:
-                raise Unreadable("an input file is not {\"input\": ...}")
+                raise Unreadable('an input file is not {"input": ...}')
             return value
         return MODELS[kind].model_validate_json(text)
     except Unreadable:

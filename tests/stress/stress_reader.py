@@ -48,8 +48,7 @@ def main(out_path: str, stop: str, *roots: str) -> None:
                     if kind in (None, "quarantined"):
                         if (rel, "") not in seen:
                             seen.add((rel, ""))
-                            emit(kind="unexpected" if kind is None else "quarantined",
-                                 path=rel)
+                            emit(kind="unexpected" if kind is None else "quarantined", path=rel)
                         continue
                     data = None
                     try:
@@ -62,17 +61,26 @@ def main(out_path: str, stop: str, *roots: str) -> None:
                         key = (rel, stress_layout.digest(data) if data is not None else "")
                         if key not in seen:
                             seen.add(key)
-                            emit(kind="torn", path=rel, reason=str(bad),
-                                 head=(data or b"")[:120].decode("utf-8", "replace"),
-                                 size=len(data or b""))
+                            emit(
+                                kind="torn",
+                                path=rel,
+                                reason=str(bad),
+                                head=(data or b"")[:120].decode("utf-8", "replace"),
+                                size=len(data or b""),
+                            )
         except Exception:  # noqa: BLE001 - the reader reports, it never crashes
             errors += 1
             emit(kind="reader_error", error=traceback.format_exc()[-2000:])
         passes += 1
         if last:
             break
-    emit(kind="summary", passes=passes, parses=parses, errors=errors,
-         seconds=round(time.monotonic() - started, 1))
+    emit(
+        kind="summary",
+        passes=passes,
+        parses=parses,
+        errors=errors,
+        seconds=round(time.monotonic() - started, 1),
+    )
 
 
 def _walk(roots):

@@ -46,12 +46,20 @@ def main(ctl: str, *homes: str) -> None:
     roots = [os.path.realpath(h) for h in homes]
     # index keys: relative to the home, or to the homes' directory with the home's name first
     base = roots[0] if len(roots) == 1 else os.path.dirname(roots[0])
-    assert all(prefix_of(roots, r) == ("" if len(roots) == 1 else
-                                       os.path.relpath(r, base) + os.sep) for r in roots)
+    assert all(
+        prefix_of(roots, r) == ("" if len(roots) == 1 else os.path.relpath(r, base) + os.sep)
+        for r in roots
+    )
     stop = Flag(os.path.join(ctl, "stop"))
     index: dict[str, str] = {}
-    stats = {"batches": 0, "paths": 0, "rescans": 0, "dir_rescans": 0, "errors": 0,
-             "error_messages": []}
+    stats = {
+        "batches": 0,
+        "paths": 0,
+        "rescans": 0,
+        "dir_rescans": 0,
+        "errors": 0,
+        "error_messages": [],
+    }
     answered = 0
 
     def put(path: str) -> None:
@@ -108,9 +116,16 @@ def main(ctl: str, *homes: str) -> None:
     while not stop.is_set():
         try:
             first = True
-            for batch in watchfiles.watch(*roots, watch_filter=None, debounce=200, step=20,
-                                          rust_timeout=100, yield_on_timeout=True,
-                                          raise_interrupt=False, stop_event=stop):
+            for batch in watchfiles.watch(
+                *roots,
+                watch_filter=None,
+                debounce=200,
+                step=20,
+                rust_timeout=100,
+                yield_on_timeout=True,
+                raise_interrupt=False,
+                stop_event=stop,
+            ):
                 if first:  # inotify is set up: whatever happened before, a rescan finds
                     first = False
                     stats["rescans"] += 1

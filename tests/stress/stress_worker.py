@@ -67,9 +67,24 @@ STALE_FROM = 2
 # how often each kind is picked when it has a target (a stale attempt needs a retried item
 # that is running again, which is rare: when there is one, it is likely to be tried)
 WEIGHTS = {
-    "recruit": 4, "tell": 10, "ask": 6, "answer": 7, "inbox": 7, "done": 6, "assign": 6,
-    "dismiss": 2, "wait": 9, "ack": 8, "accept": 5, "claim": 7, "heartbeat": 5,
-    "report": 6, "stale": 20, "cancel": 4, "resolve": 6, "replay": 3,
+    "recruit": 4,
+    "tell": 10,
+    "ask": 6,
+    "answer": 7,
+    "inbox": 7,
+    "done": 6,
+    "assign": 6,
+    "dismiss": 2,
+    "wait": 9,
+    "ack": 8,
+    "accept": 5,
+    "claim": 7,
+    "heartbeat": 5,
+    "report": 6,
+    "stale": 20,
+    "cancel": 4,
+    "resolve": 6,
+    "replay": 3,
 }
 
 
@@ -79,7 +94,7 @@ WEIGHTS = {
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def _write_torn(fd: int, data: bytes) -> None:
@@ -105,8 +120,7 @@ def _create_once_in_place(self: Store, path: Path, data: bytes, same=None) -> bo
             existing = self.read_bytes(path)
         except Quarantined as bad:
             raise CaptainError("store_error", f"{path} {bad}") from None
-        if existing == data or (same is not None and existing is not None
-                                and same(existing, data)):
+        if existing == data or (same is not None and existing is not None and same(existing, data)):
             return False
         raise CaptainError("message_conflict", f"{path.name} exists with other content")
     try:
@@ -135,8 +149,16 @@ def apply_break(mode: str) -> None:
 
 
 class Worker:
-    def __init__(self, idx: int, gen: int, root: Path, logs: Path, project: Path,
-                 seed: int, shared: bool = False) -> None:
+    def __init__(
+        self,
+        idx: int,
+        gen: int,
+        root: Path,
+        logs: Path,
+        project: Path,
+        seed: int,
+        shared: bool = False,
+    ) -> None:
         self.idx, self.gen, self.me = idx, gen, f"w{idx}"
         self.root = root
         self.shared = shared  # the ledger is shared with workers of another home
@@ -164,8 +186,17 @@ class Worker:
         os.fsync(self.fd)
 
     def refused(self, op: str, err: CaptainError, **entry) -> None:
-        line = json.dumps({"w": self.idx, "g": self.gen, "op": op, "ok": False,
-                           "refused": err.code, "message": err.message[:300], **entry})
+        line = json.dumps(
+            {
+                "w": self.idx,
+                "g": self.gen,
+                "op": op,
+                "ok": False,
+                "refused": err.code,
+                "message": err.message[:300],
+                **entry,
+            }
+        )
         os.write(self.fd, line.encode() + b"\n")
         os.fsync(self.fd)
 
@@ -215,8 +246,7 @@ class Worker:
             self.snaps[name] = snap
             if snap.dismissed_at is not None and not self.crews[name]:
                 self.crews[name] = True
-                self.reconcile.add(ledger.work_id_for_assignment(
-                    snap.assignment.assignment_id))
+                self.reconcile.add(ledger.work_id_for_assignment(snap.assignment.assignment_id))
         self.work = {}
         for work_id in [*self.items, *sorted(self.reconcile)]:
             item = ledger.load(self.home, work_id)
@@ -231,12 +261,14 @@ class Worker:
                 self.work[work_id] = item
 
     def live(self, *, done: bool | None = None) -> list[str]:
-        return sorted(n for n, s in self.snaps.items() if s.dismissed_at is None
-                      and (done is None or (s.done_at is not None) == done))
+        return sorted(
+            n
+            for n, s in self.snaps.items()
+            if s.dismissed_at is None and (done is None or (s.done_at is not None) == done)
+        )
 
     def held(self) -> int:
-        busy = sum(1 for i in self.work.values() if i.state in ("running",
-                                                                 "needs_reconciliation"))
+        busy = sum(1 for i in self.work.values() if i.state in ("running", "needs_reconciliation"))
         return busy + len(self.live(done=False))
 
     def ctx(self, name: str) -> Context:
@@ -253,8 +285,9 @@ class Worker:
         while True:
             self.n += 1
             self.survey()
-            kinds = sorted(WEIGHTS, key=lambda k: self.rng.random() ** (1.0 / WEIGHTS[k]),
-                           reverse=True)
+            kinds = sorted(
+                WEIGHTS, key=lambda k: self.rng.random() ** (1.0 / WEIGHTS[k]), reverse=True
+            )
             for kind in kinds:
                 try:
                     if getattr(self, f"op_{kind}")():
@@ -268,21 +301,36 @@ class Worker:
     def op_recruit(self) -> bool:
         if self.held() >= SLOT_CAP or len(self.live()) >= MAX_CREWS:
             return False
-        again = [n for n, s in self.snaps.items() if s.dismissed_at is not None
-                 and not mailbox.unacknowledged(self.home, n, s.assignment.assignment_id)]
+        again = [
+            n
+            for n, s in self.snaps.items()
+            if s.dismissed_at is not None
+            and not mailbox.unacknowledged(self.home, n, s.assignment.assignment_id)
+        ]
         if again and self.rng.random() < 0.5:
             name = self.pick(again)
             handoff = self.snaps[name].assignment.assignment_id
         else:
             name, handoff = f"{self.me}-{self.gen}-{self.n}", None
-        rec = protocol.recruit(self.home, name, f"task {name} {self.gen}.{self.n}",
-                               owns=None if handoff else [f"src/{name}"],
-                               allow=None if handoff else ["edit", "test"],
-                               handoff=handoff, cwd=self.project)
+        rec = protocol.recruit(
+            self.home,
+            name,
+            f"task {name} {self.gen}.{self.n}",
+            owns=None if handoff else [f"src/{name}"],
+            allow=None if handoff else ["edit", "test"],
+            handoff=handoff,
+            cwd=self.project,
+        )
         self.crews[name] = False
-        self.log("recruit", crew=name, incarnation_id=rec.incarnation_id,
-                 assignment_id=rec.assignment_id, message_id=rec.message_id,
-                 work_id=rec.work_id, handoff=handoff)
+        self.log(
+            "recruit",
+            crew=name,
+            incarnation_id=rec.incarnation_id,
+            assignment_id=rec.assignment_id,
+            message_id=rec.message_id,
+            work_id=rec.work_id,
+            handoff=handoff,
+        )
         return True
 
     def op_tell(self) -> bool:
@@ -290,35 +338,61 @@ class Worker:
         if name is None:
             return False
         text = f"tell {name} {self.gen}.{self.n} {self.rng.getrandbits(40):010x}"
-        msg = protocol.tell(self.home, name, text,
-                            assignment_id=self.snaps[name].assignment.assignment_id)
-        self.log("tell", crew=name, message_id=msg.message_id, text=text,
-                 assignment_id=msg.assignment_id)
+        msg = protocol.tell(
+            self.home, name, text, assignment_id=self.snaps[name].assignment.assignment_id
+        )
+        self.log(
+            "tell", crew=name, message_id=msg.message_id, text=text, assignment_id=msg.assignment_id
+        )
         return True
 
     def op_ask(self) -> bool:
-        ready = [n for n in self.live(done=False)
-                 if rules.pending_question(self.home, n, self.snaps[n]) is None]
+        ready = [
+            n
+            for n in self.live(done=False)
+            if rules.pending_question(self.home, n, self.snaps[n]) is None
+        ]
         name = self.pick(ready)
         if name is None:
             return False
-        event = protocol.ask(self.home, name, f"question {name} {self.gen}.{self.n}?",
-                             ctx=self.ctx(name))
-        self.log("ask", crew=name, seq=event.seq, question_id=event.question_id,
-                 delivery_id=event.delivery_id, assignment_id=event.assignment_id)
+        event = protocol.ask(
+            self.home, name, f"question {name} {self.gen}.{self.n}?", ctx=self.ctx(name)
+        )
+        self.log(
+            "ask",
+            crew=name,
+            seq=event.seq,
+            question_id=event.question_id,
+            delivery_id=event.delivery_id,
+            assignment_id=event.assignment_id,
+        )
         return True
 
     def op_answer(self) -> bool:
-        waiting = [(n, q) for n in self.live(done=False)
-                   if (q := rules.pending_question(self.home, n, self.snaps[n]))]
+        waiting = [
+            (n, q)
+            for n in self.live(done=False)
+            if (q := rules.pending_question(self.home, n, self.snaps[n]))
+        ]
         if not waiting:
             return False
         name, question = self.rng.choice(waiting)
         text = f"answer {question.question_id}"
-        msg = protocol.answer(self.home, name, question.question_id, text,
-                              assignment_id=self.snaps[name].assignment.assignment_id)
-        self.log("answer", crew=name, message_id=msg.message_id, text=text,
-                 question_id=question.question_id, assignment_id=msg.assignment_id)
+        msg = protocol.answer(
+            self.home,
+            name,
+            question.question_id,
+            text,
+            assignment_id=self.snaps[name].assignment.assignment_id,
+        )
+        self.log(
+            "answer",
+            crew=name,
+            message_id=msg.message_id,
+            text=text,
+            question_id=question.question_id,
+            assignment_id=msg.assignment_id,
+        )
         return True
 
     def _inbox(self, name: str) -> None:
@@ -336,10 +410,14 @@ class Worker:
         ready = []
         for name in self.live(done=False):
             snap = self.snaps[name]
-            item = ledger.load(self.home, ledger.work_id_for_assignment(
-                snap.assignment.assignment_id))
-            if rules.pending_question(self.home, name, snap) is None and item is not None \
-                    and item.state in ("running", "needs_reconciliation"):
+            item = ledger.load(
+                self.home, ledger.work_id_for_assignment(snap.assignment.assignment_id)
+            )
+            if (
+                rules.pending_question(self.home, name, snap) is None
+                and item is not None
+                and item.state in ("running", "needs_reconciliation")
+            ):
                 ready.append(name)
         name = self.pick(ready)
         if name is None:
@@ -348,24 +426,37 @@ class Worker:
             self._inbox(name)  # done refuses unread mail: read it first, as a crew would
         asg = self.snaps[name].assignment.assignment_id
         event = protocol.done(self.home, name, f"report {name} {asg}", ctx=self.ctx(name))
-        self.log("done", crew=name, seq=event.seq, delivery_id=event.delivery_id,
-                 assignment_id=asg, work_id=ledger.work_id_for_assignment(asg))
+        self.log(
+            "done",
+            crew=name,
+            seq=event.seq,
+            delivery_id=event.delivery_id,
+            assignment_id=asg,
+            work_id=ledger.work_id_for_assignment(asg),
+        )
         return True
 
     def op_assign(self) -> bool:
         if self.held() >= SLOT_CAP:
             return False
-        ready = [n for n in self.live(done=True) if not mailbox.unacknowledged(
-            self.home, n, self.snaps[n].assignment.assignment_id)]
+        ready = [
+            n
+            for n in self.live(done=True)
+            if not mailbox.unacknowledged(self.home, n, self.snaps[n].assignment.assignment_id)
+        ]
         name = self.pick(ready)
         if name is None:
             return False
         handoff = self.snaps[name].assignment.assignment_id
-        spec = protocol.assign(self.home, name, f"task {name} {self.gen}.{self.n}",
-                               handoff=handoff)
-        self.log("assign", crew=name, assignment_id=spec.assignment_id,
-                 message_id=spec.message_id, handoff=handoff,
-                 work_id=ledger.work_id_for_assignment(spec.assignment_id))
+        spec = protocol.assign(self.home, name, f"task {name} {self.gen}.{self.n}", handoff=handoff)
+        self.log(
+            "assign",
+            crew=name,
+            assignment_id=spec.assignment_id,
+            message_id=spec.message_id,
+            handoff=handoff,
+            work_id=ledger.work_id_for_assignment(spec.assignment_id),
+        )
         return True
 
     def op_dismiss(self) -> bool:
@@ -380,9 +471,14 @@ class Worker:
         bounced = protocol.dismiss(self.home, name, stopped=stopped)
         self.crews[name] = True
         self.reconcile.add(ledger.work_id_for_assignment(asg))
-        self.log("dismiss", crew=name, assignment_id=asg, stopped=stopped,
-                 work_id=ledger.work_id_for_assignment(asg),
-                 bounced=[[b.message_id, b.delivery_id] for b in bounced])
+        self.log(
+            "dismiss",
+            crew=name,
+            assignment_id=asg,
+            stopped=stopped,
+            work_id=ledger.work_id_for_assignment(asg),
+            bounced=[[b.message_id, b.delivery_id] for b in bounced],
+        )
         return True
 
     # -- wait / ack ------------------------------------------------------------------------
@@ -405,8 +501,12 @@ class Worker:
             self.refused("wait", err, crew=name, delivery_id=err.extra.get("delivery_id"))
             self._ack(name, err.extra["delivery_id"])
             return True
-        self.log("wait", crew=name, delivery_id=got.delivery_id if got else None,
-                 status=got.status if got else "timeout")
+        self.log(
+            "wait",
+            crew=name,
+            delivery_id=got.delivery_id if got else None,
+            status=got.status if got else "timeout",
+        )
         return True
 
     def _ack(self, name: str, delivery_id: str) -> None:
@@ -417,12 +517,14 @@ class Worker:
                 self.log("wait", crew=name, delivery_id=got.delivery_id, status=got.status)
             return
         idle = notify.acknowledge(self.home, name, delivery_id)
-        self.log("ack", crew=name, delivery_id=delivery_id,
-                 idle=idle.delivery_id if idle else None)
+        self.log("ack", crew=name, delivery_id=delivery_id, idle=idle.delivery_id if idle else None)
 
     def op_ack(self) -> bool:
-        owed = [(n, d) for n in self.snaps
-                for d in sorted(mailbox.returned(self.home, n) - mailbox.acked(self.home, n))]
+        owed = [
+            (n, d)
+            for n in self.snaps
+            for d in sorted(mailbox.returned(self.home, n) - mailbox.acked(self.home, n))
+        ]
         if not owed:
             return False
         self._ack(*self.rng.choice(owed))
@@ -431,16 +533,21 @@ class Worker:
     # -- the ledger --------------------------------------------------------------------------
 
     def _mine(self, *states: str, min_generation: int = 0):
-        return [i for i in self.work.values() if i.state in states
-                and i.generation >= min_generation]
+        return [
+            i for i in self.work.values() if i.state in states and i.generation >= min_generation
+        ]
 
     def op_accept(self) -> bool:
         if len(self.items) >= MAX_OPEN_ITEMS:
             return False
         attempts = self.rng.choice([1, 2, 3, 3, 3])
-        item = ledger.accept(self.home, source="chat", requester=self.me,
-                             input={"text": f"chat {self.me} {self.gen}.{self.n}"},
-                             max_attempts=attempts)
+        item = ledger.accept(
+            self.home,
+            source="chat",
+            requester=self.me,
+            input={"text": f"chat {self.me} {self.gen}.{self.n}"},
+            max_attempts=attempts,
+        )
         self.items.append(item.work_id)
         self.log("accept", work_id=item.work_id, seq=item.seq, max_attempts=attempts)
         return True
@@ -452,8 +559,13 @@ class Worker:
         if item is None:
             return False
         got = ledger.claim(self.home, item.work_id, holder=self.me)
-        self.log("claim", work_id=got.work_id, seq=got.seq, generation=got.generation,
-                 run_id=got.attempts[-1].run_id)
+        self.log(
+            "claim",
+            work_id=got.work_id,
+            seq=got.seq,
+            generation=got.generation,
+            run_id=got.attempts[-1].run_id,
+        )
         return True
 
     def op_heartbeat(self) -> bool:
@@ -465,23 +577,41 @@ class Worker:
         return True
 
     def op_report(self) -> bool:
-        item = self.pick(i for i in self._mine("running", "needs_reconciliation")
-                         if i.crew is None)
+        item = self.pick(i for i in self._mine("running", "needs_reconciliation") if i.crew is None)
         if item is None:
             return False
         outcome = self.rng.choice(["succeeded", "failed", "failed"])
         repeatable = self.rng.random() < 0.8
         cost = self.rng.choice([None, 0.25])
-        got = ledger.report(self.home, item.work_id, item.generation, outcome, actor=self.me,
-                            repeatable=repeatable, cost_usd=cost)
-        self.log("report", work_id=item.work_id, generation=item.generation, seq=got.seq,
-                 outcome=outcome, state=got.state)
+        got = ledger.report(
+            self.home,
+            item.work_id,
+            item.generation,
+            outcome,
+            actor=self.me,
+            repeatable=repeatable,
+            cost_usd=cost,
+        )
+        self.log(
+            "report",
+            work_id=item.work_id,
+            generation=item.generation,
+            seq=got.seq,
+            outcome=outcome,
+            state=got.state,
+        )
         return True
 
     def _theirs(self) -> list:
         """Other workers' chat items running at generation 2 or more (any home's)."""
-        return [i for i in ledger.held(self.home) if i.state == "running"
-                and i.generation >= 2 and i.source == "chat" and i.requester != self.me]
+        return [
+            i
+            for i in ledger.held(self.home)
+            if i.state == "running"
+            and i.generation >= 2
+            and i.source == "chat"
+            and i.requester != self.me
+        ]
 
     def op_stale(self) -> bool:
         """Act for an attempt that was taken over: the fence must refuse it."""
@@ -496,12 +626,18 @@ class Worker:
         try:
             if kind == "report":
                 got = ledger.report(self.home, item.work_id, old, "succeeded", actor=self.me)
-                self.log("report", work_id=item.work_id, generation=old, seq=got.seq,
-                         outcome="succeeded", state=got.state, stale=True)
+                self.log(
+                    "report",
+                    work_id=item.work_id,
+                    generation=old,
+                    seq=got.seq,
+                    outcome="succeeded",
+                    state=got.state,
+                    stale=True,
+                )
             else:
                 got = ledger.heartbeat(self.home, item.work_id, old, holder=self.me)
-                self.log("heartbeat", work_id=item.work_id, generation=old, seq=got.seq,
-                         stale=True)
+                self.log("heartbeat", work_id=item.work_id, generation=old, seq=got.seq, stale=True)
         except CaptainError as err:
             self.refused(kind, err, work_id=item.work_id, generation=old, stale=True)
         return True
@@ -513,10 +649,21 @@ class Worker:
         if item is None:
             return False
         stopped = self.rng.choice([True, None])
-        got = ledger.cancel(self.home, item.work_id, actor=self.me, reason="stress cancel",
-                            stop=lambda attempt: stopped)
-        self.log("cancel", work_id=item.work_id, seq=got.item.seq, outcome=got.outcome,
-                 state=got.item.state, stopped=stopped)
+        got = ledger.cancel(
+            self.home,
+            item.work_id,
+            actor=self.me,
+            reason="stress cancel",
+            stop=lambda attempt: stopped,
+        )
+        self.log(
+            "cancel",
+            work_id=item.work_id,
+            seq=got.item.seq,
+            outcome=got.outcome,
+            state=got.item.state,
+            stopped=stopped,
+        )
         return True
 
     def op_resolve(self) -> bool:
@@ -524,19 +671,35 @@ class Worker:
         if item is None:
             return False
         to = self.rng.choice(sorted(TERMINAL))
-        got = ledger.resolve(self.home, item.work_id, generation=item.generation, to=to,
-                             reason=f"checked by {self.me}", operator=self.me,
-                             runtime_stopped=True)
-        self.log("resolve", work_id=item.work_id, generation=item.generation, seq=got.seq,
-                 to=to, state=got.state)
+        got = ledger.resolve(
+            self.home,
+            item.work_id,
+            generation=item.generation,
+            to=to,
+            reason=f"checked by {self.me}",
+            operator=self.me,
+            runtime_stopped=True,
+        )
+        self.log(
+            "resolve",
+            work_id=item.work_id,
+            generation=item.generation,
+            seq=got.seq,
+            to=to,
+            state=got.state,
+        )
         return True
 
     def op_replay(self) -> bool:
         if len(self.items) >= MAX_OPEN_ITEMS:
             return False
         if self.shared and self.rng.random() < 0.3:  # another worker's, maybe another host's
-            done = [i.work_id for state in sorted(TERMINAL) for i in ledger.page(
-                self.home, state=state, source="chat", limit=20)[0] if i.requester != self.me]
+            done = [
+                i.work_id
+                for state in sorted(TERMINAL)
+                for i in ledger.page(self.home, state=state, source="chat", limit=20)[0]
+                if i.requester != self.me
+            ]
             original = self.pick(done)
         else:
             original = self.pick(self.finished)
@@ -575,8 +738,15 @@ def zygote(logs: Path, project: Path, *roots: Path) -> None:
                     os.dup2(devnull, 0)
                     os.dup2(devnull, 1)
                     apply_break(os.environ.get(BREAK_ENV, ""))
-                    Worker(idx, gen, roots[idx % len(roots)], logs, project, seed,
-                           shared=len(roots) > 1).run()
+                    Worker(
+                        idx,
+                        gen,
+                        roots[idx % len(roots)],
+                        logs,
+                        project,
+                        seed,
+                        shared=len(roots) > 1,
+                    ).run()
                 except BaseException:  # noqa: BLE001 - see the comment below
                     traceback.print_exc()
                     sys.stderr.flush()

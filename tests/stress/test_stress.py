@@ -56,14 +56,42 @@ DAMAGE_SECONDS = 6.0
 # the lower of two runs each, with other test runs sharing the two cores).
 MINIMUMS = {
     "files": {  # 60 s, one home
-        "recruit": 18, "tell": 110, "ask": 50, "answer": 50, "inbox": 100, "done": 26,
-        "assign": 16, "dismiss": 15, "wait": 95, "ack": 80, "accept": 44, "claim": 58,
-        "heartbeat": 35, "report": 38, "cancel": 40, "resolve": 10, "replay": 28,
+        "recruit": 18,
+        "tell": 110,
+        "ask": 50,
+        "answer": 50,
+        "inbox": 100,
+        "done": 26,
+        "assign": 16,
+        "dismiss": 15,
+        "wait": 95,
+        "ack": 80,
+        "accept": 44,
+        "claim": 58,
+        "heartbeat": 35,
+        "report": 38,
+        "cancel": 40,
+        "resolve": 10,
+        "replay": 28,
     },
     "postgresql": {  # 45 s, two homes on one database
-        "recruit": 14, "tell": 79, "ask": 40, "answer": 36, "inbox": 72, "done": 18,
-        "assign": 9, "dismiss": 11, "wait": 63, "ack": 52, "accept": 31, "claim": 40,
-        "heartbeat": 22, "report": 27, "cancel": 31, "resolve": 5, "replay": 22,
+        "recruit": 14,
+        "tell": 79,
+        "ask": 40,
+        "answer": 36,
+        "inbox": 72,
+        "done": 18,
+        "assign": 9,
+        "dismiss": 11,
+        "wait": 63,
+        "ack": 52,
+        "accept": 31,
+        "claim": 40,
+        "heartbeat": 22,
+        "report": 27,
+        "cancel": 31,
+        "resolve": 5,
+        "replay": 22,
     },
 }
 MIN_KILLS_PER_SECOND = 2.0
@@ -71,8 +99,11 @@ MIN_STALE_REFUSED = {"files": 38, "postgresql": 34}  # deliberately stale, and r
 # On the shared ledger: operations on an item of a worker in the OTHER home (host), and
 # claims that took the last of the ledger's slots (stress_harness.SHARED_SLOTS): the two
 # hosts' claims really met at a full ledger.
-MIN_CROSS_HOST = {"stale heartbeat refused, other host's": 7,
-                  "stale report refused, other host's": 5, "replay of other host's": 2}
+MIN_CROSS_HOST = {
+    "stale heartbeat refused, other host's": 7,
+    "stale report refused, other host's": 5,
+    "replay of other host's": 2,
+}
 MIN_SLOTS_FILLED = 5
 
 
@@ -88,15 +119,30 @@ def _report_path(kind: str) -> Path | None:
 def test_stress_suite(request, tmp_path: Path, kind: str) -> None:
     seconds = float(os.environ.get("CAPTAIN_STRESS_SECONDS") or DEFAULT_SECONDS[kind])
     with open_ledgers(request, kind) as made:
-        run = stress_harness.run(tmp_path, seconds, ledger_url=made.fresh_url(),
-                                 brk=os.environ.get(stress_harness.BREAK_ENV) or None)
+        run = stress_harness.run(
+            tmp_path,
+            seconds,
+            ledger_url=made.fresh_url(),
+            brk=os.environ.get(stress_harness.BREAK_ENV) or None,
+        )
     report = run.report()
     # the line README quotes, shown in the run's terminal summary whatever captured it (a
     # pytest-xdist worker's output included): tests/conftest.py prints every "summary"
     request.node.user_properties.append(("summary", run.summary()))
-    shown = ("ops", "refusals", "stale_refused", "cross_worker", "files", "crews",
-             "work_items", "slots", "peak_slots_held", "slots_filled", "chaos_seconds",
-             "total_seconds")
+    shown = (
+        "ops",
+        "refusals",
+        "stale_refused",
+        "cross_worker",
+        "files",
+        "crews",
+        "work_items",
+        "slots",
+        "peak_slots_held",
+        "slots_filled",
+        "chaos_seconds",
+        "total_seconds",
+    )
     print(json.dumps({k: report[k] for k in shown}))
     if path := _report_path(kind):
         path.write_text(json.dumps(report, indent=2) + "\n")
@@ -104,30 +150,40 @@ def test_stress_suite(request, tmp_path: Path, kind: str) -> None:
 
     scale = min(1.0, seconds / DEFAULT_SECONDS[kind])
     assert run.kills >= MIN_KILLS_PER_SECOND * seconds, run.summary()
-    short = {op: (report["ops"].get(op, 0), need)
-             for op, minimum in MINIMUMS[kind].items()
-             if report["ops"].get(op, 0) < (need := max(1, int(minimum * scale)))}
+    short = {
+        op: (report["ops"].get(op, 0), need)
+        for op, minimum in MINIMUMS[kind].items()
+        if report["ops"].get(op, 0) < (need := max(1, int(minimum * scale)))
+    }
     assert not short, f"operation kinds that ran too rarely (ran, needed): {short}"
     assert report["stale_refused"] >= max(1, int(MIN_STALE_REFUSED[kind] * scale)), report
     assert report["watcher_equal"] is True
     if kind == "postgresql":  # the two hosts really did act on each other's items
         cross = report["cross_worker"]
-        rare = {what: (cross.get(what, 0), need) for what, minimum in MIN_CROSS_HOST.items()
-                if cross.get(what, 0) < (need := max(1, int(minimum * scale)))}
+        rare = {
+            what: (cross.get(what, 0), need)
+            for what, minimum in MIN_CROSS_HOST.items()
+            if cross.get(what, 0) < (need := max(1, int(minimum * scale)))
+        }
         assert not rare, f"cross-host operations that ran too rarely (ran, needed): {rare}"
         assert report["slots_filled"] >= max(1, int(MIN_SLOTS_FILLED * scale)), report
 
 
-@pytest.mark.parametrize("control, caught, kind", [
-    ("in-place", "torn", "files"),  # the reader sees half-written records
-    ("no-fence", "unfenced", "files"),  # stale reports and heartbeats succeed: audit sees
-    ("no-fence", "unfenced", "postgresql"),  # ... on the shared ledger too, from the rows
-])
-def test_negative_control_is_caught(request, tmp_path: Path, control: str, caught: str,
-                                    kind: str) -> None:
+@pytest.mark.parametrize(
+    "control, caught, kind",
+    [
+        ("in-place", "torn", "files"),  # the reader sees half-written records
+        ("no-fence", "unfenced", "files"),  # stale reports and heartbeats succeed: audit sees
+        ("no-fence", "unfenced", "postgresql"),  # ... on the shared ledger too, from the rows
+    ],
+)
+def test_negative_control_is_caught(
+    request, tmp_path: Path, control: str, caught: str, kind: str
+) -> None:
     with open_ledgers(request, kind) as made:
-        run = stress_harness.run(tmp_path, CONTROL_SECONDS, brk=control,
-                                 ledger_url=made.fresh_url())
+        run = stress_harness.run(
+            tmp_path, CONTROL_SECONDS, brk=control, ledger_url=made.fresh_url()
+        )
     print("\n" + run.summary(), dict(run.kinds))
     assert run.kinds[caught] >= 1, f"{control} was not caught as {caught}:\n{run.explain()}"
 
@@ -136,8 +192,11 @@ def test_negative_control_is_caught(request, tmp_path: Path, control: str, caugh
 
 
 def _logged(root: Path, op: str) -> dict:
-    entries = [e for log in sorted((root.parent / "logs").glob("w*.log"))
-               for e in stress_harness._read_lines(log)]
+    entries = [
+        e
+        for log in sorted((root.parent / "logs").glob("w*.log"))
+        for e in stress_harness._read_lines(log)
+    ]
     return next(e for e in reversed(entries) if e["op"] == op and e["ok"])
 
 
@@ -188,16 +247,28 @@ def cut_a_crew_history(root: Path) -> None:
 
 def ack_nothing(root: Path) -> None:
     e = _logged(root, "tell")
-    _write(root / "acks" / e["crew"] / "dlv_NOTHING.json",
-           Ack(delivery_id="dlv_NOTHING", crew=e["crew"], acked_at=now()))
+    _write(
+        root / "acks" / e["crew"] / "dlv_NOTHING.json",
+        Ack(delivery_id="dlv_NOTHING", crew=e["crew"], acked_at=now()),
+    )
 
 
 def notify_from_nowhere(root: Path) -> None:
     e = _logged(root, "tell")
     delivery = new_id("dlv")
-    _write(root / "notifications" / e["crew"] / f"{delivery}.json", Notification(
-        delivery_id=delivery, status="asked", crew=e["crew"], assignment_id=e["assignment_id"],
-        summary="who asked?", queued_at=None, created_at=now(), question_id="q_NOBODY"))
+    _write(
+        root / "notifications" / e["crew"] / f"{delivery}.json",
+        Notification(
+            delivery_id=delivery,
+            status="asked",
+            crew=e["crew"],
+            assignment_id=e["assignment_id"],
+            summary="who asked?",
+            queued_at=None,
+            created_at=now(),
+            question_id="q_NOBODY",
+        ),
+    )
 
 
 def stale_lease(root: Path) -> None:
@@ -208,10 +279,20 @@ def stale_lease(root: Path) -> None:
 
 def claim_after_the_end(root: Path) -> None:
     item = _finished_item(root)
-    _write(root / "work" / item.work_id / "events" / f"{item.seq + 1:08d}.json", WorkEvent(
-        seq=item.seq + 1, at=now(), type="claimed", generation=item.generation + 1,
-        actor="intruder", state="running", run_id=new_id("run"), lease_holder="intruder",
-        lease_expires_at=now()))
+    _write(
+        root / "work" / item.work_id / "events" / f"{item.seq + 1:08d}.json",
+        WorkEvent(
+            seq=item.seq + 1,
+            at=now(),
+            type="claimed",
+            generation=item.generation + 1,
+            actor="intruder",
+            state="running",
+            run_id=new_id("run"),
+            lease_holder="intruder",
+            lease_expires_at=now(),
+        ),
+    )
 
 
 def falsify_a_crew_snapshot(root: Path) -> None:
@@ -225,10 +306,15 @@ def drop_an_open_marker(root: Path) -> None:
 
 
 TAMPERS = [
-    (lose_a_told_message, "lost"), (copy_a_message_to_another_crew, "duplicate"),
-    (tear_a_message, "unparseable"), (cut_a_crew_history, "gap"), (ack_nothing, "dangling"),
-    (notify_from_nowhere, "phantom"), (stale_lease, "unfenced"),
-    (claim_after_the_end, "illegal"), (falsify_a_crew_snapshot, "snapshot"),
+    (lose_a_told_message, "lost"),
+    (copy_a_message_to_another_crew, "duplicate"),
+    (tear_a_message, "unparseable"),
+    (cut_a_crew_history, "gap"),
+    (ack_nothing, "dangling"),
+    (notify_from_nowhere, "phantom"),
+    (stale_lease, "unfenced"),
+    (claim_after_the_end, "illegal"),
+    (falsify_a_crew_snapshot, "snapshot"),
     (drop_an_open_marker, "open_marker"),
 ]
 
@@ -259,8 +345,9 @@ def test_the_audit_finds_each_kind_of_damage(tmp_path: Path) -> None:
 def _pg_item(conn, where: str, order: str = "work_id"):
     from state.work.models import WorkItem
 
-    row = conn.execute(f"SELECT item::text FROM work_items WHERE {where} ORDER BY {order} "
-                       "LIMIT 1").fetchone()
+    row = conn.execute(
+        f"SELECT item::text FROM work_items WHERE {where} ORDER BY {order} LIMIT 1"
+    ).fetchone()
     return None if row is None else WorkItem.model_validate_json(row[0])
 
 
@@ -270,17 +357,26 @@ def _pg_append(conn, item, **fields) -> None:
 
     ev = WorkEvent(seq=item.seq + 1, at=now(), **fields)
     doc = ev.model_dump(mode="json", by_alias=True, exclude_none=False, exclude={"detail"})
-    conn.execute("INSERT INTO work_events (work_id, seq, type, state, generation, actor, at, "
-                 "event) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                 (item.work_id, ev.seq, ev.type, ev.state, ev.generation, ev.actor, ev.at,
-                  Jsonb(doc)))
+    conn.execute(
+        "INSERT INTO work_events (work_id, seq, type, state, generation, actor, at, "
+        "event) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+        (item.work_id, ev.seq, ev.type, ev.state, ev.generation, ev.actor, ev.at, Jsonb(doc)),
+    )
 
 
 def pg_claim_after_the_end(copy: Path, conn, peak: int) -> None:
     item = _pg_item(conn, "state IN ('succeeded', 'failed', 'cancelled')")
-    _pg_append(conn, item, type="claimed", generation=item.generation + 1, actor="intruder",
-               state="running", run_id=new_id("run"), lease_holder="intruder",
-               lease_expires_at=now())
+    _pg_append(
+        conn,
+        item,
+        type="claimed",
+        generation=item.generation + 1,
+        actor="intruder",
+        state="running",
+        run_id=new_id("run"),
+        lease_holder="intruder",
+        lease_expires_at=now(),
+    )
 
 
 def _pg_made(copy: Path, *, claimed: bool):
@@ -293,28 +389,50 @@ def _pg_made(copy: Path, *, claimed: bool):
 
 def pg_accept_a_stale_report(copy: Path, conn, peak: int) -> None:
     """A report of a taken-over attempt, stored: generation below the item's."""
-    item = _pg_item(conn, "state = 'running'", order="generation DESC, work_id") or \
-        _pg_made(copy, claimed=True)
-    _pg_append(conn, item, type="succeeded", generation=item.generation - 1,
-               actor=item.requester, state="succeeded")
+    item = _pg_item(conn, "state = 'running'", order="generation DESC, work_id") or _pg_made(
+        copy, claimed=True
+    )
+    _pg_append(
+        conn,
+        item,
+        type="succeeded",
+        generation=item.generation - 1,
+        actor=item.requester,
+        state="succeeded",
+    )
 
 
 def pg_claim_a_generation_twice(copy: Path, conn, peak: int) -> None:
-    item = _pg_item(conn, "state = 'queued' AND generation >= 1") or \
-        _pg_item(conn, "state = 'queued'") or _pg_made(copy, claimed=False)
-    _pg_append(conn, item, type="claimed", generation=item.generation, actor=item.requester,
-               state="running", run_id=new_id("run"), lease_holder=item.requester,
-               lease_expires_at=now())
+    item = (
+        _pg_item(conn, "state = 'queued' AND generation >= 1")
+        or _pg_item(conn, "state = 'queued'")
+        or _pg_made(copy, claimed=False)
+    )
+    _pg_append(
+        conn,
+        item,
+        type="claimed",
+        generation=item.generation,
+        actor=item.requester,
+        state="running",
+        run_id=new_id("run"),
+        lease_holder=item.requester,
+        lease_expires_at=now(),
+    )
 
 
 def pg_stale_lease(copy: Path, conn, peak: int) -> None:
-    conn.execute("UPDATE work_leases SET generation = generation + 1 WHERE work_id = "
-                 "(SELECT min(work_id) FROM work_leases)")
+    conn.execute(
+        "UPDATE work_leases SET generation = generation + 1 WHERE work_id = "
+        "(SELECT min(work_id) FROM work_leases)"
+    )
 
 
 def pg_falsify_an_item_row(copy: Path, conn, peak: int) -> None:
-    conn.execute("UPDATE work_items SET item = jsonb_set(item, '{requester}', "
-                 "'\"intruder\"') WHERE work_id = (SELECT min(work_id) FROM work_items)")
+    conn.execute(
+        "UPDATE work_items SET item = jsonb_set(item, '{requester}', "
+        "'\"intruder\"') WHERE work_id = (SELECT min(work_id) FROM work_items)"
+    )
 
 
 def pg_acknowledge_a_claim_never_stored(copy: Path, conn, peak: int) -> None:
@@ -326,9 +444,17 @@ def pg_acknowledge_a_claim_never_stored(copy: Path, conn, peak: int) -> None:
 
 def pg_ledger_file_in_a_shared_home(copy: Path, conn, peak: int) -> None:
     item = _pg_item(conn, "true")
-    _write(copy / "home-b" / "work" / item.work_id / "lease.json", Lease(
-        work_id=item.work_id, run_id=new_id("run"), generation=1, holder="w1",
-        heartbeat_at=now(), expires_at=now()))
+    _write(
+        copy / "home-b" / "work" / item.work_id / "lease.json",
+        Lease(
+            work_id=item.work_id,
+            run_id=new_id("run"),
+            generation=1,
+            holder="w1",
+            heartbeat_at=now(),
+            expires_at=now(),
+        ),
+    )
 
 
 def pg_note_an_item_nobody_accepted(copy: Path, conn, peak: int) -> None:
@@ -340,16 +466,23 @@ def pg_note_an_item_nobody_accepted(copy: Path, conn, peak: int) -> None:
 def pg_fewer_slots_than_were_held(copy: Path, conn, peak: int) -> None:
     for home in stress_harness.HOMES_SHARING:
         config = copy / home / "config.toml"
-        config.write_text(config.read_text().replace(
-            f"slots = {stress_harness.SHARED_SLOTS}", f"slots = {peak - 1}"))
+        config.write_text(
+            config.read_text().replace(
+                f"slots = {stress_harness.SHARED_SLOTS}", f"slots = {peak - 1}"
+            )
+        )
 
 
 PG_TAMPERS = [
-    (pg_claim_after_the_end, "illegal"), (pg_accept_a_stale_report, "generation"),
-    (pg_claim_a_generation_twice, "generation"), (pg_stale_lease, "unfenced"),
-    (pg_falsify_an_item_row, "snapshot"), (pg_acknowledge_a_claim_never_stored, "lost"),
+    (pg_claim_after_the_end, "illegal"),
+    (pg_accept_a_stale_report, "generation"),
+    (pg_claim_a_generation_twice, "generation"),
+    (pg_stale_lease, "unfenced"),
+    (pg_falsify_an_item_row, "snapshot"),
+    (pg_acknowledge_a_claim_never_stored, "lost"),
     (pg_ledger_file_in_a_shared_home, "unexpected"),
-    (pg_note_an_item_nobody_accepted, "phantom"), (pg_fewer_slots_than_were_held, "capacity"),
+    (pg_note_an_item_nobody_accepted, "phantom"),
+    (pg_fewer_slots_than_were_held, "capacity"),
 ]
 
 
@@ -366,8 +499,11 @@ def test_the_audit_finds_each_kind_of_damage_on_postgresql(request, tmp_path: Pa
         assert peak >= 2, run.stats
         pg_backend.close()  # a template database must have no other session
         with psycopg.connect(made.server.admin_url, autocommit=True) as admin:
-            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
-                          "datname = %s AND pid <> pg_backend_pid()", (made.dbname,))
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
+                "datname = %s AND pid <> pg_backend_pid()",
+                (made.dbname,),
+            )
         missed = {}
         for n, (tamper, kind) in enumerate(PG_TAMPERS):
             name = f"{made.dbname}_{n}"
@@ -383,7 +519,8 @@ def test_the_audit_finds_each_kind_of_damage_on_postgresql(request, tmp_path: Pa
                 with psycopg.connect(copy_url, autocommit=True) as conn:
                     tamper(copy, conn, peak)
                 audit = stress_harness.audit_home(
-                    stress_harness.home_roots(copy, copy_url), copy / "logs")
+                    stress_harness.home_roots(copy, copy_url), copy / "logs"
+                )
             finally:
                 pg_backend.close(copy_url)
                 made.server.drop_database(name)

@@ -59,19 +59,21 @@ HOLD_TIMEOUT = doorbell.COOLDOWN.total_seconds() + 3.0  # an earlier ring's cool
 # Finding an agent
 # --------------------------------------------------------------------------------------
 
+
 def agent_binary(env_var: str, default: Path) -> Path:
     """``$env_var`` if set, else ``default`` (the copy ``.ci/install-agents`` installs)."""
     override = os.environ.get(env_var)
     return Path(override) if override else default
 
 
-def agent_unavailable(what: str, binary: Path, env_var: str,
-                      *needs: tuple[str, str]) -> str | None:
+def agent_unavailable(what: str, binary: Path, env_var: str, *needs: tuple[str, str]) -> str | None:
     """None when the agent ``what`` at ``binary`` can be run here offline; else why a test
     must skip. ``needs`` are ``(program, reason)``: each program must be on PATH."""
     if not (binary.is_file() and os.access(binary, os.X_OK)):
-        return (f"{what} is not installed at {binary} (run .ci/install-agents, which "
-                f"needs npm; or set {env_var})")
+        return (
+            f"{what} is not installed at {binary} (run .ci/install-agents, which "
+            f"needs npm; or set {env_var})"
+        )
     for program, reason in needs:
         if shutil.which(program) is None:
             return reason
@@ -111,13 +113,19 @@ class NetJail:
     def __init__(self) -> None:
         self._holder = subprocess.Popen(
             ["unshare", "--net", "--", sys.executable, "-c", _HOLDER],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         line = self._holder.stdout.readline().strip()
         if line != "lo":
             err = self._holder.stderr.read() if self._holder.poll() is not None else ""
             self.close()
-            raise OSError(f"could not make a loopback-only network namespace "
-                          f"(interfaces: {line!r}; {err.strip()[-300:]})")
+            raise OSError(
+                f"could not make a loopback-only network namespace "
+                f"(interfaces: {line!r}; {err.strip()[-300:]})"
+            )
         self.pid = self._holder.pid
         self.ns_path = f"/proc/{self.pid}/ns/net"
 
@@ -132,8 +140,10 @@ class NetJail:
                     NetJail().close()
                     cls._probe = None
                 except OSError as exc:
-                    cls._probe = (f"cannot isolate the agent from the network: {exc} "
-                                  f"(needs root or CAP_SYS_ADMIN for `unshare --net`)")
+                    cls._probe = (
+                        f"cannot isolate the agent from the network: {exc} "
+                        f"(needs root or CAP_SYS_ADMIN for `unshare --net`)"
+                    )
         return cls._probe  # type: ignore[return-value]
 
     def wrap(self, cmd: list[str]) -> list[str]:
@@ -199,34 +209,70 @@ class NetJail:
         self.close()
 
 
-
 # --------------------------------------------------------------------------------------
 # tmux on a private socket
 # --------------------------------------------------------------------------------------
 
-def tmux(socket_name: str, *args: str, check: bool = True,
-         timeout: float = TMUX_TIMEOUT) -> subprocess.CompletedProcess[str]:
+
+def tmux(
+    socket_name: str, *args: str, check: bool = True, timeout: float = TMUX_TIMEOUT
+) -> subprocess.CompletedProcess[str]:
     """``tmux -L socket_name -f /dev/null ARGS`` (never the default server)."""
-    return subprocess.run(["tmux", "-L", socket_name, "-f", "/dev/null", *args],
-                          capture_output=True, text=True, timeout=timeout, check=check)
+    return subprocess.run(
+        ["tmux", "-L", socket_name, "-f", "/dev/null", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=check,
+    )
 
 
 def unique_socket(prefix: str = "captain-test") -> str:
     return f"{prefix}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
 
-def start_tmux_server(socket_name: str, jail: NetJail | None, *, session: str = "main",
-                      width: int = 100, height: int = 30,
-                      env: dict[str, str] | None = None) -> None:
+def start_tmux_server(
+    socket_name: str,
+    jail: NetJail | None,
+    *,
+    session: str = "main",
+    width: int = 100,
+    height: int = 30,
+    env: dict[str, str] | None = None,
+) -> None:
     """Start a tmux server on ``socket_name`` (inside ``jail`` when given) with one idle
     window, so later windows and panes (e.g. captain's recruits) live in the jail too."""
-    base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8",
-            "TERM": "xterm-256color", "HOME": os.environ.get("HOME", "/root")}
+    base = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "LANG": "C.UTF-8",
+        "TERM": "xterm-256color",
+        "HOME": os.environ.get("HOME", "/root"),
+    }
     base.update(env or {})
-    cmd = ["tmux", "-L", socket_name, "-f", "/dev/null", "new-session", "-d", "-s", session,
-           "-x", str(width), "-y", str(height), "sleep 86400"]
-    subprocess.run(jail.wrap(cmd) if jail else cmd, env=base, check=True,
-                   capture_output=True, text=True, timeout=TMUX_TIMEOUT)
+    cmd = [
+        "tmux",
+        "-L",
+        socket_name,
+        "-f",
+        "/dev/null",
+        "new-session",
+        "-d",
+        "-s",
+        session,
+        "-x",
+        str(width),
+        "-y",
+        str(height),
+        "sleep 86400",
+    ]
+    subprocess.run(
+        jail.wrap(cmd) if jail else cmd,
+        env=base,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=TMUX_TIMEOUT,
+    )
     # Claude Code nags (on screen) when tmux does not forward focus events.
     tmux(socket_name, "set-option", "-g", "focus-events", "on", check=False)
 
@@ -254,7 +300,6 @@ def kill_tmux_server(socket_name: str) -> None:
         time.sleep(0.05)
 
 
-
 class Pane:
     """A pane (an agent, or any command) on a private tmux socket: read and type into it."""
 
@@ -271,12 +316,18 @@ class Pane:
         return tmux(self.socket, *args).stdout
 
     def alive(self) -> bool:
-        out = tmux(self.socket, "display-message", "-p", "-t", self.pane_id,
-                   "#{pane_dead}", check=False)
+        out = tmux(
+            self.socket, "display-message", "-p", "-t", self.pane_id, "#{pane_dead}", check=False
+        )
         return out.returncode == 0 and out.stdout.strip() == "0"
 
-    def wait_for(self, predicate: Callable[[str], bool] | str, timeout: float = 30.0,
-                 interval: float = 0.1, ansi: bool = False) -> str:
+    def wait_for(
+        self,
+        predicate: Callable[[str], bool] | str,
+        timeout: float = 30.0,
+        interval: float = 0.1,
+        ansi: bool = False,
+    ) -> str:
         """Poll the screen until ``predicate(capture)`` (or the substring) holds; the
         capture that satisfied it. Raises TimeoutError with the last screen otherwise."""
         check = (lambda s: predicate in s) if isinstance(predicate, str) else predicate
@@ -290,8 +341,9 @@ class Pane:
             if check(screen):
                 return screen
             if time.monotonic() >= deadline:
-                raise TimeoutError(f"screen condition not met within {timeout}s; "
-                                   f"last screen:\n{screen}")
+                raise TimeoutError(
+                    f"screen condition not met within {timeout}s; last screen:\n{screen}"
+                )
             time.sleep(interval)
 
     # -- typing ----------------------------------------------------------------------
@@ -309,10 +361,10 @@ class Pane:
         kill_tmux_server(self.socket)
 
 
-
 # --------------------------------------------------------------------------------------
 # A model-API stand-in: serving in the jail, recording, waiting
 # --------------------------------------------------------------------------------------
+
 
 class StandInServer:
     """The plumbing of a stand-in for a model API: a threaded loopback HTTP server (its
@@ -352,9 +404,12 @@ class StandInServer:
         self.server.server_address = self.server.socket.getsockname()
         self.port = self.server.server_address[1]
         self.base_url = f"http://127.0.0.1:{self.port}"
-        self._thread = threading.Thread(target=self.server.serve_forever,
-                                        kwargs={"poll_interval": 0.1},
-                                        name=self.name, daemon=True)
+        self._thread = threading.Thread(
+            target=self.server.serve_forever,
+            kwargs={"poll_interval": 0.1},
+            name=self.name,
+            daemon=True,
+        )
         self._thread.start()
 
     def describe(self, req: Any) -> str:
@@ -390,8 +445,9 @@ class StandInServer:
         with self._cond:
             return self._seq
 
-    def wait_for(self, predicate: Callable[[Any], bool], timeout: float = 30.0,
-                 after: int = 0) -> Any:
+    def wait_for(
+        self, predicate: Callable[[Any], bool], timeout: float = 30.0, after: int = 0
+    ) -> Any:
         """The first request with ``seq > after`` matching ``predicate``."""
         deadline = time.monotonic() + timeout
         with self._cond:
@@ -405,13 +461,16 @@ class StandInServer:
                     raise TimeoutError(f"no matching request within {timeout}s; seen: {seen}")
                 self._cond.wait(left)
 
-    def wait_main(self, after: int = 0, timeout: float = 30.0,
-                  containing: str | None = None) -> Any:
+    def wait_main(
+        self, after: int = 0, timeout: float = 30.0, containing: str | None = None
+    ) -> Any:
         """The next main-conversation request after ``after`` (optionally whose body
         contains ``containing``)."""
         return self.wait_for(
             lambda r: r.kind == "main" and (containing is None or containing in r.text),
-            timeout=timeout, after=after)
+            timeout=timeout,
+            after=after,
+        )
 
     def quiet_for(self) -> float:
         """Seconds since the last request (large when there was none)."""
@@ -433,6 +492,7 @@ class StandInServer:
 # The environment, and the captain CLI
 # --------------------------------------------------------------------------------------
 
+
 def offline_env(home: Path, base_url: str, *, tmpdir: Path | None = None) -> dict[str, str]:
     """The part of an agent's environment (complete, not a diff on ours) that every agent
     shares: ``home`` as HOME, a plain UTF-8 terminal, and every HTTP(S) proxy pointed at the
@@ -446,30 +506,44 @@ def offline_env(home: Path, base_url: str, *, tmpdir: Path | None = None) -> dic
         "TERM": "xterm-256color",
         "SHELL": "/bin/bash",
         "USER": os.environ.get("USER", "root"),
-        "HTTPS_PROXY": base_url, "HTTP_PROXY": base_url,
-        "https_proxy": base_url, "http_proxy": base_url,
-        "NO_PROXY": LOOPBACK, "no_proxy": LOOPBACK,
+        "HTTPS_PROXY": base_url,
+        "HTTP_PROXY": base_url,
+        "https_proxy": base_url,
+        "http_proxy": base_url,
+        "NO_PROXY": LOOPBACK,
+        "no_proxy": LOOPBACK,
     }
     if tmpdir is not None:
         env["TMPDIR"] = str(tmpdir)
     return env
 
 
-def run_captain(home: Path, cwd: Path, *args: str, env: dict[str, str] | None = None,
-                timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def run_captain(
+    home: Path, cwd: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
     """The real CLI (``python -m captain_tui ARGS``) with ``CAPTAIN_HOME=home`` (never the
     default home), as tests/conftest.py's ``cli`` runs it."""
-    full = {k: v for k, v in os.environ.items()
-            if not k.startswith("CAPTAIN_") or k == "CAPTAIN_TMUX_SOCKET"}
+    full = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("CAPTAIN_") or k == "CAPTAIN_TMUX_SOCKET"
+    }
     full.update(CAPTAIN_HOME=str(home), PYTHONPATH=str(REPO))
     full.update(env or {})
-    return subprocess.run([sys.executable, "-m", "captain_tui", *args], cwd=cwd, env=full,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "captain_tui", *args],
+        cwd=cwd,
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 # --------------------------------------------------------------------------------------
 # A crew recruited by the real captain CLI into a jailed tmux server
 # --------------------------------------------------------------------------------------
+
 
 @dataclass
 class AgentCrew:
@@ -508,8 +582,9 @@ class AgentCrew:
     def assignment(self) -> str:
         return self.data["assignment_id"]
 
-    def cli(self, *args: str, env: dict[str, str] | None = None,
-            timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    def cli(
+        self, *args: str, env: dict[str, str] | None = None, timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
         """Run the captain CLI against the crew's home (as the captain, not as crew)."""
         return run_captain(self.home_root, self.project, *args, env=env, timeout=timeout)
 
@@ -534,10 +609,21 @@ def _undo(closers: list[Callable[[], None]]) -> None:
             pass
 
 
-def start_agent_crew(agent: str, root: Path, *, binary: Path, name: str, task: str,
-                     stand_in: Callable[[NetJail], Any], env: Callable[[str], dict[str, str]],
-                     home_root: Path, project: Path, width: int, height: int,
-                     crew_cls: type[AgentCrew] = AgentCrew) -> AgentCrew:
+def start_agent_crew(
+    agent: str,
+    root: Path,
+    *,
+    binary: Path,
+    name: str,
+    task: str,
+    stand_in: Callable[[NetJail], Any],
+    env: Callable[[str], dict[str, str]],
+    home_root: Path,
+    project: Path,
+    width: int,
+    height: int,
+    crew_cls: type[AgentCrew] = AgentCrew,
+) -> AgentCrew:
     """Recruit ``name`` with ``captain crew NAME --task TASK --agent AGENT`` through the
     real CLI, the agent (``binary``, put on the CLI's PATH as ``AGENT``) running in a tmux
     server inside a fresh loopback-only jail and talking to ``stand_in(jail)``, in the
@@ -566,17 +652,46 @@ def start_agent_crew(agent: str, root: Path, *, binary: Path, name: str, task: s
         if not link.exists():
             link.symlink_to(Path(binary).resolve())
         socket_path = tmux_socket_path(socket_name)
-        r = run_captain(home_root, project, "crew", name, "--task", task, "--agent", agent,
-                        "--socket", str(socket_path), "--cwd", str(project), "--json",
-                        env={"PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}"})
+        r = run_captain(
+            home_root,
+            project,
+            "crew",
+            name,
+            "--task",
+            task,
+            "--agent",
+            agent,
+            "--socket",
+            str(socket_path),
+            "--cwd",
+            str(project),
+            "--json",
+            env={"PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}"},
+        )
         recruited = time.monotonic()
         if r.returncode != 0:
-            raise RuntimeError(f"captain crew --agent {agent} failed ({r.returncode}): "
-                               f"{r.stdout[-1000:]} {r.stderr[-1000:]}")
+            raise RuntimeError(
+                f"captain crew --agent {agent} failed ({r.returncode}): "
+                f"{r.stdout[-1000:]} {r.stderr[-1000:]}"
+            )
         data = json.loads(r.stdout)
         pane = Pane(socket_name, data["pane"]["pane_id"], data["pane"]["pane_pid"])
-        crew = crew_cls(agent, Home(home_root), home_root, project, name, data, pane,
-                        socket_name, socket_path, model, jail, agent_env, recruited, closers)
+        crew = crew_cls(
+            agent,
+            Home(home_root),
+            home_root,
+            project,
+            name,
+            data,
+            pane,
+            socket_name,
+            socket_path,
+            model,
+            jail,
+            agent_env,
+            recruited,
+            closers,
+        )
         closers.append(crew.teardown)
         if not jail.same_namespace(pane.pane_pid):
             raise RuntimeError("captain's pane is not inside the network jail")
@@ -589,6 +704,7 @@ def start_agent_crew(agent: str, root: Path, *, binary: Path, name: str, task: s
 # --------------------------------------------------------------------------------------
 # What the live tests do with a crew
 # --------------------------------------------------------------------------------------
+
 
 class LiveCrew:
     """A live test's view of its crew (an ``AgentCrew``): the home's records of it, and the
@@ -616,8 +732,9 @@ class LiveCrew:
         return mailbox.unread(self.home, self.key, self.snapshot())
 
     def receipt(self, message_id: str) -> Receipt | None:
-        return self.home.store.read(self.home.receipts_dir(self.key) / f"{message_id}.json",
-                                    Receipt)
+        return self.home.store.read(
+            self.home.receipts_dir(self.key) / f"{message_id}.json", Receipt
+        )
 
     def notices(self, status: str) -> list:
         return [n for n in mailbox.notifications(self.home, self.key) if n.status == status]
@@ -640,8 +757,12 @@ class LiveCrew:
         assert r.returncode == 0, (r.stdout, r.stderr)
         return json.loads(r.stdout)
 
-    def ring_until(self, want: Callable[[doorbell.Outcome], bool], timeout: float,
-                   what: str | Callable[[], str]) -> doorbell.Outcome:
+    def ring_until(
+        self,
+        want: Callable[[doorbell.Outcome], bool],
+        timeout: float,
+        what: str | Callable[[], str],
+    ) -> doorbell.Outcome:
         """Ring until an outcome satisfies ``want``; ``what`` it should do, for the
         failure (or a function that says it then)."""
         seen: list[doorbell.Outcome] = []
@@ -653,17 +774,21 @@ class LiveCrew:
                 return outcome
             if time.monotonic() >= deadline:
                 what = what() if callable(what) else what
-                raise AssertionError(f"the doorbell did not {what} within {timeout} s; last "
-                                     f"outcomes: {seen[-3:]}; screen:\n{self.pane.capture()}")
+                raise AssertionError(
+                    f"the doorbell did not {what} within {timeout} s; last "
+                    f"outcomes: {seen[-3:]}; screen:\n{self.pane.capture()}"
+                )
             time.sleep(0.1)
 
     def held_by(self, gate: str, timeout: float = HOLD_TIMEOUT) -> doorbell.Outcome:
         """Ring until the doorbell holds with ``gate``."""
-        return self.ring_until(lambda o: o.action == "held" and o.gate == gate, timeout,
-                               f"hold with gate {gate}")
+        return self.ring_until(
+            lambda o: o.action == "held" and o.gate == gate, timeout, f"hold with gate {gate}"
+        )
 
-    def tell_held(self, text: str, gate: str, *, rings: int = 4,
-                  or_gates: tuple[str, ...] = ()) -> dict:
+    def tell_held(
+        self, text: str, gate: str, *, rings: int = 4, or_gates: tuple[str, ...] = ()
+    ) -> dict:
         """Tell ``text`` while ``gate`` stands: ``captain tell``'s own ring holds, a ring
         soon holds with ``gate``, and ``rings`` more hold too, each with ``gate`` (or one
         of ``or_gates``). The tell's answer."""
@@ -684,8 +809,14 @@ class LiveCrew:
         assert time.monotonic() - cleared <= limit
         return rang
 
-    def ring_until_request(self, match: Callable[[Any], bool], deadline: float, *,
-                           after: int = 0, what: str = "the mail"):
+    def ring_until_request(
+        self,
+        match: Callable[[Any], bool],
+        deadline: float,
+        *,
+        after: int = 0,
+        what: str = "the mail",
+    ):
         """Ring until a main request after ``after`` matches ``match`` (by ``deadline``,
         a ``time.monotonic()``); that request and the doorbell's outcomes meanwhile."""
         outcomes: list[doorbell.Outcome] = []
@@ -695,10 +826,12 @@ class LiveCrew:
             if req is not None:
                 return req, outcomes
             if time.monotonic() >= deadline:
-                raise AssertionError(f"{what} never reached the stand-in; doorbell: "
-                                     f"{outcomes[-3:]}; unread: {self.unread()}; main "
-                                     f"requests: {len(self.stand_in.main_requests)}; "
-                                     f"screen:\n{self.pane.capture()}")
+                raise AssertionError(
+                    f"{what} never reached the stand-in; doorbell: "
+                    f"{outcomes[-3:]}; unread: {self.unread()}; main "
+                    f"requests: {len(self.stand_in.main_requests)}; "
+                    f"screen:\n{self.pane.capture()}"
+                )
             time.sleep(0.1)
 
     def at_rest(self, outcome: doorbell.Outcome) -> bool:
@@ -715,8 +848,11 @@ class LiveCrew:
             graced = (now() - recruited).total_seconds() > self.grace + 0.1
             return graced and self.at_rest(outcome)
 
-        self.ring_until(settled, self.grace + STEP if timeout is None else timeout,
-                        lambda: f"let {self.name} settle (unread: {self.unread()})")
+        self.ring_until(
+            settled,
+            self.grace + STEP if timeout is None else timeout,
+            lambda: f"let {self.name} settle (unread: {self.unread()})",
+        )
 
     def main_quiet(self) -> bool:
         """No main request for a second."""
@@ -739,8 +875,7 @@ class LiveCrew:
                 ack = n.delivery_id
                 continue
             if time.monotonic() >= deadline:
-                raise AssertionError(f"no {status} notification within {timeout} s; "
-                                     f"saw {seen}")
+                raise AssertionError(f"no {status} notification within {timeout} s; saw {seen}")
             time.sleep(0.1)
 
     def wait_notices(self, status: str, count: int, timeout: float = STEP) -> list:
@@ -751,8 +886,8 @@ class LiveCrew:
             if len(got) >= count:
                 return got
             if time.monotonic() >= deadline:
-                have = [(n.status, n.summary)
-                        for n in mailbox.notifications(self.home, self.key)]
-                raise AssertionError(f"{count} {status} notice(s) expected within "
-                                     f"{timeout} s; have {have}")
+                have = [(n.status, n.summary) for n in mailbox.notifications(self.home, self.key)]
+                raise AssertionError(
+                    f"{count} {status} notice(s) expected within {timeout} s; have {have}"
+                )
             time.sleep(0.1)

@@ -34,8 +34,11 @@ START_DEADLINE = 60.0  # seconds for the server to print its URL (a cold, loaded
 
 def cli_env(home: Path) -> dict[str, str]:
     """The captain-side environment the ``cli`` fixture uses (no crew context)."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("CAPTAIN_") or k == "CAPTAIN_TMUX_SOCKET"}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("CAPTAIN_") or k == "CAPTAIN_TMUX_SOCKET"
+    }
     env["CAPTAIN_HOME"] = str(home)
     env["PYTHONPATH"] = str(REPO)
     env.update(process_env())  # CAPTAIN_LEDGER_URL on a test's PostgreSQL ledger
@@ -44,9 +47,15 @@ def cli_env(home: Path) -> dict[str, str]:
 
 def captain(home: Path, *args: str, stdin: str | None = None, timeout: float = 60) -> dict:
     """Run the real CLI with ``--json``; returns its payload, asserting it succeeded."""
-    proc = subprocess.run([sys.executable, "-m", "captain_tui", *args, "--json"],
-                          env=cli_env(home), capture_output=True, text=True, input=stdin,
-                          timeout=timeout, cwd=home.parent)
+    proc = subprocess.run(
+        [sys.executable, "-m", "captain_tui", *args, "--json"],
+        env=cli_env(home),
+        capture_output=True,
+        text=True,
+        input=stdin,
+        timeout=timeout,
+        cwd=home.parent,
+    )
     assert proc.returncode == 0, (args, proc.returncode, proc.stdout, proc.stderr)
     payload = json.loads(proc.stdout)
     assert payload.get("ok") is True, payload
@@ -102,10 +111,25 @@ class Server:
     def start(self) -> Server:
         with self.log.open("wb") as log:  # the child keeps its own copy of the handle
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "captain_tui", "serve", "--port", "0", "--json",
-                 "--home", str(self.home), *self.extra],
-                env=cli_env(self.home), cwd=self.home.parent, stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=log, text=True)
+                [
+                    sys.executable,
+                    "-m",
+                    "captain_tui",
+                    "serve",
+                    "--port",
+                    "0",
+                    "--json",
+                    "--home",
+                    str(self.home),
+                    *self.extra,
+                ],
+                env=cli_env(self.home),
+                cwd=self.home.parent,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+            )
         lines: queue.Queue[str | None] = queue.Queue()
 
         def pump(stream=self.proc.stdout):
@@ -122,8 +146,9 @@ class Server:
                 line = lines.get(timeout=max(left, 0.01))
             except queue.Empty:
                 self.stop()
-                raise AssertionError(f"captain serve printed nothing in {START_DEADLINE} s: "
-                                     f"{self.log.read_text()}") from None
+                raise AssertionError(
+                    f"captain serve printed nothing in {START_DEADLINE} s: {self.log.read_text()}"
+                ) from None
             if line is None:
                 code = self.proc.wait(timeout=10)
                 raise AssertionError(f"captain serve exited {code}: {self.log.read_text()}")
@@ -132,8 +157,7 @@ class Server:
         announced = json.loads(line)
         assert announced["ok"] is True, announced
         self.url, self.workspace_id = announced["url"], announced["workspace_id"]
-        host = self.extra[self.extra.index("--host") + 1] if "--host" in self.extra \
-            else "127.0.0.1"
+        host = self.extra[self.extra.index("--host") + 1] if "--host" in self.extra else "127.0.0.1"
         assert urlsplit(self.url).hostname == host, self.url
         return self
 
@@ -154,9 +178,17 @@ class Server:
 
     # -- HTTP -----------------------------------------------------------------------------
 
-    def request(self, method: str, path: str, *, token: str | None = None,
-                json_body=None, body: bytes | None = None, query: dict | str | None = None,
-                headers: dict[str, str] | None = None) -> Reply:
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        token: str | None = None,
+        json_body=None,
+        body: bytes | None = None,
+        query: dict | str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Reply:
         parts = urlsplit(self.url)
         sent = dict(headers or {})
         if token is not None:
@@ -170,8 +202,9 @@ class Server:
         try:
             conn.request(method, path, body=body, headers=sent)
             response = conn.getresponse()
-            reply = Reply(response.status, {k.lower(): v for k, v in response.getheaders()},
-                          response.read())
+            reply = Reply(
+                response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+            )
         finally:
             conn.close()
         self.seen.append(reply)
@@ -199,8 +232,12 @@ class Server:
         return f"/api/workspaces/{workspace or self.workspace_id}{rest}"
 
     def hook(self, endpoint: str, body: bytes, headers: dict[str, str]) -> Reply:
-        return self.request("POST", f"/hooks/{endpoint}", body=body,
-                            headers={"Content-Type": "application/json", **headers})
+        return self.request(
+            "POST",
+            f"/hooks/{endpoint}",
+            body=body,
+            headers={"Content-Type": "application/json", **headers},
+        )
 
 
 # -- raw sockets, and the server process as the kernel sees it ---------------------------------
@@ -227,8 +264,10 @@ def read_answer(sock: socket.socket, deadline: float) -> Answer | None:
         head, sep, rest = data.partition(b"\r\n\r\n")
         if sep:
             lines = head.decode("latin-1").split("\r\n")
-            headers = {k.strip().lower(): v.strip() for k, _, v in
-                       (line.partition(":") for line in lines[1:])}
+            headers = {
+                k.strip().lower(): v.strip()
+                for k, _, v in (line.partition(":") for line in lines[1:])
+            }
             length = int(headers.get("content-length", "-1"))
             if 0 <= length <= len(rest):
                 return Answer(int(lines[0].split()[1]), headers, rest[:length])
@@ -282,15 +321,22 @@ def open_descriptors(pid: int) -> int:
 
 def sign_github(secret: str, body: bytes, delivery: str, event: str = "push") -> dict:
     digest = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-    return {"X-Hub-Signature-256": f"sha256={digest}", "X-GitHub-Delivery": delivery,
-            "X-GitHub-Event": event}
+    return {
+        "X-Hub-Signature-256": f"sha256={digest}",
+        "X-GitHub-Delivery": delivery,
+        "X-GitHub-Event": event,
+    }
 
 
-def sign_captain(secret: str, body: bytes, delivery: str, event: str = "push", *,
-                 at: int | None = None) -> dict:
+def sign_captain(
+    secret: str, body: bytes, delivery: str, event: str = "push", *, at: int | None = None
+) -> dict:
     """v2: HMAC-SHA256 of "<t>\n<delivery id>\n<event>\n" + body (docs/api.md)."""
     stamp = str(int(time.time()) if at is None else at)
     signed = f"{stamp}\n{delivery}\n{event}\n".encode() + body
     digest = hmac.new(secret.encode(), signed, hashlib.sha256).hexdigest()
-    return {"X-Captain-Signature": f"t={stamp},v2={digest}", "X-Captain-Delivery": delivery,
-            "X-Captain-Event": event}
+    return {
+        "X-Captain-Signature": f"t={stamp},v2={digest}",
+        "X-Captain-Delivery": delivery,
+        "X-Captain-Event": event,
+    }

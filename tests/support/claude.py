@@ -61,6 +61,7 @@ FAKE_API_KEY = "sk-ant-api03-captain-test-0000000000000000000000KEY"
 # Finding the pieces
 # --------------------------------------------------------------------------------------
 
+
 def claude_binary() -> Path:
     """``$CAPTAIN_TEST_CLAUDE`` if set, else the copy ``.ci/install-agents`` installs."""
     return agent_binary("CAPTAIN_TEST_CLAUDE", DEFAULT_CLAUDE)
@@ -68,28 +69,32 @@ def claude_binary() -> Path:
 
 def claude_available() -> str | None:
     """None when the real Claude Code can be run here offline; else why a test must skip."""
-    return agent_unavailable("Claude Code", claude_binary(), "CAPTAIN_TEST_CLAUDE",
-                             ("tmux", "tmux is not installed"))
+    return agent_unavailable(
+        "Claude Code", claude_binary(), "CAPTAIN_TEST_CLAUDE", ("tmux", "tmux is not installed")
+    )
 
 
 # --------------------------------------------------------------------------------------
 # The stand-in for the Messages API
 # --------------------------------------------------------------------------------------
 
+
 @dataclass
 class Text:
     """A reply of plain text (``end_turn``)."""
+
     text: str = "ok"
-    delay: float = 0.0          # seconds to wait before the first content delta
+    delay: float = 0.0  # seconds to wait before the first content delta
     hold: threading.Event | None = None  # if given, wait for it before finishing
 
 
 @dataclass
 class ToolUse:
     """A reply that calls a tool, e.g. ``ToolUse("Bash", {"command": "echo hi"})``."""
+
     name: str
     input: dict[str, Any]
-    text: str = ""              # optional text block before the tool call
+    text: str = ""  # optional text block before the tool call
     tool_id: str = field(default_factory=lambda: "toolu_" + uuid.uuid4().hex[:24])
 
 
@@ -99,12 +104,13 @@ Reply = Text | ToolUse
 @dataclass
 class Request:
     """One request the stand-in received."""
+
     seq: int
     method: str
     path: str
     headers: dict[str, str]
-    body: Any                   # parsed JSON (or raw text, or None)
-    kind: str                   # "main" | "aux" | "count_tokens" | "other" | "blocked"
+    body: Any  # parsed JSON (or raw text, or None)
+    kind: str  # "main" | "aux" | "count_tokens" | "other" | "blocked"
     at: float
     reply: Reply | None = None  # what it answered (messages only)
 
@@ -177,8 +183,13 @@ class StandIn(StandInServer):
 
     request_cls = Request
 
-    def __init__(self, jail: NetJail | None = None, default_text: str = "ok",
-                 aux_text: str = "ok", log: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        jail: NetJail | None = None,
+        default_text: str = "ok",
+        aux_text: str = "ok",
+        log: Callable[[str], None] | None = None,
+    ) -> None:
         super().__init__(log)
         self.default_text = default_text
         self.aux_text = aux_text
@@ -205,8 +216,12 @@ def _sse(event: str, data: dict[str, Any]) -> bytes:
 
 
 def _usage(output_tokens: int = 1) -> dict[str, int]:
-    return {"input_tokens": 12, "output_tokens": output_tokens,
-            "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+    return {
+        "input_tokens": 12,
+        "output_tokens": output_tokens,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    }
 
 
 def message_json(reply: Reply, model: str) -> dict[str, Any]:
@@ -215,58 +230,117 @@ def message_json(reply: Reply, model: str) -> dict[str, Any]:
     if isinstance(reply, ToolUse):
         if reply.text:
             content.append({"type": "text", "text": reply.text})
-        content.append({"type": "tool_use", "id": reply.tool_id, "name": reply.name,
-                        "input": reply.input})
+        content.append(
+            {"type": "tool_use", "id": reply.tool_id, "name": reply.name, "input": reply.input}
+        )
         stop = "tool_use"
     else:
         content.append({"type": "text", "text": reply.text})
         stop = "end_turn"
-    return {"id": "msg_" + uuid.uuid4().hex[:24], "type": "message", "role": "assistant",
-            "model": model, "content": content, "stop_reason": stop, "stop_sequence": None,
-            "usage": _usage(5)}
+    return {
+        "id": "msg_" + uuid.uuid4().hex[:24],
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": _usage(5),
+    }
 
 
 def message_events(reply: Reply, model: str) -> Iterable[bytes | float | threading.Event]:
     """The server-sent events for ``reply``; floats are pauses, Events are holds."""
-    start = {"type": "message_start", "message": {
-        "id": "msg_" + uuid.uuid4().hex[:24], "type": "message", "role": "assistant",
-        "model": model, "content": [], "stop_reason": None, "stop_sequence": None,
-        "usage": _usage(1)}}
+    start = {
+        "type": "message_start",
+        "message": {
+            "id": "msg_" + uuid.uuid4().hex[:24],
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": _usage(1),
+        },
+    }
     yield _sse("message_start", start)
     yield _sse("ping", {"type": "ping"})
     index = 0
     if isinstance(reply, Text):
         if reply.delay:
             yield reply.delay
-        yield _sse("content_block_start", {"type": "content_block_start", "index": 0,
-                                           "content_block": {"type": "text", "text": ""}})
-        yield _sse("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                           "delta": {"type": "text_delta", "text": reply.text}})
+        yield _sse(
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "text", "text": ""},
+            },
+        )
+        yield _sse(
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": reply.text},
+            },
+        )
         if reply.hold is not None:
             yield reply.hold
         yield _sse("content_block_stop", {"type": "content_block_stop", "index": 0})
         stop = "end_turn"
     else:
         if reply.text:
-            yield _sse("content_block_start", {"type": "content_block_start", "index": 0,
-                                               "content_block": {"type": "text", "text": ""}})
-            yield _sse("content_block_delta", {
-                "type": "content_block_delta", "index": 0,
-                "delta": {"type": "text_delta", "text": reply.text}})
+            yield _sse(
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": 0,
+                    "content_block": {"type": "text", "text": ""},
+                },
+            )
+            yield _sse(
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "text_delta", "text": reply.text},
+                },
+            )
             yield _sse("content_block_stop", {"type": "content_block_stop", "index": 0})
             index = 1
-        yield _sse("content_block_start", {
-            "type": "content_block_start", "index": index,
-            "content_block": {"type": "tool_use", "id": reply.tool_id, "name": reply.name,
-                              "input": {}}})
-        yield _sse("content_block_delta", {
-            "type": "content_block_delta", "index": index,
-            "delta": {"type": "input_json_delta", "partial_json": json.dumps(reply.input)}})
+        yield _sse(
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": index,
+                "content_block": {
+                    "type": "tool_use",
+                    "id": reply.tool_id,
+                    "name": reply.name,
+                    "input": {},
+                },
+            },
+        )
+        yield _sse(
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": index,
+                "delta": {"type": "input_json_delta", "partial_json": json.dumps(reply.input)},
+            },
+        )
         yield _sse("content_block_stop", {"type": "content_block_stop", "index": index})
         stop = "tool_use"
-    yield _sse("message_delta", {"type": "message_delta",
-                                 "delta": {"stop_reason": stop, "stop_sequence": None},
-                                 "usage": {"output_tokens": 5}})
+    yield _sse(
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": stop, "stop_sequence": None},
+            "usage": {"output_tokens": 5},
+        },
+    )
     yield _sse("message_stop", {"type": "message_stop"})
 
 
@@ -307,9 +381,14 @@ class _Handler(BaseHTTPRequestHandler):
         return self.command == "CONNECT" or self.path.startswith(("http://", "https://"))
 
     def _record(self, kind: str, body: Any = None, reply: Reply | None = None) -> Request:
-        return self.stand_in.record(method=self.command, path=self.path,
-                                 headers={k.lower(): v for k, v in self.headers.items()},
-                                 body=body, kind=kind, reply=reply)
+        return self.stand_in.record(
+            method=self.command,
+            path=self.path,
+            headers={k.lower(): v for k, v in self.headers.items()},
+            body=body,
+            kind=kind,
+            reply=reply,
+        )
 
     def _blocked(self) -> None:
         body = self._body() if self.command != "CONNECT" else None
@@ -337,8 +416,13 @@ class _Handler(BaseHTTPRequestHandler):
             return self._json(200, {"input_tokens": 12})
         if path != "/v1/messages":
             self._record("other", body)
-            return self._json(404, {"type": "error", "error": {
-                "type": "not_found_error", "message": f"stand-in has no {path}"}})
+            return self._json(
+                404,
+                {
+                    "type": "error",
+                    "error": {"type": "not_found_error", "message": f"stand-in has no {path}"},
+                },
+            )
         main = is_main_request(body)
         reply = self.stand_in.next_reply(main)
         self._record("main" if main else "aux", body, reply)
@@ -408,11 +492,17 @@ QUIET_ENV = {
 }
 
 
-def claude_env(tmp_path: Path, project_dir: Path, base_url: str, *,
-               api_key: str = FAKE_API_KEY, extra: dict[str, str] | None = None,
-               config: dict[str, Any] | None = None,
-               settings: dict[str, Any] | None = None,
-               also_trust: Iterable[Path] = ()) -> dict[str, str]:
+def claude_env(
+    tmp_path: Path,
+    project_dir: Path,
+    base_url: str,
+    *,
+    api_key: str = FAKE_API_KEY,
+    extra: dict[str, str] | None = None,
+    config: dict[str, Any] | None = None,
+    settings: dict[str, Any] | None = None,
+    also_trust: Iterable[Path] = (),
+) -> dict[str, str]:
     """A complete environment (not a diff on ours) for running Claude Code offline.
 
     Makes ``tmp_path/claude-home`` with ``.claude.json`` (onboarding done, ``api_key``
@@ -441,11 +531,14 @@ def claude_env(tmp_path: Path, project_dir: Path, base_url: str, *,
         # permission mode?" dialog pops up some seconds after start-up (not every time).
         "hasSeenAutoDefaultNudge": True,
         "customApiKeyResponses": {"approved": [api_key[-20:]], "rejected": []},
-        "projects": {str(Path(d).resolve()): {
-            "hasTrustDialogAccepted": True,
-            "hasCompletedProjectOnboarding": True,
-            "allowedTools": [],
-        } for d in [project, *also_trust]},
+        "projects": {
+            str(Path(d).resolve()): {
+                "hasTrustDialogAccepted": True,
+                "hasCompletedProjectOnboarding": True,
+                "allowedTools": [],
+            }
+            for d in [project, *also_trust]
+        },
     }
     for key, value in (config or {}).items():
         doc[key] = value
@@ -464,17 +557,27 @@ def claude_env(tmp_path: Path, project_dir: Path, base_url: str, *,
 # Claude Code in a pane: by hand, or recruited by the real captain CLI
 # --------------------------------------------------------------------------------------
 
+
 class ClaudePane(Pane):
     """Claude Code (or any command) running in a tmux pane on a private socket."""
 
-
-
     @classmethod
-    def start(cls, socket_name: str, cwd: Path, env: dict[str, str], *,
-              jail: NetJail | None = None, extra_args: list[str] | None = None,
-              settings: Path | None = None, width: int = 100, height: int = 30,
-              binary: Path | None = None, command: list[str] | None = None,
-              session: str = "claude", allow_network: bool = False) -> "ClaudePane":
+    def start(
+        cls,
+        socket_name: str,
+        cwd: Path,
+        env: dict[str, str],
+        *,
+        jail: NetJail | None = None,
+        extra_args: list[str] | None = None,
+        settings: Path | None = None,
+        width: int = 100,
+        height: int = 30,
+        binary: Path | None = None,
+        command: list[str] | None = None,
+        session: str = "claude",
+        allow_network: bool = False,
+    ) -> "ClaudePane":
         """Run ``claude [--settings FILE] EXTRA_ARGS`` (or ``command``) in a new window.
 
         With a ``jail`` the tmux server is started inside it (if it is not running yet).
@@ -484,8 +587,10 @@ class ClaudePane(Pane):
         ``env`` (nothing inherited from this process).
         """
         if jail is None and command is None and not allow_network:
-            raise RuntimeError("refusing to run Claude Code outside a NetJail "
-                               "(pass allow_network=True to vouch for the network)")
+            raise RuntimeError(
+                "refusing to run Claude Code outside a NetJail "
+                "(pass allow_network=True to vouch for the network)"
+            )
         argv = command or [str(binary or claude_binary())]
         if command is None:
             if settings is not None:
@@ -493,24 +598,61 @@ class ClaudePane(Pane):
             argv += list(extra_args or [])
         launcher = Path(env.get("TMPDIR") or cwd) / f"launch-{uuid.uuid4().hex[:8]}.sh"
         lines = ["#!/bin/sh", "# written by tests/support/claude.py"]
-        lines += [f"export {k}={shlex.quote(v)}" for k, v in sorted(env.items())
-                  if k.replace("_", "").isalnum()]
+        lines += [
+            f"export {k}={shlex.quote(v)}"
+            for k, v in sorted(env.items())
+            if k.replace("_", "").isalnum()
+        ]
         lines += [f"cd {shlex.quote(str(cwd))}", "exec " + shlex.join(argv), ""]
         launcher.write_text("\n".join(lines))
         launcher.chmod(0o700)
 
         if tmux(socket_name, "has-session", "-t", session, check=False).returncode != 0:
             start_tmux_server(socket_name, jail, session=session, width=width, height=height)
-            tmux(socket_name, "respawn-pane", "-k", "-t", f"{session}:0.0", "-c", str(cwd),
-                 str(launcher))
-            out = tmux(socket_name, "display-message", "-p", "-t", f"{session}:0.0",
-                       "#{pane_id} #{pane_pid}")
+            tmux(
+                socket_name,
+                "respawn-pane",
+                "-k",
+                "-t",
+                f"{session}:0.0",
+                "-c",
+                str(cwd),
+                str(launcher),
+            )
+            out = tmux(
+                socket_name,
+                "display-message",
+                "-p",
+                "-t",
+                f"{session}:0.0",
+                "#{pane_id} #{pane_pid}",
+            )
         else:
-            out = tmux(socket_name, "new-window", "-d", "-t", session, "-c", str(cwd),
-                       "-P", "-F", "#{pane_id} #{pane_pid}", str(launcher))
+            out = tmux(
+                socket_name,
+                "new-window",
+                "-d",
+                "-t",
+                session,
+                "-c",
+                str(cwd),
+                "-P",
+                "-F",
+                "#{pane_id} #{pane_pid}",
+                str(launcher),
+            )
         pane_id, pid = out.stdout.split()
-        tmux(socket_name, "resize-window", "-t", pane_id, "-x", str(width), "-y", str(height),
-             check=False)
+        tmux(
+            socket_name,
+            "resize-window",
+            "-t",
+            pane_id,
+            "-x",
+            str(width),
+            "-y",
+            str(height),
+            check=False,
+        )
         pane = cls(socket_name, pane_id, int(pid))
         if jail is not None and not jail.same_namespace(pane.pane_pid):
             pane.kill()
@@ -518,10 +660,17 @@ class ClaudePane(Pane):
         return pane
 
 
-def start_claude_crew(root: Path, *, name: str = "Jack", task: str = "tidy the docs",
-                      home_root: Path | None = None, project: Path | None = None,
-                      width: int = 100, height: int = 30,
-                      log: Callable[[str], None] | None = None) -> AgentCrew:
+def start_claude_crew(
+    root: Path,
+    *,
+    name: str = "Jack",
+    task: str = "tidy the docs",
+    home_root: Path | None = None,
+    project: Path | None = None,
+    width: int = 100,
+    height: int = 30,
+    log: Callable[[str], None] | None = None,
+) -> AgentCrew:
     """Recruit ``name`` with ``--agent claude`` through the real CLI
     (``support.agents.start_agent_crew``): Claude Code in a fresh jail, in ``claude_env``
     (``root/claude-home``), talking to a fresh ``StandIn``. The captain home defaults to
@@ -533,11 +682,18 @@ def start_claude_crew(root: Path, *, name: str = "Jack", task: str = "tidy the d
     root = Path(root)
     project = Path(project) if project else root / "project"
     return start_agent_crew(
-        "claude", root, binary=claude_binary(), name=name, task=task,
+        "claude",
+        root,
+        binary=claude_binary(),
+        name=name,
+        task=task,
         stand_in=lambda jail: StandIn(jail=jail, log=log),
         env=lambda base_url: claude_env(root, project, base_url),
-        home_root=Path(home_root) if home_root else root / "home", project=project,
-        width=width, height=height)
+        home_root=Path(home_root) if home_root else root / "home",
+        project=project,
+        width=width,
+        height=height,
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -551,8 +707,11 @@ def composer_line(screen: str) -> str | None:
     """The ``❯`` line that sits between two horizontal rules, or None."""
     lines = screen.splitlines()
     for i in range(1, len(lines) - 1):
-        if (lines[i].lstrip().startswith("❯") and lines[i - 1].strip().startswith(RULE * 10)
-                and lines[i + 1].strip().startswith(RULE * 10)):
+        if (
+            lines[i].lstrip().startswith("❯")
+            and lines[i - 1].strip().startswith(RULE * 10)
+            and lines[i + 1].strip().startswith(RULE * 10)
+        ):
             return lines[i]
     return None
 
@@ -560,20 +719,29 @@ def composer_line(screen: str) -> str | None:
 def is_idle_composer(screen: str) -> bool:
     """An empty composer between rules, no permission prompt, nothing running."""
     line = composer_line(screen)
-    return (line is not None and line.replace("❯", "").strip() == ""
-            and "Do you want to proceed?" not in screen and "esc to interrupt" not in screen)
+    return (
+        line is not None
+        and line.replace("❯", "").strip() == ""
+        and "Do you want to proceed?" not in screen
+        and "esc to interrupt" not in screen
+    )
 
 
 def hook_settings(path: Path, hooks: dict[str, str]) -> Path:
     """Write a ``--settings`` file registering ``{event: shell command}`` hooks."""
-    doc = {"hooks": {event: [{"hooks": [{"type": "command", "command": cmd}]}]
-                     for event, cmd in hooks.items()}}
+    doc = {
+        "hooks": {
+            event: [{"hooks": [{"type": "command", "command": cmd}]}]
+            for event, cmd in hooks.items()
+        }
+    }
     path.write_text(json.dumps(doc, indent=2))
     return path
 
 
-def approve_permission_prompt(pane: ClaudePane, stand_in: StandIn, after: int,
-                              timeout: float = 15.0, key: str = "Enter") -> Request:
+def approve_permission_prompt(
+    pane: ClaudePane, stand_in: StandIn, after: int, timeout: float = 15.0, key: str = "Enter"
+) -> Request:
     """Answer an on-screen permission prompt with ``key`` (Enter = "1. Yes") and return
     the main request that carries the tool result.
 
@@ -584,16 +752,19 @@ def approve_permission_prompt(pane: ClaudePane, stand_in: StandIn, after: int,
     while True:
         pane.send_keys(key)
         try:
-            return stand_in.wait_main(after=after, timeout=min(1.0, max(
-                0.05, deadline - time.monotonic())))
+            return stand_in.wait_main(
+                after=after, timeout=min(1.0, max(0.05, deadline - time.monotonic()))
+            )
         except TimeoutError:
             if time.monotonic() >= deadline:
-                raise TimeoutError(f"permission prompt not answered within {timeout}s; "
-                                   f"screen:\n{pane.capture()}") from None
+                raise TimeoutError(
+                    f"permission prompt not answered within {timeout}s; screen:\n{pane.capture()}"
+                ) from None
             if "Do you want to proceed?" not in pane.capture():
                 # The prompt is gone; the request may just be slow.
-                return stand_in.wait_main(after=after,
-                                          timeout=max(0.05, deadline - time.monotonic()))
+                return stand_in.wait_main(
+                    after=after, timeout=max(0.05, deadline - time.monotonic())
+                )
 
 
 class ClaudeRig:
@@ -607,11 +778,16 @@ class ClaudeRig:
             rig.stand_in.push(Text("hello"))
     """
 
-    def __init__(self, tmp_path: Path, *, project: Path | None = None,
-                 env_extra: dict[str, str] | None = None,
-                 config: dict[str, Any] | None = None,
-                 settings: dict[str, Any] | None = None,
-                 log: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        tmp_path: Path,
+        *,
+        project: Path | None = None,
+        env_extra: dict[str, str] | None = None,
+        config: dict[str, Any] | None = None,
+        settings: dict[str, Any] | None = None,
+        log: Callable[[str], None] | None = None,
+    ) -> None:
         self.tmp_path = Path(tmp_path)
         self.project = Path(project) if project else self.tmp_path / "project"
         self.project.mkdir(parents=True, exist_ok=True)
@@ -622,20 +798,39 @@ class ClaudeRig:
         try:
             self.jail = NetJail()
             self.stand_in = StandIn(jail=self.jail, log=log)
-            self.env = claude_env(self.tmp_path, self.project, self.stand_in.base_url,
-                                  extra=env_extra, config=config, settings=settings)
+            self.env = claude_env(
+                self.tmp_path,
+                self.project,
+                self.stand_in.base_url,
+                extra=env_extra,
+                config=config,
+                settings=settings,
+            )
         except BaseException:
             self.close()
             raise
 
-    def start(self, *, settings: Path | None = None, extra_args: list[str] | None = None,
-              width: int = 100, height: int = 30,
-              env_extra: dict[str, str] | None = None) -> ClaudePane:
+    def start(
+        self,
+        *,
+        settings: Path | None = None,
+        extra_args: list[str] | None = None,
+        width: int = 100,
+        height: int = 30,
+        env_extra: dict[str, str] | None = None,
+    ) -> ClaudePane:
         env = dict(self.env)
         env.update(env_extra or {})
-        pane = ClaudePane.start(self.socket, self.project, env, jail=self.jail,
-                                settings=settings, extra_args=extra_args,
-                                width=width, height=height)
+        pane = ClaudePane.start(
+            self.socket,
+            self.project,
+            env,
+            jail=self.jail,
+            settings=settings,
+            extra_args=extra_args,
+            width=width,
+            height=height,
+        )
         self.panes.append(pane)
         return pane
 

@@ -49,7 +49,7 @@ def refused_human(result, code: str, *, quiet: bool = True) -> str:
     match = REFUSAL_LINE.match(lines[0])
     assert match and match.group(1) == code, lines[0]
     assert code in CODES, code
-    return lines[0][len(f"captain: [{code}] "):]
+    return lines[0][len(f"captain: [{code}] ") :]
 
 
 def refused(result, code: str) -> dict:
@@ -76,8 +76,13 @@ class Run:
         self.any_exit = any_exit
         self.no_warnings = no_warnings
 
-    def __call__(self, *args: str, env: dict[str, str] | None = None,
-                 stdin: str | None = None, timeout: float = 60):
+    def __call__(
+        self,
+        *args: str,
+        env: dict[str, str] | None = None,
+        stdin: str | None = None,
+        timeout: float = 60,
+    ):
         result = self.cli(*args, env=env, stdin=stdin, timeout=timeout)
         assert "Traceback" not in result.err, result.err
         assert "Traceback" not in result.out, result.out
@@ -142,8 +147,13 @@ class InProcess:
     def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         return self.cli.env(extra)
 
-    def __call__(self, *args: str, env: dict[str, str] | None = None, timeout: float = 60,
-                 stdin: str | None = None):
+    def __call__(
+        self,
+        *args: str,
+        env: dict[str, str] | None = None,
+        timeout: float = 60,
+        stdin: str | None = None,
+    ):
         import io
         import os
         from contextlib import redirect_stderr, redirect_stdout
@@ -171,8 +181,7 @@ class InProcess:
                 try:
                     code = main(list(args))
                 except SystemExit as exc:  # argparse: usage errors, --help, --version
-                    code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None
-                                                                        else 1)
+                    code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
                 out.flush()
                 err.flush()
         finally:

@@ -20,8 +20,9 @@ from state.home import Home
 SIZE = (120, 36)
 
 
-def crew(home: Home, name: str, task: str = "Fix the login bug", project: Path | None = None,
-         **kwargs):
+def crew(
+    home: Home, name: str, task: str = "Fix the login bug", project: Path | None = None, **kwargs
+):
     """A crew recorded only (--no-launch): no tmux needed."""
     return protocol.recruit(home, name, task, cwd=str(project) if project else None, **kwargs)
 
@@ -35,15 +36,19 @@ def drive(app: CaptainApp, scenario: Callable, *, size=SIZE) -> None:
 
     async def main() -> None:
         async with app.run_test(size=size, notifications=True) as pilot:
-            await until(pilot, lambda: app.scanned and app.last_refresh is not None,
-                        what="the first scan of the home")
+            await until(
+                pilot,
+                lambda: app.scanned and app.last_refresh is not None,
+                what="the first scan of the home",
+            )
             await scenario(pilot)
 
     asyncio.run(main())
 
 
-async def until(pilot, predicate: Callable[[], object], *, timeout: float = 10.0,
-                what: str = "condition"):
+async def until(
+    pilot, predicate: Callable[[], object], *, timeout: float = 10.0, what: str = "condition"
+):
     """Let the app run until ``predicate()`` is truthy; fail after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while True:

@@ -60,6 +60,7 @@ SHELL_TOOLS = ("exec_command", "shell_command", "shell")
 # Finding the pieces
 # --------------------------------------------------------------------------------------
 
+
 def codex_binary() -> Path:
     """``$CAPTAIN_TEST_CODEX`` if set, else the copy ``.ci/install-agents`` installs."""
     return agent_binary("CAPTAIN_TEST_CODEX", DEFAULT_CODEX)
@@ -69,27 +70,33 @@ def codex_available() -> str | None:
     """None when the real Codex can be run here offline; else why a test must skip."""
     # Without bubblewrap Codex warns on screen ("could not find bubblewrap on PATH"), and
     # its sandboxed commands cannot run.
-    return agent_unavailable("Codex", codex_binary(), "CAPTAIN_TEST_CODEX",
-                             ("tmux", "tmux is not installed"),
-                             ("bwrap", "bubblewrap (bwrap) is not installed; Codex's "
-                                       "sandbox needs it"))
+    return agent_unavailable(
+        "Codex",
+        codex_binary(),
+        "CAPTAIN_TEST_CODEX",
+        ("tmux", "tmux is not installed"),
+        ("bwrap", "bubblewrap (bwrap) is not installed; Codex's sandbox needs it"),
+    )
 
 
 # --------------------------------------------------------------------------------------
 # The stand-in for the Responses API
 # --------------------------------------------------------------------------------------
 
+
 @dataclass
 class Say:
     """A streamed assistant message."""
+
     text: str = "Done. (stand-in reply)"
-    delay: float = 0.0                   # seconds before the reply starts
+    delay: float = 0.0  # seconds before the reply starts
     hold: threading.Event | None = None  # if given, wait for it before the reply
 
 
 @dataclass
 class Shell:
     """A call of the shell tool the request offers, asking to run outside the sandbox."""
+
     cmd: str = "make release"
     justification: str = "Rebuilding the release needs to run outside the sandbox"
 
@@ -100,11 +107,12 @@ Reply = Say | Shell
 @dataclass
 class Request:
     """One request the stand-in received."""
+
     seq: int
     method: str
     path: str
     body: Any
-    kind: str        # "main" (the agent loop) | "title" | "other" | "blocked"
+    kind: str  # "main" (the agent loop) | "title" | "other" | "blocked"
     at: float
     last_user: str = ""
     has_output: bool = False  # it carries a tool's output (the turn goes on)
@@ -112,8 +120,9 @@ class Request:
 
     @property
     def text(self) -> str:
-        return self.body if isinstance(self.body, str) else json.dumps(self.body,
-                                                                       ensure_ascii=False)
+        return (
+            self.body if isinstance(self.body, str) else json.dumps(self.body, ensure_ascii=False)
+        )
 
 
 def _item_text(item: dict) -> str:
@@ -129,21 +138,28 @@ def _classify(body: Any) -> tuple[str, str, bool, str | None]:
     """(kind, last user text, has tool output, the shell tool offered) of a request."""
     if not isinstance(body, dict):
         return "other", "", False, None
-    tools = [t.get("name") or t.get("type") for t in body.get("tools") or []
-             if isinstance(t, dict)]
+    tools = [t.get("name") or t.get("type") for t in body.get("tools") or [] if isinstance(t, dict)]
     items = body.get("input") or []
     if isinstance(items, str):
         items = [{"type": "message", "role": "user", "content": items}]
     last = items[-1] if items else {}
     has_output = isinstance(last, dict) and last.get("type") in (
-        "function_call_output", "custom_tool_call_output")
+        "function_call_output",
+        "custom_tool_call_output",
+    )
     last_user = ""
     for item in reversed(items):
-        if isinstance(item, dict) and item.get("type", "message") == "message" \
-                and item.get("role") == "user":
+        if (
+            isinstance(item, dict)
+            and item.get("type", "message") == "message"
+            and item.get("role") == "user"
+        ):
             text = _item_text(item)
-            if "<environment_context>" in text or "<user_instructions>" in text \
-                    or "# AGENTS.md" in text:
+            if (
+                "<environment_context>" in text
+                or "<user_instructions>" in text
+                or "# AGENTS.md" in text
+            ):
                 continue  # context Codex sends as user messages, not the person's prompt
             last_user = text
             break
@@ -173,8 +189,12 @@ class ResponsesStandIn(StandInServer):
     request_cls = Request
     name = "responses-stand-in"
 
-    def __init__(self, jail: NetJail, default_text: str = "Done. (stand-in reply)",
-                 log: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        jail: NetJail,
+        default_text: str = "Done. (stand-in reply)",
+        log: Callable[[str], None] | None = None,
+    ) -> None:
         super().__init__(log)
         self.default_text = default_text
         self._script: "queue.Queue[Reply]" = queue.Queue()
@@ -197,6 +217,7 @@ class ResponsesStandIn(StandInServer):
         except queue.Empty:
             return Shell() if "SHELL" in req.last_user else Say(self.default_text)
 
+
 class _Handler(BaseHTTPRequestHandler):
     stand_in: ResponsesStandIn
     protocol_version = "HTTP/1.1"
@@ -214,10 +235,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _trap(self) -> bool:
         """A proxied request (CONNECT, or an absolute URL to another host): refuse it."""
-        if self.command == "CONNECT" or self.path.startswith(("http://", "https://")) \
-                and not self.path.startswith(self.stand_in.base_url):
-            self.stand_in.record(method=self.command, path=self.path, body=None,
-                                 kind="blocked")
+        if (
+            self.command == "CONNECT"
+            or self.path.startswith(("http://", "https://"))
+            and not self.path.startswith(self.stand_in.base_url)
+        ):
+            self.stand_in.record(method=self.command, path=self.path, body=None, kind="blocked")
             self.send_response(403)
             self.send_header("content-length", "0")
             self.send_header("connection", "close")
@@ -249,8 +272,14 @@ class _Handler(BaseHTTPRequestHandler):
         kind, last_user, has_output, tool = _classify(body)
         if not self.path.split("?")[0].endswith("/responses"):
             kind = "other"
-        req = self.stand_in.record(method="POST", path=self.path, body=body, kind=kind,
-                                   last_user=last_user, has_output=has_output)
+        req = self.stand_in.record(
+            method="POST",
+            path=self.path,
+            body=body,
+            kind=kind,
+            last_user=last_user,
+            has_output=has_output,
+        )
         reply = self.stand_in.reply_for(req)
         req.reply = reply
         if isinstance(reply, Shell) and not tool:
@@ -270,8 +299,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("connection", "close")
         self.end_headers()
         w = self.wfile
-        base = {"id": rid, "object": "response", "created_at": int(time.time()),
-                "status": "in_progress", "model": req.get("model", MODEL), "output": []}
+        base = {
+            "id": rid,
+            "object": "response",
+            "created_at": int(time.time()),
+            "status": "in_progress",
+            "model": req.get("model", MODEL),
+            "output": [],
+        }
         w.write(_sse({"type": "response.created", "response": base}))
         if isinstance(reply, Shell):
             if tool == "exec_command":
@@ -280,34 +315,86 @@ class _Handler(BaseHTTPRequestHandler):
                 args = {"command": reply.cmd}
             else:
                 args = {"command": ["bash", "-lc", reply.cmd]}
-            args.update(sandbox_permissions="require_escalated",
-                        justification=reply.justification)
+            args.update(sandbox_permissions="require_escalated", justification=reply.justification)
             item: dict[str, Any] = {
-                "type": "function_call", "id": "fc_" + uuid.uuid4().hex[:12],
-                "call_id": "call_" + uuid.uuid4().hex[:12], "name": tool,
-                "arguments": json.dumps(args), "status": "completed"}
-            w.write(_sse({"type": "response.output_item.added", "output_index": 0,
-                          "item": item}))
+                "type": "function_call",
+                "id": "fc_" + uuid.uuid4().hex[:12],
+                "call_id": "call_" + uuid.uuid4().hex[:12],
+                "name": tool,
+                "arguments": json.dumps(args),
+                "status": "completed",
+            }
+            w.write(_sse({"type": "response.output_item.added", "output_index": 0, "item": item}))
         else:
             mid = "msg_" + uuid.uuid4().hex[:12]
-            w.write(_sse({"type": "response.output_item.added", "output_index": 0, "item": {
-                "type": "message", "id": mid, "role": "assistant", "status": "in_progress",
-                "content": []}}))
-            w.write(_sse({"type": "response.content_part.added", "item_id": mid,
-                          "output_index": 0, "content_index": 0,
-                          "part": {"type": "output_text", "text": "", "annotations": []}}))
-            w.write(_sse({"type": "response.output_text.delta", "item_id": mid,
-                          "output_index": 0, "content_index": 0, "delta": reply.text}))
-            w.write(_sse({"type": "response.output_text.done", "item_id": mid,
-                          "output_index": 0, "content_index": 0, "text": reply.text}))
-            item = {"type": "message", "id": mid, "role": "assistant", "status": "completed",
-                    "content": [{"type": "output_text", "text": reply.text,
-                                 "annotations": []}]}
+            w.write(
+                _sse(
+                    {
+                        "type": "response.output_item.added",
+                        "output_index": 0,
+                        "item": {
+                            "type": "message",
+                            "id": mid,
+                            "role": "assistant",
+                            "status": "in_progress",
+                            "content": [],
+                        },
+                    }
+                )
+            )
+            w.write(
+                _sse(
+                    {
+                        "type": "response.content_part.added",
+                        "item_id": mid,
+                        "output_index": 0,
+                        "content_index": 0,
+                        "part": {"type": "output_text", "text": "", "annotations": []},
+                    }
+                )
+            )
+            w.write(
+                _sse(
+                    {
+                        "type": "response.output_text.delta",
+                        "item_id": mid,
+                        "output_index": 0,
+                        "content_index": 0,
+                        "delta": reply.text,
+                    }
+                )
+            )
+            w.write(
+                _sse(
+                    {
+                        "type": "response.output_text.done",
+                        "item_id": mid,
+                        "output_index": 0,
+                        "content_index": 0,
+                        "text": reply.text,
+                    }
+                )
+            )
+            item = {
+                "type": "message",
+                "id": mid,
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": reply.text, "annotations": []}],
+            }
         w.write(_sse({"type": "response.output_item.done", "output_index": 0, "item": item}))
-        done = dict(base, status="completed", output=[item], usage={
-            "input_tokens": 10, "output_tokens": 5, "total_tokens": 15,
-            "input_tokens_details": {"cached_tokens": 0},
-            "output_tokens_details": {"reasoning_tokens": 0}})
+        done = dict(
+            base,
+            status="completed",
+            output=[item],
+            usage={
+                "input_tokens": 10,
+                "output_tokens": 5,
+                "total_tokens": 15,
+                "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens_details": {"reasoning_tokens": 0},
+            },
+        )
         w.write(_sse({"type": "response.completed", "response": done}))
         w.flush()
         self.close_connection = True
@@ -317,12 +404,14 @@ class _Handler(BaseHTTPRequestHandler):
 # A throwaway HOME and CODEX_HOME
 # --------------------------------------------------------------------------------------
 
+
 def _toml_str(text: str) -> str:
     return json.dumps(text)  # a JSON string is a TOML basic string
 
 
-def codex_env(tmp_path: Path, project: Path, base_url: str,
-              extra: dict[str, str] | None = None) -> dict[str, str]:
+def codex_env(
+    tmp_path: Path, project: Path, base_url: str, extra: dict[str, str] | None = None
+) -> dict[str, str]:
     """The environment (and config files) for an offline Codex 0.169 in ``tmp_path``."""
     home = Path(tmp_path) / "codex-home"
     codex_home = home / ".codex"
@@ -373,6 +462,7 @@ apps = false
 # --------------------------------------------------------------------------------------
 # Processes
 # --------------------------------------------------------------------------------------
+
 
 def descendants(pid: int) -> list[int]:
     """Every live process below ``pid`` (children first by depth, deepest last)."""
@@ -429,6 +519,7 @@ def kill_pids(pids: list[int], grace: float = 3.0) -> None:
 # A Codex crew recruited by the real captain CLI
 # --------------------------------------------------------------------------------------
 
+
 @dataclass
 class CodexCrew(AgentCrew):
     """One real Codex crew in a jailed, private tmux server (an ``AgentCrew``);
@@ -438,8 +529,11 @@ class CodexCrew(AgentCrew):
 
     def codex_pids(self) -> list[int]:
         """The Codex processes under the pane (the node launcher and the native binary)."""
-        pids = [p for p in [self.pane.pane_pid, *descendants(self.pane.pane_pid)]
-                if process_name(p) in ("codex", "node")]
+        pids = [
+            p
+            for p in [self.pane.pane_pid, *descendants(self.pane.pane_pid)]
+            if process_name(p) in ("codex", "node")
+        ]
         self.started_pids.update(pids)
         return pids
 
@@ -453,13 +547,19 @@ class CodexCrew(AgentCrew):
         kill_pids([p for p in self.started_pids if _alive(p) and self.jail.same_namespace(p)])
 
 
-def start_codex_crew(tmp_path: Path, *, name: str = "Jack",
-                     task: str = "TASK-5120: tidy the docs under docs/",
-                     home: Path | None = None, project: Path | None = None,
-                     width: int = 120, height: int = 40,
-                     env_extra: dict[str, str] | None = None,
-                     log: Callable[[str], None] | None = None,
-                     stand_in_text: str = "Done. (stand-in reply)") -> CodexCrew:
+def start_codex_crew(
+    tmp_path: Path,
+    *,
+    name: str = "Jack",
+    task: str = "TASK-5120: tidy the docs under docs/",
+    home: Path | None = None,
+    project: Path | None = None,
+    width: int = 120,
+    height: int = 40,
+    env_extra: dict[str, str] | None = None,
+    log: Callable[[str], None] | None = None,
+    stand_in_text: str = "Done. (stand-in reply)",
+) -> CodexCrew:
     """Recruit ``name`` with ``captain crew NAME --task TASK --agent codex``
     (``support.agents.start_agent_crew``) into a new jailed tmux server, Codex talking to a
     new stand-in. Returns once the CLI answered (the pane exists; Codex is starting). The
@@ -472,14 +572,31 @@ def start_codex_crew(tmp_path: Path, *, name: str = "Jack",
     tmp_path = Path(tmp_path)
     project = Path(project) if project else tmp_path / "project"
     crew = start_agent_crew(
-        "codex", tmp_path, binary=codex_binary(), name=name, task=task,
+        "codex",
+        tmp_path,
+        binary=codex_binary(),
+        name=name,
+        task=task,
         stand_in=lambda jail: ResponsesStandIn(jail, default_text=stand_in_text, log=log),
         env=lambda base_url: codex_env(tmp_path, project, base_url, extra=env_extra),
-        home_root=Path(home) if home else tmp_path / "captain-home", project=project,
-        width=width, height=height, crew_cls=CodexCrew)
+        home_root=Path(home) if home else tmp_path / "captain-home",
+        project=project,
+        width=width,
+        height=height,
+        crew_cls=CodexCrew,
+    )
     try:
-        tmux(crew.socket, "resize-window", "-t", crew.pane.pane_id, "-x", str(width),
-             "-y", str(height), check=False)
+        tmux(
+            crew.socket,
+            "resize-window",
+            "-t",
+            crew.pane.pane_id,
+            "-x",
+            str(width),
+            "-y",
+            str(height),
+            check=False,
+        )
     except BaseException:
         crew.close()
         raise

@@ -51,8 +51,9 @@ def database(home: Home) -> Iterator[object | None]:
 def damage_item(home: Home, work_id: str, how: str) -> None:
     with database(home) as db:
         if db is not None:
-            db.execute(f"UPDATE work_items SET item = {ROW_DAMAGE[how]} WHERE work_id = %s",
-                       (work_id,))
+            db.execute(
+                f"UPDATE work_items SET item = {ROW_DAMAGE[how]} WHERE work_id = %s", (work_id,)
+            )
             return
     folder = home.root / "work" / work_id
     (folder / "item.json").write_bytes(FILE_DAMAGE[how])
@@ -63,8 +64,11 @@ def damage_event(home: Home, work_id: str, seq: int) -> None:
     """An event of the wrong shape."""
     with database(home) as db:
         if db is not None:
-            db.execute("""UPDATE work_events SET event = '{"bad": true}' """
-                       "WHERE work_id = %s AND seq = %s", (work_id, seq))
+            db.execute(
+                """UPDATE work_events SET event = '{"bad": true}' """
+                "WHERE work_id = %s AND seq = %s",
+                (work_id, seq),
+            )
             return
     (home.root / "work" / work_id / "events" / f"{seq:08d}.json").write_bytes(b'{"bad": 1}\n')
 
@@ -73,7 +77,10 @@ def damage_delivery(home: Home, delivery_id: str) -> None:
     """A delivery record of the wrong shape."""
     with database(home) as db:
         if db is not None:
-            db.execute("""UPDATE deliveries SET record = '{"bad": true}' """
-                       "WHERE delivery_id = %s", (delivery_id,))
+            db.execute(
+                """UPDATE deliveries SET record = '{"bad": true}' """
+                "WHERE delivery_id = %s",
+                (delivery_id,),
+            )
             return
     (home.root / "deliveries" / f"{delivery_id}.json").write_bytes(b'{"bad": true}\n')

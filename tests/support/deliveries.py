@@ -38,8 +38,12 @@ def records(home: Home) -> list[str]:
         if db is None:
             folder = Path(home.root) / "deliveries"
             return sorted(p.stem for p in folder.glob("whd_*.json")) if folder.exists() else []
-        return [r[0] for r in db.execute('SELECT delivery_id FROM deliveries '
-                                         'ORDER BY delivery_id COLLATE "C"')]
+        return [
+            r[0]
+            for r in db.execute(
+                'SELECT delivery_id FROM deliveries ORDER BY delivery_id COLLATE "C"'
+            )
+        ]
 
 
 def bodies(home: Home) -> dict[str, bytes]:
@@ -53,8 +57,12 @@ def bodies(home: Home) -> dict[str, bytes]:
                 with contextlib.suppress(FileNotFoundError):  # purged while we list: gone
                     held[path.name.split("-")[0]] = path.read_bytes()
             return held
-        return {r[0]: bytes(r[1]) for r in db.execute(
-            "SELECT delivery_id, body FROM delivery_bodies ORDER BY delivery_id")}
+        return {
+            r[0]: bytes(r[1])
+            for r in db.execute(
+                "SELECT delivery_id, body FROM delivery_bodies ORDER BY delivery_id"
+            )
+        }
 
 
 def body_claims(home: Home) -> int:
@@ -72,6 +80,8 @@ def age_rejection(home: Home, rejection_id: str, days: float) -> None:
             stale = time.time() - days * 86400
             os.utime(path, (stale, stale))
             return
-        db.execute("UPDATE delivery_rejections SET received_at = received_at - "
-                   "make_interval(secs => %s) WHERE rejection_id = %s",
-                   (days * 86400, rejection_id))
+        db.execute(
+            "UPDATE delivery_rejections SET received_at = received_at - "
+            "make_interval(secs => %s) WHERE rejection_id = %s",
+            (days * 86400, rejection_id),
+        )

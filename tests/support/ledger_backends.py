@@ -160,14 +160,21 @@ def stored_input_and_details(root: Path, url: str | None, work_id: str) -> tuple
     files, or from the rows on a connection of our own, as another host would read them."""
     if url is None:
         item = root / "work" / work_id
-        return ((item / "input.json").read_text(),
-                [p.read_text() for p in (item / "events").iterdir()])
+        return (
+            (item / "input.json").read_text(),
+            [p.read_text() for p in (item / "events").iterdir()],
+        )
     import psycopg
 
     with psycopg.connect(url) as conn:
-        [(stored,)] = conn.execute("SELECT input FROM work_inputs WHERE work_id = %s",
-                                   (work_id,)).fetchall()
-        details = [bytes(d).decode() for (d,) in conn.execute(
-            "SELECT detail FROM work_events WHERE work_id = %s AND detail IS NOT NULL",
-            (work_id,))]
+        [(stored,)] = conn.execute(
+            "SELECT input FROM work_inputs WHERE work_id = %s", (work_id,)
+        ).fetchall()
+        details = [
+            bytes(d).decode()
+            for (d,) in conn.execute(
+                "SELECT detail FROM work_events WHERE work_id = %s AND detail IS NOT NULL",
+                (work_id,),
+            )
+        ]
     return bytes(stored).decode(), details

@@ -53,9 +53,13 @@ def pi_binary() -> Path:
 
 def pi_available() -> str | None:
     """None when the real pi can be run here offline; else why a test must skip."""
-    return agent_unavailable("pi", pi_binary(), "CAPTAIN_TEST_PI",
-                             ("node", "node is not on PATH (pi runs on it)"),
-                             ("tmux", "tmux is not installed"))
+    return agent_unavailable(
+        "pi",
+        pi_binary(),
+        "CAPTAIN_TEST_PI",
+        ("node", "node is not on PATH (pi runs on it)"),
+        ("tmux", "tmux is not installed"),
+    )
 
 
 def pi_env(root: Path, base_url: str, *, extensions: Iterable[Path] = ()) -> dict[str, str]:
@@ -64,16 +68,35 @@ def pi_env(root: Path, base_url: str, *, extensions: Iterable[Path] = ()) -> dic
     home = root / "pi-home"
     agent = home / ".pi" / "agent"
     (agent / "extensions").mkdir(parents=True, exist_ok=True)
-    (agent / "models.json").write_text(json.dumps({"providers": {"standin": {
-        "baseUrl": base_url,  # pi adds /v1/messages itself
-        "api": "anthropic-messages",
-        "apiKey": "sk-dummy-standin",
-        "models": [{"id": MODEL, "name": "Stand-in Model", "reasoning": False,
-                    "contextWindow": 200000, "maxTokens": 8192}],
-    }}}, indent=2))
-    (agent / "settings.json").write_text(json.dumps({
-        "defaultProvider": "standin", "defaultModel": MODEL,
-        "enableInstallTelemetry": False}, indent=2))
+    (agent / "models.json").write_text(
+        json.dumps(
+            {
+                "providers": {
+                    "standin": {
+                        "baseUrl": base_url,  # pi adds /v1/messages itself
+                        "api": "anthropic-messages",
+                        "apiKey": "sk-dummy-standin",
+                        "models": [
+                            {
+                                "id": MODEL,
+                                "name": "Stand-in Model",
+                                "reasoning": False,
+                                "contextWindow": 200000,
+                                "maxTokens": 8192,
+                            }
+                        ],
+                    }
+                }
+            },
+            indent=2,
+        )
+    )
+    (agent / "settings.json").write_text(
+        json.dumps(
+            {"defaultProvider": "standin", "defaultModel": MODEL, "enableInstallTelemetry": False},
+            indent=2,
+        )
+    )
     for ext in extensions:
         shutil.copyfile(ext, agent / "extensions" / Path(ext).name)
     env = offline_env(home, base_url, tmpdir=root)
@@ -81,12 +104,19 @@ def pi_env(root: Path, base_url: str, *, extensions: Iterable[Path] = ()) -> dic
     return env
 
 
-
-def start_pi_crew(root: Path, *, name: str = "Jack", task: str = "tidy the docs",
-                  extensions: Iterable[Path] = (), default_text: str = "ok",
-                  home_root: Path | None = None, project: Path | None = None,
-                  width: int = WIDTH, height: int = HEIGHT,
-                  log: Callable[[str], None] | None = None) -> AgentCrew:
+def start_pi_crew(
+    root: Path,
+    *,
+    name: str = "Jack",
+    task: str = "tidy the docs",
+    extensions: Iterable[Path] = (),
+    default_text: str = "ok",
+    home_root: Path | None = None,
+    project: Path | None = None,
+    width: int = WIDTH,
+    height: int = HEIGHT,
+    log: Callable[[str], None] | None = None,
+) -> AgentCrew:
     """Recruit ``name`` with ``--agent pi`` through the real CLI
     (``support.agents.start_agent_crew``), pi running in a tmux server inside a fresh
     loopback-only jail and talking to a fresh ``StandIn`` (which answers ``default_text``
@@ -98,11 +128,19 @@ def start_pi_crew(root: Path, *, name: str = "Jack", task: str = "tidy the docs"
         raise RuntimeError(reason)
     root = Path(root)
     return start_agent_crew(
-        "pi", root, binary=pi_binary(), name=name, task=task,
+        "pi",
+        root,
+        binary=pi_binary(),
+        name=name,
+        task=task,
         stand_in=lambda jail: StandIn(jail=jail, default_text=default_text, log=log),
         env=lambda base_url: pi_env(root, base_url, extensions=extensions),
         home_root=Path(home_root) if home_root else root / "home",
-        project=Path(project) if project else root / "project", width=width, height=height)
+        project=Path(project) if project else root / "project",
+        width=width,
+        height=height,
+    )
+
 
 def pi_pid(crew: AgentCrew) -> int:
     """The pi process: captain's window runs ``pi`` as the pane's own process (node names

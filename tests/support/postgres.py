@@ -40,8 +40,10 @@ SERVER_USER = "postgres"  # the OS user the programs run as when we are root; th
 
 def server_bindir() -> Path | None:
     """The newest installed server's bin directory (it holds initdb, pg_ctl, postgres)."""
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"),
-                   key=lambda p: int(Path(p).parts[-3]) if Path(p).parts[-3].isdigit() else 0)
+    found = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin/initdb"),
+        key=lambda p: int(Path(p).parts[-3]) if Path(p).parts[-3].isdigit() else 0,
+    )
     if found:
         return Path(found[-1]).parent
     initdb = shutil.which("initdb")
@@ -77,13 +79,25 @@ class Cluster:
             os.chown(path, entry.pw_uid, entry.pw_gid)
 
     def _run(self, *argv: str, timeout: float = 60) -> subprocess.CompletedProcess:
-        return subprocess.run([*self.as_server, *argv], capture_output=True, text=True,
-                              timeout=timeout, cwd=self.root)
+        return subprocess.run(
+            [*self.as_server, *argv], capture_output=True, text=True, timeout=timeout, cwd=self.root
+        )
 
     def start(self) -> Cluster:
-        result = self._run(str(self.bindir / "initdb"), "-D", str(self.data), "-U",
-                           SERVER_USER, "-A", "trust", "-E", "UTF8", "--no-locale",
-                           "--no-sync", "--no-instructions")
+        result = self._run(
+            str(self.bindir / "initdb"),
+            "-D",
+            str(self.data),
+            "-U",
+            SERVER_USER,
+            "-A",
+            "trust",
+            "-E",
+            "UTF8",
+            "--no-locale",
+            "--no-sync",
+            "--no-instructions",
+        )
         if result.returncode != 0:
             raise RuntimeError(f"initdb failed: {result.stderr.strip()}")
         self.socket_dir.mkdir(mode=0o700)
@@ -91,22 +105,39 @@ class Cluster:
         for attempt in range(5):
             self.port = _free_port()
             settings = {
-                "listen_addresses": "'127.0.0.1'", "port": str(self.port),
-                "unix_socket_directories": f"'{self.socket_dir}'", "fsync": "off",
-                "synchronous_commit": "off", "full_page_writes": "off",
-                "max_connections": "100", "shared_buffers": "32MB",
-                "log_min_messages": "warning", "logging_collector": "off"}
+                "listen_addresses": "'127.0.0.1'",
+                "port": str(self.port),
+                "unix_socket_directories": f"'{self.socket_dir}'",
+                "fsync": "off",
+                "synchronous_commit": "off",
+                "full_page_writes": "off",
+                "max_connections": "100",
+                "shared_buffers": "32MB",
+                "log_min_messages": "warning",
+                "logging_collector": "off",
+            }
             conf = "".join(f"{k} = {v}\n" for k, v in settings.items())
             auto = self.data / "postgresql.auto.conf"
             auto.write_text(conf)
             self._own(auto)
-            result = self._run(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-l",
-                               str(self.log), "-w", "-t", "30", "start")
+            result = self._run(
+                str(self.bindir / "pg_ctl"),
+                "-D",
+                str(self.data),
+                "-l",
+                str(self.log),
+                "-w",
+                "-t",
+                "30",
+                "start",
+            )
             if result.returncode == 0:
                 self.running = True
                 return self
-        raise RuntimeError(f"pg_ctl start failed: {result.stdout.strip()} "
-                           f"{result.stderr.strip()} {self.log_tail()}")
+        raise RuntimeError(
+            f"pg_ctl start failed: {result.stdout.strip()} "
+            f"{result.stderr.strip()} {self.log_tail()}"
+        )
 
     def log_tail(self) -> str:
         try:
@@ -125,8 +156,17 @@ class Cluster:
 
     def stop(self) -> None:
         if self.running:
-            self._run(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", "immediate",
-                      "-w", "-t", "30", "stop")
+            self._run(
+                str(self.bindir / "pg_ctl"),
+                "-D",
+                str(self.data),
+                "-m",
+                "immediate",
+                "-w",
+                "-t",
+                "30",
+                "stop",
+            )
             self.running = False
         shutil.rmtree(self.root, ignore_errors=True)
 
@@ -165,8 +205,10 @@ def why_not() -> str | None:
     if os.environ.get(ENV_URL):
         return None
     if server_bindir() is None:
-        return ("no PostgreSQL server binaries (Debian: apt-get install postgresql; "
-                ".ci/install-agents does it) and CAPTAIN_TEST_PG_URL is not set")
+        return (
+            "no PostgreSQL server binaries (Debian: apt-get install postgresql; "
+            ".ci/install-agents does it) and CAPTAIN_TEST_PG_URL is not set"
+        )
     if os.geteuid() == 0:
         try:
             pwd.getpwnam(SERVER_USER)
@@ -211,8 +253,9 @@ def server(config=None) -> Server:
                 config.add_cleanup(_stop_cluster)
             return _SERVER
     if os.environ.get(ENV_REQUIRED) == "1":
-        pytest.fail(f"PostgreSQL tests must run here ({ENV_REQUIRED}=1), but {reason}",
-                    pytrace=False)
+        pytest.fail(
+            f"PostgreSQL tests must run here ({ENV_REQUIRED}=1), but {reason}", pytrace=False
+        )
     pytest.skip(f"PostgreSQL tests skipped: {reason}")
 
 

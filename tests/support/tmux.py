@@ -40,8 +40,13 @@ class PrivateTmux:
         self.socket = socket_path_for(self.name)
 
     def tmux(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        return subprocess.run([TMUX, "-S", self.socket, *args], capture_output=True, text=True,
-                              check=check, timeout=10)
+        return subprocess.run(
+            [TMUX, "-S", self.socket, *args],
+            capture_output=True,
+            text=True,
+            check=check,
+            timeout=10,
+        )
 
     def capture(self, pane: str) -> str:
         return self.tmux("capture-pane", "-p", "-t", pane).stdout
@@ -61,21 +66,36 @@ class PrivateTmux:
 def hostile(trap: Path) -> str:
     """Mail that creates trap/1..9 if any shell ever runs any part of it."""
     t = str(trap)
-    return (f"fix it; touch {t}/1 && touch {t}/2 || touch {t}/2b | touch {t}/3 "
-            f"$(touch {t}/4) `touch {t}/5` > {t}/6 >> {t}/6b < /etc/hostname "
-            f"!! !-1 'touch {t}/7' \"$(touch {t}/8)\" ${{IFS}}x\ntouch {t}/9\n"
-            f"& touch {t}/10 &")
+    return (
+        f"fix it; touch {t}/1 && touch {t}/2 || touch {t}/2b | touch {t}/3 "
+        f"$(touch {t}/4) `touch {t}/5` > {t}/6 >> {t}/6b < /etc/hostname "
+        f"!! !-1 'touch {t}/7' \"$(touch {t}/8)\" ${{IFS}}x\ntouch {t}/9\n"
+        f"& touch {t}/10 &"
+    )
 
 
 SLEEPER = "sh -c 'sleep 300'"  # a crew's agent that only waits: its pane stays up
 
 
-def recruit_into(cli, tmux: PrivateTmux, name: str, task: str, *extra: str,
-                 command: str = SLEEPER) -> dict:
+def recruit_into(
+    cli, tmux: PrivateTmux, name: str, task: str, *extra: str, command: str = SLEEPER
+) -> dict:
     """A crew recruited through the real CLI (the ``cli`` fixture) into ``tmux``, its agent
     ``command``; its ``--json`` answer (exit 0, ok, no traceback)."""
-    return ok_clean(cli("crew", name, "--task", task, "--command", command, "--socket",
-                        tmux.socket, "--json", *extra))
+    return ok_clean(
+        cli(
+            "crew",
+            name,
+            "--task",
+            task,
+            "--command",
+            command,
+            "--socket",
+            tmux.socket,
+            "--json",
+            *extra,
+        )
+    )
 
 
 class SimLog:

@@ -21,32 +21,38 @@ NOT_USE_CASES = {"actor", "dismissal_words", "store_error"}  # helpers, no calle
 
 
 def _use_cases():
-    return {name: fn for name, fn in vars(usecases).items()
-            if inspect.isfunction(fn) and name not in NOT_USE_CASES}
+    return {
+        name: fn
+        for name, fn in vars(usecases).items()
+        if inspect.isfunction(fn) and name not in NOT_USE_CASES
+    }
 
 
 def test_every_use_case_takes_the_callers_context():
-    missing = [name for name, fn in _use_cases().items()
-               if "ctx" not in inspect.signature(fn).parameters]
+    missing = [
+        name for name, fn in _use_cases().items() if "ctx" not in inspect.signature(fn).parameters
+    ]
     assert missing == []
 
 
 CALLS = {
-    "recruit": lambda h: usecases.recruit(h, usecases.Recruitment("Ada", "t", cwd="/nowhere"),
-                                          ctx=CREW),
+    "recruit": lambda h: usecases.recruit(
+        h, usecases.Recruitment("Ada", "t", cwd="/nowhere"), ctx=CREW
+    ),
     "assign": lambda h: usecases.assign(h, "Ada", "t", handoff="asg_x", ctx=CREW),
     "tell": lambda h: usecases.tell(h, "Ada", "hi", assignment_id="asg_x", ctx=CREW),
-    "answer": lambda h: usecases.answer(h, "Ada", "q_x", "yes", assignment_id="asg_x",
-                                        ctx=CREW),
+    "answer": lambda h: usecases.answer(h, "Ada", "q_x", "yes", assignment_id="asg_x", ctx=CREW),
     "acknowledge": lambda h: usecases.acknowledge(h, "Ada", "d_x", ctx=CREW),
     "dismiss": lambda h: usecases.dismiss(h, "Ada", ctx=CREW),
     "ring": lambda h: usecases.ring(h, "Ada", ctx=CREW),
-    "jump": lambda h: usecases.jump(PaneLocator(socket="/nowhere", session="s", window_id="@1",
-                                                pane_id="%1"), env={}, ctx=CREW),
+    "jump": lambda h: usecases.jump(
+        PaneLocator(socket="/nowhere", session="s", window_id="@1", pane_id="%1"), env={}, ctx=CREW
+    ),
     "cancel": lambda h: usecases.cancel(h, "wrk_x", actor="a", ctx=CREW),
     "replay": lambda h: usecases.replay(h, "wrk_x", actor="a", reason="again", ctx=CREW),
-    "resolve": lambda h: usecases.resolve(h, "wrk_x", generation=1, to="failed",
-                                          reason="checked", actor="a", ctx=CREW),
+    "resolve": lambda h: usecases.resolve(
+        h, "wrk_x", generation=1, to="failed", reason="checked", actor="a", ctx=CREW
+    ),
 }
 
 
@@ -56,7 +62,8 @@ def test_every_changing_use_case_is_in_the_table():
 
 @pytest.mark.parametrize("name", sorted(CALLS))
 def test_a_crew_is_refused_by_the_use_case_itself_before_anything_is_written(
-        name: str, tmp_path: Path):
+    name: str, tmp_path: Path
+):
     home = Home(tmp_path / "home")
     before = sorted(home.root.rglob("*"))
     with pytest.raises(CaptainError) as refused:
@@ -67,15 +74,18 @@ def test_a_crew_is_refused_by_the_use_case_itself_before_anything_is_written(
 
 def test_status_shows_a_crew_only_itself_and_the_captain_everyone(tmp_path: Path):
     home = Home(tmp_path / "home")
-    ada = usecases.recruit(home, usecases.Recruitment("Ada", "one", cwd=str(tmp_path),
-                                                      launch=False), ctx=CAPTAIN)
-    usecases.recruit(home, usecases.Recruitment("Bo", "two", cwd=str(tmp_path), launch=False),
-                     ctx=CAPTAIN)
+    ada = usecases.recruit(
+        home, usecases.Recruitment("Ada", "one", cwd=str(tmp_path), launch=False), ctx=CAPTAIN
+    )
+    usecases.recruit(
+        home, usecases.Recruitment("Bo", "two", cwd=str(tmp_path), launch=False), ctx=CAPTAIN
+    )
     everyone = usecases.status(home, ctx=CAPTAIN)
     assert [r["name"] for r in everyone.crew] == ["Ada", "Bo"]
     assert everyone.problem is None and everyone.home_exists
-    assert all(r["doorbell"] == {"gate": None, "held_since": None, "head": None}
-               for r in everyone.crew)
+    assert all(
+        r["doorbell"] == {"gate": None, "held_since": None, "head": None} for r in everyone.crew
+    )
     mine = usecases.status(home, ctx=Context.from_env(ada.env))
     assert [r["name"] for r in mine.crew] == ["Ada"]
 
@@ -99,8 +109,12 @@ class _D:
 
 
 def test_one_dismissal_sentence_each_surface_naming_its_place():
-    assert usecases.dismissal_words(_D((1, 2), True)) == \
-        "; 2 unread messages bounced; its pane is closed"
-    assert usecases.dismissal_words(_D((), False), place="window") == \
-        "; its window could NOT be confirmed closed"
+    assert (
+        usecases.dismissal_words(_D((1, 2), True))
+        == "; 2 unread messages bounced; its pane is closed"
+    )
+    assert (
+        usecases.dismissal_words(_D((), False), place="window")
+        == "; its window could NOT be confirmed closed"
+    )
     assert usecases.dismissal_words(_D((), None)) == ""

@@ -120,8 +120,9 @@ class Panel(Vertical):
 
     # -- rows in ---------------------------------------------------------------------------
 
-    def show(self, rows: list, now: datetime, *, keep: str | None = None,
-             every_row: bool = True) -> None:
+    def show(
+        self, rows: list, now: datetime, *, keep: str | None = None, every_row: bool = True
+    ) -> None:
         """Show these rows. With ``every_row=False`` (a feed update) a row equal to the one
         on show keeps its cells as they are: its ages are brought up to date by the next
         ages tick, like every other age, instead of every row being re-rendered."""
@@ -140,8 +141,9 @@ class Panel(Vertical):
         self._cells = held
         self._show_empty(table, not keys)
 
-    def _patch(self, table: PanelTable, rows: dict[str, Any], now: datetime,
-               every_row: bool) -> dict[str, tuple]:
+    def _patch(
+        self, table: PanelTable, rows: dict[str, Any], now: datetime, every_row: bool
+    ) -> dict[str, tuple]:
         """Put changed cells of rows that stay into the table; the cells it then holds,
         by row key (a new row's are those it is to be added with)."""
         held: dict[str, tuple] = {}
@@ -169,8 +171,9 @@ class Panel(Vertical):
         table.patch_rows(changes)
         return held
 
-    def _move_rows(self, table: PanelTable, keys: list[str], cells: dict[str, tuple],
-                   keep: str | None) -> None:
+    def _move_rows(
+        self, table: PanelTable, keys: list[str], cells: dict[str, tuple], keep: str | None
+    ) -> None:
         at = table.cursor_row
         staying = set(keys)
         for k in self._keys:

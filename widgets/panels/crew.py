@@ -11,8 +11,14 @@ from widgets.panels.base import Column, Panel
 from widgets.view import CrewRow
 
 # crew state -> theme colour variable
-STATE_COLOURS = {"assigned": "foreground", "asked": "warning", "approval": "error",
-                 "held": "warning", "done": "success", "died": "error"}
+STATE_COLOURS = {
+    "assigned": "foreground",
+    "asked": "warning",
+    "approval": "error",
+    "held": "warning",
+    "done": "success",
+    "died": "error",
+}
 
 
 class CrewPanel(Panel):
@@ -33,10 +39,21 @@ class CrewPanel(Panel):
 
     def row_cells(self, row: CrewRow, now: datetime, flex: int) -> tuple[Text, ...]:
         state = plain(row.state, f"bold {self.colour(STATE_COLOURS.get(row.state, 'foreground'))}")
-        mail = plain(str(row.unread) if row.unread else "·",
-                     f"bold {self.colour('accent')}" if row.unread else self.colour("text-muted"))
-        gate = plain(f"held: {row.gate}", self.colour("warning")) if row.gate else \
-            plain("clear" if row.pane else "no pane", self.colour("text-muted"))
-        return (plain(row.name, "bold"), plain(row.agent, self.colour("text-muted")), state,
-                plain(row.task, limit=flex), mail,
-                plain(age(row.last_activity, now), self.colour("text-muted")), gate)
+        mail = plain(
+            str(row.unread) if row.unread else "·",
+            f"bold {self.colour('accent')}" if row.unread else self.colour("text-muted"),
+        )
+        gate = (
+            plain(f"held: {row.gate}", self.colour("warning"))
+            if row.gate
+            else plain("clear" if row.pane else "no pane", self.colour("text-muted"))
+        )
+        return (
+            plain(row.name, "bold"),
+            plain(row.agent, self.colour("text-muted")),
+            state,
+            plain(row.task, limit=flex),
+            mail,
+            plain(age(row.last_activity, now), self.colour("text-muted")),
+            gate,
+        )

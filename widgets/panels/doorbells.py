@@ -36,5 +36,8 @@ class DoorbellsPanel(Panel):
 
     def row_cells(self, row: DoorbellRow, now: datetime, flex: int) -> tuple[Text, ...]:
         words = GATE_WORDS.get(row.gate, row.gate)
-        return (plain(row.crew, "bold"), plain(words, self.colour("warning"), limit=flex),
-                plain(age(row.held_since, now)))
+        return (
+            plain(row.crew, "bold"),
+            plain(words, self.colour("warning"), limit=flex),
+            plain(age(row.held_since, now)),
+        )

@@ -12,8 +12,14 @@ from widgets.view import NotificationRow
 
 # notification status -> theme colour variable
 STATUS_COLOURS = {
-    "asked": "warning", "awaiting_approval": "error", "bounced": "error", "error": "error",
-    "held": "warning", "done": "success", "idle": "text-muted", "working": "accent",
+    "asked": "warning",
+    "awaiting_approval": "error",
+    "bounced": "error",
+    "error": "error",
+    "held": "warning",
+    "done": "success",
+    "idle": "text-muted",
+    "working": "accent",
 }
 
 STATUS_WORDS = {"awaiting_approval": "approval"}  # the only status wider than its column
@@ -34,6 +40,9 @@ class NotificationsPanel(Panel):
 
     def row_cells(self, row: NotificationRow, now: datetime, flex: int) -> tuple[Text, ...]:
         colour = self.colour(STATUS_COLOURS.get(row.status, "foreground"))
-        return (plain(age(row.created_at, now)), plain(row.crew, "bold"),
-                plain(STATUS_WORDS.get(row.status, row.status), f"bold {colour}"),
-                plain(row.summary, limit=flex))
+        return (
+            plain(age(row.created_at, now)),
+            plain(row.crew, "bold"),
+            plain(STATUS_WORDS.get(row.status, row.status), f"bold {colour}"),
+            plain(row.summary, limit=flex),
+        )

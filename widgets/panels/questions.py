@@ -24,5 +24,8 @@ class QuestionsPanel(Panel):
         return row.question_id
 
     def row_cells(self, row: QuestionRow, now: datetime, flex: int) -> tuple[Text, ...]:
-        return (plain(row.crew, f"bold {self.colour('warning')}"),
-                plain(age(row.asked_at, now)), plain(row.text, limit=flex))
+        return (
+            plain(row.crew, f"bold {self.colour('warning')}"),
+            plain(age(row.asked_at, now)),
+            plain(row.text, limit=flex),
+        )

@@ -70,8 +70,11 @@ class PanelTable(ScrollView, can_focus=True):
         Binding("home", "scroll_home", "Home", show=False),
         Binding("end", "scroll_end", "End", show=False),
     ]
-    COMPONENT_CLASSES: ClassVar = {"panel-table--header", "panel-table--cursor",
-                                   "panel-table--hover"}
+    COMPONENT_CLASSES: ClassVar = {
+        "panel-table--header",
+        "panel-table--cursor",
+        "panel-table--hover",
+    }
     # DataTable's look, so the panels look as they did
     DEFAULT_CSS = """
     PanelTable {
@@ -141,8 +144,9 @@ class PanelTable(ScrollView, can_focus=True):
         def control(self) -> PanelTable:
             return self.table
 
-    def __init__(self, *, name: str | None = None, id: str | None = None,
-                 classes: str | None = None) -> None:
+    def __init__(
+        self, *, name: str | None = None, id: str | None = None, classes: str | None = None
+    ) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self._list_columns: list[ListColumn] = []
         self._row_keys: list[str] = []  # in the order shown
@@ -172,8 +176,7 @@ class PanelTable(ScrollView, can_focus=True):
 
     @property
     def cursor_key(self) -> str | None:
-        return self._row_keys[self._cursor_at] if self.is_valid_row_index(self._cursor_at) \
-            else None
+        return self._row_keys[self._cursor_at] if self.is_valid_row_index(self._cursor_at) else None
 
     def is_valid_row_index(self, index: int) -> bool:
         return 0 <= index < len(self._row_keys)
@@ -281,8 +284,9 @@ class PanelTable(ScrollView, can_focus=True):
 
     # -- the cursor --------------------------------------------------------------------------
 
-    def move_cursor(self, *, row: int | None = None, animate: bool = False,
-                    scroll: bool = True) -> None:
+    def move_cursor(
+        self, *, row: int | None = None, animate: bool = False, scroll: bool = True
+    ) -> None:
         if row is not None:
             self._set_cursor(row)
         if scroll:
@@ -448,15 +452,13 @@ class PanelTable(ScrollView, can_focus=True):
         row_key = self._row_keys[index]
         cursor = index == self._cursor_at
         hover = index == self._hover_at
-        key = (row_key, self._row_stamps[row_key], self._drawn_columns, width, cursor, hover,
-               look)
+        key = (row_key, self._row_stamps[row_key], self._drawn_columns, width, cursor, hover, look)
         strip = self._drawn.get(key)
         if strip is None:
             strip = self._drawn[key] = self._draw_row(row_key, cursor, hover, look, width)
         return strip
 
-    def _draw_row(self, row_key: str, cursor: bool, hover: bool, look: Look,
-                  width: int) -> Strip:
+    def _draw_row(self, row_key: str, cursor: bool, hover: bool, look: Look, width: int) -> Strip:
         """A row's line, rendered (only when the cache has no line for it as it is now)."""
         over = Style()  # what the cursor and the mouse add, as DataTable adds them
         if hover:

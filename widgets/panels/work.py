@@ -21,14 +21,22 @@ from widgets.panels.row_list import PanelTable
 from widgets.view import RECONCILE, WORK_FILTERS, HomeView, WorkRow
 
 # work state -> theme colour variable
-STATE_COLOURS = {"queued": "text-muted", "running": "primary-lighten-2", "succeeded": "success",
-                 "failed": "warning", "cancelled": "text-muted", RECONCILE: "error"}
+STATE_COLOURS = {
+    "queued": "text-muted",
+    "running": "primary-lighten-2",
+    "succeeded": "success",
+    "failed": "warning",
+    "cancelled": "text-muted",
+    RECONCILE: "error",
+}
 STATE_WORDS = {RECONCILE: "RECONCILE"}  # the only state wider than its column
 SOURCE_WORDS = {"assignment": "assign"}
 FILTER_WORDS = {RECONCILE: "needs reconciliation"}
 
-EMPTY_ALL = ("No work yet. Recruiting a crew (press {recruit}) or giving one its next task "
-             "creates a work item, and so do captain work submit and webhook deliveries.")
+EMPTY_ALL = (
+    "No work yet. Recruiting a crew (press {recruit}) or giving one its next task "
+    "creates a work item, and so do captain work submit and webhook deliveries."
+)
 EMPTY_FILTERED = "No {what} work. Press {work_filter} for {next}."
 
 
@@ -81,8 +89,7 @@ class WorkPanel(Panel):
         if self.ledger:
             foot += f" · ledger: {self.ledger}"
         if self.problem:
-            foot += " · ⚠ " + (self.problem if len(self.problem) <= 60
-                               else self.problem[:59] + "…")
+            foot += " · ⚠ " + (self.problem if len(self.problem) <= 60 else self.problem[:59] + "…")
         if self.border_subtitle != foot:  # setting it repaints the panel, even when equal
             self.border_subtitle = inert(foot)  # the ledger's URL is someone's text
 
@@ -102,8 +109,7 @@ class WorkPanel(Panel):
             self._refilter = True  # the empty text changed even if the rows did not
         rows, matched = view.work_rows(self.state_filter)
         self.set_class(view.reconciling() > 0, "-reconciling")
-        if self.loaded and not self._refilter and matched == self.matched \
-                and rows == self.rows():
+        if self.loaded and not self._refilter and matched == self.matched and rows == self.rows():
             return
         refilter, self._refilter = self._refilter, False
         self.matched = matched
@@ -120,15 +126,20 @@ class WorkPanel(Panel):
         else:
             self._filter_empty = EMPTY_FILTERED.format(
                 what=FILTER_WORDS.get(self.state_filter, self.state_filter),
-                next=_shown(_after(self.state_filter)), work_filter="{work_filter}")
+                next=_shown(_after(self.state_filter)),
+                work_filter="{work_filter}",
+            )
         self._set_empty()
         return self.state_filter
 
     def _set_empty(self) -> None:
         """The sentence in place of rows: what is wrong, if anything is, else the filter's
         (a problem's braces are doubled: the text is formatted with the keys)."""
-        self.empty_text = self.problem.replace("{", "{{").replace("}", "}}") \
-            if self.problem else self._filter_empty
+        self.empty_text = (
+            self.problem.replace("{", "{{").replace("}", "}}")
+            if self.problem
+            else self._filter_empty
+        )
 
     def counter(self, rows: list) -> str:
         label = f"{self.title} · {FILTER_WORDS.get(self.state_filter, self.state_filter)}"
@@ -142,17 +153,24 @@ class WorkPanel(Panel):
     def row_cells(self, row: WorkRow, now: datetime, flex: int) -> tuple[Text, ...]:
         if row.reconciling:  # loud: the whole row in the error colour
             loud = f"bold {self.colour('error')}"
-            return (plain(STATE_WORDS[RECONCILE], loud), plain(_title(row, flex), loud, flex),
-                    plain(row.crew or "—", loud), plain(str(row.generation), loud),
-                    plain(source_word(row), loud),
-                    plain(age(row.updated_at, now), loud))
+            return (
+                plain(STATE_WORDS[RECONCILE], loud),
+                plain(_title(row, flex), loud, flex),
+                plain(row.crew or "—", loud),
+                plain(str(row.generation), loud),
+                plain(source_word(row), loud),
+                plain(age(row.updated_at, now), loud),
+            )
         colour = self.colour(STATE_COLOURS.get(row.state, "foreground"))
         muted = self.colour("text-muted")
-        return (plain(STATE_WORDS.get(row.state, row.state), f"bold {colour}"),
-                plain(_title(row, flex), "", flex), plain(row.crew or "—", "bold"),
-                plain(str(row.generation), muted),
-                plain(source_word(row), muted),
-                plain(age(row.updated_at, now), muted))
+        return (
+            plain(STATE_WORDS.get(row.state, row.state), f"bold {colour}"),
+            plain(_title(row, flex), "", flex),
+            plain(row.crew or "—", "bold"),
+            plain(str(row.generation), muted),
+            plain(source_word(row), muted),
+            plain(age(row.updated_at, now), muted),
+        )
 
 
 def _title(row: WorkRow, width: int) -> str:
@@ -169,7 +187,7 @@ def short_id(work_id: str, width: int) -> str:
     """The whole ID when it fits; else its tail (the random part tells items apart)."""
     if len(work_id) <= width:
         return work_id
-    return "…" + work_id[-(width - 1):] if width > 1 else "…"
+    return "…" + work_id[-(width - 1) :] if width > 1 else "…"
 
 
 def _after(state: str) -> str:

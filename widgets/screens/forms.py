@@ -213,8 +213,14 @@ class FormScreen(ModalScreen[Any]):
 
 
 def _text_area(field_id: str, text: str, classes: str = "") -> TextArea:
-    area = TextArea(text, id=field_id, soft_wrap=True, show_line_numbers=False,
-                    tab_behavior="focus", classes=classes)
+    area = TextArea(
+        text,
+        id=field_id,
+        soft_wrap=True,
+        show_line_numbers=False,
+        tab_behavior="focus",
+        classes=classes,
+    )
     area.move_cursor(area.document.end)
     return area
 
@@ -261,8 +267,10 @@ class TellScreen(FormScreen):
         self.assignment_id = assignment_id
 
     def fields(self) -> ComposeResult:
-        yield Static(inert(ended(f"A follow-up for {self.crew} on its task "
-                                 f"{quoted(self.crew_task)}")), classes="context")
+        yield Static(
+            inert(ended(f"A follow-up for {self.crew} on its task {quoted(self.crew_task)}")),
+            classes="context",
+        )
         yield Label("Message")
         yield _text_area("message", self.initial_text("message"))
 
@@ -273,8 +281,16 @@ class TellScreen(FormScreen):
 class AssignScreen(FormScreen):
     title_text = "Next assignment"
 
-    def __init__(self, crew: str, handoff: str, previous_task: str, owns: list[str],
-                 allow: list[str], warning: str = "", **kwargs: Any) -> None:
+    def __init__(
+        self,
+        crew: str,
+        handoff: str,
+        previous_task: str,
+        owns: list[str],
+        allow: list[str],
+        warning: str = "",
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.crew = crew
         self.handoff = handoff
@@ -285,8 +301,13 @@ class AssignScreen(FormScreen):
 
     def fields(self) -> ComposeResult:
         finished = ended(f"{self.crew} finished its task {quoted(self.previous_task)}")
-        yield Static(inert(f"{finished}\nThe next task carries on from it (a handoff): its "
-                           "grants are offered again below."), classes="context")
+        yield Static(
+            inert(
+                f"{finished}\nThe next task carries on from it (a handoff): its "
+                "grants are offered again below."
+            ),
+            classes="context",
+        )
         if self.warning:
             yield Static(inert(self.warning), classes="quote")
         yield Label("Task")
@@ -301,14 +322,21 @@ class AssignScreen(FormScreen):
         owns = _words(self.query_one("#owns", Input).value, "Owns")
         allow = _words(self.query_one("#allow", Input).value, "Allow")
         # unchanged grants are passed as "inherit", exactly like omitting --owns/--allow
-        return {"task": task, "handoff": self.handoff,
-                "owns": None if owns == self.owns else owns,
-                "allow": None if allow == self.allow else allow}
+        return {
+            "task": task,
+            "handoff": self.handoff,
+            "owns": None if owns == self.owns else owns,
+            "allow": None if allow == self.allow else allow,
+        }
 
 
-AGENTS = (("shell — your $SHELL", "shell"), ("claude — Claude Code, with hooks", "claude"),
-          ("codex — Codex CLI, with hooks", "codex"),
-          ("pi — pi, with captain's extension", "pi"), ("program — any command", "program"))
+AGENTS = (
+    ("shell — your $SHELL", "shell"),
+    ("claude — Claude Code, with hooks", "claude"),
+    ("codex — Codex CLI, with hooks", "codex"),
+    ("pi — pi, with captain's extension", "pi"),
+    ("program — any command", "program"),
+)
 
 
 class RecruitScreen(FormScreen):
@@ -318,37 +346,72 @@ class RecruitScreen(FormScreen):
         with Horizontal(classes="pair"):
             with Vertical():
                 yield Label("Name")
-                yield Input(self.initial_text("name"), id="name", max_length=32, compact=True,
-                            placeholder="a letter, then letters, digits, _ or -")
+                yield Input(
+                    self.initial_text("name"),
+                    id="name",
+                    max_length=32,
+                    compact=True,
+                    placeholder="a letter, then letters, digits, _ or -",
+                )
             with Vertical():
                 yield Label("Agent")
-                yield Select(AGENTS, value=self.initial.get("agent", "shell"),
-                             allow_blank=False, id="agent", compact=True)
+                yield Select(
+                    AGENTS,
+                    value=self.initial.get("agent", "shell"),
+                    allow_blank=False,
+                    id="agent",
+                    compact=True,
+                )
         yield Label("Task (the first assignment)")
         yield _text_area("task", self.initial_text("task"), classes="short")
         with Horizontal(classes="pair"):
             with Vertical():
                 yield Label("Owns (paths)")
-                yield Input(self.initial_text("owns"), id="owns", compact=True,
-                            placeholder="src/auth tests/auth")
+                yield Input(
+                    self.initial_text("owns"),
+                    id="owns",
+                    compact=True,
+                    placeholder="src/auth tests/auth",
+                )
             with Vertical():
                 yield Label("Allow (actions)")
-                yield Input(self.initial_text("allow"), id="allow", compact=True,
-                            placeholder="read edit test")
+                yield Input(
+                    self.initial_text("allow"),
+                    id="allow",
+                    compact=True,
+                    placeholder="read edit test",
+                )
         with Horizontal(classes="pair"):
             with Vertical():
                 yield Label("Command (agent program)")
-                yield Input(self.initial_text("command"), id="command", compact=True,
-                            placeholder="what runs in the pane")
+                yield Input(
+                    self.initial_text("command"),
+                    id="command",
+                    compact=True,
+                    placeholder="what runs in the pane",
+                )
             with Vertical():
                 yield Label("Project directory")
-                yield Input(self.initial_text("cwd"), id="cwd", compact=True,
-                            placeholder="where captain runs")
-        yield Checkbox("Record only — I start its process myself (--no-launch)",
-                       self.initial.get("no_launch", False), id="no_launch", compact=True)
+                yield Input(
+                    self.initial_text("cwd"),
+                    id="cwd",
+                    compact=True,
+                    placeholder="where captain runs",
+                )
+        yield Checkbox(
+            "Record only — I start its process myself (--no-launch)",
+            self.initial.get("no_launch", False),
+            id="no_launch",
+            compact=True,
+        )
         # offered once a recruit is refused because the name was dismissed (offer_handoff)
-        yield Checkbox("Carry on from the name's last task", False, id="handoff",
-                       compact=True, classes="-hidden")
+        yield Checkbox(
+            "Carry on from the name's last task",
+            False,
+            id="handoff",
+            compact=True,
+            classes="-hidden",
+        )
 
     def offer_handoff(self, crew: str, assignment_id: str, task: str) -> None:
         """The name was used before: recruiting it again carries on from its last task (a
@@ -356,8 +419,10 @@ class RecruitScreen(FormScreen):
         sends again instead of typing an ID."""
         self.handoff = (crew_key_of(crew), assignment_id)
         box = self.query_one("#handoff", Checkbox)
-        box.label = inert(ended(f"Carry on from {crew}'s last task {quoted(short(task))}")
-                          + " (its grants carry over unless you change them)")
+        box.label = inert(
+            ended(f"Carry on from {crew}'s last task {quoted(short(task))}")
+            + " (its grants carry over unless you change them)"
+        )
         box.value = True
         box.remove_class("-hidden")
 

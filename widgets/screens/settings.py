@@ -71,17 +71,24 @@ class SettingsScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog") as dialog:
             dialog.border_title = "Settings"
-            yield Static("When a crew asks, waits at an approval prompt, or its mail bounces:",
-                         classes="intro", markup=False)
+            yield Static(
+                "When a crew asks, waits at an approval prompt, or its mail bounces:",
+                classes="intro",
+                markup=False,
+            )
             for name, label in SWITCHES:
                 with Horizontal(classes="switch-row"):
                     yield Switch(bool(self.values.get(name)), id=name)
                     yield Label(inert(label))
             yield Label("Theme", classes="theme-label")
-            yield Select([(t, t) for t in self.themes], value=self.values.get("theme"),
-                         allow_blank=False, id="theme", prompt="Theme")
-            yield Static("Saved as you change them · escape close", classes="hint",
-                         markup=False)
+            yield Select(
+                [(t, t) for t in self.themes],
+                value=self.values.get("theme"),
+                allow_blank=False,
+                id="theme",
+                prompt="Theme",
+            )
+            yield Static("Saved as you change them · escape close", classes="hint", markup=False)
 
     def action_close(self) -> None:
         self.dismiss(None)

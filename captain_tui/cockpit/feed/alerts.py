@@ -21,9 +21,13 @@ class Alert:
 
 
 # a flood of one kind is said in one toast: "5 new questions: Ada, Brook, Cy and 2 more"
-FLOOD_TITLES = {"asked": "{n} new questions", "awaiting_approval": "{n} crew need approval",
-                "bounced": "{n} messages bounced", "error": "{n} crew died",
-                "needs_reconciliation": "{n} tasks need reconciliation"}
+FLOOD_TITLES = {
+    "asked": "{n} new questions",
+    "awaiting_approval": "{n} crew need approval",
+    "bounced": "{n} messages bounced",
+    "error": "{n} crew died",
+    "needs_reconciliation": "{n} tasks need reconciliation",
+}
 NAMED = 3  # crews named in a flood's toast; the rest are counted
 
 
@@ -38,8 +42,12 @@ def flood(kind: str, alerts: list[Alert]) -> Alert:
 
 
 def alert_for(n: Notification) -> Alert:
-    title = {"asked": f"{n.crew} asks", "awaiting_approval": f"{n.crew} needs approval",
-             "bounced": f"Mail to {n.crew} bounced", "error": f"{n.crew} died"}[n.status]
+    title = {
+        "asked": f"{n.crew} asks",
+        "awaiting_approval": f"{n.crew} needs approval",
+        "bounced": f"Mail to {n.crew} bounced",
+        "error": f"{n.crew} died",
+    }[n.status]
     body = {"bounced": _named, "error": _death}.get(n.status, lambda s: s)(n.summary)
     return Alert(n.status, title, body, crew=n.crew)
 
@@ -58,8 +66,14 @@ def _death(summary: str) -> str:
     the task — its first line, without the IDs (the pane's last lines and the commands are
     in the Notifications panel)."""
     head = _DIED_ON.sub(" before reporting done:", summary.split("\n", 1)[0])
-    return _ITEM_IS.sub(lambda m: "Its task failed." if m.group(1) == "failed"
-                        else f"Its task is {m.group(1).replace('_', ' ')}.", head)
+    return _ITEM_IS.sub(
+        lambda m: (
+            "Its task failed."
+            if m.group(1) == "failed"
+            else f"Its task is {m.group(1).replace('_', ' ')}."
+        ),
+        head,
+    )
 
 
 def _named(summary: str) -> str:

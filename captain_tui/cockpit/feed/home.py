@@ -101,8 +101,7 @@ class Feed:
             view = self._refresh_crew(key, alerts)
             if view is not None:
                 crews[key] = view
-            if progress is not None and not self.scanned \
-                    and time.monotonic() - shown >= pause:
+            if progress is not None and not self.scanned and time.monotonic() - shown >= pause:
                 progress(Update(HomeView(dict(crews)), scanned=False))
                 shown = time.monotonic()
                 # the first rows soon, then let the scan get on
@@ -125,8 +124,12 @@ class Feed:
         work = self._work.rescan(alerts, announce=self.scanned)
         ledger_name = self._ledger(alerts)
         problem = self._work.shown_problem
-        if work == self.view.work and ledger_name == self.view.ledger \
-                and problem == self.view.work_problem and not alerts:
+        if (
+            work == self.view.work
+            and ledger_name == self.view.ledger
+            and problem == self.view.work_problem
+            and not alerts
+        ):
             return None
         self.view = HomeView(self.view.crews, work, ledger_name, problem)
         return Update(self.view, alerts)
@@ -144,9 +147,13 @@ class Feed:
             location, name = None, "unusable [ledger] url"
         self.shared = location is not None and location.postgres
         if self.scanned and self.view.ledger and name != self.view.ledger:
-            alerts.append(Alert("ledger", "The ledger changed",
-                                f"The Work panel now shows the ledger {name} "
-                                f"(it showed {self.view.ledger})."))
+            alerts.append(
+                Alert(
+                    "ledger",
+                    "The ledger changed",
+                    f"The Work panel now shows the ledger {name} (it showed {self.view.ledger}).",
+                )
+            )
         return name
 
     def apply(self, paths: Iterable[str], work_ids: Iterable[str] = ()) -> Update | None:
@@ -176,11 +183,16 @@ class Feed:
                 crews[key] = view
         work = self._work.apply(work_ids, alerts, announce=self.scanned) if work_ids else None
         problem = self._work.shown_problem
-        if crews == self.view.crews and work is None and not alerts \
-                and problem == self.view.work_problem:
+        if (
+            crews == self.view.crews
+            and work is None
+            and not alerts
+            and problem == self.view.work_problem
+        ):
             return None
-        self.view = HomeView(crews, self.view.work if work is None else work, self.view.ledger,
-                             problem)
+        self.view = HomeView(
+            crews, self.view.work if work is None else work, self.view.ledger, problem
+        )
         return Update(self.view, alerts)
 
     # -- one crew ------------------------------------------------------------------------
@@ -202,8 +214,9 @@ class Feed:
             if r.kind == "mail":
                 self._one_mail(key, cache, r.name) if r.name else self._sync_mail(key, cache)
             elif r.kind == "note":
-                self._one_note(key, cache, r.name, alerts) if r.name else \
-                    self._sync_notes(key, cache, alerts)
+                self._one_note(key, cache, r.name, alerts) if r.name else self._sync_notes(
+                    key, cache, alerts
+                )
         return _crew_view(key, cache)
 
     def _refresh_crew(self, key: str, alerts: list[Alert]) -> CrewView | None:
@@ -230,8 +243,9 @@ class Feed:
 
     def _sync_read(self, key: str, cache: _CrewCache) -> None:
         store = self.home.store
-        cache.read = set(store.names(self.home.receipts_dir(key))) \
-            | set(store.names(self.home.bounces_dir(key)))
+        cache.read = set(store.names(self.home.receipts_dir(key))) | set(
+            store.names(self.home.bounces_dir(key))
+        )
         for message_id in cache.read & cache.mail.keys():
             cache.mail[message_id] = None
 
@@ -274,16 +288,16 @@ class Feed:
         for name in sorted(names - cache.notes.keys()):
             self._add_note(directory, cache, name, alerts)
 
-    def _one_note(self, key: str, cache: _CrewCache, delivery_id: str,
-                  alerts: list[Alert]) -> None:
+    def _one_note(self, key: str, cache: _CrewCache, delivery_id: str, alerts: list[Alert]) -> None:
         directory = self.home.notifications_dir(key)
         if not os.path.lexists(directory / f"{delivery_id}.json"):
             cache.notes.pop(delivery_id, None)
         elif delivery_id not in cache.notes:
             self._add_note(directory, cache, delivery_id, alerts)
 
-    def _add_note(self, directory: Path, cache: _CrewCache, delivery_id: str,
-                  alerts: list[Alert]) -> None:
+    def _add_note(
+        self, directory: Path, cache: _CrewCache, delivery_id: str, alerts: list[Alert]
+    ) -> None:
         if delivery_id in cache.acked:
             cache.notes[delivery_id] = None  # acknowledged: never shown, never parsed
             return
@@ -300,9 +314,12 @@ class Feed:
         note = self.home.store.read_json(self.home.store.dir("quarantine") / name)
         if note is None:
             return None
-        return Alert("quarantine", "A file in the home was quarantined",
-                     f"{note.get('path', name)}: {note.get('reason', 'unreadable')} "
-                     "(see quarantine/ in the home)")
+        return Alert(
+            "quarantine",
+            "A file in the home was quarantined",
+            f"{note.get('path', name)}: {note.get('reason', 'unreadable')} "
+            "(see quarantine/ in the home)",
+        )
 
 
 def _crew_view(key: str, cache: _CrewCache) -> CrewView | None:
@@ -313,43 +330,83 @@ def _crew_view(key: str, cache: _CrewCache) -> CrewView | None:
     if s.dismissed_at is not None:  # only what still needs acknowledging: its bounces
         return _retired_view(key, cache)
     # mailbox.unread: this incarnation's mail, neither read nor bounced
-    unread = [m for mid, m in cache.mail.items()
-              if m is not None and mid not in cache.read and m.incarnation_id == s.incarnation_id]
+    unread = [
+        m
+        for mid, m in cache.mail.items()
+        if m is not None and mid not in cache.read and m.incarnation_id == s.incarnation_id
+    ]
     # rules.pending_question: the snapshot's question, unless its answer mail exists
     q = s.question
     pending = q if q is not None and rules.answer_id(q.question_id) not in cache.mail else None
     notes = _unacknowledged(cache)
-    live_stamp = cache.stamp if cache.stamp is not None \
-        and cache.stamp.incarnation_id == s.incarnation_id else None
+    live_stamp = (
+        cache.stamp
+        if cache.stamp is not None and cache.stamp.incarnation_id == s.incarnation_id
+        else None
+    )
     gate = live_stamp.gate if live_stamp is not None and unread else None
     state = standing.crew_state(
-        dismissed=False, done=s.done_at is not None,
+        dismissed=False,
+        done=s.done_at is not None,
         died=deaths.delivery_id(s.incarnation_id) in cache.notes,  # acknowledged or not
-        question_pending=pending is not None, unacknowledged=notes,
-        assignment_id=s.assignment.assignment_id)
-    moments = [s.recruited_at, s.assigned_at, s.done_at, q.asked_at if q else None,
-               live_stamp.rung_at if live_stamp else None]
+        question_pending=pending is not None,
+        unacknowledged=notes,
+        assignment_id=s.assignment.assignment_id,
+    )
+    moments = [
+        s.recruited_at,
+        s.assigned_at,
+        s.done_at,
+        q.asked_at if q else None,
+        live_stamp.rung_at if live_stamp else None,
+    ]
     moments += [m.queued_at for m in unread] + [n.created_at for n in notes[-1:]]
-    crew = CrewRow(key=key, name=s.name, agent=s.agent, state=state,
-                   assignment_id=s.assignment.assignment_id, incarnation_id=s.incarnation_id,
-                   task=s.assignment.task, unread=len(unread),
-                   last_activity=max(t for t in moments if t is not None), gate=gate,
-                   pane=s.pane, unacknowledged=len(notes), owns=tuple(s.assignment.owns),
-                   allow=tuple(s.assignment.allow))
-    question = QuestionRow(key, s.name, pending.question_id, s.assignment.assignment_id,
-                           pending.text, pending.asked_at) if pending is not None else None
+    crew = CrewRow(
+        key=key,
+        name=s.name,
+        agent=s.agent,
+        state=state,
+        assignment_id=s.assignment.assignment_id,
+        incarnation_id=s.incarnation_id,
+        task=s.assignment.task,
+        unread=len(unread),
+        last_activity=max(t for t in moments if t is not None),
+        gate=gate,
+        pane=s.pane,
+        unacknowledged=len(notes),
+        owns=tuple(s.assignment.owns),
+        allow=tuple(s.assignment.allow),
+    )
+    question = (
+        QuestionRow(
+            key,
+            s.name,
+            pending.question_id,
+            s.assignment.assignment_id,
+            pending.text,
+            pending.asked_at,
+        )
+        if pending is not None
+        else None
+    )
     doorbell = DoorbellRow(key, s.name, gate, live_stamp.held_since) if gate else None
     return CrewView(crew, question, doorbell, _note_rows(key, notes))
 
 
 def _unacknowledged(cache: _CrewCache) -> list[Notification]:
-    return sorted((n for n in cache.notes.values() if n is not None),
-                  key=lambda n: (n.created_at, n.delivery_id))
+    return sorted(
+        (n for n in cache.notes.values() if n is not None),
+        key=lambda n: (n.created_at, n.delivery_id),
+    )
 
 
 def _note_rows(key: str, notes: list[Notification]) -> tuple[NotificationRow, ...]:
-    return tuple(NotificationRow(key, n.crew, n.delivery_id, n.status, n.assignment_id,
-                                 n.summary, n.created_at) for n in notes)
+    return tuple(
+        NotificationRow(
+            key, n.crew, n.delivery_id, n.status, n.assignment_id, n.summary, n.created_at
+        )
+        for n in notes
+    )
 
 
 def _retired_view(key: str, cache: _CrewCache) -> CrewView | None:
@@ -357,5 +414,3 @@ def _retired_view(key: str, cache: _CrewCache) -> CrewView | None:
     its dismissal bounced) are listed, since they block recruiting the name again."""
     notes = _unacknowledged(cache)
     return CrewView(None, notifications=_note_rows(key, notes)) if notes else None
-
-

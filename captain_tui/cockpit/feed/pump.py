@@ -33,9 +33,15 @@ class FeedPump:
     with a rescan; the pump itself never dies of it.
     """
 
-    def __init__(self, feed: Feed, publish: Callable[[Update], None], *,
-                 rescan_every: float = RESCAN_SECONDS, work_every: float = WORK_SECONDS,
-                 report: Callable[[Exception], None] | None = None) -> None:
+    def __init__(
+        self,
+        feed: Feed,
+        publish: Callable[[Update], None],
+        *,
+        rescan_every: float = RESCAN_SECONDS,
+        work_every: float = WORK_SECONDS,
+        report: Callable[[Exception], None] | None = None,
+    ) -> None:
         self.feed = feed
         self.publish = publish
         self.report = report or (lambda exc: None)
@@ -76,17 +82,23 @@ class FeedPump:
                     next_rescan = time.monotonic() + self.rescan_every
                 elif any(item is _WORK for item in items):
                     work = self.feed.rescan_work()  # covers the work IDs queued with it
-                    rest = self.feed.apply(p for item in items if isinstance(item, list)
-                                           for p in item)
-                    update = rest if work is None else Update(
-                        self.feed.view, work.alerts + (rest.alerts if rest else []))
+                    rest = self.feed.apply(
+                        p for item in items if isinstance(item, list) for p in item
+                    )
+                    update = (
+                        rest
+                        if work is None
+                        else Update(self.feed.view, work.alerts + (rest.alerts if rest else []))
+                    )
                 else:
                     update = self.feed.apply(
                         (p for item in items if isinstance(item, list) for p in item),
-                        (w for item in items if isinstance(item, tuple) for w in item))
+                        (w for item in items if isinstance(item, tuple) for w in item),
+                    )
                 if rescan or any(item is _WORK for item in items):
-                    next_work = time.monotonic() + self.work_every if self.feed.shared \
-                        else float("inf")
+                    next_work = (
+                        time.monotonic() + self.work_every if self.feed.shared else float("inf")
+                    )
             except Exception as exc:  # noqa: BLE001 - report, and let a rescan repair it
                 self.report(exc)
                 next_rescan = time.monotonic() + RETRY_SECONDS

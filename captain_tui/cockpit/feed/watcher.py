@@ -40,9 +40,15 @@ async def watch(root: Path, pump: FeedPump, *, stop: asyncio.Event | None = None
     while not stop.is_set():
         try:
             up = False
-            async for batch in awatch(root, watch_filter=_interesting, debounce=DEBOUNCE_MS,
-                                      step=STEP_MS, stop_event=stop, yield_on_timeout=True,
-                                      rust_timeout=WAKE_MS):
+            async for batch in awatch(
+                root,
+                watch_filter=_interesting,
+                debounce=DEBOUNCE_MS,
+                step=STEP_MS,
+                stop_event=stop,
+                yield_on_timeout=True,
+                rust_timeout=WAKE_MS,
+            ):
                 if not up:
                     # the first yield (an empty one if nothing happened) means inotify is
                     # set up: rescan once for what changed while it was being set up
@@ -112,16 +118,34 @@ for batch in watchfiles.watch(root, debounce=debounce, step=step, rust_timeout=t
 """
 
 
-async def awatch(root: Path, *, watch_filter, debounce: int, step: int,
-                 stop_event: asyncio.Event, yield_on_timeout: bool, rust_timeout: int):
+async def awatch(
+    root: Path,
+    *,
+    watch_filter,
+    debounce: int,
+    step: int,
+    stop_event: asyncio.Event,
+    yield_on_timeout: bool,
+    rust_timeout: int,
+):
     """``watchfiles.awatch``'s batches, from a child process (see ``Watcher``: in this
     process the set-up would stop every thread for seconds on a big home). A child that
     dies ends the stream with an error, which ``watch`` answers with a rescan and a new
     watcher. A module attribute, so tests can replace it."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", _WATCHER, str(root), str(debounce), str(step), str(rust_timeout),
-        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL, start_new_session=True, limit=_BATCH_LIMIT)
+        sys.executable,
+        "-c",
+        _WATCHER,
+        str(root),
+        str(debounce),
+        str(step),
+        str(rust_timeout),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+        start_new_session=True,
+        limit=_BATCH_LIMIT,
+    )
     stopped = asyncio.ensure_future(stop_event.wait())
     try:
         while True:

@@ -32,9 +32,16 @@ from widgets.view import FINISHED_SHOWN, RECONCILE, WorkRow
 
 # refusals about the whole ledger, not one item: a read that meets one keeps the rows read
 # last instead of dropping the item (every other refusal is the item's own)
-LEDGER_WIDE = frozenset({"ledger_unreachable", "ledger_error", "ledger_not_migrated",
-                         "ledger_schema_newer", "postgres_not_installed",
-                         "invalid_ledger_url"})
+LEDGER_WIDE = frozenset(
+    {
+        "ledger_unreachable",
+        "ledger_error",
+        "ledger_not_migrated",
+        "ledger_schema_newer",
+        "postgres_not_installed",
+        "invalid_ledger_url",
+    }
+)
 
 
 class WorkFeed:
@@ -52,14 +59,18 @@ class WorkFeed:
     def shown_problem(self) -> str:
         """What the Work panel says is wrong ("" when nothing is)."""
         if self.problem is not None:
-            return (f"The work ledger could not be read: {self.problem} Showing what was "
-                    "read last; trying again.")
+            return (
+                f"The work ledger could not be read: {self.problem} Showing what was "
+                "read last; trying again."
+            )
         if self.corrupt:
             ids = sorted(self.corrupt)
             more = f" and {len(ids) - 3} more" if len(ids) > 3 else ""
-            return (f"{len(ids)} work item{'s' if len(ids) > 1 else ''} could not be read "
-                    f"(ledger_corrupt) and {'are' if len(ids) > 1 else 'is'} not shown: "
-                    f"{', '.join(ids[:3])}{more}.")
+            return (
+                f"{len(ids)} work item{'s' if len(ids) > 1 else ''} could not be read "
+                f"(ledger_corrupt) and {'are' if len(ids) > 1 else 'is'} not shown: "
+                f"{', '.join(ids[:3])}{more}."
+            )
         return ""
 
     def rescan(self, alerts: list, *, announce: bool) -> dict[str, WorkRow]:
@@ -86,8 +97,9 @@ class WorkFeed:
                 else:
                     rows[work_id] = row
                     finished.pop(work_id, None)
-            newest = sorted(finished.values(), key=lambda r: (r.updated_at, r.work_id),
-                            reverse=True)[:FINISHED_SHOWN]
+            newest = sorted(
+                finished.values(), key=lambda r: (r.updated_at, r.work_id), reverse=True
+            )[:FINISHED_SHOWN]
             for row in newest:
                 rows[row.work_id] = row
         except Exception as exc:  # noqa: BLE001 - the Work panel's failure stays its own
@@ -98,17 +110,26 @@ class WorkFeed:
         return rows
 
     def _failed(self, exc: Exception, alerts: list) -> None:
-        what = exc.message if isinstance(exc, CaptainError) else \
-            f"{type(exc).__name__}: {str(exc)[:300]}"
+        what = (
+            exc.message
+            if isinstance(exc, CaptainError)
+            else f"{type(exc).__name__}: {str(exc)[:300]}"
+        )
         if what != self.problem:
             from captain_tui.cockpit.feed.alerts import Alert
 
-            alerts.append(Alert("quarantine", "The work ledger could not be read",
-                                f"{what} (the Work panel shows what was read last)"))
+            alerts.append(
+                Alert(
+                    "quarantine",
+                    "The work ledger could not be read",
+                    f"{what} (the Work panel shows what was read last)",
+                )
+            )
         self.problem = what
 
-    def apply(self, ids: Iterable[str], alerts: list, *,
-              announce: bool) -> dict[str, WorkRow] | None:
+    def apply(
+        self, ids: Iterable[str], alerts: list, *, announce: bool
+    ) -> dict[str, WorkRow] | None:
         """Re-read these items; the new rows, or None when nothing shown changed."""
         rows = None
         try:
@@ -148,8 +169,9 @@ class WorkFeed:
                 history = ledger.events(self.home, work_id)
             except CaptainError:
                 history = []
-            why = next((e.reason for e in reversed(history)
-                        if e.type == "needs_reconciliation"), None)
+            why = next(
+                (e.reason for e in reversed(history) if e.type == "needs_reconciliation"), None
+            )
         try:
             facts = controls.facts(self.home, item)  # a webhook item: its delivery record
         except CaptainError:
@@ -176,18 +198,32 @@ class WorkFeed:
         alerts.append(Alert("quarantine", "A work item could not be read", err.message))
 
 
-def work_row(item: WorkItem, why: str | None = None,
-             facts: controls.Facts | None = None, task: str | None = None) -> WorkRow:
+def work_row(
+    item: WorkItem,
+    why: str | None = None,
+    facts: controls.Facts | None = None,
+    task: str | None = None,
+) -> WorkRow:
 
     current = item.attempts[-1] if item.attempts else None
     locator = current.runtime_locator if current is not None else None
-    return WorkRow(work_id=item.work_id, key=_key(item.crew),
-                   state=item.state, source=item.source, crew=item.crew,
-                   generation=item.generation, created_at=item.created_at,
-                   updated_at=item.updated_at, target_revision=item.target_revision,
-                   replay_of=item.replay_of, pane=locator.pane_id if locator else None, why=why,
-                   facts=facts, title=jobs.title(item, task),
-                   named=jobs.named_as(item, task))
+    return WorkRow(
+        work_id=item.work_id,
+        key=_key(item.crew),
+        state=item.state,
+        source=item.source,
+        crew=item.crew,
+        generation=item.generation,
+        created_at=item.created_at,
+        updated_at=item.updated_at,
+        target_revision=item.target_revision,
+        replay_of=item.replay_of,
+        pane=locator.pane_id if locator else None,
+        why=why,
+        facts=facts,
+        title=jobs.title(item, task),
+        named=jobs.named_as(item, task),
+    )
 
 
 def _key(crew: str | None) -> str | None:
@@ -203,6 +239,11 @@ def _announce(old: WorkRow | None, row: WorkRow, alerts: list, announce: bool) -
 
         where = f"{row.crew}'s assignment" if row.crew else f"a {row.source} item"
         what = f"{row.crew}'s task" if row.crew else f"A {row.source} item"
-        alerts.append(Alert(RECONCILE, f"{what} needs reconciliation",
-                            f"{row.why or 'its outcome is unclear'} ({where}, generation "
-                            f"{row.generation}). It keeps its slot until you resolve it."))
+        alerts.append(
+            Alert(
+                RECONCILE,
+                f"{what} needs reconciliation",
+                f"{row.why or 'its outcome is unclear'} ({where}, generation "
+                f"{row.generation}). It keeps its slot until you resolve it.",
+            )
+        )
