@@ -11,7 +11,9 @@ Threads and messages, in one place:
 - the doorbell (a thread worker) runs ``Runner.tick`` like ``captain wait`` does, so held
   mail rings in while the cockpit is open;
 - every action runs its protocol call in a thread worker and reports back with
-  ``call_from_thread``; the pane preview captures tmux in a thread worker too.
+  ``call_from_thread``;
+- the pane preview (``widgets.preview``) keeps its own clock and captures tmux in a thread
+  worker of its own, through the function the app gives it.
 
 The UI thread only renders views and opens forms: it never touches the disk or tmux.
 """
@@ -48,10 +50,11 @@ from captain_tui.cockpit.feed.watcher import Watcher
 from captain_tui.cockpit.heap import Collector
 from captain_tui.cockpit.terminal import recording, writer
 from captain_tui.cockpit.work import WorkCommands, reconciling_text
-from captain_tui.runtime.tmux import resolve_socket
+from captain_tui.runtime.tmux import Tmux, resolve_socket
 from state.crew.rules import CAPTAIN
 from state.errors import CaptainError
 from state.home import Home
+from state.models import PaneLocator
 from state.vocab import counted, ended, quoted, short
 from widgets.cells import age, as_markup, clean, one_line
 from widgets.chrome import CockpitFooter, CockpitHeader
@@ -62,7 +65,8 @@ from widgets.panels.notifications import NotificationsPanel
 from widgets.panels.questions import QuestionsPanel
 from widgets.panels.row_list import PanelTable
 from widgets.panels.work import WorkPanel
-from widgets.preview import PanePreview
+from widgets.preview import EVERY as PREVIEW_EVERY
+from widgets.preview import PanePreview, Subject
 from widgets.screens.forms import (
     AnswerScreen,
     AssignScreen,
@@ -77,8 +81,6 @@ from widgets.view import CrewRow, HomeView, NotificationRow, QuestionRow
 
 DOORBELL_EVERY = 0.25  # the runner keeps its own clocks; this is how often it is asked
 AGES_EVERY = 5.0  # "4m ago" columns are re-rendered from the view (no I/O) this often
-PREVIEW_EVERY = 1.0  # the selected crew's pane is captured again this often while it changes
-PREVIEW_IDLE_EVERY = 4.0  # ... backing off to this while its captures come back the same
 ALERT_WINDOW = 0.5  # alerts arriving this close together are said as one (and rung once)
 ALERT_TIMEOUT = 10  # an alert's toast stays this long (it needs the captain)
 # an action's plain good news. Textual's toast rack stays bottom right: over the pane preview
@@ -105,14 +107,6 @@ class FeedProblem(Message):
     def __init__(self, error: Exception) -> None:
         super().__init__()
         self.error = error
-
-
-class PaneCaptured(Message):
-    def __init__(self, key: str, capture: str | None, problem: str | None = None) -> None:
-        super().__init__()
-        self.key = key
-        self.capture = capture
-        self.problem = problem
 
 
 def _local_now() -> datetime:
@@ -154,7 +148,7 @@ class CaptainApp(WorkCommands, App):
         self.listen_ledger = True  # a PostgreSQL ledger's notifications (files: none)
         self.rescan_every = RESCAN_SECONDS
         self.work_every = WORK_SECONDS  # the Work panel's re-read on a shared ledger
-        self.preview_every = PREVIEW_EVERY
+        self.preview_every = PREVIEW_EVERY  # the pane preview's capture (it backs off)
         self.ages_every = AGES_EVERY
         self.alert_window = ALERT_WINDOW
         self.drafts: dict[str, dict[str, Any]] = {}  # cancelled forms' text, by draft key
@@ -166,10 +160,6 @@ class CaptainApp(WorkCommands, App):
         self._config_said: str | None = None  # the invalid_config last toasted
         self._last_problem: str | None = None
         self._footer_state: tuple[bool, ...] | None = None
-        self._previewed: tuple | None = None  # the crew (key, pane) the preview last asked for
-        self._last_capture: tuple[str, str] | None = None  # (crew key, text) last captured
-        self._preview_pause = PREVIEW_EVERY  # seconds to the next timed capture (backs off)
-        self._preview_due = 0.0  # time.monotonic() of the next timed capture
         self._heap = Collector()  # full garbage collections between events (cockpit.heap)
         self._updated_at = 0.0  # time.monotonic() of the last feed update
         self._pending_alerts: list[Alert] = []  # waiting out ALERT_WINDOW, see _alert
@@ -187,7 +177,7 @@ class CaptainApp(WorkCommands, App):
                 yield DoorbellsPanel(id="doorbells", keys=keys)
             with Vertical(id="side"):
                 yield WorkPanel(id="work", keys=keys)
-                yield PanePreview(id="preview")
+                yield PanePreview(_capture_pane, every=self.preview_every, id="preview")
         yield CockpitFooter()
 
     def on_mount(self) -> None:
@@ -213,7 +203,6 @@ class CaptainApp(WorkCommands, App):
                 exit_on_error=False,
             )
         self.set_interval(self.ages_every, self._show_ages)
-        self.set_interval(self.preview_every, self._preview_tick)
         self._heap.start()
         self.set_interval(1.0, lambda: self._heap.tick(time.monotonic() - self._updated_at))
 
@@ -285,8 +274,7 @@ class CaptainApp(WorkCommands, App):
         self._loud = reconciling_text(view.reconciling())
         self._show_status(now)
         self._refresh_footer()
-        if self._preview_target() != self._previewed:
-            self._refresh_preview()  # the selected crew changed (or its pane); else the timer
+        self._follow_preview(again=False)  # the selected crew changed (or its pane)?
 
     def _show_status(self, now: datetime) -> None:
         """The header's status: the home is watched all along, so it says when the view
@@ -596,13 +584,13 @@ class CaptainApp(WorkCommands, App):
         if self._closing_down:
             return
         self._refresh_footer()  # a table refilled by the feed moves its cursor too
-        self._refresh_preview()
+        self._follow_preview()
 
     def on_descendant_focus(self) -> None:
         if self._closing_down:
             return
         self.refresh_bindings()
-        self._refresh_preview()
+        self._follow_preview()
 
     # -- the command palette -------------------------------------------------------------
 
@@ -784,7 +772,7 @@ class CaptainApp(WorkCommands, App):
     def action_toggle_preview(self) -> None:
         preview = self.query_one(PanePreview)
         preview.display = not preview.display
-        self._refresh_preview()
+        self._follow_preview()
 
     def action_help(self) -> None:
         # one line each, cleaned, inside a code span: drawn as written, never as Markdown
@@ -878,79 +866,14 @@ class CaptainApp(WorkCommands, App):
             text, title="Refused — nothing was written", severity="error", markup=False, timeout=10
         )
 
-    # -- the pane preview ----------------------------------------------------------------
+    # -- the pane preview (it keeps its own clock: widgets.preview) ---------------------
 
-    def _preview_target(self) -> tuple:
-        crew = self.selected_crew()
-        return (crew.key, crew.pane) if crew is not None else (None, bool(self.view.crew_rows()))
-
-    def _preview_tick(self) -> None:
-        """The timer: capture again when due. A pane whose captures come back the same is
-        asked less and less often (up to PREVIEW_IDLE_EVERY); a change, or another crew
-        selected, and it is followed every second again."""
-        if time.monotonic() >= self._preview_due:
-            self._refresh_preview()
-
-    def _refresh_preview(self) -> None:
-        self._preview_due = time.monotonic() + self._preview_pause
+    def _follow_preview(self, *, again: bool = True) -> None:
+        """Tell the preview what is selected (``again=False``: only if that changed)."""
         if self._closing_down:
             return
-        preview = self.query_one(PanePreview)
-        if not preview.display:
-            self._previewed = None  # shown again: asked again
-            return
-        self._previewed = self._preview_target()
-        crew = self.selected_crew()
-        if crew is None:
-            preview.show_message(
-                "Pane",
-                "Each crew's tmux pane shows here, live."
-                if not self.view.crew_rows()
-                else "Select a crew to see its pane.",
-            )
-        elif crew.pane is None:
-            preview.show_message(
-                f"Pane · {crew.name}",
-                f"{crew.name} has no tmux pane: it was recorded with "
-                "--no-launch, so its process runs wherever you started it.",
-            )
-        else:
-            self._capture(crew)
-
-    @work(thread=True, group="preview", exclusive=True, exit_on_error=False)
-    def _capture(self, crew: CrewRow) -> None:
-        """One tmux call per refresh (the preview runs every second; it must stay cheap)."""
-        from captain_tui.runtime.tmux import Tmux
-
-        try:
-            capture = Tmux(crew.pane.socket).capture(crew.pane, ansi=True)
-        except CaptainError as err:
-            self.post_message(
-                PaneCaptured(crew.key, None, f"{crew.name}'s pane cannot be read: {err.message}")
-            )
-            return
-        self.post_message(PaneCaptured(crew.key, capture))
-
-    def on_pane_captured(self, message: PaneCaptured) -> None:
-        if self._closing_down:
-            return
-        crew = self.selected_crew()
-        if crew is None or crew.key != message.key:
-            return  # the selection moved on while tmux answered
-        preview = self.query_one(PanePreview)
-        if message.capture is None:
-            preview.show_message(f"Pane · {crew.name}", message.problem or "")
-            return
-        captured = (message.key, message.capture)
-        if captured == self._last_capture:
-            self._preview_pause = min(
-                self._preview_pause * 2, max(PREVIEW_IDLE_EVERY, self.preview_every)
-            )
-        else:
-            self._preview_pause = self.preview_every
-        self._preview_due = min(self._preview_due, time.monotonic() + self._preview_pause)
-        self._last_capture = captured
-        preview.show_capture(crew.name, message.capture)
+        subject = Subject.of(self.selected_crew(), any_crew=bool(self.view.crew_rows()))
+        self.query_one(PanePreview).follow(subject, again=again)
 
     # -- settings ------------------------------------------------------------------------
 
@@ -988,6 +911,11 @@ class CaptainApp(WorkCommands, App):
                     severity="warning",
                     markup=False,
                 )
+
+
+def _capture_pane(pane: PaneLocator) -> str:
+    """The pane preview's capture, run in its thread worker: one tmux call."""
+    return Tmux(pane.socket).capture(pane, ansi=True)
 
 
 def _shown_path(path) -> str:
