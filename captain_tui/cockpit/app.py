@@ -39,10 +39,10 @@ from textual.worker import get_current_worker
 
 from captain_tui import usecases as ops
 from captain_tui.cockpit import commands, jobs
-from captain_tui.cockpit import desktop_alerts as alerts
 from captain_tui.cockpit import prefs as settings
+from captain_tui.cockpit.alert_batch import ALERT_TIMEOUT, ALERT_WINDOW, AlertBatch
 from captain_tui.cockpit.commands import BY_ACTION, COMMANDS, Command
-from captain_tui.cockpit.feed.alerts import Alert, flood
+from captain_tui.cockpit.feed.alerts import Alert
 from captain_tui.cockpit.feed.home import Feed, Update
 from captain_tui.cockpit.feed.listener import LedgerListener
 from captain_tui.cockpit.feed.pump import RESCAN_SECONDS, WORK_SECONDS, FeedPump
@@ -81,8 +81,6 @@ from widgets.view import CrewRow, HomeView, NotificationRow, QuestionRow
 
 DOORBELL_EVERY = 0.25  # the runner keeps its own clocks; this is how often it is asked
 AGES_EVERY = 5.0  # "4m ago" columns are re-rendered from the view (no I/O) this often
-ALERT_WINDOW = 0.5  # alerts arriving this close together are said as one (and rung once)
-ALERT_TIMEOUT = 10  # an alert's toast stays this long (it needs the captain)
 # an action's plain good news. Textual's toast rack stays bottom right: over the pane preview
 # (the least needed while a toast is fresh), below the Work panel, which a stack of toasts
 # reaches; so routine ones leave soon, and only what needs the captain stays ALERT_TIMEOUT
@@ -162,7 +160,7 @@ class CaptainApp(WorkCommands, App):
         self._footer_state: tuple[bool, ...] | None = None
         self._heap = Collector()  # full garbage collections between events (cockpit.heap)
         self._updated_at = 0.0  # time.monotonic() of the last feed update
-        self._pending_alerts: list[Alert] = []  # waiting out ALERT_WINDOW, see _alert
+        self.alert_batch = AlertBatch(self, closing=lambda: self._closing_down)
 
     # -- layout ------------------------------------------------------------------------
 
@@ -185,6 +183,7 @@ class CaptainApp(WorkCommands, App):
             self.theme = self.settings.theme
         self.theme_changed_signal.subscribe(self, self._theme_changed)
         self.sub_title = "reading the home…"
+        self.alert_batch.window = self.alert_window  # a knob: set before the app runs
         self.query_one("#crew", CrewPanel).table.focus()
         self._pump = FeedPump(
             Feed(self.home),
@@ -252,7 +251,7 @@ class CaptainApp(WorkCommands, App):
                 self._listener.run, thread=True, name="ledger", group="feed", exit_on_error=False
             )
         for alert in update.alerts:
-            self._alert(alert)
+            self.alert_batch.add(alert)
 
     def _show(self) -> None:
         """Render the current view. Only panels whose rows changed are touched, and they
@@ -396,7 +395,7 @@ class CaptainApp(WorkCommands, App):
             if err.message != self._config_said:
                 self._config_said = err.message
                 self.call_from_thread(
-                    self._alert,
+                    self.alert_batch.add,
                     Alert("quarantine", "config.toml is not usable", f"[{err.code}] {err.message}"),
                 )
         Store.reported()
@@ -404,55 +403,11 @@ class CaptainApp(WorkCommands, App):
             if path.startswith(corrupt.PREFIX):
                 continue
             self.call_from_thread(
-                self._alert, Alert("quarantine", f"{path} is not usable", f"{path} {reason}")
+                self.alert_batch.add,
+                Alert("quarantine", f"{path} is not usable", f"{path} {reason}"),
             )
 
-    # -- alerts --------------------------------------------------------------------------
-
-    def _alert(self, alert: Alert) -> None:
-        """Raise an alert. Those arriving within ``ALERT_WINDOW`` of the first are said
-        together: one toast per kind (a flood of questions is one "5 new questions" toast),
-        one bell and one desktop notice for them all."""
-        if alert.kind == "quarantine":  # the store's report: always shown, never rung
-            self.notify(
-                alert.body,
-                title=alert.title,
-                severity="warning",
-                markup=False,
-                timeout=ALERT_TIMEOUT,
-            )
-            return
-        if not self._pending_alerts:
-            self.set_timer(self.alert_window, self._raise_alerts, name="alerts")
-        self._pending_alerts.append(alert)
-
-    def _raise_alerts(self) -> None:
-        pending, self._pending_alerts = self._pending_alerts, []
-        if not pending or self._closing_down:
-            return
-        kinds: dict[str, list[Alert]] = {}
-        for alert in pending:
-            kinds.setdefault(alert.kind, []).append(alert)
-        said = [
-            group[0] if len(group) == 1 else flood(kind, group) for kind, group in kinds.items()
-        ]
-        if self.settings.alert_toast:
-            for alert in said:
-                loud = alert.kind in ("bounced", "error", "needs_reconciliation")
-                self.notify(
-                    alert.body[:400],
-                    title=alert.title,
-                    markup=False,
-                    timeout=ALERT_TIMEOUT,
-                    severity="error" if loud else "warning",
-                )
-        if self.settings.alert_bell:
-            self.emit_to_terminal("\a")
-        if self.settings.alert_desktop:
-            first = said[0]
-            title = first.title if len(said) == 1 else " · ".join(a.title for a in said)
-            body = first.body if len(said) == 1 else f"{len(pending)} alerts"
-            self.emit_to_terminal(alerts.desktop_notice(f"captain: {title}", body))
+    # -- alerts (batched by alert_batch.AlertBatch) -------------------------------------
 
     def emit_to_terminal(self, sequence: str) -> None:
         """Bytes for the terminal itself (bell, desktop notices); nothing when headless."""
