@@ -10,12 +10,14 @@ Threads and messages, in one place:
   the database's notifications into pump requests for the work items written;
 - the doorbell (a thread worker) runs ``Runner.tick`` like ``captain wait`` does, so held
   mail rings in while the cockpit is open;
-- every action runs its protocol call in a thread worker and reports back with
-  ``call_from_thread``;
+- every action runs its protocol call in a thread worker, which posts its result as a
+  message (``worker_results``) that an ``on_…`` method here shows;
 - the pane preview (``widgets.preview``) keeps its own clock and captures tmux in a thread
   worker of its own, through the function the app gives it.
 
 The UI thread only renders views and opens forms: it never touches the disk or tmux.
+Alerts are batched by ``alert_batch.AlertBatch``; the Work panel's commands are the typed
+mixin ``work.WorkCommands``.
 """
 
 from __future__ import annotations
@@ -50,6 +52,13 @@ from captain_tui.cockpit.feed.watcher import Watcher
 from captain_tui.cockpit.heap import Collector
 from captain_tui.cockpit.terminal import recording, writer
 from captain_tui.cockpit.work import WorkCommands, reconciling_text
+from captain_tui.cockpit.worker_results import (
+    AlertRaised,
+    AttachNeeded,
+    FormSent,
+    Outcome,
+    Refused,
+)
 from captain_tui.runtime.tmux import Tmux, resolve_socket
 from state.crew.rules import CAPTAIN
 from state.errors import CaptainError
@@ -394,20 +403,26 @@ class CaptainApp(WorkCommands, App):
         except CaptainError as err:  # invalid_config with no good settings to keep
             if err.message != self._config_said:
                 self._config_said = err.message
-                self.call_from_thread(
-                    self.alert_batch.add,
-                    Alert("quarantine", "config.toml is not usable", f"[{err.code}] {err.message}"),
+                self.post_message(
+                    AlertRaised(
+                        Alert(
+                            "quarantine", "config.toml is not usable", f"[{err.code}] {err.message}"
+                        )
+                    )
                 )
         Store.reported()
         for path, reason in Store.warnings():
             if path.startswith(corrupt.PREFIX):
                 continue
-            self.call_from_thread(
-                self.alert_batch.add,
-                Alert("quarantine", f"{path} is not usable", f"{path} {reason}"),
+            self.post_message(
+                AlertRaised(Alert("quarantine", f"{path} is not usable", f"{path} {reason}"))
             )
 
     # -- alerts (batched by alert_batch.AlertBatch) -------------------------------------
+
+    def on_alert_raised(self, message: AlertRaised) -> None:
+        if not self._closing_down:
+            self.alert_batch.add(message.alert)
 
     def emit_to_terminal(self, sequence: str) -> None:
         """Bytes for the terminal itself (bell, desktop notices); nothing when headless."""
@@ -704,15 +719,20 @@ class CaptainApp(WorkCommands, App):
 
     @work(thread=True, group="actions", exit_on_error=False)
     def _jump(self, crew: CrewRow) -> None:
+        if crew.pane is None:
+            return  # action_jump asked only for a crew with a pane
         try:
             attach = ops.jump(crew.pane, ctx=CAPTAIN)
         except CaptainError as err:
-            self.call_from_thread(self._refused, err)
+            self.post_message(Refused(err))
             return
         if attach is not None:
-            self.call_from_thread(self._show_attach, crew.name, attach)
+            self.post_message(AttachNeeded(crew.name, attach))
 
-    def _show_attach(self, name: str, attach: ops.Attach) -> None:
+    def on_attach_needed(self, message: AttachNeeded) -> None:
+        if self._closing_down:
+            return
+        name, attach = message.crew, message.attach
         self.copy_to_clipboard(attach.command)
         title = {"no_client": f"No terminal is attached to {name}'s tmux: attach one"}.get(
             attach.reason, f"{name}'s pane is on another tmux: run this in another terminal"
@@ -772,15 +792,18 @@ class CaptainApp(WorkCommands, App):
         try:
             said = _attempt(perform, values)
         except CaptainError as err:
-            self.call_from_thread(self._refused, err, form)
+            self.post_message(Refused(err, form))
             return
-        self.call_from_thread(self._form_done, form, said)
+        self.post_message(FormSent(form, said))
         if ring is not None:
             note = jobs.ring(self.home, ring)  # the mail is durable; this only speeds it
             if note is not None:
-                self.call_from_thread(self.notify, note, severity="warning", markup=False)
+                self.post_message(Outcome(note, severity="warning"))
 
-    def _form_done(self, form: FormScreen, said: str) -> None:
+    def on_form_sent(self, message: FormSent) -> None:
+        if self._closing_down:
+            return
+        form, said = message.form, message.said
         self._jobs.pop(form, None)
         self.drafts.pop(form.draft_key, None)
         form.dismiss(None)
@@ -791,18 +814,27 @@ class CaptainApp(WorkCommands, App):
         try:
             said = _attempt(lambda _: job(), None)
         except CaptainError as err:
-            self.call_from_thread(self._refused, err)
+            self.post_message(Refused(err))
             return
         if isinstance(said, jobs.Said):
-            self.call_from_thread(
-                self.notify,
-                said.text,
-                severity=said.severity,
-                markup=False,
-                timeout={"error": ALERT_TIMEOUT, "warning": 6}.get(said.severity, OUTCOME_TIMEOUT),
-            )
+            timeout = {"error": ALERT_TIMEOUT, "warning": 6}.get(said.severity, OUTCOME_TIMEOUT)
+            self.post_message(Outcome(said.text, severity=said.severity, timeout=timeout))
         else:
-            self.call_from_thread(self.notify, said, markup=False)
+            self.post_message(Outcome(said))
+
+    def on_outcome(self, message: Outcome) -> None:
+        if not self._closing_down:
+            self.notify(
+                message.text,
+                title=message.title,
+                severity=message.severity,
+                timeout=message.timeout,
+                markup=False,
+            )
+
+    def on_refused(self, message: Refused) -> None:
+        if not self._closing_down:
+            self._refused(message.error, message.form)
 
     def _refused(self, err: CaptainError, form: FormScreen | None = None) -> None:
         in_crew = self.view.crew(str(err.extra.get("crew", "")).lower()) is not None
@@ -857,14 +889,14 @@ class CaptainApp(WorkCommands, App):
             try:
                 settings.save(dataclasses.replace(self.settings))
             except OSError as exc:
-                self.call_from_thread(
-                    self.notify,
-                    f"{settings.FILE_NAME} in {settings.config_dir()} could not "
-                    f"be written ({exc.strerror or type(exc).__name__}); the change holds "
-                    "until the cockpit closes.",
-                    title="Settings not saved",
-                    severity="warning",
-                    markup=False,
+                self.post_message(
+                    Outcome(
+                        f"{settings.FILE_NAME} in {settings.config_dir()} could not "
+                        f"be written ({exc.strerror or type(exc).__name__}); the change holds "
+                        "until the cockpit closes.",
+                        title="Settings not saved",
+                        severity="warning",
+                    )
                 )
 
 
