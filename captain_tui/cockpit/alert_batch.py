@@ -77,10 +77,10 @@ class AlertBatch:
         said = [
             group[0] if len(group) == 1 else flood(kind, group) for kind, group in kinds.items()
         ]
-        settings, host = self.host.settings, self.host
+        settings = self.host.settings
         if settings.alert_toast:
             for alert in said:
-                host.notify(
+                self.host.notify(
                     alert.body[:400],
                     title=alert.title,
                     markup=False,
@@ -88,9 +88,9 @@ class AlertBatch:
                     severity="error" if alert.kind in LOUD else "warning",
                 )
         if settings.alert_bell:
-            host.emit_to_terminal("\a")
+            self.host.emit_to_terminal("\a")
         if settings.alert_desktop:
             first = said[0]
             title = first.title if len(said) == 1 else " · ".join(a.title for a in said)
             body = first.body if len(said) == 1 else f"{len(pending)} alerts"
-            host.emit_to_terminal(desktop_alerts.desktop_notice(f"captain: {title}", body))
+            self.host.emit_to_terminal(desktop_alerts.desktop_notice(f"captain: {title}", body))
