@@ -1,17 +1,68 @@
 """The pane preview: the selected crew's tmux pane, as it looks, colours and all.
 
-It renders what the app captured (``tmux capture-pane -e``); it never talks to tmux. A
-pane shows whatever its program printed: the capture is drawn through
-``widgets.cells.from_pane`` (colours kept, nothing a terminal would obey).
+The app says what to show (``follow``: a crew's pane, or a sentence when there is none);
+the preview keeps its own clock. It captures the pane through the function the app gave it
+(``tmux capture-pane -e``; this module never imports tmux), in a thread worker that posts
+``Captured`` back to it, every ``every`` seconds while the pane changes, backing off to
+``idle_every`` while captures come back the same. A pane shows whatever its program
+printed: the capture is drawn through ``widgets.cells.from_pane`` (colours kept, nothing a
+terminal would obey).
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from textual import work
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.message import Message
 from textual.widgets import Static
 
+from state.errors import CaptainError
+from state.models import PaneLocator
 from widgets.cells import from_pane, inert
+from widgets.view import CrewRow
+
+EVERY = 1.0  # the pane is captured again this often while it changes
+IDLE_EVERY = 4.0  # ... backing off to this while its captures come back the same
+
+# reads a pane's screen with its colours; raises CaptainError when the pane cannot be read
+Capture = Callable[[PaneLocator], str]
+
+
+@dataclass(frozen=True)
+class Subject:
+    """What the preview shows: a crew's pane (``pane`` set: captured, again and again) or,
+    with none, ``message`` under ``title``."""
+
+    title: str
+    message: str = ""
+    key: str | None = None  # the crew whose pane it is
+    name: str = ""
+    pane: PaneLocator | None = None
+
+    @classmethod
+    def of(cls, crew: CrewRow | None, *, any_crew: bool) -> Subject:
+        """The subject for the selected crew (``any_crew``: the home has crew at all)."""
+        if crew is None:
+            return cls(
+                "Pane",
+                "Select a crew to see its pane."
+                if any_crew
+                else "Each crew's tmux pane shows here, live.",
+            )
+        if crew.pane is None:
+            return cls(
+                f"Pane · {crew.name}",
+                f"{crew.name} has no tmux pane: it was recorded with "
+                "--no-launch, so its process runs wherever you started it.",
+                key=crew.key,
+                name=crew.name,
+            )
+        return cls(f"Pane · {crew.name}", key=crew.key, name=crew.name, pane=crew.pane)
 
 
 class PanePreview(Vertical):
@@ -32,6 +83,35 @@ class PanePreview(Vertical):
     }
     """
 
+    class Captured(Message):
+        """A capture of ``key``'s pane (``capture`` None: it could not be read, ``problem``
+        says why), from the thread worker."""
+
+        def __init__(self, key: str, capture: str | None, problem: str = "") -> None:
+            super().__init__()
+            self.key = key
+            self.capture = capture
+            self.problem = problem
+
+    def __init__(
+        self,
+        capture: Capture | None = None,
+        *,
+        every: float = EVERY,
+        idle_every: float = IDLE_EVERY,
+        id: str | None = None,  # noqa: A002 - Textual's name for it
+    ) -> None:
+        super().__init__(id=id)
+        self.capture = capture  # None: panes are never read (a message shows)
+        self.every = every
+        self.idle_every = max(idle_every, every)
+        self.subject: Subject | None = None  # what the app last asked for
+        self.pause = every  # seconds to the next timed capture (backs off, see on_captured)
+        self._asked: Subject | None = None  # what was last shown or captured for
+        self._due = 0.0  # time.monotonic() of the next timed capture
+        self._last_capture: tuple[str, str] | None = None  # (crew key, text) last captured
+        self._shown: tuple | None = None  # on show: (crew, capture, size) or (title, message)
+
     def compose(self) -> ComposeResult:
         yield Static("", id="screen", markup=False)
         yield Static("Select a crew to see its pane.", classes="empty", markup=False)
@@ -39,8 +119,71 @@ class PanePreview(Vertical):
     def on_mount(self) -> None:
         self.border_title = "Pane"
         self.query_one("#screen").display = False
+        self.set_interval(self.every, self._tick)
 
-    _shown: tuple | None = None  # what is on show: (crew, capture, size) or (title, message)
+    # -- what to show, and when ----------------------------------------------------------
+
+    def follow(self, subject: Subject, *, again: bool = True) -> None:
+        """Show ``subject`` now (``again=False``: only if it is not what was last asked)."""
+        if not again and subject == self._asked:
+            return  # the same pane: the clock asks again
+        self.subject = subject
+        self._refresh()
+
+    def toggle(self) -> None:
+        self.display = not self.display
+        self._refresh()
+
+    def _tick(self) -> None:
+        """Capture again when due. A pane whose captures come back the same is asked less
+        and less often (up to ``idle_every``); a change, or another crew selected, and it
+        is followed every ``every`` seconds again."""
+        if time.monotonic() >= self._due:
+            self._refresh()
+
+    def _refresh(self) -> None:
+        self._due = time.monotonic() + self.pause
+        subject = self.subject
+        if subject is None or not self.is_attached:
+            return
+        if not self.display:
+            self._asked = None  # shown again: asked again
+            return
+        self._asked = subject
+        if subject.pane is None or subject.key is None or self.capture is None:
+            self.show_message(subject.title, subject.message)
+        else:
+            self._capture(self.capture, subject.key, subject.name, subject.pane)
+
+    @work(thread=True, group="preview", exclusive=True, exit_on_error=False)
+    def _capture(self, capture: Capture, key: str, name: str, pane: PaneLocator) -> None:
+        """One tmux call per capture (it runs every second: it must stay cheap)."""
+        try:
+            text = capture(pane)
+        except CaptainError as err:
+            self.post_message(
+                self.Captured(key, None, f"{name}'s pane cannot be read: {err.message}")
+            )
+            return
+        self.post_message(self.Captured(key, text))
+
+    def on_pane_preview_captured(self, message: Captured) -> None:
+        subject = self.subject
+        if subject is None or subject.key != message.key or not self.is_attached:
+            return  # the selection moved on while tmux answered
+        if message.capture is None:
+            self.show_message(subject.title, message.problem)
+            return
+        captured = (message.key, message.capture)
+        if captured == self._last_capture:
+            self.pause = min(self.pause * 2, self.idle_every)
+        else:
+            self.pause = self.every
+        self._due = min(self._due, time.monotonic() + self.pause)
+        self._last_capture = captured
+        self.show_capture(subject.name, message.capture)
+
+    # -- drawing -------------------------------------------------------------------------
 
     def show_capture(self, crew: str, capture: str) -> None:
         """The bottom of the pane (where the composer and the latest output are)."""

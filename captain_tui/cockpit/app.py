@@ -10,10 +10,14 @@ Threads and messages, in one place:
   the database's notifications into pump requests for the work items written;
 - the doorbell (a thread worker) runs ``Runner.tick`` like ``captain wait`` does, so held
   mail rings in while the cockpit is open;
-- every action runs its protocol call in a thread worker and reports back with
-  ``call_from_thread``; the pane preview captures tmux in a thread worker too.
+- every action runs its protocol call in a thread worker, which posts its result as a
+  message (``worker_results``) that an ``on_…`` method here shows;
+- the pane preview (``widgets.preview``) keeps its own clock and captures tmux in a thread
+  worker of its own, through the function the app gives it.
 
 The UI thread only renders views and opens forms: it never touches the disk or tmux.
+Alerts are batched by ``alert_batch.AlertBatch``; the Work panel's commands are the typed
+mixin ``work.WorkCommands``.
 """
 
 from __future__ import annotations
@@ -37,10 +41,10 @@ from textual.worker import get_current_worker
 
 from captain_tui import usecases as ops
 from captain_tui.cockpit import commands, jobs
-from captain_tui.cockpit import desktop_alerts as alerts
 from captain_tui.cockpit import prefs as settings
+from captain_tui.cockpit.alert_batch import ALERT_TIMEOUT, ALERT_WINDOW, AlertBatch
 from captain_tui.cockpit.commands import BY_ACTION, COMMANDS, Command
-from captain_tui.cockpit.feed.alerts import Alert, flood
+from captain_tui.cockpit.feed.alerts import Alert
 from captain_tui.cockpit.feed.home import Feed, Update
 from captain_tui.cockpit.feed.listener import LedgerListener
 from captain_tui.cockpit.feed.pump import RESCAN_SECONDS, WORK_SECONDS, FeedPump
@@ -48,10 +52,18 @@ from captain_tui.cockpit.feed.watcher import Watcher
 from captain_tui.cockpit.heap import Collector
 from captain_tui.cockpit.terminal import recording, writer
 from captain_tui.cockpit.work import WorkCommands, reconciling_text
-from captain_tui.runtime.tmux import resolve_socket
+from captain_tui.cockpit.worker_results import (
+    AlertRaised,
+    AttachNeeded,
+    FormSent,
+    Outcome,
+    Refused,
+)
+from captain_tui.runtime.tmux import Tmux, resolve_socket
 from state.crew.rules import CAPTAIN
 from state.errors import CaptainError
 from state.home import Home
+from state.models import PaneLocator
 from state.vocab import counted, ended, quoted, short
 from widgets.cells import age, as_markup, clean, one_line
 from widgets.chrome import CockpitFooter, CockpitHeader
@@ -62,7 +74,8 @@ from widgets.panels.notifications import NotificationsPanel
 from widgets.panels.questions import QuestionsPanel
 from widgets.panels.row_list import PanelTable
 from widgets.panels.work import WorkPanel
-from widgets.preview import PanePreview
+from widgets.preview import EVERY as PREVIEW_EVERY
+from widgets.preview import PanePreview, Subject
 from widgets.screens.forms import (
     AnswerScreen,
     AssignScreen,
@@ -77,10 +90,6 @@ from widgets.view import CrewRow, HomeView, NotificationRow, QuestionRow
 
 DOORBELL_EVERY = 0.25  # the runner keeps its own clocks; this is how often it is asked
 AGES_EVERY = 5.0  # "4m ago" columns are re-rendered from the view (no I/O) this often
-PREVIEW_EVERY = 1.0  # the selected crew's pane is captured again this often while it changes
-PREVIEW_IDLE_EVERY = 4.0  # ... backing off to this while its captures come back the same
-ALERT_WINDOW = 0.5  # alerts arriving this close together are said as one (and rung once)
-ALERT_TIMEOUT = 10  # an alert's toast stays this long (it needs the captain)
 # an action's plain good news. Textual's toast rack stays bottom right: over the pane preview
 # (the least needed while a toast is fresh), below the Work panel, which a stack of toasts
 # reaches; so routine ones leave soon, and only what needs the captain stays ALERT_TIMEOUT
@@ -105,14 +114,6 @@ class FeedProblem(Message):
     def __init__(self, error: Exception) -> None:
         super().__init__()
         self.error = error
-
-
-class PaneCaptured(Message):
-    def __init__(self, key: str, capture: str | None, problem: str | None = None) -> None:
-        super().__init__()
-        self.key = key
-        self.capture = capture
-        self.problem = problem
 
 
 def _local_now() -> datetime:
@@ -154,7 +155,7 @@ class CaptainApp(WorkCommands, App):
         self.listen_ledger = True  # a PostgreSQL ledger's notifications (files: none)
         self.rescan_every = RESCAN_SECONDS
         self.work_every = WORK_SECONDS  # the Work panel's re-read on a shared ledger
-        self.preview_every = PREVIEW_EVERY
+        self.preview_every = PREVIEW_EVERY  # the pane preview's capture (it backs off)
         self.ages_every = AGES_EVERY
         self.alert_window = ALERT_WINDOW
         self.drafts: dict[str, dict[str, Any]] = {}  # cancelled forms' text, by draft key
@@ -166,13 +167,9 @@ class CaptainApp(WorkCommands, App):
         self._config_said: str | None = None  # the invalid_config last toasted
         self._last_problem: str | None = None
         self._footer_state: tuple[bool, ...] | None = None
-        self._previewed: tuple | None = None  # the crew (key, pane) the preview last asked for
-        self._last_capture: tuple[str, str] | None = None  # (crew key, text) last captured
-        self._preview_pause = PREVIEW_EVERY  # seconds to the next timed capture (backs off)
-        self._preview_due = 0.0  # time.monotonic() of the next timed capture
         self._heap = Collector()  # full garbage collections between events (cockpit.heap)
         self._updated_at = 0.0  # time.monotonic() of the last feed update
-        self._pending_alerts: list[Alert] = []  # waiting out ALERT_WINDOW, see _alert
+        self.alert_batch = AlertBatch(self, closing=lambda: self._closing_down)
 
     # -- layout ------------------------------------------------------------------------
 
@@ -187,7 +184,7 @@ class CaptainApp(WorkCommands, App):
                 yield DoorbellsPanel(id="doorbells", keys=keys)
             with Vertical(id="side"):
                 yield WorkPanel(id="work", keys=keys)
-                yield PanePreview(id="preview")
+                yield PanePreview(_capture_pane, every=self.preview_every, id="preview")
         yield CockpitFooter()
 
     def on_mount(self) -> None:
@@ -195,6 +192,7 @@ class CaptainApp(WorkCommands, App):
             self.theme = self.settings.theme
         self.theme_changed_signal.subscribe(self, self._theme_changed)
         self.sub_title = "reading the home…"
+        self.alert_batch.window = self.alert_window  # a knob: set before the app runs
         self.query_one("#crew", CrewPanel).table.focus()
         self._pump = FeedPump(
             Feed(self.home),
@@ -213,7 +211,6 @@ class CaptainApp(WorkCommands, App):
                 exit_on_error=False,
             )
         self.set_interval(self.ages_every, self._show_ages)
-        self.set_interval(self.preview_every, self._preview_tick)
         self._heap.start()
         self.set_interval(1.0, lambda: self._heap.tick(time.monotonic() - self._updated_at))
 
@@ -263,7 +260,7 @@ class CaptainApp(WorkCommands, App):
                 self._listener.run, thread=True, name="ledger", group="feed", exit_on_error=False
             )
         for alert in update.alerts:
-            self._alert(alert)
+            self.alert_batch.add(alert)
 
     def _show(self) -> None:
         """Render the current view. Only panels whose rows changed are touched, and they
@@ -285,8 +282,7 @@ class CaptainApp(WorkCommands, App):
         self._loud = reconciling_text(view.reconciling())
         self._show_status(now)
         self._refresh_footer()
-        if self._preview_target() != self._previewed:
-            self._refresh_preview()  # the selected crew changed (or its pane); else the timer
+        self._follow_preview(again=False)  # the selected crew changed (or its pane)?
 
     def _show_status(self, now: datetime) -> None:
         """The header's status: the home is watched all along, so it says when the view
@@ -407,64 +403,26 @@ class CaptainApp(WorkCommands, App):
         except CaptainError as err:  # invalid_config with no good settings to keep
             if err.message != self._config_said:
                 self._config_said = err.message
-                self.call_from_thread(
-                    self._alert,
-                    Alert("quarantine", "config.toml is not usable", f"[{err.code}] {err.message}"),
+                self.post_message(
+                    AlertRaised(
+                        Alert(
+                            "quarantine", "config.toml is not usable", f"[{err.code}] {err.message}"
+                        )
+                    )
                 )
         Store.reported()
         for path, reason in Store.warnings():
             if path.startswith(corrupt.PREFIX):
                 continue
-            self.call_from_thread(
-                self._alert, Alert("quarantine", f"{path} is not usable", f"{path} {reason}")
+            self.post_message(
+                AlertRaised(Alert("quarantine", f"{path} is not usable", f"{path} {reason}"))
             )
 
-    # -- alerts --------------------------------------------------------------------------
+    # -- alerts (batched by alert_batch.AlertBatch) -------------------------------------
 
-    def _alert(self, alert: Alert) -> None:
-        """Raise an alert. Those arriving within ``ALERT_WINDOW`` of the first are said
-        together: one toast per kind (a flood of questions is one "5 new questions" toast),
-        one bell and one desktop notice for them all."""
-        if alert.kind == "quarantine":  # the store's report: always shown, never rung
-            self.notify(
-                alert.body,
-                title=alert.title,
-                severity="warning",
-                markup=False,
-                timeout=ALERT_TIMEOUT,
-            )
-            return
-        if not self._pending_alerts:
-            self.set_timer(self.alert_window, self._raise_alerts, name="alerts")
-        self._pending_alerts.append(alert)
-
-    def _raise_alerts(self) -> None:
-        pending, self._pending_alerts = self._pending_alerts, []
-        if not pending or self._closing_down:
-            return
-        kinds: dict[str, list[Alert]] = {}
-        for alert in pending:
-            kinds.setdefault(alert.kind, []).append(alert)
-        said = [
-            group[0] if len(group) == 1 else flood(kind, group) for kind, group in kinds.items()
-        ]
-        if self.settings.alert_toast:
-            for alert in said:
-                loud = alert.kind in ("bounced", "error", "needs_reconciliation")
-                self.notify(
-                    alert.body[:400],
-                    title=alert.title,
-                    markup=False,
-                    timeout=ALERT_TIMEOUT,
-                    severity="error" if loud else "warning",
-                )
-        if self.settings.alert_bell:
-            self.emit_to_terminal("\a")
-        if self.settings.alert_desktop:
-            first = said[0]
-            title = first.title if len(said) == 1 else " · ".join(a.title for a in said)
-            body = first.body if len(said) == 1 else f"{len(pending)} alerts"
-            self.emit_to_terminal(alerts.desktop_notice(f"captain: {title}", body))
+    def on_alert_raised(self, message: AlertRaised) -> None:
+        if not self._closing_down:
+            self.alert_batch.add(message.alert)
 
     def emit_to_terminal(self, sequence: str) -> None:
         """Bytes for the terminal itself (bell, desktop notices); nothing when headless."""
@@ -596,13 +554,13 @@ class CaptainApp(WorkCommands, App):
         if self._closing_down:
             return
         self._refresh_footer()  # a table refilled by the feed moves its cursor too
-        self._refresh_preview()
+        self._follow_preview()
 
     def on_descendant_focus(self) -> None:
         if self._closing_down:
             return
         self.refresh_bindings()
-        self._refresh_preview()
+        self._follow_preview()
 
     # -- the command palette -------------------------------------------------------------
 
@@ -761,15 +719,20 @@ class CaptainApp(WorkCommands, App):
 
     @work(thread=True, group="actions", exit_on_error=False)
     def _jump(self, crew: CrewRow) -> None:
+        if crew.pane is None:
+            return  # action_jump asked only for a crew with a pane
         try:
             attach = ops.jump(crew.pane, ctx=CAPTAIN)
         except CaptainError as err:
-            self.call_from_thread(self._refused, err)
+            self.post_message(Refused(err))
             return
         if attach is not None:
-            self.call_from_thread(self._show_attach, crew.name, attach)
+            self.post_message(AttachNeeded(crew.name, attach))
 
-    def _show_attach(self, name: str, attach: ops.Attach) -> None:
+    def on_attach_needed(self, message: AttachNeeded) -> None:
+        if self._closing_down:
+            return
+        name, attach = message.crew, message.attach
         self.copy_to_clipboard(attach.command)
         title = {"no_client": f"No terminal is attached to {name}'s tmux: attach one"}.get(
             attach.reason, f"{name}'s pane is on another tmux: run this in another terminal"
@@ -784,7 +747,7 @@ class CaptainApp(WorkCommands, App):
     def action_toggle_preview(self) -> None:
         preview = self.query_one(PanePreview)
         preview.display = not preview.display
-        self._refresh_preview()
+        self._follow_preview()
 
     def action_help(self) -> None:
         # one line each, cleaned, inside a code span: drawn as written, never as Markdown
@@ -829,15 +792,18 @@ class CaptainApp(WorkCommands, App):
         try:
             said = _attempt(perform, values)
         except CaptainError as err:
-            self.call_from_thread(self._refused, err, form)
+            self.post_message(Refused(err, form))
             return
-        self.call_from_thread(self._form_done, form, said)
+        self.post_message(FormSent(form, said))
         if ring is not None:
             note = jobs.ring(self.home, ring)  # the mail is durable; this only speeds it
             if note is not None:
-                self.call_from_thread(self.notify, note, severity="warning", markup=False)
+                self.post_message(Outcome(note, severity="warning"))
 
-    def _form_done(self, form: FormScreen, said: str) -> None:
+    def on_form_sent(self, message: FormSent) -> None:
+        if self._closing_down:
+            return
+        form, said = message.form, message.said
         self._jobs.pop(form, None)
         self.drafts.pop(form.draft_key, None)
         form.dismiss(None)
@@ -848,18 +814,27 @@ class CaptainApp(WorkCommands, App):
         try:
             said = _attempt(lambda _: job(), None)
         except CaptainError as err:
-            self.call_from_thread(self._refused, err)
+            self.post_message(Refused(err))
             return
         if isinstance(said, jobs.Said):
-            self.call_from_thread(
-                self.notify,
-                said.text,
-                severity=said.severity,
-                markup=False,
-                timeout={"error": ALERT_TIMEOUT, "warning": 6}.get(said.severity, OUTCOME_TIMEOUT),
-            )
+            timeout = {"error": ALERT_TIMEOUT, "warning": 6}.get(said.severity, OUTCOME_TIMEOUT)
+            self.post_message(Outcome(said.text, severity=said.severity, timeout=timeout))
         else:
-            self.call_from_thread(self.notify, said, markup=False)
+            self.post_message(Outcome(said))
+
+    def on_outcome(self, message: Outcome) -> None:
+        if not self._closing_down:
+            self.notify(
+                message.text,
+                title=message.title,
+                severity=message.severity,
+                timeout=message.timeout,
+                markup=False,
+            )
+
+    def on_refused(self, message: Refused) -> None:
+        if not self._closing_down:
+            self._refused(message.error, message.form)
 
     def _refused(self, err: CaptainError, form: FormScreen | None = None) -> None:
         in_crew = self.view.crew(str(err.extra.get("crew", "")).lower()) is not None
@@ -878,79 +853,14 @@ class CaptainApp(WorkCommands, App):
             text, title="Refused — nothing was written", severity="error", markup=False, timeout=10
         )
 
-    # -- the pane preview ----------------------------------------------------------------
+    # -- the pane preview (it keeps its own clock: widgets.preview) ---------------------
 
-    def _preview_target(self) -> tuple:
-        crew = self.selected_crew()
-        return (crew.key, crew.pane) if crew is not None else (None, bool(self.view.crew_rows()))
-
-    def _preview_tick(self) -> None:
-        """The timer: capture again when due. A pane whose captures come back the same is
-        asked less and less often (up to PREVIEW_IDLE_EVERY); a change, or another crew
-        selected, and it is followed every second again."""
-        if time.monotonic() >= self._preview_due:
-            self._refresh_preview()
-
-    def _refresh_preview(self) -> None:
-        self._preview_due = time.monotonic() + self._preview_pause
+    def _follow_preview(self, *, again: bool = True) -> None:
+        """Tell the preview what is selected (``again=False``: only if that changed)."""
         if self._closing_down:
             return
-        preview = self.query_one(PanePreview)
-        if not preview.display:
-            self._previewed = None  # shown again: asked again
-            return
-        self._previewed = self._preview_target()
-        crew = self.selected_crew()
-        if crew is None:
-            preview.show_message(
-                "Pane",
-                "Each crew's tmux pane shows here, live."
-                if not self.view.crew_rows()
-                else "Select a crew to see its pane.",
-            )
-        elif crew.pane is None:
-            preview.show_message(
-                f"Pane · {crew.name}",
-                f"{crew.name} has no tmux pane: it was recorded with "
-                "--no-launch, so its process runs wherever you started it.",
-            )
-        else:
-            self._capture(crew)
-
-    @work(thread=True, group="preview", exclusive=True, exit_on_error=False)
-    def _capture(self, crew: CrewRow) -> None:
-        """One tmux call per refresh (the preview runs every second; it must stay cheap)."""
-        from captain_tui.runtime.tmux import Tmux
-
-        try:
-            capture = Tmux(crew.pane.socket).capture(crew.pane, ansi=True)
-        except CaptainError as err:
-            self.post_message(
-                PaneCaptured(crew.key, None, f"{crew.name}'s pane cannot be read: {err.message}")
-            )
-            return
-        self.post_message(PaneCaptured(crew.key, capture))
-
-    def on_pane_captured(self, message: PaneCaptured) -> None:
-        if self._closing_down:
-            return
-        crew = self.selected_crew()
-        if crew is None or crew.key != message.key:
-            return  # the selection moved on while tmux answered
-        preview = self.query_one(PanePreview)
-        if message.capture is None:
-            preview.show_message(f"Pane · {crew.name}", message.problem or "")
-            return
-        captured = (message.key, message.capture)
-        if captured == self._last_capture:
-            self._preview_pause = min(
-                self._preview_pause * 2, max(PREVIEW_IDLE_EVERY, self.preview_every)
-            )
-        else:
-            self._preview_pause = self.preview_every
-        self._preview_due = min(self._preview_due, time.monotonic() + self._preview_pause)
-        self._last_capture = captured
-        preview.show_capture(crew.name, message.capture)
+        subject = Subject.of(self.selected_crew(), any_crew=bool(self.view.crew_rows()))
+        self.query_one(PanePreview).follow(subject, again=again)
 
     # -- settings ------------------------------------------------------------------------
 
@@ -979,15 +889,20 @@ class CaptainApp(WorkCommands, App):
             try:
                 settings.save(dataclasses.replace(self.settings))
             except OSError as exc:
-                self.call_from_thread(
-                    self.notify,
-                    f"{settings.FILE_NAME} in {settings.config_dir()} could not "
-                    f"be written ({exc.strerror or type(exc).__name__}); the change holds "
-                    "until the cockpit closes.",
-                    title="Settings not saved",
-                    severity="warning",
-                    markup=False,
+                self.post_message(
+                    Outcome(
+                        f"{settings.FILE_NAME} in {settings.config_dir()} could not "
+                        f"be written ({exc.strerror or type(exc).__name__}); the change holds "
+                        "until the cockpit closes.",
+                        title="Settings not saved",
+                        severity="warning",
+                    )
                 )
+
+
+def _capture_pane(pane: PaneLocator) -> str:
+    """The pane preview's capture, run in its thread worker: one tmux call."""
+    return Tmux(pane.socket).capture(pane, ansi=True)
 
 
 def _shown_path(path) -> str:

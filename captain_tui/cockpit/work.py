@@ -1,33 +1,85 @@
 """The cockpit's Work commands: cancel, replay, resolve, and the Work panel's filter.
 
-A mixin of ``CaptainApp`` (kept apart so app.py stays about the cockpit as a whole). Like
-every action, each one opens a confirmation or a form on the UI thread and runs
+A mixin of ``CaptainApp`` (kept apart so app.py stays about the cockpit as a whole), typed:
+each method's ``self`` is a ``WorkHost``, the Protocol that says what the mixin needs of the
+app. Like every action, each one opens a confirmation or a form on the UI thread and runs
 the use case (``jobs`` over ``usecases``) in a thread worker (``_in_worker`` / ``_open``);
 a refusal shows its code and writes nothing.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import datetime
 from functools import partial
+from typing import Any, Protocol, TypeVar
+
+from textual.widget import Widget
 
 from captain_tui.cockpit import jobs
+from state.home import Home
 from state.work import controls
 from widgets.panels.work import WorkPanel
-from widgets.screens.forms import ConfirmScreen
+from widgets.screens.forms import ConfirmScreen, FormScreen
 from widgets.screens.work_forms import ReplayScreen, ResolveScreen
-from widgets.view import RECONCILE, WorkRow
+from widgets.view import RECONCILE, HomeView, WorkRow
+
+_Node = TypeVar("_Node", bound=Widget)
+
+
+class WorkHost(Protocol):
+    """The app as its Work commands see it: what ``CaptainApp`` gives them (its home, the
+    view the feed read, its clock, toasts, screens and the way every action runs its use
+    case off the UI thread), and the mixin's own methods, which call one another."""
+
+    home: Home
+    view: HomeView
+    last_refresh: datetime | None
+    clock: Callable[[], datetime]
+
+    def query_one(self, selector: type[_Node], /) -> _Node: ...
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: str = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None: ...
+
+    def push_screen(
+        self, screen: ConfirmScreen, callback: Callable[[bool | None], None], /
+    ) -> object: ...
+
+    def _open(
+        self, form: FormScreen, perform: Callable[[dict[str, Any]], str], ring: str | None = None
+    ) -> None: ...
+
+    def _in_worker(self, job: Callable[[], str | jobs.Said]) -> object: ...
+
+    def _draft(self, key: str) -> dict[str, Any]: ...
+
+    def _show(self) -> None: ...
+
+    # the mixin's own (WorkCommands)
+    def selected_work(self) -> WorkRow | None: ...
+
+    def why_not_work(self: WorkHost, need: str) -> str | None: ...
+
+    def _work_refused(self: WorkHost, need: str) -> bool: ...
 
 
 class WorkCommands:
-    """Needs the app's ``home``, ``view``, ``clock``, ``_open``, ``_in_worker``, ``_draft``,
-    ``_show``."""
+    """The Work panel's commands, mixed into ``CaptainApp`` (see ``WorkHost``)."""
 
-    def selected_work(self) -> WorkRow | None:
+    def selected_work(self: WorkHost) -> WorkRow | None:
         """The work item under the Work panel's cursor (its first row until one is picked:
         needs reconciliation comes first)."""
         return self.view.work_item(self.query_one(WorkPanel).current_key)
 
-    def why_not_work(self, need: str) -> str | None:
+    def why_not_work(self: WorkHost, need: str) -> str | None:
         item = self.selected_work()
         if item is None:
             return "No work item is selected."
@@ -56,13 +108,13 @@ class WorkCommands:
             return f"{what} is {item.state}; only an item that needs reconciliation is resolved."
         return refused.message if refused is not None else None
 
-    def action_cycle_work_filter(self) -> None:
+    def action_cycle_work_filter(self: WorkHost) -> None:
         panel = self.query_one(WorkPanel)
         panel.cycle_filter()
         if self.last_refresh is not None:
             self._show()
 
-    def _work_refused(self, need: str) -> bool:
+    def _work_refused(self: WorkHost, need: str) -> bool:
         """Say why, and open nothing, when the control is not offered (the key is dimmed;
         this covers a body that expired, or a row that changed, since it was drawn)."""
         why = self.why_not_work(need)
@@ -70,7 +122,7 @@ class WorkCommands:
             self.notify(why, title="Not offered", severity="warning", markup=False)
         return why is not None
 
-    def action_cancel_work(self) -> None:
+    def action_cancel_work(self: WorkHost) -> None:
         item = self.selected_work()
         if item is None or self._work_refused("live_work"):
             return
@@ -101,7 +153,7 @@ class WorkCommands:
 
         self.push_screen(ConfirmScreen(f"Cancel {_named(item)}?", body, yes="Cancel work"), decided)
 
-    def action_replay_work(self) -> None:
+    def action_replay_work(self: WorkHost) -> None:
         item = self.selected_work()
         if item is None or self._work_refused("finished_work"):
             return
@@ -111,7 +163,7 @@ class WorkCommands:
             lambda v: jobs.replay_work(self.home, item.work_id, v["reason"], v["target_revision"]),
         )
 
-    def action_resolve_work(self) -> None:
+    def action_resolve_work(self: WorkHost) -> None:
         item = self.selected_work()
         if item is None or not item.reconciling:
             return

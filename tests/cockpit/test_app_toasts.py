@@ -15,6 +15,7 @@ from captain_tui.cockpit.app import CaptainApp
 from state.clock import now
 from state.crew import protocol
 from state.home import Home
+from widgets.preview import PanePreview
 from widgets.screens.forms import ConfirmScreen
 from widgets.screens.help import HelpScreen
 
@@ -156,13 +157,16 @@ def test_the_preview_backs_off_on_a_quiet_pane_and_follows_a_change(home: Home, 
         def shown() -> str:
             return str(getattr(app.query_one("#preview #screen").content, "plain", ""))
 
+        def preview() -> PanePreview:  # it keeps its own clock
+            return app.query_one(PanePreview)
+
         async def scenario(pilot):
             await until(pilot, lambda: "FIRST-MARK" in shown(), what="the pane's text")
             # the same capture again and again: asked less and less often
-            await until(pilot, lambda: app._preview_pause >= 1.6, what="the back-off")
+            await until(pilot, lambda: preview().pause >= 1.6, what="the back-off")
             (project / "go").touch()
             await until(pilot, lambda: "SECOND-MARK" in shown(), what="the pane's change")
-            assert app._preview_pause == app.preview_every  # it changed: followed again
+            assert preview().pause == app.preview_every  # it changed: followed again
 
         drive(app, scenario)
     finally:

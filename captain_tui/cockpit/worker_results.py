@@ -1,0 +1,66 @@
+"""What the cockpit's thread workers hand back to the UI thread: each a message, posted with
+``post_message`` and handled by the app's ``on_…`` method, so a worker never runs code on the
+UI thread itself (no ``call_from_thread``) and never waits for it.
+"""
+
+from __future__ import annotations
+
+from textual.message import Message
+
+from captain_tui import usecases as ops
+from captain_tui.cockpit.feed.alerts import Alert
+from state.errors import CaptainError
+from widgets.screens.forms import FormScreen
+
+
+class Refused(Message):
+    """A use case said no (nothing was written); ``form``: the form that asked, if any."""
+
+    def __init__(self, error: CaptainError, form: FormScreen | None = None) -> None:
+        super().__init__()
+        self.error = error
+        self.form = form
+
+
+class FormSent(Message):
+    """A form's use case is done: the form closes and ``said`` is toasted."""
+
+    def __init__(self, form: FormScreen, said: str) -> None:
+        super().__init__()
+        self.form = form
+        self.said = said
+
+
+class Outcome(Message):
+    """A sentence for a toast: what an action did, or what a worker could not do."""
+
+    def __init__(
+        self,
+        text: str,
+        *,
+        title: str = "",
+        severity: str = "information",
+        timeout: float | None = None,
+    ) -> None:
+        super().__init__()
+        self.text = text
+        self.title = title
+        self.severity = severity
+        self.timeout = timeout
+
+
+class AttachNeeded(Message):
+    """``jump`` could not switch a terminal to ``crew``'s pane: say how to attach one."""
+
+    def __init__(self, crew: str, attach: ops.Attach) -> None:
+        super().__init__()
+        self.crew = crew
+        self.attach = attach
+
+
+class AlertRaised(Message):
+    """An alert found off the UI thread (the doorbell worker's store warnings)."""
+
+    def __init__(self, alert: Alert) -> None:
+        super().__init__()
+        self.alert = alert
