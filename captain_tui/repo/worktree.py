@@ -55,12 +55,13 @@ def settings(home: Home) -> tuple[bool, str]:
     return bool(enabled), os.path.abspath(where)
 
 
-def _project_dir_name(top: str) -> str:
-    """One folder per repository under the root: its name (made safe) and a hash of its
-    path, so two checkouts named alike never share one."""
+def _project_dir_name(home: Home, top: str) -> str:
+    """One folder per repository and home under the root: the repository's name (made
+    safe) and a hash of its path and the home's, so two checkouts named alike, or two homes
+    sharing a ``[worktree] root``, never share one."""
     slug = _SLUG.sub("-", os.path.basename(top)).strip("-.")[:40] or "project"
-    digest = hashlib.sha256(top.encode("utf-8", "surrogateescape")).hexdigest()[:8]
-    return f"{slug}-{digest}"
+    both = f"{os.path.realpath(home.root)}\0{top}".encode("utf-8", "surrogateescape")
+    return f"{slug}-{hashlib.sha256(both).hexdigest()[:8]}"
 
 
 def plan(home: Home, project_dir: str, key: str, assignment_id: str) -> Workspace | None:
@@ -102,7 +103,7 @@ def plan(home: Home, project_dir: str, key: str, assignment_id: str) -> Workspac
             project=top,
         )
     branch = branch_name(key, assignment_id)
-    path = os.path.join(real_root, _project_dir_name(top), f"{key}-{short_id(assignment_id)}")
+    path = os.path.join(real_root, _project_dir_name(home, top), f"{key}-{short_id(assignment_id)}")
     return Workspace(
         project=top,
         worktree=path,
@@ -124,7 +125,8 @@ def inside(ws: Workspace, cwd: str) -> str:
 def make(ws: Workspace):
     """Create the worktree on a new branch at the base commit and return its undo (for a
     recruit that fails later). Refuses, having made nothing, when the branch or the path
-    already exists."""
+    already exists. First sweeps what a recruit of this crew killed part way left (below)."""
+    sweep(ws)
     if _branch_tip(ws) is not None:
         raise CaptainError(
             "branch_exists",
@@ -225,6 +227,39 @@ def judge(ws: Workspace, *, discard: bool = False, crew: str = "NAME") -> Fate:
     )
 
 
+def sweep(ws: Workspace) -> list[str]:
+    """Remove the worktrees a recruit of the same crew (same home, project and crew key)
+    made and never recorded, because it was killed between ``git worktree add`` and its
+    record: a sibling folder ``<key>-*`` under the same project folder, on its own branch
+    ``captain/<key>-*``. Called under the crew's lock, after every rule has passed, so no
+    live crew of that key has a worktree there; an earlier incarnation's kept worktree has
+    work on it, and ``judge`` keeps it. A worktree whose creation was killed (git's
+    ``initializing`` lock) is removed whatever it holds: nothing ran in it. Returns the
+    paths removed."""
+    folder = os.path.dirname(ws.worktree)
+    key = os.path.basename(ws.worktree).rsplit("-", 1)[0]
+    if not os.path.isdir(ws.project):
+        return []
+    removed = []
+    for path, (branch, locked) in _listing(ws.project).items():
+        if os.path.dirname(path) != folder or path == ws.worktree or branch is None:
+            continue
+        name = os.path.basename(path)
+        if name.rsplit("-", 1)[0] != key or branch != f"{BRANCH_PREFIX}{name}":
+            continue
+        orphan = Workspace(
+            project=ws.project,
+            worktree=path,
+            branch=branch,
+            base_branch=ws.base_branch,
+            base_commit=ws.base_commit,
+        )
+        if locked == "initializing" or judge(orphan).action == "removed":
+            remove(orphan)
+            removed.append(path)
+    return removed
+
+
 def remove(ws: Workspace) -> None:
     """Remove the worktree and the branch, whatever is left of them (idempotent): a folder
     deleted by hand, a registration pruned, a branch already deleted."""
@@ -273,19 +308,29 @@ def _branch_tip(ws: Workspace) -> str | None:
     return r.text.strip() or None if r.returncode == 0 else None
 
 
-def registered_worktrees(project: str) -> dict[str, str | None]:
-    """``git worktree list``: each worktree's path -> its branch (None: detached)."""
+def _listing(project: str) -> dict[str, tuple[str | None, str | None]]:
+    """``git worktree list``: each worktree's path -> (its branch or None when detached,
+    why it is locked or None)."""
     out = git.run(["worktree", "list", "--porcelain", "-z"], cwd=project).fields()
-    found: dict[str, str | None] = {}
+    found: dict[str, list] = {}
     path = None
     for field in out:
         if field.startswith("worktree "):
             path = field[len("worktree ") :]
-            found[path] = None
-        elif field.startswith("branch ") and path is not None:
+            found[path] = [None, None]
+        elif path is None:
+            continue
+        elif field.startswith("branch "):
             ref = field[len("branch ") :]
-            found[path] = ref[len("refs/heads/") :] if ref.startswith("refs/heads/") else ref
-    return found
+            found[path][0] = ref[len("refs/heads/") :] if ref.startswith("refs/heads/") else ref
+        elif field == "locked" or field.startswith("locked "):
+            found[path][1] = field[len("locked ") :] or "locked"
+    return {p: (b, lock) for p, (b, lock) in found.items()}
+
+
+def registered_worktrees(project: str) -> dict[str, str | None]:
+    """``git worktree list``: each worktree's path -> its branch (None: detached)."""
+    return {path: branch for path, (branch, _) in _listing(project).items()}
 
 
 def _registered(ws: Workspace) -> bool:
