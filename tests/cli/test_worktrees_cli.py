@@ -497,3 +497,29 @@ def test_a_dismissal_killed_at_each_step_is_finished_by_running_it_again(
     assert not os.path.exists(space["worktree"])
     kinds = [e["type"] for e in events(cli.home, "ann")]
     assert kinds.count("dismissed") == 1, kinds
+
+
+def test_every_crash_point_captain_tui_has_is_killed_here():
+    """A new step in recruit's or dismiss's git part gets its SIGKILL test here (the ledger's
+    and the crew log's own points are tests/state/test_ledger_crash.py's)."""
+    import re
+
+    root = Path(__file__).resolve().parents[2] / "captain_tui"
+    found = set()
+    for path in root.rglob("*.py"):
+        found |= set(re.findall(r"crash_point\(\"([^\"]+)\"\)", path.read_text()))
+    assert found and found <= set(RECRUIT_STEPS) | set(DISMISS_STEPS), found
+
+
+def test_a_ten_thousand_file_change_is_counted_kept_and_discarded_whole(run, repo, cli):
+    space = recruit(run)["workspace"]
+    folder = Path(space["worktree"], "src", "many")
+    folder.mkdir()
+    for i in range(10_000):
+        (folder / f"f{i:05d}.txt").write_bytes(b"x")
+    d = ok(run("dismiss", "Ann", "--json"))["worktree"]
+    assert (d["action"], d["uncommitted"]) == ("kept", 10_000)
+    assert "10000 uncommitted files" in d["reason"]
+    d = ok(run("dismiss", "Ann", "--discard", "--json"))["worktree"]
+    assert (d["action"], d["uncommitted"]) == ("discarded", 10_000)
+    assert not os.path.exists(space["worktree"]) and branches(repo) == {"main"}
