@@ -289,6 +289,15 @@ def remove(ws: Workspace) -> None:
         pass
 
 
+def usable(ws: Workspace) -> bool:
+    """Whether the worktree is still there to carry on in: a folder git lists as a
+    worktree, on the crew's branch."""
+    if not os.path.isdir(ws.project) or not os.path.isdir(ws.worktree):
+        return False
+    listed = registered_worktrees(ws.project)
+    return listed.get(ws.worktree) == ws.branch
+
+
 def leftover(ws: Workspace) -> bool:
     """Whether anything of the worktree or branch is still there."""
     if not os.path.isdir(ws.project):

@@ -116,8 +116,11 @@ def recruit(home: Home, req: Recruitment, *, ctx: Context = CAPTAIN) -> Recruite
         raise CaptainError("invalid_argument", "a program crew needs a command to run.")
     key = crew_key(req.name)
     assignment_id = new_id(ASSIGNMENT)
-    # its own worktree (docs/worktrees.md), planned from git before anything is written
-    space = worktree.plan(home, cwd, key, assignment_id) if req.worktree else None
+    # its own worktree (docs/worktrees.md), planned from git before anything is written: a
+    # handoff carries on in the worktree its dismissal kept, else a new one is made
+    space = kept = _kept_worktree(home, key, req) if req.worktree else None
+    if req.worktree and space is None:
+        space = worktree.plan(home, cwd, key, assignment_id)
     pane_cwd = worktree.inside(space, cwd) if space else cwd
     start = later = None
     if req.launch:
@@ -149,7 +152,7 @@ def recruit(home: Home, req: Recruitment, *, ctx: Context = CAPTAIN) -> Recruite
         later=later,
         assignment_id=assignment_id,
         workspace=space,
-        prepare=(lambda: _made(space)) if space else None,
+        prepare=(lambda: _made(space)) if space and not kept else None,
     )
     snapshot, _ = crewlog.load(home, key)
     return Recruited(
@@ -165,6 +168,20 @@ def recruit(home: Home, req: Recruitment, *, ctx: Context = CAPTAIN) -> Recruite
         space,
         pane_cwd,
     )
+
+
+def _kept_worktree(home: Home, key: str, req: Recruitment) -> Workspace | None:
+    """The worktree a dismissed crew's dismissal kept, for a recruit that hands off from
+    its last assignment (protocol.recruit checks the handoff itself): still a worktree git
+    knows, on its branch."""
+    if req.handoff is None:
+        return None
+    previous, _ = crewlog.load(home, key)
+    if previous is None or previous.dismissed_at is None or previous.worktree != "kept":
+        return None
+    if previous.assignment.assignment_id != req.handoff or previous.workspace is None:
+        return None
+    return previous.workspace if worktree.usable(previous.workspace) else None
 
 
 def _made(space: Workspace):

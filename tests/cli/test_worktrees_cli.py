@@ -262,6 +262,27 @@ def test_assign_handoff_continues_in_the_same_worktree(run, repo, cli):
     assert set(worktrees(repo)) == {os.path.realpath(repo), space["worktree"]}
 
 
+def test_a_handoff_recruit_carries_on_in_the_worktree_its_dismissal_kept(run, repo, cli):
+    first = recruit(run)
+    ok(run("inbox", "Ann", "--json", env=as_crew(first)))  # read: nothing bounces
+    space = first["workspace"]
+    tip = commit_in(space["worktree"], "src/b.txt")
+    assert ok(run("dismiss", "Ann", "--json"))["worktree"]["action"] == "kept"
+    again = recruit(run, "Ann", "--handoff", first["assignment_id"])
+    assert again["workspace"] == space and again["cwd"] == space["worktree"]
+    assert git(space["worktree"], "rev-parse", "HEAD").strip() == tip  # its work is there
+    item = ok(run("work", "show", again["work_id"], "--json"))["item"]
+    assert item["target_revision"] == space["base_commit"]
+    # dismissed with nothing new, it is still kept: the commit has not landed
+    ok(run("inbox", "Ann", "--json", env=as_crew(again)))
+    assert ok(run("dismiss", "Ann", "--json"))["worktree"]["action"] == "kept"
+    # once the worktree is gone, a handoff gets a new one
+    ok(run("dismiss", "Ann", "--discard", "--json"))
+    third = recruit(run, "Ann", "--handoff", again["assignment_id"])
+    assert third["workspace"]["worktree"] != space["worktree"]
+    assert set(worktrees(repo)) == {os.path.realpath(repo), third["workspace"]["worktree"]}
+
+
 @needs_tmux
 def test_a_launched_crews_pane_and_hooks_start_in_its_worktree(run, repo, cli):
     r = ok(run("crew", "Ann", "--task", "t", "--owns", "src", "--allow", "edit", "--json"))
