@@ -33,6 +33,7 @@ from state.models import Workspace
 from state.work.crash import crash_point
 
 BRANCH_PREFIX = "captain/"
+CHECKOUT_TIMEOUT = 600.0  # seconds: checking out or deleting a whole tree of a big project
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -145,6 +146,7 @@ def make(ws: Workspace):
     git.run(
         ["worktree", "add", "--quiet", "-b", ws.branch, "--", ws.worktree, ws.base_commit],
         cwd=ws.project,
+        timeout=CHECKOUT_TIMEOUT,
         what=f"making the worktree {ws.worktree}",
     )
     return lambda: remove(ws)
@@ -267,6 +269,7 @@ def remove(ws: Workspace) -> None:
         git.run(
             ["worktree", "remove", "--force", "--force", "--", ws.worktree],
             cwd=ws.project,
+            timeout=CHECKOUT_TIMEOUT,
             ok=(0, 128),
             what=f"removing the worktree {ws.worktree}",
         )
