@@ -430,7 +430,7 @@ def test_a_crew_that_rewrites_its_branch_history_is_judged_by_what_the_branch_ho
 
 
 @settings(
-    max_examples=40,
+    max_examples=20,
     derandomize=True,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
