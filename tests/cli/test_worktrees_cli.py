@@ -383,6 +383,12 @@ def test_discard_removes_work_and_is_recorded_at_dismissal_or_after(run, repo, c
         tip_a,
     )
     assert not os.path.exists(a["worktree"]) and a["branch"] not in branches(repo)
+    # a symlink in the worktree that leads out of it: discarding removes the link, never
+    # what it leads to
+    outside = cli.home.parent / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("not the crew's\n")
+    os.symlink(outside, Path(b["worktree"], "lib", "out"))
     # kept at dismissal, discarded later: its own event, the tip recorded
     assert ok(run("dismiss", "Bob", "--json"))["worktree"]["action"] == "kept"
     later = run("dismiss", "Bob", "--discard")
@@ -390,6 +396,7 @@ def test_discard_removes_work_and_is_recorded_at_dismissal_or_after(run, repo, c
     last = events(cli.home, "bob")[-1]
     assert (last["type"], last["tip"]) == ("worktree_discarded", tip_b)
     assert not os.path.exists(b["worktree"]) and b["branch"] not in branches(repo)
+    assert (outside / "keep.txt").read_text() == "not the crew's\n"
     assert refused(run("dismiss", "Bob", "--discard", "--json"), "crew_dismissed")
     assert set(worktrees(repo)) == {os.path.realpath(repo)} and branches(repo) == {"main"}
 
@@ -427,6 +434,27 @@ def test_a_crew_that_rewrites_its_branch_history_is_judged_by_what_the_branch_ho
     assert (d["action"], d["commits"]) == ("kept", 1)
     d = ok(run("dismiss", "Bob", "--json"))["worktree"]
     assert d["action"] == "removed"
+
+
+def test_a_recruit_sweeps_only_the_orphans_with_nothing_on_them(run, repo, cli):
+    # two worktrees of crew Ann no record names (recruits killed before their record):
+    # one clean, one where something was committed since
+    home = Home(cli.home)
+    clean = worktree.plan(home, str(repo), "ann", "asg_01TESTTESTTESTTESTTESTCLEAN")
+    worked = worktree.plan(home, str(repo), "ann", "asg_01TESTTESTTESTTESTTESTWORKD")
+    worktree.make(clean)
+    worktree.make(worked)
+    commit_in(worked.worktree, "src/w.txt")
+    other = worktree.plan(home, str(repo), "ann-b", "asg_01TESTTESTTESTTESTTESTOTHER")
+    worktree.make(other)  # another crew's (ann-b): never Ann's to sweep
+    space = recruit(run)["workspace"]
+    assert set(worktrees(repo)) == {
+        os.path.realpath(repo),
+        worked.worktree,
+        other.worktree,
+        space["worktree"],
+    }
+    assert clean.branch not in branches(repo) and worked.branch in branches(repo)
 
 
 @settings(
