@@ -8,12 +8,13 @@ crew's branch ``captain/<crew key>-<assignment short id>`` and the worktree's pa
 ``make`` creates it with one ``git worktree add -b``; an existing branch or path of that
 name is refused (``branch_exists``, ``worktree_exists``), never reused or overwritten.
 
-``fate`` is the one rule of cleanup: a worktree and its branch may go only when everything
-on them is on the base branch already — the branch's tip is an ancestor of the base
-branch's — and the worktree holds no uncommitted or untracked file (ignored files are not
-work). Otherwise they are kept, unless the captain discards them. ``remove`` is idempotent
-(a worktree deleted by hand, or pruned, is fine; a branch already gone is fine), so a
-dismissal killed part way is finished by running it again.
+``judge`` is the one rule of cleanup: a worktree and its branch may go only when everything
+on them is on the base branch already — each commit of the branch is on the base branch, or
+its very change is (a rebase or cherry-pick landed it: ``git cherry``) — and the worktree
+holds no uncommitted or untracked file (ignored files are not work). Otherwise they are
+kept, unless the captain discards them. ``remove`` is idempotent (a worktree deleted by
+hand, or pruned, is fine; a branch already gone is fine), so a dismissal killed part way
+is finished by running it again.
 """
 
 from __future__ import annotations
@@ -361,8 +362,13 @@ def _commits_off_base(ws: Workspace, tip: str) -> int:
         ok=(0, 1),
     )
     ends = [tip] if base.returncode != 0 else [tip, "--not", base.text.strip()]
-    counted = git.run(["rev-list", "--count", *ends, "--"], cwd=ws.project)
-    return int(counted.text.strip() or 0)
+    counted = int(git.run(["rev-list", "--count", *ends, "--"], cwd=ws.project).text or 0)
+    if counted == 0 or base.returncode != 0:
+        return counted
+    # landed by a rebase or a cherry-pick: the same changes under other commits. git cherry
+    # marks each commit of the branch whose patch the base already has with "-"
+    cherry = git.run(["cherry", base.text.strip(), tip], cwd=ws.project)
+    return sum(1 for line in cherry.lines() if line.startswith("+"))
 
 
 def _uncommitted(ws: Workspace) -> int:

@@ -337,8 +337,10 @@ def test_dismissal_removes_an_empty_or_landed_worktree_and_keeps_one_with_work(r
     landed = recruit(run, "Bob")["workspace"]
     committed = recruit(run, "Cid")["workspace"]
     dirty = recruit(run, "Dee")["workspace"]
+    picked = recruit(run, "Eve")["workspace"]
     commit_in(landed["worktree"], "lib/b.txt")
     git(repo, "merge", "-q", "--ff-only", landed["branch"])  # it landed on main
+    git(repo, "cherry-pick", commit_in(picked["worktree"], "eve/e.txt"))  # landed as a copy
     tip = commit_in(committed["worktree"], "doc/c.txt")
     Path(dirty["worktree"], "etc").mkdir()
     Path(dirty["worktree"], "etc", "new\nname\x1b[31m.txt").write_text("not committed\n")
@@ -346,6 +348,8 @@ def test_dismissal_removes_an_empty_or_landed_worktree_and_keeps_one_with_work(r
     d = ok(run("dismiss", "Ann", "--json"))["worktree"]
     assert d["action"] == "removed" and "nothing new since main" in d["reason"]
     d = ok(run("dismiss", "Bob", "--json"))["worktree"]
+    assert d["action"] == "removed" and "landed on main" in d["reason"]
+    d = ok(run("dismiss", "Eve", "--json"))["worktree"]
     assert d["action"] == "removed" and "landed on main" in d["reason"]
     d = ok(run("dismiss", "Cid", "--json"))["worktree"]
     assert (d["action"], d["commits"], d["uncommitted"], d["tip"]) == ("kept", 1, 0, tip)
@@ -355,7 +359,7 @@ def test_dismissal_removes_an_empty_or_landed_worktree_and_keeps_one_with_work(r
     human = run("dismiss", "Dee").err  # dismissed: said with what to do, on one line
     assert "--discard" in human and "\x1b" not in human
 
-    for gone in (empty, landed):
+    for gone in (empty, landed, picked):
         assert not os.path.exists(gone["worktree"]) and gone["branch"] not in branches(repo)
     for kept in (committed, dirty):
         assert os.path.isdir(kept["worktree"]) and kept["branch"] in branches(repo)
@@ -426,7 +430,8 @@ def test_a_crew_that_rewrites_its_branch_history_is_judged_by_what_the_branch_ho
     # Ann commits, lands, then rewrites her branch to a commit that never landed
     commit_in(a["worktree"], "src/one.txt")
     git(repo, "merge", "-q", "--ff-only", a["branch"])
-    git(a["worktree"], "commit", "-q", "--amend", "-m", "rewritten")
+    Path(a["worktree"], "src", "one.txt").write_text("rewritten\n")
+    git(a["worktree"], "commit", "-q", "-a", "--amend", "-m", "rewritten")
     # Bob commits, then resets his branch to before the base: nothing of his is left
     commit_in(b["worktree"], "lib/two.txt")
     git(b["worktree"], "reset", "-q", "--hard", b["base_commit"])
