@@ -303,10 +303,13 @@ def usable(ws: Workspace) -> bool:
 
 
 def leftover(ws: Workspace) -> bool:
-    """Whether anything of the worktree or branch is still there."""
+    """Whether anything of the worktree or branch is still there (or git cannot say)."""
     if not os.path.isdir(ws.project):
         return False
-    return os.path.lexists(ws.worktree) or _registered(ws) or _branch_tip(ws) is not None
+    try:
+        return os.path.lexists(ws.worktree) or _registered(ws) or _branch_tip(ws) is not None
+    except CaptainError:
+        return True
 
 
 # -- reading git ---------------------------------------------------------------------------

@@ -278,7 +278,7 @@ def dismiss(
     if snapshot is not None and snapshot.dismissed_at is None:
         stopped = launch.close_pane(snapshot.pane)
     shown = snapshot.name if snapshot else name
-    fate = worktree.judge(space, discard=discard, crew=shown) if space is not None else None
+    fate = _judged(space, discard, shown) if space is not None else None
     bounced = protocol.dismiss(
         home,
         name,
@@ -291,7 +291,7 @@ def dismiss(
     )
     if fate is not None and fate.action in ("removed", "discarded"):
         crash_point("dismiss:before-worktree")
-        worktree.remove(space)
+        fate = _removed(space, fate, shown)
     return Dismissal(
         snapshot.name if snapshot else name,
         snapshot.assignment.assignment_id if snapshot else None,
@@ -321,20 +321,47 @@ def _finish_cleanup(
             worktree=space.worktree,
             branch=space.branch,
         )
-    if decided == "kept":
-        fate = worktree.judge(space, discard=True)
-        protocol.discard_worktree(home, name, tip=fate.tip, ctx=ctx)
-    elif decided == "discarded":
-        fate = worktree.judge(space, discard=True)
-    elif decided == "removed":
-        fate = worktree.judge(space, crew=snapshot.name)  # again: never remove work done since
-        if fate.action != "removed":
-            return Dismissal(snapshot.name, None, (), None, space, fate, True)
-    else:
+    if decided not in ("kept", "discarded", "removed"):
         return None
+    # judged again for a removal: never remove work done since
+    fate = _judged(space, decided != "removed", snapshot.name)
+    if fate.action not in ("removed", "discarded"):  # work on it now, or git failing
+        return Dismissal(snapshot.name, None, (), None, space, fate, True)
+    if decided == "kept":
+        protocol.discard_worktree(home, name, tip=fate.tip, ctx=ctx)
     crash_point("dismiss:before-worktree")
-    worktree.remove(space)
+    fate = _removed(space, fate, snapshot.name)
     return Dismissal(snapshot.name, snapshot.assignment.assignment_id, (), None, space, fate, True)
+
+
+def _judged(space: Workspace, discard: bool, crew: str) -> worktree.Fate:
+    """``worktree.judge``; git failing (the repository moved or broken) keeps everything
+    and says why: a crew is dismissed whatever state its repository is in."""
+    try:
+        return worktree.judge(space, discard=discard, crew=crew)
+    except CaptainError as err:
+        return worktree.Fate(
+            "kept",
+            f"the worktree {space.worktree} and branch {space.branch} were left as they are: "
+            f"{err.message.rstrip('.')}.",
+        )
+
+
+def _removed(space: Workspace, fate: worktree.Fate, crew: str) -> worktree.Fate:
+    """Carry out a recorded removal; git failing part way is said, and running the
+    dismissal again finishes it."""
+    try:
+        worktree.remove(space)
+    except CaptainError as err:
+        return worktree.Fate(
+            fate.action,
+            f"{fate.reason.rstrip('.')}, but not all of it could be removed yet: "
+            f"{err.message.rstrip('.')}. Run captain dismiss {crew} again to finish.",
+            fate.commits,
+            fate.uncommitted,
+            fate.tip,
+        )
+    return fate
 
 
 @dataclass(frozen=True)

@@ -424,6 +424,19 @@ def test_a_worktree_deleted_by_hand_is_handled(run, repo, cli, how):
     assert branches(repo) == {"main"}
 
 
+def test_a_broken_repository_never_stops_a_dismissal_and_nothing_is_touched(run, repo, cli):
+    space = recruit(run)["workspace"]
+    os.rename(repo / ".git", repo / ".git-away")  # git cannot find the repository now
+    d = ok(run("dismiss", "Ann", "--json"))
+    assert d["worktree"]["action"] == "kept" and "left as they are" in d["worktree"]["reason"]
+    assert snapshot(cli, "ann")["dismissed_at"] is not None
+    os.rename(repo / ".git-away", repo / ".git")
+    assert os.path.isdir(space["worktree"]) and space["branch"] in branches(repo)
+    assert "--discard" in refused(run("dismiss", "Ann", "--json"), "crew_dismissed")["message"]
+    assert ok(run("dismiss", "Ann", "--discard", "--json"))["worktree"]["action"] == "discarded"
+    assert set(worktrees(repo)) == {os.path.realpath(repo)} and branches(repo) == {"main"}
+
+
 def test_a_crew_that_rewrites_its_branch_history_is_judged_by_what_the_branch_holds(run, repo, cli):
     a = recruit(run, "Ann")["workspace"]
     b = recruit(run, "Bob")["workspace"]
