@@ -19,6 +19,7 @@ is finished by running it again.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -69,6 +70,27 @@ def _project_dir_name(home: Home, top: str) -> str:
 def plan(home: Home, project_dir: str, key: str, assignment_id: str) -> Workspace | None:
     """The worktree a recruit in ``project_dir`` gets, or None: worktrees disabled, or the
     project is not in a git work tree. Reads git only; writes nothing."""
+    with _advised():
+        return _plan(home, project_dir, key, assignment_id)
+
+
+@contextlib.contextmanager
+def _advised():
+    """A recruit's git failure says what to do: fix it, or share the checkout."""
+    try:
+        yield
+    except CaptainError as err:
+        if err.code != "git_failed" or "--no-worktree" in err.message:
+            raise
+        raise CaptainError(
+            "git_failed",
+            f"{err.message.rstrip('.')}. Fix the repository, or pass --no-worktree to share "
+            "the checkout.",
+            **err.extra,
+        ) from None
+
+
+def _plan(home: Home, project_dir: str, key: str, assignment_id: str) -> Workspace | None:
     enabled, root = settings(home)
     if not enabled:
         return None
@@ -128,6 +150,11 @@ def make(ws: Workspace):
     """Create the worktree on a new branch at the base commit and return its undo (for a
     recruit that fails later). Refuses, having made nothing, when the branch or the path
     already exists. First sweeps what a recruit of this crew killed part way left (below)."""
+    with _advised():
+        return _make(ws)
+
+
+def _make(ws: Workspace):
     sweep(ws)
     if _branch_tip(ws) is not None:
         raise CaptainError(
