@@ -32,6 +32,7 @@ from state import config
 from state.errors import CaptainError
 from state.home import Home
 from state.models import Workspace
+from state.store import WORKTREES
 from state.work.crash import crash_point
 
 BRANCH_PREFIX = "captain/"
@@ -54,7 +55,7 @@ def settings(home: Home) -> tuple[bool, str]:
     table = home.config().get("worktree", {})
     enabled = config.value(table, "enabled", "worktree")
     root = config.value(table, "root", "worktree")
-    where = os.path.expanduser(root) if root else str(Path(home.root) / "worktrees")
+    where = os.path.expanduser(root) if root else str(Path(home.root) / WORKTREES)
     return bool(enabled), os.path.abspath(where)
 
 

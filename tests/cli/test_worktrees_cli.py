@@ -244,6 +244,20 @@ def test_grants_are_the_projects_judged_in_the_crews_worktree(run, repo, cli, tm
     assert "leads to" in refused(check("src/link.txt"), "grant_denied")["message"]
 
 
+def test_the_homes_sweep_never_walks_into_a_crews_worktree(run, repo, cli):
+    space = recruit(run)["workspace"]
+    mine = Path(space["worktree"], "src", ".tmp-the-crews-own")  # a name the store uses
+    mine.write_text("the crew's file\n")
+    old = os.stat(mine).st_mtime - 3600
+    os.utime(mine, (old, old))
+    debris = cli.home / "mail" / "ann" / ".tmp-killed-writer"
+    debris.write_text("")
+    os.utime(debris, (old, old))
+    run("wait", "Ann", "--timeout", "0.1", "--json")  # a waiter sweeps the home first
+    assert not debris.exists()  # the home's own debris went
+    assert mine.read_text() == "the crew's file\n"
+
+
 def test_assign_handoff_continues_in_the_same_worktree(run, repo, cli):
     r = recruit(run)
     space = r["workspace"]
