@@ -65,3 +65,50 @@ def test_dismissing_a_crew_with_work_in_its_worktree_keeps_it_and_the_toast_says
     assert os.path.isdir(kept.worktree) and not os.path.exists(gone.worktree)
     assert crewlog.load(home, "jack")[0].worktree == "kept"
     assert crewlog.load(home, "gibbs")[0].worktree == "removed"
+
+
+def test_the_watcher_skips_the_worktrees_and_still_hears_a_folder_made_after_it(tmp_path):
+    """The cockpit's watcher process (watchfiles in a child) does not watch the crews'
+    worktrees under the home — a crew's build would flood it and use up inotify's watches —
+    yet a record in a folder the home gained after it started is reported."""
+    import json
+    import select
+    import sys
+
+    from captain_tui.cockpit.feed import watcher
+    from state.store import WORKTREES
+
+    root = tmp_path / "home"
+    (root / WORKTREES / "p-1" / "jack-1").mkdir(parents=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", watcher._WATCHER, str(root), "20", "5", "300", WORKTREES],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+    def until_seen(wanted: tuple[int, str], seen: set) -> set:
+        for _ in range(40):  # a quiet 0.3 s reports [] ; the change comes within a few
+            ready, _, _ = select.select([proc.stdout], [], [], 30)
+            assert ready, "the watcher process said nothing"
+            seen |= {(c, p) for c, p in json.loads(proc.stdout.readline())}
+            if wanted in seen:
+                return seen
+        raise AssertionError(f"{wanted} never reported: {sorted(seen)[:20]}")
+
+    try:
+        ready, _, _ = select.select([proc.stdout], [], [], 30)
+        assert ready and json.loads(proc.stdout.readline()) == []  # up
+        seen: set = set()
+        (root / "config.toml").write_text("")
+        until_seen((1, str(root / "config.toml")), seen)
+        for i in range(200):  # a crew's build in its worktree
+            (root / WORKTREES / "p-1" / "jack-1" / f"o{i}.o").write_text("x")
+        (root / "mail" / "jack").mkdir(parents=True)  # a folder the home gains now
+        (root / "mail" / "jack" / "msg_1.json").write_text("{}")
+        seen = until_seen((1, str(root / "mail" / "jack" / "msg_1.json")), seen)
+        (root / "mail" / "jack" / "msg_2.json").write_text("{}")  # and once it is watched
+        seen = until_seen((1, str(root / "mail" / "jack" / "msg_2.json")), seen)
+        assert not [p for _, p in seen if f"/{WORKTREES}/" in p], sorted(seen)[:20]
+    finally:
+        proc.kill()
+        proc.wait()
