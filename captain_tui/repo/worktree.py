@@ -178,7 +178,14 @@ def _make(ws: Workspace):
         timeout=CHECKOUT_TIMEOUT,
         what=f"making the worktree {ws.worktree}",
     )
-    return lambda: remove(ws)
+    return lambda: _take_back(ws)
+
+
+def _take_back(ws: Workspace) -> None:
+    """A failed recruit's undo: its own refusal is what the caller reports; a worktree
+    that cannot be removed now is swept by the crew's next recruit (``sweep``)."""
+    with contextlib.suppress(CaptainError):
+        remove(ws)
 
 
 @dataclass(frozen=True)
@@ -319,6 +326,12 @@ def remove(ws: Workspace) -> None:
         os.rmdir(parent)  # the project's folder under the root, once it holds no worktree
     except OSError:
         pass
+    if leftover(ws):  # never say removed what is still there
+        raise CaptainError(
+            "git_failed",
+            f"the worktree {ws.worktree} or the branch {_shown(ws.branch)} is still there "
+            "after removing it (git refused, or a file could not be deleted).",
+        )
 
 
 def usable(ws: Workspace) -> bool:
