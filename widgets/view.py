@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from state.crew.standing import CrewState
 from state.models import PaneLocator
-from state.work.models import TERMINAL
+from state.work.models import TERMINAL, Source, WorkState
 
 if TYPE_CHECKING:
     from state.work.controls import Facts
@@ -31,7 +32,7 @@ class CrewRow:
     key: str  # the crew name in lower case: the row key in every panel
     name: str
     agent: str
-    state: str  # state.crew.standing.CrewState: assigned | asked | approval | held | done | died
+    state: CrewState  # never "dismissed": the cockpit shows no dismissed crew
     assignment_id: str
     incarnation_id: str
     task: str
@@ -83,8 +84,8 @@ class WorkRow:
 
     work_id: str
     key: str | None  # the crew's key when the item is an assignment: the pane preview follows
-    state: str  # queued | running | succeeded | failed | cancelled | needs_reconciliation
-    source: str  # assignment | chat | webhook
+    state: WorkState
+    source: Source
     crew: str | None
     generation: int
     created_at: datetime

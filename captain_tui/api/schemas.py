@@ -9,12 +9,13 @@ transition detail, raw bodies, credentials or model output.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-State = Literal["queued", "running", "succeeded", "failed", "cancelled", "needs_reconciliation"]
-Source = Literal["assignment", "chat", "webhook"]
+# the ledger's vocabularies, served as they are defined (state.work.models): one definition
+from state.work.models import CancelOutcome, EventType, Source, Terminal
+from state.work.models import WorkState as State
+from state.work.tokens import Role
 
 
 class _In(BaseModel):
@@ -34,7 +35,7 @@ class ResolveBody(_In):
     # strict: a generation is a JSON integer (not true, "1" or 1.0), and the attestation a
     # JSON boolean (not "yes")
     generation: int = Field(ge=0, le=2**31 - 1, strict=True)
-    to: Literal["succeeded", "failed", "cancelled"]
+    to: Terminal
     reason: str | None = Field(default=None, max_length=2000)
     runtime_stopped: bool = Field(default=False, strict=True)
 
@@ -50,7 +51,7 @@ class ErrorOut(BaseModel):
 
 class Workspace(BaseModel):
     workspace_id: str
-    role: Literal["member", "manager"]
+    role: Role
 
 
 class Workspaces(BaseModel):
@@ -109,7 +110,7 @@ class Attempt(BaseModel):
 class Event(BaseModel):
     seq: int
     at: datetime
-    type: str
+    type: EventType
     generation: int
     actor: str
     state: State
@@ -153,7 +154,7 @@ class Dismissal(BaseModel):
 class CancelOut(BaseModel):
     item: WorkItem
     state: State
-    outcome: Literal["cancelled", "already_terminal", "stop_unconfirmed"]
+    outcome: CancelOutcome
     dismissed: Dismissal | None = None
 
 

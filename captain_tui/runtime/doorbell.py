@@ -14,6 +14,7 @@ import time
 import unicodedata
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Literal, get_args
 
 from captain_tui.agents.kinds import APPROVAL_BY_HOOK, COMPOSERS, HOOKED, WAKE_LINE
 from captain_tui.runtime import pane_reader as screens
@@ -27,7 +28,7 @@ from state.models import CrewSnapshot, Message, RingStamp
 from state.store import encode
 from state.vocab import counted
 
-GATES = (
+Gate = Literal[  # what holds a ring back
     "approval_prompt",
     "human_draft",
     "unreadable_composer",
@@ -36,7 +37,10 @@ GATES = (
     "cooldown",
     "tmux_unavailable",
     "queued",
-)
+]
+GATES: tuple[Gate, ...] = get_args(Gate)
+Rung = Literal["rang", "held", "bounced", "nothing"]  # a ring's outcome, when there was mail
+Action = Literal[Rung, "skipped"]  # skipped: the crew has no live pane
 # seconds after launch before the first ring
 LAUNCH_GRACE = {"claude": 6.0, "codex": 6.0, "pi": 6.0}
 DEFAULT_GRACE = 1.0
@@ -52,8 +56,8 @@ BODY_LIMIT = 1000
 @dataclass(frozen=True)
 class Outcome:
     crew: str
-    action: str  # rang | held | bounced | nothing | skipped
-    gate: str | None = None
+    action: Action
+    gate: Gate | None = None
     detail: str = ""
 
 

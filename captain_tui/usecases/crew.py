@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from captain_tui.runtime import launch
 from captain_tui.runtime.tmux import check_session
@@ -20,6 +21,9 @@ from state.inputs import MAX_COMMAND_BYTES, check_path, check_text, crew_key
 from state.models import BouncedMail, Message, PaneLocator
 from state.work import ledger
 
+if TYPE_CHECKING:  # the doorbell itself is imported only to ring (ring below)
+    from captain_tui.runtime.doorbell import Gate, Rung
+
 # -- the doorbell -------------------------------------------------------------------------
 
 
@@ -27,8 +31,8 @@ from state.work import ledger
 class Bell:
     """One ring's outcome, when there was something to ring."""
 
-    action: str  # rang | held | bounced | nothing
-    gate: str | None = None
+    action: Rung
+    gate: Gate | None = None
     detail: str = ""
 
 

@@ -61,7 +61,7 @@ class Death:
             )
         if self.how == KILLED:
             try:
-                name = f" ({signals.Signals(self.signal).name})"
+                name = f" ({signals.Signals(self.signal).name})" if self.signal is not None else ""
             except (ValueError, TypeError):
                 name = ""
             return f"its process was killed by signal {self.signal}{name}"
@@ -109,6 +109,7 @@ def record(
         snapshot = crewlog.open_locked(home, key)
         if not is_mortal(snapshot, incarnation_id):
             return None
+        assert snapshot is not None and snapshot.pane is not None  # is_mortal said so
         if death.pane_id is not None and death.pane_id != snapshot.pane.pane_id:
             return None  # a pane this crew no longer runs in
         item_words = _fail_work(home, snapshot, death)
@@ -144,6 +145,7 @@ def _fail_work(home: Home, snapshot: CrewSnapshot, death: Death) -> str:
     here = (
         current is not None
         and current.runtime_locator is not None
+        and snapshot.pane is not None
         and current.runtime_locator.pane_id == snapshot.pane.pane_id
         and current.runtime_locator.socket == snapshot.pane.socket
     )

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -61,9 +61,9 @@ def error(what: str, ident: str, why: str) -> CaptainError:
 
 def _why(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
-        first = exc.errors()[0] if exc.errors() else {}
-        where = ".".join(str(p) for p in first.get("loc", ())) or "the record"
-        return f"does not validate: {where}: {first.get('msg', 'is not valid')}"[:300]
+        first = exc.errors()[0] if exc.errors() else None
+        where = (".".join(str(p) for p in first["loc"]) if first else "") or "the record"
+        return f"does not validate: {where}: {first['msg'] if first else 'is not valid'}"[:300]
     if isinstance(exc, UnicodeDecodeError):
         return "is not UTF-8"
     if isinstance(exc, json.JSONDecodeError):
@@ -93,7 +93,7 @@ def check(build: Callable[[], M], *, what: str, ident: str) -> M:
         raise error(what, ident, _why(exc)) from None
 
 
-def loads(data: bytes, *, what: str, ident: str):
+def loads(data: bytes, *, what: str, ident: str) -> Any:
     """A stored JSON document that has no model (an input), or ``error``."""
     if len(data) > MAX_BYTES:
         raise error(what, ident, f"is {len(data)} bytes, larger than any record")

@@ -47,6 +47,7 @@ from state.work.models import (
     TERMINAL,
     WORK_STATES,
     Attempt,
+    CancelOutcome,
     Lease,
     WorkEvent,
     WorkItem,
@@ -559,7 +560,7 @@ def report(
 @dataclass(frozen=True)
 class CancelResult:
     item: WorkItem
-    outcome: str  # cancelled | already_terminal | stop_unconfirmed
+    outcome: CancelOutcome
 
 
 Stop = Callable[[Attempt], bool | None]  # True: stop confirmed; False/None: not confirmed

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from typing import Literal, get_args
 
 from state.clock import now
 from state.errors import CaptainError
@@ -30,7 +31,8 @@ from state.work.token_store import FileTokens, TokenStore
 from state.work.token_store import Token as Token
 from state.work.token_store import Workspace as Workspace
 
-ROLES = ("member", "manager")  # each may do what the roles before it may
+Role = Literal["member", "manager"]  # each may do what the roles before it may
+ROLES: tuple[Role, ...] = get_args(Role)
 PREFIX = "cpt"
 WORKSPACE = "ws"
 
