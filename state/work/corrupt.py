@@ -34,6 +34,7 @@ MAX_BYTES = MAX_RECORD_BYTES  # the files' bound: a larger row is not one captai
 PREFIX = "ledger row "  # what a report's path starts with (the cockpit's feed says its own)
 
 M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
 
 _said: set[str] = set()  # the rows this process has reported, by ID
 _lock = threading.Lock()
@@ -85,7 +86,7 @@ def parse(
         raise error(what, ident, _why(exc)) from None
 
 
-def check(build: Callable[[], M], *, what: str, ident: str) -> M:
+def check(build: Callable[[], T], *, what: str, ident: str) -> T:
     """A model built from a row's columns (``build``), or ``error``."""
     try:
         return build()
@@ -103,7 +104,7 @@ def loads(data: bytes, *, what: str, ident: str) -> Any:
         raise error(what, ident, _why(exc)) from None
 
 
-def readable(build: Callable[[], M]) -> M | None:
+def readable(build: Callable[[], T]) -> T | None:
     """What ``build`` makes of one row of a listing, or None when the row is corrupt: then
     it is ``skip``ped (said once); any other refusal goes on up."""
     try:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from typing import Literal, get_args
+from typing import Literal, cast, get_args
 
 from state.clock import now
 from state.errors import CaptainError
@@ -44,9 +44,10 @@ def store_for(home: Home) -> TokenStore:
 
     chosen = backend_for(home)
     if chosen.name == "postgresql":
+        from state.work.pg_backend import PostgresBackend
         from state.work.pg_tokens import PostgresTokens
 
-        return PostgresTokens(chosen)
+        return PostgresTokens(cast(PostgresBackend, chosen))  # the backend of that name
     return FileTokens(home)
 
 
