@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,7 +54,7 @@ def _socket_dir(socket: str) -> None:
             parent.mkdir(mode=0o700)
 
 
-def resolve_socket(arg: str | None = None, env: dict[str, str] | None = None) -> str:
+def resolve_socket(arg: str | None = None, env: Mapping[str, str] | None = None) -> str:
     """--socket NAME > $CAPTAIN_TMUX_SOCKET > the current $TMUX server > ``captain``.
 
     Returns a socket path; a NAME without a slash is a ``-L`` name.
