@@ -24,14 +24,16 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from textual import on, work
 from textual.actions import parse as parse_action
 from textual.app import App, ComposeResult, SystemCommand
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
+from textual.dom import DOMNode
 from textual.message import Message
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.worker import get_current_worker
 
@@ -85,6 +87,7 @@ ALERT_TIMEOUT = 10  # an alert's toast stays this long (it needs the captain)
 # (the least needed while a toast is fresh), below the Work panel, which a stack of toasts
 # reaches; so routine ones leave soon, and only what needs the captain stays ALERT_TIMEOUT
 OUTCOME_TIMEOUT = 3
+T = TypeVar("T")  # what a job returns (_attempt)
 
 
 class FeedUpdated(Message):
@@ -237,6 +240,7 @@ class CaptainApp(WorkCommands, App):
 
     def on_feed_updated(self, message: FeedUpdated) -> None:
         update = message.update
+        assert self._pump is not None  # it posted this
         self._updated_at = time.monotonic()
         if self.last_change is None or update.view != self.view:
             self.last_change = self.clock()  # a rescan that found nothing new is not news
@@ -326,7 +330,7 @@ class CaptainApp(WorkCommands, App):
         message: str,
         *,
         title: str = "",
-        severity: str = "information",
+        severity: SeverityLevel = "information",
         timeout: float | None = None,
         markup: bool = False,
     ) -> None:
@@ -486,7 +490,7 @@ class CaptainApp(WorkCommands, App):
     def _main_focus_panel(self) -> Panel | None:
         """The panel holding focus on the main screen (a modal or the palette on top does
         not change what the person had selected)."""
-        node = self.screen_stack[0].focused
+        node: DOMNode | None = self.screen_stack[0].focused
         while node is not None and not isinstance(node, Panel):
             node = node.parent
         return node
@@ -761,6 +765,7 @@ class CaptainApp(WorkCommands, App):
 
     @work(thread=True, group="actions", exit_on_error=False)
     def _jump(self, crew: CrewRow) -> None:
+        assert crew.pane is not None  # action_jump jumps only to a crew with a pane
         try:
             attach = ops.jump(crew.pane, ctx=CAPTAIN)
         except CaptainError as err:
@@ -922,6 +927,7 @@ class CaptainApp(WorkCommands, App):
         """One tmux call per refresh (the preview runs every second; it must stay cheap)."""
         from captain_tui.runtime.tmux import Tmux
 
+        assert crew.pane is not None  # _refresh_preview captures only a crew with a pane
         try:
             capture = Tmux(crew.pane.socket).capture(crew.pane, ansi=True)
         except CaptainError as err:
@@ -1032,7 +1038,7 @@ def _key(command_id: str) -> str:
     return commands.key_label(commands.BY_ID[command_id])
 
 
-def _attempt(perform: Callable[[Any], str], values: Any) -> str:
+def _attempt(perform: Callable[[Any], T], values: Any) -> T:
     """Run one protocol call; every failure becomes a refusal with a stable code."""
     try:
         return perform(values)

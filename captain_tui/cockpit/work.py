@@ -8,19 +8,48 @@ a refusal shows its code and writes nothing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import datetime
 from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from captain_tui.cockpit import jobs
 from state.work import controls
 from widgets.panels.work import WorkPanel
 from widgets.screens.forms import ConfirmScreen
 from widgets.screens.work_forms import ReplayScreen, ResolveScreen
-from widgets.view import RECONCILE, WorkRow
+from widgets.view import RECONCILE, HomeView, WorkRow
+
+if TYPE_CHECKING:
+    from textual.app import App
+
+    from state.home import Home
+    from widgets.screens.forms import FormScreen
+
+    _App = App[None]
+else:
+    _App = object
 
 
-class WorkCommands:
+class WorkCommands(_App):
     """Needs the app's ``home``, ``view``, ``clock``, ``_open``, ``_in_worker``, ``_draft``,
     ``_show``."""
+
+    if TYPE_CHECKING:  # what CaptainApp, the one class that mixes this in, gives it
+        home: Home
+        view: HomeView
+        last_refresh: datetime | None
+        clock: Callable[[], datetime]
+
+        def _show(self) -> None: ...
+        def _in_worker(self, job: Callable[[], str | jobs.Said]) -> object: ...
+        def _draft(self, key: str) -> dict[str, Any]: ...
+        def _open(
+            self,
+            form: FormScreen,
+            perform: Callable[[dict[str, Any]], str],
+            ring: str | None = None,
+        ) -> None: ...
 
     def selected_work(self) -> WorkRow | None:
         """The work item under the Work panel's cursor (its first row until one is picked:

@@ -73,7 +73,7 @@ def cancel(
         home, crew, ctx=ctx, actor=actor, reason=reason or f"work item {item.work_id} cancelled"
     )
     after = ledger.get(home, item.work_id)
-    outcome = (
+    outcome: CancelOutcome = (
         "cancelled"
         if after.state == "cancelled"
         else "already_terminal"
