@@ -42,6 +42,10 @@ class AssignmentSpec(Strict):
     handoff_of: str | None = None
 
 
+# what tmux says of a pane, or of its server (captain_tui.runtime.tmux; the ledger's probe)
+Liveness = Literal["alive", "gone", "unknown"]
+
+
 class PaneLocator(Strict):
     """Where a crew runs: enough to find its pane again, or to prove it is gone."""
 

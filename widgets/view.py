@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from state.crew.standing import CrewState
 from state.models import PaneLocator
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 # Statuses that need the captain now: they raise an alert (toast, bell, desktop notice).
 ALERT_STATUSES = frozenset({"asked", "awaiting_approval", "bounced", "error"})
 
-RECONCILE = "needs_reconciliation"
+RECONCILE: Final = "needs_reconciliation"
 # The Work panel's filters, in the order its key cycles them ("finished": any terminal state)
 WORK_FILTERS = ("all", "queued", "running", RECONCILE, "finished")
 FINISHED_SHOWN = 100  # finished work piles up forever: the panel shows the newest this many

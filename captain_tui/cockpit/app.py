@@ -42,7 +42,7 @@ from captain_tui.cockpit import commands, jobs
 from captain_tui.cockpit import desktop_alerts as alerts
 from captain_tui.cockpit import prefs as settings
 from captain_tui.cockpit.commands import BY_ACTION, COMMANDS, Command
-from captain_tui.cockpit.feed.alerts import Alert, flood
+from captain_tui.cockpit.feed.alerts import Alert, AlertKind, flood
 from captain_tui.cockpit.feed.home import Feed, Update
 from captain_tui.cockpit.feed.listener import LedgerListener
 from captain_tui.cockpit.feed.pump import RESCAN_SECONDS, WORK_SECONDS, FeedPump
@@ -446,7 +446,7 @@ class CaptainApp(WorkCommands, App):
         pending, self._pending_alerts = self._pending_alerts, []
         if not pending or self._closing_down:
             return
-        kinds: dict[str, list[Alert]] = {}
+        kinds: dict[AlertKind, list[Alert]] = {}
         for alert in pending:
             kinds.setdefault(alert.kind, []).append(alert)
         said = [

@@ -18,7 +18,7 @@ from state.crew.rules import CAPTAIN, Context
 from state.errors import CaptainError
 from state.home import Home
 from state.inputs import MAX_COMMAND_BYTES, check_path, check_text, crew_key
-from state.models import BouncedMail, Message, PaneLocator
+from state.models import Agent, BouncedMail, Message, PaneLocator
 from state.work import ledger
 
 if TYPE_CHECKING:  # the doorbell itself is imported only to ring (ring below)
@@ -61,7 +61,7 @@ class Recruitment:
 
     name: str
     task: str
-    agent: str | None = None  # claude | codex | shell; None: shell, or program with a command
+    agent: Agent | None = None  # None: a shell, or "program" with a command
     command: str | None = None  # any program (hookless)
     owns: tuple[str, ...] = ()
     allow: tuple[str, ...] = ()
@@ -75,7 +75,7 @@ class Recruitment:
 @dataclass(frozen=True)
 class Recruited:
     crew: str
-    agent: str
+    agent: Agent
     incarnation_id: str
     assignment_id: str
     message_id: str

@@ -39,7 +39,7 @@ from state.errors import CaptainError
 from state.home import Home
 from state.ids import WORK, derive, new_id
 from state.inputs import check_size, check_stored, check_text
-from state.models import PaneLocator
+from state.models import Liveness, PaneLocator
 from state.work.backend import LedgerReader, LedgerWriter, backend_for
 from state.work.crash import crash_point
 from state.work.models import (
@@ -701,7 +701,7 @@ def resolve(
 
 # -- the reconciler ----------------------------------------------------------------------------
 
-Probe = Callable[[PaneLocator], str]  # alive | gone | unknown
+Probe = Callable[[PaneLocator], Liveness]
 
 
 def examine(home: Home, probe: Probe, *, holder: str, at: datetime | None = None) -> list[str]:
