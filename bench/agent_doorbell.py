@@ -76,6 +76,7 @@ def _settled(crew, agent: str) -> bool:
         return False
     if agent in doorbell.HOOKED:
         snapshot = crewlog.load(crew.home, crew.key)[0]
+        assert snapshot is not None  # recruited
         return not mailbox.unread(crew.home, crew.key, snapshot)
     return True
 
@@ -102,6 +103,7 @@ class Watcher(threading.Thread):
 def _rounds(crew, agent: str, rounds: int) -> list[float]:
     until(lambda: _settled(crew, agent), IDLE_TIMEOUT, f"{agent} to settle after recruiting", POLL)
     snapshot = crewlog.load(crew.home, crew.key)[0]
+    assert snapshot is not None  # recruited
     started = snapshot.launched_at or snapshot.recruited_at
     grace = doorbell.LAUNCH_GRACE.get(agent, doorbell.DEFAULT_GRACE)
     until(lambda: (now() - started).total_seconds() > grace, IDLE_TIMEOUT, "launch grace", POLL)
@@ -111,6 +113,7 @@ def _rounds(crew, agent: str, rounds: int) -> list[float]:
         until(lambda: _settled(crew, agent), IDLE_TIMEOUT, f"{agent} idle before round {i}", POLL)
         time.sleep(doorbell.QUIET_CERTAIN + 0.1)  # window activity ages, as for an idle crew
         snapshot = crewlog.load(crew.home, crew.key)[0]
+        assert snapshot is not None  # recruited
         stamp = doorbell._stamp(crew.home, crew.key, snapshot)
         # the text this ring will type: the wake line, or the body with the inbox line
         start = time.time()

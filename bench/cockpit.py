@@ -185,6 +185,7 @@ def build_home(
             **kwargs,
         )
         snap, _ = crewlog.load(home, key)
+        assert snap is not None  # recruited just above
         asg, inc = snap.assignment.assignment_id, snap.incarnation_id
         mail, receipts = home.mail_dir(key), home.receipts_dir(key)
         notes, acks, returned = (
@@ -365,6 +366,7 @@ def writer_main(root: str) -> int:
         published.clear()
         try:
             snap, _ = crewlog.load(home, req["key"])
+            assert snap is not None  # the bench asks only of crews it made
             asg = snap.assignment.assignment_id
             op = req["op"]
             out: dict = {}
@@ -413,10 +415,10 @@ class _RescanCounter:
             finally:
                 counter.runs.append((t, time.monotonic() - t))
 
-        feed.Feed.rescan = rescan
+        feed.Feed.rescan = rescan  # type: ignore[method-assign]  # timed: the bench wraps it
 
     def restore(self) -> None:
-        self.feed.Feed.rescan = self.real
+        self.feed.Feed.rescan = self.real  # type: ignore[method-assign]
 
 
 async def _writer(root: Path, flag: str):
@@ -432,10 +434,13 @@ async def _writer(root: Path, flag: str):
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )
 
+    to, back = writer.stdin, writer.stdout
+    assert to is not None and back is not None  # both are pipes
+
     async def ask(req: dict) -> dict:
-        writer.stdin.write((json.dumps(req) + "\n").encode())
-        await writer.stdin.drain()
-        reply = json.loads(await writer.stdout.readline())
+        to.write((json.dumps(req) + "\n").encode())
+        await to.drain()
+        reply = json.loads(await back.readline())
         if "error" in reply:
             raise RuntimeError(f"writer refused {req}: {reply['error']}")
         return reply
@@ -480,7 +485,7 @@ class _Shown:
                     shown.data[name] = time.monotonic()
                     panel.app.call_after_refresh(shown._painted, name)
 
-        Panel.show = show
+        Panel.show = show  # type: ignore[method-assign, assignment]  # the bench wraps it
 
     def _painted(self, name: str) -> None:
         self.painted[name] = time.monotonic()
@@ -501,7 +506,7 @@ class _Shown:
             return False
 
     def restore(self) -> None:
-        self.panel_class.show = self.real
+        self.panel_class.show = self.real  # type: ignore[method-assign]
 
 
 async def _events(root: Path, n_events: int, label: str, settle: float = 1.0) -> dict:
@@ -539,7 +544,9 @@ async def _events(root: Path, n_events: int, label: str, settle: float = 1.0) ->
                 kind, key = KINDS[i % len(KINDS)], keys[i % len(keys)]
                 text = f"bench {label} {i} at {time.time_ns()}"
                 if kind == "tell":
-                    want = str(app.view.crew(key).unread + 1)
+                    crew = app.view.crew(key)
+                    assert crew is not None  # made before the run
+                    want = str(crew.unread + 1)
 
                     def seen(panel, key=key, want=want):
                         return (
@@ -630,6 +637,7 @@ def work_writer_main(root: str) -> int:
         req = json.loads(line)
         try:
             t = time.monotonic()
+            out: dict[str, object]
             if req["op"] == "accept":
                 out = {
                     "id": ledger.accept(
@@ -658,7 +666,8 @@ class _WorkReads:
         from state.work.pg_backend import PostgresBackend
 
         self.counts = {"item": 0, "all_ids": 0, "sql": 0}
-        counts, real_for = self.counts, ledger.backend_for
+        # the name the ledger calls, wrapped below (not an export of the ledger's)
+        counts, real_for = self.counts, ledger.backend_for  # type: ignore[attr-defined]
         self._undo = [(ledger, "backend_for", real_for)]
 
         class Counting:
@@ -685,7 +694,7 @@ class _WorkReads:
         counted(FileBackend, "all_ids", "all_ids")
         counted(PostgresBackend, "all_ids", "all_ids")
         counted(PostgresBackend, "run", "sql")
-        ledger.backend_for = lambda home: Counting(real_for(home))
+        ledger.backend_for = lambda home: Counting(real_for(home))  # type: ignore[attr-defined]
 
     def take(self) -> dict:
         out = dict(self.counts)

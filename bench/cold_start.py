@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -106,7 +107,7 @@ def main() -> int:
         }
         stop = json.dumps({"session_id": "bench", "stop_hook_active": False})
 
-        def timed(name: str, argv: list[str], stdin: str | None = None) -> dict | str:
+        def timed(name: str, argv: list[str], stdin: str | None = None) -> Any:
             start = time.perf_counter()
             proc = subprocess.run(
                 captain + argv, env=crew_env, input=stdin, capture_output=True, text=True

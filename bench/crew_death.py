@@ -86,6 +86,7 @@ class Bench:
             time.sleep(1.0)  # the waiter is up and sleeping on inotify
             start = time.monotonic()
             kill(r)
+            assert waiter.stdout is not None  # stdout=PIPE
             line = waiter.stdout.readline()
             took = (time.monotonic() - start) * 1000
             got = json.loads(line)

@@ -130,7 +130,9 @@ def main() -> int:
                 text=True,
             )
             try:
-                until(lambda: doorbell.read_stamp(home, "sim").gate == "human_draft")
+                until(
+                    lambda: getattr(doorbell.read_stamp(home, "sim"), "gate", None) == "human_draft"
+                )
             except TimeoutError:
                 waiter.kill()
                 print(
@@ -165,6 +167,7 @@ def main() -> int:
             time.sleep(1.0)  # the waiter is up and sleeping on inotify
             start = time.time()
             notify.signal(home, "Sim", "error", f"bench {i}", at=clock.now())
+            assert waiter.stdout is not None  # stdout=PIPE
             line = waiter.stdout.readline()
             wait_ms.append((time.time() - start) * 1000)
             previous = json.loads(line)["delivery_id"]

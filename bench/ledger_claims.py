@@ -48,6 +48,7 @@ import time
 import uuid
 from datetime import timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 from urllib.parse import urlsplit
 
 REPO = Path(__file__).resolve().parents[1]
@@ -64,6 +65,9 @@ from bench.report import (  # noqa: E402
     write_json,
 )
 
+if TYPE_CHECKING:
+    from state.work.pg_backend import PostgresBackend
+
 SLOTS = 64
 BACKENDS = ("files", "postgresql")
 GROWTH_BUDGET = "must not grow with finished items (ratio <= 1.5)"
@@ -79,7 +83,7 @@ class Postgres:
 
     def __init__(self) -> None:
         self.cluster = None
-        self.admin_url = os.environ.get("CAPTAIN_BENCH_PG_URL")
+        self.admin_url = os.environ.get("CAPTAIN_BENCH_PG_URL", "")
         self.databases: list[str] = []
         if not self.admin_url:
             from support.postgres import Cluster, server_bindir, why_not
@@ -105,7 +109,9 @@ class Postgres:
         import psycopg
 
         with psycopg.connect(self.admin_url, autocommit=True) as conn:
-            return conn.execute("SHOW server_version").fetchone()[0]
+            row = conn.execute("SHOW server_version").fetchone()
+            assert row is not None  # SHOW answers one row
+            return row[0]
 
     def fresh_url(self) -> str:
         """A new database with the ledger's schema migrated into it."""
@@ -268,7 +274,7 @@ def _finished_records(n: int, at):
     )
     item = fold(None, accepted, work_id)
     claimed = ledger._next(
-        None,
+        None,  # type: ignore[arg-type]  # at is given: no clock is asked
         item,
         "claimed",
         "bench-w",
@@ -282,7 +288,15 @@ def _finished_records(n: int, at):
     )
     item = fold(item, claimed, work_id)
     done = ledger._next(
-        None, item, "succeeded", "bench-w", "succeeded", at, cost_usd=None, detail=None, reason=None
+        None,  # type: ignore[arg-type]  # at is given: no clock is asked
+        item,
+        "succeeded",
+        "bench-w",
+        "succeeded",
+        at,
+        cost_usd=None,
+        detail=None,
+        reason=None,
     )
     item = fold(item, done, work_id)
     return work_id, data, [accepted, claimed, done], item
@@ -339,9 +353,10 @@ class _Recorder:
 def _write_pg(home, records) -> None:
     import psycopg
 
-    from state.work import ledger
+    from state.work.backend import backend_for
+    from state.work.pg_backend import PostgresBackend
 
-    location = ledger.backend_for(home).location
+    location = cast(PostgresBackend, backend_for(home)).location
     rec = _Recorder(location)
     for work_id, data, events, item in records:
         rec.backend.put_input(work_id, data)
@@ -357,6 +372,7 @@ def _write_pg(home, records) -> None:
     by_sql: dict[str, list[tuple]] = {}
     for sql, params in rec.calls:
         by_sql.setdefault(sql, []).append(params)
+    assert location.url is not None  # a PostgreSQL ledger's
     with psycopg.connect(location.url) as conn:  # one transaction: the FKs are deferred
         with conn.cursor() as cur:
             for sql, rows in by_sql.items():
@@ -367,6 +383,7 @@ def add_finished(kind: str, home, count: int, via_api: int) -> dict:
     """``count`` more finished items: the first ``via_api`` through the ledger's API (its
     rate measured), the rest by the shortcut."""
     from state.work import ledger
+    from state.work.backend import backend_for
 
     api = min(via_api, count)
     t0 = time.monotonic()
@@ -376,7 +393,7 @@ def add_finished(kind: str, home, count: int, via_api: int) -> dict:
         ledger.report(home, item.work_id, item.generation, "succeeded", actor="bench-fill")
     api_s = time.monotonic() - t0
     t0 = time.monotonic()
-    backend = ledger.backend_for(home)
+    backend = backend_for(home)
     at = backend.now()
     before = len(ledger.all_ids(home))
     left = count - api
@@ -388,7 +405,7 @@ def add_finished(kind: str, home, count: int, via_api: int) -> dict:
     if made != count - api:  # a shortcut that wrote nothing must not pass for a grown ledger
         raise RuntimeError(f"{kind}: the shortcut made {made} finished items, not {count - api}")
     if kind == "postgresql" and count > api:
-        backend.run("ANALYZE")
+        cast("PostgresBackend", backend).run("ANALYZE")
     return {
         "api_items": api,
         "api_s": api_s,

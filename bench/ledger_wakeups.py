@@ -74,6 +74,7 @@ def notification(root: Path, url: str, rounds: int) -> list[float]:
 
     here, there = homes(root, url)
     listener = backend.listener_for(here)
+    assert listener is not None  # a home on PostgreSQL has one
     times = []
     try:
         until(lambda: listener.wait(0.5) or True, what="the listener's connection")
@@ -173,7 +174,7 @@ def dispatch(root: Path, url: str, rounds: int) -> list[float]:
     times = []
     try:
         until(
-            lambda: runner.listener is not None and runner.listener.connects,
+            lambda: getattr(runner.listener, "connects", 0),  # pg_backend.Listener's count
             timeout=30,
             what="the runner's listener",
         )

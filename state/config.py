@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from typing import Any, Literal
 
 from state.errors import CaptainError
 
@@ -27,9 +28,12 @@ MAX_ATTEMPTS = 20  # the ledger's cap on an item's attempts (state/work/ledger.p
 ENDPOINT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
+Kind = Literal["integer", "number", "boolean", "text", "path", "choice", "texts", "url"]
+
+
 @dataclass(frozen=True)
 class Setting:
-    kind: str  # integer | number | boolean | text | path | choice | texts | url
+    kind: Kind
     default: object = None
     low: float | None = None
     high: float | None = None
@@ -75,7 +79,10 @@ class Setting:
             ok = isinstance(value, int)
         else:
             ok = isinstance(value, (int, float)) and math.isfinite(value)
-        return ok and self.low <= value <= self.high
+        if not ok or not isinstance(value, (int, float)):
+            return False
+        assert self.low is not None and self.high is not None  # every number has its bounds
+        return self.low <= value <= self.high
 
 
 def _num(x: float | None) -> str:
@@ -127,7 +134,7 @@ def _refuse(where: str, got: object, setting: Setting) -> CaptainError:
     )
 
 
-def check(parsed: dict) -> list[str]:
+def check(parsed: dict[str, object]) -> list[str]:
     """Refuse (``invalid_config``) the first setting that does not fit; return what is not
     a setting at all, for a warning."""
     unknown: list[str] = []
@@ -149,7 +156,9 @@ def check(parsed: dict) -> list[str]:
     return unknown
 
 
-def _check_keys(where: str, body: dict, keys: dict, unknown: list[str]) -> None:
+def _check_keys(
+    where: str, body: dict[str, object], keys: dict[str, Setting], unknown: list[str]
+) -> None:
     """Each of a table's settings against its row of the table of settings."""
     for key, got in body.items():
         setting = keys.get(key)
@@ -178,7 +187,7 @@ def _check_endpoints(body: object, unknown: list[str]) -> None:
         _check_keys(f"[endpoints.{name}]", table, ENDPOINT, unknown)
 
 
-def value(section: object, key: str, table: str | None = None):
+def value(section: object, key: str, table: str | None = None) -> Any:
     """A validated setting from ``section`` (a ``[table]`` or an endpoint's table), or its
     default when absent."""
     setting = (SETTINGS[table] if table else ENDPOINT)[key]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 # Stable codes. Add new ones at the end; never rename or reuse one.
@@ -109,7 +110,7 @@ class CaptainError(Exception):
         self.extra = extra
         # Called by whoever showed the refusal to a person, after it was shown (done's
         # unread mail counts as read only once it was actually printed).
-        self.after_report = None
+        self.after_report: Callable[[], None] | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {"code": self.code, "message": self.message, **self.extra}

@@ -7,6 +7,7 @@ import re
 import stat
 import time
 from pathlib import Path
+from typing import Any
 
 from state import config as settings
 from state.config import DEFAULT_WAIT_TIMEOUT  # noqa: F401 (where callers look for it)
@@ -98,7 +99,7 @@ class Home:
         self.read_only = read_only
         self._open(mountinfo)
         self.store = Store(self.root, writable=not read_only)
-        self._config: dict = {}
+        self._config: dict[str, Any] = {}
         self._config_stamp: object = _UNREAD
         self._config_good = False  # _config came from a file that parsed (or no file)
         self._config_reported: object = _UNREAD
@@ -144,35 +145,35 @@ class Home:
 
     # -- layout: one place that says where each record kind lives ------------------------
 
-    def events_dir(self, key: str):
+    def events_dir(self, key: str) -> Path:
         return self.store.dir("crew", key, "events")
 
-    def snapshot_path(self, key: str):
+    def snapshot_path(self, key: str) -> Path:
         return self.store.dir("crew", key) / "state.json"
 
-    def event_path(self, key: str, seq: int):
+    def event_path(self, key: str, seq: int) -> Path:
         """A crew's event ``seq`` (``events_dir`` lists them; ``event_seqs`` reads the names)."""
         return self.events_dir(key) / f"{seq:08d}.json"
 
-    def mail_dir(self, key: str):
+    def mail_dir(self, key: str) -> Path:
         return self.store.dir("mail", key)
 
-    def receipts_dir(self, key: str):
+    def receipts_dir(self, key: str) -> Path:
         return self.store.dir("receipts", key)
 
-    def bounces_dir(self, key: str):
+    def bounces_dir(self, key: str) -> Path:
         return self.store.dir("bounces", key)
 
-    def notifications_dir(self, key: str):
+    def notifications_dir(self, key: str) -> Path:
         return self.store.dir("notifications", key)
 
-    def acks_dir(self, key: str):
+    def acks_dir(self, key: str) -> Path:
         return self.store.dir("acks", key)
 
-    def returned_dir(self, key: str):
+    def returned_dir(self, key: str) -> Path:
         return self.store.dir("returned", key)
 
-    def ring_stamp_path(self, key: str):
+    def ring_stamp_path(self, key: str) -> Path:
         return self.store.dir("doorbell") / f"{key}.json"
 
     def has_crew(self, key: str) -> bool:
@@ -226,7 +227,7 @@ class Home:
 
     # -- settings ------------------------------------------------------------------------
 
-    def config(self) -> dict:
+    def config(self) -> dict[str, Any]:
         """``config.toml``: the last good settings, re-read when the file changes.
 
         The file is a person's and is never moved. One that does not parse (or is a
@@ -284,7 +285,7 @@ class Home:
             )
         return self._config
 
-    def _invalid(self, stamp, refused: CaptainError) -> dict:
+    def _invalid(self, stamp: Stamp, refused: CaptainError) -> dict[str, Any]:
         """A config that parses but holds a value captain cannot use (``state/config.py``).
         A process that has good settings (``serve``, the cockpit) keeps them and says so
         once per change; one that has none refuses, before it does anything."""
@@ -302,7 +303,7 @@ class Home:
             )
         return self._config
 
-    def _settling(self, stamp) -> bool:
+    def _settling(self, stamp: Stamp) -> bool:
         """Did ``config.toml`` change too recently to trust (when gone: the home's entries)?"""
         if stamp is None:
             try:
@@ -313,18 +314,19 @@ class Home:
             changed = stamp[1]
         return abs(time.time_ns() - changed) < CONFIG_SETTLE_SECONDS * 1e9
 
-    def setting(self, table: str, name: str):
+    def setting(self, table: str, name: str) -> Any:
         """``[table] name`` from config.toml, validated at load; absent: its default."""
         return settings.value(self.config().get(table), name, table)
 
     def wait_timeout(self) -> float:
-        return self.setting("crew", "wait_timeout")
+        return float(self.setting("crew", "wait_timeout"))
 
 
 _UNREAD = object()  # config.toml not looked at yet
+Stamp = tuple[int, int, int, int] | None  # _stamp's: None when the file is absent
 
 
-def _stamp(path: Path):
+def _stamp(path: Path) -> Stamp:
     """What changes when a file is rewritten, in place or not; None when it is absent."""
     try:
         st = os.lstat(path)

@@ -6,6 +6,7 @@ import errno
 import os
 import re
 import stat
+from collections.abc import Callable
 from pathlib import PurePosixPath
 
 from state.errors import CaptainError
@@ -56,13 +57,13 @@ TERMINAL_UNSAFE = re.compile(
 )
 
 
-def for_terminal(text: str, replace=None) -> str:
+def for_terminal(text: str, replace: Callable[[re.Match[str]], str] | None = None) -> str:
     """Text from the home, safe to show: every character in ``TERMINAL_UNSAFE`` is shown
     escaped (``\\x1b``, ``\\u202e``) or, with ``replace``, as what it returns. The one rule
     for everything printed from stored text: the CLI escapes, the cockpit shows '\ufffd'."""
     if replace is None:
 
-        def replace(m):
+        def replace(m: re.Match[str]) -> str:
             return m.group().encode("unicode_escape", "backslashreplace").decode("ascii")
 
     return TERMINAL_UNSAFE.sub(replace, text)

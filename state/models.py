@@ -7,11 +7,14 @@ quarantined rather than half-read.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal, Union
+from typing import TYPE_CHECKING, Annotated, ClassVar, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from state.vocab import SUMMARY_MAX
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
 
 Status = Literal[
     "working", "idle", "asked", "awaiting_approval", "done", "held", "bounced", "timeout", "error"
@@ -37,6 +40,10 @@ class AssignmentSpec(Strict):
     allow: list[str]
     project_dir: str
     handoff_of: str | None = None
+
+
+# what tmux says of a pane, or of its server (captain_tui.runtime.tmux; the ledger's probe)
+Liveness = Literal["alive", "gone", "unknown"]
 
 
 class PaneLocator(Strict):
@@ -157,10 +164,10 @@ class EventFile:
     crew-side command would pay for; this builds it on first use.
     """
 
-    _adapter = None
+    _adapter: ClassVar[TypeAdapter[CrewEvent] | None] = None
 
     @classmethod
-    def model_validate_json(cls, text: str):
+    def model_validate_json(cls, text: str) -> CrewEvent:
         if cls._adapter is None:
             from pydantic import TypeAdapter
 

@@ -24,7 +24,7 @@ import stat
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from state.errors import CaptainError
 
@@ -49,6 +49,8 @@ RECORD_NAME = re.compile(f"{_ID}|{_SEQ}", re.ASCII)  # any folder's: never a rea
 
 if TYPE_CHECKING:  # pydantic is imported where a record is validated, not at import:
     from pydantic import BaseModel  # the crew-side fast path never loads it (~300 ms)
+
+    from state.models import CrewEvent, EventFile
 
 M = TypeVar("M", bound="BaseModel")
 
@@ -259,7 +261,11 @@ class Store:
         finally:
             os.close(fd)
 
-    def read(self, path: Path, model: type[M]) -> M | None:
+    @overload
+    def read(self, path: Path, model: type[M]) -> M | None: ...
+    @overload
+    def read(self, path: Path, model: type[EventFile]) -> CrewEvent | None: ...
+    def read(self, path: Path, model: type[M] | type[EventFile]) -> M | CrewEvent | None:
         """Parse and validate one record; quarantine it (rule 5) when that fails."""
         try:
             data = self.read_bytes(path)
@@ -283,7 +289,7 @@ class Store:
             self.quarantine(path, str(bad))
             return None
 
-    def read_json(self, path: Path) -> dict | None:
+    def read_json(self, path: Path) -> dict[str, Any] | None:
         """Parse a JSON object that has no model (settings); quarantine garbage."""
         try:
             data = self.read_bytes(path)

@@ -101,6 +101,14 @@ def test_ruff_format_is_applied():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_mypy_is_clean():
+    """The types hold on every package ([tool.mypy] in pyproject.toml: strict on ``state``),
+    so a vocabulary written as a ``Literal`` (a crew's state, a cancel's outcome) is checked
+    wherever it is used, not only where a comment lists it."""
+    result = _run("mypy")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 def test_every_folder_says_what_it_holds_and_what_it_may_import():
     folders = [p.parent for package in PACKAGES for p in (REPO / package).rglob("__init__.py")]
     assert len(folders) >= 12

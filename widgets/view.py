@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
+from state.crew.standing import CrewState
 from state.models import PaneLocator, Workspace
-from state.work.models import TERMINAL
+from state.work.models import TERMINAL, Source, WorkState
 
 if TYPE_CHECKING:
     from state.work.controls import Facts
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 # Statuses that need the captain now: they raise an alert (toast, bell, desktop notice).
 ALERT_STATUSES = frozenset({"asked", "awaiting_approval", "bounced", "error"})
 
-RECONCILE = "needs_reconciliation"
+RECONCILE: Final = "needs_reconciliation"
 # The Work panel's filters, in the order its key cycles them ("finished": any terminal state)
 WORK_FILTERS = ("all", "queued", "running", RECONCILE, "finished")
 FINISHED_SHOWN = 100  # finished work piles up forever: the panel shows the newest this many
@@ -31,7 +32,7 @@ class CrewRow:
     key: str  # the crew name in lower case: the row key in every panel
     name: str
     agent: str
-    state: str  # state.crew.standing.CrewState: assigned | asked | approval | held | done | died
+    state: CrewState  # never "dismissed": the cockpit shows no dismissed crew
     assignment_id: str
     incarnation_id: str
     task: str
@@ -84,8 +85,8 @@ class WorkRow:
 
     work_id: str
     key: str | None  # the crew's key when the item is an assignment: the pane preview follows
-    state: str  # queued | running | succeeded | failed | cancelled | needs_reconciliation
-    source: str  # assignment | chat | webhook
+    state: WorkState
+    source: Source
     crew: str | None
     generation: int
     created_at: datetime

@@ -58,6 +58,7 @@ from state.home import Home
 from state.vocab import counted
 
 if TYPE_CHECKING:
+    from state.crew_side.plain import Rec
     from state.models import CrewSnapshot, Message
 
 CLAUDE_EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "Notification", "PermissionRequest")
@@ -146,7 +147,7 @@ def _crew(env: Mapping[str, str]) -> tuple[Home, Context]:
     return Home(Path(root)), ctx
 
 
-def _current(home: Home, ctx: Context) -> tuple[str, CrewSnapshot]:
+def _current(home: Home, ctx: Context) -> tuple[str, CrewSnapshot | Rec]:
     """This crew's live snapshot, refusing unknown, dismissed or stale incarnations."""
     from state.crew_side import commands
 
@@ -157,7 +158,7 @@ def _inbox(home: Home, ctx: Context, deliver: Callable[[list[Message]], None]) -
     """``protocol.inbox``: the crew lock, then ``deliver``, then receipts (only if it returned)."""
     from state.crew_side import commands
 
-    commands.inbox(home, ctx.crew, deliver=deliver, ctx=ctx, via="hook")
+    commands.inbox(home, ctx.crew or "", deliver=deliver, ctx=ctx, via="hook")
 
 
 # -- input and output -----------------------------------------------------------------------

@@ -51,7 +51,7 @@ class Doorman:
         self.open: dict[tuple, Guarded] = {}
         self.buffer = bytearray(limits.READ_BYTES)  # every socket is read into this one
 
-    def protocol(self, **kwargs) -> asyncio.Protocol:
+    def protocol(self, **kwargs) -> Guarded:
         """uvicorn's ``http=``: its own h11 protocol, wrapped."""
         return Guarded(self, self.inner(**kwargs))
 
@@ -92,10 +92,10 @@ class Doorman:
 
     def admit(self, conn: Guarded) -> bool:
         if len(self.open) >= self.max_connections:
-            owing = [c for c in self.open.values() if c.owed_since is not None]
+            owing = [(c.owed_since, c) for c in self.open.values() if c.owed_since is not None]
             if not owing:
                 return False
-            min(owing, key=lambda c: c.owed_since).cut()
+            min(owing, key=lambda o: o[0])[1].cut()
         self.open[conn.key] = conn
         return True
 

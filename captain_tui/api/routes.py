@@ -9,7 +9,8 @@ docs/api.md shows a curl session per route.
 """
 
 import asyncio
-from typing import Annotated
+from collections.abc import Sequence
+from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -30,8 +31,14 @@ from state.errors import CaptainError
 from state.home import Home
 from state.work import deliveries, ledger, tokens
 
-ERRORS = {code: {"model": out.ErrorOut} for code in (400, 401, 403, 404, 409, 503)}
-BODY_ERRORS = {**ERRORS, 408: {"model": out.ErrorOut}, 413: {"model": out.ErrorOut}}
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": out.ErrorOut} for code in (400, 401, 403, 404, 409, 503)
+}
+BODY_ERRORS: dict[int | str, dict[str, Any]] = {
+    **ERRORS,
+    408: {"model": out.ErrorOut},
+    413: {"model": out.ErrorOut},
+}
 BODIES = (out.CancelBody, out.ReplayBody, out.ResolveBody)
 
 bearer = HTTPBearer(auto_error=False, description="A token from `captain tokens create`.")
@@ -49,7 +56,7 @@ def body_before_auth(path: str) -> bool:
     return path.startswith("/hooks/")
 
 
-def _first_error(errors: list, default: str = "request") -> str:
+def _first_error(errors: Sequence[Any], default: str = "request") -> str:
     """One validation error as a sentence: where (a field path), then what."""
     first = errors[0] if errors else {}
     where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or default
@@ -124,11 +131,12 @@ def _routes(home: Home) -> FastAPI:
         description="The work ledger of one captain home (one workspace).",
     )
 
-    def document() -> dict:
+    def document() -> dict[str, Any]:
         # validation answers 400 with the error body (on_invalid), never FastAPI's 422; the
         # bodies the routes parse themselves (_body) are declared here
-        if app.openapi_schema is None:
-            schema = FastAPI.openapi(app)
+        schema = app.openapi_schema
+        if schema is None:
+            schema = FastAPI.openapi(app)  # made once: FastAPI keeps it as app.openapi_schema
             for operations in schema["paths"].values():
                 for operation in operations.values():
                     operation["responses"].pop("422", None)
@@ -139,9 +147,9 @@ def _routes(home: Home) -> FastAPI:
                 models[model.__name__] = model.model_json_schema(
                     ref_template="#/components/schemas/{model}"
                 )
-        return app.openapi_schema
+        return schema
 
-    app.openapi = document
+    app.openapi = document  # type: ignore[method-assign]  # FastAPI's way to amend its schema
 
     @app.exception_handler(CaptainError)
     async def on_refusal(_: Request, err: CaptainError):

@@ -13,8 +13,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-State = Literal["queued", "running", "succeeded", "failed", "cancelled", "needs_reconciliation"]
-Source = Literal["assignment", "chat", "webhook"]
+# the ledger's vocabularies, served as they are defined (state.work.models): one definition
+from state.work.models import CancelOutcome, EventType, Source, Terminal
+from state.work.models import WorkState as State
+from state.work.tokens import Role
 
 
 class _In(BaseModel):
@@ -34,7 +36,7 @@ class ResolveBody(_In):
     # strict: a generation is a JSON integer (not true, "1" or 1.0), and the attestation a
     # JSON boolean (not "yes")
     generation: int = Field(ge=0, le=2**31 - 1, strict=True)
-    to: Literal["succeeded", "failed", "cancelled"]
+    to: Terminal
     reason: str | None = Field(default=None, max_length=2000)
     runtime_stopped: bool = Field(default=False, strict=True)
 
@@ -50,7 +52,7 @@ class ErrorOut(BaseModel):
 
 class Workspace(BaseModel):
     workspace_id: str
-    role: Literal["member", "manager"]
+    role: Role
 
 
 class Workspaces(BaseModel):
@@ -109,7 +111,7 @@ class Attempt(BaseModel):
 class Event(BaseModel):
     seq: int
     at: datetime
-    type: str
+    type: EventType
     generation: int
     actor: str
     state: State
@@ -167,7 +169,7 @@ class Dismissal(BaseModel):
 class CancelOut(BaseModel):
     item: WorkItem
     state: State
-    outcome: Literal["cancelled", "already_terminal", "stop_unconfirmed"]
+    outcome: CancelOutcome
     dismissed: Dismissal | None = None
 
 

@@ -58,7 +58,7 @@ def serve(
     announce(host, sock.getsockname()[1], tokens.workspace_id(home), host not in LOOPBACK)
     config = uvicorn.Config(
         app,
-        http=doorman.protocol,
+        http=doorman.protocol,  # type: ignore[arg-type]  # uvicorn calls it as it would a class
         ws="none",
         lifespan="off",
         log_level="warning",

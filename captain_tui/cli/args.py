@@ -7,6 +7,7 @@ import argparse
 import math
 import sys
 from pathlib import Path
+from typing import overload
 
 from captain_tui.cli.out import printable
 
@@ -41,6 +42,10 @@ def home_of(args):
     )
 
 
+@overload
+def check_home(value: str) -> str: ...
+@overload
+def check_home(value: None) -> None: ...
 def check_home(value: str | None) -> str | None:
     """``--home ''`` is a mistake, not a request for the default home."""
     if value is not None and not value.strip():

@@ -59,10 +59,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"{PROG} {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
-    def add(name: str, help_text: str, func) -> argparse.ArgumentParser:
+    def add(name: str, help_text: str, func) -> argparse.ArgumentParser | Skipped:
         if only is not None and name != only:
             return Skipped()
-        p = sub.add_parser(name, parents=[common], help=help_text, description=help_text)
+        # typeshed wants parents of the subparsers' class (Parser); argparse takes any parser
+        p = sub.add_parser(name, parents=[common], help=help_text, description=help_text)  # type: ignore[list-item]
         p.set_defaults(func=func)
         return p
 
@@ -369,7 +370,7 @@ def _output_closed() -> int:
 def _main(argv: Sequence[str] | None) -> int:
     for stream in (sys.stdout, sys.stderr):
         try:
-            stream.reconfigure(errors="backslashreplace")
+            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]  # caught below
         except (AttributeError, ValueError):
             pass
     argv = list(sys.argv[1:] if argv is None else argv)

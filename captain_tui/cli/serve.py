@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING, cast
 
 from captain_tui.cli.args import captain_only, home_of
+
+if TYPE_CHECKING:
+    from state.work.pg_backend import PostgresBackend
 
 
 def cmd_serve(args, out) -> int:
@@ -95,6 +99,7 @@ def cmd_tokens_revoke(args, out) -> int:
     captain_only("tokens revoke")
     home = home_of(args)
     record = tokens.revoke(home, args.token_id)
+    assert record.revoked_at is not None  # revoke's record is revoked
     shared = _shared_ledger(home)
     who = (
         f"every home on the PostgreSQL ledger at {shared} refuses it" if shared else "it is refused"
@@ -112,7 +117,8 @@ def _shared_ledger(home) -> str | None:
     from state.work.backend import backend_for
 
     chosen = backend_for(home)
-    return chosen.location.shown if chosen.name == "postgresql" else None
+    # the backend of that name (imported only then: a file home loads none of it)
+    return cast("PostgresBackend", chosen).location.shown if chosen.name == "postgresql" else None
 
 
 def _port(text: str) -> int:

@@ -466,7 +466,7 @@ def _generation(text: str) -> int:
 
 
 def _attempts(text: str) -> int:
-    from state.work.ledger import MAX_ATTEMPTS
+    from state.config import MAX_ATTEMPTS
 
     value = _generation(text)
     if not 1 <= value <= MAX_ATTEMPTS:

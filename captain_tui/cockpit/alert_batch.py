@@ -12,8 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
+from textual.notifications import SeverityLevel
+
 from captain_tui.cockpit import desktop_alerts
-from captain_tui.cockpit.feed.alerts import Alert, flood
+from captain_tui.cockpit.feed.alerts import Alert, AlertKind, flood
 from captain_tui.cockpit.prefs import Settings
 
 ALERT_WINDOW = 0.5  # alerts arriving this close together are said as one (and rung once)
@@ -31,7 +33,7 @@ class AlertHost(Protocol):
         message: str,
         *,
         title: str = "",
-        severity: str = "information",
+        severity: SeverityLevel = "information",
         timeout: float | None = None,
         markup: bool = False,
     ) -> None: ...
@@ -71,7 +73,7 @@ class AlertBatch:
         pending, self.pending = self.pending, []
         if not pending or self.closing():
             return
-        kinds: dict[str, list[Alert]] = {}
+        kinds: dict[AlertKind, list[Alert]] = {}
         for alert in pending:
             kinds.setdefault(alert.kind, []).append(alert)
         said = [

@@ -28,14 +28,16 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from textual import on, work
 from textual.actions import parse as parse_action
 from textual.app import App, ComposeResult, SystemCommand
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
+from textual.dom import DOMNode
 from textual.message import Message
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.worker import get_current_worker
 
@@ -94,6 +96,7 @@ AGES_EVERY = 5.0  # "4m ago" columns are re-rendered from the view (no I/O) this
 # (the least needed while a toast is fresh), below the Work panel, which a stack of toasts
 # reaches; so routine ones leave soon, and only what needs the captain stays ALERT_TIMEOUT
 OUTCOME_TIMEOUT = 3
+T = TypeVar("T")  # what a job returns (_attempt)
 
 
 class FeedUpdated(Message):
@@ -234,6 +237,7 @@ class CaptainApp(WorkCommands, App):
 
     def on_feed_updated(self, message: FeedUpdated) -> None:
         update = message.update
+        assert self._pump is not None  # it posted this
         self._updated_at = time.monotonic()
         if self.last_change is None or update.view != self.view:
             self.last_change = self.clock()  # a rescan that found nothing new is not news
@@ -322,7 +326,7 @@ class CaptainApp(WorkCommands, App):
         message: str,
         *,
         title: str = "",
-        severity: str = "information",
+        severity: SeverityLevel = "information",
         timeout: float | None = None,
         markup: bool = False,
     ) -> None:
@@ -444,7 +448,7 @@ class CaptainApp(WorkCommands, App):
     def _main_focus_panel(self) -> Panel | None:
         """The panel holding focus on the main screen (a modal or the palette on top does
         not change what the person had selected)."""
-        node = self.screen_stack[0].focused
+        node: DOMNode | None = self.screen_stack[0].focused
         while node is not None and not isinstance(node, Panel):
             node = node.parent
         return node
@@ -955,7 +959,7 @@ def _key(command_id: str) -> str:
     return commands.key_label(commands.BY_ID[command_id])
 
 
-def _attempt(perform: Callable[[Any], str], values: Any) -> str:
+def _attempt(perform: Callable[[Any], T], values: Any) -> T:
     """Run one protocol call; every failure becomes a refusal with a stable code."""
     try:
         return perform(values)

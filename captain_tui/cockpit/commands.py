@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 
 
 @dataclass(frozen=True)
@@ -178,7 +178,7 @@ BUILT_IN = (
 )
 
 
-def bindings() -> list[Binding]:
+def bindings() -> list[BindingType]:
     return [
         Binding(c.keys, c.action, c.label, show=c.show, tooltip=c.description, id=c.id)
         for c in COMMANDS

@@ -24,7 +24,8 @@ from captain_tui.runtime.tmux import socket_path_for, tmux_binary
 from state.crew.rules import CAPTAIN
 from state.home import Home
 
-CREW = (
+# name, task, owns, allow, the question it asks
+CREW: tuple[tuple[str, str, list[str], list[str], str], ...] = (
     (
         "Ada",
         "Tidy the README: fix the broken links and the install section.",

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from textual.notifications import SeverityLevel
+
 from captain_tui import usecases as ops
 from state.crew import crewlog
 from state.crew.rules import CAPTAIN
@@ -27,7 +29,7 @@ class Said:
     """A confirmation that is not plain good news: shown with this toast severity."""
 
     text: str
-    severity: str = "information"
+    severity: SeverityLevel = "information"
 
 
 def _task_of(home: Home, crew: str, assignment_id: str | None) -> str | None:

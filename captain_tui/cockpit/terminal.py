@@ -21,7 +21,7 @@ def recording(driver_class: type[Driver]) -> type[Driver]:
     found from the class; one class per app (the app's constructor asks
     ``App.get_driver_class`` once)."""
 
-    class Recorded(driver_class):
+    class Recorded(driver_class):  # type: ignore[valid-type, misc]  # a base chosen at run time
         running: ClassVar[Driver | None] = None
 
         def start_application_mode(self) -> None:  # also on resuming after a suspend

@@ -14,6 +14,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
+from textual.notifications import SeverityLevel
 from textual.widget import Widget
 
 from captain_tui.cockpit import jobs
@@ -44,7 +45,7 @@ class WorkHost(Protocol):
         message: str,
         *,
         title: str = "",
-        severity: str = "information",
+        severity: SeverityLevel = "information",
         timeout: float | None = None,
         markup: bool = False,
     ) -> None: ...

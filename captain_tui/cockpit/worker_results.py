@@ -6,6 +6,7 @@ UI thread itself (no ``call_from_thread``) and never waits for it.
 from __future__ import annotations
 
 from textual.message import Message
+from textual.notifications import SeverityLevel
 
 from captain_tui import usecases as ops
 from captain_tui.cockpit.feed.alerts import Alert
@@ -39,7 +40,7 @@ class Outcome(Message):
         text: str,
         *,
         title: str = "",
-        severity: str = "information",
+        severity: SeverityLevel = "information",
         timeout: float | None = None,
     ) -> None:
         super().__init__()

@@ -130,7 +130,7 @@ def run(
     except OSError as err:
         raise CaptainError("git_failed", f"{doing} could not start: {_shown(str(err))}.") from None
     try:
-        out, err = _bounded(proc, stdin, timeout, limit)
+        out, said_err = _bounded(proc, stdin, timeout, limit)
     except subprocess.TimeoutExpired:
         _kill(proc)
         raise CaptainError(
@@ -142,7 +142,7 @@ def run(
             "git_failed",
             f"{doing} wrote more than {limit:,} bytes; captain reads no more than that.",
         ) from None
-    result = Result(args, proc.returncode, out, err.decode("utf-8", "replace"))
+    result = Result(args, proc.returncode, out, said_err.decode("utf-8", "replace"))
     if proc.returncode not in ok:
         said = _shown(result.stderr) or f"exit status {proc.returncode}"
         raise CaptainError("git_failed", f"{doing} failed: {said}", exit_status=proc.returncode)
@@ -153,13 +153,18 @@ class _TooLong(Exception):
     pass
 
 
-def _bounded(proc: subprocess.Popen, stdin: bytes | None, timeout: float, limit: int):
+def _bounded(
+    proc: subprocess.Popen[bytes], stdin: bytes | None, timeout: float, limit: int
+) -> tuple[bytes, bytes]:
     """communicate(), but stops reading stdout past ``limit`` bytes."""
     import selectors
     import time
 
+    assert proc.stdout is not None and proc.stderr is not None  # both are pipes (run)
+
     deadline = time.monotonic() + timeout
     if stdin is not None:
+        assert proc.stdin is not None  # a pipe whenever there is something to write
         try:
             proc.stdin.write(stdin)
         except BrokenPipeError:
@@ -176,7 +181,7 @@ def _bounded(proc: subprocess.Popen, stdin: bytes | None, timeout: float, limit:
         if left <= 0:
             raise subprocess.TimeoutExpired(proc.args, timeout)
         for key, _ in sel.select(left):
-            chunk = os.read(key.fileobj.fileno(), 65536)
+            chunk = os.read(key.fd, 65536)
             if not chunk:
                 sel.unregister(key.fileobj)
                 open_ -= 1

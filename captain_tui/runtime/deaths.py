@@ -139,9 +139,10 @@ def _on_pane_died(argv: list[str], env: Mapping[str, str]) -> Notification | Non
         return None  # never create a home, nor act on words tmux did not write
     home = Home(Path(root))
     snapshot, _ = crewlog.load(home, crew_key(key))
-    if not crew_deaths.is_mortal(snapshot, incarnation_id) or snapshot.pane.pane_id != pane_id:
+    pane = crew_deaths.mortal_pane(snapshot, incarnation_id)
+    if snapshot is None or pane is None or pane.pane_id != pane_id:
         return None
-    tmux = Tmux(snapshot.pane.socket)
+    tmux = Tmux(pane.socket)
     state = tmux.pane_state(pane_id)
     deadline = time.monotonic() + 1.0
     while (
@@ -153,9 +154,9 @@ def _on_pane_died(argv: list[str], env: Mapping[str, str]) -> Notification | Non
     ):
         time.sleep(0.05)  # tmux fires pane-died once it has the status; in case it has not
         state = tmux.pane_state(pane_id)
-    if state is None or not state.dead or not _same_process(state, snapshot.pane):
+    if state is None or not state.dead or not _same_process(state, pane):
         return None  # only a death tmux confirms
-    return _record_dead(home, snapshot, tmux, state)
+    return _record_dead(home, snapshot, pane, tmux, state)
 
 
 def _same_process(state: PaneState, locator: PaneLocator) -> bool:
@@ -164,10 +165,10 @@ def _same_process(state: PaneState, locator: PaneLocator) -> bool:
 
 
 def _record_dead(
-    home: Home, snapshot: CrewSnapshot, tmux: Tmux, state: PaneState
+    home: Home, snapshot: CrewSnapshot, pane: PaneLocator, tmux: Tmux, state: PaneState
 ) -> Notification | None:
     try:
-        lines = tuple(tmux.last_lines(snapshot.pane.pane_id, LAST_LINES))
+        lines = tuple(tmux.last_lines(pane.pane_id, LAST_LINES))
     except CaptainError:
         lines = ()
     how = KILLED if state.signal is not None else EXITED
@@ -175,7 +176,7 @@ def _record_dead(
         home,
         snapshot.name,
         snapshot.incarnation_id,
-        Death(how, state.status, state.signal, lines, snapshot.pane.pane_id),
+        Death(how, state.status, state.signal, lines, pane.pane_id),
     )
 
 
@@ -207,7 +208,7 @@ class Probe:
         self._seen: dict[tuple[str, str], tuple[str, float]] = {}
         self._snapshots: dict[str, tuple[tuple, CrewSnapshot | None]] = {}
         self._pidfds: dict[tuple[str, str], tuple[int, int]] = {}  # ident -> (pid, fd)
-        self._ended: dict[tuple[str, str], tuple[CrewSnapshot, float]] = {}
+        self._ended: dict[tuple[str, str], tuple[CrewSnapshot, PaneLocator, float]] = {}
 
     @property
     def pending(self) -> bool:
@@ -225,16 +226,19 @@ class Probe:
 
     def _round(self, home: Home, keys: list[str] | None) -> list[Notification]:
         clock = time.monotonic()
-        by_socket: dict[str, list[CrewSnapshot]] = {}
+        by_socket: dict[str, list[tuple[CrewSnapshot, PaneLocator]]] = {}
         for key in home.crew_keys() if keys is None else keys:
             try:
                 snapshot = self._snapshot(home, key)
             except CaptainError:
                 continue
-            if crew_deaths.is_mortal(snapshot) and not crew_deaths.reported(
-                home, key, snapshot.incarnation_id
+            pane = crew_deaths.mortal_pane(snapshot)
+            if (
+                snapshot is not None
+                and pane is not None
+                and not crew_deaths.reported(home, key, snapshot.incarnation_id)
             ):
-                by_socket.setdefault(snapshot.pane.socket, []).append(snapshot)
+                by_socket.setdefault(pane.socket, []).append((snapshot, pane))
         out: list[Notification] = []
         seen: dict[tuple[str, str], tuple[str, float]] = {}
         alive: dict[tuple[str, str], int] = {}
@@ -255,10 +259,10 @@ class Probe:
             if server == UNKNOWN:
                 continue
             nudged = False
-            for snapshot in crews:
+            for snapshot, pane in crews:
                 ident = (snapshot.name.lower(), snapshot.incarnation_id)
-                state = panes.get(snapshot.pane.pane_id) if server == ALIVE else None
-                if state is not None and not _same_process(state, snapshot.pane):
+                state = panes.get(pane.pane_id) if server == ALIVE else None
+                if state is not None and not _same_process(state, pane):
                     state = None  # the ID now names another pane: ours is gone
                 try:
                     if state is not None and not state.dead:
@@ -269,11 +273,11 @@ class Probe:
                         if state.status is None and state.signal is None and not nudged:
                             nudge(tmux)
                             nudged = True
-                            state = tmux.pane_state(snapshot.pane.pane_id) or state
+                            state = tmux.pane_state(pane.pane_id) or state
                         known = state.status is not None or state.signal is not None
                         if not known and not waited(ident, "dead", STATUS_GRACE):
                             continue
-                        n = _record_dead(home, snapshot, tmux, state)
+                        n = _record_dead(home, snapshot, pane, tmux, state)
                     else:
                         if not waited(ident, "gone", CONFIRM_AFTER):
                             continue
@@ -282,7 +286,7 @@ class Probe:
                             home,
                             snapshot.name,
                             snapshot.incarnation_id,
-                            Death(how, pane_id=snapshot.pane.pane_id),
+                            Death(how, pane_id=pane.pane_id),
                         )
                 except CaptainError:
                     continue
@@ -335,13 +339,18 @@ class Probe:
                     os.close(fd)
                     del self._pidfds[ident]
                     snapshot = self._snapshots.get(ident[0], (None, None))[1]
-                    if snapshot is not None and snapshot.incarnation_id == ident[1]:
-                        self._ended[ident] = (snapshot, time.monotonic())
+                    pane = snapshot.pane if snapshot is not None else None
+                    if (
+                        snapshot is not None
+                        and pane is not None
+                        and snapshot.incarnation_id == ident[1]
+                    ):
+                        self._ended[ident] = (snapshot, pane, time.monotonic())
         out = []
-        for ident, (snapshot, since) in list(self._ended.items()):
+        for ident, (snapshot, pane, since) in list(self._ended.items()):
             try:
-                tmux = Tmux(snapshot.pane.socket)
-                state = tmux.pane_state(snapshot.pane.pane_id)
+                tmux = Tmux(pane.socket)
+                state = tmux.pane_state(pane.pane_id)
                 if (
                     state is not None
                     and state.dead
@@ -349,7 +358,7 @@ class Probe:
                     and state.signal is None
                 ):
                     nudge(tmux)
-                    state = tmux.pane_state(snapshot.pane.pane_id)
+                    state = tmux.pane_state(pane.pane_id)
             except CaptainError:
                 state = None
             if (
@@ -358,7 +367,7 @@ class Probe:
                 and (state.status is not None or state.signal is not None)
             ):
                 del self._ended[ident]
-                n = _record_dead(home, snapshot, tmux, state)
+                n = _record_dead(home, snapshot, pane, tmux, state)
                 if n is not None:
                     out.append(n)
             elif state is None or time.monotonic() - since > STATUS_GRACE:

@@ -12,22 +12,24 @@ import os
 import re
 import time
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Literal, get_args
 
 from captain_tui.agents.kinds import APPROVAL_BY_HOOK, COMPOSERS, HOOKED, WAKE_LINE
 from captain_tui.runtime import pane_reader as screens
 from captain_tui.runtime import pane_tty
-from captain_tui.runtime.tmux import ALIVE, GONE, Tmux
+from captain_tui.runtime.tmux import ALIVE, GONE, PaneInfo, Tmux
 from state.clock import now
 from state.crew import crewlog, mailbox, notify, protocol
 from state.errors import CaptainError
 from state.home import Home
-from state.models import CrewSnapshot, Message, RingStamp
+from state.models import CrewSnapshot, Message, PaneLocator, RingStamp
 from state.store import encode
 from state.vocab import counted
 
-GATES = (
+Gate = Literal[  # what holds a ring back
     "approval_prompt",
     "human_draft",
     "unreadable_composer",
@@ -36,7 +38,10 @@ GATES = (
     "cooldown",
     "tmux_unavailable",
     "queued",
-)
+]
+GATES: tuple[Gate, ...] = get_args(Gate)
+Rung = Literal["rang", "held", "bounced", "nothing"]  # a ring's outcome, when there was mail
+Action = Literal[Rung, "skipped"]  # skipped: the crew has no live pane
 # seconds after launch before the first ring
 LAUNCH_GRACE = {"claude": 6.0, "codex": 6.0, "pi": 6.0}
 DEFAULT_GRACE = 1.0
@@ -52,8 +57,8 @@ BODY_LIMIT = 1000
 @dataclass(frozen=True)
 class Outcome:
     crew: str
-    action: str  # rang | held | bounced | nothing | skipped
-    gate: str | None = None
+    action: Action
+    gate: Gate | None = None
     detail: str = ""
 
 
@@ -120,8 +125,16 @@ def _save(home: Home, key: str, stamp: RingStamp) -> None:
     home.store.publish(home.ring_stamp_path(key), encode(stamp))
 
 
+def _pane(snapshot: CrewSnapshot) -> PaneLocator:
+    """The pane of a crew being rung: only a crew with one is (else the ring is ``skipped``)."""
+    assert snapshot.pane is not None
+    return snapshot.pane
+
+
 def _draft_is(screen_draft: str | None, typed: str | None) -> bool:
-    return bool(screen_draft and typed) and _flat(screen_draft) == _flat(typed)
+    if not screen_draft or not typed:
+        return False
+    return _flat(screen_draft) == _flat(typed)
 
 
 def _squash(text: str) -> str:
@@ -133,17 +146,22 @@ def _copies(capture: str, text: str) -> int:
     return _squash(screens.strip_ansi(capture)).count(_squash(text))
 
 
-def _look(tmux: Tmux, snapshot: CrewSnapshot, info) -> tuple[str, screens.Screen]:
+def _look(tmux: Tmux, snapshot: CrewSnapshot, info: PaneInfo) -> tuple[str, screens.Screen]:
     """One capture of the crew's pane (with colours) and what the screen reader makes of it."""
-    capture = tmux.capture(snapshot.pane, ansi=True)
+    capture = tmux.capture(_pane(snapshot), ansi=True)
     return capture, screens.read_screen(capture, snapshot.agent, cursor=info.cursor)
 
 
-def _poll(tmux: Tmux, snapshot: CrewSnapshot, until, seconds: float) -> screens.Screen | None:
+def _poll(
+    tmux: Tmux,
+    snapshot: CrewSnapshot,
+    until: Callable[[screens.Screen, str], bool],
+    seconds: float,
+) -> screens.Screen | None:
     """Re-read the pane until ``until(screen, capture)`` holds; None on timeout or loss."""
     deadline = time.monotonic() + seconds
     while True:
-        info = tmux.pane(snapshot.pane)
+        info = tmux.pane(_pane(snapshot))
         if info.state != ALIVE:
             return None
         capture, seen = _look(tmux, snapshot, info)
@@ -159,7 +177,7 @@ def _hold(
     key: str,
     snapshot: CrewSnapshot,
     stamp: RingStamp,
-    gate: str,
+    gate: Gate,
     oldest: Message,
     at: datetime,
     detail: str,
@@ -230,12 +248,12 @@ def _ring_locked(home: Home, key: str, at: datetime) -> Outcome:
     if stamp.head == head and stamp.landed:
         return Outcome(snapshot.name, "nothing", detail=f"{head} was already rung")
 
-    def hold(gate: str, detail: str) -> Outcome:
+    def hold(gate: Gate, detail: str) -> Outcome:
         return _hold(home, key, snapshot, stamp, gate, unread[0], at, detail)
 
     try:
         tmux = Tmux(snapshot.pane.socket)
-        info = tmux.pane(snapshot.pane)
+        info = tmux.pane(_pane(snapshot))
     except CaptainError as err:
         return hold("tmux_unavailable", err.message)
     if info.state == GONE or info.dead:
@@ -266,7 +284,7 @@ def _ring_locked(home: Home, key: str, at: datetime) -> Outcome:
         # window_activity has one-second steps: when it is recent, watch the screen itself
         if info.activity is None or time.time() - info.activity < QUIET_CERTAIN:
             time.sleep(QUIET_SAMPLE)
-            again = tmux.capture(snapshot.pane, ansi=True)
+            again = tmux.capture(_pane(snapshot), ansi=True)
             if again != capture:
                 return hold("not_quiescent", "the pane is still printing")
     except CaptainError as err:
@@ -278,7 +296,7 @@ def _ring_locked(home: Home, key: str, at: datetime) -> Outcome:
     if not seen.composer_readable:
         return hold("unreadable_composer", seen.reason)
 
-    if seen.draft and stamp.landed is False and _draft_is(seen.draft, stamp.typed):
+    if seen.draft and stamp.landed is False and stamp.typed and _draft_is(seen.draft, stamp.typed):
         # our own earlier ring is still on the composer: submit it, never type it again
         text = stamp.typed
     elif seen.draft:
@@ -289,7 +307,7 @@ def _ring_locked(home: Home, key: str, at: datetime) -> Outcome:
     # same line may still show in the transcript), or the composer reading exactly it.
     before = _copies(capture, text)
     if not _draft_is(seen.draft, text):
-        tmux.send_literal(snapshot.pane, text)
+        tmux.send_literal(_pane(snapshot), text)
     landed = (
         _poll(
             tmux,
@@ -300,7 +318,7 @@ def _ring_locked(home: Home, key: str, at: datetime) -> Outcome:
         is not None
     )
     if landed:
-        tmux.send_enter(snapshot.pane)
+        tmux.send_enter(_pane(snapshot))
         submitted = _poll(
             tmux,
             snapshot,
@@ -343,10 +361,10 @@ def _ring_terminal(
     head: str,
     at: datetime,
     tmux: Tmux,
-    info,
+    info: PaneInfo,
     capture: str,
     seen: screens.Screen,
-    hold,
+    hold: Callable[[Gate, str], Outcome],
 ) -> Outcome:
     """A shell or any other program: the notice, typed only where the kernel edits the
     line (``pane_tty``), else printed on the terminal. Nothing typed is ever left behind:
@@ -393,26 +411,27 @@ def _ring_terminal(
 
     if not seen.composer_readable:
         return hold("unreadable_composer", seen.reason)
-    if seen.draft and stamp.landed is False and _draft_is(seen.draft, stamp.typed):
-        tmux.send_enter(snapshot.pane)  # our own ring, seen whole after its check ran out
+    if seen.draft and stamp.landed is False and stamp.typed and _draft_is(seen.draft, stamp.typed):
+        tmux.send_enter(_pane(snapshot))  # our own ring, seen whole after its check ran out
         landed = _submitted(tmux, snapshot, stamp.typed)
         return rang(landed, stamp.typed, "landed" if landed else "typed; not confirmed")
     if seen.draft:
         return hold("human_draft", "someone is typing on the composer")
     lines = screens.strip_ansi(capture).split("\n")
+    assert info.cursor is not None  # tmux reports the cursor of every live pane
     x, y = info.cursor
     prompt = lines[y] if 0 <= y < len(lines) else ""
-    tmux.send_literal(snapshot.pane, text)
+    tmux.send_literal(_pane(snapshot), text)
     if _wait(lambda: _typed_at(tmux, snapshot, prompt, x, y, text), LANDED_WAIT) and _still(
         mode, pane_tty.line_mode(info.tty, info.pid), text
     ):
-        tmux.send_enter(snapshot.pane)
+        tmux.send_enter(_pane(snapshot))
         landed = _submitted(tmux, snapshot, text)
         return rang(landed, text, "landed" if landed else "typed; not confirmed")
     # Not where it was typed (someone typed at the same moment, or the program drew over
     # it): take it back with the terminal's own erase character, one per character typed,
     # so no text of captain's is left on the line to read as a person's draft.
-    tmux.send_bytes(snapshot.pane, mode.erase * len(text))
+    tmux.send_bytes(_pane(snapshot), mode.erase * len(text))
     erased = _poll(tmux, snapshot, lambda s, cap: s.draft == "", LANDED_WAIT) is not None
     return rang(
         False,
@@ -422,7 +441,7 @@ def _ring_terminal(
     )
 
 
-def _wait(until, seconds: float) -> bool:
+def _wait(until: Callable[[], bool], seconds: float) -> bool:
     deadline = time.monotonic() + seconds
     while True:
         if until():
@@ -434,7 +453,7 @@ def _wait(until, seconds: float) -> bool:
 
 def _rows_reading(tmux: Tmux, snapshot: CrewSnapshot, text: str) -> int:
     """How many rows of the pane (wrapped rows joined) read exactly ``text``."""
-    out = tmux.run("capture-pane", "-p", "-J", "-t", snapshot.pane.pane_id, check=False).stdout
+    out = tmux.run("capture-pane", "-p", "-J", "-t", _pane(snapshot).pane_id, check=False).stdout
     return sum(1 for row in out.split("\n") if row.rstrip() == text)
 
 
@@ -450,10 +469,10 @@ def _typed_at(tmux: Tmux, snapshot: CrewSnapshot, prompt: str, x: int, y: int, t
     before it unchanged (the prompt) and the text after it, wrapped at the pane's width
     (and scrolled up when it ran past the bottom). A prompt ending in the notice's own
     glyph (a root ``#``) cannot pass for it: the prompt's part is compared separately."""
-    info = tmux.pane(snapshot.pane)
+    info = tmux.pane(_pane(snapshot))
     if info.state != ALIVE or not info.width or not info.height:
         return False
-    lines = tmux.capture(snapshot.pane).split("\n")
+    lines = tmux.capture(_pane(snapshot)).split("\n")
     head = prompt.rstrip()
     head += " " * max(0, x - _cols(head))
     if _cols(head) != x:
@@ -492,7 +511,7 @@ def ring_all(home: Home, quiet: dict | None = None) -> list[Outcome]:
     keys = home.crew_keys()
     for key in keys:
         sig = _signature(home, key) if quiet is not None else None
-        if sig is not None:
+        if quiet is not None and sig is not None:
             seen = quiet.get(key)
             if seen is not None and seen[0] == sig and clock < seen[1]:
                 out.append(seen[2])
@@ -517,7 +536,7 @@ QUIET_RECHECK = 30.0  # a remembered crew is attempted again after this long reg
 RACY_NS = 1_000_000_000  # an mtime this recent may hide a second change in the same tick
 
 
-def _signature(home: Home, key: str) -> tuple | None:
+def _signature(home: Home, key: str) -> tuple[tuple[int, int, int] | None, ...] | None:
     """What a "nothing to do" attempt read, as (inode, mtime, size) of each place: the
     crew's history and snapshot, its mail, receipts and bounces, and its ring stamp.
     Records are created once (a new name changes the directory's mtime) and snapshots are
@@ -533,7 +552,7 @@ def _signature(home: Home, key: str) -> tuple | None:
         f"{root}/doorbell/{key}.json",
     )
     recent = time.time_ns() - RACY_NS
-    sig = []
+    sig: list[tuple[int, int, int] | None] = []
     for place in places:
         try:
             st = os.lstat(place)
@@ -562,7 +581,7 @@ def check_approval(home: Home, name: str) -> bool:
         return False
     try:
         tmux = Tmux(snapshot.pane.socket)
-        info = tmux.pane(snapshot.pane)
+        info = tmux.pane(_pane(snapshot))
         if info.state != ALIVE:
             return False
         _, seen = _look(tmux, snapshot, info)

@@ -16,7 +16,7 @@ from state.crew import crewlog, rules
 from state.errors import CaptainError
 from state.home import Home
 from state.inputs import crew_key
-from state.models import Launched, PaneLocator, Recruited
+from state.models import Launched, Liveness, PaneLocator, Recruited
 from state.vocab import counted
 from state.work import ledger, settle
 from state.work.models import Attempt, WorkItem
@@ -26,7 +26,7 @@ def holder() -> str:
     return f"runner:{socket.gethostname()}:{os.getpid()}"
 
 
-def probe(locator: PaneLocator) -> str:
+def probe(locator: PaneLocator) -> Liveness:
     """alive | gone | unknown: only a confirmed answer is ever 'gone'.
 
     A dead pane (crew windows keep one readable after their process exits) is 'gone': tmux
@@ -46,9 +46,9 @@ class Panes:
     in live panes were 40 tmux processes every round). Same answers as ``probe``."""
 
     def __init__(self) -> None:
-        self._servers: dict[str, tuple[str, dict]] = {}
+        self._servers: dict[str, tuple[Liveness, dict]] = {}
 
-    def __call__(self, locator: PaneLocator) -> str:
+    def __call__(self, locator: PaneLocator) -> Liveness:
         from captain_tui.runtime.tmux import ALIVE, GONE, Tmux
 
         server = self._servers.get(locator.socket)

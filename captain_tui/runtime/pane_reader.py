@@ -733,7 +733,7 @@ def _read_pi(lines: list[str], styles: list[bytes] | None) -> Screen:
         )
     text = "\n".join(_rstrip(r) for r in rows).strip("\n")
     if "more" in (top_kind, bottom_kind):
-        draft = text or "\n"  # rows hidden above or below: never empty
+        draft: str | None = text or "\n"  # rows hidden above or below: never empty
     elif text:
         draft = text
     elif len(rows) != 1:
@@ -809,9 +809,10 @@ def _read_generic(lines: list[str], cursor: tuple[int, int] | None) -> Screen:
             )
         idx = y
     else:
-        idx = _last_nonblank(lines)
-        if idx is None:
+        last = _last_nonblank(lines)
+        if last is None:
             return _held(f"{name}: the pane is blank", working=bool(working))
+        idx = last
     line = lines[idx]
     k = None if _blank(line) else _prompt_end(line)
     # A prompt the program drew after a question means the question was answered: text

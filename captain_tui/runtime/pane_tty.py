@@ -160,7 +160,7 @@ def _open(tty: str | None, pid: int | None) -> int | None:
 def line_mode(tty: str | None, pid: int | None) -> LineMode | None:
     """Who edits the pane's input line now; None when the terminal cannot be asked."""
     fd = _open(tty, pid)
-    if fd is None:
+    if fd is None or pid is None:  # _open opens nothing without a pid
         return None
     try:
         iflag, _, _, lflag, _, _, cc = termios.tcgetattr(fd)

@@ -14,8 +14,14 @@ on at once, not on the round's 5 s clock; that clock stays, and covers a lost no
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from state.home import Home
+
+if TYPE_CHECKING:  # each is imported when first needed
+    from captain_tui.runtime.deaths import Probe
+    from captain_tui.runtime.upkeep import Purger
+    from state.work.backend import LedgerListener
 
 RING_EVERY = 0.5  # seconds between doorbell rounds while waiting
 # deaths come by tmux's pane-died hook; the probe (runtime/deaths.py) covers vanished
@@ -45,12 +51,13 @@ class Runner:
         self._next_examine = 0.0
         self._next_deaths = 0.0
         self._last_ledger = float("-inf")
-        self._listener = None  # the shared ledger's wake-ups (None: files, or not asked yet)
+        # the shared ledger's wake-ups (None: files, or not asked yet)
+        self._listener: LedgerListener | None = None
         self._next_listen = 0.0  # when to ask for a listener again
         self.woken = 0  # ledger rounds a notification brought forward (tests, benchmarks)
-        self._deaths = None  # deaths.Probe, made on the first round
+        self._deaths: Probe | None = None  # made on the first round
         self._quiet: dict = {}  # doorbell.ring_all's memory: crews with nothing to ring
-        self._purger = None  # upkeep.Purger (expired webhook bodies), made on the first round
+        self._purger: Purger | None = None  # expired webhook bodies; made on the first round
         self.changes = 0
 
     def _watcher(self):
@@ -119,7 +126,7 @@ class Runner:
                 _quietly(doorbell.check_approval, self.home, key)
 
     @property
-    def listener(self):
+    def listener(self) -> LedgerListener | None:
         """The shared ledger's listener once one was made (None on the files)."""
         return self._listener
 

@@ -13,15 +13,19 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 from state.errors import CaptainError
-from state.models import PaneLocator
+from state.models import Liveness, PaneLocator
 
 DEFAULT_SOCKET = "captain"
 DEFAULT_SESSION = "captain"
-ALIVE, GONE, UNKNOWN = "alive", "gone", "unknown"
+ALIVE: Final = "alive"  # state.models.Liveness, word by word
+GONE: Final = "gone"
+UNKNOWN: Final = "unknown"
 TMUX_TIMEOUT = 5.0
 
 
@@ -53,7 +57,7 @@ def _socket_dir(socket: str) -> None:
             parent.mkdir(mode=0o700)
 
 
-def resolve_socket(arg: str | None = None, env: dict[str, str] | None = None) -> str:
+def resolve_socket(arg: str | None = None, env: Mapping[str, str] | None = None) -> str:
     """--socket NAME > $CAPTAIN_TMUX_SOCKET > the current $TMUX server > ``captain``.
 
     Returns a socket path; a NAME without a slash is a ``-L`` name.
@@ -111,7 +115,7 @@ def _no_client(stderr: str) -> bool:
 
 @dataclass(frozen=True)
 class PaneInfo:
-    state: str
+    state: Liveness
     activity: float | None = None  # the window's last activity (epoch seconds)
     cursor: tuple[int, int] | None = None
     height: int | None = None
@@ -160,7 +164,7 @@ class Tmux:
             return True
         return False if _no_server(proc.stderr) else None
 
-    def panes(self) -> tuple[str, dict[str, PaneState]]:
+    def panes(self) -> tuple[Liveness, dict[str, PaneState]]:
         """Every pane of the server in one call: (alive | gone | unknown, pane id -> state).
         ``gone`` is confirmed: no server listens on the socket."""
         if not os.path.exists(self.socket):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from captain_tui.repo import worktree
 from captain_tui.runtime import launch
@@ -19,9 +20,12 @@ from state.errors import CaptainError
 from state.home import Home
 from state.ids import ASSIGNMENT, new_id
 from state.inputs import MAX_COMMAND_BYTES, check_path, check_text, crew_key
-from state.models import BouncedMail, Message, PaneLocator, Workspace
+from state.models import Agent, BouncedMail, Message, PaneLocator, Workspace
 from state.work import ledger
 from state.work.crash import crash_point
+
+if TYPE_CHECKING:  # the doorbell itself is imported only to ring (ring below)
+    from captain_tui.runtime.doorbell import Gate, Rung
 
 # -- the doorbell -------------------------------------------------------------------------
 
@@ -30,8 +34,8 @@ from state.work.crash import crash_point
 class Bell:
     """One ring's outcome, when there was something to ring."""
 
-    action: str  # rang | held | bounced | nothing
-    gate: str | None = None
+    action: Rung
+    gate: Gate | None = None
     detail: str = ""
 
 
@@ -60,7 +64,7 @@ class Recruitment:
 
     name: str
     task: str
-    agent: str | None = None  # claude | codex | shell; None: shell, or program with a command
+    agent: Agent | None = None  # None: a shell, or "program" with a command
     command: str | None = None  # any program (hookless)
     owns: tuple[str, ...] = ()
     allow: tuple[str, ...] = ()
@@ -75,7 +79,7 @@ class Recruitment:
 @dataclass(frozen=True)
 class Recruited:
     crew: str
-    agent: str
+    agent: Agent
     incarnation_id: str
     assignment_id: str
     message_id: str
@@ -289,7 +293,7 @@ def dismiss(
         worktree=fate.action if fate else None,
         worktree_tip=fate.tip if fate else None,
     )
-    if fate is not None and fate.action in ("removed", "discarded"):
+    if space is not None and fate is not None and fate.action in ("removed", "discarded"):
         crash_point("dismiss:before-worktree")
         fate = _removed(space, fate, shown)
     return Dismissal(

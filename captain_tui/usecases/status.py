@@ -61,11 +61,11 @@ def _workspace(home: Home):
 
 def _bell(home: Home, row: dict) -> dict:
     stamp = doorbell.read_stamp(home, row["name"].lower())
-    live = stamp is not None and stamp.incarnation_id == row["incarnation_id"]
+    live = stamp if stamp is not None and stamp.incarnation_id == row["incarnation_id"] else None
     return {
-        "gate": stamp.gate if live else None,
-        "held_since": stamp.held_since.isoformat() if live and stamp.held_since else None,
-        "head": stamp.head if live else None,
+        "gate": live.gate if live else None,
+        "held_since": live.held_since.isoformat() if live and live.held_since else None,
+        "head": live.head if live else None,
     }
 
 

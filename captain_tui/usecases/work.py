@@ -12,7 +12,7 @@ from state.home import Home
 from state.inputs import crew_key
 from state.work import controls, ledger
 from state.work import replay as replays
-from state.work.models import TERMINAL, WorkItem
+from state.work.models import TERMINAL, CancelOutcome, WorkItem
 
 
 def actor() -> str:
@@ -33,7 +33,7 @@ def actor() -> str:
 @dataclass(frozen=True)
 class Cancellation:
     item: WorkItem  # as it stands after the cancel
-    outcome: str  # cancelled | already_terminal | stop_unconfirmed
+    outcome: CancelOutcome
     dismissal: Dismissal | None  # the crew whose assignment this was, now dismissed
 
 
@@ -73,7 +73,7 @@ def cancel(
         home, crew, ctx=ctx, actor=actor, reason=reason or f"work item {item.work_id} cancelled"
     )
     after = ledger.get(home, item.work_id)
-    outcome = (
+    outcome: CancelOutcome = (
         "cancelled"
         if after.state == "cancelled"
         else "already_terminal"

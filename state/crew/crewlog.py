@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from state.crew import mailbox
 from state.errors import CaptainError
@@ -21,6 +22,7 @@ from state.models import (
     Assigned,
     Bounce,
     BouncedMail,
+    CrewEvent,
     CrewSnapshot,
     Dismissed,
     EventFile,
@@ -34,8 +36,11 @@ from state.models import (
 )
 from state.store import encode
 
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
-def fold(snapshot: CrewSnapshot | None, event) -> CrewSnapshot:
+
+def fold(snapshot: CrewSnapshot | None, event: CrewEvent) -> CrewSnapshot:
     """Apply one event to a snapshot. The only place that says what an event means."""
     if isinstance(event, Recruited):
         return CrewSnapshot(
@@ -77,11 +82,13 @@ def fold(snapshot: CrewSnapshot | None, event) -> CrewSnapshot:
     return snapshot.model_copy(update=dict(seq=event.seq, **changes))
 
 
-def _read_event(home: Home, key: str, seq: int):
+def _read_event(home: Home, key: str, seq: int) -> CrewEvent | None:
     return home.store.read(home.event_path(key, seq), EventFile)
 
 
-def load(home: Home, key: str, *, repair: bool = False) -> tuple[CrewSnapshot | None, object]:
+def load(
+    home: Home, key: str, *, repair: bool = False
+) -> tuple[CrewSnapshot | None, CrewEvent | None]:
     """The crew's current snapshot (None for an unknown key) and, with ``repair``, its
     newest event (for the caller to settle); without ``repair`` the event is the newest one
     folded here, or None when the snapshot was current.
@@ -113,7 +120,7 @@ def load(home: Home, key: str, *, repair: bool = False) -> tuple[CrewSnapshot | 
     return snapshot, last
 
 
-def append(home: Home, key: str, snapshot: CrewSnapshot | None, event) -> CrewSnapshot:
+def append(home: Home, key: str, snapshot: CrewSnapshot | None, event: CrewEvent) -> CrewSnapshot:
     """Append ``event`` (caller holds the crew lock), settle it, refresh the snapshot."""
     path = home.event_path(key, event.seq)
     home.store.create_once(path, encode(event))
@@ -123,7 +130,7 @@ def append(home: Home, key: str, snapshot: CrewSnapshot | None, event) -> CrewSn
     return snapshot
 
 
-def settle(home: Home, key: str, snapshot: CrewSnapshot, event) -> None:
+def settle(home: Home, key: str, snapshot: CrewSnapshot | None, event: CrewEvent | None) -> None:
     """Write the records an event implies; identical bytes every time (idempotent).
 
     ``snapshot`` is the crew as of (at least) ``event``: it supplies name and incarnation,
@@ -240,7 +247,7 @@ def _notify(home: Home, key: str, notification: Notification) -> None:
     _ensure(home, home.notifications_dir(key) / f"{notification.delivery_id}.json", notification)
 
 
-def _ensure(home: Home, path: Path, record) -> None:
+def _ensure(home: Home, path: Path, record: BaseModel) -> None:
     """Create a derived record unless it exists. Settling runs often (every writer, every
     waiter's rescan), so an existing record costs one stat, not a write."""
     if not os.path.lexists(path):
@@ -254,7 +261,7 @@ def open_locked(home: Home, key: str) -> CrewSnapshot | None:
     return snapshot
 
 
-def events(home: Home, key: str) -> list:
+def events(home: Home, key: str) -> list[CrewEvent]:
     """The whole history of a crew name, oldest first (for status and tests)."""
     out = []
     for seq in home.event_seqs(key):

@@ -31,7 +31,7 @@ from state.errors import CaptainError
 from state.home import Home
 from state.ids import DELIVERY, derive
 from state.inputs import crew_key, for_terminal, summarize
-from state.models import CrewSnapshot, Notification
+from state.models import CrewSnapshot, Notification, PaneLocator
 from state.store import encode
 from state.vocab import SUMMARY_MAX
 
@@ -61,7 +61,7 @@ class Death:
             )
         if self.how == KILLED:
             try:
-                name = f" ({signals.Signals(self.signal).name})"
+                name = f" ({signals.Signals(self.signal).name})" if self.signal is not None else ""
             except (ValueError, TypeError):
                 name = ""
             return f"its process was killed by signal {self.signal}{name}"
@@ -83,16 +83,19 @@ def reported(home: Home, key: str, incarnation_id: str) -> bool:
     return os.path.exists(f"{home.root}/notifications/{key}/{delivery_id(incarnation_id)}.json")
 
 
-def is_mortal(snapshot: CrewSnapshot | None, incarnation_id: str | None = None) -> bool:
-    """Whether a death of this crew's pane would be an error now: live, launched, the same
-    incarnation, and its assignment not done."""
-    return (
+def mortal_pane(
+    snapshot: CrewSnapshot | None, incarnation_id: str | None = None
+) -> PaneLocator | None:
+    """The crew's pane when its death would be an error now (live, launched, the same
+    incarnation, its assignment not done), else None."""
+    if (
         snapshot is not None
         and snapshot.dismissed_at is None
-        and snapshot.pane is not None
         and snapshot.done_at is None
         and (incarnation_id is None or snapshot.incarnation_id == incarnation_id)
-    )
+    ):
+        return snapshot.pane
+    return None
 
 
 def record(
@@ -107,9 +110,10 @@ def record(
     at = at or now()
     with home.store.lock(rules.lock_name(key)):
         snapshot = crewlog.open_locked(home, key)
-        if not is_mortal(snapshot, incarnation_id):
+        pane = mortal_pane(snapshot, incarnation_id)
+        if snapshot is None or pane is None:
             return None
-        if death.pane_id is not None and death.pane_id != snapshot.pane.pane_id:
+        if death.pane_id is not None and death.pane_id != pane.pane_id:
             return None  # a pane this crew no longer runs in
         item_words = _fail_work(home, snapshot, death)
         path = home.notifications_dir(key) / f"{delivery_id(incarnation_id)}.json"
@@ -144,6 +148,7 @@ def _fail_work(home: Home, snapshot: CrewSnapshot, death: Death) -> str:
     here = (
         current is not None
         and current.runtime_locator is not None
+        and snapshot.pane is not None
         and current.runtime_locator.pane_id == snapshot.pane.pane_id
         and current.runtime_locator.socket == snapshot.pane.socket
     )

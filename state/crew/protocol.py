@@ -14,6 +14,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from state.clock import now
 from state.crew import crewlog, deaths, mailbox, rules, standing
@@ -47,6 +48,7 @@ from state.models import (
     Message,
     Notification,
     PaneLocator,
+    Question,
     Recruited,
     Workspace,
     WorktreeDiscarded,
@@ -629,19 +631,19 @@ def bounce(home: Home, name: str, reason: str) -> list[Bounce]:
             out.append(record)
         by_id = {m.message_id: m for m in mailbox.messages(home, key, snapshot.incarnation_id)}
         for record in home.store.records(home.bounces_dir(key), Bounce):
-            m = by_id.get(record.message_id)
+            mail = by_id.get(record.message_id)
             path = home.notifications_dir(key) / f"{record.delivery_id}.json"
-            if m is None or path.exists():
+            if mail is None or path.exists():
                 continue
             n = Notification(
                 delivery_id=record.delivery_id,
                 status="bounced",
                 crew=snapshot.name,
-                assignment_id=m.assignment_id,
-                queued_at=m.queued_at,
+                assignment_id=mail.assignment_id,
+                queued_at=mail.queued_at,
                 created_at=record.bounced_at,
-                message_id=m.message_id,
-                summary=bounce_summary(m.message_id, record.reason, m.text),
+                message_id=mail.message_id,
+                summary=bounce_summary(mail.message_id, record.reason, mail.text),
             )
             home.store.create_once(path, encode(n), same=lambda old, new: True)
     return out
@@ -775,7 +777,13 @@ def _actor(ctx: Context) -> str:
     return "crew" if ctx.role == "crew" else "captain"
 
 
-def _state(home: Home, key: str, snapshot, pending, unacked) -> standing.CrewState:
+def _state(
+    home: Home,
+    key: str,
+    snapshot: CrewSnapshot,
+    pending: Question | None,
+    unacked: list[Notification],
+) -> standing.CrewState:
     """``standing.crew_state`` from the home's files (the cockpit feeds it from its cache)."""
     return standing.crew_state(
         dismissed=snapshot.dismissed_at is not None,
@@ -801,7 +809,7 @@ def crew_state(home: Home, key: str) -> standing.CrewState | None:
     )
 
 
-def crew_status(home: Home, include_dismissed: bool = False) -> list[dict]:
+def crew_status(home: Home, include_dismissed: bool = False) -> list[dict[str, Any]]:
     """One row per crew for ``status``: who, on what, and what it waits on."""
     rows = []
     for key in home.crew_keys():

@@ -9,18 +9,26 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from typing import NamedTuple
+from typing import Any, Literal, NamedTuple, TypeVar
 
 from state.errors import CaptainError
 from state.home import Home
 from state.inputs import check_actions, crew_key, grant_problem, is_within
 from state.vocab import PATH_ACTIONS
 
+# A crew snapshot as these rules read it: the models' ``CrewSnapshot``, or the fast path's
+# plain record of it (``state.crew_side.plain.Rec``, attributes of the same names); S keeps
+# which one a caller passed, so what it gets back is what it gave.
+Snapshot = Any
+S = TypeVar("S")
+M = TypeVar("M")  # a message, the model or its plain record, likewise
+Role = Literal["captain", "crew"]
+
 
 class Context(NamedTuple):  # not a dataclass: importing dataclasses costs crew commands ~9 ms
     """Who is calling: the captain, or a crew process (from its CAPTAIN_* environment)."""
 
-    role: str = "captain"
+    role: Role = "captain"
     crew: str | None = None
     incarnation: str | None = None
     assignment: str | None = None
@@ -65,28 +73,29 @@ def check_captain(ctx: Context, command: str) -> None:
         )
 
 
-def existing(name: str, snapshot):
+def existing(name: str, snapshot: S | None) -> S:
     if snapshot is None:
         raise CaptainError("unknown_crew", f"there is no crew named {name}.")
-    if snapshot.dismissed_at is not None:
+    read: Snapshot = snapshot
+    if read.dismissed_at is not None:
         raise CaptainError(
             "crew_dismissed",
-            f"{snapshot.name} was dismissed; recruit again with --handoff "
-            f"{snapshot.assignment.assignment_id}.",
+            f"{read.name} was dismissed; recruit again with --handoff "
+            f"{read.assignment.assignment_id}.",
         )
     return snapshot
 
 
-def live(snapshot) -> str:
+def live(snapshot: Snapshot) -> str:
     return f"{snapshot.name}'s live assignment is {snapshot.assignment.assignment_id}"
 
 
-def same_assignment(snapshot, assignment_id: str) -> None:
+def same_assignment(snapshot: Snapshot, assignment_id: str) -> None:
     if assignment_id != snapshot.assignment.assignment_id:
         raise CaptainError("stale_assignment", f"{assignment_id} is not current; {live(snapshot)}.")
 
 
-def crew_identity(ctx: Context, snapshot) -> None:
+def crew_identity(ctx: Context, snapshot: Snapshot) -> None:
     """A crew process may act only as itself, in its current incarnation."""
     if ctx.role != "crew":
         return
@@ -109,7 +118,7 @@ def crew_identity(ctx: Context, snapshot) -> None:
         )
 
 
-def crew_assignment(ctx: Context, snapshot, explicit: str | None) -> str:
+def crew_assignment(ctx: Context, snapshot: Snapshot, explicit: str | None) -> str:
     """Resolve the assignment a crew-side command is about, and insist it is live."""
     crew_identity(ctx, snapshot)
     assignment_id = explicit or (ctx.assignment if ctx.role == "crew" else None)
@@ -124,7 +133,7 @@ def crew_assignment(ctx: Context, snapshot, explicit: str | None) -> str:
     return assignment_id
 
 
-def not_done(snapshot) -> None:
+def not_done(snapshot: Snapshot) -> None:
     if snapshot.done_at is not None:
         raise CaptainError(
             "assignment_done",
@@ -133,7 +142,7 @@ def not_done(snapshot) -> None:
         )
 
 
-def grant_frame(snapshot) -> tuple[str, list[str]]:
+def grant_frame(snapshot: Snapshot) -> tuple[str, list[str]]:
     """Where the crew's grant is judged: the project directory and the owned paths, or,
     for a crew with its own worktree (docs/worktrees.md), the same places in its worktree.
     Grants are recorded relative to the project (``--owns src`` is the project's ``src``);
@@ -153,7 +162,7 @@ def grant_frame(snapshot) -> tuple[str, list[str]]:
     return moved(spec.project_dir), [moved(o) for o in spec.owns]
 
 
-def grant_verdict(snapshot, action: str, paths: list[str]) -> Verdict:
+def grant_verdict(snapshot: Snapshot, action: str, paths: list[str]) -> Verdict:
     """Whether the live assignment grants ``action`` on ``paths`` (a known action)."""
     spec = snapshot.assignment
     if snapshot.done_at is not None:
@@ -191,20 +200,21 @@ def check(
     return grant_verdict(snapshot, action, paths)
 
 
-def current_crew(ctx: Context, load: Callable[[str], object]):
+def current_crew(ctx: Context, load: Callable[[str], S | None]) -> tuple[str, S]:
     """The calling crew process's own live snapshot, from its environment: a refusal for
     an unknown, dismissed or stale incarnation. Returns (key, snapshot)."""
-    key = crew_key(ctx.crew)
+    key = crew_key(ctx.crew or "")  # no CAPTAIN_CREW: crew_key refuses the empty name
     snapshot = load(key)
     if snapshot is None:
         raise CaptainError("unknown_crew", f"there is no crew named {ctx.crew}.")
-    if snapshot.dismissed_at is not None:
-        raise CaptainError("crew_dismissed", f"{snapshot.name} was dismissed.")
+    read: Snapshot = snapshot
+    if read.dismissed_at is not None:
+        raise CaptainError("crew_dismissed", f"{read.name} was dismissed.")
     crew_identity(ctx, snapshot)
     return key, snapshot
 
 
-def own_view(ctx: Context, load: Callable[[str], object]) -> str | None:
+def own_view(ctx: Context, load: Callable[[str], object | None]) -> str | None:
     """Whose records a caller may see: everyone's for the captain (None); for a crew
     process, its own crew's key only, and only once its identity holds (its name and its
     current incarnation), so a crew name typed into the environment shows nothing."""
@@ -249,8 +259,8 @@ def crew_turn(
     ctx: Context,
     assignment_id: str | None,
     pending_hint: str,
-    open_locked: Callable[[Home, str], object],
-):
+    open_locked: Callable[[Home, str], S | None],
+) -> tuple[S, str]:
     """The crew, acting as itself on its live, unfinished assignment with no question
     pending (caller holds the crew lock). Returns (snapshot, assignment ID)."""
     snapshot = existing(name, open_locked(home, key))
@@ -270,13 +280,13 @@ def inbox(
     home: Home,
     name: str,
     *,
-    deliver: Callable[[list], None],
+    deliver: Callable[[list[M]], None],
     ctx: Context,
     via: str,
-    open_locked: Callable[[Home, str], object],
-    unread: Callable[[Home, str, object], list],
-    mark_read: Callable[[Home, str, list, str], None],
-) -> list:
+    open_locked: Callable[[Home, str], S | None],
+    unread: Callable[[Home, str, S], list[M]],
+    mark_read: Callable[[Home, str, list[M], str], None],
+) -> list[M]:
     """Hand queued mail (oldest first) to ``deliver``; receipts only after it returns, for
     what the list holds then: a ``deliver`` that can take only the oldest part cuts the
     list in place (``del batch[n:]``) and the rest stays unread."""
@@ -312,6 +322,6 @@ def is_answered(home: Home, key: str, question_id: str) -> bool:
     return (home.mail_dir(key) / f"{answer_id(question_id)}.json").exists()
 
 
-def pending_question(home: Home, key: str, snapshot):
+def pending_question(home: Home, key: str, snapshot: Snapshot) -> Any:
     q = snapshot.question
     return q if q is not None and not is_answered(home, key, q.question_id) else None

@@ -35,9 +35,11 @@ STATES: tuple[CrewState, ...] = (
 )
 
 
-class _Note(Protocol):
-    status: str
-    assignment_id: str
+class _Note(Protocol):  # read-only: a Notification's status is a Literal of the statuses
+    @property
+    def status(self) -> str: ...
+    @property
+    def assignment_id(self) -> str: ...
 
 
 def crew_state(

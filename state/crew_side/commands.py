@@ -10,11 +10,15 @@ before anything is delivered or written, so a caller never sees it and nothing h
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from state.crew.rules import Context, Verdict, current_crew
 from state.crew_side import fast
-from state.crew_side.plain import Unsure
+from state.crew_side.plain import Rec, Unsure
 from state.home import Home
+
+if TYPE_CHECKING:  # not at run time: the fast path pays no pydantic
+    from state.models import Asked, CrewSnapshot
 
 
 def check(
@@ -29,7 +33,9 @@ def check(
         return protocol.check(home, name, action, paths, assignment_id=assignment_id, ctx=ctx)
 
 
-def ask(home: Home, name: str, text: str, *, assignment_id: str | None, ctx: Context):
+def ask(
+    home: Home, name: str, text: str, *, assignment_id: str | None, ctx: Context
+) -> Asked | Rec:
     """Record the crew's one pending question; returns its ``asked`` event."""
     try:
         return fast.ask(home, name, text, assignment_id=assignment_id, ctx=ctx)
@@ -40,7 +46,7 @@ def ask(home: Home, name: str, text: str, *, assignment_id: str | None, ctx: Con
 
 
 def inbox(
-    home: Home, name: str, *, deliver: Callable[[list], None], ctx: Context, via: str = "inbox"
+    home: Home, name: str, *, deliver: Callable[[list[Any]], None], ctx: Context, via: str = "inbox"
 ) -> bool:
     """Unread mail to ``deliver``, oldest first; receipts only once it returned.
 
@@ -70,7 +76,7 @@ def inbox(
     return True
 
 
-def load(home: Home, key: str):
+def load(home: Home, key: str) -> CrewSnapshot | Rec | None:
     """The crew's current snapshot, or None for an unknown crew."""
     try:
         return fast.snapshot(home, key)
@@ -80,7 +86,7 @@ def load(home: Home, key: str):
         return crewlog.load(home, key)[0]
 
 
-def current(home: Home, ctx: Context):
+def current(home: Home, ctx: Context) -> tuple[str, CrewSnapshot | Rec]:
     """(key, snapshot) of the calling crew, refusing unknown, dismissed or stale ones."""
     try:
         return fast.crew(home, ctx)

@@ -13,6 +13,7 @@ takes the full path, which repairs, settles and quarantines as always.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from state.clock import now
@@ -121,7 +122,14 @@ def mark_read(home: Home, key: str, batch: list[Rec], via: str) -> None:
         )
 
 
-def inbox(home: Home, name: str, *, deliver, ctx: Context, via: str = "inbox") -> list[Rec]:
+def inbox(
+    home: Home,
+    name: str,
+    *,
+    deliver: Callable[[list[Rec]], None],
+    ctx: Context,
+    via: str = "inbox",
+) -> list[Rec]:
     """``protocol.inbox``; ``Unsure`` only before anything is delivered."""
     return rules.inbox(
         home,

@@ -17,6 +17,7 @@ import re
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 from state.crew_side.shapes import EVENTS, SHAPES
 from state.store import Quarantined, Store
@@ -35,10 +36,11 @@ class Unsure(Exception):
 class Rec(SimpleNamespace):
     """A record read plainly: the models' attribute names, and the JSON it was read from."""
 
-    def model_dump(self, mode: str = "json", by_alias: bool = True) -> dict:
+    def model_dump(self, mode: str = "json", by_alias: bool = True) -> dict[str, Any]:
         """What ``model.model_dump(mode="json", by_alias=True)`` returns for it."""
         assert mode == "json" and by_alias
-        return json.loads(json.dumps(self._json))
+        dumped: dict[str, Any] = json.loads(json.dumps(self._json))
+        return dumped
 
 
 def stamp(value: datetime) -> str:
@@ -56,14 +58,14 @@ def stamp(value: datetime) -> str:
     return f"{text}{sign}{hours:02d}:{rest // 60:02d}"
 
 
-def _pairs(pairs: list[tuple[str, object]]) -> dict:
+def _pairs(pairs: list[tuple[str, object]]) -> dict[str, object]:
     out = dict(pairs)
     if len(out) != len(pairs):
         raise Unsure("a key appears twice")
     return out
 
 
-def _value(value, kind):
+def _value(value: Any, kind: Any) -> tuple[Any, Any]:  # JSON in, by a shape's kind
     """(python value, canonical JSON value) of one field, or ``Unsure``."""
     if kind == "str":
         if type(value) is str:
@@ -98,12 +100,13 @@ def _value(value, kind):
     raise Unsure(f"{value!r} is not a plain {kind!r}")
 
 
-def parse(data, shape: str) -> Rec:
+def parse(data: Any, shape: str) -> Rec:
     """A validated record as attributes (the models' attribute names), or ``Unsure``."""
     fields = SHAPES[shape]
     if type(data) is not dict or len(data) != len(fields):
         raise Unsure(f"not exactly the fields of {shape}")
-    attrs, canonical = {}, {}
+    attrs: dict[str, Any] = {}
+    canonical: dict[str, Any] = {}
     try:
         for key, attr, kind in fields:
             attrs[attr], canonical[key] = _value(data[key], kind)
@@ -112,9 +115,10 @@ def parse(data, shape: str) -> Rec:
     return Rec(**attrs, _json=canonical)
 
 
-def parse_event(data) -> Rec:
+def parse_event(data: Any) -> Rec:
     """A crew event of any type (the models' union on ``type``)."""
-    shape = EVENTS.get(data.get("type")) if type(data) is dict else None
+    kind = data.get("type") if type(data) is dict else None
+    shape = EVENTS.get(kind) if isinstance(kind, str) else None
     if shape is None:
         raise Unsure("not a crew event")
     return parse(data, shape)
@@ -142,10 +146,10 @@ def read(store: Store, path: Path, shape: str) -> Rec | None:
 # -- writing ------------------------------------------------------------------------------
 
 
-_TYPES = {"str": str, "int": int, "int>=": int, "str<=": str}
+_TYPES: dict[str, Any] = {"str": str, "int": int, "int>=": int, "str<=": str}
 
 
-def _dump(value, kind):
+def _dump(value: Any, kind: Any) -> Any:
     name = kind if isinstance(kind, str) else kind[0]
     if name == "datetime":
         return stamp(value)
@@ -168,12 +172,12 @@ def _dump(value, kind):
     return value
 
 
-def dump(record, shape: str) -> dict:
+def dump(record: object, shape: str) -> dict[str, Any]:
     """``record`` (anything with the shape's attributes) as the models' JSON object."""
     return {key: _dump(getattr(record, attr), kind) for key, attr, kind in SHAPES[shape]}
 
 
-def encode(record, shape: str) -> bytes:
+def encode(record: object, shape: str) -> bytes:
     """The bytes ``state.store.encode`` writes for the same record."""
     return (
         json.dumps(dump(record, shape), ensure_ascii=False, separators=(",", ":")).encode() + b"\n"

@@ -48,7 +48,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from state.home import Home
 from state.work.files import FileBackend
@@ -93,7 +93,7 @@ class LedgerReader(Protocol):
         """The last lease record written for the item (whichever attempt it was for)."""
         ...
 
-    def input(self, work_id: str) -> dict | None:
+    def input(self, work_id: str) -> dict[str, Any] | None:
         """The stored input document, as ``put_input`` stored it (``{"input": ...}``)."""
         ...
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -34,6 +34,7 @@ MAX_BYTES = MAX_RECORD_BYTES  # the files' bound: a larger row is not one captai
 PREFIX = "ledger row "  # what a report's path starts with (the cockpit's feed says its own)
 
 M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
 
 _said: set[str] = set()  # the rows this process has reported, by ID
 _lock = threading.Lock()
@@ -61,9 +62,9 @@ def error(what: str, ident: str, why: str) -> CaptainError:
 
 def _why(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
-        first = exc.errors()[0] if exc.errors() else {}
-        where = ".".join(str(p) for p in first.get("loc", ())) or "the record"
-        return f"does not validate: {where}: {first.get('msg', 'is not valid')}"[:300]
+        first = exc.errors()[0] if exc.errors() else None
+        where = (".".join(str(p) for p in first["loc"]) if first else "") or "the record"
+        return f"does not validate: {where}: {first['msg'] if first else 'is not valid'}"[:300]
     if isinstance(exc, UnicodeDecodeError):
         return "is not UTF-8"
     if isinstance(exc, json.JSONDecodeError):
@@ -85,7 +86,7 @@ def parse(
         raise error(what, ident, _why(exc)) from None
 
 
-def check(build: Callable[[], M], *, what: str, ident: str) -> M:
+def check(build: Callable[[], T], *, what: str, ident: str) -> T:
     """A model built from a row's columns (``build``), or ``error``."""
     try:
         return build()
@@ -93,7 +94,7 @@ def check(build: Callable[[], M], *, what: str, ident: str) -> M:
         raise error(what, ident, _why(exc)) from None
 
 
-def loads(data: bytes, *, what: str, ident: str):
+def loads(data: bytes, *, what: str, ident: str) -> Any:
     """A stored JSON document that has no model (an input), or ``error``."""
     if len(data) > MAX_BYTES:
         raise error(what, ident, f"is {len(data)} bytes, larger than any record")
@@ -103,7 +104,7 @@ def loads(data: bytes, *, what: str, ident: str):
         raise error(what, ident, _why(exc)) from None
 
 
-def readable(build: Callable[[], M]) -> M | None:
+def readable(build: Callable[[], T]) -> T | None:
     """What ``build`` makes of one row of a listing, or None when the row is corrupt: then
     it is ``skip``ped (said once); any other refusal goes on up."""
     try:

@@ -37,6 +37,7 @@ import contextlib
 import hashlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any, cast
 
 from state import config as settings
 from state.clock import now
@@ -71,18 +72,19 @@ def store_for(home: Home) -> DeliveryStore:
     then (a file home loads no driver)."""
     chosen = backend_for(home)
     if chosen.name == "postgresql":
+        from state.work.pg_backend import PostgresBackend
         from state.work.pg_deliveries import PostgresDeliveries
 
-        return PostgresDeliveries(chosen)
+        return PostgresDeliveries(cast(PostgresBackend, chosen))  # the backend of that name
     return FileDeliveries(home)
 
 
-def _endpoints(home: Home) -> dict:
+def _endpoints(home: Home) -> dict[str, Any]:
     table = home.config().get("endpoints")
     return table if isinstance(table, dict) else {}
 
 
-def endpoint(home: Home, endpoint_id: str) -> dict:
+def endpoint(home: Home, endpoint_id: str) -> dict[str, Any]:
     if not isinstance(endpoint_id, str) or not ENDPOINT_RE.fullmatch(endpoint_id):
         raise CaptainError("unknown_endpoint", f"{endpoint_id!r} is not an endpoint name.")
     config = _endpoints(home).get(endpoint_id)
@@ -96,7 +98,7 @@ def endpoint(home: Home, endpoint_id: str) -> dict:
     return config
 
 
-def routine(config: dict) -> bool:
+def routine(config: dict[str, Any]) -> bool:
     """``routine = true`` (a TOML boolean; anything else is not routine)."""
     return settings.value(config, "routine") is True
 
@@ -107,11 +109,11 @@ def work_id_for(delivery_id: str) -> str:
     return derive(WORK, delivery_id)
 
 
-def _retention_days(config: dict) -> float:
-    return settings.value(config, "retention_days")
+def _retention_days(config: dict[str, Any]) -> float:
+    return float(settings.value(config, "retention_days"))
 
 
-def _filter(config: dict, event: str | None) -> str | None:
+def _filter(config: dict[str, Any], event: str | None) -> str | None:
     events = config.get("events")
     if events is None:
         return None
@@ -199,7 +201,7 @@ def ingest(
 def _intake(
     home: Home,
     store: DeliveryStore,
-    config: dict,
+    config: dict[str, Any],
     endpoint_id: str,
     source_delivery_id: str,
     body: bytes,
@@ -261,7 +263,7 @@ def _intake(
 
 def _claim_body(
     store: DeliveryStore,
-    config: dict,
+    config: dict[str, Any],
     endpoint_id: str,
     source_delivery_id: str,
     sha: str,
@@ -316,7 +318,7 @@ def settle_pending(home: Home) -> int:
     return done
 
 
-def _dispatch(home: Home, record: Delivery, config: dict) -> None:
+def _dispatch(home: Home, record: Delivery, config: dict[str, Any]) -> None:
     """Create the delivery's work item if it should have one (idempotent)."""
     if record.work_id is None or ledger.exists(home, record.work_id):
         return
@@ -420,7 +422,7 @@ class Purged:
     body_claims: int  # body-once claims past their window
     rejections: int  # refused deliveries past the bound (age or count)
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         return {
             "bodies_removed": self.bodies,
             "body_claims_removed": self.body_claims,
@@ -446,7 +448,7 @@ def purge(home: Home, at: datetime | None = None) -> Purged:
     )
 
 
-def public(home: Home, record: Delivery) -> dict:
+def public(home: Home, record: Delivery) -> dict[str, Any]:
     row = record.model_dump(mode="json", exclude={"schema_"})
     row["raw_body_available"] = raw_body_available(home, record)
     return row

@@ -26,6 +26,7 @@ import threading
 from collections.abc import Collection, Iterator
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from state.clock import now
 from state.errors import CaptainError
@@ -47,7 +48,8 @@ _held = threading.local()
 def _held_here() -> set[tuple[str, str]]:
     if not hasattr(_held, "locks"):
         _held.locks = set()
-    return _held.locks
+    locks: set[tuple[str, str]] = _held.locks
+    return locks
 
 
 class FileBackend:
@@ -156,7 +158,7 @@ class FileBackend:
     def lease(self, work_id: str) -> Lease | None:
         return self.store.read(self._item_dir(work_id) / "lease.json", Lease)
 
-    def input(self, work_id: str) -> dict | None:
+    def input(self, work_id: str) -> dict[str, Any] | None:
         return self.store.read_json(self._item_dir(work_id) / "input.json")
 
     def open_ids(self) -> list[str]:

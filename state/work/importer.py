@@ -27,10 +27,14 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from state.errors import CaptainError
 from state.home import Home
 from state.vocab import counted
+
+if TYPE_CHECKING:
+    from state.work.pg_backend import PostgresBackend
 
 # Where the file ledger keeps its records (docs/store.md): what is set aside after import.
 LEDGER_PATHS = ("work", "ledger", "deliveries", "delivery-bodies", "tokens", "workspace.json")
@@ -53,7 +57,7 @@ class Imported:
     new_tokens: int = 0
     set_aside: str | None = None  # where the files went (None: nothing to set aside)
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         return asdict(self)
 
     def sentence(self) -> str:
@@ -127,7 +131,7 @@ def _bad_file(what: str) -> CaptainError:
     )
 
 
-def import_files(home: Home, backend) -> Imported:
+def import_files(home: Home, backend: PostgresBackend) -> Imported:
     """Copy the home's file ledger into ``backend`` (a ``PostgresBackend``, migrated) in
     one transaction, check it by counts, then set the files aside. Idempotent."""
     from state.store import Store
@@ -218,13 +222,13 @@ def import_files(home: Home, backend) -> Imported:
         for token in file_tokens.records():
             counts["tokens"] += 1
             token_ids.append(token.token_id)
-            stored = tokens.get(token.token_id)
-            if stored is None:
+            kept = tokens.get(token.token_id)
+            if kept is None:
                 tokens.add(token)
                 counts["new_tokens"] += 1
-            elif stored.sha256 != token.sha256 or stored.role != token.role:
+            elif kept.sha256 != token.sha256 or kept.role != token.role:
                 raise _conflict(f"the API token {token.token_id} differs in the database")
-            elif token.revoked_at is not None and stored.revoked_at is None:
+            elif token.revoked_at is not None and kept.revoked_at is None:
                 tokens.replace(token)  # a revocation is never lost
         mine = file_tokens.workspace()
         workspace = tokens.mint_workspace(mine) if mine is not None else tokens.workspace()
@@ -237,7 +241,7 @@ def import_files(home: Home, backend) -> Imported:
     )
 
 
-def _terminal():
+def _terminal() -> frozenset[str]:
     from state.work.models import TERMINAL
 
     return TERMINAL
@@ -275,20 +279,27 @@ def _input_bytes(home: Home, work_id: str, fingerprint: str) -> bytes | None:
     return data
 
 
-def _verify(backend, counts, item_ids, delivery_ids, token_ids) -> None:
+def _verify(
+    backend: PostgresBackend,
+    counts: dict[str, int],
+    item_ids: list[str],
+    delivery_ids: list[str],
+    token_ids: list[str],
+) -> None:
     """Inside the transaction: everything the files hold is in the database, by counts
     (of the IDs the import read from the files)."""
-    row = backend.run(
+
+    def one(sql: str, ids: list[str]) -> tuple[Any, ...]:
+        row = backend.run(sql, (ids,), fetch="one")
+        assert row is not None  # an aggregate has its one row
+        return row
+
+    row = one(
         "SELECT count(*), coalesce(sum(seq), 0) FROM work_items WHERE work_id = ANY(%s)",
-        (item_ids,),
-        fetch="one",
+        item_ids,
     )
-    deliveries = backend.run(
-        "SELECT count(*) FROM deliveries WHERE delivery_id = ANY(%s)", (delivery_ids,), fetch="one"
-    )[0]
-    tokens = backend.run(
-        "SELECT count(*) FROM api_tokens WHERE token_id = ANY(%s)", (token_ids,), fetch="one"
-    )[0]
+    deliveries = one("SELECT count(*) FROM deliveries WHERE delivery_id = ANY(%s)", delivery_ids)[0]
+    tokens = one("SELECT count(*) FROM api_tokens WHERE token_id = ANY(%s)", token_ids)[0]
     found = (row[0], row[1], deliveries, tokens)
     wanted = (counts["items"], counts["events"], counts["deliveries"], counts["tokens"])
     if found != wanted:

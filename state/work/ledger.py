@@ -29,6 +29,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from state import vocab
 from state.config import DEFAULT_LEASE_SECONDS as DEFAULT_LEASE_SECONDS
@@ -38,7 +39,7 @@ from state.errors import CaptainError
 from state.home import Home
 from state.ids import WORK, derive, new_id
 from state.inputs import check_size, check_stored, check_text
-from state.models import PaneLocator
+from state.models import Liveness, PaneLocator
 from state.work.backend import LedgerReader, LedgerWriter, backend_for
 from state.work.crash import crash_point
 from state.work.models import (
@@ -47,6 +48,7 @@ from state.work.models import (
     TERMINAL,
     WORK_STATES,
     Attempt,
+    CancelOutcome,
     Lease,
     WorkEvent,
     WorkItem,
@@ -70,11 +72,11 @@ MAX_COST_USD = 1e9
 
 
 def slots(home: Home) -> int:
-    return home.setting("ledger", "slots")
+    return int(home.setting("ledger", "slots"))
 
 
 def lease_seconds(home: Home) -> float:
-    return home.setting("ledger", "lease_seconds")
+    return float(home.setting("ledger", "lease_seconds"))
 
 
 # -- storage -----------------------------------------------------------------------------------
@@ -143,7 +145,7 @@ def input_sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _canonical(value) -> bytes:
+def _canonical(value: object) -> bytes:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
 
 
@@ -188,7 +190,7 @@ def lease_expires(home: Home, item: WorkItem) -> datetime | None:
     return live.expires_at if live else current.lease_expires_at
 
 
-def input_of(home: Home, work_id: str, fingerprint: str | None = None):
+def input_of(home: Home, work_id: str, fingerprint: str | None = None) -> Any:
     """The accepted input. Stored, never printed or served (replay copies it). With the
     item's ``fingerprint`` (its ``input_sha256``), an input that is not the one accepted —
     edited in the files or the database since — is ``ledger_corrupt``, never copied on."""
@@ -256,7 +258,7 @@ def _next(
     actor: str,
     state: str,
     at: datetime | None,
-    **fields,
+    **fields: Any,
 ) -> WorkEvent:
     return WorkEvent(
         seq=item.seq + 1,
@@ -280,7 +282,7 @@ def accept(
     home: Home,
     *,
     source: str,
-    input,
+    input: object,
     requester: str,
     work_id: str | None = None,
     target_revision: str | None = None,
@@ -559,7 +561,7 @@ def report(
 @dataclass(frozen=True)
 class CancelResult:
     item: WorkItem
-    outcome: str  # cancelled | already_terminal | stop_unconfirmed
+    outcome: CancelOutcome
 
 
 Stop = Callable[[Attempt], bool | None]  # True: stop confirmed; False/None: not confirmed
@@ -699,7 +701,7 @@ def resolve(
 
 # -- the reconciler ----------------------------------------------------------------------------
 
-Probe = Callable[[PaneLocator], str]  # alive | gone | unknown
+Probe = Callable[[PaneLocator], Liveness]
 
 
 def examine(home: Home, probe: Probe, *, holder: str, at: datetime | None = None) -> list[str]:
@@ -726,8 +728,8 @@ def examine(home: Home, probe: Probe, *, holder: str, at: datetime | None = None
                 if expired:
                     changes.append(f"{work_id}: lease renewed")
             elif expired:
-                expired = _expire(home, work_id, item.generation, verdict, holder, at)
-                changes.append(f"{work_id}: {expired}")
+                done = _expire(home, work_id, item.generation, verdict, holder, at)
+                changes.append(f"{work_id}: {done}")
         except CaptainError:
             continue  # it moved on under us (a report, a cancel): the next pass sees it
     return changes
@@ -815,7 +817,7 @@ def page(
     return backend_for(home).page(state=state, source=source, limit=limit, after=after)
 
 
-def public(home: Home, item: WorkItem, *, detail: bool = False) -> dict:
+def public(home: Home, item: WorkItem, *, detail: bool = False) -> dict[str, Any]:
     """What may be shown or served: never the input, never an event's detail."""
     row = item.model_dump(mode="json", exclude={"schema_", "seq", "attempts", "cancel_requested"})
     row["slot"] = item.state in HOLDS_SLOT

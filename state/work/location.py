@@ -16,6 +16,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from state.errors import CaptainError
@@ -76,7 +77,7 @@ class LedgerLocation:
             text += f"; {', '.join(STILL_IN_FILES)} still in the file home ({self.home})"
         return text
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         """For ``captain status --json`` (beside its ``home``: a file ledger is that home)."""
         if not self.postgres:
             return {"kind": "file", "origin": self.origin}

@@ -8,19 +8,22 @@ A work item is event-sourced like a crew: ``work/<id>/events/*`` is the truth,
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import Field
 
 from state.models import PaneLocator, Record, Strict
 
-WORK_STATES = ("queued", "running", "succeeded", "failed", "cancelled", "needs_reconciliation")
+# Each vocabulary is written once, as a Literal: the checker holds every use to it, the API
+# schema (captain_tui.api.schemas) serves it, and the tuples the refusals list come from it.
 WorkState = Literal["queued", "running", "succeeded", "failed", "cancelled", "needs_reconciliation"]
-SOURCES = ("assignment", "chat", "webhook")
+WORK_STATES: tuple[WorkState, ...] = get_args(WorkState)
 Source = Literal["assignment", "chat", "webhook"]
-TERMINAL = frozenset({"succeeded", "failed", "cancelled"})
-HOLDS_SLOT = frozenset({"running", "needs_reconciliation"})
-EVENT_TYPES = (
+SOURCES: tuple[Source, ...] = get_args(Source)
+Terminal = Literal["succeeded", "failed", "cancelled"]  # what resolve may settle an item as
+TERMINAL: frozenset[str] = frozenset(get_args(Terminal))
+HOLDS_SLOT: frozenset[str] = frozenset({"running", "needs_reconciliation"})
+EventType = Literal[
     "accepted",
     "claimed",
     "succeeded",
@@ -30,8 +33,10 @@ EVENT_TYPES = (
     "cancelled",
     "needs_reconciliation",
     "resolved",
-)
-CANCEL_OUTCOMES = ("cancelled", "already_terminal", "stop_unconfirmed")
+]
+EVENT_TYPES: tuple[EventType, ...] = get_args(EventType)
+CancelOutcome = Literal["cancelled", "already_terminal", "stop_unconfirmed"]
+CANCEL_OUTCOMES: tuple[CancelOutcome, ...] = get_args(CancelOutcome)
 
 
 class WorkEvent(Record):
@@ -39,17 +44,7 @@ class WorkEvent(Record):
 
     seq: int = Field(ge=1)
     at: datetime
-    type: Literal[
-        "accepted",
-        "claimed",
-        "succeeded",
-        "failed",
-        "retry_queued",
-        "cancel_requested",
-        "cancelled",
-        "needs_reconciliation",
-        "resolved",
-    ]
+    type: EventType
     generation: int = Field(ge=0)
     actor: str
     state: WorkState  # the item's state after this event

@@ -47,11 +47,18 @@ import threading
 import time
 from collections.abc import Collection, Iterator
 from datetime import datetime
+from functools import partial
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from state.errors import CaptainError
 from state.work import corrupt, pg_schema, postgres
 from state.work.location import LedgerLocation
 from state.work.models import HOLDS_SLOT, TERMINAL, Lease, WorkEvent, WorkItem
+
+if TYPE_CHECKING:
+    from state.work.postgres import Conn, Cursor
+
+Row = tuple[Any, ...]  # a row as psycopg returns it
 
 CHANNEL = "captain_ledger"  # LISTEN/NOTIFY: a committed write's work IDs (see the docstring)
 EVERYTHING = "*"  # the payload, or a listener's answer, that means: re-read everything
@@ -99,7 +106,7 @@ class _Thread(threading.local):
     """One thread's connection and the locks its open transaction holds."""
 
     def __init__(self) -> None:
-        self.conn = None
+        self.conn: Conn | None = None
         self.depth = 0
         self.held: set[str] = set()  # "ledger", "work-<id>"
         self.changed: set[str] = set()  # work IDs the open transaction wrote: notified
@@ -115,12 +122,12 @@ class PostgresBackend:
         self.location = location
         self._local = _Thread()
         self._checked = False
-        self._conns: list = []  # every connection made, so ``close`` can end them all
+        self._conns: list[Conn] = []  # every connection made, so ``close`` can end them all
         self._guard = threading.Lock()
 
     # -- connections --------------------------------------------------------------------------
 
-    def _conn(self):
+    def _conn(self) -> Conn:
         local = self._local
         conn = local.conn
         if conn is not None and not conn.closed and not conn.broken:
@@ -141,7 +148,7 @@ class PostgresBackend:
             self._conns.append(conn)
         return conn
 
-    def _check_schema(self, conn) -> None:
+    def _check_schema(self, conn: Conn) -> None:
         try:
             version = pg_schema.current_version(conn)
         except postgres.driver().Error as exc:
@@ -171,7 +178,13 @@ class PostgresBackend:
                 conn.close()
         self._local = _Thread()
 
-    def run(self, sql: str, params=(), *, fetch: str | None = None):
+    @overload
+    def run(self, sql: str, params: Any = (), *, fetch: Literal["one"]) -> Row | None: ...
+    @overload
+    def run(self, sql: str, params: Any = (), *, fetch: Literal["all"]) -> list[Row]: ...
+    @overload
+    def run(self, sql: str, params: Any = (), *, fetch: None = None) -> Cursor: ...
+    def run(self, sql: str, params: Any = (), *, fetch: str | None = None) -> Any:
         """Execute on this thread's connection (inside its open transaction, if any: the
         deliveries' and tokens' stores write through this too, so one commit covers them and
         the ledger's rows); a driver error becomes a refusal."""
@@ -271,7 +284,10 @@ class PostgresBackend:
         return Listener(self.location)
 
     def now(self) -> datetime:
-        return self.run("SELECT clock_timestamp()", fetch="one")[0]
+        row = self.run("SELECT clock_timestamp()", fetch="one")
+        assert row is not None  # a SELECT without FROM has its one row
+        at: datetime = row[0]
+        return at
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -300,7 +316,7 @@ class PostgresBackend:
             raise corrupt.error("work item", work_id, "its record is another item's")
         return item
 
-    def _items(self, sql: list[str], params: list, limit: int | None) -> list[WorkItem]:
+    def _items(self, sql: list[str], params: list[Any], limit: int | None) -> list[WorkItem]:
         """The items of ``sql`` (a query of ``work_id, stored('item')`` with no ORDER or
         LIMIT yet), in ID order, at most ``limit``: a corrupt row is skipped and reported
         (``corrupt.skip``) and the next ones are read in its place."""
@@ -322,10 +338,10 @@ class PostgresBackend:
                     query.append("FOR UPDATE SKIP LOCKED")
             rows = self.run(" ".join(query), args, fetch="all")
             for row in rows:
-                item = corrupt.readable(lambda row=row: self._item_of(*row))
+                item = corrupt.readable(partial(self._item_of, *row))
                 if item is not None:
                     out.append(item)
-            if wanted is None or len(rows) < wanted or len(out) >= limit:
+            if wanted is None or limit is None or len(rows) < wanted or len(out) >= limit:
                 return out
             after = rows[-1][0]
 
@@ -352,7 +368,7 @@ class PostgresBackend:
         )
         out = []
         for row in rows:
-            event = corrupt.readable(lambda row=row: self._event_of(work_id, *row))
+            event = corrupt.readable(partial(self._event_of, work_id, *row))
             if event is None:
                 break
             out.append(event)
@@ -377,7 +393,7 @@ class PostgresBackend:
             heartbeat_at=heartbeat_at,
         )
 
-    def input(self, work_id: str) -> dict | None:
+    def input(self, work_id: str) -> dict[str, Any] | None:
         row = self.run("SELECT input FROM work_inputs WHERE work_id = %s", (work_id,), fetch="one")
         if row is None:
             return None
@@ -427,7 +443,7 @@ class PostgresBackend:
     ) -> list[WorkItem]:
         states = [s for s in states if s in OPEN_STATES]  # terminal items are not open
         sql = [f"SELECT work_id, {_ITEM} FROM work_items WHERE state = ANY(%s)"]
-        params: list = [states]
+        params: list[Any] = [states]
         if source is not None:
             sql.append("AND source = %s")
             params.append(source)
@@ -439,7 +455,7 @@ class PostgresBackend:
         self, *, state: str | None, source: str | None, limit: int, after: str | None
     ) -> tuple[list[WorkItem], str | None]:
         sql = [f"SELECT work_id, {_ITEM} FROM work_items WHERE true"]
-        params: list = []
+        params: list[Any] = []
         if after is not None:
             sql.append("AND work_id > %s")
             params.append(after)
@@ -564,7 +580,7 @@ class Listener:
 
     def __init__(self, location: LedgerLocation) -> None:
         self.location = location
-        self.conn = None
+        self.conn: Conn | None = None
         self.connects = 0  # successful (re)connections so far (tests, the report)
         self._retry_at = 0.0
         self._retry = RETRY_SECONDS
@@ -589,6 +605,7 @@ class Listener:
                 time.sleep(max(0.0, min(deadline, self._retry_at) - time.monotonic()))
                 return []
             heard.append(EVERYTHING)  # whatever was written while nobody listened
+        assert self.conn is not None  # connected above, or it already was
         psycopg = postgres.driver()
         try:
             wait = 0.0 if heard else max(0.0, deadline - time.monotonic())
@@ -613,7 +630,8 @@ class Listener:
                 conn.execute(f"LISTEN {CHANNEL}")
         except psycopg.Error:
             with contextlib.suppress(Exception):
-                conn.close()
+                if conn is not None:  # it is: only its LISTEN can fail
+                    conn.close()
             conn = None
         if conn is None:
             self._retry_at = time.monotonic() + self._retry

@@ -34,11 +34,16 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from state.errors import CaptainError
 from state.work import corrupt, postgres
 from state.work.delivery_store import BodySeen, Rejection
 from state.work.models import Delivery
+
+if TYPE_CHECKING:
+    from state.work.pg_backend import PostgresBackend, Row
 
 _COLUMNS = (
     "delivery_id",
@@ -91,7 +96,7 @@ class PostgresDeliveries:
 
     name = "postgresql"
 
-    def __init__(self, backend) -> None:  # a state.work.pg_backend.PostgresBackend
+    def __init__(self, backend: PostgresBackend) -> None:
         self.backend = backend
         self.run = backend.run
 
@@ -174,7 +179,7 @@ class PostgresDeliveries:
         key = None if after is None else (after.received_at, after.delivery_id)
         while True:
             sql = [f"SELECT received_at, delivery_id, {_STORED} FROM deliveries WHERE true"]
-            params: list = []
+            params: list[Any] = []
             if endpoint_id is not None:
                 sql.append("AND endpoint_id = %s")
                 params.append(endpoint_id)
@@ -188,10 +193,10 @@ class PostgresDeliveries:
                 params.append(wanted)
             rows = self.run(" ".join(sql), params, fetch="all")
             for _, delivery_id, doc, size in rows:
-                record = corrupt.readable(lambda d=delivery_id, t=doc, n=size: _record_of(d, t, n))
+                record = corrupt.readable(partial(_record_of, delivery_id, doc, size))
                 if record is not None:
                     out.append(record)
-            if wanted is None or len(rows) < wanted or len(out) >= limit:
+            if wanted is None or limit is None or len(rows) < wanted or len(out) >= limit:
                 return out
             key = (rows[-1][0], rows[-1][1])
 
@@ -236,7 +241,7 @@ class PostgresDeliveries:
 
     # -- body claims --------------------------------------------------------------------------
 
-    def _claim_row(self, row) -> BodySeen | None:
+    def _claim_row(self, row: Row | None) -> BodySeen | None:
         if row is None:
             return None
         endpoint_id, sha, source_delivery_id, until = row

@@ -38,6 +38,7 @@ Nothing here imports a driver: ``migrate`` takes an open DB-API style connection
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from state.errors import CaptainError
 
@@ -210,7 +211,7 @@ class Migrated:
     version: int
     applied: tuple[int, ...]
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         return {
             "from_version": self.from_version,
             "version": self.version,
@@ -218,15 +219,16 @@ class Migrated:
         }
 
 
-def current_version(conn) -> int:
+# conn: a psycopg connection (``state.work.postgres.Conn``; this module stays below that one)
+def current_version(conn: Any) -> int:
     """The schema's version in ``conn``'s database: 0 when nothing was ever applied."""
     row = conn.execute("SELECT to_regclass('schema_version') IS NOT NULL").fetchone()
     if not row[0]:
         return 0
-    return conn.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()[0]
+    return int(conn.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()[0])
 
 
-def newer(version: int, where: str = "the ledger", **extra) -> CaptainError:
+def newer(version: int, where: str = "the ledger", **extra: Any) -> CaptainError:
     """The refusal for a schema newer than this captain's: never touched, never used."""
     return CaptainError(
         "ledger_schema_newer",
@@ -236,7 +238,7 @@ def newer(version: int, where: str = "the ledger", **extra) -> CaptainError:
     )
 
 
-def migrate(conn) -> Migrated:
+def migrate(conn: Any) -> Migrated:
     """Bring ``conn``'s database to ``LATEST`` in one transaction under the advisory lock;
     idempotent. A schema newer than this code knows is refused, never touched."""
     with conn.transaction():

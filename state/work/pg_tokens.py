@@ -26,9 +26,13 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING
 
 from state.errors import CaptainError
 from state.work.token_store import Token, Workspace
+
+if TYPE_CHECKING:
+    from state.work.pg_backend import PostgresBackend, Row
 
 _TOKEN = "token_id, role, label, sha256, created_at, revoked_at"
 
@@ -37,7 +41,7 @@ def _utc(value: datetime | None) -> datetime | None:
     return None if value is None else value.astimezone(timezone.utc)
 
 
-def _token(row) -> Token:
+def _token(row: Row) -> Token:
     token_id, role, label, sha256, created_at, revoked_at = row
     return Token(
         token_id=token_id,
@@ -54,7 +58,7 @@ class PostgresTokens:
 
     name = "postgresql"
 
-    def __init__(self, backend) -> None:  # a state.work.pg_backend.PostgresBackend
+    def __init__(self, backend: PostgresBackend) -> None:
         self.backend = backend
         self.run = backend.run
 

@@ -14,9 +14,22 @@ port tried, with the URL's password redacted (``LedgerLocation.shown``/``scrub``
 
 from __future__ import annotations
 
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
 from state.errors import CaptainError
 from state.work import pg_schema
 from state.work.location import LedgerLocation
+
+if TYPE_CHECKING:  # for the checker only: at run time psycopg loads in ``driver``
+    from datetime import tzinfo
+
+    import psycopg
+    from psycopg.adapt import Loader
+
+    # a connection and a cursor, as the ledger's modules hold them (they import no psycopg)
+    Conn = psycopg.Connection[Any]
+    Cursor = psycopg.Cursor[Any]
 
 CONNECT_TIMEOUT = 10  # seconds per host libpq tries
 DRIVER = "psycopg[binary]>=3.2,<4"  # pyproject.toml's postgres extra
@@ -40,7 +53,7 @@ def install_hint() -> str:
     return hint
 
 
-def driver():
+def driver() -> ModuleType:
     """psycopg, or the refusal that says how to install it."""
     try:
         import psycopg
@@ -53,12 +66,12 @@ def driver():
     return psycopg
 
 
-def _first_lines(text: str) -> str:
+def _first_lines(text: object) -> str:
     joined = "; ".join(line.strip() for line in str(text).strip().splitlines() if line.strip())
     return joined.rstrip(".?! ") or "no reason given"
 
 
-def connect(location: LedgerLocation, *, timeout: float = CONNECT_TIMEOUT):
+def connect(location: LedgerLocation, *, timeout: float = CONNECT_TIMEOUT) -> Conn:
     """An open psycopg connection (not autocommit) to ``location``'s database."""
     if not location.postgres or not location.url:
         raise CaptainError(
@@ -66,7 +79,7 @@ def connect(location: LedgerLocation, *, timeout: float = CONNECT_TIMEOUT):
         )
     psycopg = driver()
     try:
-        conn = psycopg.connect(
+        conn: Conn = psycopg.connect(
             location.url, connect_timeout=max(1, int(timeout)), application_name="captain"
         )
         _read_any_timestamp(conn)
@@ -87,7 +100,7 @@ def connect(location: LedgerLocation, *, timeout: float = CONNECT_TIMEOUT):
         ) from None
 
 
-def _read_any_timestamp(conn) -> None:
+def _read_any_timestamp(conn: Conn) -> None:
     """A stored time Python cannot hold (``infinity``, a year past 9999: a row damaged past
     captain) is read as the nearest one it can, and said once, instead of failing the whole
     query: one damaged row must not take ``tokens list``, ``deliveries list`` or the
@@ -96,9 +109,9 @@ def _read_any_timestamp(conn) -> None:
 
     from psycopg.types.datetime import TimestampLoader, TimestamptzLoader
 
-    def clamped(base, tz):
-        class Loader(base):
-            def load(self, data):
+    def clamped(base: type[Loader], tz: tzinfo | None) -> type[Loader]:
+        class Clamped(base):  # type: ignore[valid-type, misc]  # a base chosen at run time
+            def load(self, data: Any) -> Any:
                 try:
                     return super().load(data)
                 except driver().DataError:
@@ -116,7 +129,7 @@ def _read_any_timestamp(conn) -> None:
                     value = datetime.min if low else datetime.max
                     return value.replace(tzinfo=tz)
 
-        return Loader
+        return Clamped
 
     conn.adapters.register_loader("timestamptz", clamped(TimestamptzLoader, timezone.utc))
     conn.adapters.register_loader("timestamp", clamped(TimestampLoader, None))
@@ -133,7 +146,7 @@ def unreachable(location: LedgerLocation, exc: BaseException) -> CaptainError:
     )
 
 
-def refused(location: LedgerLocation, exc) -> CaptainError:
+def refused(location: LedgerLocation, exc: BaseException) -> CaptainError:
     """A statement the database refused, as a ``ledger_error`` naming its SQLSTATE."""
     state = getattr(exc, "sqlstate", None) or "unknown"
     return CaptainError(

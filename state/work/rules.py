@@ -7,6 +7,8 @@ with it to rebuild a cache it finds behind. ``state.work.ledger`` re-exports all
 
 from __future__ import annotations
 
+from typing import Any
+
 from state.errors import CaptainError
 from state.ids import WORK
 from state.work.models import TERMINAL, Attempt, Resolution, WorkEvent, WorkItem
@@ -25,7 +27,7 @@ def check_work_id(work_id: str) -> str:
 
 
 # event type -> states it may follow (None: the first event)
-_FROM = {
+_FROM: dict[str, set[str | None]] = {
     "accepted": {None},
     "claimed": {"queued"},
     "succeeded": {"running", "needs_reconciliation"},
@@ -84,7 +86,8 @@ def fold(item: WorkItem | None, event: WorkEvent, work_id: str) -> WorkItem:
             created_at=event.at,
             updated_at=event.at,
         )
-    changes: dict = dict(seq=event.seq, state=event.state, updated_at=event.at)
+    assert item is not None  # legal(): only "accepted" starts an item
+    changes: dict[str, Any] = dict(seq=event.seq, state=event.state, updated_at=event.at)
     attempts = list(item.attempts)
     if event.type == "claimed":
         changes["generation"] = event.generation

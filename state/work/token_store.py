@@ -14,6 +14,7 @@ import contextlib
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from datetime import datetime
+from pathlib import Path
 from typing import Protocol
 
 from state.errors import CaptainError
@@ -80,7 +81,7 @@ class FileTokens:
         self.home = home
         self.store = home.store
 
-    def _path(self, token_id: str):
+    def _path(self, token_id: str) -> Path:
         return self.store.dir("tokens") / f"{token_id}.json"
 
     def workspace(self) -> Workspace | None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from typing import Literal, cast, get_args
 
 from state.clock import now
 from state.errors import CaptainError
@@ -30,7 +31,8 @@ from state.work.token_store import FileTokens, TokenStore
 from state.work.token_store import Token as Token
 from state.work.token_store import Workspace as Workspace
 
-ROLES = ("member", "manager")  # each may do what the roles before it may
+Role = Literal["member", "manager"]  # each may do what the roles before it may
+ROLES: tuple[Role, ...] = get_args(Role)
 PREFIX = "cpt"
 WORKSPACE = "ws"
 
@@ -42,9 +44,10 @@ def store_for(home: Home) -> TokenStore:
 
     chosen = backend_for(home)
     if chosen.name == "postgresql":
+        from state.work.pg_backend import PostgresBackend
         from state.work.pg_tokens import PostgresTokens
 
-        return PostgresTokens(chosen)
+        return PostgresTokens(cast(PostgresBackend, chosen))  # the backend of that name
     return FileTokens(home)
 
 

@@ -66,7 +66,7 @@ class Panel(Vertical):
 
     title: ClassVar[str] = ""
     columns: ClassVar[tuple[Column, ...]] = ()
-    empty_text: ClassVar[str] = ""  # may name keys by command id: "press {recruit}"
+    empty_text: str = ""  # may name keys by command id: "press {recruit}"; a panel may set its own
     LOADING_TEXT: ClassVar[str] = "Reading the home…"
 
     def __init__(self, *, keys: dict[str, str] | None = None, **kwargs: Any) -> None:

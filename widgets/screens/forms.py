@@ -10,7 +10,7 @@ so the app can offer it again next time.
 from __future__ import annotations
 
 import shlex
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from textual import on
 from textual.app import ComposeResult
@@ -166,7 +166,9 @@ class FormScreen(ModalScreen[Any]):
         out: dict[str, Any] = {}
         for widget in self.query("Input, TextArea"):
             if widget.id:
-                out[widget.id] = widget.text if isinstance(widget, TextArea) else widget.value
+                out[widget.id] = (
+                    widget.text if isinstance(widget, TextArea) else cast(Input, widget).value
+                )
         return out
 
     def initial_text(self, field: str, default: str = "") -> str:

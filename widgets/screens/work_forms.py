@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from textual.app import ComposeResult
-from textual.widgets import Checkbox, Input, Label, Select, Static
+from textual.widgets import Checkbox, Input, Label, Select, Static, TextArea
 
 from widgets.cells import inert, one_line
 from widgets.screens.forms import FormError, FormScreen, _text_area
@@ -58,7 +58,10 @@ class ReplayScreen(FormScreen):
     def values(self) -> dict[str, Any]:
         # the reason is not checked here: the ledger refuses an empty one with its own code
         revision = self.query_one("#target_revision", Input).value.strip()
-        return {"reason": self.query_one("#reason").text, "target_revision": revision or None}
+        return {
+            "reason": self.query_one("#reason", TextArea).text,
+            "target_revision": revision or None,
+        }
 
 
 class ResolveScreen(FormScreen):
@@ -118,6 +121,6 @@ class ResolveScreen(FormScreen):
         return {
             "generation": self.row.generation,
             "to": to,
-            "reason": self.query_one("#reason").text,
+            "reason": self.query_one("#reason", TextArea).text,
             "runtime_stopped": self.query_one("#runtime_stopped", Checkbox).value,
         }

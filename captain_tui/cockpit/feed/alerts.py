@@ -6,15 +6,22 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Literal, cast
 
 from state.models import Notification
+
+# a notification's status that needs the captain (widgets.view.ALERT_STATUSES), a file that
+# could not be read, a work item that needs reconciliation, the Work panel's ledger changed
+AlertKind = Literal[
+    "asked", "awaiting_approval", "bounced", "error", "quarantine", "needs_reconciliation", "ledger"
+]
 
 
 @dataclass(frozen=True)
 class Alert:
     """Something that needs the captain now, seen for the first time since start-up."""
 
-    kind: str  # asked | awaiting_approval | bounced | error | quarantine | needs_reconciliation
+    kind: AlertKind
     title: str
     body: str
     crew: str | None = None  # whose it is, named when a flood is said in one toast
@@ -31,7 +38,7 @@ FLOOD_TITLES = {
 NAMED = 3  # crews named in a flood's toast; the rest are counted
 
 
-def flood(kind: str, alerts: list[Alert]) -> Alert:
+def flood(kind: AlertKind, alerts: list[Alert]) -> Alert:
     """Several alerts of one kind as one: a count and the crews' names."""
     names = list(dict.fromkeys(a.crew or a.title for a in alerts))
     shown = ", ".join(names[:NAMED])
@@ -49,7 +56,8 @@ def alert_for(n: Notification) -> Alert:
         "error": f"{n.crew} died",
     }[n.status]
     body = {"bounced": _named, "error": _death}.get(n.status, lambda s: s)(n.summary)
-    return Alert(n.status, title, body, crew=n.crew)
+    kind = cast(AlertKind, n.status)  # one of the statuses titled above (else KeyError there)
+    return Alert(kind, title, body, crew=n.crew)
 
 
 _BOUNCED = re.compile(r"^msg_[0-9A-Za-z]+ bounced \(")

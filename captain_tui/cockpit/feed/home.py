@@ -91,7 +91,7 @@ class Feed:
 
     # -- whole home ----------------------------------------------------------------------
 
-    def rescan(self, progress: Callable[[Update], None] | None = None) -> Update:
+    def rescan(self, progress: Callable[[Update], object] | None = None) -> Update:
         """Read every crew again (only files not seen before are parsed)."""
         alerts: list[Alert] = []
         crews: dict[str, CrewView] = {}
@@ -167,6 +167,7 @@ class Feed:
             if r is None:
                 continue
             if r.kind == "work":
+                assert r.name is not None  # a work route names its item
                 work_ids.append(r.name)
             elif r.kind == "quarantine":
                 alert = self._quarantine_alert(r.name)
@@ -390,7 +391,9 @@ def _crew_view(key: str, cache: _CrewCache) -> CrewView | None:
         if pending is not None
         else None
     )
-    doorbell = DoorbellRow(key, s.name, gate, live_stamp.held_since) if gate else None
+    doorbell = (
+        DoorbellRow(key, s.name, gate, live_stamp.held_since) if gate and live_stamp else None
+    )
     return CrewView(crew, question, doorbell, _note_rows(key, notes))
 
 

@@ -36,11 +36,11 @@ class FeedPump:
     def __init__(
         self,
         feed: Feed,
-        publish: Callable[[Update], None],
+        publish: Callable[[Update], object],
         *,
         rescan_every: float = RESCAN_SECONDS,
         work_every: float = WORK_SECONDS,
-        report: Callable[[Exception], None] | None = None,
+        report: Callable[[Exception], object] | None = None,
     ) -> None:
         self.feed = feed
         self.publish = publish
@@ -76,6 +76,7 @@ class FeedPump:
             if any(item is _STOP for item in items):
                 return
             rescan = any(item is _RESCAN for item in items) or not self.feed.scanned
+            update: Update | None
             try:
                 if rescan:
                     update = self.feed.rescan(progress=self.publish)

@@ -8,11 +8,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 # -- which panel a changed path touches ------------------------------------------------------
 
+# what a changed path is to the cockpit: a part of one crew's cache, its ring stamp (bell),
+# a quarantined file, or a work item (Route.name: its work ID)
+RouteKind = Literal["crew", "mail", "read", "note", "acks", "bell", "quarantine", "work"]
+
 # top-level directory (docs/store.md) -> the part of a crew's cache it holds
-_KINDS = {
+_KINDS: dict[str, RouteKind] = {
     "crew": "crew",  # crew/<key>/events/*, crew/<key>/state.json
     "mail": "mail",  # mail/<key>/<message-id>.json
     "receipts": "read",
@@ -28,7 +33,7 @@ _WORK_QUIET = frozenset({"input.json", "lease.json"})
 
 @dataclass(frozen=True)
 class Route:
-    kind: str  # crew | mail | read | note | acks | bell | quarantine | work (name: work ID)
+    kind: RouteKind
     key: str | None
     name: str | None = None  # the record's name (message or delivery ID) where it matters
 

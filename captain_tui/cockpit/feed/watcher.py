@@ -103,7 +103,7 @@ class Watcher:
     def stop(self) -> None:
         with self._lock:
             self._stopped = True
-            if self._loop is not None and not self._loop.is_closed():
+            if self._loop is not None and self._stop is not None and not self._loop.is_closed():
                 self._loop.call_soon_threadsafe(self._stop.set)
 
 
@@ -198,6 +198,7 @@ async def awatch(
         start_new_session=True,
         limit=_BATCH_LIMIT,
     )
+    assert proc.stdout is not None  # stdout=PIPE
     stopped = asyncio.ensure_future(stop_event.wait())
     try:
         while True:
