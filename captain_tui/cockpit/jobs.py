@@ -10,8 +10,7 @@ is a ``CaptainError`` raised before anything is written; the app shows its code 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from textual.notifications import SeverityLevel
+from typing import TYPE_CHECKING
 
 from captain_tui import usecases as ops
 from state.crew import crewlog
@@ -22,6 +21,9 @@ from state.inputs import crew_key
 from state.vocab import counted, ended, quoted, short
 from state.work import ledger
 from state.work.models import WorkItem
+
+if TYPE_CHECKING:  # the feed imports these jobs and draws nothing: no Textual at run time
+    from textual.notifications import SeverityLevel
 
 
 @dataclass(frozen=True)
