@@ -89,6 +89,9 @@ CODES = frozenset(
         "ledger_import_conflict",
         # a command line argparse cannot take, answered with --json (exit 2)
         "usage",
+        # added by review (#25): a crew whose project is not a git repository has no change
+        "no_change",
+        "git_failed",
     }
 )
 

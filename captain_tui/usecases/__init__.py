@@ -28,6 +28,7 @@ from captain_tui.usecases.crew import (
     ring,
     tell,
 )
+from captain_tui.usecases.review import change, change_summary, comment, diff_bytes
 from captain_tui.usecases.status import Status, status
 from captain_tui.usecases.words import dismissal_words, store_error
 from captain_tui.usecases.work import Cancellation, actor, cancel, replay, resolve
@@ -45,6 +46,10 @@ __all__ = [
     "answer",
     "assign",
     "cancel",
+    "change",
+    "change_summary",
+    "comment",
+    "diff_bytes",
     "dismiss",
     "dismissal_words",
     "jump",

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from state.errors import CaptainError
 from state.home import Home
-from state.inputs import check_actions, crew_key, grant_problem
+from state.inputs import check_actions, crew_key, grant_problem, is_within
 from state.vocab import PATH_ACTIONS
 
 
@@ -150,6 +150,34 @@ def grant_verdict(snapshot, action: str, paths: list[str]) -> Verdict:
                 return Verdict(False, problem)
     shown = f" on {', '.join(paths)}" if paths else ""
     return Verdict(True, f"{action}{shown} is granted on {spec.assignment_id}.")
+
+
+def outside_grant(spec, project: str, top: str, paths: list[str], who: str) -> dict[str, str]:
+    """Which of ``paths`` (relative to a working tree ``top`` of the repository whose top
+    level is ``project``) lie outside the assignment's owned paths, each with why: the rule
+    of ``grant_verdict`` (``grant_problem``), judged where the files really are — in the
+    crew's worktree, with its owned paths moved there — so a symlink in the worktree that
+    leads out of it is outside. Judged even after ``done``: it is what the change touched."""
+    project, real_top = os.path.realpath(project), os.path.realpath(top)
+    project_dir = os.path.realpath(spec.project_dir)
+
+    def moved(path: str) -> str:
+        if real_top == project or not is_within(path, project):
+            return path
+        rel = os.path.relpath(path, project)
+        return real_top if rel == "." else os.path.join(real_top, rel)
+
+    owns, here = [moved(o) for o in spec.owns], moved(project_dir)
+    found = {}
+    for path in paths:
+        try:
+            raw = os.path.relpath(os.path.join(real_top, path), here)
+            problem = grant_problem(raw, here, owns, who)
+        except CaptainError as err:  # a name no grant can name (control characters ...)
+            problem = err.message
+        if problem is not None:
+            found[path] = problem
+    return found
 
 
 def check(
