@@ -1,0 +1,44 @@
+"""Real git repositories for tests: made in tmp dirs, committed with a fixed identity, never
+reading the user's git configuration."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "test",
+    "GIT_AUTHOR_EMAIL": "test@example.invalid",
+    "GIT_COMMITTER_NAME": "test",
+    "GIT_COMMITTER_EMAIL": "test@example.invalid",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+}
+
+
+def git(cwd: Path | str, *args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")} | IDENTITY
+    done = subprocess.run(
+        ["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, (args, done.stderr)
+    return done.stdout
+
+
+def init(path: Path, files: dict[str, str] | None = None) -> str:
+    """A repository at ``path`` on branch main with one commit of ``files``; its sha."""
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q", "-b", "main")
+    for name, text in (files or {"README.md": "# project\n"}).items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(text)
+    git(path, "add", "-A")
+    git(path, "commit", "-qm", "base")
+    return git(path, "rev-parse", "HEAD").strip()
+
+
+def commit(path: Path | str, message: str) -> str:
+    git(path, "add", "-A")
+    git(path, "commit", "-qm", message)
+    return git(path, "rev-parse", "HEAD").strip()
