@@ -123,7 +123,9 @@ def _working_tree(top: str) -> str:
         temp_index = os.path.join(tmp, "index")
         env = {"GIT_INDEX_FILE": temp_index}
         try:
-            shutil.copyfile(index, temp_index)
+            # copy2: the index's own mtime comes along, so git's racy-clean rule still
+            # re-reads a file changed in the same second as the index was written
+            shutil.copy2(index, temp_index)
         except OSError:  # no index yet (a fresh worktree): start from the branch's commit
             git.run(["read-tree", "HEAD"], cwd=top, env=env)
         git.run(["add", "--all", "--", "."], cwd=top, env=env)

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from state.errors import CaptainError
 from state.home import Home
-from state.inputs import check_actions, crew_key, grant_problem, is_within
+from state.inputs import Resolver, check_actions, crew_key, grant_problem, is_within
 from state.vocab import PATH_ACTIONS
 
 
@@ -168,11 +168,11 @@ def outside_grant(spec, project: str, top: str, paths: list[str], who: str) -> d
         return real_top if rel == "." else os.path.join(real_top, rel)
 
     owns, here = [moved(o) for o in spec.owns], moved(project_dir)
-    found = {}
+    found, resolve = {}, Resolver()  # one look at the disk per directory, for the whole change
     for path in paths:
         try:
             raw = os.path.relpath(os.path.join(real_top, path), here)
-            problem = grant_problem(raw, here, owns, who)
+            problem = grant_problem(raw, here, owns, who, resolve)
         except CaptainError as err:  # a name no grant can name (control characters ...)
             problem = err.message
         if problem is not None:

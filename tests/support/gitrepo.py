@@ -14,6 +14,9 @@ IDENTITY = {
     "GIT_COMMITTER_EMAIL": "test@example.invalid",
     "GIT_CONFIG_NOSYSTEM": "1",
     "GIT_CONFIG_GLOBAL": os.devnull,
+    # fixed dates: the same files make the same commits, so a snapshot's shas hold
+    "GIT_AUTHOR_DATE": "2026-11-29T12:00:00Z",
+    "GIT_COMMITTER_DATE": "2026-11-29T12:00:00Z",
 }
 
 
@@ -41,4 +44,28 @@ def init(path: Path, files: dict[str, str] | None = None) -> str:
 def commit(path: Path | str, message: str) -> str:
     git(path, "add", "-A")
     git(path, "commit", "-qm", message)
+    return git(path, "rev-parse", "HEAD").strip()
+
+
+def commit_many(path: Path, count: int, folder: str = "src") -> str:
+    """Commit ``count`` small files under ``folder`` (100 a directory) on top of HEAD with
+    ``git fast-import`` and check them out: thousands of files in a fraction of a second."""
+    head = git(path, "rev-parse", "HEAD").strip()
+    lines = [
+        "commit refs/heads/main",
+        "committer test <test@example.invalid> 1764417600 +0000",
+        "data 4",
+        "many",
+        f"from {head}",
+    ]
+    for i in range(count):
+        body = f"{i}\n"
+        lines += [f"M 100644 inline {folder}/d{i // 100:03}/f{i % 100:03}.txt", f"data {len(body)}"]
+        lines.append(body.rstrip("\n"))
+    stream = "\n".join(lines) + "\n"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")} | IDENTITY
+    subprocess.run(
+        ["git", "fast-import", "--quiet"], cwd=path, env=env, input=stream, text=True, check=True
+    )
+    git(path, "reset", "-q", "--hard", "main")
     return git(path, "rev-parse", "HEAD").strip()
