@@ -29,7 +29,7 @@ ENDPOINT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 @dataclass(frozen=True)
 class Setting:
-    kind: str  # integer | number | boolean | text | choice | texts | url
+    kind: str  # integer | number | boolean | text | path | choice | texts | url
     default: object = None
     low: float | None = None
     high: float | None = None
@@ -45,6 +45,7 @@ class Setting:
         return {
             "boolean": "true or false",
             "text": "a string in quotes",
+            "path": 'an absolute path in quotes (or one starting "~/")',
             "texts": 'a list of strings, e.g. ["push"]',
             "url": "a postgresql:// URL",
             "choice": " or ".join(f'"{c}"' for c in self.choices),
@@ -57,6 +58,13 @@ class Setting:
             return isinstance(value, bool)
         if self.kind == "text":
             return isinstance(value, str)
+        if self.kind == "path":
+            return (
+                isinstance(value, str)
+                and value.startswith(("/", "~/"))
+                and len(value.encode("utf-8", "surrogatepass")) <= 1024
+                and all(c.isprintable() for c in value)
+            )
         if self.kind == "choice":
             return value in self.choices and isinstance(value, str)
         if self.kind == "texts":
@@ -83,6 +91,12 @@ SETTINGS: dict[str, dict[str, Setting]] = {
         "slots": Setting("integer", DEFAULT_SLOTS, 1, 10_000),
         "lease_seconds": Setting("number", DEFAULT_LEASE_SECONDS, 1, 86_400, "seconds"),
         "url": Setting("url"),  # checked whole by state/work/location.py (invalid_ledger_url)
+    },
+    # a crew's own git worktree (docs/worktrees.md); root: where they live (default
+    # <home>/worktrees)
+    "worktree": {
+        "enabled": Setting("boolean", True),
+        "root": Setting("path"),
     },
 }
 # [endpoints.NAME] key -> what it takes

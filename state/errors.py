@@ -89,9 +89,13 @@ CODES = frozenset(
         "ledger_import_conflict",
         # a command line argparse cannot take, answered with --json (exit 2)
         "usage",
+        # added by the worktrees (issue #25): git failed, or a crew's worktree cannot be made
+        "git_failed",
+        "detached_head",
+        "branch_exists",
+        "worktree_exists",
         # added by review (#25): a crew whose project is not a git repository has no change
         "no_change",
-        "git_failed",
     }
 )
 

@@ -58,6 +58,17 @@ class LaunchSpec(Strict):
     session: str = "captain"
 
 
+class Workspace(Strict):
+    """A crew's own git worktree (docs/worktrees.md): made at recruit from ``base_commit``,
+    which is also the assignment work item's ``target_revision``."""
+
+    project: str  # absolute path of the repository's top level (the user's checkout)
+    worktree: str  # absolute path of the crew's worktree
+    branch: str  # the crew's branch, checked out in the worktree
+    base_branch: str  # the branch the project had checked out at recruit
+    base_commit: str  # full sha the crew's branch started from
+
+
 class _Event(Record):
     seq: int = Field(ge=1)
     at: datetime
@@ -72,6 +83,7 @@ class Recruited(_Event):
     assignment: AssignmentSpec
     pane: PaneLocator | None = None  # None: recorded only (--no-launch), or waiting
     launch: LaunchSpec | None = None  # set when the pane waits for a ledger slot
+    workspace: Workspace | None = None  # None: no worktree (the crew shares the checkout)
 
 
 class Assigned(_Event):
@@ -103,11 +115,26 @@ class BouncedMail(Strict):
     summary: str
 
 
+WorktreeFate = Literal["removed", "kept", "discarded", "gone"]
+
+
 class Dismissed(_Event):
     type: Literal["dismissed"] = "dismissed"
     assignment_id: str
     reason: str
     bounced: list[BouncedMail]
+    # what the dismissal decided for the crew's worktree and branch (docs/worktrees.md),
+    # recorded before it is done, so a dismissal killed part way is finished by the next;
+    # tip: the branch's commit when judged (a discarded branch can be found again by it)
+    worktree: WorktreeFate | None = None
+    worktree_tip: str | None = None
+
+
+class WorktreeDiscarded(_Event):
+    """``dismiss --discard`` after a dismissal kept the worktree: it goes now."""
+
+    type: Literal["worktree_discarded"] = "worktree_discarded"
+    tip: str | None = None
 
 
 class Launched(_Event):
@@ -118,7 +145,8 @@ class Launched(_Event):
 
 
 CrewEvent = Annotated[
-    Union[Recruited, Assigned, Asked, Finished, Dismissed, Launched], Field(discriminator="type")
+    Union[Recruited, Assigned, Asked, Finished, Dismissed, Launched, WorktreeDiscarded],
+    Field(discriminator="type"),
 ]
 
 
@@ -162,6 +190,8 @@ class CrewSnapshot(Record):
     dismissed_at: datetime | None = None
     pane: PaneLocator | None = None
     launched_at: datetime | None = None  # when its pane started (None: not launched)
+    workspace: Workspace | None = None  # its own worktree; None: it shares the checkout
+    worktree: WorktreeFate | None = None  # what its dismissal decided for the worktree
 
 
 class Message(Record):

@@ -18,12 +18,12 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 
-from captain_tui.repo import interim_git as git
+from captain_tui.repo import git
 from state.crew.rules import outside_grant
 from state.errors import CaptainError
 
 LIST_MAX = 200  # paths a notification lists of each kind; the counts are always whole
-DIFF_MAX = 16 * 1024 * 1024  # bytes of unified diff read for one request
+DIFF_MAX = git.LIMIT  # bytes of unified diff read for one request
 _STATUS = {"A": "added", "M": "modified", "D": "deleted", "T": "typechange"}
 
 
@@ -111,13 +111,9 @@ class Change:
         return self.summary() | {"files": [f.as_json() for f in self.files]}
 
 
-def _nul_fields(out: bytes) -> list[str]:
-    return [os.fsdecode(p) for p in out.split(b"\0")[:-1]] if out else []
-
-
 def _working_tree(top: str) -> str:
     """The working tree as a tree object, staged into a temporary copy of the index."""
-    index = git.run(["rev-parse", "--git-path", "index"], cwd=top).decode().strip()
+    index = git.run(["rev-parse", "--git-path", "index"], cwd=top).text.strip()
     index = index if os.path.isabs(index) else os.path.join(top, index)
     with tempfile.TemporaryDirectory(prefix="captain-change-") as tmp:
         temp_index = os.path.join(tmp, "index")
@@ -129,27 +125,21 @@ def _working_tree(top: str) -> str:
         except OSError:  # no index yet (a fresh worktree): start from the branch's commit
             git.run(["read-tree", "HEAD"], cwd=top, env=env)
         git.run(["add", "--all", "--", "."], cwd=top, env=env)
-        return git.run(["write-tree"], cwd=top, env=env).decode().strip()
+        return git.run(["write-tree"], cwd=top, env=env).text.strip()
 
 
-def compute(where: Where, spec, name: str) -> Change:
-    """The change in ``where`` for the assignment ``spec`` of crew ``name``."""
+def compute(where: Where, snapshot) -> Change:
+    """The change in ``where`` of the crew ``snapshot`` (its assignment's grant)."""
     top = where.top
-    head = git.run(["rev-parse", "--verify", "HEAD^{commit}"], cwd=top).decode().strip()
+    head = git.run(["rev-parse", "--verify", "HEAD^{commit}"], cwd=top).text.strip()
     tree = _working_tree(top)
-    commits = int(git.run(["rev-list", "--count", f"{where.base}..{head}"], cwd=top).strip())
-    rewritten = not git.ok(["merge-base", "--is-ancestor", where.base, head], cwd=top)
-    raw = _nul_fields(
-        git.run(["diff-tree", "-r", "-z", "--no-renames", "--raw", where.base, tree], cwd=top)
-    )
-    numstat = _nul_fields(
-        git.run(["diff-tree", "-r", "-z", "--no-renames", "--numstat", where.base, tree], cwd=top)
-    )
-    dirty = set(
-        _nul_fields(
-            git.run(["diff-tree", "-r", "-z", "--no-renames", "--name-only", head, tree], cwd=top)
-        )
-    )
+    commits = int(git.run(["rev-list", "--count", f"{where.base}..{head}"], cwd=top).text)
+    ancestor = git.run(["merge-base", "--is-ancestor", where.base, head], cwd=top, ok=(0, 1))
+    rewritten = ancestor.returncode != 0
+    listing = ["diff-tree", "-r", "-z", "--no-renames"]
+    raw = git.run([*listing, "--raw", where.base, tree], cwd=top).fields()
+    numstat = git.run([*listing, "--numstat", where.base, tree], cwd=top).fields()
+    dirty = set(git.run([*listing, "--name-only", head, tree], cwd=top).fields())
     counts: dict[str, tuple[int | None, int | None]] = {}
     for entry in numstat:
         added, removed, path = entry.split("\t", 2)
@@ -159,7 +149,7 @@ def compute(where: Where, spec, name: str) -> Change:
         )
     pairs = list(zip(raw[0::2], raw[1::2]))
     paths = [path for _, path in pairs]
-    outside = outside_grant(spec, where.project, top, paths, name)
+    outside = outside_grant(snapshot, top, paths)
     files = []
     for meta, path in pairs:
         old_mode, new_mode, _, _, letter = meta.lstrip(":").split(" ")
@@ -179,13 +169,14 @@ def compute(where: Where, spec, name: str) -> Change:
 
 
 def diff_bytes(change: Change, paths: list[str] | None = None, *, limit: int = DIFF_MAX) -> bytes:
-    """The unified diff of the change (of ``paths`` only, when given), at most ``limit``
-    bytes; raw bytes, for the caller to escape for its terminal."""
-    args = ["diff-tree", "-r", "-p", "--no-renames", "--no-color"]
+    """The unified diff of the change (of ``paths`` only, when given): raw bytes, for the
+    caller to escape for its terminal; a diff over ``limit`` bytes is refused whole
+    (``git_failed``), never shown cut (``--stat`` still lists it)."""
+    args = ["--literal-pathspecs", "diff-tree", "-r", "-p", "--no-renames", "--no-color"]
     args += [change.where.base, change.tree]
     if paths:
         args += ["--", *paths]
-    return git.run(args, cwd=change.where.top, literal=True, limit=limit, truncate=True)
+    return git.run(args, cwd=change.where.top, limit=limit, what="reading the change's diff").stdout
 
 
 def refuse_no_repo(name: str) -> CaptainError:
@@ -211,13 +202,14 @@ def where_of(snapshot) -> Where | None:
     project_dir = snapshot.assignment.project_dir
     if not os.path.isdir(project_dir):
         return None
-    try:
-        top = git.run(["rev-parse", "--show-toplevel"], cwd=project_dir)
-        head = git.run(["rev-parse", "--verify", "HEAD^{commit}"], cwd=project_dir)
-    except CaptainError:
+    top = git.top_level(project_dir)
+    if top is None:
         return None
-    top_dir = os.fsdecode(top.rstrip(b"\n"))
-    return Where(top=top_dir, base=head.decode().strip(), project=top_dir, shared=True)
+    try:
+        head = git.run(["rev-parse", "--verify", "HEAD^{commit}"], cwd=top).text.strip()
+    except CaptainError:
+        return None  # a repository without a commit yet: nothing to compare with
+    return Where(top=top, base=head, project=top, shared=True)
 
 
 def of_crew(snapshot) -> Change:
@@ -225,7 +217,7 @@ def of_crew(snapshot) -> Change:
     where = where_of(snapshot)
     if where is None:
         raise refuse_no_repo(snapshot.name)
-    return compute(where, snapshot.assignment, snapshot.name)
+    return compute(where, snapshot)
 
 
 def summary_of(snapshot) -> dict | None:
@@ -235,6 +227,6 @@ def summary_of(snapshot) -> dict | None:
     if where is None:
         return None
     try:
-        return compute(where, snapshot.assignment, snapshot.name).summary()
+        return compute(where, snapshot).summary()
     except CaptainError as err:
         return {"error": err.as_json()}

@@ -30,6 +30,7 @@ from state.models import (
     Notification,
     Question,
     Recruited,
+    WorktreeDiscarded,
 )
 from state.store import encode
 
@@ -47,6 +48,7 @@ def fold(snapshot: CrewSnapshot | None, event) -> CrewSnapshot:
             assigned_at=event.at,
             pane=event.pane,
             launched_at=event.at if event.pane is not None else None,
+            workspace=event.workspace,
         )
     if snapshot is None:
         raise CaptainError("store_error", f"crew history starts with {event.type}, not recruited")
@@ -65,7 +67,9 @@ def fold(snapshot: CrewSnapshot | None, event) -> CrewSnapshot:
     elif isinstance(event, Finished):
         changes = dict(done_at=event.at, report=event.report)
     elif isinstance(event, Dismissed):
-        changes = dict(dismissed_at=event.at)
+        changes = dict(dismissed_at=event.at, worktree=event.worktree)
+    elif isinstance(event, WorktreeDiscarded):
+        changes = dict(worktree="discarded")
     elif isinstance(event, Launched):
         changes = dict(pane=event.pane, launched_at=event.at)
     else:  # pragma: no cover - the union is closed

@@ -133,6 +133,26 @@ def not_done(snapshot) -> None:
         )
 
 
+def grant_frame(snapshot) -> tuple[str, list[str]]:
+    """Where the crew's grant is judged: the project directory and the owned paths, or,
+    for a crew with its own worktree (docs/worktrees.md), the same places in its worktree.
+    Grants are recorded relative to the project (``--owns src`` is the project's ``src``);
+    the crew edits its worktree's copy, so that is what a path it names is judged against.
+    A path of the user's checkout is outside the worktree, so outside the grant."""
+    spec = snapshot.assignment
+    space = getattr(snapshot, "workspace", None)
+    if space is None:
+        return spec.project_dir, list(spec.owns)
+
+    def moved(path: str) -> str:
+        if not is_within(path, space.project):
+            return path  # owned outside the repository: the same place for every checkout
+        rel = os.path.relpath(path, space.project)
+        return space.worktree if rel == "." else os.path.join(space.worktree, rel)
+
+    return moved(spec.project_dir), [moved(o) for o in spec.owns]
+
+
 def grant_verdict(snapshot, action: str, paths: list[str]) -> Verdict:
     """Whether the live assignment grants ``action`` on ``paths`` (a known action)."""
     spec = snapshot.assignment
@@ -144,35 +164,27 @@ def grant_verdict(snapshot, action: str, paths: list[str]) -> Verdict:
             False, f"{action} is not granted on {spec.assignment_id} (granted: {granted})."
         )
     if action in PATH_ACTIONS:
+        project_dir, owns = grant_frame(snapshot)
         for raw in paths:  # what each path is now, not what it was called
-            problem = grant_problem(raw, spec.project_dir, list(spec.owns), snapshot.name)
+            problem = grant_problem(raw, project_dir, owns, snapshot.name)
             if problem is not None:
                 return Verdict(False, problem)
     shown = f" on {', '.join(paths)}" if paths else ""
     return Verdict(True, f"{action}{shown} is granted on {spec.assignment_id}.")
 
 
-def outside_grant(spec, project: str, top: str, paths: list[str], who: str) -> dict[str, str]:
-    """Which of ``paths`` (relative to a working tree ``top`` of the repository whose top
-    level is ``project``) lie outside the assignment's owned paths, each with why: the rule
-    of ``grant_verdict`` (``grant_problem``), judged where the files really are — in the
-    crew's worktree, with its owned paths moved there — so a symlink in the worktree that
-    leads out of it is outside. Judged even after ``done``: it is what the change touched."""
-    project, real_top = os.path.realpath(project), os.path.realpath(top)
-    project_dir = os.path.realpath(spec.project_dir)
-
-    def moved(path: str) -> str:
-        if real_top == project or not is_within(path, project):
-            return path
-        rel = os.path.relpath(path, project)
-        return real_top if rel == "." else os.path.join(real_top, rel)
-
-    owns, here = [moved(o) for o in spec.owns], moved(project_dir)
+def outside_grant(snapshot, top: str, paths: list[str]) -> dict[str, str]:
+    """Which of ``paths`` (relative to the working tree ``top`` the crew's change is in:
+    its worktree, or the shared checkout's top level) lie outside the assignment's owned
+    paths, each with why: ``grant_verdict``'s rule (``grant_problem`` in ``grant_frame``),
+    judged where the files really are, so a symlink in the worktree that leads out of it is
+    outside. Judged after ``done`` too: it is about what the change touched, not a grant."""
+    project_dir, owns = grant_frame(snapshot)
     found, resolve = {}, Resolver()  # one look at the disk per directory, for the whole change
     for path in paths:
         try:
-            raw = os.path.relpath(os.path.join(real_top, path), here)
-            problem = grant_problem(raw, here, owns, who, resolve)
+            raw = os.path.relpath(os.path.join(top, path), project_dir)
+            problem = grant_problem(raw, project_dir, owns, snapshot.name, resolve)
         except CaptainError as err:  # a name no grant can name (control characters ...)
             problem = err.message
         if problem is not None:

@@ -54,6 +54,8 @@ SHAPES = {
         ('dismissed_at', 'dismissed_at', ('opt', 'datetime')),
         ('pane', 'pane', ('opt', ('model', 'PaneLocator'))),
         ('launched_at', 'launched_at', ('opt', 'datetime')),
+        ('workspace', 'workspace', ('opt', ('model', 'Workspace'))),
+        ('worktree', 'worktree', ('opt', ('lit', 'removed', 'kept', 'discarded', 'gone'))),
     ),
     'Dismissed': (
         ('schema', 'schema_', ('lit', 1)),
@@ -64,6 +66,8 @@ SHAPES = {
         ('assignment_id', 'assignment_id', 'str'),
         ('reason', 'reason', 'str'),
         ('bounced', 'bounced', ('list', ('model', 'BouncedMail'))),
+        ('worktree', 'worktree', ('opt', ('lit', 'removed', 'kept', 'discarded', 'gone'))),
+        ('worktree_tip', 'worktree_tip', ('opt', 'str')),
     ),
     'Finished': (
         ('schema', 'schema_', ('lit', 1)),
@@ -146,7 +150,23 @@ SHAPES = {
         ('assignment', 'assignment', ('model', 'AssignmentSpec')),
         ('pane', 'pane', ('opt', ('model', 'PaneLocator'))),
         ('launch', 'launch', ('opt', ('model', 'LaunchSpec'))),
+        ('workspace', 'workspace', ('opt', ('model', 'Workspace'))),
+    ),
+    'Workspace': (
+        ('project', 'project', 'str'),
+        ('worktree', 'worktree', 'str'),
+        ('branch', 'branch', 'str'),
+        ('base_branch', 'base_branch', 'str'),
+        ('base_commit', 'base_commit', 'str'),
+    ),
+    'WorktreeDiscarded': (
+        ('schema', 'schema_', ('lit', 1)),
+        ('seq', 'seq', ('int>=', 1)),
+        ('at', 'at', 'datetime'),
+        ('actor', 'actor', ('lit', 'captain', 'crew')),
+        ('type', 'type', ('lit', 'worktree_discarded')),
+        ('tip', 'tip', ('opt', 'str')),
     ),
 }
 
-EVENTS = {'recruited': 'Recruited', 'assigned': 'Assigned', 'asked': 'Asked', 'done': 'Finished', 'dismissed': 'Dismissed', 'launched': 'Launched'}
+EVENTS = {'recruited': 'Recruited', 'assigned': 'Assigned', 'asked': 'Asked', 'done': 'Finished', 'dismissed': 'Dismissed', 'launched': 'Launched', 'worktree_discarded': 'WorktreeDiscarded'}

@@ -139,3 +139,27 @@ def test_a_project_that_is_not_a_repository_has_no_change(run, project):
     assert "change" not in done
     assert ok(run("status", "--json"))["crew"][0]["change"] is None
     refused(run("diff", "Nobody", "--json"), "unknown_crew")
+
+
+def test_commits_on_the_crews_branch_count_and_a_rewritten_history_is_said(run, project):
+    gitrepo.init(project, {"src/a.py": "a\n"})
+    gitrepo.git(project, "commit", "-q", "--allow-empty", "-m", "second")
+    recruit(run, project)
+    top = where(run)
+    assert top != project and ok(run("diff", "Ann", "--json"))["branch"].startswith("captain/")
+    (top / "src/a.py").write_text("a\nb\n")
+    gitrepo.commit(top, "the crew's commit")
+    (top / "src/c.py").write_text("c\n")  # not committed
+
+    shape = ok(run("diff", "Ann", "--json"))
+    assert shape["commits"] == 1 and shape["history_rewritten"] is False
+    assert shape["uncommitted"] == ["src/c.py"] and shape["files_changed"] == 2
+
+    # the crew rewrites its branch under its base: the base is no longer an ancestor
+    gitrepo.git(top, "reset", "-q", "--soft", "HEAD~2")
+    gitrepo.commit(top, "squashed over the base")
+    shape = ok(run("diff", "Ann", "--json"))
+    assert shape["history_rewritten"] is True and shape["commits"] == 1
+    assert "history was rewritten" in run("diff", "Ann", "--stat").out.splitlines()[0]
+    assert {f["path"] for f in shape["files"]} == {"src/a.py", "src/c.py"}
+    assert project.joinpath("src/a.py").read_text() == "a\n"  # the user's checkout untouched
