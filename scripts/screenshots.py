@@ -185,7 +185,8 @@ async def _review(pilot, key: str) -> None:
         await pilot.pause(0.05)
     await pilot.press("n")  # CHANGELOG.md (outside its --owns) first, then src/export.py
     for _ in range(200):
-        if screen.current is not None and screen.current.path == "src/export.py":
+        current = screen.current
+        if current is not None and current.path == "src/export.py" and current.coloured:
             break
         await pilot.pause(0.05)
     await pilot.pause(0.3)

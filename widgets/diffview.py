@@ -34,6 +34,7 @@ class FileDiff:
     path: str
     picture: Text
     hunks: tuple[Hunk, ...]
+    coloured: bool = True  # with the language's colours (else: drawn first, plain)
 
 
 def shown_path(path: str) -> str:
@@ -48,8 +49,10 @@ def _lexer(path: str) -> str:
         return "text"
 
 
-def render(path: str, diff: str, theme: str = "monokai") -> FileDiff:
-    """``diff`` (git's unified diff of one file, any text) as a picture and its hunks."""
+def render(path: str, diff: str, theme: str = "monokai", *, syntax: bool = True) -> FileDiff:
+    """``diff`` (git's unified diff of one file, any text) as a picture and its hunks;
+    ``syntax=False``: the same picture without the language's colours (Pygments is most of
+    the cost: the screen shows this first, then the coloured one)."""
     raw = diff.splitlines()
     cut = max(len(raw) - MAX_LINES, 0)
     lines = [clean(line).expandtabs(4) for line in raw[:MAX_LINES]]
@@ -58,10 +61,12 @@ def render(path: str, diff: str, theme: str = "monokai") -> FileDiff:
         inside = (inside or line.startswith("@@")) and not line.startswith("diff --git ")
         if inside and line[:1] in (" ", "+", "-"):
             body.append(i)
-    code = "\n".join(lines[i][1:] for i in body)
-    syntax = Syntax(code, _lexer(path), theme=theme, background_color="default")
-    highlighted = syntax.highlight(code).split("\n", allow_blank=True) if body else []
-    coloured = dict(zip(body, highlighted))
+    if syntax and body:
+        code = "\n".join(lines[i][1:] for i in body)
+        lexed = Syntax(code, _lexer(path), theme=theme, background_color="default")
+        coloured = dict(zip(body, lexed.highlight(code).split("\n", allow_blank=True)))
+    else:
+        coloured = {i: Text(lines[i][1:]) for i in body}
     picture = Text(no_wrap=True, overflow="ignore", end="")
     hunks: list[Hunk] = []
     current: list[str] = []
@@ -98,7 +103,7 @@ def render(path: str, diff: str, theme: str = "monokai") -> FileDiff:
         hunks[-1] = Hunk(hunks[-1].row, hunks[-1].line, tuple(current))
     if cut:
         picture.append(f"\n… {cut} more lines not drawn (captain diff shows them all)", "italic")
-    return FileDiff(path, picture, tuple(hunks))
+    return FileDiff(path, picture, tuple(hunks), coloured=syntax)
 
 
 def line_of(hunk: Hunk, offset: int) -> int:

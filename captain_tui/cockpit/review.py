@@ -77,8 +77,10 @@ class ReviewCommands:
         except CaptainError as err:
             self.call_from_thread(screen.show_problem, f"[{err.code}] {err.message}")
             return
-        drawn = render(path, body.decode("utf-8", "surrogateescape"))
-        self.call_from_thread(screen.show_file, drawn)
+        text = body.decode("utf-8", "surrogateescape")
+        # first without the language's colours (the diff is on screen sooner), then with
+        self.call_from_thread(screen.show_file, render(path, text, syntax=False))
+        self.call_from_thread(screen.show_file, render(path, text), again=True)
 
     def on_review_screen_comment_wanted(self, event: ReviewScreen.CommentWanted) -> None:
         name = event.screen.crew

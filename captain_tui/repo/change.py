@@ -111,9 +111,8 @@ class Change:
         return self.summary() | {"files": [f.as_json() for f in self.files]}
 
 
-def _working_tree(top: str) -> str:
+def _working_tree(top: str, index: str) -> str:
     """The working tree as a tree object, staged into a temporary copy of the index."""
-    index = git.run(["rev-parse", "--git-path", "index"], cwd=top).text.strip()
     index = index if os.path.isabs(index) else os.path.join(top, index)
     with tempfile.TemporaryDirectory(prefix="captain-change-") as tmp:
         temp_index = os.path.join(tmp, "index")
@@ -129,25 +128,37 @@ def _working_tree(top: str) -> str:
 
 
 def compute(where: Where, snapshot) -> Change:
-    """The change in ``where`` of the crew ``snapshot`` (its assignment's grant)."""
+    """The change in ``where`` of the crew ``snapshot`` (its assignment's grant). Six git
+    processes whatever the change's size: what ``done`` -> diff on screen waits for."""
     top = where.top
-    head = git.run(["rev-parse", "--verify", "HEAD^{commit}"], cwd=top).text.strip()
-    tree = _working_tree(top)
-    commits = int(git.run(["rev-list", "--count", f"{where.base}..{head}"], cwd=top).text)
-    ancestor = git.run(["merge-base", "--is-ancestor", where.base, head], cwd=top, ok=(0, 1))
-    rewritten = ancestor.returncode != 0
+    index, head = git.run(
+        ["rev-parse", "--git-path", "index", "--verify", "HEAD^{commit}"], cwd=top
+    ).lines()
+    tree = _working_tree(top, index)
+    # base...head: commits only the base has (the branch was rewritten under it), and the
+    # branch's own commits
+    lost, commits = map(
+        int,
+        git.run(
+            ["rev-list", "--count", "--left-right", f"{where.base}...{head}"], cwd=top
+        ).text.split(),
+    )
     listing = ["diff-tree", "-r", "-z", "--no-renames"]
-    raw = git.run([*listing, "--raw", where.base, tree], cwd=top).fields()
-    numstat = git.run([*listing, "--numstat", where.base, tree], cwd=top).fields()
+    fields = git.run([*listing, "--raw", "--numstat", where.base, tree], cwd=top).fields()
     dirty = set(git.run([*listing, "--name-only", head, tree], cwd=top).fields())
-    counts: dict[str, tuple[int | None, int | None]] = {}
-    for entry in numstat:
-        added, removed, path = entry.split("\t", 2)
+    pairs, counts = [], {}
+    i = 0
+    while i < len(fields):  # the raw entries (":modes shas status", path), then numstat
+        if fields[i].startswith(":"):
+            pairs.append((fields[i], fields[i + 1]))
+            i += 2
+            continue
+        added, removed, path = fields[i].split("\t", 2)
         counts[path] = (
             None if added == "-" else int(added),
             None if removed == "-" else int(removed),
         )
-    pairs = list(zip(raw[0::2], raw[1::2]))
+        i += 1
     paths = [path for _, path in pairs]
     outside = outside_grant(snapshot, top, paths)
     files = []
@@ -165,7 +176,7 @@ def compute(where: Where, snapshot) -> Change:
                 symlink="120000" in (old_mode, new_mode),
             )
         )
-    return Change(where, head, tree, commits, rewritten, tuple(files))
+    return Change(where, head, tree, commits, lost > 0, tuple(files))
 
 
 def diff_bytes(change: Change, paths: list[str] | None = None, *, limit: int = DIFF_MAX) -> bytes:

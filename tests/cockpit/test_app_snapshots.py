@@ -269,8 +269,12 @@ def test_review_screen(snap_compare, home: Home, fixed_time: FixedTime, tmp_path
         await pilot.press("n")  # to the first file inside the grant
         await until(
             pilot,
-            lambda: app.screen.current and app.screen.current.path == "src/auth/session.py",
-            what="its diff",
+            lambda: (
+                app.screen.current
+                and app.screen.current.path == "src/auth/session.py"
+                and app.screen.current.coloured
+            ),
+            what="its diff, syntax-coloured",
         )
         await pilot.pause()
 

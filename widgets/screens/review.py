@@ -222,12 +222,18 @@ class ReviewScreen(Screen[None]):
         else:
             self._body(Text("Nothing changed since its base."))
 
-    def show_file(self, diff: FileDiff) -> None:
+    def show_file(self, diff: FileDiff, again: bool = False) -> None:
+        """Show a file's diff; ``again``: the same diff, now syntax-coloured (the place in
+        it is kept)."""
         if self.selected is None or diff.path != self.selected.path:
             return  # the person has moved on; the newer request's answer follows
+        if again and (self.current is None or self.current.path != diff.path):
+            return
         self.current = diff
-        self.hunk = 0 if diff.hunks else -1
         self._body(diff.picture)
+        if again:
+            return
+        self.hunk = 0 if diff.hunks else -1
         self.query_one("#review-diff").border_title = f"Diff · {shown_path(diff.path)}"
         self._scroll_to_hunk()
 
