@@ -203,14 +203,14 @@ def with_change(home, env: dict, n) -> dict:
     docs/review.md) when its assignment is still the crew's current one."""
     if n is None or n.status != "done":
         return env
-    from captain_tui import usecases
+    from captain_tui.usecases.review import change_summary
     from state.crew import crewlog
     from state.inputs import crew_key
 
     snapshot, _ = crewlog.load(home, crew_key(n.crew))
     if snapshot is None or snapshot.assignment.assignment_id != n.assignment_id:
         return env
-    change = usecases.change_summary(snapshot)
+    change = change_summary(snapshot)
     return env if change is None else env | {"change": change}
 
 

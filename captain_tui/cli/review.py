@@ -84,7 +84,7 @@ def cmd_diff(args, out: Out) -> int:
         legend = "  (! outside --owns, u not committed)" if shape["files"] else ""
         out.ok({}, "\n".join([head + legend, *stat_lines(shape["files"])]))
         return 0
-    body = usecases.diff_bytes(change)
+    body = usecases.diff_bytes(change, ctx=caller())
     text = os.fsdecode(body) if body else ""  # bytes that are not UTF-8 stay visible, escaped
     sys.stdout.write(shown(head) + "\n")
     sys.stdout.write(shown(text))

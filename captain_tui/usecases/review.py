@@ -30,10 +30,16 @@ def change(home: Home, name: str, *, ctx: Context = CAPTAIN) -> changes.Change:
 
 
 def change_summary(snapshot) -> dict | None:
+    """A crew's change shape for ``wait``'s done and a ``status`` row (whose callers have
+    already decided who may see that crew); None when its project is not a repository."""
     return changes.summary_of(snapshot)
 
 
-def diff_bytes(change: changes.Change, paths: list[str] | None = None) -> bytes:
+def diff_bytes(
+    change: changes.Change, paths: list[str] | None = None, *, ctx: Context = CAPTAIN
+) -> bytes:
+    """The change's unified diff (of ``paths`` only, when given), as raw bytes."""
+    check_captain(ctx, "diff")
     return changes.diff_bytes(change, paths)
 
 
