@@ -206,7 +206,7 @@ class ReviewScreen(Screen[None]):
             yield files
             with VerticalScroll(id="review-diff") as diff:
                 diff.border_title = "Diff"
-                yield Static(Text(""), id="review-body")
+                yield Static(inert(""), id="review-body")
         yield Static(self.HINT, classes="hint", markup=False)
 
     # -- what the app hands over -----------------------------------------------------------
@@ -215,7 +215,7 @@ class ReviewScreen(Screen[None]):
         self.files = files
         self.query_one("#review-head", Static).update(inert(f"Review · {self.crew} · {headline}"))
         listed = self.query_one("#review-files", FileList)
-        listed.border_title = f"Files ({len(files)})"
+        listed.border_title = clean(f"Files ({len(files)})")
         listed.set_files(files)
         if files:
             listed.focus()
@@ -234,7 +234,7 @@ class ReviewScreen(Screen[None]):
         if again:
             return
         self.hunk = 0 if diff.hunks else -1
-        self.query_one("#review-diff").border_title = f"Diff · {shown_path(diff.path)}"
+        self.query_one("#review-diff").border_title = clean(f"Diff · {shown_path(diff.path)}")
         self._scroll_to_hunk()
 
     def show_problem(self, text: str) -> None:
@@ -290,7 +290,7 @@ class ReviewScreen(Screen[None]):
         scroll.scroll_to(y=hunk.row if hunk else 0, animate=False)
         total = len(self.current.hunks) if self.current else 0
         where = f"hunk {self.hunk + 1}/{total}" if hunk else "no hunk"
-        scroll.border_subtitle = where
+        scroll.border_subtitle = clean(where)
 
     def _body(self, picture: Text) -> None:
         self.query_one("#review-body", Static).update(picture)
