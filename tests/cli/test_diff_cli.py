@@ -163,3 +163,19 @@ def test_commits_on_the_crews_branch_count_and_a_rewritten_history_is_said(run, 
     assert "history was rewritten" in run("diff", "Ann", "--stat").out.splitlines()[0]
     assert {f["path"] for f in shape["files"]} == {"src/a.py", "src/c.py"}
     assert project.joinpath("src/a.py").read_text() == "a\n"  # the user's checkout untouched
+
+
+def test_a_file_rewritten_in_the_second_its_index_was_written_still_counts(run, project):
+    """git trusts a file whose size and mtime match its index entry unless the index is
+    no older than the file (racy-clean): the temporary index keeps the index's own mtime,
+    so a same-size rewrite right after the worktree was made is still seen."""
+    gitrepo.init(project, {"src/b.py": "b = 1\n"})
+    recruit(run, project)
+    top = where(run)
+    index = Path(gitrepo.git(top, "rev-parse", "--git-path", "index").strip())
+    index = index if index.is_absolute() else top / index
+    stamp = index.stat().st_mtime_ns
+    (top / "src/b.py").write_text("b = 2\n")  # the same size
+    os.utime(top / "src/b.py", ns=(stamp, stamp))  # in the same instant as the index
+    shape = ok(run("diff", "Ann", "--json"))
+    assert [(f["path"], f["added"], f["removed"]) for f in shape["files"]] == [("src/b.py", 1, 1)]
