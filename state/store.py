@@ -30,6 +30,9 @@ from state.errors import CaptainError
 
 TEMP_PREFIX = ".tmp-"
 STALE_TEMP_SECONDS = 60.0
+# the folder of the home that holds crews' git worktrees (docs/worktrees.md): git's and the
+# crews' files, not records; no scan of the home walks into it
+WORKTREES = "worktrees"
 MAX_RECORD_BYTES = 1024 * 1024  # a record larger than this is not ours: quarantine it
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -353,8 +356,8 @@ class Store:
         removed = 0
         now = time.time()
         for dirpath, dirnames, filenames in os.walk(self.root, followlinks=False):
-            if Path(dirpath) == self.root / "quarantine":
-                dirnames[:] = []
+            if Path(dirpath) in (self.root / "quarantine", self.root / WORKTREES):
+                dirnames[:] = []  # a crew's own ".tmp-" file is its own, not debris
                 continue
             for name in filenames:
                 if name.startswith(TEMP_PREFIX):

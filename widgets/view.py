@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from state.models import PaneLocator
+from state.models import PaneLocator, Workspace
 from state.work.models import TERMINAL
 
 if TYPE_CHECKING:
@@ -42,6 +42,7 @@ class CrewRow:
     unacknowledged: int = 0  # notifications of this crew not yet acknowledged
     owns: tuple[str, ...] = ()  # the assignment's grants, offered again for the next one
     allow: tuple[str, ...] = ()
+    workspace: Workspace | None = None  # its own git worktree (docs/worktrees.md)
 
     @property
     def done(self) -> bool:

@@ -193,7 +193,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "--discard",
         action="store_true",
         help="remove the crew's worktree and branch even with work not on the base branch "
-        "(recorded on the crew's log); also finishes an earlier dismissal's cleanup",
+        "(recorded on the crew's log); also removes what an earlier dismissal kept",
     )
 
     p = add(

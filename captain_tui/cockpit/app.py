@@ -745,9 +745,17 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
         )
         window = " Its tmux window will be closed." if crew.pane else ""
         task = ended(f"{crew.name} will be retired from its task {quoted(short(crew.task))}")
+        space = crew.workspace
+        tree = (
+            f" Its worktree and branch {space.branch} go only if everything on them is on "
+            f"{space.base_branch} or nothing was done; otherwise they are kept, and the "
+            f"notice says so (captain dismiss {crew.name} --discard removes them anyway)."
+            if space is not None
+            else ""
+        )
         body = (
-            f"{task}{window}{bounce} The name can be recruited again later, carrying on "
-            "from that task (the Recruit form offers it)."
+            f"{task}{window}{bounce}{tree} The name can be recruited again later, carrying "
+            "on from that task (the Recruit form offers it)."
         )
 
         def decided(yes: bool | None) -> None:

@@ -8,16 +8,18 @@ crew's branch ``captain/<crew key>-<assignment short id>`` and the worktree's pa
 ``make`` creates it with one ``git worktree add -b``; an existing branch or path of that
 name is refused (``branch_exists``, ``worktree_exists``), never reused or overwritten.
 
-``fate`` is the one rule of cleanup: a worktree and its branch may go only when everything
-on them is on the base branch already — the branch's tip is an ancestor of the base
-branch's — and the worktree holds no uncommitted or untracked file (ignored files are not
-work). Otherwise they are kept, unless the captain discards them. ``remove`` is idempotent
-(a worktree deleted by hand, or pruned, is fine; a branch already gone is fine), so a
-dismissal killed part way is finished by running it again.
+``judge`` is the one rule of cleanup: a worktree and its branch may go only when everything
+on them is on the base branch already — each commit of the branch is on the base branch, or
+its very change is (a rebase or cherry-pick landed it: ``git cherry``) — and the worktree
+holds no uncommitted or untracked file (ignored files are not work). Otherwise they are
+kept, unless the captain discards them. ``remove`` is idempotent (a worktree deleted by
+hand, or pruned, is fine; a branch already gone is fine), so a dismissal killed part way
+is finished by running it again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -30,9 +32,11 @@ from state import config
 from state.errors import CaptainError
 from state.home import Home
 from state.models import Workspace
+from state.store import WORKTREES
 from state.work.crash import crash_point
 
 BRANCH_PREFIX = "captain/"
+CHECKOUT_TIMEOUT = 600.0  # seconds: checking out or deleting a whole tree of a big project
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -51,7 +55,7 @@ def settings(home: Home) -> tuple[bool, str]:
     table = home.config().get("worktree", {})
     enabled = config.value(table, "enabled", "worktree")
     root = config.value(table, "root", "worktree")
-    where = os.path.expanduser(root) if root else str(Path(home.root) / "worktrees")
+    where = os.path.expanduser(root) if root else str(Path(home.root) / WORKTREES)
     return bool(enabled), os.path.abspath(where)
 
 
@@ -67,6 +71,27 @@ def _project_dir_name(home: Home, top: str) -> str:
 def plan(home: Home, project_dir: str, key: str, assignment_id: str) -> Workspace | None:
     """The worktree a recruit in ``project_dir`` gets, or None: worktrees disabled, or the
     project is not in a git work tree. Reads git only; writes nothing."""
+    with _advised():
+        return _plan(home, project_dir, key, assignment_id)
+
+
+@contextlib.contextmanager
+def _advised():
+    """A recruit's git failure says what to do: fix it, or share the checkout."""
+    try:
+        yield
+    except CaptainError as err:
+        if err.code != "git_failed" or "--no-worktree" in err.message:
+            raise
+        raise CaptainError(
+            "git_failed",
+            f"{err.message.rstrip('.')}. Fix the repository, or pass --no-worktree to share "
+            "the checkout.",
+            **err.extra,
+        ) from None
+
+
+def _plan(home: Home, project_dir: str, key: str, assignment_id: str) -> Workspace | None:
     enabled, root = settings(home)
     if not enabled:
         return None
@@ -126,6 +151,11 @@ def make(ws: Workspace):
     """Create the worktree on a new branch at the base commit and return its undo (for a
     recruit that fails later). Refuses, having made nothing, when the branch or the path
     already exists. First sweeps what a recruit of this crew killed part way left (below)."""
+    with _advised():
+        return _make(ws)
+
+
+def _make(ws: Workspace):
     sweep(ws)
     if _branch_tip(ws) is not None:
         raise CaptainError(
@@ -145,6 +175,7 @@ def make(ws: Workspace):
     git.run(
         ["worktree", "add", "--quiet", "-b", ws.branch, "--", ws.worktree, ws.base_commit],
         cwd=ws.project,
+        timeout=CHECKOUT_TIMEOUT,
         what=f"making the worktree {ws.worktree}",
     )
     return lambda: remove(ws)
@@ -267,6 +298,7 @@ def remove(ws: Workspace) -> None:
         git.run(
             ["worktree", "remove", "--force", "--force", "--", ws.worktree],
             cwd=ws.project,
+            timeout=CHECKOUT_TIMEOUT,
             ok=(0, 128),
             what=f"removing the worktree {ws.worktree}",
         )
@@ -289,11 +321,23 @@ def remove(ws: Workspace) -> None:
         pass
 
 
+def usable(ws: Workspace) -> bool:
+    """Whether the worktree is still there to carry on in: a folder git lists as a
+    worktree, on the crew's branch."""
+    if not os.path.isdir(ws.project) or not os.path.isdir(ws.worktree):
+        return False
+    listed = registered_worktrees(ws.project)
+    return listed.get(ws.worktree) == ws.branch
+
+
 def leftover(ws: Workspace) -> bool:
-    """Whether anything of the worktree or branch is still there."""
+    """Whether anything of the worktree or branch is still there (or git cannot say)."""
     if not os.path.isdir(ws.project):
         return False
-    return os.path.lexists(ws.worktree) or _registered(ws) or _branch_tip(ws) is not None
+    try:
+        return os.path.lexists(ws.worktree) or _registered(ws) or _branch_tip(ws) is not None
+    except CaptainError:
+        return True
 
 
 # -- reading git ---------------------------------------------------------------------------
@@ -349,8 +393,13 @@ def _commits_off_base(ws: Workspace, tip: str) -> int:
         ok=(0, 1),
     )
     ends = [tip] if base.returncode != 0 else [tip, "--not", base.text.strip()]
-    counted = git.run(["rev-list", "--count", *ends, "--"], cwd=ws.project)
-    return int(counted.text.strip() or 0)
+    counted = int(git.run(["rev-list", "--count", *ends, "--"], cwd=ws.project).text or 0)
+    if counted == 0 or base.returncode != 0:
+        return counted
+    # landed by a rebase or a cherry-pick: the same changes under other commits. git cherry
+    # marks each commit of the branch whose patch the base already has with "-"
+    cherry = git.run(["cherry", base.text.strip(), tip], cwd=ws.project)
+    return sum(1 for line in cherry.lines() if line.startswith("+"))
 
 
 def _uncommitted(ws: Workspace) -> int:

@@ -116,8 +116,11 @@ def recruit(home: Home, req: Recruitment, *, ctx: Context = CAPTAIN) -> Recruite
         raise CaptainError("invalid_argument", "a program crew needs a command to run.")
     key = crew_key(req.name)
     assignment_id = new_id(ASSIGNMENT)
-    # its own worktree (docs/worktrees.md), planned from git before anything is written
-    space = worktree.plan(home, cwd, key, assignment_id) if req.worktree else None
+    # its own worktree (docs/worktrees.md), planned from git before anything is written: a
+    # handoff carries on in the worktree its dismissal kept, else a new one is made
+    space = kept = _kept_worktree(home, key, req) if req.worktree else None
+    if req.worktree and space is None:
+        space = worktree.plan(home, cwd, key, assignment_id)
     pane_cwd = worktree.inside(space, cwd) if space else cwd
     start = later = None
     if req.launch:
@@ -149,7 +152,7 @@ def recruit(home: Home, req: Recruitment, *, ctx: Context = CAPTAIN) -> Recruite
         later=later,
         assignment_id=assignment_id,
         workspace=space,
-        prepare=(lambda: _made(space)) if space else None,
+        prepare=(lambda: _made(space)) if space and not kept else None,
     )
     snapshot, _ = crewlog.load(home, key)
     return Recruited(
@@ -165,6 +168,20 @@ def recruit(home: Home, req: Recruitment, *, ctx: Context = CAPTAIN) -> Recruite
         space,
         pane_cwd,
     )
+
+
+def _kept_worktree(home: Home, key: str, req: Recruitment) -> Workspace | None:
+    """The worktree a dismissed crew's dismissal kept, for a recruit that hands off from
+    its last assignment (protocol.recruit checks the handoff itself): still a worktree git
+    knows, on its branch."""
+    if req.handoff is None:
+        return None
+    previous, _ = crewlog.load(home, key)
+    if previous is None or previous.dismissed_at is None or previous.worktree != "kept":
+        return None
+    if previous.assignment.assignment_id != req.handoff or previous.workspace is None:
+        return None
+    return previous.workspace if worktree.usable(previous.workspace) else None
 
 
 def _made(space: Workspace):
@@ -261,7 +278,7 @@ def dismiss(
     if snapshot is not None and snapshot.dismissed_at is None:
         stopped = launch.close_pane(snapshot.pane)
     shown = snapshot.name if snapshot else name
-    fate = worktree.judge(space, discard=discard, crew=shown) if space is not None else None
+    fate = _judged(space, discard, shown) if space is not None else None
     bounced = protocol.dismiss(
         home,
         name,
@@ -274,7 +291,7 @@ def dismiss(
     )
     if fate is not None and fate.action in ("removed", "discarded"):
         crash_point("dismiss:before-worktree")
-        worktree.remove(space)
+        fate = _removed(space, fate, shown)
     return Dismissal(
         snapshot.name if snapshot else name,
         snapshot.assignment.assignment_id if snapshot else None,
@@ -304,20 +321,47 @@ def _finish_cleanup(
             worktree=space.worktree,
             branch=space.branch,
         )
-    if decided == "kept":
-        fate = worktree.judge(space, discard=True)
-        protocol.discard_worktree(home, name, tip=fate.tip, ctx=ctx)
-    elif decided == "discarded":
-        fate = worktree.judge(space, discard=True)
-    elif decided == "removed":
-        fate = worktree.judge(space, crew=snapshot.name)  # again: never remove work done since
-        if fate.action != "removed":
-            return Dismissal(snapshot.name, None, (), None, space, fate, True)
-    else:
+    if decided not in ("kept", "discarded", "removed"):
         return None
+    # judged again for a removal: never remove work done since
+    fate = _judged(space, decided != "removed", snapshot.name)
+    if fate.action not in ("removed", "discarded"):  # work on it now, or git failing
+        return Dismissal(snapshot.name, None, (), None, space, fate, True)
+    if decided == "kept":
+        protocol.discard_worktree(home, name, tip=fate.tip, ctx=ctx)
     crash_point("dismiss:before-worktree")
-    worktree.remove(space)
+    fate = _removed(space, fate, snapshot.name)
     return Dismissal(snapshot.name, snapshot.assignment.assignment_id, (), None, space, fate, True)
+
+
+def _judged(space: Workspace, discard: bool, crew: str) -> worktree.Fate:
+    """``worktree.judge``; git failing (the repository moved or broken) keeps everything
+    and says why: a crew is dismissed whatever state its repository is in."""
+    try:
+        return worktree.judge(space, discard=discard, crew=crew)
+    except CaptainError as err:
+        return worktree.Fate(
+            "kept",
+            f"the worktree {space.worktree} and branch {space.branch} were left as they are: "
+            f"{err.message.rstrip('.')}.",
+        )
+
+
+def _removed(space: Workspace, fate: worktree.Fate, crew: str) -> worktree.Fate:
+    """Carry out a recorded removal; git failing part way is said, and running the
+    dismissal again finishes it."""
+    try:
+        worktree.remove(space)
+    except CaptainError as err:
+        return worktree.Fate(
+            fate.action,
+            f"{fate.reason.rstrip('.')}, but not all of it could be removed yet: "
+            f"{err.message.rstrip('.')}. Run captain dismiss {crew} again to finish.",
+            fate.commits,
+            fate.uncommitted,
+            fate.tip,
+        )
+    return fate
 
 
 @dataclass(frozen=True)

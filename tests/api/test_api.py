@@ -417,6 +417,7 @@ def test_cancelling_an_assignment_dismisses_its_crew(dep, tmp_path):
         "assignment_id": jack.assignment_id,
         "bounced": [jack.message_id],
         "pane_stopped": None,
+        "worktree": None,  # recruited outside git: it shared the checkout
     }
     assert crewlog.load(dep.home, "jack")[0].dismissed_at is not None
 

@@ -244,6 +244,20 @@ def test_grants_are_the_projects_judged_in_the_crews_worktree(run, repo, cli, tm
     assert "leads to" in refused(check("src/link.txt"), "grant_denied")["message"]
 
 
+def test_the_homes_sweep_never_walks_into_a_crews_worktree(run, repo, cli):
+    space = recruit(run)["workspace"]
+    mine = Path(space["worktree"], "src", ".tmp-the-crews-own")  # a name the store uses
+    mine.write_text("the crew's file\n")
+    old = os.stat(mine).st_mtime - 3600
+    os.utime(mine, (old, old))
+    debris = cli.home / "mail" / "ann" / ".tmp-killed-writer"
+    debris.write_text("")
+    os.utime(debris, (old, old))
+    run("wait", "Ann", "--timeout", "0.1", "--json")  # a waiter sweeps the home first
+    assert not debris.exists()  # the home's own debris went
+    assert mine.read_text() == "the crew's file\n"
+
+
 def test_assign_handoff_continues_in_the_same_worktree(run, repo, cli):
     r = recruit(run)
     space = r["workspace"]
@@ -260,6 +274,27 @@ def test_assign_handoff_continues_in_the_same_worktree(run, repo, cli):
     item = ok(run("work", "show", nxt["assignment_id"].replace("asg_", "wrk_"), "--json"))["item"]
     assert item["target_revision"] == space["base_commit"]
     assert set(worktrees(repo)) == {os.path.realpath(repo), space["worktree"]}
+
+
+def test_a_handoff_recruit_carries_on_in_the_worktree_its_dismissal_kept(run, repo, cli):
+    first = recruit(run)
+    ok(run("inbox", "Ann", "--json", env=as_crew(first)))  # read: nothing bounces
+    space = first["workspace"]
+    tip = commit_in(space["worktree"], "src/b.txt")
+    assert ok(run("dismiss", "Ann", "--json"))["worktree"]["action"] == "kept"
+    again = recruit(run, "Ann", "--handoff", first["assignment_id"])
+    assert again["workspace"] == space and again["cwd"] == space["worktree"]
+    assert git(space["worktree"], "rev-parse", "HEAD").strip() == tip  # its work is there
+    item = ok(run("work", "show", again["work_id"], "--json"))["item"]
+    assert item["target_revision"] == space["base_commit"]
+    # dismissed with nothing new, it is still kept: the commit has not landed
+    ok(run("inbox", "Ann", "--json", env=as_crew(again)))
+    assert ok(run("dismiss", "Ann", "--json"))["worktree"]["action"] == "kept"
+    # once the worktree is gone, a handoff gets a new one
+    ok(run("dismiss", "Ann", "--discard", "--json"))
+    third = recruit(run, "Ann", "--handoff", again["assignment_id"])
+    assert third["workspace"]["worktree"] != space["worktree"]
+    assert set(worktrees(repo)) == {os.path.realpath(repo), third["workspace"]["worktree"]}
 
 
 @needs_tmux
@@ -316,8 +351,10 @@ def test_dismissal_removes_an_empty_or_landed_worktree_and_keeps_one_with_work(r
     landed = recruit(run, "Bob")["workspace"]
     committed = recruit(run, "Cid")["workspace"]
     dirty = recruit(run, "Dee")["workspace"]
+    picked = recruit(run, "Eve")["workspace"]
     commit_in(landed["worktree"], "lib/b.txt")
     git(repo, "merge", "-q", "--ff-only", landed["branch"])  # it landed on main
+    git(repo, "cherry-pick", commit_in(picked["worktree"], "eve/e.txt"))  # landed as a copy
     tip = commit_in(committed["worktree"], "doc/c.txt")
     Path(dirty["worktree"], "etc").mkdir()
     Path(dirty["worktree"], "etc", "new\nname\x1b[31m.txt").write_text("not committed\n")
@@ -325,6 +362,8 @@ def test_dismissal_removes_an_empty_or_landed_worktree_and_keeps_one_with_work(r
     d = ok(run("dismiss", "Ann", "--json"))["worktree"]
     assert d["action"] == "removed" and "nothing new since main" in d["reason"]
     d = ok(run("dismiss", "Bob", "--json"))["worktree"]
+    assert d["action"] == "removed" and "landed on main" in d["reason"]
+    d = ok(run("dismiss", "Eve", "--json"))["worktree"]
     assert d["action"] == "removed" and "landed on main" in d["reason"]
     d = ok(run("dismiss", "Cid", "--json"))["worktree"]
     assert (d["action"], d["commits"], d["uncommitted"], d["tip"]) == ("kept", 1, 0, tip)
@@ -334,7 +373,7 @@ def test_dismissal_removes_an_empty_or_landed_worktree_and_keeps_one_with_work(r
     human = run("dismiss", "Dee").err  # dismissed: said with what to do, on one line
     assert "--discard" in human and "\x1b" not in human
 
-    for gone in (empty, landed):
+    for gone in (empty, landed, picked):
         assert not os.path.exists(gone["worktree"]) and gone["branch"] not in branches(repo)
     for kept in (committed, dirty):
         assert os.path.isdir(kept["worktree"]) and kept["branch"] in branches(repo)
@@ -362,6 +401,12 @@ def test_discard_removes_work_and_is_recorded_at_dismissal_or_after(run, repo, c
         tip_a,
     )
     assert not os.path.exists(a["worktree"]) and a["branch"] not in branches(repo)
+    # a symlink in the worktree that leads out of it: discarding removes the link, never
+    # what it leads to
+    outside = cli.home.parent / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("not the crew's\n")
+    os.symlink(outside, Path(b["worktree"], "lib", "out"))
     # kept at dismissal, discarded later: its own event, the tip recorded
     assert ok(run("dismiss", "Bob", "--json"))["worktree"]["action"] == "kept"
     later = run("dismiss", "Bob", "--discard")
@@ -369,6 +414,7 @@ def test_discard_removes_work_and_is_recorded_at_dismissal_or_after(run, repo, c
     last = events(cli.home, "bob")[-1]
     assert (last["type"], last["tip"]) == ("worktree_discarded", tip_b)
     assert not os.path.exists(b["worktree"]) and b["branch"] not in branches(repo)
+    assert (outside / "keep.txt").read_text() == "not the crew's\n"
     assert refused(run("dismiss", "Bob", "--discard", "--json"), "crew_dismissed")
     assert set(worktrees(repo)) == {os.path.realpath(repo)} and branches(repo) == {"main"}
 
@@ -392,13 +438,27 @@ def test_a_worktree_deleted_by_hand_is_handled(run, repo, cli, how):
     assert branches(repo) == {"main"}
 
 
+def test_a_broken_repository_never_stops_a_dismissal_and_nothing_is_touched(run, repo, cli):
+    space = recruit(run)["workspace"]
+    os.rename(repo / ".git", repo / ".git-away")  # git cannot find the repository now
+    d = ok(run("dismiss", "Ann", "--json"))
+    assert d["worktree"]["action"] == "kept" and "left as they are" in d["worktree"]["reason"]
+    assert snapshot(cli, "ann")["dismissed_at"] is not None
+    os.rename(repo / ".git-away", repo / ".git")
+    assert os.path.isdir(space["worktree"]) and space["branch"] in branches(repo)
+    assert "--discard" in refused(run("dismiss", "Ann", "--json"), "crew_dismissed")["message"]
+    assert ok(run("dismiss", "Ann", "--discard", "--json"))["worktree"]["action"] == "discarded"
+    assert set(worktrees(repo)) == {os.path.realpath(repo)} and branches(repo) == {"main"}
+
+
 def test_a_crew_that_rewrites_its_branch_history_is_judged_by_what_the_branch_holds(run, repo, cli):
     a = recruit(run, "Ann")["workspace"]
     b = recruit(run, "Bob")["workspace"]
     # Ann commits, lands, then rewrites her branch to a commit that never landed
     commit_in(a["worktree"], "src/one.txt")
     git(repo, "merge", "-q", "--ff-only", a["branch"])
-    git(a["worktree"], "commit", "-q", "--amend", "-m", "rewritten")
+    Path(a["worktree"], "src", "one.txt").write_text("rewritten\n")
+    git(a["worktree"], "commit", "-q", "-a", "--amend", "-m", "rewritten")
     # Bob commits, then resets his branch to before the base: nothing of his is left
     commit_in(b["worktree"], "lib/two.txt")
     git(b["worktree"], "reset", "-q", "--hard", b["base_commit"])
@@ -408,8 +468,29 @@ def test_a_crew_that_rewrites_its_branch_history_is_judged_by_what_the_branch_ho
     assert d["action"] == "removed"
 
 
+def test_a_recruit_sweeps_only_the_orphans_with_nothing_on_them(run, repo, cli):
+    # two worktrees of crew Ann no record names (recruits killed before their record):
+    # one clean, one where something was committed since
+    home = Home(cli.home)
+    clean = worktree.plan(home, str(repo), "ann", "asg_01TESTTESTTESTTESTTESTCLEAN")
+    worked = worktree.plan(home, str(repo), "ann", "asg_01TESTTESTTESTTESTTESTWORKD")
+    worktree.make(clean)
+    worktree.make(worked)
+    commit_in(worked.worktree, "src/w.txt")
+    other = worktree.plan(home, str(repo), "ann-b", "asg_01TESTTESTTESTTESTTESTOTHER")
+    worktree.make(other)  # another crew's (ann-b): never Ann's to sweep
+    space = recruit(run)["workspace"]
+    assert set(worktrees(repo)) == {
+        os.path.realpath(repo),
+        worked.worktree,
+        other.worktree,
+        space["worktree"],
+    }
+    assert clean.branch not in branches(repo) and worked.branch in branches(repo)
+
+
 @settings(
-    max_examples=40,
+    max_examples=20,
     derandomize=True,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
@@ -497,3 +578,29 @@ def test_a_dismissal_killed_at_each_step_is_finished_by_running_it_again(
     assert not os.path.exists(space["worktree"])
     kinds = [e["type"] for e in events(cli.home, "ann")]
     assert kinds.count("dismissed") == 1, kinds
+
+
+def test_every_crash_point_captain_tui_has_is_killed_here():
+    """A new step in recruit's or dismiss's git part gets its SIGKILL test here (the ledger's
+    and the crew log's own points are tests/state/test_ledger_crash.py's)."""
+    import re
+
+    root = Path(__file__).resolve().parents[2] / "captain_tui"
+    found = set()
+    for path in root.rglob("*.py"):
+        found |= set(re.findall(r"crash_point\(\"([^\"]+)\"\)", path.read_text()))
+    assert found and found <= set(RECRUIT_STEPS) | set(DISMISS_STEPS), found
+
+
+def test_a_ten_thousand_file_change_is_counted_kept_and_discarded_whole(run, repo, cli):
+    space = recruit(run)["workspace"]
+    folder = Path(space["worktree"], "src", "many")
+    folder.mkdir()
+    for i in range(10_000):
+        (folder / f"f{i:05d}.txt").write_bytes(b"x")
+    d = ok(run("dismiss", "Ann", "--json"))["worktree"]
+    assert (d["action"], d["uncommitted"]) == ("kept", 10_000)
+    assert "10000 uncommitted files" in d["reason"]
+    d = ok(run("dismiss", "Ann", "--discard", "--json"))["worktree"]
+    assert (d["action"], d["uncommitted"]) == ("discarded", 10_000)
+    assert not os.path.exists(space["worktree"]) and branches(repo) == {"main"}

@@ -376,6 +376,7 @@ def _crew_view(key: str, cache: _CrewCache) -> CrewView | None:
         unacknowledged=len(notes),
         owns=tuple(s.assignment.owns),
         allow=tuple(s.assignment.allow),
+        workspace=s.workspace,
     )
     question = (
         QuestionRow(
