@@ -214,8 +214,8 @@ def main() -> int:
                 for i, what in enumerate(
                     (
                         "the done reaches Notifications (the feed)",
-                        "D -> the change read (git) and listed",
-                        "the first file's diff read and drawn",
+                        "D -> the change read (git), listed, its first file drawn",
+                        "after the list, until the first file is drawn",
                     )
                 )
             ],

@@ -61,7 +61,18 @@ class ReviewCommands:
             FileEntry(f.path, f.status, f.added, f.removed, f.uncommitted, f.outside)
             for f in change.files
         ]
-        self.call_from_thread(screen.show_change, headline(change.summary()), files)
+        first = self._diff_text(screen, change, files[0].path) if files else None
+        plain = render(files[0].path, first, syntax=False) if first is not None else None
+        self.call_from_thread(screen.show_change, headline(change.summary()), files, plain)
+        if first is not None:  # the first file in the same worker: on screen sooner
+            self.call_from_thread(screen.show_file, render(files[0].path, first), again=True)
+
+    def _diff_text(self, screen: ReviewScreen, change, path: str) -> str | None:
+        try:
+            return ops.diff_bytes(change, [path]).decode("utf-8", "surrogateescape")
+        except CaptainError as err:
+            self.call_from_thread(screen.show_problem, f"[{err.code}] {err.message}")
+            return None
 
     # named handlers, not @on: Textual collects @on only on classes it builds (not mixins)
     def on_review_screen_file_wanted(self, event: ReviewScreen.FileWanted) -> None:
@@ -72,12 +83,9 @@ class ReviewCommands:
         change = self._reviews.get(screen)
         if change is None:
             return
-        try:
-            body = ops.diff_bytes(change, [path])
-        except CaptainError as err:
-            self.call_from_thread(screen.show_problem, f"[{err.code}] {err.message}")
+        text = self._diff_text(screen, change, path)
+        if text is None:
             return
-        text = body.decode("utf-8", "surrogateescape")
         # first without the language's colours (the diff is on screen sooner), then with
         self.call_from_thread(screen.show_file, render(path, text, syntax=False))
         self.call_from_thread(screen.show_file, render(path, text), again=True)

@@ -211,12 +211,17 @@ class ReviewScreen(Screen[None]):
 
     # -- what the app hands over -----------------------------------------------------------
 
-    def show_change(self, headline: str, files: list[FileEntry]) -> None:
+    def show_change(
+        self, headline: str, files: list[FileEntry], first: FileDiff | None = None
+    ) -> None:
+        """The change's files; ``first``: the first file's diff, read with them."""
         self.files = files
         self.query_one("#review-head", Static).update(inert(f"Review · {self.crew} · {headline}"))
         listed = self.query_one("#review-files", FileList)
         listed.border_title = clean(f"Files ({len(files)})")
         listed.set_files(files)
+        if first is not None:
+            self.show_file(first)
         if files:
             listed.focus()
         else:
@@ -250,8 +255,8 @@ class ReviewScreen(Screen[None]):
     @on(FileList.Highlighted)
     def _moved(self, event: FileList.Highlighted) -> None:
         entry = self.selected
-        if entry is None:
-            return
+        if entry is None or (self.current is not None and self.current.path == entry.path):
+            return  # shown already (the first file comes with the change)
         self.current, self.hunk = None, -1
         self._body(Text(clean(f"reading {shown_path(entry.path)}…"), style="dim"))
         self.post_message(self.FileWanted(self, entry.path))
