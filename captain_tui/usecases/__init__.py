@@ -8,7 +8,8 @@ only turn a result into words (``captain_tui.cli``, ``captain_tui.cockpit.jobs``
 holds what both say) or JSON (``captain_tui.api``). A refusal is a ``CaptainError`` raised
 before anything is written.
 
-``crew`` (recruit, assign, tell, answer, acknowledge, dismiss, ring, jump), ``work``
+``crew`` (recruit, assign, tell, answer, acknowledge, dismiss, ring, jump), ``review``
+(change, diff_bytes, comment), ``work``
 (cancel, replay, resolve, actor), ``status`` (the read model), ``words``.
 May import ``captain_tui.runtime``, ``captain_tui.repo``, ``captain_tui.agents`` and
 ``state``; never the CLI, the cockpit, the API or Textual.
@@ -29,6 +30,7 @@ from captain_tui.usecases.crew import (
     ring,
     tell,
 )
+from captain_tui.usecases.review import change, comment, diff_bytes
 from captain_tui.usecases.status import Status, status
 from captain_tui.usecases.words import dismissal_words, store_error, workspace_words
 from captain_tui.usecases.work import Cancellation, actor, cancel, replay, resolve
@@ -46,6 +48,9 @@ __all__ = [
     "answer",
     "assign",
     "cancel",
+    "change",
+    "comment",
+    "diff_bytes",
     "dismiss",
     "dismissal_words",
     "jump",

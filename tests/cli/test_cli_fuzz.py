@@ -53,6 +53,7 @@ COMMANDS = [
     "work",
     "deliveries",
     "tokens",
+    "diff",
 ]
 # the ledger's and tokens' own subcommands, so the fuzzer reaches past `work`/`deliveries`
 SUBCOMMANDS = [

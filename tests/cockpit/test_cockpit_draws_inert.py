@@ -268,6 +268,8 @@ BUILT_HERE = {"inert", "plain", "from_pane", "as_markup", "one_line", "clean"}  
 CHECKED_ELSEWHERE = {
     ("widgets/chrome.py", "title"): "App.format_title's Content (CaptainApp cleans it)",
     ("widgets/preview.py", "text"): "from_pane's Text, a line above",
+    ("widgets/screens/review.py", "picture"): "a widgets.diffview picture (each line of "
+    "the diff passes cells.clean there) or inert text",
     ("widgets/screens/help.py", "self.markdown"): "the command registry's Markdown; the app "
     "puts the home and ledger in as one_line "
     "code spans (action_help)",

@@ -49,6 +49,9 @@ CALLS = {
         PaneLocator(socket="/nowhere", session="s", window_id="@1", pane_id="%1"), env={}, ctx=CREW
     ),
     "cancel": lambda h: usecases.cancel(h, "wrk_x", actor="a", ctx=CREW),
+    "change": lambda h: usecases.change(h, "Ada", ctx=CREW),
+    "diff_bytes": lambda h: usecases.diff_bytes(None, ctx=CREW),
+    "comment": lambda h: usecases.comment(h, "Ada", "src/a.py", 1, ["+a"], "why?", ctx=CREW),
     "replay": lambda h: usecases.replay(h, "wrk_x", actor="a", reason="again", ctx=CREW),
     "resolve": lambda h: usecases.resolve(
         h, "wrk_x", generation=1, to="failed", reason="checked", actor="a", ctx=CREW
