@@ -89,6 +89,18 @@ CODES = frozenset(
         "ledger_import_conflict",
         # a command line argparse cannot take, answered with --json (exit 2)
         "usage",
+        # added by captain land (docs/landing.md): a serialized, checked merge
+        "not_done",
+        "already_landed",
+        "nothing_to_land",
+        "conflict",
+        "tests_failed",
+        "outside_grant",
+        "dirty_checkout",
+        "land_busy",
+        "base_moved",
+        "no_worktree",
+        "git_failed",
     }
 )
 

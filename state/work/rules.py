@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from state.errors import CaptainError
 from state.ids import WORK
-from state.work.models import TERMINAL, Attempt, Resolution, WorkEvent, WorkItem
+from state.work.models import TERMINAL, Attempt, Landing, Resolution, WorkEvent, WorkItem
 
 
 def check_work_id(work_id: str) -> str:
@@ -35,6 +35,7 @@ _FROM = {
     "cancelled": {"queued", "running", "needs_reconciliation"},
     "needs_reconciliation": {"running"},
     "resolved": {"needs_reconciliation"},
+    "landed": {"succeeded"},  # once: a second is refused by ledger.landed and by fold
 }
 
 
@@ -43,6 +44,8 @@ def legal(state: str | None, event: WorkEvent) -> bool:
         return False
     if event.type == "resolved":
         return event.state in TERMINAL
+    if event.type == "landed":
+        return event.state == state and event.landed_commit is not None
     if event.type in ("succeeded", "failed", "cancelled"):
         return event.state == event.type
     expected = {
@@ -59,7 +62,9 @@ def legal(state: str | None, event: WorkEvent) -> bool:
 
 
 def fold(item: WorkItem | None, event: WorkEvent, work_id: str) -> WorkItem:
-    if not legal(item.state if item else None, event):
+    if not legal(item.state if item else None, event) or (
+        event.type == "landed" and item.landing is not None
+    ):
         raise CaptainError(
             "store_error",
             f"{work_id}: event {event.seq} ({event.type}) is not "
@@ -85,6 +90,17 @@ def fold(item: WorkItem | None, event: WorkEvent, work_id: str) -> WorkItem:
             updated_at=event.at,
         )
     changes: dict = dict(seq=event.seq, state=event.state, updated_at=event.at)
+    if event.type == "landed":  # the attempt ended with its succeeded event
+        changes["landing"] = Landing(
+            commit=event.landed_commit,
+            base_branch=event.base_branch or "",
+            operator=event.actor,
+            at=event.at,
+            crew_commit=event.crew_commit,
+            outside_grant=list(event.outside_grant or []),
+            reason=event.reason,
+        )
+        return item.model_copy(update=changes)
     attempts = list(item.attempts)
     if event.type == "claimed":
         changes["generation"] = event.generation
