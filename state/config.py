@@ -31,7 +31,7 @@ ENDPOINT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 @dataclass(frozen=True)
 class Setting:
-    kind: str  # integer | number | boolean | text | choice | texts | url
+    kind: str  # integer | number | boolean | text | path | choice | texts | url
     default: object = None
     low: float | None = None
     high: float | None = None
@@ -47,6 +47,7 @@ class Setting:
         return {
             "boolean": "true or false",
             "text": "a string in quotes",
+            "path": 'an absolute path in quotes (or one starting "~/")',
             "texts": 'a list of strings, e.g. ["push"]',
             "url": "a postgresql:// URL",
             "choice": " or ".join(f'"{c}"' for c in self.choices),
@@ -59,6 +60,13 @@ class Setting:
             return isinstance(value, bool)
         if self.kind == "text":
             return isinstance(value, str)
+        if self.kind == "path":
+            return (
+                isinstance(value, str)
+                and value.startswith(("/", "~/"))
+                and len(value.encode("utf-8", "surrogatepass")) <= 1024
+                and all(c.isprintable() for c in value)
+            )
         if self.kind == "choice":
             return value in self.choices and isinstance(value, str)
         if self.kind == "texts":
@@ -91,6 +99,12 @@ SETTINGS: dict[str, dict[str, Setting]] = {
         "test_command": Setting("text", ""),
         "test_timeout": Setting("number", DEFAULT_TEST_TIMEOUT, 1, 86_400, "seconds"),
         "land_wait": Setting("number", DEFAULT_LAND_WAIT, 0, 86_400, "seconds"),
+    },
+    # a crew's own git worktree (docs/worktrees.md); root: where they live (default
+    # <home>/worktrees)
+    "worktree": {
+        "enabled": Setting("boolean", True),
+        "root": Setting("path"),
     },
 }
 # [endpoints.NAME] key -> what it takes

@@ -89,6 +89,11 @@ CODES = frozenset(
         "ledger_import_conflict",
         # a command line argparse cannot take, answered with --json (exit 2)
         "usage",
+        # added by the worktrees (issue #25): git failed, or a crew's worktree cannot be made
+        "git_failed",
+        "detached_head",
+        "branch_exists",
+        "worktree_exists",
         # added by captain land (docs/landing.md): a serialized, checked merge
         "not_done",
         "already_landed",
@@ -100,7 +105,6 @@ CODES = frozenset(
         "land_busy",
         "base_moved",
         "no_worktree",
-        "git_failed",
     }
 )
 

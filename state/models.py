@@ -58,6 +58,17 @@ class LaunchSpec(Strict):
     session: str = "captain"
 
 
+class Workspace(Strict):
+    """A crew's own git worktree (docs/worktrees.md): made at recruit from ``base_commit``,
+    which is also the assignment work item's ``target_revision``."""
+
+    project: str  # absolute path of the repository's top level (the user's checkout)
+    worktree: str  # absolute path of the crew's worktree
+    branch: str  # the crew's branch, checked out in the worktree
+    base_branch: str  # the branch the project had checked out at recruit
+    base_commit: str  # full sha the crew's branch started from
+
+
 class _Event(Record):
     seq: int = Field(ge=1)
     at: datetime
@@ -72,6 +83,7 @@ class Recruited(_Event):
     assignment: AssignmentSpec
     pane: PaneLocator | None = None  # None: recorded only (--no-launch), or waiting
     launch: LaunchSpec | None = None  # set when the pane waits for a ledger slot
+    workspace: Workspace | None = None  # None: no worktree (the crew shares the checkout)
 
 
 class Assigned(_Event):
@@ -162,6 +174,7 @@ class CrewSnapshot(Record):
     dismissed_at: datetime | None = None
     pane: PaneLocator | None = None
     launched_at: datetime | None = None  # when its pane started (None: not launched)
+    workspace: Workspace | None = None  # its own worktree; None: it shares the checkout
 
 
 class Message(Record):

@@ -47,6 +47,7 @@ def fold(snapshot: CrewSnapshot | None, event) -> CrewSnapshot:
             assigned_at=event.at,
             pane=event.pane,
             launched_at=event.at if event.pane is not None else None,
+            workspace=event.workspace,
         )
     if snapshot is None:
         raise CaptainError("store_error", f"crew history starts with {event.type}, not recruited")

@@ -54,6 +54,7 @@ SHAPES = {
         ('dismissed_at', 'dismissed_at', ('opt', 'datetime')),
         ('pane', 'pane', ('opt', ('model', 'PaneLocator'))),
         ('launched_at', 'launched_at', ('opt', 'datetime')),
+        ('workspace', 'workspace', ('opt', ('model', 'Workspace'))),
     ),
     'Dismissed': (
         ('schema', 'schema_', ('lit', 1)),
@@ -146,6 +147,14 @@ SHAPES = {
         ('assignment', 'assignment', ('model', 'AssignmentSpec')),
         ('pane', 'pane', ('opt', ('model', 'PaneLocator'))),
         ('launch', 'launch', ('opt', ('model', 'LaunchSpec'))),
+        ('workspace', 'workspace', ('opt', ('model', 'Workspace'))),
+    ),
+    'Workspace': (
+        ('project', 'project', 'str'),
+        ('worktree', 'worktree', 'str'),
+        ('branch', 'branch', 'str'),
+        ('base_branch', 'base_branch', 'str'),
+        ('base_commit', 'base_commit', 'str'),
     ),
 }
 

@@ -37,6 +37,9 @@ def accepted(home: Home, snapshot: CrewSnapshot, event: Recruited | Assigned) ->
     if home.work_known(wid):
         return  # one stat: every writer's open settles the newest event
     if not ledger.exists(home, wid):
+        # the commit the crew's worktree started from (docs/worktrees.md); a handoff keeps
+        # the crew's worktree, so its base too
+        space = event.workspace if isinstance(event, Recruited) else snapshot.workspace
         ledger.accept(
             home,
             source="assignment",
@@ -46,6 +49,7 @@ def accepted(home: Home, snapshot: CrewSnapshot, event: Recruited | Assigned) ->
             crew=snapshot.name,
             assignment_id=spec.assignment_id,
             at=event.at,
+            target_revision=space.base_commit if space is not None else None,
         )
     if not home.work_known(wid) and backend_for(home).exists_durably(wid):
         # a shared ledger: note in the home that the item exists, so the crew's hooks (the
