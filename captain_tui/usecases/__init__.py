@@ -8,9 +8,10 @@ of cancel's three outcomes it was. The surfaces only turn a result into words
 (``captain_tui.api``). A refusal is a ``CaptainError`` raised before anything is written.
 
 ``crew`` (recruit, assign, tell, answer, acknowledge, dismiss, ring, jump), ``work``
-(cancel, replay, resolve, actor), ``status`` (the read model), ``words``.
-May import ``captain_tui.runtime``, ``captain_tui.agents`` and ``state``; never the CLI, the
-cockpit, the API or Textual.
+(cancel, replay, resolve, actor), ``landing`` (land, landing_queue), ``status`` (the read
+model), ``words``.
+May import ``captain_tui.runtime``, ``captain_tui.repo``, ``captain_tui.agents`` and
+``state``; never the CLI, the cockpit, the API or Textual.
 """
 
 from captain_tui.usecases.crew import (
@@ -28,6 +29,7 @@ from captain_tui.usecases.crew import (
     ring,
     tell,
 )
+from captain_tui.usecases.landing import Landing, land, landing_queue
 from captain_tui.usecases.status import Status, status
 from captain_tui.usecases.words import dismissal_words, store_error
 from captain_tui.usecases.work import Cancellation, actor, cancel, replay, resolve
@@ -37,6 +39,7 @@ __all__ = [
     "Bell",
     "Cancellation",
     "Dismissal",
+    "Landing",
     "Recruited",
     "Recruitment",
     "Status",
@@ -48,6 +51,8 @@ __all__ = [
     "dismiss",
     "dismissal_words",
     "jump",
+    "land",
+    "landing_queue",
     "recruit",
     "replay",
     "resolve",
