@@ -85,6 +85,7 @@ def main() -> int:
                 "--json",
             ],
             env=env,
+            cwd=tmp,  # not the checkout it runs from: a git project gives a crew a worktree
             capture_output=True,
             text=True,
         )

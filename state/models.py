@@ -115,11 +115,26 @@ class BouncedMail(Strict):
     summary: str
 
 
+WorktreeFate = Literal["removed", "kept", "discarded", "gone"]
+
+
 class Dismissed(_Event):
     type: Literal["dismissed"] = "dismissed"
     assignment_id: str
     reason: str
     bounced: list[BouncedMail]
+    # what the dismissal decided for the crew's worktree and branch (docs/worktrees.md),
+    # recorded before it is done, so a dismissal killed part way is finished by the next;
+    # tip: the branch's commit when judged (a discarded branch can be found again by it)
+    worktree: WorktreeFate | None = None
+    worktree_tip: str | None = None
+
+
+class WorktreeDiscarded(_Event):
+    """``dismiss --discard`` after a dismissal kept the worktree: it goes now."""
+
+    type: Literal["worktree_discarded"] = "worktree_discarded"
+    tip: str | None = None
 
 
 class Launched(_Event):
@@ -130,7 +145,8 @@ class Launched(_Event):
 
 
 CrewEvent = Annotated[
-    Union[Recruited, Assigned, Asked, Finished, Dismissed, Launched], Field(discriminator="type")
+    Union[Recruited, Assigned, Asked, Finished, Dismissed, Launched, WorktreeDiscarded],
+    Field(discriminator="type"),
 ]
 
 
@@ -175,6 +191,7 @@ class CrewSnapshot(Record):
     pane: PaneLocator | None = None
     launched_at: datetime | None = None  # when its pane started (None: not launched)
     workspace: Workspace | None = None  # its own worktree; None: it shares the checkout
+    worktree: WorktreeFate | None = None  # what its dismissal decided for the worktree
 
 
 class Message(Record):

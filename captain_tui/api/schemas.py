@@ -141,6 +141,19 @@ class WorkPage(BaseModel):
     next_cursor: str | None
 
 
+class WorktreeOutcome(BaseModel):
+    """What became of a dismissed crew's own worktree and branch (docs/worktrees.md)."""
+
+    action: Literal["removed", "kept", "discarded", "gone"]
+    reason: str
+    worktree: str
+    branch: str
+    base_branch: str
+    commits: int  # on the branch, not on the base branch
+    uncommitted: int  # files changed or untracked in the worktree
+    tip: str | None  # the branch's commit when judged
+
+
 class Dismissal(BaseModel):
     """The crew dismissed because the cancelled item was its assignment."""
 
@@ -148,6 +161,7 @@ class Dismissal(BaseModel):
     assignment_id: str | None
     bounced: list[str]  # message IDs of the unread mail that bounced
     pane_stopped: bool | None  # True: closed, confirmed; False: not confirmed; None: no pane
+    worktree: WorktreeOutcome | None = None  # None: the crew shared the checkout
 
 
 class CancelOut(BaseModel):

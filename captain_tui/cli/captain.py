@@ -53,10 +53,12 @@ def cmd_crew(args, out: Out) -> int:
             socket=args.socket,
             session=args.session,
             launch=not args.no_launch,
+            worktree=not args.no_worktree,
         ),
         ctx=caller(),
     )
     pane = r.pane.model_dump() if r.pane else None
+    space = r.workspace.model_dump() if r.workspace else None
     if r.queued:
         where = (
             f"queued: every ledger slot is held, so its pane starts when one frees "
@@ -83,8 +85,11 @@ def cmd_crew(args, out: Out) -> int:
             "env": r.env,
             "work_id": r.work_id,
             "queued": r.queued,
+            "workspace": space,
+            "cwd": r.cwd,
         },
-        f"Recruited {r.crew}: assignment {r.assignment_id}, task mailed as {r.message_id}, {where}",
+        f"Recruited {r.crew}: assignment {r.assignment_id}, task mailed as {r.message_id}, {where}"
+        + usecases.workspace_words(r.workspace),
     )
     return 0
 
@@ -398,9 +403,11 @@ def _unusable(err) -> str:
 def cmd_dismiss(args, out: Out) -> int:
     from captain_tui import usecases
 
-    d = usecases.dismiss(home_of(args), args.name, ctx=caller())
+    d = usecases.dismiss(home_of(args), args.name, ctx=caller(), discard=args.discard)
+    said = "Finished dismissing" if d.finished_earlier else "Dismissed"
     out.ok(
-        d.as_json() | {"crew": args.name}, f"Dismissed {args.name}{usecases.dismissal_words(d)}."
+        d.as_json() | {"crew": args.name},
+        f"{said} {args.name}{usecases.dismissal_words(d)}.",
     )
     return 0
 

@@ -117,6 +117,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         action="store_true",
         help="record the crew only; start its process yourself with the printed env",
     )
+    p.add_argument(
+        "--no-worktree",
+        action="store_true",
+        help="share the project's checkout instead of a worktree of its own on its own "
+        "branch (the default in a git project unless [worktree] enabled = false; "
+        "docs/worktrees.md)",
+    )
 
     p = add(
         "assign", "Start the next assignment after acknowledged completion.", captain.cmd_assign
@@ -175,8 +182,19 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     p.add_argument("--all", action="store_true", help="include dismissed crew")
 
-    p = add("dismiss", "Retire a crew member; its unread mail bounces.", captain.cmd_dismiss)
+    p = add(
+        "dismiss",
+        "Retire a crew member; its unread mail bounces. Its worktree and branch are removed "
+        "when everything on them has landed (or nothing was done), else kept and said so.",
+        captain.cmd_dismiss,
+    )
     p.add_argument("name", metavar="NAME")
+    p.add_argument(
+        "--discard",
+        action="store_true",
+        help="remove the crew's worktree and branch even with work not on the base branch "
+        "(recorded on the crew's log); also finishes an earlier dismissal's cleanup",
+    )
 
     p = add(
         "land",

@@ -35,7 +35,6 @@ PINNED = {
     "PAGER": "cat",
     "GIT_EDITOR": ":",
     "GIT_OPTIONAL_LOCKS": "0",
-    "GIT_CONFIG_NOSYSTEM": "1",
 }
 # variables that would make git act on another repository than the one named
 _DROPPED = (

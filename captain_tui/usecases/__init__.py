@@ -1,11 +1,12 @@
 """The use cases, once: what the CLI, the cockpit and the HTTP API ask captain to do.
 
 Each function takes the caller's ``Context`` and checks its role itself, writes through
-``state`` (the rules live there), does the tmux part through ``captain_tui.runtime``, and
-returns what happened as data: which mail bounced, whether a pane stop was confirmed, which
-of cancel's three outcomes it was. The surfaces only turn a result into words
-(``captain_tui.cli``, ``captain_tui.cockpit.jobs``; ``words`` holds what both say) or JSON
-(``captain_tui.api``). A refusal is a ``CaptainError`` raised before anything is written.
+``state`` (the rules live there), does the tmux part through ``captain_tui.runtime`` and
+git's through ``captain_tui.repo``, and returns what happened as data: which mail bounced,
+whether a pane stop was confirmed, which of cancel's three outcomes it was. The surfaces
+only turn a result into words (``captain_tui.cli``, ``captain_tui.cockpit.jobs``; ``words``
+holds what both say) or JSON (``captain_tui.api``). A refusal is a ``CaptainError`` raised
+before anything is written.
 
 ``crew`` (recruit, assign, tell, answer, acknowledge, dismiss, ring, jump), ``work``
 (cancel, replay, resolve, actor), ``landing`` (land, landing_queue), ``status`` (the read
@@ -31,7 +32,7 @@ from captain_tui.usecases.crew import (
 )
 from captain_tui.usecases.landing import Landing, land, landing_queue
 from captain_tui.usecases.status import Status, status
-from captain_tui.usecases.words import dismissal_words, store_error
+from captain_tui.usecases.words import dismissal_words, store_error, workspace_words
 from captain_tui.usecases.work import Cancellation, actor, cancel, replay, resolve
 
 __all__ = [
@@ -60,4 +61,5 @@ __all__ = [
     "status",
     "store_error",
     "tell",
+    "workspace_words",
 ]

@@ -10,15 +10,18 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from captain_tui.repo import worktree
 from captain_tui.runtime import launch
 from captain_tui.runtime.tmux import check_session
 from state.crew import crewlog, notify, protocol, rules
 from state.crew.rules import CAPTAIN, Context
 from state.errors import CaptainError
 from state.home import Home
+from state.ids import ASSIGNMENT, new_id
 from state.inputs import MAX_COMMAND_BYTES, check_path, check_text, crew_key
-from state.models import BouncedMail, Message, PaneLocator
+from state.models import BouncedMail, Message, PaneLocator, Workspace
 from state.work import ledger
+from state.work.crash import crash_point
 
 # -- the doorbell -------------------------------------------------------------------------
 
@@ -66,6 +69,7 @@ class Recruitment:
     socket: str | None = None
     session: str = "captain"
     launch: bool = True  # False: record only (--no-launch); the person starts the process
+    worktree: bool = True  # False: share the checkout (--no-worktree); docs/worktrees.md
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,8 @@ class Recruited:
     queued: bool  # every ledger slot was held: the pane opens when one frees
     pane: PaneLocator | None
     env: dict[str, str]
+    workspace: Workspace | None = None  # its own worktree; None: it shares the checkout
+    cwd: str | None = None  # where its pane starts
 
 
 def _check_recruitment(req: Recruitment) -> None:
@@ -108,19 +114,26 @@ def recruit(home: Home, req: Recruitment, *, ctx: Context = CAPTAIN) -> Recruite
     agent = "program" if req.command else (req.agent or "shell")
     if agent == "program" and not req.command:
         raise CaptainError("invalid_argument", "a program crew needs a command to run.")
+    key = crew_key(req.name)
+    assignment_id = new_id(ASSIGNMENT)
+    # its own worktree (docs/worktrees.md), planned from git before anything is written
+    space = worktree.plan(home, cwd, key, assignment_id) if req.worktree else None
+    pane_cwd = worktree.inside(space, cwd) if space else cwd
     start = later = None
     if req.launch:
         start = launch.launcher(
             home,
             name=req.name,
-            key=crew_key(req.name),
+            key=key,
             agent=agent,
             program=req.command,
             socket=req.socket,
             session=req.session,
-            cwd=cwd,
+            cwd=pane_cwd,
         )
-        later = launch.later(program=req.command, cwd=cwd, socket=req.socket, session=req.session)
+        later = launch.later(
+            program=req.command, cwd=pane_cwd, socket=req.socket, session=req.session
+        )
         check_path(later.socket, "tmux socket")  # resolved: it may come from the environment
     r = protocol.recruit(
         home,
@@ -134,8 +147,11 @@ def recruit(home: Home, req: Recruitment, *, ctx: Context = CAPTAIN) -> Recruite
         ctx=ctx,
         launch=start,
         later=later,
+        assignment_id=assignment_id,
+        workspace=space,
+        prepare=(lambda: _made(space)) if space else None,
     )
-    snapshot, _ = crewlog.load(home, crew_key(req.name))
+    snapshot, _ = crewlog.load(home, key)
     return Recruited(
         r.crew,
         agent,
@@ -146,7 +162,15 @@ def recruit(home: Home, req: Recruitment, *, ctx: Context = CAPTAIN) -> Recruite
         r.queued,
         snapshot.pane if snapshot else None,
         r.env,
+        space,
+        pane_cwd,
     )
+
+
+def _made(space: Workspace):
+    undo = worktree.make(space)
+    crash_point("recruit:after-worktree")
+    return undo
 
 
 def assign(
@@ -192,6 +216,10 @@ class Dismissal:
     assignment_id: str | None
     bounced: tuple[BouncedMail, ...]
     pane_stopped: bool | None  # True closed (confirmed), False not confirmed, None: no pane
+    workspace: Workspace | None = None  # the crew's own worktree, if it had one
+    fate: worktree.Fate | None = None  # what became of it (docs/worktrees.md)
+    finished_earlier: bool = False  # the crew was already dismissed: only its worktree's
+    #                                 cleanup was finished (or discarded) now
 
     def as_json(self) -> dict:
         """The shape the CLI's ``--json`` and the HTTP API answer with."""
@@ -200,6 +228,9 @@ class Dismissal:
             "assignment_id": self.assignment_id,
             "bounced": [b.message_id for b in self.bounced],
             "pane_stopped": self.pane_stopped,
+            "worktree": (
+                self.fate.as_json(self.workspace) if self.fate and self.workspace else None
+            ),
         }
 
 
@@ -210,22 +241,83 @@ def dismiss(
     ctx: Context = CAPTAIN,
     reason: str = "crew dismissed",
     actor: str = "captain",
+    discard: bool = False,
 ) -> Dismissal:
     """Close the crew's window first, then retire it: unread mail bounces, and its work item
-    is cancelled on a confirmed stop (needs reconciliation otherwise)."""
+    is cancelled on a confirmed stop (needs reconciliation otherwise). Its own worktree and
+    branch go only when nothing on them is lost (``worktree.judge``) or ``discard`` says
+    so; the decision is recorded on the dismissal before it is carried out, so a dismissal
+    killed part way is finished by running it again."""
     rules.check_captain(ctx, "dismiss")
     ledger.check_shown(reason)  # every refusal before the pane is touched
     snapshot, _ = crewlog.load(home, crew_key(name))
+    if snapshot is not None and snapshot.dismissed_at is not None:
+        done = _finish_cleanup(home, name, snapshot, discard, ctx)
+        if done is not None:
+            return done
+        # nothing left to clean: dismissing again is refused as always (crew_dismissed)
+    space = snapshot.workspace if snapshot is not None else None
     stopped = None
     if snapshot is not None and snapshot.dismissed_at is None:
         stopped = launch.close_pane(snapshot.pane)
-    bounced = protocol.dismiss(home, name, ctx=ctx, stopped=stopped, reason=reason, actor=actor)
+    shown = snapshot.name if snapshot else name
+    fate = worktree.judge(space, discard=discard, crew=shown) if space is not None else None
+    bounced = protocol.dismiss(
+        home,
+        name,
+        ctx=ctx,
+        stopped=stopped,
+        reason=reason,
+        actor=actor,
+        worktree=fate.action if fate else None,
+        worktree_tip=fate.tip if fate else None,
+    )
+    if fate is not None and fate.action in ("removed", "discarded"):
+        crash_point("dismiss:before-worktree")
+        worktree.remove(space)
     return Dismissal(
         snapshot.name if snapshot else name,
         snapshot.assignment.assignment_id if snapshot else None,
         tuple(bounced),
         stopped,
+        space,
+        fate,
     )
+
+
+def _finish_cleanup(
+    home: Home, name: str, snapshot, discard: bool, ctx: Context
+) -> Dismissal | None:
+    """A dismissed crew's worktree: finish the removal its dismissal recorded (killed part
+    way), or discard what it kept when asked. None: nothing to do."""
+    space = snapshot.workspace
+    if space is None or not worktree.leftover(space):
+        return None
+    decided = snapshot.worktree
+    if decided == "kept" and not discard:
+        raise CaptainError(
+            "crew_dismissed",
+            f"{snapshot.name} was dismissed and its worktree {space.worktree} and branch "
+            f"{space.branch} were kept; remove them with captain dismiss {snapshot.name} "
+            f"--discard, or recruit the name again with --handoff "
+            f"{snapshot.assignment.assignment_id}.",
+            worktree=space.worktree,
+            branch=space.branch,
+        )
+    if decided == "kept":
+        fate = worktree.judge(space, discard=True)
+        protocol.discard_worktree(home, name, tip=fate.tip, ctx=ctx)
+    elif decided == "discarded":
+        fate = worktree.judge(space, discard=True)
+    elif decided == "removed":
+        fate = worktree.judge(space, crew=snapshot.name)  # again: never remove work done since
+        if fate.action != "removed":
+            return Dismissal(snapshot.name, None, (), None, space, fate, True)
+    else:
+        return None
+    crash_point("dismiss:before-worktree")
+    worktree.remove(space)
+    return Dismissal(snapshot.name, snapshot.assignment.assignment_id, (), None, space, fate, True)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,18 @@ def dismissal_words(d, *, place: str = "pane") -> str:
         False: f"; its {place} could NOT be confirmed closed",
         None: "",
     }[d.pane_stopped]
-    return extra + gone
+    fate = f"; {d.fate.reason.rstrip('.')}" if d.fate is not None else ""
+    return extra + gone + fate
+
+
+def workspace_words(space) -> str:
+    """A recruit's worktree in a sentence's tail ("" when it shares the checkout)."""
+    if space is None:
+        return ""
+    return (
+        f"\nIts worktree: {space.worktree} on branch {space.branch}, from "
+        f"{space.base_branch} at {space.base_commit[:12]}."
+    )
 
 
 def store_error(exc: OSError) -> CaptainError:

@@ -30,6 +30,7 @@ from state.models import (
     Notification,
     Question,
     Recruited,
+    WorktreeDiscarded,
 )
 from state.store import encode
 
@@ -66,7 +67,9 @@ def fold(snapshot: CrewSnapshot | None, event) -> CrewSnapshot:
     elif isinstance(event, Finished):
         changes = dict(done_at=event.at, report=event.report)
     elif isinstance(event, Dismissed):
-        changes = dict(dismissed_at=event.at)
+        changes = dict(dismissed_at=event.at, worktree=event.worktree)
+    elif isinstance(event, WorktreeDiscarded):
+        changes = dict(worktree="discarded")
     elif isinstance(event, Launched):
         changes = dict(pane=event.pane, launched_at=event.at)
     else:  # pragma: no cover - the union is closed

@@ -48,6 +48,8 @@ from state.models import (
     Notification,
     PaneLocator,
     Recruited,
+    Workspace,
+    WorktreeDiscarded,
 )
 from state.store import encode
 from state.vocab import counted, ended
@@ -152,10 +154,15 @@ def _grant(
 
 
 def _spec(
-    task: str, paths: list[str], actions: list[str], project_dir: str, handoff: str | None
+    task: str,
+    paths: list[str],
+    actions: list[str],
+    project_dir: str,
+    handoff: str | None,
+    assignment_id: str | None = None,
 ) -> AssignmentSpec:
     return AssignmentSpec(
-        assignment_id=new_id(ASSIGNMENT),
+        assignment_id=assignment_id or new_id(ASSIGNMENT),
         message_id=new_id(MESSAGE),
         task=task,
         owns=paths,
@@ -203,6 +210,9 @@ def recruit(
     ctx: Context = CAPTAIN,
     launch: Launch | None = None,
     later: LaunchSpec | None = None,
+    assignment_id: str | None = None,
+    workspace: Workspace | None = None,
+    prepare: Callable[[], Callable[[], object]] | None = None,
 ) -> Recruit:
     """Record a new crew and its first assignment.
 
@@ -214,6 +224,10 @@ def recruit(
     The assignment is a work item. When every ledger slot is held, the crew is recorded
     with ``later`` (how to launch it) and its item waits in the queue; the runner's
     dispatch launches it when a slot frees (``Recruit.queued``).
+
+    ``workspace`` (the crew's own git worktree, docs/worktrees.md) is recorded on the
+    event; ``prepare`` makes it, under the locks once every rule has passed and before the
+    pane starts, and returns its undo, which a recruit that fails later runs.
     """
     from state.work import ledger  # not at import: crew-side commands skip it
     from state.work import settle as ledger_settle
@@ -252,16 +266,23 @@ def recruit(
                 "handoff_mismatch", f"{name} has no earlier assignment to hand off from."
             )
         paths, actions = _grant(home, key, owns, allow, project_dir, inherit)
-        spec = _spec(task, paths, actions, project_dir, handoff)
+        spec = _spec(task, paths, actions, project_dir, handoff, assignment_id)
         incarnation = new_id(INCARNATION)
         env = crew_env(home, name, incarnation, spec.assignment_id)
         seq = (snapshot.seq + 1) if snapshot else 1
         undo, wrote, taken = None, False, False
+        unmake = prepare() if prepare is not None else None
+        if unmake is not None:
+            undo = unmake
         try:
             with ledger.capacity(home):
                 try:
                     free = ledger.has_free_slot(home)
-                    pane, undo = launch(env) if launch is not None and free else (None, None)
+                    if launch is not None and free:
+                        pane, close = launch(env)
+                        undo = _both(close, unmake)
+                    else:
+                        pane = None
                     event = Recruited(
                         seq=seq,
                         at=now(),
@@ -272,6 +293,7 @@ def recruit(
                         assignment=spec,
                         pane=pane,
                         launch=later if launch is not None and not free else None,
+                        workspace=workspace,
                     )
                     wrote = True
                     crewlog.append(home, key, snapshot, event)
@@ -300,6 +322,19 @@ def recruit(
         work_id=ledger_settle.work_id(spec.assignment_id),
         queued=launch is not None and not free,
     )
+
+
+def _both(first: Callable[[], object], then: Callable[[], object] | None) -> Callable[[], None]:
+    """An undo of two parts (the pane, then the worktree it ran in)."""
+
+    def undo() -> None:
+        try:
+            first()
+        finally:
+            if then is not None:
+                then()
+
+    return undo
 
 
 def _take_back(
@@ -499,8 +534,13 @@ def dismiss(
     ctx: Context = CAPTAIN,
     stopped: bool | None = None,
     actor: str = "captain",
+    worktree: str | None = None,
+    worktree_tip: str | None = None,
 ) -> list[BouncedMail]:
     """Retire the crew; its unread mail bounces, each with a ``bounced`` notification.
+
+    ``worktree`` is what the caller decided for the crew's own worktree (removed, kept,
+    discarded, gone: docs/worktrees.md), recorded here before the caller acts on it.
 
     ``stopped`` is the runtime's word on the crew's pane (True: confirmed closed). The
     assignment's work item is cancelled only on a confirmed stop; otherwise it goes to
@@ -533,10 +573,33 @@ def dismiss(
                 assignment_id=snapshot.assignment.assignment_id,
                 reason=reason,
                 bounced=[],
+                worktree=worktree,
+                worktree_tip=worktree_tip,
             ),
         )
         crash_point("dismiss:after-crew")
     return bounced
+
+
+def discard_worktree(
+    home: Home, name: str, *, tip: str | None, ctx: Context = CAPTAIN
+) -> CrewSnapshot:
+    """Record that a dismissed crew's kept worktree is discarded (``dismiss --discard``
+    after the dismissal kept it), before the caller removes it."""
+    check_captain(ctx, "dismiss")
+    key = crew_key(name)
+    with _locked(home, key):
+        snapshot = crewlog.open_locked(home, key)
+        if snapshot is None:
+            raise CaptainError("unknown_crew", f"there is no crew named {name}.")
+        if snapshot.dismissed_at is None or snapshot.worktree != "kept":
+            return snapshot
+        return crewlog.append(
+            home,
+            key,
+            snapshot,
+            WorktreeDiscarded(seq=snapshot.seq + 1, at=now(), actor="captain", tip=tip),
+        )
 
 
 def bounce(home: Home, name: str, reason: str) -> list[Bounce]:

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from state.errors import CaptainError
 from state.home import Home
-from state.inputs import check_actions, crew_key, grant_problem
+from state.inputs import check_actions, crew_key, grant_problem, is_within
 from state.vocab import PATH_ACTIONS
 
 
@@ -133,6 +133,26 @@ def not_done(snapshot) -> None:
         )
 
 
+def grant_frame(snapshot) -> tuple[str, list[str]]:
+    """Where the crew's grant is judged: the project directory and the owned paths, or,
+    for a crew with its own worktree (docs/worktrees.md), the same places in its worktree.
+    Grants are recorded relative to the project (``--owns src`` is the project's ``src``);
+    the crew edits its worktree's copy, so that is what a path it names is judged against.
+    A path of the user's checkout is outside the worktree, so outside the grant."""
+    spec = snapshot.assignment
+    space = getattr(snapshot, "workspace", None)
+    if space is None:
+        return spec.project_dir, list(spec.owns)
+
+    def moved(path: str) -> str:
+        if not is_within(path, space.project):
+            return path  # owned outside the repository: the same place for every checkout
+        rel = os.path.relpath(path, space.project)
+        return space.worktree if rel == "." else os.path.join(space.worktree, rel)
+
+    return moved(spec.project_dir), [moved(o) for o in spec.owns]
+
+
 def grant_verdict(snapshot, action: str, paths: list[str]) -> Verdict:
     """Whether the live assignment grants ``action`` on ``paths`` (a known action)."""
     spec = snapshot.assignment
@@ -144,8 +164,9 @@ def grant_verdict(snapshot, action: str, paths: list[str]) -> Verdict:
             False, f"{action} is not granted on {spec.assignment_id} (granted: {granted})."
         )
     if action in PATH_ACTIONS:
+        project_dir, owns = grant_frame(snapshot)
         for raw in paths:  # what each path is now, not what it was called
-            problem = grant_problem(raw, spec.project_dir, list(spec.owns), snapshot.name)
+            problem = grant_problem(raw, project_dir, owns, snapshot.name)
             if problem is not None:
                 return Verdict(False, problem)
     shown = f" on {', '.join(paths)}" if paths else ""

@@ -55,6 +55,7 @@ SHAPES = {
         ('pane', 'pane', ('opt', ('model', 'PaneLocator'))),
         ('launched_at', 'launched_at', ('opt', 'datetime')),
         ('workspace', 'workspace', ('opt', ('model', 'Workspace'))),
+        ('worktree', 'worktree', ('opt', ('lit', 'removed', 'kept', 'discarded', 'gone'))),
     ),
     'Dismissed': (
         ('schema', 'schema_', ('lit', 1)),
@@ -65,6 +66,8 @@ SHAPES = {
         ('assignment_id', 'assignment_id', 'str'),
         ('reason', 'reason', 'str'),
         ('bounced', 'bounced', ('list', ('model', 'BouncedMail'))),
+        ('worktree', 'worktree', ('opt', ('lit', 'removed', 'kept', 'discarded', 'gone'))),
+        ('worktree_tip', 'worktree_tip', ('opt', 'str')),
     ),
     'Finished': (
         ('schema', 'schema_', ('lit', 1)),
@@ -156,6 +159,14 @@ SHAPES = {
         ('base_branch', 'base_branch', 'str'),
         ('base_commit', 'base_commit', 'str'),
     ),
+    'WorktreeDiscarded': (
+        ('schema', 'schema_', ('lit', 1)),
+        ('seq', 'seq', ('int>=', 1)),
+        ('at', 'at', 'datetime'),
+        ('actor', 'actor', ('lit', 'captain', 'crew')),
+        ('type', 'type', ('lit', 'worktree_discarded')),
+        ('tip', 'tip', ('opt', 'str')),
+    ),
 }
 
-EVENTS = {'recruited': 'Recruited', 'assigned': 'Assigned', 'asked': 'Asked', 'done': 'Finished', 'dismissed': 'Dismissed', 'launched': 'Launched'}
+EVENTS = {'recruited': 'Recruited', 'assigned': 'Assigned', 'asked': 'Asked', 'done': 'Finished', 'dismissed': 'Dismissed', 'launched': 'Launched', 'worktree_discarded': 'WorktreeDiscarded'}

@@ -19,7 +19,15 @@ from pydantic import BaseModel
 
 # the records the fast path reads or writes, and every crew event (a union on ``type``)
 ROOTS = ("CrewSnapshot", "Message", "Receipt", "Notification")
-EVENTS = ("Recruited", "Assigned", "Asked", "Finished", "Dismissed", "Launched")
+EVENTS = (
+    "Recruited",
+    "Assigned",
+    "Asked",
+    "Finished",
+    "Dismissed",
+    "Launched",
+    "WorktreeDiscarded",
+)
 TARGET = Path(__file__).with_name("shapes.py")
 
 

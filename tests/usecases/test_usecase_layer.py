@@ -17,7 +17,7 @@ from state.home import Home
 from state.models import PaneLocator
 
 CREW = Context("crew", "Ada", "inc_x", "asg_x")
-NOT_USE_CASES = {"actor", "dismissal_words", "store_error"}  # helpers, no caller's role
+NOT_USE_CASES = {"actor", "dismissal_words", "store_error", "workspace_words"}  # helpers
 
 
 def _use_cases():
@@ -105,7 +105,7 @@ def test_an_os_failure_is_one_store_error_with_what_failed_and_where():
 
 class _D:
     def __init__(self, bounced, stopped):
-        self.bounced, self.pane_stopped = bounced, stopped
+        self.bounced, self.pane_stopped, self.fate = bounced, stopped, None
 
 
 def test_one_dismissal_sentence_each_surface_naming_its_place():
