@@ -36,10 +36,51 @@ def build_home(root: Path) -> Home:
         return _build_home(root, fixed)
 
 
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "demo",
+    "GIT_AUTHOR_EMAIL": "demo@example.invalid",
+    "GIT_COMMITTER_NAME": "demo",
+    "GIT_COMMITTER_EMAIL": "demo@example.invalid",
+    "GIT_AUTHOR_DATE": "2026-11-29T09:00:00Z",
+    "GIT_COMMITTER_DATE": "2026-11-29T09:00:00Z",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+EXPORT = (
+    "import json\n\n\ndef export(rows, path):\n"
+    "    with open(path, 'w') as f:\n        json.dump(rows, f)\n"
+)
+EXPORT_VERBOSE = (
+    "import json\nimport logging\n\nlog = logging.getLogger(__name__)\n\n\n"
+    "def export(rows, path, verbose=False):\n"
+    "    if verbose:\n        log.info('exporting %d rows to %s', len(rows), path)\n"
+    "    with open(path, 'w') as f:\n        json.dump(rows, f)\n"
+)
+
+
+def _git(project: Path, *args: str) -> None:
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")} | GIT_ENV
+    subprocess.run(["git", *args], cwd=project, env=env, check=True, capture_output=True)
+
+
+def _project(root: Path) -> Path:
+    """A git repository with one commit: Brook's change is made on top of it."""
+    project = root / "project"
+    (project / "src").mkdir(parents=True, exist_ok=True)
+    (project / "src/export.py").write_text(EXPORT)
+    (project / "README.md").write_text("# exporter\n")
+    (project / "CHANGELOG.md").write_text("# Changelog\n")
+    _git(project, "init", "-q", "-b", "main")
+    _git(project, "add", "-A")
+    _git(project, "commit", "-qm", "exporter")
+    return project
+
+
 def _build_home(root: Path, fixed: clock.Fixed) -> Home:
     home = Home(root / "home")
-    project = root / "project"
-    project.mkdir(parents=True, exist_ok=True)
+    project = _project(root)
     ada = protocol.recruit(
         home,
         "Ada",
@@ -66,6 +107,8 @@ def _build_home(root: Path, fixed: clock.Fixed) -> Home:
         allow=["edit", "test"],
     )
     protocol.tell(home, "Brook", "Also update the changelog.", assignment_id=brook.assignment_id)
+    (project / "src/export.py").write_text(EXPORT_VERBOSE)  # Brook's change, uncommitted
+    (project / "CHANGELOG.md").write_text("# Changelog\n\n- export --verbose\n")  # not owned
     cy = protocol.recruit(
         home,
         "Cy",
@@ -120,7 +163,32 @@ async def _shoot(home: Home, out: Path) -> list[Path]:
         await pilot.press("question_mark")
         await pilot.pause(0.3)
         written.append(_save(app.export_screenshot(title="captain — help"), out / "help.svg"))
+        await pilot.press("escape")
+        await _review(pilot, "brook")
+        written.append(_save(app.export_screenshot(title="captain — review"), out / "review.svg"))
     return written
+
+
+async def _review(pilot, key: str) -> None:
+    """Select the crew ``key`` in Crew, open its review and show its first owned file."""
+    from widgets.panels.crew import CrewPanel
+    from widgets.screens.review import ReviewScreen
+
+    app = pilot.app
+    panel = app.query_one(CrewPanel)
+    panel.table.focus()
+    await pilot.press("g", *["j"] * panel._keys.index(key), "D")
+    for _ in range(200):
+        screen = app.screen
+        if isinstance(screen, ReviewScreen) and screen.files:
+            break
+        await pilot.pause(0.05)
+    await pilot.press("n")  # CHANGELOG.md (outside its --owns) first, then src/export.py
+    for _ in range(200):
+        if screen.current is not None and screen.current.path == "src/export.py":
+            break
+        await pilot.pause(0.05)
+    await pilot.pause(0.3)
 
 
 def _save(svg: str, path: Path) -> Path:

@@ -94,6 +94,8 @@ CODES = frozenset(
         "detached_head",
         "branch_exists",
         "worktree_exists",
+        # added by review (#25): a crew whose project is not a git repository has no change
+        "no_change",
         # added by captain land (docs/landing.md): a serialized, checked merge
         "not_done",
         "already_landed",

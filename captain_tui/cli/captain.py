@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from captain_tui.cli.args import caller, home_of
 from captain_tui.cli.out import Out, json_line, table, when
+from captain_tui.cli.review import compact, headline
 
 
 def _bell(home, name: str) -> dict | None:
@@ -198,6 +199,22 @@ def envelope(n, crew: str | None, assignment_id: str | None) -> dict:
     return env
 
 
+def with_change(home, env: dict, n) -> dict:
+    """A ``done`` carries the crew's change (its shape now, read on the captain's side:
+    docs/review.md) when its assignment is still the crew's current one."""
+    if n is None or n.status != "done":
+        return env
+    from captain_tui import usecases
+    from state.crew import crewlog
+    from state.inputs import crew_key
+
+    snapshot, _ = crewlog.load(home, crew_key(n.crew))
+    if snapshot is None or snapshot.assignment.assignment_id != n.assignment_id:
+        return env
+    change = usecases.change_summary(snapshot)
+    return env if change is None else env | {"change": change}
+
+
 def _next_step(n, state: str | None = None) -> str:
     """What to do about ``n``, given the crew's state now (``state.crew.standing``): a
     notification can be older than what happened since (a crew that asked, then died)."""
@@ -246,7 +263,7 @@ def cmd_wait(args, out: Out) -> int:
 
         snapshot, _ = crewlog.load(home, crew_key(name))
         assignment_id = snapshot.assignment.assignment_id if snapshot else None
-    env = envelope(n, name, assignment_id)
+    env = with_change(home, envelope(n, name, assignment_id), n)
     if n is None:
         human = f"timeout: nothing from {name or 'any crew'} (no delivery)."
     else:
@@ -255,8 +272,9 @@ def cmd_wait(args, out: Out) -> int:
 
         summary = "\n".join("  " + line for line in n.summary.splitlines() or [""])
         state = protocol.crew_state(home, crew_key(n.crew))
+        change = f"\n  {headline(env['change'])}" if env.get("change") else ""
         human = (
-            f"{n.status}  {n.crew}  {n.delivery_id}  ({n.assignment_id})\n{summary}\n"
+            f"{n.status}  {n.crew}  {n.delivery_id}  ({n.assignment_id})\n{summary}{change}\n"
             f"  {_next_step(n, state)}"
         )
     out.ok(env, human)
@@ -305,6 +323,7 @@ def cmd_status(args, out: Out) -> int:
             "UNACKED",
             "PANE",
             "DOORBELL",
+            "CHANGE",
         ]
     ]
     for r in rows:
@@ -319,6 +338,7 @@ def cmd_status(args, out: Out) -> int:
                 str(r["unacknowledged"]),
                 (r["pane"] or {}).get("pane_id", "-"),
                 f"held: {r['doorbell']['gate']}" if r["doorbell"]["gate"] else "-",
+                compact(r.get("change")),
             ]
         )
     return _status_answer(
@@ -438,7 +458,8 @@ def cmd_watch(args, out: Out) -> int:
                     if n.delivery_id in seen or n.delivery_id in acked:
                         continue
                     seen.add(n.delivery_id)
-                    print(json_line(envelope(n, n.crew, n.assignment_id)), flush=True)
+                    env = with_change(home, envelope(n, n.crew, n.assignment_id), n)
+                    print(json_line(env), flush=True)
             runner.sleep(1.0)
     except KeyboardInterrupt:
         return 0

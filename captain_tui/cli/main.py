@@ -261,12 +261,14 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     if only not in CREW_SIDE:
         from captain_tui.cli import ledger as cli_ledger
+        from captain_tui.cli import review as cli_review
         from captain_tui.cli import serve as cli_serve
         from captain_tui.cli import work as cli_work
 
         cli_work.add_commands(sub, common, Parser)
         cli_serve.add_commands(sub, common, Parser)
         cli_ledger.add_commands(sub, common, Parser)
+        cli_review.add_commands(sub, common, Parser)
     return parser
 
 

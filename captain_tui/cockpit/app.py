@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from datetime import datetime
 from functools import partial
@@ -46,6 +47,7 @@ from captain_tui.cockpit.feed.listener import LedgerListener
 from captain_tui.cockpit.feed.pump import RESCAN_SECONDS, WORK_SECONDS, FeedPump
 from captain_tui.cockpit.feed.watcher import Watcher
 from captain_tui.cockpit.heap import Collector
+from captain_tui.cockpit.review import ReviewCommands
 from captain_tui.cockpit.terminal import recording, writer
 from captain_tui.cockpit.work import WorkCommands, reconciling_text
 from captain_tui.runtime.tmux import resolve_socket
@@ -119,7 +121,7 @@ def _local_now() -> datetime:
     return datetime.now().astimezone()
 
 
-class CaptainApp(WorkCommands, App):
+class CaptainApp(WorkCommands, ReviewCommands, App):
     CSS_PATH = "cockpit.tcss"
     TITLE = "captain"
     BINDINGS = commands.bindings()
@@ -159,6 +161,7 @@ class CaptainApp(WorkCommands, App):
         self.alert_window = ALERT_WINDOW
         self.drafts: dict[str, dict[str, Any]] = {}  # cancelled forms' text, by draft key
         self._jobs: dict[FormScreen, tuple[Callable[[dict], str], str | None]] = {}
+        self._reviews: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # screen -> change
         self._pump: FeedPump | None = None
         self._watcher: Watcher | None = None
         self._listener: LedgerListener | None = None

@@ -83,6 +83,17 @@ COMMANDS: tuple[Command, ...] = (
         needs="pane",
     ),
     Command(
+        "review",
+        "D",
+        "Review",
+        "Review the selected crew's change: every file it changed since its base "
+        "(outside its --owns marked !, not committed u) and each file's diff, "
+        "syntax-coloured; n/p move file to file, ./, hunk to hunk, c comments on a hunk — "
+        "the comment goes to the crew as a tell quoting path:line, its assignment stays open.",
+        "review",
+        needs="crew",
+    ),
+    Command(
         "cancel_work",
         "c",
         "Cancel",

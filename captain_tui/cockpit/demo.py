@@ -31,6 +31,7 @@ CREW = (
         ["README.md", "docs"],
         ["read", "edit"],
         "Should the install section show pipx as well as pip?",
+        ["README.md"],
     ),
     (
         "Brook",
@@ -38,6 +39,7 @@ CREW = (
         ["src/export.py", "tests/test_export.py"],
         ["read", "edit", "test"],
         "Verbose output on stderr or stdout?",
+        ["src/export.py", "tests/test_export.py", "CHANGELOG.md"],  # the last: not its own
     ),
     (
         "Cy",
@@ -45,8 +47,25 @@ CREW = (
         [],
         ["read", "search", "build"],
         "May I drop the docs build from nightly if it is the main cause?",
+        [],
     ),
 )
+# the demo project, a git repository with one commit: each crew works in its own worktree
+# and its edits (simcrew --change) are a change to review (D in the cockpit)
+PROJECT = {
+    "README.md": "# demo project\n\nInstall: see [the docs](docs/install.md).\n",
+    "docs/install.md": "# Install\n\n    pip install demo\n",
+    "src/export.py": "import json\n\n\ndef export(rows, path):\n"
+    "    with open(path, 'w') as f:\n        json.dump(rows, f)\n",
+    "tests/test_export.py": "from export import export\n",
+    "CHANGELOG.md": "# Changelog\n",
+}
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "captain demo",
+    "GIT_AUTHOR_EMAIL": "demo@example.invalid",
+    "GIT_COMMITTER_NAME": "captain demo",
+    "GIT_COMMITTER_EMAIL": "demo@example.invalid",
+}
 
 
 class Demo:
@@ -63,10 +82,8 @@ class Demo:
 
     def start(self) -> None:
         tmux_binary()  # a clear tmux_unavailable before anything is made
-        for sub in ("docs", "src", "tests"):
-            (self.project / sub).mkdir(parents=True, exist_ok=True)
-        (self.project / "README.md").write_text("# demo project\n")
-        for name, task, owns, allow, question in CREW:
+        self._make_project()
+        for name, task, owns, allow, question, changes in CREW:
             program = shlex.join(
                 [
                     sys.executable,
@@ -77,6 +94,7 @@ class Demo:
                     question,
                     "--work",
                     str(self.work),
+                    *[arg for path in changes for arg in ("--change", path)],
                 ]
             )
             usecases.recruit(
@@ -93,6 +111,19 @@ class Demo:
                 ),
                 ctx=CAPTAIN,
             )
+
+    def _make_project(self) -> None:
+        """The demo's project: a git repository with one commit on ``main``."""
+        from captain_tui.repo import git
+
+        for name, text in PROJECT.items():
+            path = self.project / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        here = str(self.project)
+        git.run(["init", "-q", "-b", "main"], cwd=here)
+        git.run(["add", "-A"], cwd=here)
+        git.run(["commit", "-q", "-m", "demo project"], cwd=here, env=IDENTITY)
 
     def stop(self, *, keep: bool) -> None:
         subprocess.run([tmux_binary(), "-S", self.socket, "kill-server"], capture_output=True)

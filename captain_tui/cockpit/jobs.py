@@ -83,6 +83,11 @@ def tell(home: Home, crew: str, assignment_id: str, text: str) -> str:
     return f"Told {m.crew}; the message is on its way."
 
 
+def comment(home: Home, crew: str, path: str, line: int, lines: list[str], text: str) -> str:
+    m = ops.comment(home, crew, path, line, lines, text, ctx=CAPTAIN)
+    return f"Sent your comment to {m.crew} (a tell on {m.assignment_id}, which stays open)."
+
+
 def assign(
     home: Home, crew: str, handoff: str, task: str, owns: list[str] | None, allow: list[str] | None
 ) -> str:

@@ -56,10 +56,13 @@ class Auto:
     ``CAPTAIN_ASSIGNMENT``: that names the first task only, and a next task has a new ID.
     """
 
-    def __init__(self, name: str, question: str | None, work: float) -> None:
+    def __init__(
+        self, name: str, question: str | None, work: float, changes: list[str] | None = None
+    ) -> None:
         self.name = name
         self.question = question
         self.work = work
+        self.changes = changes or []  # files (relative to its cwd) it edits before done
         self.asked = False
         self.task = ""
 
@@ -79,6 +82,9 @@ class Auto:
             return
         # a report says what was done, as an agent's would; it never echoes the answer
         task = (self.task.splitlines() or ["the task"])[0].rstrip(".")
+        for path in self.changes:  # its change: a line in each file, left uncommitted
+            with open(path, "a", encoding="utf-8") as f:
+                f.write(f"# {self.name}: {task[:60]}\n")
         report = f"Finished: {task[:80]}. Changed what it needed, re-ran the checks: all pass." + (
             " Went with your answer." if "answer" in kinds else ""
         )
@@ -120,9 +126,15 @@ def main(argv: list[str] | None = None) -> int:
         metavar="SECONDS",
         help="with --auto: how long each piece of work takes",
     )
+    parser.add_argument(
+        "--change",
+        action="append",
+        metavar="PATH",
+        help="with --auto: a file it appends a line to before each done; repeatable",
+    )
     args = parser.parse_args(argv)
     name = os.environ.get("CAPTAIN_CREW", "crew")
-    auto = Auto(name, args.ask, args.work) if args.auto else None
+    auto = Auto(name, args.ask, args.work, args.change) if args.auto else None
     print(f"simulated crew {name} — type a message, or /busy N, /approve, /noprompt N")
     while True:
         try:

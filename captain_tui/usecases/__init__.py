@@ -31,6 +31,7 @@ from captain_tui.usecases.crew import (
     tell,
 )
 from captain_tui.usecases.landing import Landing, land, landing_queue
+from captain_tui.usecases.review import change, change_summary, comment, diff_bytes
 from captain_tui.usecases.status import Status, status
 from captain_tui.usecases.words import dismissal_words, store_error, workspace_words
 from captain_tui.usecases.work import Cancellation, actor, cancel, replay, resolve
@@ -49,6 +50,10 @@ __all__ = [
     "answer",
     "assign",
     "cancel",
+    "change",
+    "change_summary",
+    "comment",
+    "diff_bytes",
     "dismiss",
     "dismissal_words",
     "jump",

@@ -72,6 +72,18 @@ def _bell(home: Home, row: dict) -> dict:
     }
 
 
+def _change(home: Home, row: dict) -> dict | None:
+    """The crew's change now (``captain_tui.repo.change``): None for a dismissed crew or
+    one whose project is not a git repository."""
+    from captain_tui.usecases.review import change_summary
+    from state.crew import crewlog
+
+    snapshot, _ = crewlog.load(home, row["name"].lower())
+    if snapshot is None or snapshot.dismissed_at is not None:
+        return None
+    return change_summary(snapshot)
+
+
 def status(home: Home, *, ctx: Context = CAPTAIN, include_dismissed: bool = False) -> Status:
     """The crew (dismissed ones too with ``include_dismissed``) and the ledger. A ledger
     that cannot be used is reported in ``problem``, not raised, so the crew still shows."""
@@ -88,6 +100,7 @@ def status(home: Home, *, ctx: Context = CAPTAIN, include_dismissed: bool = Fals
         rows = [r for r in rows if r["name"].lower() == own]
     for row in rows:
         row["doorbell"] = _bell(home, row)
+        row["change"] = _change(home, row)
     workspace = None
     if problem is None:
         workspace, problem = _workspace(home)

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from state.errors import CaptainError
 from state.home import Home
-from state.inputs import check_actions, crew_key, grant_problem, is_within
+from state.inputs import Resolver, check_actions, crew_key, grant_problem, is_within
 from state.vocab import PATH_ACTIONS
 
 
@@ -171,6 +171,25 @@ def grant_verdict(snapshot, action: str, paths: list[str]) -> Verdict:
                 return Verdict(False, problem)
     shown = f" on {', '.join(paths)}" if paths else ""
     return Verdict(True, f"{action}{shown} is granted on {spec.assignment_id}.")
+
+
+def outside_grant(snapshot, top: str, paths: list[str]) -> dict[str, str]:
+    """Which of ``paths`` (relative to the working tree ``top`` the crew's change is in:
+    its worktree, or the shared checkout's top level) lie outside the assignment's owned
+    paths, each with why: ``grant_verdict``'s rule (``grant_problem`` in ``grant_frame``),
+    judged where the files really are, so a symlink in the worktree that leads out of it is
+    outside. Judged after ``done`` too: it is about what the change touched, not a grant."""
+    project_dir, owns = grant_frame(snapshot)
+    found, resolve = {}, Resolver()  # one look at the disk per directory, for the whole change
+    for path in paths:
+        try:
+            raw = os.path.relpath(os.path.join(top, path), project_dir)
+            problem = grant_problem(raw, project_dir, owns, snapshot.name, resolve)
+        except CaptainError as err:  # a name no grant can name (control characters ...)
+            problem = err.message
+        if problem is not None:
+            found[path] = problem
+    return found
 
 
 def check(

@@ -224,3 +224,54 @@ def test_work_filtered_to_running(snap_compare, crewed_home: Home):
         await pilot.pause()
 
     assert snap_compare(cockpit(crewed_home), terminal_size=SIZE, run_before=run_before)
+
+
+def test_review_screen(snap_compare, home: Home, fixed_time: FixedTime, tmp_path: Path):
+    """The review screen (#25): a crew's files, one outside its --owns, and the first
+    file's diff, syntax-coloured; a real git repository with a fixed history."""
+    from support import gitrepo
+
+    from widgets.screens.review import ReviewScreen
+
+    project = tmp_path / "ship"
+    gitrepo.init(
+        project,
+        {
+            "src/auth/session.py": "TIMEOUT = 5 * 60\n\n\ndef expired(age):\n"
+            "    return age > TIMEOUT\n",
+            "README.md": "# ship\n",
+        },
+    )
+    protocol.recruit(
+        home,
+        "Jack",
+        "Fix the login bug: sessions expire after 5 minutes instead of 30.",
+        owns=["src/auth"],
+        allow=["edit", "test"],
+        cwd=str(project),
+        agent="claude",
+    )
+    (project / "src/auth/session.py").write_text(
+        "TIMEOUT = 30 * 60  # seconds\n\n\ndef expired(age):\n    return age >= TIMEOUT\n"
+    )
+    (project / "src/auth/test_session.py").write_text(
+        "from auth.session import TIMEOUT, expired\n\n\ndef test_thirty_minutes():\n"
+        "    assert not expired(29 * 60)\n"
+    )
+    (project / "README.md").write_text("# ship\n\nSessions last 30 minutes.\n")
+
+    async def run_before(pilot) -> None:
+        app = pilot.app
+        await until(pilot, lambda: app.scanned and app.last_refresh is not None, what="scan")
+        await pilot.press("D")
+        await until(pilot, lambda: isinstance(app.screen, ReviewScreen), what="the review")
+        await until(pilot, lambda: app.screen.files, what="the files")
+        await pilot.press("n")  # to the first file inside the grant
+        await until(
+            pilot,
+            lambda: app.screen.current and app.screen.current.path == "src/auth/session.py",
+            what="its diff",
+        )
+        await pilot.pause()
+
+    assert snap_compare(cockpit(home), terminal_size=SIZE, run_before=run_before)

@@ -49,6 +49,17 @@ def test_demo_crew_ask_get_answered_and_finish(tmp_path):
                 finished.add(n.crew)
                 task = next(c[1] for c in CREW if c[0] == n.crew)
                 assert task[:30] in n.summary and "Yes," not in n.summary  # not an echo
+        # the demo shows a crew's diff: Brook's edits in its own worktree, one outside --owns
+        brook = ops.change(home, "Brook")
+        assert not brook.where.shared and brook.where.top != str(demo.project)
+        assert {f.path for f in brook.files} == {
+            "src/export.py",
+            "tests/test_export.py",
+            "CHANGELOG.md",
+        }
+        assert brook.outside == ["CHANGELOG.md"] and len(brook.uncommitted) == 3
+        assert b"+# Brook: Add a --verbose flag" in ops.diff_bytes(brook, ["src/export.py"])
+        assert ops.change(home, "Cy").files == ()
         # Next task (the cockpit's n): the crew still carries the first CAPTAIN_ASSIGNMENT
         # in its environment; it must learn the new ID from the new task's mail
         ops.acknowledge(home, last.crew, last.delivery_id)

@@ -1,0 +1,232 @@
+"""A crew's change: everything in its worktree since its base commit.
+
+That is the commits on its branch plus what is not committed yet — modified, deleted and
+untracked files (ignored ones excepted) — read without touching the crew's own index: the
+working tree is staged into a *temporary* index (``GIT_INDEX_FILE``, a copy of the crew's
+so unchanged files are not hashed again) and written as a tree, and every question is
+asked of ``base_commit..that tree``. Nothing is committed for the crew (docs/review.md).
+
+Paths are read NUL-separated, never parsed from quoted text. The shape is computed on the
+captain's side when it is read (``wait``, ``status``, ``diff``, the cockpit), so the crew's
+``done`` stays as fast as it was.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+
+from captain_tui.repo import git
+from state.crew.rules import outside_grant
+from state.errors import CaptainError
+
+LIST_MAX = 200  # paths a notification lists of each kind; the counts are always whole
+DIFF_MAX = git.LIMIT  # bytes of unified diff read for one request
+_STATUS = {"A": "added", "M": "modified", "D": "deleted", "T": "typechange"}
+
+
+@dataclass(frozen=True)
+class FileChange:
+    path: str  # relative to the repository's top level, exactly as git stores it
+    status: str  # added, modified, deleted, typechange
+    added: int | None  # None: binary
+    removed: int | None
+    uncommitted: bool  # differs between the branch's last commit and the working tree
+    outside: str | None  # why it lies outside the assignment's --owns; None: inside
+    symlink: bool = False
+
+    def as_json(self) -> dict:
+        return {
+            "path": self.path,
+            "status": self.status,
+            "added": self.added,
+            "removed": self.removed,
+            "binary": self.added is None,
+            "uncommitted": self.uncommitted,
+            "outside_grant": self.outside is not None,
+            "why_outside": self.outside,
+            "symlink": self.symlink,
+        }
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where a crew's change is: its worktree and the commit it started from."""
+
+    top: str  # the working tree's top level (the crew's worktree, or the shared checkout)
+    base: str  # full sha
+    project: str  # the project's top level, for grants (equal to top when shared)
+    branch: str | None = None
+    shared: bool = False  # no worktree of its own: the shared checkout against its HEAD
+
+
+@dataclass(frozen=True)
+class Change:
+    where: Where
+    head: str  # the branch's last commit
+    tree: str  # the working tree, staged into a temporary index and written as a tree
+    commits: int
+    rewritten: bool  # the base is no longer an ancestor of the branch (history rewritten)
+    files: tuple[FileChange, ...] = field(default=())
+
+    @property
+    def lines_added(self) -> int:
+        return sum(f.added or 0 for f in self.files)
+
+    @property
+    def lines_removed(self) -> int:
+        return sum(f.removed or 0 for f in self.files)
+
+    @property
+    def outside(self) -> list[str]:
+        return [f.path for f in self.files if f.outside is not None]
+
+    @property
+    def uncommitted(self) -> list[str]:
+        return [f.path for f in self.files if f.uncommitted]
+
+    def summary(self) -> dict:
+        """The change's shape, as a notification carries it (lists capped at LIST_MAX)."""
+        outside, uncommitted = self.outside, self.uncommitted
+        return {
+            "base_commit": self.where.base,
+            "head": self.head,
+            "branch": self.where.branch,
+            "worktree": self.where.top,
+            "shared_checkout": self.where.shared,
+            "files_changed": len(self.files),
+            "lines_added": self.lines_added,
+            "lines_removed": self.lines_removed,
+            "commits": self.commits,
+            "history_rewritten": self.rewritten,
+            "outside_grant": outside[:LIST_MAX],
+            "outside_grant_count": len(outside),
+            "uncommitted": uncommitted[:LIST_MAX],
+            "uncommitted_count": len(uncommitted),
+        }
+
+    def as_json(self) -> dict:
+        return self.summary() | {"files": [f.as_json() for f in self.files]}
+
+
+def _working_tree(top: str) -> str:
+    """The working tree as a tree object, staged into a temporary copy of the index."""
+    index = git.run(["rev-parse", "--git-path", "index"], cwd=top).text.strip()
+    index = index if os.path.isabs(index) else os.path.join(top, index)
+    with tempfile.TemporaryDirectory(prefix="captain-change-") as tmp:
+        temp_index = os.path.join(tmp, "index")
+        env = {"GIT_INDEX_FILE": temp_index}
+        try:
+            # copy2: the index's own mtime comes along, so git's racy-clean rule still
+            # re-reads a file changed in the same second as the index was written
+            shutil.copy2(index, temp_index)
+        except OSError:  # no index yet (a fresh worktree): start from the branch's commit
+            git.run(["read-tree", "HEAD"], cwd=top, env=env)
+        git.run(["add", "--all", "--", "."], cwd=top, env=env)
+        return git.run(["write-tree"], cwd=top, env=env).text.strip()
+
+
+def compute(where: Where, snapshot) -> Change:
+    """The change in ``where`` of the crew ``snapshot`` (its assignment's grant)."""
+    top = where.top
+    head = git.run(["rev-parse", "--verify", "HEAD^{commit}"], cwd=top).text.strip()
+    tree = _working_tree(top)
+    commits = int(git.run(["rev-list", "--count", f"{where.base}..{head}"], cwd=top).text)
+    ancestor = git.run(["merge-base", "--is-ancestor", where.base, head], cwd=top, ok=(0, 1))
+    rewritten = ancestor.returncode != 0
+    listing = ["diff-tree", "-r", "-z", "--no-renames"]
+    raw = git.run([*listing, "--raw", where.base, tree], cwd=top).fields()
+    numstat = git.run([*listing, "--numstat", where.base, tree], cwd=top).fields()
+    dirty = set(git.run([*listing, "--name-only", head, tree], cwd=top).fields())
+    counts: dict[str, tuple[int | None, int | None]] = {}
+    for entry in numstat:
+        added, removed, path = entry.split("\t", 2)
+        counts[path] = (
+            None if added == "-" else int(added),
+            None if removed == "-" else int(removed),
+        )
+    pairs = list(zip(raw[0::2], raw[1::2]))
+    paths = [path for _, path in pairs]
+    outside = outside_grant(snapshot, top, paths)
+    files = []
+    for meta, path in pairs:
+        old_mode, new_mode, _, _, letter = meta.lstrip(":").split(" ")
+        added, removed = counts.get(path, (None, None))
+        files.append(
+            FileChange(
+                path=path,
+                status=_STATUS.get(letter[:1], "modified"),
+                added=added,
+                removed=removed,
+                uncommitted=path in dirty,
+                outside=outside.get(path),
+                symlink="120000" in (old_mode, new_mode),
+            )
+        )
+    return Change(where, head, tree, commits, rewritten, tuple(files))
+
+
+def diff_bytes(change: Change, paths: list[str] | None = None, *, limit: int = DIFF_MAX) -> bytes:
+    """The unified diff of the change (of ``paths`` only, when given): raw bytes, for the
+    caller to escape for its terminal; a diff over ``limit`` bytes is refused whole
+    (``git_failed``), never shown cut (``--stat`` still lists it)."""
+    args = ["--literal-pathspecs", "diff-tree", "-r", "-p", "--no-renames", "--no-color"]
+    args += [change.where.base, change.tree]
+    if paths:
+        args += ["--", *paths]
+    return git.run(args, cwd=change.where.top, limit=limit, what="reading the change's diff").stdout
+
+
+def refuse_no_repo(name: str) -> CaptainError:
+    return CaptainError(
+        "no_change",
+        f"{name} works in a directory that is not a git repository, so captain cannot "
+        "show its change; recruit it in a git project to review what it changed.",
+    )
+
+
+def where_of(snapshot) -> Where | None:
+    """Where ``snapshot``'s change is: its worktree since its base commit; without one (a
+    crew recruited with --no-worktree) the shared checkout's uncommitted work against its
+    HEAD; None when its project is not a git repository."""
+    workspace = getattr(snapshot, "workspace", None)
+    if workspace is not None:
+        return Where(
+            top=workspace.worktree,
+            base=workspace.base_commit,
+            project=workspace.project,
+            branch=workspace.branch,
+        )
+    project_dir = snapshot.assignment.project_dir
+    if not os.path.isdir(project_dir):
+        return None
+    top = git.top_level(project_dir)
+    if top is None:
+        return None
+    try:
+        head = git.run(["rev-parse", "--verify", "HEAD^{commit}"], cwd=top).text.strip()
+    except CaptainError:
+        return None  # a repository without a commit yet: nothing to compare with
+    return Where(top=top, base=head, project=top, shared=True)
+
+
+def of_crew(snapshot) -> Change:
+    """The change of a crew (refused when its project is not a git repository)."""
+    where = where_of(snapshot)
+    if where is None:
+        raise refuse_no_repo(snapshot.name)
+    return compute(where, snapshot)
+
+
+def summary_of(snapshot) -> dict | None:
+    """A crew's change shape for a notification or a status row; None when there is none
+    to show (not a git project), and ``{"error": ...}`` when git could not say."""
+    where = where_of(snapshot)
+    if where is None:
+        return None
+    try:
+        return compute(where, snapshot).summary()
+    except CaptainError as err:
+        return {"error": err.as_json()}
