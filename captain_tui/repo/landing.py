@@ -241,15 +241,16 @@ def _is_ancestor(cwd: str, a: str, b: str) -> bool:
     return git.run(["merge-base", "--is-ancestor", a, b], cwd=cwd, ok=(0, 1)).returncode == 0
 
 
-def _checkouts_of(project: str, branch: str) -> list[str]:
-    """The worktrees (the user's checkout among them) that have ``branch`` checked out."""
+def _checkouts(project: str) -> dict[str, list[str]]:
+    """Branch -> the worktrees (the user's checkout among them) that have it checked out."""
     r = git.run(["worktree", "list", "--porcelain", "-z"], cwd=project)
-    found, path = [], None
+    found: dict[str, list[str]] = {}
+    path = None
     for line in r.fields():
         if line.startswith("worktree "):
             path = line[len("worktree ") :]
-        elif line == f"branch refs/heads/{branch}" and path is not None:
-            found.append(path)
+        elif line.startswith("branch refs/heads/") and path is not None:
+            found.setdefault(line[len("branch refs/heads/") :], []).append(path)
     return found
 
 
@@ -353,13 +354,15 @@ def _landing_tree(where: Path) -> str:
     return str(where / "tree")
 
 
-def _drop_landing_tree(req: Request, where: Path) -> None:
-    """Remove the private landing worktree (and git's record of it), whatever state a killed
-    land left it in."""
+def _drop_landing_tree(req: Request, where: Path, *, killed: bool = False) -> None:
+    """Remove the private landing worktree (and, after a ``killed`` land, git's record of
+    one whose directory is gone), whatever state it was left in."""
     path = _landing_tree(where)
     if os.path.lexists(path):
         git.run(["worktree", "remove", "--force", "--force", path], cwd=req.project, ok=(0, 128))
         shutil.rmtree(path, ignore_errors=True)
+    elif not killed:
+        return
     listed = git.run(["worktree", "list", "--porcelain", "-z"], cwd=req.project).fields()
     if f"worktree {path}" in listed:  # its directory gone, git's record of it left
         git.run(["worktree", "prune"], cwd=req.project)
@@ -490,13 +493,14 @@ def run_tests(req: Request, where: Path, commit: str) -> None:
     )
 
 
-def _bring_forward(checkout: str, old: str, new: str) -> str | None:
-    """The user's checkout of the base branch, whose branch just moved from ``old`` to
-    ``new``: its index and files follow as ``git merge --ff-only`` would (a two-tree
-    ``read-tree -m -u``, which refuses to overwrite a change). None, or why not."""
-    at_new = git.run(["diff-index", "--cached", "--quiet", new, "--"], cwd=checkout, ok=(0, 1))
-    if at_new.returncode == 0:
-        return None  # already there (a land finished after a kill)
+def _bring_forward(checkout: str, old: str, new: str, killed: bool) -> str | None:
+    """A checkout whose branch just moved from ``old`` to ``new``: its index and files follow
+    as ``git merge --ff-only`` would (a two-tree ``read-tree -m -u``, which refuses to
+    overwrite a change). None, or why not."""
+    if killed:  # perhaps already done by the land that was killed
+        at_new = git.run(["diff-index", "--cached", "--quiet", new, "--"], cwd=checkout, ok=(0, 1))
+        if at_new.returncode == 0:
+            return None
     r = git.run(["read-tree", "-m", "-u", old, new], cwd=checkout, ok=(0, 128), what="updating")
     if r.returncode == 0:
         return None
@@ -514,10 +518,10 @@ def _journal_path(where: Path) -> Path:
     return where / "journal.json"
 
 
-def _finish(home: Home, req: Request, where: Path, j: dict) -> Landed:
+def _finish(home: Home, req: Request, where: Path, j: dict, *, killed: bool = False) -> Landed:
     """Everything after the base moved to ``j['new']``: the crew's branch (rebase), the
     user's checkout, the ledger, the journal and the landing worktree. Each step can run
-    again."""
+    again (``killed``: after a land that was killed part way)."""
     new, old = j["new"], j["old"]
     problem = None
     if j["mode"] == "rebase" and _rev(req.project, f"refs/heads/{req.branch}") == j["tip"]:
@@ -527,11 +531,12 @@ def _finish(home: Home, req: Request, where: Path, j: dict) -> Landed:
             cwd=req.project,
         )
         crash_point("land:after-branch")
+    checkouts = _checkouts(req.project)
     if j["mode"] == "rebase":
-        for checkout in _checkouts_of(req.project, req.branch):  # the crew's worktree
-            problem = _bring_forward(checkout, j["tip"], new) or problem
-    for checkout in _checkouts_of(req.project, req.base_branch):
-        problem = _bring_forward(checkout, old, new) or problem
+        for checkout in checkouts.get(req.branch, []):  # the crew's worktree
+            problem = _bring_forward(checkout, j["tip"], new, killed) or problem
+    for checkout in checkouts.get(req.base_branch, []):
+        problem = _bring_forward(checkout, old, new, killed) or problem
     crash_point("land:after-checkout")
     ledger.landed(
         home,
@@ -546,8 +551,8 @@ def _finish(home: Home, req: Request, where: Path, j: dict) -> Landed:
     crash_point("land:after-ledger")
     with contextlib.suppress(FileNotFoundError):
         os.unlink(_journal_path(where))
-    _drop_landing_tree(req, where)
-    checkouts = _checkouts_of(req.project, req.base_branch)
+    _drop_landing_tree(req, where, killed=killed)
+    users = checkouts.get(req.base_branch, [])
     return Landed(
         commit=new,
         old_base=old,
@@ -557,7 +562,7 @@ def _finish(home: Home, req: Request, where: Path, j: dict) -> Landed:
         crew_commit=j.get("crew_commit"),
         outside_grant=tuple(j.get("outside_grant") or ()),
         files=j.get("files", 0),
-        checkout=checkouts[0] if checkouts else None,
+        checkout=users[0] if users else None,
         checkout_problem=problem,
         tested=bool(j.get("tested")),
     )
@@ -568,7 +573,7 @@ def recover(home: Home, req: Request, where: Path) -> Landed | None:
     (returned when it was this assignment's), forgotten when it did not."""
     journal = home.store.read_json(_journal_path(where))
     if journal is None:
-        _drop_landing_tree(req, where) if os.path.lexists(_landing_tree(where)) else None
+        _drop_landing_tree(req, where)  # a land killed before its journal made one
         return None
     base = _rev(req.project, f"refs/heads/{journal['base_branch']}")
     moved = (
@@ -579,7 +584,7 @@ def recover(home: Home, req: Request, where: Path) -> Landed | None:
     if not moved:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(_journal_path(where))
-        _drop_landing_tree(req, where)
+        _drop_landing_tree(req, where, killed=True)
         return None
     theirs = dataclasses.replace(
         req,
@@ -590,7 +595,7 @@ def recover(home: Home, req: Request, where: Path) -> Landed | None:
         assignment_id=journal["assignment_id"],
         work_id=journal["work_id"],
     )
-    done = _finish(home, theirs, where, journal)
+    done = _finish(home, theirs, where, journal, killed=True)
     if journal["work_id"] != req.work_id:
         return None
     return dataclasses.replace(done, recovered=True)
@@ -621,7 +626,7 @@ def land(home: Home, req: Request) -> Landed:
                 "nothing_to_land",
                 f"{req.project} has no branch {req.base_branch} to land onto; nothing was changed.",
             )
-        checkouts = _checkouts_of(req.project, req.base_branch)
+        checkouts = _checkouts(req.project).get(req.base_branch, [])
         _refuse_dirty(checkouts, req)
         crew_commit = commit_uncommitted(req)
         tip = _rev(req.project, f"refs/heads/{req.branch}")
@@ -631,14 +636,14 @@ def land(home: Home, req: Request) -> Landed:
                 f"there is no branch {req.branch} in {req.project}; nothing was changed.",
             )
         crew_commit = crew_commit or _earlier_crew_commit(req, old, tip)
-        if _is_ancestor(req.project, tip, old):
+        fork = git.run(["merge-base", old, tip], cwd=req.project, ok=(0, 1)).text.strip()
+        if fork == tip:
             raise CaptainError(
                 "nothing_to_land",
                 f"{req.branch} has nothing that {req.base_branch} does not already hold; "
                 "nothing was changed.",
                 commit=old,
             )
-        fork = git.run(["merge-base", old, tip], cwd=req.project, ok=(0, 1)).text.strip()
         paths = changed_paths(req.project, fork or req.base_commit, tip)
         outside = outside_grant(req, paths)
         if outside and not req.allow_outside:
@@ -682,7 +687,8 @@ def land(home: Home, req: Request) -> Landed:
         }
         home.store.publish(_journal_path(where), json.dumps(journal).encode())
         crash_point("land:after-journal")
-        _refuse_dirty(checkouts, req)  # once more, just before the move
+        if tested or req.mode == "rebase":  # it took a while: look again before the move
+            _refuse_dirty(checkouts, req)
         moved = git.run(
             [
                 "update-ref",
