@@ -39,6 +39,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,7 +47,7 @@ from captain_tui.repo import git
 from state.errors import CaptainError
 from state.home import Home
 from state.ids import new_id
-from state.inputs import for_terminal, grant_problem
+from state.inputs import for_terminal
 from state.work import ledger
 from state.work.crash import crash_point
 
@@ -59,15 +60,16 @@ POLL = 0.05  # seconds between looks at a busy queue
 
 @dataclass(frozen=True)
 class Request:
-    """One assignment's work to land. Paths are absolute; ``owns`` as the grant stores them
-    (resolved at recruit), judged relative to ``project``."""
+    """One assignment's work to land. Paths are absolute. ``outside`` is the grant's one
+    rule (``state.crew.rules.outside_grant`` for the crew): which of the paths (relative to
+    the crew's worktree, where they are judged) lie outside what it owns, each with why."""
 
     project: str  # the repository's top level: the user's checkout
     worktree: str | None  # the crew's own worktree; None: it shares the user's checkout
     branch: str
     base_branch: str
     base_commit: str
-    owns: tuple[str, ...]
+    outside: Callable[[list[str]], dict[str, str]]
     crew: str
     assignment_id: str
     work_id: str
@@ -278,19 +280,6 @@ def changed_paths(cwd: str, since: str, tip: str) -> list[str]:
     add, so both names are judged)."""
     r = git.run(["diff", "--name-only", "-z", "--no-renames", since, tip, "--"], cwd=cwd)
     return r.fields()
-
-
-def outside_grant(req: Request, paths: list[str]) -> list[str]:
-    """The paths outside the crew's grant, by the grant's one rule (``grant_problem``)."""
-    owns = list(req.owns)
-    return [p for p in paths if _outside(p, req.project, owns, req.crew)]
-
-
-def _outside(path: str, project: str, owns: list[str], crew: str) -> bool:
-    try:
-        return grant_problem(path, project, owns, crew) is not None
-    except CaptainError:  # a name the path rules refuse outright is inside no grant
-        return True
 
 
 # -- the steps ------------------------------------------------------------------------------
@@ -645,7 +634,7 @@ def land(home: Home, req: Request) -> Landed:
                 commit=old,
             )
         paths = changed_paths(req.project, fork or req.base_commit, tip)
-        outside = outside_grant(req, paths)
+        outside = sorted(req.outside(paths))  # judged in the worktree, at the branch's tip
         if outside and not req.allow_outside:
             raise CaptainError(
                 "outside_grant",

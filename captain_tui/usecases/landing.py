@@ -89,7 +89,7 @@ def land(
         branch=space.branch,
         base_branch=space.base_branch,
         base_commit=space.base_commit,
-        owns=tuple(spec.owns),
+        outside=lambda paths: rules.outside_grant(snapshot, space.worktree, paths),
         crew=snapshot.name,
         assignment_id=assignment_id,
         work_id=ledger.work_id_for_assignment(assignment_id),

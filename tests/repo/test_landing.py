@@ -13,13 +13,16 @@ import threading
 import time
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from support.crew import refused
 from support.repos import clean, git, head, repository, worktrees
 
 from captain_tui.repo import landing
+from state.crew import rules
 from state.home import Home
+from state.models import Workspace
 from state.work import ledger
 
 
@@ -54,13 +57,27 @@ class Scene:
         item = ledger.accept(self.home, source="assignment", input={"t": name}, requester="t")
         ledger.claim(self.home, item.work_id, holder="crew")
         ledger.report(self.home, item.work_id, 1, "succeeded", actor="crew")
+        space = Workspace(
+            project=str(self.project),
+            worktree=str(tree),
+            branch=branch,
+            base_branch="main",
+            base_commit=self.base,
+        )
+        grant = SimpleNamespace(  # what the grant's rule reads of a crew's record
+            name=name,
+            workspace=space,
+            assignment=SimpleNamespace(
+                project_dir=str(self.project), owns=[str(self.project / o) for o in owns]
+            ),
+        )
         return landing.Request(
             project=str(self.project),
             worktree=str(tree),
             branch=branch,
             base_branch="main",
             base_commit=self.base,
-            owns=tuple(str(self.project / o) for o in owns),
+            outside=lambda paths: rules.outside_grant(grant, str(tree), paths),
             crew=name,
             assignment_id=f"asg_{name}",
             work_id=item.work_id,
@@ -207,6 +224,16 @@ def test_hostile_file_names_are_judged_and_shown_escaped(scene: Scene) -> None:
     done = landing.land(scene.home, replace(req, allow_outside=True, reason="ok"))
     assert git("show", f"main:{odd}", cwd=scene.project) == "x"
     assert done.files == 3 and done.outside_grant == (odd, title)
+
+
+def test_a_symlink_in_the_worktree_leading_out_of_it_is_outside_the_grant(scene: Scene) -> None:
+    req = scene.crew("alpha", {"a/one.txt": "alpha\n"})
+    os.symlink(str(scene.root), os.path.join(req.worktree, "a", "escape"))  # a/ is owned
+
+    err = refused("outside_grant", landing.land, scene.home, req)
+
+    assert err.extra["paths"] == ["a/escape"]
+    assert head(scene.project, "main") == scene.base
 
 
 def test_a_branch_whose_history_was_rewritten_lands_from_where_it_forks(scene: Scene) -> None:
