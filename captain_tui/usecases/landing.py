@@ -139,7 +139,8 @@ def _tell_conflict(home: Home, snapshot, err: CaptainError) -> dict:
     return sent
 
 
-def landing_queue(home: Home) -> list[dict]:
+def landing_queue(home: Home, *, ctx: Context = CAPTAIN) -> list[dict]:
     """Lands running, waiting, or interrupted (finished by the next land of that
-    repository), oldest first."""
+    repository), oldest first: the captain's to see (``status`` shows a crew none)."""
+    rules.check_captain(ctx, "the landing queue")
     return repo_landing.queue(home)
