@@ -99,7 +99,8 @@ def untouched(scene: Scene, before: str) -> None:
     assert not list((scene.home.root / "landing").glob("*/journal.json"))
 
 
-@pytest.mark.parametrize("mode", ["merge", "rebase"])
+# merge here; rebase is what tests/cli/test_land_cli.py's killed lands use, step by step
+@pytest.mark.parametrize("mode", ["merge"])
 def test_two_crews_with_disjoint_paths_both_land(scene: Scene, mode: str) -> None:
     alpha = scene.crew("alpha", {"a/one.txt": "alpha\n"}, mode=mode)
     beta = scene.crew("beta", {"b/two.txt": "beta\n"}, owns=("b",), mode=mode, commit=True)
@@ -293,3 +294,25 @@ def test_a_queue_entry_of_a_dead_land_is_not_shown(scene: Scene) -> None:
     assert landing.queue(scene.home) == []  # its pid runs, but not since that start time
     landing.land(scene.home, req)
     assert list(queued.iterdir()) == []  # swept by the next land of the repository
+
+
+def test_a_ten_thousand_file_change_is_judged_listed_briefly_and_recorded_small(
+    scene: Scene,
+) -> None:
+    req = scene.crew("alpha", {})
+    many = Path(req.worktree) / "c"
+    many.mkdir()
+    for i in range(10_000):
+        (many / f"{i:05d}.txt").write_text("x\n")
+    started = time.monotonic()
+
+    err = refused("outside_grant", landing.land, scene.home, req)  # c/ is not alpha's
+
+    assert err.extra["count"] == 10_000 and len(err.extra["paths"]) == 1000
+    assert "and 9980 more" in err.message and len(err.message) < 2000
+    done = landing.land(scene.home, replace(req, allow_outside=True, reason="generated"))
+    took = time.monotonic() - started
+    assert done.files == 10_000 and (scene.project / "c" / "09999.txt").exists()
+    recorded = ledger.get(scene.home, req.work_id).landing.outside_grant
+    assert len(recorded) == 101 and recorded[-1] == "... and 9900 more"
+    assert took < 60, took
