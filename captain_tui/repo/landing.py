@@ -299,8 +299,8 @@ def _crew_env(req: Request) -> dict[str, str]:
 def commit_uncommitted(req: Request) -> str | None:
     """Commit what the crew left uncommitted in its worktree on its branch; its sha, or None
     when there was nothing. Only the crew's own worktree, only on its branch."""
-    if req.worktree is None:
-        return None
+    if req.worktree is None or not os.path.isdir(req.worktree):
+        return None  # none, or removed (a dismissal's --discard): the branch is what lands
     head = git.run(["symbolic-ref", "-q", "HEAD"], cwd=req.worktree, ok=(0, 1)).text.strip()
     if head != f"refs/heads/{req.branch}":
         raise CaptainError(
