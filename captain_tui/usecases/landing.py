@@ -4,8 +4,8 @@ waiting, for ``status`` and the cockpit.
 
 The rules of who may land what are here, once, for the CLI and the cockpit: the captain
 only; the crew's current assignment, done, with a worktree of its own; ``--allow-outside``
-only with a reason. A conflict can be told to the crew: a ``tell`` while its assignment takes
-mail, else a follow-up assignment on the same branch (``assign --handoff``).
+only with a reason. A conflict can be told to the crew, as its next assignment on the same
+branch (``assign --handoff``): a done assignment takes no ``tell``.
 """
 
 from __future__ import annotations
@@ -111,9 +111,10 @@ def land(
 
 
 def _tell_conflict(home: Home, snapshot, err: CaptainError) -> dict:
-    """Tell the crew which files conflict: a ``tell`` while its assignment takes mail, else
-    (a done assignment takes none) a follow-up assignment on the same worktree and branch
-    (``assign --handoff``), whose own done lands the fix. What was sent, or why not."""
+    """Tell the crew which files conflict. Its assignment is done (land asks for that), and
+    a done assignment takes no ``tell``, so the files come as its next assignment on the
+    same worktree and branch (``assign --handoff``), whose own done lands the fix. What was
+    sent, or why not (its notifications not acknowledged, for one)."""
     from captain_tui.usecases import crew as crew_cases
 
     files = err.extra.get("files") or []
@@ -127,16 +128,11 @@ def _tell_conflict(home: Home, snapshot, err: CaptainError) -> dict:
     )
     current = snapshot.assignment.assignment_id
     try:
-        if snapshot.done_at is None:
-            message = crew_cases.tell(home, snapshot.name, text, assignment_id=current)
-            sent = {"kind": "tell", "message_id": message.message_id}
-        else:
-            spec = crew_cases.assign(home, snapshot.name, text, handoff=current)
-            sent = {"kind": "assignment", "assignment_id": spec.assignment_id}
+        spec = crew_cases.assign(home, snapshot.name, text, handoff=current)
     except CaptainError as refused:
         return {"kind": None, "refused": refused.as_json()}
     crew_cases.ring(home, snapshot.name)
-    return sent
+    return {"kind": "assignment", "assignment_id": spec.assignment_id}
 
 
 def landing_queue(home: Home, *, ctx: Context = CAPTAIN) -> list[dict]:
