@@ -214,7 +214,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument(
         "--tell",
         action="store_true",
-        help="on a conflict, tell the crew the files (a follow-up assignment when done)",
+        help="on a conflict, hand the crew the files as its next assignment (same branch)",
     )
 
     p = add(
