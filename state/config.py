@@ -24,6 +24,8 @@ DEFAULT_WAIT_TIMEOUT = 86400.0
 DEFAULT_SLOTS = 8
 DEFAULT_LEASE_SECONDS = 60.0
 DEFAULT_RETENTION_DAYS = 7.0
+DEFAULT_TEST_TIMEOUT = 600.0  # [review] test_command's bound
+DEFAULT_LAND_WAIT = 600.0  # how long a land waits its turn in the repository's queue
 MAX_ATTEMPTS = 20  # the ledger's cap on an item's attempts (state/work/ledger.py)
 ENDPOINT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
@@ -98,6 +100,12 @@ SETTINGS: dict[str, dict[str, Setting]] = {
         "slots": Setting("integer", DEFAULT_SLOTS, 1, 10_000),
         "lease_seconds": Setting("number", DEFAULT_LEASE_SECONDS, 1, 86_400, "seconds"),
         "url": Setting("url"),  # checked whole by state/work/location.py (invalid_ledger_url)
+    },
+    "review": {  # captain land (docs/landing.md)
+        "land": Setting("choice", "merge", choices=("merge", "rebase")),
+        "test_command": Setting("text", ""),
+        "test_timeout": Setting("number", DEFAULT_TEST_TIMEOUT, 1, 86_400, "seconds"),
+        "land_wait": Setting("number", DEFAULT_LAND_WAIT, 0, 86_400, "seconds"),
     },
     # a crew's own git worktree (docs/worktrees.md); root: where they live (default
     # <home>/worktrees)

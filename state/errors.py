@@ -97,6 +97,17 @@ CODES = frozenset(
         "worktree_exists",
         # added by review (#25): a crew whose project is not a git repository has no change
         "no_change",
+        # added by captain land (docs/landing.md): a serialized, checked merge
+        "not_done",
+        "already_landed",
+        "nothing_to_land",
+        "conflict",
+        "tests_failed",
+        "outside_grant",
+        "dirty_checkout",
+        "land_busy",
+        "base_moved",
+        "no_worktree",
     }
 )
 

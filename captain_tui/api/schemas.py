@@ -75,6 +75,18 @@ class Resolution(BaseModel):
     at: datetime
 
 
+class Landing(BaseModel):
+    """Where an assignment's work landed (``captain land``, docs/landing.md)."""
+
+    commit: str
+    base_branch: str
+    operator: str
+    at: datetime
+    crew_commit: str | None
+    outside_grant: list[str]
+    reason: str | None
+
+
 class WorkItem(BaseModel):
     work_id: str
     source: Source
@@ -92,6 +104,7 @@ class WorkItem(BaseModel):
     created_at: datetime
     updated_at: datetime
     resolution: Resolution | None
+    landing: Landing | None = None  # once its work landed on its base branch
     slot: bool  # holds a ledger slot (running or needs_reconciliation)
 
 
@@ -131,6 +144,10 @@ class Event(BaseModel):
     runtime_locator: Locator | None = None
     cost_usd: float | None = None
     runtime_stopped: bool | None = None
+    landed_commit: str | None = None
+    base_branch: str | None = None
+    crew_commit: str | None = None
+    outside_grant: list[str] | None = None
 
 
 class WorkItemDetail(WorkItem):

@@ -1,4 +1,5 @@
-"""The captain's commands: recruit, assign, tell, answer, wait, watch, status, dismiss, demo.
+"""The captain's commands: recruit, assign, tell, answer, wait, watch, status, dismiss, land,
+demo.
 
 Each one calls the use case in ``captain_tui.usecases`` and turns its result into words
 or JSON; no rule lives here.
@@ -6,8 +7,10 @@ or JSON; no rule lives here.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from captain_tui.cli.args import caller, home_of
-from captain_tui.cli.out import Out, json_line, table
+from captain_tui.cli.out import Out, json_line, table, when
 from captain_tui.cli.review import compact, headline
 
 
@@ -341,8 +344,66 @@ def cmd_status(args, out: Out) -> int:
             ]
         )
     return _status_answer(
-        out, s.as_json(), table(lines) + f"\n\n{ledger_line}\nHome: {s.root}", problem
+        out,
+        s.as_json(),
+        table(lines) + _landing_lines(s.landing) + f"\n\n{ledger_line}\nHome: {s.root}",
+        problem,
     )
+
+
+def _landing_lines(queue: Sequence[dict]) -> str:
+    """The landing queue under the crew table: who is landing, waiting, or was killed."""
+    if not queue:
+        return ""
+    lines = [["LANDING", "CREW", "ASSIGNMENT", "ONTO", "SINCE", "REPOSITORY"]]
+    for q in queue:
+        lines.append(
+            [
+                q["state"],
+                q["crew"] or "-",
+                q["assignment_id"] or "-",
+                q["base_branch"] or "-",
+                when(q["queued_at"]),
+                q["project"] or "-",
+            ]
+        )
+    return "\n\n" + table(lines)
+
+
+def cmd_land(args, out: Out) -> int:
+    from captain_tui import usecases
+
+    g = usecases.land(
+        home_of(args),
+        args.name,
+        assignment_id=args.assignment,
+        allow_outside=args.allow_outside,
+        reason=args.reason,
+        tell=args.tell,
+        operator=usecases.actor(),
+        ctx=caller(),
+    )
+    r = g.landed
+    lines = [
+        f"Landed {r.branch} ({g.crew}, {g.assignment_id}) onto {r.base_branch}: "
+        f"{r.old_base[:12]} -> {r.commit[:12]} ({r.mode}, {r.files} file(s)"
+        + (", tests passed" if r.tested else "")
+        + ")."
+    ]
+    if r.recovered:
+        lines.append("It was finished from a land that was interrupted after moving the branch.")
+    if r.crew_commit:
+        lines.append(f"The crew's uncommitted files were committed first as {r.crew_commit[:12]}.")
+    if r.outside_grant:
+        lines.append(
+            f"Landed outside the grant (allowed, recorded): {len(r.outside_grant)} path(s)."
+        )
+    if r.checkout and not r.checkout_problem:
+        lines.append(f"Your checkout {r.checkout} was brought forward to {r.commit[:12]}.")
+    if r.checkout_problem:
+        lines.append(f"Warning: {r.checkout_problem}.")
+    out.ok(g.as_json(), "\n".join(lines))
+    return 0
 
 
 def _status_answer(out: Out, payload: dict, human: str, problem) -> int:

@@ -198,6 +198,27 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
 
     p = add(
+        "land",
+        "Land a done assignment's branch onto its base branch: one land at a time per "
+        "repository, merged or rebased per [review] land, [review] test_command run on the "
+        "result, the base moved only if all passed (docs/landing.md).",
+        captain.cmd_land,
+    )
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--assignment", required=True, metavar="ID", help="the done assignment")
+    p.add_argument(
+        "--allow-outside",
+        action="store_true",
+        help="land even paths outside the crew's --owns (needs --reason; recorded)",
+    )
+    p.add_argument("--reason", metavar="TEXT", help="why, with --allow-outside (recorded)")
+    p.add_argument(
+        "--tell",
+        action="store_true",
+        help="on a conflict, hand the crew the files as its next assignment (same branch)",
+    )
+
+    p = add(
         "check",
         "Crew: is ACTION on PATHs granted, judged by what each path is now "
         "(links followed)? Executes nothing; exit 0 yes, 1 no.",

@@ -52,6 +52,18 @@ def _item_human(row: dict) -> str:
             f"  resolved to {r['to']} by {r['operator']} at {when(r['at'])}: "
             f"{r['reason']} (runtime stopped: {'yes' if r['runtime_stopped'] else 'no'})"
         )
+    if row.get("landing"):
+        g = row["landing"]
+        lines.append(
+            f"  landed on {g['base_branch']} at {g['commit']} by {g['operator']} at "
+            f"{when(g['at'])}"
+            + (f"  (crew's uncommitted files: {g['crew_commit']})" if g["crew_commit"] else "")
+        )
+        if g["outside_grant"]:
+            lines.append(
+                f"  outside the grant, allowed: {', '.join(g['outside_grant'])}  "
+                f"reason: {g['reason']}"
+            )
     for a in row.get("attempts", []):
         cost = "unknown" if a["cost_usd"] is None else f"${a['cost_usd']:.4f}"
         where = a["runtime_locator"]["pane_id"] if a["runtime_locator"] else "no locator"
@@ -62,6 +74,8 @@ def _item_human(row: dict) -> str:
         )
     for e in row.get("events", []):
         extra = f"  ({e['reason']})" if e.get("reason") else ""
+        if e.get("landed_commit"):
+            extra = f"  {e['base_branch']} at {e['landed_commit'][:12]}{extra}"
         lines.append(
             f"  #{e['seq']} {when(e['at'])}  {e['type']} -> {e['state']}  "
             f"g{e['generation']}  by {e['actor']}{extra}"

@@ -695,6 +695,28 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
             decided,
         )
 
+    def action_land(self) -> None:
+        crew = self.selected_crew()
+        if crew is None or not crew.done:
+            return
+        self._ask_to_land(crew.name, crew.assignment_id)
+
+    @work(thread=True, group="actions", exit_on_error=False)
+    def _ask_to_land(self, name: str, assignment_id: str) -> None:
+        """The queue is read off the UI thread, then the confirmation asks."""
+        try:
+            body = _attempt(lambda _: jobs.land_preview(self.home, name), None)
+        except CaptainError as err:
+            self.call_from_thread(self._refused, err)
+            return
+
+        def decided(yes: bool | None) -> None:
+            if yes:
+                self._in_worker(partial(jobs.land, self.home, name, assignment_id))
+
+        screen = ConfirmScreen(f"Land {name}'s work?", body, yes="Land")
+        self.call_from_thread(self.push_screen, screen, decided)
+
     def action_dismiss(self) -> None:
         crew = self.selected_crew()
         if crew is None:

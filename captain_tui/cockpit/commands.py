@@ -66,6 +66,19 @@ COMMANDS: tuple[Command, ...] = (
         "recruit",
     ),
     Command(
+        "land",
+        "l",
+        "Land",
+        "Land the selected done crew's work: its branch onto the branch it started from, "
+        "one land at a time per repository, merged or rebased per [review] land, its "
+        "uncommitted files committed first, refused on a conflict, a path outside its "
+        "--owns, failing [review] test_command or uncommitted changes in your checkout "
+        "(asks first, showing the landing queue; nothing moves unless every check passes).",
+        "land",
+        needs="done_crew",
+        show=False,
+    ),
+    Command(
         "dismiss",
         "d",
         "Dismiss",

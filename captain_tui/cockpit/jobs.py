@@ -141,6 +141,42 @@ def dismiss(home: Home, crew: str) -> str:
     return f"Dismissed {crew}{_dismissed(ops.dismiss(home, crew, ctx=CAPTAIN))}."
 
 
+def land_preview(home: Home, crew: str) -> str:
+    """What the land confirmation says: how it will land, and the landing queue now."""
+    mode = home.setting("review", "land")
+    test = home.setting("review", "test_command")
+    how = f"{'merged' if mode == 'merge' else 'rebased'}" + (
+        f", after {quoted(short(test))} passes on the result" if test.strip() else ""
+    )
+    queue = ops.landing_queue(home)
+    waiting = (
+        "The landing queue: "
+        + "; ".join(
+            f"{q['crew'] or '?'} {q['state']} onto {q['base_branch'] or '?'}" for q in queue
+        )
+        + "."
+        if queue
+        else "No other land is running or waiting."
+    )
+    return (
+        f"{crew}'s branch will land on the branch it started from ({how}); its uncommitted "
+        "files are committed first. Nothing moves unless every check passes: a conflict, a "
+        "path outside its --owns or uncommitted changes in your checkout are refused. " + waiting
+    )
+
+
+def land(home: Home, crew: str, assignment_id: str) -> Said:
+    g = ops.land(home, crew, assignment_id=assignment_id, operator=ops.actor(), ctx=CAPTAIN)
+    r = g.landed
+    text = (
+        f"Landed {crew}'s work on {r.base_branch} at {r.commit[:12]} ({r.mode}, "
+        f"{counted(r.files, 'file')})."
+    )
+    if r.checkout_problem:
+        return Said(f"{text} {r.checkout_problem}.", "warning")
+    return Said(text)
+
+
 def cancel_work(home: Home, work_id: str) -> Said:
     """The outcome says what happened; an assignment's crew is dismissed with it."""
     c = ops.cancel(home, work_id, actor=ops.actor(), ctx=CAPTAIN)

@@ -9,8 +9,8 @@ holds what both say) or JSON (``captain_tui.api``). A refusal is a ``CaptainErro
 before anything is written.
 
 ``crew`` (recruit, assign, tell, answer, acknowledge, dismiss, ring, jump), ``review``
-(change, diff_bytes, comment), ``work``
-(cancel, replay, resolve, actor), ``status`` (the read model), ``words``.
+(change, change_summary, diff_bytes, comment), ``work`` (cancel, replay, resolve, actor),
+``landing`` (land, landing_queue), ``status`` (the read model), ``words``.
 May import ``captain_tui.runtime``, ``captain_tui.repo``, ``captain_tui.agents`` and
 ``state``; never the CLI, the cockpit, the API or Textual.
 """
@@ -30,7 +30,8 @@ from captain_tui.usecases.crew import (
     ring,
     tell,
 )
-from captain_tui.usecases.review import change, comment, diff_bytes
+from captain_tui.usecases.landing import Landing, land, landing_queue
+from captain_tui.usecases.review import change, change_summary, comment, diff_bytes
 from captain_tui.usecases.status import Status, status
 from captain_tui.usecases.words import dismissal_words, store_error, workspace_words
 from captain_tui.usecases.work import Cancellation, actor, cancel, replay, resolve
@@ -40,6 +41,7 @@ __all__ = [
     "Bell",
     "Cancellation",
     "Dismissal",
+    "Landing",
     "Recruited",
     "Recruitment",
     "Status",
@@ -49,11 +51,14 @@ __all__ = [
     "assign",
     "cancel",
     "change",
+    "change_summary",
     "comment",
     "diff_bytes",
     "dismiss",
     "dismissal_words",
     "jump",
+    "land",
+    "landing_queue",
     "recruit",
     "replay",
     "resolve",

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from captain_tui.repo import landing as repo_landing
 from captain_tui.runtime import doorbell
 from state.crew import protocol
 from state.crew.rules import CAPTAIN, Context, own_view
@@ -26,10 +27,12 @@ class Status:
     problem: CaptainError | None  # what keeps the ledger from being used: status fails
     workspace_id: str | None
     crew: list[dict]  # protocol.crew_status's rows, each with its "doorbell"
+    landing: tuple[dict, ...] = ()  # lands running, queued or interrupted (repo.landing.queue)
 
     def as_json(self) -> dict:
         return {
             "crew": self.crew,
+            "landing": list(self.landing),
             "workspace_id": self.workspace_id,
             "home": str(self.root),
             "home_exists": self.home_exists,
@@ -103,4 +106,5 @@ def status(home: Home, *, ctx: Context = CAPTAIN, include_dismissed: bool = Fals
         workspace, problem = _workspace(home)
         if problem is not None:
             ledger = {**ledger, "error": problem.as_json()}
-    return Status(home.root, True, ledger, postgres, described, problem, workspace, rows)
+    landing = () if own is not None else tuple(repo_landing.queue(home))
+    return Status(home.root, True, ledger, postgres, described, problem, workspace, rows, landing)

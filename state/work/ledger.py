@@ -699,6 +699,67 @@ def resolve(
         )
 
 
+MAX_LANDED_PATHS = 100  # outside-grant paths kept on a landed event; the rest are counted
+
+
+def landed(
+    home: Home,
+    work_id: str,
+    *,
+    commit: str,
+    base_branch: str,
+    operator: str,
+    crew_commit: str | None = None,
+    outside_grant: list[str] | None = None,
+    reason: str | None = None,
+    at: datetime | None = None,
+) -> WorkItem:
+    """Record that a succeeded item's work landed on its base branch at ``commit``
+    (``captain land``). Idempotent for the same commit (a land that was killed after moving
+    the branch records it when run again); another commit is ``already_landed``."""
+    check_name(operator, "operator")
+    check_shown(reason, commit)
+    check_shown(None, base_branch)
+    outside = list(outside_grant or [])
+    if len(outside) > MAX_LANDED_PATHS:
+        outside = [*outside[:MAX_LANDED_PATHS], f"... and {len(outside) - MAX_LANDED_PATHS} more"]
+    with backend_for(home).transaction(check_work_id(work_id), ledger=True) as tx:
+        item = _locked_item(tx, work_id)
+        if item.landing is not None:
+            if item.landing.commit == commit:
+                return item
+            raise CaptainError(
+                "already_landed",
+                f"{work_id} already landed on {item.landing.base_branch} at "
+                f"{item.landing.commit[:12]}; an assignment lands once.",
+                commit=item.landing.commit,
+            )
+        if item.state != "succeeded":
+            raise CaptainError(
+                "not_done",
+                f"{work_id} is {item.state}; only a succeeded item's work can land.",
+                state=item.state,
+            )
+        return _append(
+            tx,
+            item,
+            _next(
+                tx,
+                item,
+                "landed",
+                operator,
+                item.state,
+                at,
+                landed_commit=commit,
+                base_branch=base_branch,
+                crew_commit=crew_commit,
+                outside_grant=outside or None,
+                reason=reason,
+            ),
+            work_id,
+        )
+
+
 # -- the reconciler ----------------------------------------------------------------------------
 
 Probe = Callable[[PaneLocator], Liveness]

@@ -33,6 +33,7 @@ EventType = Literal[
     "cancelled",
     "needs_reconciliation",
     "resolved",
+    "landed",
 ]
 EVENT_TYPES: tuple[EventType, ...] = get_args(EventType)
 CancelOutcome = Literal["cancelled", "already_terminal", "stop_unconfirmed"]
@@ -69,6 +70,12 @@ class WorkEvent(Record):
     cost_usd: float | None = Field(default=None, ge=0)
     # resolved
     runtime_stopped: bool | None = None
+    # landed (captain land: the assignment's branch moved onto its base branch; the item
+    # stays succeeded). ``reason`` is the --allow-outside reason, ``actor`` who landed it.
+    landed_commit: str | None = None
+    base_branch: str | None = None
+    crew_commit: str | None = None  # the crew's uncommitted files, committed by land
+    outside_grant: list[str] | None = None  # paths landed outside the grant (allowed)
 
 
 class Attempt(Strict):
@@ -90,6 +97,18 @@ class Resolution(Strict):
     to: WorkState
     runtime_stopped: bool
     at: datetime
+
+
+class Landing(Strict):
+    """Where an assignment's work landed (``captain land``): the base branch's new commit."""
+
+    commit: str
+    base_branch: str
+    operator: str
+    at: datetime
+    crew_commit: str | None = None
+    outside_grant: list[str] = []
+    reason: str | None = None
 
 
 class WorkItem(Record):
@@ -114,6 +133,7 @@ class WorkItem(Record):
     attempts: list[Attempt] = []
     cancel_requested: list[int] = []  # generations a cancel was recorded for
     resolution: Resolution | None = None
+    landing: Landing | None = None  # set once by its ``landed`` event
 
 
 class Lease(Record):

@@ -11,7 +11,7 @@ from typing import Any
 
 from state.errors import CaptainError
 from state.ids import WORK
-from state.work.models import TERMINAL, Attempt, Resolution, WorkEvent, WorkItem
+from state.work.models import TERMINAL, Attempt, Landing, Resolution, WorkEvent, WorkItem
 
 
 def check_work_id(work_id: str) -> str:
@@ -37,6 +37,7 @@ _FROM: dict[str, set[str | None]] = {
     "cancelled": {"queued", "running", "needs_reconciliation"},
     "needs_reconciliation": {"running"},
     "resolved": {"needs_reconciliation"},
+    "landed": {"succeeded"},  # once: a second is refused by ledger.landed and by fold
 }
 
 
@@ -45,6 +46,8 @@ def legal(state: str | None, event: WorkEvent) -> bool:
         return False
     if event.type == "resolved":
         return event.state in TERMINAL
+    if event.type == "landed":
+        return event.state == state and event.landed_commit is not None
     if event.type in ("succeeded", "failed", "cancelled"):
         return event.state == event.type
     expected = {
@@ -61,7 +64,9 @@ def legal(state: str | None, event: WorkEvent) -> bool:
 
 
 def fold(item: WorkItem | None, event: WorkEvent, work_id: str) -> WorkItem:
-    if not legal(item.state if item else None, event):
+    if not legal(item.state if item else None, event) or (
+        event.type == "landed" and item is not None and item.landing is not None
+    ):
         raise CaptainError(
             "store_error",
             f"{work_id}: event {event.seq} ({event.type}) is not "
@@ -88,6 +93,17 @@ def fold(item: WorkItem | None, event: WorkEvent, work_id: str) -> WorkItem:
         )
     assert item is not None  # legal(): only "accepted" starts an item
     changes: dict[str, Any] = dict(seq=event.seq, state=event.state, updated_at=event.at)
+    if event.type == "landed":  # the attempt ended with its succeeded event
+        changes["landing"] = Landing(
+            commit=event.landed_commit,
+            base_branch=event.base_branch or "",
+            operator=event.actor,
+            at=event.at,
+            crew_commit=event.crew_commit,
+            outside_grant=list(event.outside_grant or []),
+            reason=event.reason,
+        )
+        return item.model_copy(update=changes)
     attempts = list(item.attempts)
     if event.type == "claimed":
         changes["generation"] = event.generation

@@ -660,6 +660,26 @@ def test_resolve_frees_the_slot_and_starts_nothing(dep):
 # -- pagination (a home of its own: it counts rows) ----------------------------------------
 
 
+def test_a_landed_item_serves_where_its_work_landed(dep):
+    work_id = dep.succeeded()
+    before = ok(dep.server.get(dep.path(WORK, work=work_id), dep.member))
+    assert before["landing"] is None
+    ledger.landed(
+        dep.home,
+        work_id,
+        commit="c" * 40,
+        base_branch="main",
+        operator="captain:tess",
+        outside_grant=["top.txt"],
+        reason="agreed",
+    )
+    got = ok(dep.server.get(dep.path(WORK, work=work_id), dep.member))
+    assert got["state"] == "succeeded"
+    assert got["landing"]["commit"] == "c" * 40 and got["landing"]["outside_grant"] == ["top.txt"]
+    assert got["events"][-1]["type"] == "landed"
+    assert got["events"][-1]["landed_commit"] == "c" * 40
+
+
 @pytest.fixture(params=BACKENDS)
 def own_server(request, tmp_path):
     with open_ledgers(request, request.param) as made:

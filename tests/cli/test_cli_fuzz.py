@@ -46,6 +46,7 @@ COMMANDS = [
     "wait",
     "status",
     "dismiss",
+    "land",
     "check",
     "ask",
     "done",
@@ -281,12 +282,12 @@ def test_crew_side_commands_never_crash(
     check_outcome(argv, code, out, err, as_json=as_json, usage_possible=False)
 
 
-# -- captain side: crew, assign, tell, answer, dismiss, status -------------------------------
+# -- captain side: crew, assign, tell, answer, dismiss, land, status -------------------------
 
 
 @SETTINGS
 @given(
-    command=st.sampled_from(["crew", "assign", "tell", "answer", "dismiss", "status"]),
+    command=st.sampled_from(["crew", "assign", "tell", "answer", "dismiss", "land", "status"]),
     name=crew_names,
     text=texts,
     owns=st.one_of(st.none(), st.lists(paths, max_size=2)),
@@ -323,6 +324,8 @@ def test_captain_side_commands_never_crash(
         argv += [f"--assignment={assignment}", "--", name, question, text]
     elif command == "dismiss":
         argv += ["--", name]
+    elif command == "land":  # hostile names, IDs and reasons: a refusal, never a crash
+        argv += [f"--assignment={assignment}", "--allow-outside", f"--reason={text}", "--", name]
     else:
         argv += ["--all"] if handoff is None else []
     code, out, err = invoke(argv)

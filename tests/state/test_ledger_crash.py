@@ -140,6 +140,12 @@ def op_cancel(home: Home, work_id: str, stop: bool | None):
     )
 
 
+def op_land(home: Home, work_id: str):
+    return ledger.landed(
+        home, work_id, commit="c" * 40, base_branch="main", operator="oscar", at=T1
+    )
+
+
 def op_examine(home: Home, verdict: str):
     return ledger.examine(home, lambda locator: verdict, holder="reconciler", at=T1)
 
@@ -382,6 +388,15 @@ def _ledger_scenarios() -> list[Scenario]:
                 [A, C, "needs_reconciliation", "resolved"],
                 frozenset({"not_reconciling"}),
             ),
+            Scenario(
+                f"landed:{when}",
+                "land",
+                {"work_id": "W"},
+                DONE,
+                "succeeded",
+                "succeeded",
+                [A, C, "succeeded", "landed"],
+            ),
         ]
         # the same steps reached through the other writers of work items
         out += [
@@ -512,7 +527,10 @@ def history(home: Home, work_id: str) -> list[WorkEvent]:
     assert all(e is not None for e in events), f"{work_id}: an event does not parse"
     state, generation = None, 0
     for e in events:
-        assert state not in TERMINAL, f"{work_id}: event {e.seq} ({e.type}) after {state}"
+        # a terminal state is final; ``landed`` only notes where a succeeded item's work went
+        assert state not in TERMINAL or e.type == "landed", (
+            f"{work_id}: event {e.seq} ({e.type}) after {state}"
+        )
         assert ledger.legal(state, e), f"{work_id}: {e.type} -> {e.state} after {state}"
         assert e.generation >= generation, f"{work_id}: generation went back at {e.seq}"
         state, generation = e.state, e.generation
@@ -872,7 +890,7 @@ CHECKS = {
 
 # -- the same crash points on PostgreSQL ----------------------------------------------------
 
-LEDGER_OPS = ("accept", "replay", "claim", "report", "examine", "cancel", "resolve")
+LEDGER_OPS = ("accept", "replay", "claim", "report", "examine", "cancel", "resolve", "land")
 PG_SCENARIOS = [s for s in SCENARIOS if s.op in LEDGER_OPS]
 
 

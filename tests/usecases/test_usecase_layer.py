@@ -56,6 +56,8 @@ CALLS = {
     "resolve": lambda h: usecases.resolve(
         h, "wrk_x", generation=1, to="failed", reason="checked", actor="a", ctx=CREW
     ),
+    "land": lambda h: usecases.land(h, "Ada", assignment_id="asg_x", ctx=CREW),
+    "landing_queue": lambda h: usecases.landing_queue(h, ctx=CREW),
 }
 
 
