@@ -59,6 +59,7 @@ from captain_tui.cockpit.work import WorkCommands, reconciling_text
 from captain_tui.cockpit.worker_results import (
     AlertRaised,
     AttachNeeded,
+    ConfirmNeeded,
     FormSent,
     Outcome,
     Refused,
@@ -707,15 +708,20 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
         try:
             body = _attempt(lambda _: jobs.land_preview(self.home, name), None)
         except CaptainError as err:
-            self.call_from_thread(self._refused, err)
+            self.post_message(Refused(err))
             return
 
         def decided(yes: bool | None) -> None:
             if yes:
                 self._in_worker(partial(jobs.land, self.home, name, assignment_id))
 
-        screen = ConfirmScreen(f"Land {name}'s work?", body, yes="Land")
-        self.call_from_thread(self.push_screen, screen, decided)
+        self.post_message(
+            ConfirmNeeded(ConfirmScreen(f"Land {name}'s work?", body, yes="Land"), decided)
+        )
+
+    def on_confirm_needed(self, message: ConfirmNeeded) -> None:
+        if not self._closing_down:
+            self.push_screen(message.screen, message.decided)
 
     def action_dismiss(self) -> None:
         crew = self.selected_crew()

@@ -5,13 +5,15 @@ UI thread itself (no ``call_from_thread``) and never waits for it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from textual.message import Message
 from textual.notifications import SeverityLevel
 
 from captain_tui import usecases as ops
 from captain_tui.cockpit.feed.alerts import Alert
 from state.errors import CaptainError
-from widgets.screens.forms import FormScreen
+from widgets.screens.forms import ConfirmScreen, FormScreen
 
 
 class Refused(Message):
@@ -65,3 +67,13 @@ class AlertRaised(Message):
     def __init__(self, alert: Alert) -> None:
         super().__init__()
         self.alert = alert
+
+
+class ConfirmNeeded(Message):
+    """A worker read what a confirmation says (e.g. the landing queue): the UI thread asks
+    it, and ``decided`` gets the answer."""
+
+    def __init__(self, screen: ConfirmScreen, decided: Callable[[bool | None], None]) -> None:
+        super().__init__()
+        self.screen = screen
+        self.decided = decided
