@@ -2,11 +2,10 @@
 
 ``ledger/finished/`` holds a marker for each of the newest ``FINISHED_KEPT`` finished items
 (``state.work.files``): ``recent_finished_ids`` lists only it, so what it reads is bounded
-by that many names whatever the history. Directory entries read are counted by wrapping
-``os.scandir``, through which every listing of the store goes (each entry still comes from
-the real directory). A home from before the index is answered from the ``work/`` listing
-until a writer builds it, and a writer killed between an item's terminal event and its
-markers (a real SIGKILL at the ledger's crash point) leaves an item that still shows, which
+by that many names whatever the history. Directory entries read are counted as
+``os.scandir`` hands them out (``support.counting``). A home from before the index is
+answered from the ``work/`` listing until a writer builds it, and a writer killed between an
+item's terminal event and its markers (a real SIGKILL at the ledger's crash point) leaves an item that still shows, which
 the next writer files.
 """
 
@@ -20,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.counting import Entries
 
 from state.home import Home
 from state.work import files, ledger
@@ -27,35 +27,6 @@ from state.work.crash import CRASH_ENV
 
 REPO = Path(__file__).resolve().parents[2]
 KEPT = 4
-
-
-class Entries:
-    """``os.scandir``, counting the entries it hands out."""
-
-    def __init__(self, monkeypatch) -> None:
-        self.read = 0
-        real = os.scandir
-        counter = self
-
-        class Counted:
-            def __init__(self, path) -> None:
-                self.it = real(path)
-
-            def __iter__(self):
-                for entry in self.it:
-                    counter.read += 1
-                    yield entry
-
-            def __enter__(self):
-                return self
-
-            def __exit__(self, *exc) -> None:
-                self.it.close()
-
-            def close(self) -> None:
-                self.it.close()
-
-        monkeypatch.setattr(os, "scandir", Counted)
 
 
 def _made(home: Home, n: int) -> list[str]:
