@@ -5,8 +5,8 @@
 by that many names whatever the history. Directory entries read are counted as
 ``os.scandir`` hands them out (``support.counting``). A home from before the index is
 answered from the ``work/`` listing until a writer builds it, and a writer killed between an
-item's terminal event and its markers (a real SIGKILL at the ledger's crash point) leaves an item that still shows, which
-the next writer files.
+item's terminal event and its markers (a real SIGKILL at the ledger's crash point) leaves
+an item that still shows, which the next writer files.
 """
 
 from __future__ import annotations
