@@ -129,3 +129,38 @@ def test_an_idle_cockpit_asks_nothing_while_its_listener_is_connected(
         pump.stop()
         for t in threads:
             t.join(10)
+
+
+def test_the_ui_thread_sorts_no_work_row_when_it_shows_the_feeds_view(home: Home) -> None:
+    """The feed's thread puts the Work panel's rows in order once per view; showing it under
+    each filter, as the panel does on the UI thread, sorts nothing (it sorted every row
+    twice per update). Sorts are counted as the interpreter calls them (``sys.setprofile``)."""
+    import sys
+
+    from widgets.view import WORK_FILTERS
+
+    ids = [
+        ledger.accept(home, source="chat", input={"n": i}, requester="alice").work_id
+        for i in range(6)
+    ]
+    for work_id in ids[:3]:
+        ledger.cancel(home, work_id, actor="alice")
+    ledger.claim(home, ids[4], holder="bob")
+    view = Feed(home).rescan().view  # as the pump hands it to the app
+    sorts: list[str] = []
+
+    def profile(frame, event, arg) -> None:
+        if event == "c_call" and getattr(arg, "__name__", "") in ("sorted", "sort"):
+            sorts.append(arg.__name__)
+
+    sys.setprofile(profile)
+    try:
+        shown = {state: view.work_rows(state) for state in WORK_FILTERS}
+    finally:
+        sys.setprofile(None)
+    assert sorts == []
+    rows, matched = shown["all"]
+    assert matched == 6 and rows[0].work_id == ids[4]  # running first
+    assert [r.work_id for r in rows[1:3]] == [ids[5], ids[3]]  # then queued, newest first
+    assert [r.work_id for r in rows[3:]] == sorted(ids[:3], reverse=True)  # finished last
+    assert [r.work_id for r in shown["finished"][0]] == sorted(ids[:3], reverse=True)
