@@ -24,9 +24,13 @@
    files and on PostgreSQL (bench/ledger_claims.py's server and bulk fill): work event ->
    row on screen in the real app (a writer process accepts an item; timed from just
    before its ``ledger.accept`` call, so the write is included; tidied by a cancel,
-   untimed), and what one periodic Work panel rescan asks of the ledger (item reads, SQL
-   statements, whole-history listings) and costs, against the same ledger at a tenth of
-   the size (at most 1,000): it must not grow with history.
+   untimed), what one periodic Work panel rescan asks of the ledger (item reads, SQL
+   statements, directory entries, whole-history listings) and costs, and what the real
+   cockpit, doorbell on, asks of it while idle (three periodic rescans in the window; on
+   PostgreSQL its listener connected), each against the same ledger at a tenth of the
+   size (at most 1,000): none of it may grow with history. The files' shortcut fill leaves
+   the index of the newest finished to be rebuilt, and one item closed through the ledger
+   (untimed) rebuilds it, as the first close after an upgrade does.
 
 Prints one Markdown table and the machine; ``--json PATH`` also writes every number (and
 the table's rows, under ``rows``).
@@ -66,6 +70,7 @@ KINDS = ("tell", "signal", "ask")
 SPEC_VERSION = 1
 UNREAD_FRAC = 0.01  # of each crew's mail, newest first, left unread
 UNACKED_FRAC = 0.01  # of each crew's notifications, newest first, left unacknowledged
+WORK_IDLE_MAX = 15.0  # seconds the Work panel part leaves the cockpit idle (3 ledger rounds)
 
 
 def _log(text: str) -> None:
@@ -647,19 +652,40 @@ def work_writer_main(root: str) -> int:
 
 
 class _WorkReads:
-    """Counts what a Work panel rescan asks of the ledger, going through to the real
-    backend: item reads, listings of every work ID (``all_ids``: the files' ``work/``
-    listing, which ``recent_finished_ids`` walks newest first) and, on PostgreSQL, SQL
-    statements."""
+    """Counts what a Work panel rescan (or an idle cockpit) asks of the ledger, going
+    through to the real backend: item reads, listings of every work ID (``all_ids``: the
+    files' ``work/`` listing), directory entries read (every ``os.scandir`` in this
+    process: the store's listings) and, on PostgreSQL, SQL statements."""
 
     def __init__(self) -> None:
         from state.work import ledger
         from state.work.files import FileBackend
         from state.work.pg_backend import PostgresBackend
 
-        self.counts = {"item": 0, "all_ids": 0, "sql": 0}
+        self.counts = {"item": 0, "all_ids": 0, "sql": 0, "entries": 0}
         counts, real_for = self.counts, ledger.backend_for
-        self._undo = [(ledger, "backend_for", real_for)]
+        self._undo = [(ledger, "backend_for", real_for), (os, "scandir", os.scandir)]
+        real_scandir = os.scandir
+
+        class Entries:
+            def __init__(self, path=".") -> None:
+                self.it = real_scandir(path)
+
+            def __iter__(self):
+                for entry in self.it:
+                    counts["entries"] += 1
+                    yield entry
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc) -> None:
+                self.it.close()
+
+            def close(self) -> None:
+                self.it.close()
+
+        os.scandir = Entries
 
         class Counting:
             def __init__(self, real) -> None:
@@ -720,8 +746,45 @@ def rescan_cost(home, runs: int = 5) -> dict:
     return {
         "first": first,
         "steady_ms": statistics.median(times),
-        "steady": max(asked, key=lambda a: a["item"] + a["sql"] + a["all_ids"]),
+        "steady": max(asked, key=lambda a: a["item"] + a["sql"] + a["all_ids"] + a["entries"]),
     }
+
+
+def _close_one(home) -> None:
+    """One item accepted and cancelled through the ledger (untimed): after a fill by the
+    shortcut, the first close files the newest finished items as any writer would (the
+    files' index, built once from the ``work/`` listing)."""
+    from state.work import ledger
+
+    item = ledger.accept(home, source="chat", input={"text": "bench close"}, requester="bench")
+    ledger.cancel(home, item.work_id, actor="bench")
+
+
+async def _work_idle(root: Path, seconds: float, settle: float) -> dict:
+    """The real app, doorbell on, left alone for ``seconds`` once its first scan is shown
+    (and, on PostgreSQL, its ledger listener connected), with its periodic rescan every
+    third of that (30 s in the cockpit): what it asked of the ledger meanwhile (statements,
+    directory entries, item reads)."""
+    from captain_tui.cockpit.app import CaptainApp
+    from state.home import Home
+
+    app = CaptainApp(Home(root))
+    app.rescan_every = max(seconds / 3, 0.2)  # the periodic rescan is part of idle: 3 of them
+    reads = _WorkReads()
+    try:
+        async with app.run_test(size=SIZE, notifications=True):
+            await _wait(lambda: app.scanned and app.view.work, 300, "the first scan")
+            if app.view.ledger != "files":
+                await _wait(lambda: app._pump.listening, 60, "the ledger listener")
+            await asyncio.sleep(settle)
+            reads.take()
+            t = time.monotonic()
+            await asyncio.sleep(seconds)
+            asked = reads.take()
+            asked["seconds"] = round(time.monotonic() - t, 1)
+    finally:
+        reads.restore()
+    return asked
 
 
 async def _work_events(root: Path, n_events: int, settle: float) -> dict:
@@ -777,9 +840,12 @@ async def _work_events(root: Path, n_events: int, settle: float) -> dict:
     }
 
 
-def work_phase(tmp: Path, finished: int, small: int, n_events: int, settle: float) -> list:
-    """On each backend: a ledger of ``small`` finished items, its rescan cost; grown to
-    ``finished``, the rescan cost again and event -> Work row in the real app."""
+def work_phase(
+    tmp: Path, finished: int, small: int, n_events: int, settle: float, idle: float
+) -> list:
+    """On each backend: a ledger of ``small`` finished items, its rescan cost and what an
+    idle cockpit asks of it over ``idle`` seconds; grown to ``finished``, both again and
+    event -> Work row in the real app."""
     from bench.ledger_claims import Postgres, add_finished, make_home
     from bench.report import CannotRun
 
@@ -803,10 +869,16 @@ def work_phase(tmp: Path, finished: int, small: int, n_events: int, settle: floa
             home = make_home(root, url)
             _log(f"work panel on {kind}: {small} finished items")
             add_finished(kind, home, small, via_api=0)
+            _close_one(home)
             entry["small_cost"] = rescan_cost(home)
+            _log(f"work panel on {kind}: idle cockpit, {small} finished items")
+            entry["small_idle"] = asyncio.run(_work_idle(root, idle, settle))
             _log(f"work panel on {kind}: {finished} finished items")
             entry["fill"] = add_finished(kind, home, finished - small, via_api=0)
+            _close_one(home)
             entry["cost"] = rescan_cost(home)
+            _log(f"work panel on {kind}: idle cockpit, {finished} finished items")
+            entry["idle"] = asyncio.run(_work_idle(root, idle, settle))
             _log(f"work panel on {kind}: event -> row, {n_events} events")
             entry["events"] = asyncio.run(_work_events(root, n_events, settle))
         except Exception as exc:  # noqa: BLE001 - one backend's failure is its row's
@@ -1085,8 +1157,18 @@ def _latency(ev: dict) -> str:
 
 def _asked(a: dict, kind: str) -> str:
     sql = f", {a['sql']} SQL statements" if kind == "postgresql" else ""
+    entries = f", {a.get('entries', 0)} directory entries" if kind == "files" else ""
     listed = f", {a['all_ids']} listing of every work ID" if a["all_ids"] else ""
-    return f"{a['item']} item reads{sql}{listed}"
+    return f"{a['item']} item reads{sql}{entries}{listed}"
+
+
+def _grows(big: dict, small: dict, slack: float = 1.0) -> bool:
+    """Whether ``big`` asked more of the ledger than ``small`` (times ``slack``, for an idle
+    window whose clocks may fit one round more), or listed every work ID."""
+    return bool(big["all_ids"]) or any(
+        big.get(k, 0) > small.get(k, 0) * slack + (1 if slack > 1 else 0)
+        for k in ("item", "sql", "entries")
+    )
 
 
 def _work_rows(w: dict) -> list[str]:
@@ -1122,11 +1204,7 @@ def _work_rows(w: dict) -> list[str]:
             f"| Work panel on {kind}, {size} finished items: work event -> row | "
             f"{ev['missed']} missed | p95 <= 100 ms | **missed** |"
         )
-    grows = (
-        cost["steady"]["item"] > small["steady"]["item"]
-        or cost["steady"]["sql"] > small["steady"]["sql"]
-        or cost["steady"]["all_ids"]
-    )
+    grows = _grows(cost["steady"], small["steady"])
     ratio = cost["steady_ms"] / max(small["steady_ms"], 0.001)
     lines.append(
         f"| Work panel on {kind}: one periodic rescan, {size} finished items vs "
@@ -1136,6 +1214,14 @@ def _work_rows(w: dict) -> list[str]:
         f"{_asked(cost['first'], kind)}, {cost['first']['rows']} rows | no read that grows "
         f"with history | {_verdict(not grows)} |"
     )
+    idle, small_idle = w.get("idle"), w.get("small_idle")
+    if idle is not None and small_idle is not None:
+        lines.append(
+            f"| Work panel on {kind}: the cockpit idle (doorbell on, 3 periodic rescans) for "
+            f"{idle['seconds']:.0f} s, {size} finished items vs {_k(w['small'])} | asked "
+            f"{_asked(idle, kind)} vs {_asked(small_idle, kind)} | no read that grows "
+            f"with history | {_verdict(not _grows(idle, small_idle, 1.5))} |"
+        )
     return lines
 
 
@@ -1355,7 +1441,12 @@ def main() -> int:
                 results,
                 "work",
                 lambda: work_phase(
-                    tmp, work_finished, min(1000, work_finished // 10), events, settle
+                    tmp,
+                    work_finished,
+                    min(1000, work_finished // 10),
+                    events,
+                    settle,
+                    min(idle_seconds, WORK_IDLE_MAX),
                 ),
             )
             return _finish(results, args)
@@ -1408,7 +1499,12 @@ def main() -> int:
                 results,
                 "work",
                 lambda: work_phase(
-                    tmp, work_finished, min(1000, work_finished // 10), events, settle
+                    tmp,
+                    work_finished,
+                    min(1000, work_finished // 10),
+                    events,
+                    settle,
+                    min(idle_seconds, WORK_IDLE_MAX),
                 ),
             )
     finally:
