@@ -626,14 +626,26 @@ def event_phase(root: Path, n_events: int, label: str, settle: float = 1.0) -> d
 def work_writer_main(root: str) -> int:
     """Reads one JSON request a line (``accept``, ``cancel``), does it through the ledger,
     answers one JSON line with ``t``: time.monotonic() just before the call (conservative:
-    the latency then includes the write itself)."""
+    the latency then includes the whole write), and ``published``: when its first event
+    was published (the files: the event's create-once link returned, as part 1 times a
+    record; PostgreSQL: the commit returned, when every reader can first see it)."""
     from state.home import Home
     from state.work import ledger
+    from state.work.files import FileBackend
 
     home = Home(Path(root))
+    published: list[float] = []
+    real_append = FileBackend.append
+
+    def append(backend, work_id, event):
+        real_append(backend, work_id, event)
+        published.append(time.monotonic())
+
+    FileBackend.append = append  # this process is the bench's writer: timing, not behaviour
     for line in sys.stdin:
         req = json.loads(line)
         try:
+            published.clear()
             t = time.monotonic()
             if req["op"] == "accept":
                 out = {
@@ -645,6 +657,7 @@ def work_writer_main(root: str) -> int:
                 ledger.cancel(home, req["id"], actor="bench")
                 out = {}
             out["t"] = t
+            out["published"] = published[0] if published else time.monotonic()
         except Exception as exc:  # noqa: BLE001 - reported to the bench, which stops
             out = {"error": f"{type(exc).__name__}: {exc}"}
         print(json.dumps(out), flush=True)
@@ -796,7 +809,7 @@ async def _work_events(root: Path, n_events: int, settle: float) -> dict:
     app = CaptainApp(Home(root), run_doorbell=False)
     writer, ask = await _writer(root, "--work-writer")
 
-    painted, in_table, missed = [], [], 0
+    painted, in_table, called, missed = [], [], [], 0
     shown = _Shown()
     rng = random.Random(7)
     try:
@@ -814,8 +827,9 @@ async def _work_events(root: Path, n_events: int, settle: float) -> dict:
                 if not await shown.wait("row", EVENT_TIMEOUT):
                     missed += 1
                 else:
-                    painted.append((shown.painted["row"] - reply["t"]) * 1000)
-                    in_table.append((shown.data["row"] - reply["t"]) * 1000)
+                    painted.append((shown.painted["row"] - reply["published"]) * 1000)
+                    in_table.append((shown.data["row"] - reply["published"]) * 1000)
+                    called.append((shown.painted["row"] - reply["t"]) * 1000)
                 # tidy up, untimed: the new item finishes, the panel keeps its size
                 await ask({"op": "cancel", "id": reply["id"]})
                 await _wait(
@@ -837,6 +851,8 @@ async def _work_events(root: Path, n_events: int, settle: float) -> dict:
         "max_ms": max(painted) if painted else None,
         "in_table_p50_ms": statistics.median(in_table) if in_table else None,
         "in_table_p95_ms": pct(in_table, 95) if in_table else None,
+        "from_call_p50_ms": statistics.median(called) if called else None,
+        "from_call_p95_ms": pct(called, 95) if called else None,
     }
 
 
@@ -1192,12 +1208,15 @@ def _work_rows(w: dict) -> list[str]:
         )
     elif ev["events"]:
         lines.append(
-            f"| Work panel on {kind}, {size} finished items: work event (accept, from the "
-            f"writer's call) -> row on screen; {ev['events']} events | p50 "
-            f"{ev['p50_ms']:.0f} ms, p95 {ev['p95_ms']:.0f} ms, max {ev['max_ms']:.0f} ms"
+            f"| Work panel on {kind}, {size} finished items: work event (an accept, from its "
+            f"first event {'published' if kind == 'files' else 'committed'}) -> row on "
+            f"screen; {ev['events']} events | p50 {ev['p50_ms']:.0f} ms, p95 "
+            f"{ev['p95_ms']:.0f} ms, max {ev['max_ms']:.0f} ms"
             f"{', ' + str(ev['missed']) + ' missed' if ev['missed'] else ''} (in the panel "
-            f"list: p50 {ev['in_table_p50_ms']:.0f}, p95 {ev['in_table_p95_ms']:.0f}) | "
-            f"p95 <= 100 ms | {_verdict(ev['p95_ms'] <= 100 and not ev['missed'])} |"
+            f"list: p50 {ev['in_table_p50_ms']:.0f}, p95 {ev['in_table_p95_ms']:.0f}; from "
+            f"the writer's call, the whole write included: p50 {ev['from_call_p50_ms']:.0f},"
+            f" p95 {ev['from_call_p95_ms']:.0f}) | p95 <= 100 ms | "
+            f"{_verdict(ev['p95_ms'] <= 100 and not ev['missed'])} |"
         )
     else:
         lines.append(
