@@ -51,7 +51,8 @@ class LedgerListener:
                 elif heard:
                     self.pump.request_work(heard)
         finally:
-            self.pump.set_listening(False)
+            if not self._stop.is_set():  # it failed: the Work panel's own clock takes over
+                self.pump.set_listening(False)
             if listener is not None:
                 listener.close()
 
