@@ -126,6 +126,7 @@ from watchfiles._rust_notify import RustNotify
 root, debounce, step, timeout = sys.argv[1], *map(int, sys.argv[2:5])
 unwatched = set(sys.argv[5:])
 lock = threading.Lock()
+TOP_MS = 100
 
 def say(value):
     try:
@@ -167,8 +168,8 @@ def watch_below(names):
 top = RustNotify([root], False, False, 300, False, False)  # first: nothing appears unseen
 watched = tops()
 watch_below(watched)
-while True:
-    raw = top.watch(debounce, step, timeout, None)
+while True:  # the top level changes rarely and nothing waits on it: a slower poll
+    raw = top.watch(max(debounce, TOP_MS), max(step, TOP_MS), timeout, None)
     if raw in ("signal", "stop"):
         os._exit(0)
     if raw == "timeout":
