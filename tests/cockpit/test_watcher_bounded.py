@@ -59,7 +59,6 @@ def test_the_watcher_watches_no_work_item_directory_and_hears_the_ledger(tmp_pat
             "20",
             "5",
             "1000",
-            *getattr(watcher, "UNWATCHED", ()),
         ],
         stdout=subprocess.PIPE,
         text=True,
@@ -106,3 +105,29 @@ def test_the_watcher_watches_no_work_item_directory_and_hears_the_ledger(tmp_pat
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_captain_waits_watch_takes_no_watch_in_work_either(tmp_path: Path):
+    """The runner behind ``captain wait`` and ``watch`` watches the home in its own process
+    by the same rule (``runtime.homewatch``), and wakes for a ledger write all the same."""
+    from captain_tui.runtime.runner import Runner
+
+    home = Home(tmp_path / "home")
+    ids = [
+        ledger.accept(home, source="chat", input={"n": i}, requester="alice").work_id
+        for i in range(30)
+    ]
+    runner = Runner(home, ring=False)
+    before = _watches(os.getpid())
+    try:
+        gen = runner._watcher()
+        next(gen)  # the first batch: every watch is in place
+        taken = _watches(os.getpid()) - before
+        assert taken <= _dirs_outside_work(home.root), taken  # none in work/
+        ledger.claim(home, ids[3], holder="bob")
+        wanted = (2, str(home.root / "ledger" / "open" / ids[3]))
+        deadline = time.monotonic() + 30
+        while wanted not in next(gen):
+            assert time.monotonic() < deadline, "the claim did not wake the runner"
+    finally:
+        runner.close()

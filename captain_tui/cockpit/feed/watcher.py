@@ -106,84 +106,19 @@ class Watcher:
                 self._loop.call_soon_threadsafe(self._stop.set)
 
 
-# The watcher process: watchfiles on the home, one JSON line per batch ([] when a quiet
-# ``rust_timeout`` passed). When the cockpit is gone, its next write fails and it exits.
-#
-# It watches the home's top level on its own, and every top-level directory but those named
-# after the arguments (``UNWATCHED``) recursively: inotify takes one watch per directory,
-# and ``work/`` holds two per work item ever recorded (past the kernel's limit at 100k
-# items). The file ledger says each of its writes in ``ledger/`` too (``state.work.files``:
-# the open marker is touched after every event of the item, the finished index is written
-# when it ends), which is watched. A top-level directory that appears (a home makes them as
-# it first needs them) or goes: a new recursive watch of the new set is set up first, then
-# the files already in a new directory are said as added, then the old watch ends once it
-# has said what it holds — nothing is missed in between.
-UNWATCHED = ("work",)
+# The watcher process: ``runtime.homewatch.watch`` on the home (no watch in ``work/``: see
+# there), one JSON line per batch ([] when a quiet ``rust_timeout`` passed). When the
+# cockpit is gone, its next write fails and it exits.
 _BATCH_LIMIT = 64 * 1024 * 1024  # one line is one batch: thousands of paths after a burst
 _WATCHER = """
-import json, os, sys, threading, time
-from watchfiles._rust_notify import RustNotify
+import json, sys
+from captain_tui.runtime.homewatch import watch
 root, debounce, step, timeout = sys.argv[1], *map(int, sys.argv[2:5])
-unwatched = set(sys.argv[5:])
-lock = threading.Lock()
-TOP_MS = 100
-
-def say(value):
-    try:
-        with lock:
-            print(json.dumps(value), flush=True)
-    except OSError:  # the cockpit is gone
-        os._exit(0)
-
-def tops():
-    return frozenset(e.name for e in os.scandir(root)
-                     if e.is_dir(follow_symlinks=False) and e.name not in unwatched)
-
-current = [None]
-
-def below(notify):
-    while True:  # until a newer watch took over and this one said all it held
-        try:
-            raw = notify.watch(debounce, step, timeout, None)
-        except Exception:  # its directory went: a newer watch will cover the rest
-            time.sleep(0.1)
-            raw = "timeout"
-        if raw in ("signal", "stop"):
-            os._exit(0)
-        if raw != "timeout":
-            say([[int(change), path] for change, path in raw])
-        elif current[0] is notify:
-            say([])  # quiet: the cockpit hears the watcher is alive
-        if current[0] is not notify:
-            notify.close()  # its inotify watches go with it
-            return
-
-def watch_below(names):
-    notify = RustNotify(sorted(os.path.join(root, n) for n in names), False, False, 300,
-                        True, False) if names else None
-    current[0] = notify
-    if notify is not None:
-        threading.Thread(target=below, args=(notify,), daemon=True).start()
-
-top = RustNotify([root], False, False, 300, False, False)  # first: nothing appears unseen
-watched = tops()
-watch_below(watched)
-while True:  # the top level changes rarely and nothing waits on it: a slower poll
-    raw = top.watch(max(debounce, TOP_MS), max(step, TOP_MS), timeout, None)
-    if raw in ("signal", "stop"):
-        os._exit(0)
-    if raw == "timeout":
-        if current[0] is None:
-            say([])
-        continue
-    say([[int(change), path] for change, path in raw])
-    now = tops()
-    if now != watched:
-        watch_below(now)  # set up before anything is said of the new directories
-        for name in sorted(now - watched):
-            for where, _, files in os.walk(os.path.join(root, name)):
-                say([[1, os.path.join(where, f)] for f in files])
-        watched = now
+try:
+    for batch in watch(root, debounce=debounce, step=step, rust_timeout=timeout):
+        print(json.dumps(sorted([change, path] for change, path in batch)), flush=True)
+except (KeyboardInterrupt, OSError):
+    pass
 """
 
 
@@ -209,7 +144,6 @@ async def awatch(
         str(debounce),
         str(step),
         str(rust_timeout),
-        *UNWATCHED,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.DEVNULL,
