@@ -37,6 +37,7 @@ the end. Every home is a temporary directory (``CAPTAIN_HOME`` points into it to
 from __future__ import annotations
 
 import argparse
+import contextlib
 import multiprocessing as mp
 import os
 import shutil
@@ -323,6 +324,10 @@ def _write_files(home, records) -> None:
         for event in events:
             put(d / "events" / f"{EVENT_NAME.format(event.seq)}.json", encode(event))
         put(d / "item.json", encode(item))
+    # finished items the index of the newest finished (ledger/finished/) does not hold: the
+    # next writer to close an item builds it again from the work/ listing
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(home.root / "ledger" / "finished.built")
 
 
 class _Recorder:

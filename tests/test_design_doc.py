@@ -13,7 +13,14 @@ ROOT = Path(__file__).resolve().parent.parent
 DOC = (ROOT / "docs" / "design.md").read_text(encoding="utf-8")
 PACKAGES = ("state", "captain_tui", "widgets")
 # backticked names that are the home's layout (docs/store.md), not the repository's
-HOME_PATHS = {"locks/", "quarantine/", "locks/ring-<key>.lock", "config.toml"}
+HOME_PATHS = {
+    "locks/",
+    "quarantine/",
+    "locks/ring-<key>.lock",
+    "config.toml",
+    "ledger/",
+    "ledger/finished/",
+}
 NUMBERS = {
     "one": 1,
     "two": 2,

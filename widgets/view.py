@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import TYPE_CHECKING, Final
 
 from state.crew.standing import CrewState
@@ -118,6 +119,12 @@ class WorkRow:
 _WORK_RANK = {RECONCILE: 0, "running": 1, "queued": 2}
 
 
+def _work_order(w: WorkRow) -> tuple:
+    """The Work panel's order as one key, sorted on in reverse: rank first (negated: the
+    lowest first), then the newest first (``updated_at``, then ID)."""
+    return (-_WORK_RANK.get(w.state, 3), w.updated_at, w.work_id)
+
+
 @dataclass(frozen=True)
 class CrewView:
     """Everything the cockpit shows about one crew. ``crew`` is None for a dismissed crew
@@ -179,18 +186,23 @@ class HomeView:
                 return v.question
         return None
 
+    @cached_property
+    def work_order(self) -> tuple[WorkRow, ...]:
+        """Every work row in the Work panel's order: needs_reconciliation first, then
+        running, queued and finished, newest first within each. Sorted once per view, and
+        by the feed's thread, which asks for it before it hands the view on
+        (``feed.home.Update``): the UI thread only filters it."""
+        return tuple(sorted(self.work.values(), key=_work_order, reverse=True))
+
     def work_rows(self, state: str = "all") -> tuple[list[WorkRow], int]:
-        """The Work panel's rows under a filter (see ``WORK_FILTERS``): needs_reconciliation
-        first, then running, queued and finished, newest first within each; and how many
-        matched (finished rows beyond ``FINISHED_SHOWN`` are left out)."""
+        """The Work panel's rows under a filter (see ``WORK_FILTERS``), in ``work_order``;
+        and how many matched (finished rows beyond ``FINISHED_SHOWN`` are left out)."""
         if state == "all":
-            found = list(self.work.values())
+            found = list(self.work_order)
         elif state == "finished":
-            found = [w for w in self.work.values() if w.finished]
+            found = [w for w in self.work_order if w.finished]
         else:
-            found = [w for w in self.work.values() if w.state == state]
-        found.sort(key=lambda w: (w.updated_at, w.work_id), reverse=True)
-        found.sort(key=lambda w: _WORK_RANK.get(w.state, 3))
+            found = [w for w in self.work_order if w.state == state]
         live = [w for w in found if not w.finished]
         return live + [w for w in found if w.finished][:FINISHED_SHOWN], len(found)
 

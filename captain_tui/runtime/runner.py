@@ -62,17 +62,10 @@ class Runner:
 
     def _watcher(self):
         if self._gen is None:
-            import watchfiles
+            from captain_tui.runtime import homewatch
 
-            self._gen = watchfiles.watch(
-                self.home.root,
-                debounce=20,
-                step=10,
-                rust_timeout=WAKE_MS,
-                yield_on_timeout=True,
-                watch_filter=None,
-                raise_interrupt=True,
-            )
+            # no watch in work/ (one per item ever recorded): homewatch says why
+            self._gen = homewatch.watch(self.home.root, debounce=20, step=10, rust_timeout=WAKE_MS)
         return self._gen
 
     def tick(self) -> None:

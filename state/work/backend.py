@@ -206,6 +206,11 @@ class LedgerListener(Protocol):
 
     def wait(self, timeout: float) -> list[str]: ...
 
+    @property
+    def connected(self) -> bool:
+        """Listening now: every write committed meanwhile is notified to it."""
+        ...
+
     def close(self) -> None: ...
 
 

@@ -10,7 +10,16 @@ On disk (docs/ledger.md, "On disk"), through the store's writing rules:
   when it is behind (a writer killed between the two): ``item(repair=True)``.
 - ``work/<id>/lease.json`` is the current attempt's lease (a mutable snapshot).
 - ``ledger/open/<id>`` marks every item that is not terminal (written before the first
-  event, removed after the terminal one).
+  event, removed after the terminal one). Its time is touched after each of the item's
+  events (``os.utime``: a wake-up for watchers of the home, never relied on), so a watcher
+  sees every change of the ledger in ``ledger/`` and never needs to watch ``work/``'s
+  per-item directories (inotify allows a bounded number of watches).
+- ``ledger/finished/<id>`` marks the newest ``FINISHED_KEPT`` finished items (written after
+  the terminal event and before the open marker goes, then the oldest beyond that many
+  removed), so the newest finished are a listing of at most ``FINISHED_KEPT`` names,
+  whatever the history. ``ledger/finished.built`` says the index holds them; until it
+  exists (a home from before the index, or before its first finished item) readers walk
+  the ``work/`` listing, and the first writer to close an item builds the index from it.
 - a transaction is ``flock``: ``locks/ledger.lock`` first, then ``locks/work-<id>.lock``
   (one order everywhere: home, crew, ledger, item). Every write is durable when it
   returns; nothing is rolled back, the next writer repairs instead — except an item made by
@@ -39,6 +48,9 @@ from state.work.rules import check_work_id, fold
 
 EVENT_NAME = "{:08d}"
 LEDGER_LOCK = "ledger"
+# the finished index's size: the most ``recent_finished_ids`` answers from it (the cockpit's
+# Work panel asks for 100); more is answered by walking the ``work/`` listing
+FINISHED_KEPT = 128
 
 # The locks each thread holds through ``transaction``, as (home root, lock name): a
 # transaction opened inside another joins it instead of waiting on its own flock.
@@ -71,6 +83,12 @@ class FileBackend:
 
     def _open_dir(self, create: bool = True) -> Path:
         return self.store.dir("ledger", "open", create=create)
+
+    def _finished_dir(self, create: bool = True) -> Path:
+        return self.store.dir("ledger", "finished", create=create)
+
+    def _finished_built(self) -> Path:
+        return self.store.dir("ledger", create=False) / "finished.built"
 
     # -- transactions ------------------------------------------------------------------------
 
@@ -118,7 +136,7 @@ class FileBackend:
     def item(self, work_id: str, *, repair: bool = False) -> WorkItem | None:
         """The cache trusted up to its ``seq``, the events after it folded on; with
         ``repair`` (the caller holds the item's lock) a behind cache is republished and a
-        terminal item's open marker removed."""
+        terminal item still open closed (``mark_closed``)."""
         if not self.exists(work_id):
             return None
         store = self.store
@@ -142,8 +160,8 @@ class FileBackend:
             )
         if repair and item.seq > start:
             self.store_item(item)
-        if repair and item.state in TERMINAL:
-            self.mark_closed(work_id)
+        if repair and item.state in TERMINAL and os.path.lexists(self._open_dir() / work_id):
+            self.mark_closed(work_id)  # a writer was killed before it closed the item
         return item
 
     def events(self, work_id: str) -> list[WorkEvent]:
@@ -177,19 +195,56 @@ class FileBackend:
         )
 
     def recent_finished_ids(self, limit: int) -> list[str]:
-        # newest first; an ID with an open marker is not finished, one whose first event
-        # is not stored (an accept killed before it) is not an item: no item.json is read
+        # the finished index (at most FINISHED_KEPT names), once it is built; before that,
+        # or for a larger ``limit``, the ``work/`` listing
         if limit <= 0:
             return []
-        open_now = set(self.open_ids())
-        out: list[str] = []
-        for work_id in reversed(self.all_ids()):
-            if work_id in open_now or not self.exists(work_id):
-                continue
-            out.append(work_id)
-            if len(out) == limit:
-                break
-        return out
+        if limit <= FINISHED_KEPT and self._finished_index():
+            names = self.store.names(self._finished_dir(create=False), suffix="")
+            return names[::-1][:limit]
+        return self._walk_finished(limit)
+
+    def _finished_index(self) -> bool:
+        """Whether ``ledger/finished/`` holds the newest finished items (a writer builds it
+        when it first closes an item: ``_build_finished``)."""
+        return os.path.lexists(self._finished_built())
+
+    def _build_finished(self) -> None:
+        """Once per home (one from before the index, or a new one): the newest finished
+        items from the ``work/`` listing into the index, then its flag."""
+        directory = self._finished_dir()
+        for work_id in self._walk_finished(FINISHED_KEPT):
+            self.store.create_once(directory / work_id, b"", same=lambda old, new: True)
+        self.store.create_once(self._finished_built(), b"", same=lambda old, new: True)
+
+    def _walk_finished(self, limit: int) -> list[str]:
+        """The newest ``limit`` finished items from the ``work/`` listing (it grows with
+        history: the index's fallback). An item is finished when it exists and has no open
+        marker; the markers are listed after the items were seen to exist (a marker is
+        written before an item's first event), so an item accepted meanwhile is never
+        taken for a finished one."""
+        newest_first = iter(reversed(self.all_ids()))
+        existing: list[str] = []
+        want = limit
+        while True:
+            for work_id in newest_first:
+                if self.exists(work_id):
+                    existing.append(work_id)
+                    if len(existing) >= want:
+                        break
+            open_now = set(self.open_ids())
+            finished = [w for w in existing if w not in open_now]
+            if len(finished) >= limit or len(existing) < want:
+                return finished[:limit]
+            want = len(existing) + limit - len(finished)
+
+    def _trim_finished(self) -> None:
+        """Keep the newest ``FINISHED_KEPT`` finished markers (a name beyond them is older
+        than that many finished items: never among the newest again)."""
+        directory = self._finished_dir(create=False)
+        for work_id in self.store.names(directory, suffix="")[:-FINISHED_KEPT]:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(directory / work_id)
 
     def _readable(self, work_id: str) -> WorkItem | None:
         """An item for a listing: None when it is unknown or cannot be read."""
@@ -256,10 +311,24 @@ class FileBackend:
 
     def store_item(self, item: WorkItem) -> None:
         self.store.publish(self._item_dir(item.work_id) / "item.json", encode(item))
+        self.touch(item.work_id)
 
     def mark_closed(self, work_id: str) -> None:
+        # the finished marker first: an item is never neither open nor in the index (a kill
+        # between the two leaves it open, and the next writer's repair closes it again)
+        if not self._finished_index():
+            self._build_finished()
+        self.store.create_once(self._finished_dir() / work_id, b"", same=lambda old, new: True)
+        self._trim_finished()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self._open_dir() / work_id)
+
+    def touch(self, work_id: str) -> None:
+        """Say that the item changed where a watcher of ``ledger/`` sees it: its open
+        marker's time (a hint for the cockpit's watcher, which watches no per-item
+        directory; nothing relies on it, so it is not made durable)."""
+        with contextlib.suppress(FileNotFoundError):
+            os.utime(self._open_dir(create=False) / work_id)
 
     def discard_unrecorded(self, work_id: str) -> None:
         """Remove an item a failed step made (``ledger.discard_unrecorded``): its first

@@ -648,6 +648,12 @@ class Listener:
             with contextlib.suppress(Exception):
                 conn.close()
 
+    @property
+    def connected(self) -> bool:
+        """Whether it is listening now (a connection up, ``LISTEN`` done): every write
+        committed meanwhile is notified to it."""
+        return self.conn is not None and not self.conn.closed and not self.conn.broken
+
     def backend_pid(self) -> int | None:
         """The server process serving this listener (tests end it to cut the line)."""
         return None if self.conn is None or self.conn.closed else self.conn.info.backend_pid

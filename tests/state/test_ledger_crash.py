@@ -623,8 +623,10 @@ def every_file_parses(home: Home) -> None:
                     assert store.read(path, HomeMeta) is not None
             elif parts[0] == "locks":
                 assert name.endswith(".lock"), where
-            elif parts == ("ledger", "open"):
+            elif parts in (("ledger", "open"), ("ledger", "finished")):
                 assert name.startswith("wrk_") and path.stat().st_size == 0, where
+            elif parts == ("ledger",):  # the finished index's flag: empty
+                assert name == "finished.built" and path.stat().st_size == 0, where
             elif parts == ("work-seen",):  # a shared ledger's note: empty, an item's ID
                 assert name.startswith("wrk_") and path.stat().st_size == 0, where
             elif parts == ("deliveries", "pending"):

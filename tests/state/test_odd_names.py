@@ -75,7 +75,7 @@ def record_shape(folder: str):
         return "", lambda s: bool(NAME_RE.fullmatch(s)) and s == s.lower()
     if folder.endswith("/events"):
         return ".json", lambda s: bool(SEQ_NAME.fullmatch(s))
-    if folder in ("ledger/open", "deliveries/pending"):
+    if folder in ("ledger/open", "ledger/finished", "deliveries/pending"):
         return "", lambda s: bool(RECORD_NAME.fullmatch(s))
     return ".json", lambda s: bool(RECORD_NAME.fullmatch(s))
 
@@ -118,6 +118,7 @@ def build(root: Path) -> tuple[list[str], str]:
         f"work/{jack_work}/events",
         f"work/{chat.work_id}/events",
         "ledger/open",
+        "ledger/finished",
         "deliveries",
         "deliveries/pending",
         "deliveries/rejected",
@@ -151,6 +152,7 @@ def look(home: Home) -> dict:
     items, _ = ledger.page(home, limit=100)
     out["work"] = [ledger.public(home, item, detail=True) for item in items]
     out["open"] = ledger.open_ids(home)
+    out["finished"] = ledger.recent_finished_ids(home, 100)
     out["deliveries"] = [deliveries.public(home, d) for d in deliveries.page(home)[0]]
     out["rejections"] = [r.rejection_id for r in deliveries.rejections(home)]
     out["pending"] = home.store.names(home.root / "deliveries" / "pending", suffix="")

@@ -69,7 +69,15 @@ EXPECTED_REFUSALS = {
 }
 REPORTS = {"succeeded": {"succeeded"}, "failed": {"failed", "retry_queued"}}
 # the ledger's own records in a file home; a PostgreSQL home has none of them
-LEDGER_FILES = {"work_item", "work_event", "work_input", "lease", "open_marker"}
+LEDGER_FILES = {
+    "work_item",
+    "work_event",
+    "work_input",
+    "lease",
+    "open_marker",
+    "finished_marker",
+    "finished_built",
+}
 
 
 @dataclass(frozen=True)

@@ -89,6 +89,10 @@ def classify(parts: tuple[str, ...]) -> str | None:
         return None
     if top == "ledger" and n == 3 and parts[1] == "open" and WORK_ID.fullmatch(name):
         return "open_marker"
+    if top == "ledger" and n == 3 and parts[1] == "finished" and WORK_ID.fullmatch(name):
+        return "finished_marker"  # one of the newest finished items (the files' index)
+    if top == "ledger" and n == 2 and name == "finished.built":
+        return "finished_built"  # the finished index holds them
     if top == "work-seen" and n == 2 and WORK_ID.fullmatch(name):
         return "work_seen"  # a shared ledger's item, noted in the home (Home.work_seen_path)
     return None
@@ -124,7 +128,7 @@ def parse(kind: str, data: bytes):
     """The parsed record (or a marker value); raises ``Unreadable`` when it is not whole."""
     if kind in ("lock", "quarantined"):
         return None
-    if kind in ("open_marker", "work_seen"):
+    if kind in ("open_marker", "finished_marker", "finished_built", "work_seen"):
         if data:
             raise Unreadable(f"an empty marker ({kind}) holds {len(data)} bytes")
         return None

@@ -263,7 +263,7 @@ class PanelTable(ScrollView, can_focus=True):
         """Show the rows in this order (the same keys as the list holds); only the lines
         whose row changed are painted again, from the cache."""
         keys = list(keys)
-        if sorted(keys) != sorted(self._row_keys):
+        if len(keys) != len(self._row_keys) or set(keys) != set(self._row_keys):
             raise ValueError("order_rows needs exactly the keys the list holds")
         old = self._row_keys
         self._row_keys = keys

@@ -58,6 +58,9 @@ class Update:
     alerts: list[Alert] = field(default_factory=list)
     scanned: bool = True  # False while the first scan is still under way
 
+    def __post_init__(self) -> None:
+        self.view.work_order  # noqa: B018 - sorted here, on the feed's thread, not the UI's
+
 
 # -- the per-crew cache ----------------------------------------------------------------------
 

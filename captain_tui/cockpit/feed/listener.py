@@ -4,10 +4,12 @@ ledger in PostgreSQL, where another host's claim or report changes nothing under
 ``LedgerListener.run`` (a thread worker: it waits on the database, never on the UI thread)
 feeds the pump the work IDs of committed writes, which the Work panel re-reads one by one,
 and a Work rescan whenever the listener may have missed something (it connected, or
-reconnected after losing its connection). Notifications are a hint, never a log: the pump
-also re-reads the Work panel on a short clock while the ledger is shared
-(``pump.WORK_SECONDS``), so a lost one costs at most that long. A file ledger has no
-listener (``state.work.backend.listener_for``): ``run`` returns at once.
+reconnected after losing its connection). While it is connected it tells the pump so, and
+the Work panel is fed by its notifications alone (PostgreSQL notifies every committed write
+to a connected listener): an idle cockpit asks the database nothing between rescans. Not
+connected, the pump re-reads the Work panel on a short clock (``pump.WORK_SECONDS``), so a
+write is seen at most that late. A file ledger has no listener
+(``state.work.backend.listener_for``): ``run`` returns at once.
 """
 
 from __future__ import annotations
@@ -43,11 +45,14 @@ class LedgerListener:
                     if listener is None:
                         return  # the files: watchfiles on the home covers them
                 heard = listener.wait(WAIT_SECONDS)
+                self.pump.set_listening(listener.connected)  # before the re-read it asks
                 if EVERYTHING in heard:
                     self.pump.request_work_rescan()
                 elif heard:
                     self.pump.request_work(heard)
         finally:
+            if not self._stop.is_set():  # it failed: the Work panel's own clock takes over
+                self.pump.set_listening(False)
             if listener is not None:
                 listener.close()
 

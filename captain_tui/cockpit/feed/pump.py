@@ -14,8 +14,11 @@ from collections.abc import Callable, Iterable
 from captain_tui.cockpit.feed.home import Feed, Update
 
 RESCAN_SECONDS = 30.0
-# the Work panel's own re-read while the ledger is a shared database (PostgreSQL): its
-# notifications are the wake-up, and a lost one costs at most this long
+# the Work panel's own re-read while the ledger is a shared database (PostgreSQL) and no
+# listener is connected to it: then nothing else says what changed, and a write is seen at
+# most this late. While a listener is connected its notifications feed the panel (a
+# committed write is always notified to a connected listener) and an idle cockpit asks the
+# database nothing but the periodic rescan.
 WORK_SECONDS = 5.0
 RETRY_SECONDS = 1.0  # a read that failed is retried with a rescan after this long
 
@@ -49,6 +52,7 @@ class FeedPump:
         self.work_every = work_every  # only while the feed's ledger is shared
         self._queue: queue.Queue = queue.Queue()
         self._stopped = False
+        self.listening = False  # a listener is connected to the shared ledger (set_listening)
 
     def request(self, paths: Iterable[str]) -> None:
         self._queue.put(list(paths))
@@ -63,6 +67,15 @@ class FeedPump:
     def request_work_rescan(self) -> None:
         """Re-read the Work panel's part (a listener that may have missed anything)."""
         self._queue.put(_WORK)
+
+    def set_listening(self, connected: bool) -> None:
+        """Whether a listener is connected to the shared ledger now (the listener's thread
+        says so after every wait). Losing it starts the Work panel's own clock at once."""
+        if connected == self.listening:
+            return
+        self.listening = connected
+        if not connected:
+            self._queue.put(_WORK)  # re-read now, and on the clock until it is back
 
     def stop(self) -> None:
         self._stopped = True
@@ -97,9 +110,8 @@ class FeedPump:
                         (w for item in items if isinstance(item, tuple) for w in item),
                     )
                 if rescan or any(item is _WORK for item in items):
-                    next_work = (
-                        time.monotonic() + self.work_every if self.feed.shared else float("inf")
-                    )
+                    polled = self.feed.shared and not self.listening
+                    next_work = time.monotonic() + self.work_every if polled else float("inf")
             except Exception as exc:  # noqa: BLE001 - report, and let a rescan repair it
                 self.report(exc)
                 next_rescan = time.monotonic() + RETRY_SECONDS

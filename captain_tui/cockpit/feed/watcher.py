@@ -14,7 +14,6 @@ import threading
 from pathlib import Path
 
 from captain_tui.cockpit.feed.pump import RESCAN_SECONDS, FeedPump
-from state.store import WORKTREES
 
 # watchfiles passes a batch on once no change came for STEP_MS (the files of one protocol
 # call land within a few ms of each other), at most DEBOUNCE_MS after the first; its default
@@ -107,65 +106,19 @@ class Watcher:
                 self._loop.call_soon_threadsafe(self._stop.set)
 
 
-# The watcher process: watchfiles on the home, one JSON line per batch ([] when a quiet
-# ``rust_timeout`` passed). When the cockpit is gone, its next write fails and it exits.
-# The folders named after the arguments (the crews' git worktrees: docs/worktrees.md) are not
-# watched: they hold no records, and a crew's build would flood the watcher and use up
-# inotify's watches. So the home itself is watched alone (config.toml, a new folder) and its
-# other folders recursively; a new folder restarts that watch, and what it already holds is
-# reported as added (twice: at once, and once the new watch is up) so nothing written in it
-# before is missed.
+# The watcher process: ``runtime.homewatch.watch`` on the home (no watch in ``work/``: see
+# there), one JSON line per batch ([] when a quiet ``rust_timeout`` passed). When the
+# cockpit is gone, its next write fails and it exits.
 _BATCH_LIMIT = 64 * 1024 * 1024  # one line is one batch: thousands of paths after a burst
 _WATCHER = """
-import json, os, sys, threading, watchfiles
+import json, sys
+from captain_tui.runtime.homewatch import watch
 root, debounce, step, timeout = sys.argv[1], *map(int, sys.argv[2:5])
-skip = set(sys.argv[5:])
-out, grew, ready = threading.Lock(), threading.Event(), threading.Event()
-def emit(batch):
-    with out:
-        print(json.dumps([[int(change), path] for change, path in batch]), flush=True)
-def folders():
-    with os.scandir(root) as entries:
-        return {e.path for e in entries
-                if e.name not in skip and e.is_dir(follow_symlinks=False)}
-def held(paths):
-    return [(1, os.path.join(d, n))
-            for p in sorted(paths) for d, _, names in os.walk(p) for n in names]
-def home():
-    try:
-        for batch in watchfiles.watch(root, recursive=False, debounce=debounce, step=step,
-                                      rust_timeout=timeout, yield_on_timeout=True,
-                                      watch_filter=None, raise_interrupt=False):
-            ready.set()  # its first yield: the watch is set up
-            if any(os.path.isdir(path) for _, path in batch):
-                grew.set()
-            if batch:
-                emit(batch)
-    finally:
-        os._exit(1)
-threading.Thread(target=home, daemon=True).start()
-ready.wait()  # the first [] says "up": the home's own watch first
-watched = None
-while True:
-    grew.clear()
-    now = folders()
-    new = now - watched if watched is not None else set()
-    if new:
-        emit(held(new))
-    if not now:
-        emit([])
-        grew.wait(timeout / 1000)
-        watched = now
-        continue
-    first = True
-    for batch in watchfiles.watch(*sorted(now), debounce=debounce, step=step, rust_timeout=timeout,
-                                  yield_on_timeout=True, watch_filter=None, raise_interrupt=False,
-                                  stop_event=grew):
-        emit(batch)
-        if first and new:
-            emit(held(new))
-        first = False
-    watched = now
+try:
+    for batch in watch(root, debounce=debounce, step=step, rust_timeout=timeout):
+        print(json.dumps(sorted([change, path] for change, path in batch)), flush=True)
+except (KeyboardInterrupt, OSError):
+    pass
 """
 
 
@@ -191,7 +144,6 @@ async def awatch(
         str(debounce),
         str(step),
         str(rust_timeout),
-        WORKTREES,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.DEVNULL,
