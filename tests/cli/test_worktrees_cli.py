@@ -582,14 +582,17 @@ def test_a_dismissal_killed_at_each_step_is_finished_by_running_it_again(
 
 def test_every_crash_point_captain_tui_has_is_killed_here():
     """A new step in recruit's or dismiss's git part gets its SIGKILL test here (the ledger's
-    and the crew log's own points are tests/state/test_ledger_crash.py's)."""
+    and the crew log's own points are tests/state/test_ledger_crash.py's, land's are
+    tests/cli/test_land_cli.py's)."""
     import re
+
+    from cli.test_land_cli import STEPS as LAND_STEPS
 
     root = Path(__file__).resolve().parents[2] / "captain_tui"
     found = set()
     for path in root.rglob("*.py"):
         found |= set(re.findall(r"crash_point\(\"([^\"]+)\"\)", path.read_text()))
-    assert found and found <= set(RECRUIT_STEPS) | set(DISMISS_STEPS), found
+    assert found and found <= set(RECRUIT_STEPS) | set(DISMISS_STEPS) | set(LAND_STEPS), found
 
 
 def test_a_ten_thousand_file_change_is_counted_kept_and_discarded_whole(run, repo, cli):
