@@ -25,6 +25,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from state.home import Home
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -88,7 +92,10 @@ def _write_change(top: Path, files: int, tag: int) -> None:
         (top / "src" / f"m{i}.py").write_text(body)
 
 
-async def _done_to_diff(home, project: Path, rounds: int) -> list[float]:
+async def _done_to_diff(
+    home: Home, project: Path, rounds: int
+) -> tuple[list[float], list[tuple[float, float, float]]]:
+    """Each round's done -> first file drawn (ms), and its three parts."""
     from captain_tui.cockpit.app import CaptainApp
     from state.crew import crewlog, protocol
     from widgets.panels.crew import CrewPanel
@@ -114,6 +121,7 @@ async def _done_to_diff(home, project: Path, rounds: int) -> list[float]:
             name = f"crew{n}"
             ctx = _recruit(home, project, name)
             snapshot, _ = crewlog.load(home, name)
+            assert snapshot is not None and snapshot.workspace is not None  # just recruited
             _write_change(Path(snapshot.workspace.worktree), 10, n)
             panel = app.query_one(CrewPanel)
             await until(lambda: name in panel._keys, f"{name} in Crew")

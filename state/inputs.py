@@ -260,9 +260,8 @@ class Resolver:
         self._known: dict[str, str | None] = {}
 
     def __call__(self, path: str) -> str | None:
-        known = self._known.get(path, self)
-        if known is not self:
-            return known
+        if path in self._known:
+            return self._known[path]
         head, tail = os.path.split(path)
         if (
             not path.startswith("/")
@@ -290,7 +289,11 @@ class Resolver:
 
 
 def grant_problem(
-    raw: str, project_dir: str, owns: list[str], who: str, resolve=resolve_path
+    raw: str,
+    project_dir: str,
+    owns: list[str],
+    who: str,
+    resolve: Callable[[str], str | None] = resolve_path,
 ) -> str | None:
     """Why ``raw`` (as crew ``who`` asks it, relative to the project) is not inside the owned
     paths ``owns``, judged by what the path is now; None when it is inside.

@@ -64,6 +64,7 @@ from captain_tui.cockpit.worker_results import (
     Outcome,
     Refused,
 )
+from captain_tui.repo.change import Change
 from captain_tui.runtime.tmux import Tmux, resolve_socket
 from state.crew.rules import CAPTAIN
 from state.errors import CaptainError
@@ -90,6 +91,7 @@ from widgets.screens.forms import (
     TellScreen,
 )
 from widgets.screens.help import HelpScreen
+from widgets.screens.review import ReviewScreen
 from widgets.screens.settings import SettingsScreen
 from widgets.view import CrewRow, HomeView, NotificationRow, QuestionRow
 
@@ -166,7 +168,8 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
         self.alert_window = ALERT_WINDOW
         self.drafts: dict[str, dict[str, Any]] = {}  # cancelled forms' text, by draft key
         self._jobs: dict[FormScreen, tuple[Callable[[dict], str], str | None]] = {}
-        self._reviews: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # screen -> change
+        # each open review screen's change: it goes with its screen
+        self._reviews: weakref.WeakKeyDictionary[ReviewScreen, Change] = weakref.WeakKeyDictionary()
         self._pump: FeedPump | None = None
         self._watcher: Watcher | None = None
         self._listener: LedgerListener | None = None

@@ -24,8 +24,8 @@ from captain_tui.runtime.tmux import socket_path_for, tmux_binary
 from state.crew.rules import CAPTAIN
 from state.home import Home
 
-# name, task, owns, allow, the question it asks
-CREW: tuple[tuple[str, str, list[str], list[str], str], ...] = (
+# name, task, owns, allow, the question it asks, the files it changes (simcrew --change)
+CREW: tuple[tuple[str, str, list[str], list[str], str, list[str]], ...] = (
     (
         "Ada",
         "Tidy the README: fix the broken links and the install section.",

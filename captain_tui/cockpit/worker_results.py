@@ -12,8 +12,11 @@ from textual.notifications import SeverityLevel
 
 from captain_tui import usecases as ops
 from captain_tui.cockpit.feed.alerts import Alert
+from captain_tui.repo.change import Change
 from state.errors import CaptainError
+from widgets.diffview import FileDiff
 from widgets.screens.forms import ConfirmScreen, FormScreen
+from widgets.screens.review import FileEntry, ReviewScreen
 
 
 class Refused(Message):
@@ -77,3 +80,44 @@ class ConfirmNeeded(Message):
         super().__init__()
         self.screen = screen
         self.decided = decided
+
+
+class ChangeRead(Message):
+    """A review screen's change, read (``review``): its headline and files, and the first
+    file's diff drawn without the language's colours (None: no file, or it could not be
+    read)."""
+
+    def __init__(
+        self,
+        screen: ReviewScreen,
+        change: Change,
+        headline: str,
+        files: list[FileEntry],
+        first: FileDiff | None,
+    ) -> None:
+        super().__init__()
+        self.screen = screen
+        self.change = change
+        self.headline = headline
+        self.files = files
+        self.first = first
+
+
+class FileDrawn(Message):
+    """A file's diff drawn for a review screen; ``again``: the same diff, now coloured."""
+
+    def __init__(self, screen: ReviewScreen, diff: FileDiff, again: bool = False) -> None:
+        super().__init__()
+        self.screen = screen
+        self.diff = diff
+        self.again = again
+
+
+class ReviewProblem(Message):
+    """What a review screen's change or file could not be read for (a refusal's code and
+    sentence)."""
+
+    def __init__(self, screen: ReviewScreen, text: str) -> None:
+        super().__init__()
+        self.screen = screen
+        self.text = text

@@ -146,17 +146,18 @@ def compute(where: Where, snapshot) -> Change:
     listing = ["diff-tree", "-r", "-z", "--no-renames"]
     fields = git.run([*listing, "--raw", "--numstat", where.base, tree], cwd=top).fields()
     dirty = set(git.run([*listing, "--name-only", head, tree], cwd=top).fields())
-    pairs, counts = [], {}
+    pairs: list[tuple[str, str]] = []
+    counts: dict[str, tuple[int | None, int | None]] = {}
     i = 0
     while i < len(fields):  # the raw entries (":modes shas status", path), then numstat
         if fields[i].startswith(":"):
             pairs.append((fields[i], fields[i + 1]))
             i += 2
             continue
-        added, removed, path = fields[i].split("\t", 2)
+        plus, minus, path = fields[i].split("\t", 2)  # "-": a binary file
         counts[path] = (
-            None if added == "-" else int(added),
-            None if removed == "-" else int(removed),
+            None if plus == "-" else int(plus),
+            None if minus == "-" else int(minus),
         )
         i += 1
     paths = [path for _, path in pairs]

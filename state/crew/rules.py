@@ -182,14 +182,15 @@ def grant_verdict(snapshot: Snapshot, action: str, paths: list[str]) -> Verdict:
     return Verdict(True, f"{action}{shown} is granted on {spec.assignment_id}.")
 
 
-def outside_grant(snapshot, top: str, paths: list[str]) -> dict[str, str]:
+def outside_grant(snapshot: Snapshot, top: str, paths: list[str]) -> dict[str, str]:
     """Which of ``paths`` (relative to the working tree ``top`` the crew's change is in:
     its worktree, or the shared checkout's top level) lie outside the assignment's owned
     paths, each with why: ``grant_verdict``'s rule (``grant_problem`` in ``grant_frame``),
     judged where the files really are, so a symlink in the worktree that leads out of it is
     outside. Judged after ``done`` too: it is about what the change touched, not a grant."""
     project_dir, owns = grant_frame(snapshot)
-    found, resolve = {}, Resolver()  # one look at the disk per directory, for the whole change
+    found: dict[str, str] = {}
+    resolve = Resolver()  # one look at the disk per directory, for the whole change
     for path in paths:
         try:
             raw = os.path.relpath(os.path.join(top, path), project_dir)

@@ -1,8 +1,8 @@
 """The parts mixed into or owned by the cockpit say what they need of it (#24 §5): the Work
-commands mixin reaches, on ``self``, only what its Protocol (``WorkHost``) declares, the
-alert batch only what ``AlertHost`` declares on its host, and ``CaptainApp`` has every one
-of those members. Read with ``ast`` and checked on a real app built over a real home (not
-run)."""
+and review commands mixins reach, on ``self``, only what their Protocols (``WorkHost``,
+``ReviewHost``) declare, the alert batch only what ``AlertHost`` declares on its host, and
+``CaptainApp`` has every one of those members. Read with ``ast`` and checked on a real app
+built over a real home (not run)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from captain_tui.cockpit import alert_batch, work
+from captain_tui.cockpit import alert_batch, review, work
 from captain_tui.cockpit.app import CaptainApp
 from state.home import Home
 
@@ -20,8 +20,10 @@ pytestmark = pytest.mark.usefixtures("private_config")  # support/cockpit_env.py
 
 
 def _declared(protocol: type) -> set[str]:
-    """A Protocol's members: its annotated attributes and its methods."""
-    methods = {n for n, v in vars(protocol).items() if inspect.isfunction(v)}
+    """A Protocol's members: its annotated attributes, its properties and its methods."""
+    methods = {
+        n for n, v in vars(protocol).items() if inspect.isfunction(v) or isinstance(v, property)
+    }
     return set(protocol.__annotations__) | methods
 
 
@@ -45,6 +47,13 @@ def test_the_work_commands_reach_only_what_their_protocol_declares():
     assert not undeclared, f"WorkCommands uses {sorted(undeclared)}; declare them in WorkHost"
 
 
+def test_the_review_commands_reach_only_what_their_protocol_declares():
+    reached = _reached(inspect.getsource(review.ReviewCommands), SELF)
+    assert {"home", "post_message", "_reviews"} <= reached
+    undeclared = reached - _declared(review.ReviewHost)
+    assert not undeclared, f"ReviewCommands uses {sorted(undeclared)}; declare them in ReviewHost"
+
+
 def test_the_alert_batch_reaches_only_what_its_protocol_declares():
     host = ast.Attribute(value=SELF, attr="host", ctx=ast.Load())
     reached = _reached(inspect.getsource(alert_batch.AlertBatch), host)
@@ -55,6 +64,6 @@ def test_the_alert_batch_reaches_only_what_its_protocol_declares():
 
 def test_the_cockpit_has_everything_its_parts_declare(home: Home):
     app = CaptainApp(home, run_doorbell=False)  # built, not run
-    for protocol in (work.WorkHost, alert_batch.AlertHost):
+    for protocol in (work.WorkHost, review.ReviewHost, alert_batch.AlertHost):
         missing = sorted(n for n in _declared(protocol) if not hasattr(app, n))
         assert not missing, f"CaptainApp lacks {protocol.__name__}'s {missing}"
