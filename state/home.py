@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 import re
 import stat
+import threading
 import time
 from pathlib import Path
+from typing import Protocol
 
 from state import config as settings
 from state.config import DEFAULT_WAIT_TIMEOUT  # noqa: F401 (where callers look for it)
@@ -86,6 +88,10 @@ def _blank(root: Path) -> bool:
     return all(n.startswith(".") or n == CONFIG for n in os.listdir(root))
 
 
+class _Closable(Protocol):
+    def close(self) -> None: ...
+
+
 class Home:
     """A captain home: the store plus the layout documented in docs/store.md."""
 
@@ -103,6 +109,19 @@ class Home:
         self._config_good = False  # _config came from a file that parsed (or no file)
         self._config_reported: object = _UNREAD
         self._config_refused: CaptainError | None = None  # the file's invalid_config
+        # The home's work ledger, resolved once on first use and kept for as long as this
+        # Home is (``state.work.backend.handle_of``: a ``LedgerHandle``); never re-chosen
+        # behind the process's back when config.toml changes.
+        self.ledger_handle: _Closable | None = None
+        self.ledger_guard = threading.Lock()
+
+    def close(self) -> None:
+        """Let go of what this Home holds open: its ledger handle (a database's
+        connections). A process's end does it too; the CLI does it after each command."""
+        with self.ledger_guard:
+            handle, self.ledger_handle = self.ledger_handle, None
+        if handle is not None:
+            handle.close()
 
     def _open(self, mountinfo: str | None) -> None:
         root = self.root
@@ -185,22 +204,6 @@ class Home:
     def event_seqs(self, key: str) -> list[int]:
         """The sequence numbers of a crew's events, oldest first."""
         return self.store.seqs(self.events_dir(key))
-
-    def work_exists(self, work_id: str) -> bool:
-        """A work item exists once its first event does (``state.work.ledger``)."""
-        return os.path.lexists(Path(self.root, "work", work_id, "events", "00000001.json"))
-
-    def work_seen_path(self, work_id: str) -> Path:
-        """``work-seen/<id>``: on a shared ledger (PostgreSQL) this home's note that an
-        assignment's work item exists there, written once it was seen
-        (``state.work.settle.accepted``). An item is never removed, so the note never lies;
-        the crew-side fast path reads it instead of reaching the database."""
-        return Path(self.root, "work-seen", work_id)
-
-    def work_known(self, work_id: str) -> bool:
-        """Whether the item is known to exist without asking a database: the files' first
-        event, or a shared ledger's ``work_seen_path`` note."""
-        return self.work_exists(work_id) or os.path.lexists(self.work_seen_path(work_id))
 
     def crew_keys(self) -> list[str]:
         """Keys of every crew directory; anything else found in crew/ is quarantined."""

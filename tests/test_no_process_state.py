@@ -27,10 +27,6 @@ MODULE_STATE = {
         "_current",
     ): "the clock every record is stamped with; tests swap it with clock.using()",
     (
-        "state/work/pg_backend.py",
-        "_BACKENDS",
-    ): "one connection pool per database URL, shared by every home pointed at it",
-    (
         "state/work/corrupt.py",
         "_said",
     ): "a corrupt row is said once per process (bounded at 10,000); goes with Store's",

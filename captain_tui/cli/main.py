@@ -373,6 +373,15 @@ def _main(argv: Sequence[str] | None) -> int:
         args.home = args.main_home  # `captain --home DIR status` means what it says
     out = Out(getattr(args, "json", False))
     try:
+        return _run(args, out)
+    finally:
+        home = getattr(args, "opened_home", None)
+        if home is not None:
+            home.close()  # the command's ledger handle: its database connections
+
+
+def _run(args, out: Out) -> int:
+    try:
         with _warnings():
             check_named(args)
             return args.func(args, out)

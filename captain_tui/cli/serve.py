@@ -109,10 +109,10 @@ def cmd_tokens_revoke(args, out) -> int:
 def _shared_ledger(home) -> str | None:
     """The PostgreSQL ledger that keeps the home's tokens (its URL, the password redacted),
     shared by every home on it; None when they are in the home's files."""
-    from state.work.backend import backend_for
+    from state.work.backend import handle_of
 
-    chosen = backend_for(home)
-    return chosen.location.shown if chosen.name == "postgresql" else None
+    location = handle_of(home).location
+    return location.shown if location.postgres else None
 
 
 def _port(text: str) -> int:

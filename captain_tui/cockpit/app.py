@@ -401,6 +401,7 @@ class CaptainApp(WorkCommands, App):
         from state.errors import CaptainError
         from state.store import Store
         from state.work import corrupt
+        from state.work.backend import CHANGED
 
         try:
             self.home.config()  # a stat per round; said as soon as the file breaks, used or not
@@ -413,8 +414,8 @@ class CaptainApp(WorkCommands, App):
                 )
         Store.reported()
         for path, reason in Store.warnings():
-            if path.startswith(corrupt.PREFIX):
-                continue
+            if path.startswith(corrupt.PREFIX) or reason.startswith(f"[{CHANGED}]"):
+                continue  # the Work panel says these itself (once per item, per change)
             self.call_from_thread(
                 self._alert, Alert("quarantine", f"{path} is not usable", f"{path} {reason}")
             )

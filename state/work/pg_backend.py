@@ -106,8 +106,9 @@ class _Thread(threading.local):
 
 
 class PostgresBackend:
-    """One database's ledger. Made once per URL (``for_location``) and shared by threads;
-    each thread has its own connection."""
+    """One database's ledger, owned by one ``LedgerHandle`` (``state.work.backend``) and
+    shared by the threads of its process; each thread has its own connection, which
+    ``close`` ends."""
 
     name = "postgresql"
 
@@ -637,34 +638,3 @@ class Listener:
     def close(self) -> None:
         self._closed = True
         self._drop()
-
-
-# -- one backend per URL ----------------------------------------------------------------------
-
-_BACKENDS: dict[str, PostgresBackend] = {}
-_REGISTRY = threading.Lock()
-
-
-def for_location(location: LedgerLocation) -> PostgresBackend:
-    """The process's one backend for ``location``'s URL (its connections are per thread)."""
-    key = location.url or ""
-    with _REGISTRY:
-        backend = _BACKENDS.get(key)
-        if backend is None:
-            backend = _BACKENDS[key] = PostgresBackend(location)
-        return backend
-
-
-def close(url: str | None = None) -> None:
-    """Close the connections of ``url``'s backend (every backend's without one) and forget
-    it: before its database is dropped (tests), or when a process is done with it."""
-    with _REGISTRY:
-        chosen = (
-            [_BACKENDS.pop(url)]
-            if url in _BACKENDS
-            else (list(_BACKENDS.values()) if url is None else [])
-        )
-        if url is None:
-            _BACKENDS.clear()
-    for backend in chosen:
-        backend.close()

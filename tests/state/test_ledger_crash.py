@@ -44,7 +44,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from support.ledger_backends import Ledgers
+from support.ledger_backends import Ledgers, close_backends
 
 from state.crew import crewlog, protocol, rules
 from state.errors import CaptainError
@@ -60,7 +60,7 @@ from state.models import (
     PaneLocator,
 )
 from state.store import TEMP_PREFIX, Store
-from state.work import deliveries, ledger, replay
+from state.work import deliveries, ledger, replay, seen
 from state.work.crash import CRASH_ENV
 from state.work.location import ledger_location
 from state.work.models import (
@@ -883,9 +883,7 @@ def pg_ledgers(pg_server):
     try:
         yield Ledgers("postgresql", pg_server, name)
     finally:
-        from state.work import pg_backend
-
-        pg_backend.close()
+        close_backends()
         pg_server.drop_database(name)
 
 
@@ -1048,7 +1046,7 @@ def check_recruit_on_postgresql(
     assert snapshot is not None
     wid = ledger.work_id_for_assignment(snapshot.assignment.assignment_id)
     assert ledger.get(home, wid).state == "queued" and ledger.get(home, wid).crew == "alpha"
-    assert home.work_seen_path(wid).exists(), "settled outside a transaction: noted"
+    assert seen.note_path(home, wid).exists(), "settled outside a transaction: noted"
     err = retry(home, "recruit", kwargs, frozenset({"crew_exists"}))
     assert isinstance(err, CaptainError)
     assert ledger_runtime.dispatch(home) == [wid]
