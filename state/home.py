@@ -13,7 +13,7 @@ from typing import Protocol
 from state import config as settings
 from state.config import DEFAULT_WAIT_TIMEOUT  # noqa: F401 (where callers look for it)
 from state.errors import CaptainError
-from state.store import DIR_MODE, Quarantined, Store, encode
+from state.store import DIR_MODE, Quarantined, Reports, Store, encode
 
 MOUNTINFO = "/proc/self/mountinfo"
 # flock does not exclude across clients on these, so two captains could both "hold" a lock.
@@ -96,14 +96,21 @@ class Home:
     """A captain home: the store plus the layout documented in docs/store.md."""
 
     def __init__(
-        self, root: Path, *, mountinfo: str | None = None, read_only: bool = False
+        self,
+        root: Path,
+        *,
+        mountinfo: str | None = None,
+        read_only: bool = False,
+        reports: Reports | None = None,
     ) -> None:
         """``read_only`` (the read-only commands): nothing is created, swept or moved, not
-        even the home itself; a home that does not exist reads as an empty one."""
+        even the home itself; a home that does not exist reads as an empty one.
+        ``reports``: who hears what the store could not use (``state.store.Reports``; the
+        CLI's prints it), else this home's own, drained by ``store.reports``."""
         self.root = Path(os.path.abspath(root))
         self.read_only = read_only
         self._open(mountinfo)
-        self.store = Store(self.root, writable=not read_only)
+        self.store = Store(self.root, writable=not read_only, reports=reports)
         self._config: dict = {}
         self._config_stamp: object = _UNREAD
         self._config_good = False  # _config came from a file that parsed (or no file)
@@ -267,7 +274,7 @@ class Home:
                 return self._invalid(stamp, refused)
             if unknown and self._config_reported != stamp:
                 self._config_reported = stamp
-                Store.report(
+                self.store.reports.report(
                     CONFIG,
                     f"has settings captain does not know, ignored: {', '.join(unknown[:10])}",
                     moved=False,
@@ -280,7 +287,7 @@ class Home:
             kept = (
                 "the last good settings are kept" if self._config_good else "the defaults are used"
             )
-            Store.report(
+            self.store.reports.report(
                 CONFIG,
                 f"{problem}; {kept} until it is fixed (the file is left as it is)",
                 moved=False,
@@ -297,7 +304,7 @@ class Home:
             raise refused
         if self._config_reported != stamp:
             self._config_reported = stamp
-            Store.report(
+            self.store.reports.report(
                 CONFIG,
                 f"[invalid_config] {refused.message} The last good settings "
                 "are kept until it is fixed.",

@@ -42,6 +42,7 @@ def home_of(args):
         home = Home(
             Path(check_home(args.home)) if args.home is not None else default_home(),
             read_only=command_of(args) in READ_ONLY,
+            reports=getattr(args, "reports", None),  # main's: printed as warnings
         )
         args.opened_home = home
     return home

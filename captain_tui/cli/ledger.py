@@ -80,9 +80,9 @@ def _import(args, location):
     if not own.postgres or own.url != location.url:
         return None
     # the files are set aside afterwards: the one write this command makes in the home
-    backend = pg_backend.PostgresBackend(location)
+    backend = pg_backend.PostgresBackend(location, home.store.reports)
     try:
-        return importer.import_files(Home(home.root), backend)
+        return importer.import_files(Home(home.root, reports=home.store.reports), backend)
     finally:
         backend.close()
 

@@ -399,7 +399,6 @@ class CaptainApp(WorkCommands, App):
         are the feed's (their .reason file), and so are ledger rows that do not validate
         (the Work panel's, once per item); drained so the list does not grow."""
         from state.errors import CaptainError
-        from state.store import Store
         from state.work import corrupt
         from state.work.backend import CHANGED
 
@@ -412,8 +411,9 @@ class CaptainApp(WorkCommands, App):
                     self._alert,
                     Alert("quarantine", "config.toml is not usable", f"[{err.code}] {err.message}"),
                 )
-        Store.reported()
-        for path, reason in Store.warnings():
+        reports = self.home.store.reports
+        reports.reported()
+        for path, reason in reports.warnings():
             if path.startswith(corrupt.PREFIX) or reason.startswith(f"[{CHANGED}]"):
                 continue  # the Work panel says these itself (once per item, per change)
             self.call_from_thread(

@@ -56,7 +56,6 @@ from typing import Protocol
 
 from state.errors import CaptainError
 from state.home import Home
-from state.store import Store
 from state.work.delivery_files import FileDeliveries
 from state.work.delivery_store import DeliveryStore
 from state.work.files import FileBackend
@@ -226,7 +225,7 @@ class LedgerHandle:
             from state.work.pg_deliveries import PostgresDeliveries
             from state.work.pg_tokens import PostgresTokens
 
-            backend = PostgresBackend(location)
+            backend = PostgresBackend(location, home.store.reports)
             self.items: LedgerBackend = backend
             self.deliveries: DeliveryStore = PostgresDeliveries(backend)
             self.tokens: TokenStore = PostgresTokens(backend)
@@ -283,7 +282,7 @@ class LedgerHandle:
             now=named,
             kept=kept,
         )
-        Store.report(where, f"[{CHANGED}] {self.change.message}", moved=False)
+        home.store.reports.report(where, f"[{CHANGED}] {self.change.message}", moved=False)
 
     def close(self) -> None:
         """End the connections the handle opened (a database's; the files hold none)."""

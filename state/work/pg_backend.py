@@ -49,6 +49,7 @@ from collections.abc import Collection, Iterator
 from datetime import datetime
 
 from state.errors import CaptainError
+from state.store import Reports
 from state.work import corrupt, pg_schema, postgres
 from state.work.location import LedgerLocation
 from state.work.models import HOLDS_SLOT, TERMINAL, Lease, WorkEvent, WorkItem
@@ -112,8 +113,10 @@ class PostgresBackend:
 
     name = "postgresql"
 
-    def __init__(self, location: LedgerLocation) -> None:
+    def __init__(self, location: LedgerLocation, reports: Reports | None = None) -> None:
         self.location = location
+        # who hears of a corrupt row (once each): the home's (state.store.Reports)
+        self.reports = reports if reports is not None else Reports()
         self._local = _Thread()
         self._checked = False
         self._conns: list = []  # every connection made, so ``close`` can end them all
@@ -132,7 +135,7 @@ class PostgresBackend:
                 f"the connection to the ledger at {self.location.shown} was "
                 "lost mid-transaction; nothing of it was kept.",
             )
-        conn = postgres.connect(self.location)
+        conn = postgres.connect(self.location, reports=self.reports)
         conn.autocommit = True  # reads outside a transaction never leave one open
         if not self._checked:
             self._check_schema(conn)
@@ -323,7 +326,7 @@ class PostgresBackend:
                     query.append("FOR UPDATE SKIP LOCKED")
             rows = self.run(" ".join(query), args, fetch="all")
             for row in rows:
-                item = corrupt.readable(lambda row=row: self._item_of(*row))
+                item = corrupt.readable(lambda row=row: self._item_of(*row), self.reports)
                 if item is not None:
                     out.append(item)
             if wanted is None or len(rows) < wanted or len(out) >= limit:
@@ -353,7 +356,7 @@ class PostgresBackend:
         )
         out = []
         for row in rows:
-            event = corrupt.readable(lambda row=row: self._event_of(work_id, *row))
+            event = corrupt.readable(lambda row=row: self._event_of(work_id, *row), self.reports)
             if event is None:
                 break
             out.append(event)

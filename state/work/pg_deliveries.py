@@ -188,7 +188,9 @@ class PostgresDeliveries:
                 params.append(wanted)
             rows = self.run(" ".join(sql), params, fetch="all")
             for _, delivery_id, doc, size in rows:
-                record = corrupt.readable(lambda d=delivery_id, t=doc, n=size: _record_of(d, t, n))
+                record = corrupt.readable(
+                    lambda d=delivery_id, t=doc, n=size: _record_of(d, t, n), self.backend.reports
+                )
                 if record is not None:
                     out.append(record)
             if wanted is None or len(rows) < wanted or len(out) >= limit:

@@ -59,7 +59,7 @@ from state.models import (
     Notification,
     PaneLocator,
 )
-from state.store import TEMP_PREFIX, Store
+from state.store import TEMP_PREFIX
 from state.work import deliveries, ledger, replay, seen
 from state.work.crash import CRASH_ENV
 from state.work.location import ledger_location
@@ -632,7 +632,7 @@ def every_file_parses(home: Home) -> None:
                 assert name.endswith(".json") and store.read_json(path) is not None, where
     quarantine = root / "quarantine"
     assert not quarantine.exists() or not os.listdir(quarantine), os.listdir(quarantine)
-    assert Store.reported() == [], "something was quarantined"
+    assert store.reports.reported() == [], "something was quarantined"
 
 
 # -- the test ----------------------------------------------------------------------------------
@@ -655,7 +655,6 @@ def retry(home: Home, op: str, kwargs: dict, refusals: frozenset[str]):
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.id)
 def test_crash_point(tmp_path: Path, scenario: Scenario) -> None:
-    Store.reported()
     root = tmp_path / "home"
     home = Home(root)
     (root / "config.toml").write_text(CONFIG)
@@ -899,7 +898,6 @@ def test_every_ledger_op_has_its_crash_points_on_postgresql() -> None:
 def prepared_on_postgresql(tmp_path: Path, scenario: Scenario, pg_ledgers):
     """A home on a fresh ledger of the module's database with the scenario's preparation
     done: ``(root, project, work_id, generations, before)``; the ledger is forgotten after."""
-    Store.reported()
     root = tmp_path / "home"
     Home(root)
     url = pg_ledgers.fresh_url()
@@ -976,7 +974,6 @@ def test_intake_crash_point_on_postgresql(tmp_path: Path, scenario: Scenario, pg
     exactly one item; a third delivery is a duplicate."""
     from support import deliveries as stored
 
-    Store.reported()
     root = tmp_path / "home"
     Home(root)
     url = pg_ledgers.fresh_url()

@@ -161,13 +161,11 @@ class InProcess:
         from conftest import Result
 
         from captain_tui.cli.main import main
-        from state.store import Store
 
         wanted = self.env(env)
         saved_env = dict(os.environ)
         saved_cwd = os.getcwd()
         saved_stdin = sys.stdin
-        pending = (Store.reported(), Store.warnings())
         out_b, err_b = io.BytesIO(), io.BytesIO()
         out = io.TextIOWrapper(out_b, encoding="utf-8", errors="strict", write_through=True)
         err = io.TextIOWrapper(err_b, encoding="utf-8", errors="strict", write_through=True)
@@ -188,11 +186,6 @@ class InProcess:
             os.chdir(saved_cwd)
             os.environ.clear()
             os.environ.update(saved_env)
-            # the test's own reports first, then the call's, through the store's own door
-            fresh = (Store.reported(), Store.warnings())
-            for moved, found in ((True, pending[0] + fresh[0]), (False, pending[1] + fresh[1])):
-                for path, reason in found:
-                    Store.report(path, reason, moved=moved)
         return Result(code, out_b.getvalue().decode("utf-8"), err_b.getvalue().decode("utf-8"))
 
 
