@@ -258,9 +258,7 @@ class LedgerHandle:
         """Look whether the ledger setting changed since the handle was made (a stat of
         config.toml, and nothing more while it did not): when it names another ledger now,
         ``change`` says so and the store reports it, once per change; the handle stays."""
-        variable = os.environ.get(ENV) or None
-        section = home.config().get("ledger")
-        key = (variable, section.get("url") if isinstance(section, dict) else None)
+        variable, section, key = _setting(home)
         if key == self._key:
             return
         self._key = key
@@ -291,6 +289,15 @@ class LedgerHandle:
             close()
 
 
+def _setting(home: Home) -> tuple[str | None, object, tuple]:
+    """What decides a home's ledger (``state.work.location.locate``): ``CAPTAIN_LEDGER_URL``
+    (empty is unset), config.toml's ``[ledger]`` section, and the pair of URLs they hold,
+    compared to see whether the setting changed."""
+    variable = os.environ.get(ENV) or None
+    section = home.config().get("ledger")
+    return variable, section, (variable, section.get("url") if isinstance(section, dict) else None)
+
+
 def handle_of(home: Home) -> LedgerHandle:
     """The one place a home's ledger is resolved (``state.work.location``): the database
     ``CAPTAIN_LEDGER_URL`` or ``[ledger] url`` names (``state.work.pg_backend``, imported
@@ -308,15 +315,13 @@ def handle_of(home: Home) -> LedgerHandle:
         handle = home.ledger_handle
         if isinstance(handle, LedgerHandle):
             return handle
-        variable = os.environ.get(ENV) or None
-        section = home.config().get("ledger")
+        variable, section, key = _setting(home)
         location = locate(str(home.root), variable, section)
         if location.postgres:
             from state.work import importer
 
             if importer.held(home):  # never follow a URL away from work the files hold
                 raise importer.not_imported(home, location.shown)
-        key = (variable, section.get("url") if isinstance(section, dict) else None)
         handle = LedgerHandle(home, location, key)
         home.ledger_handle = handle
         return handle
