@@ -130,9 +130,7 @@ class Postgres:
         return url
 
     def stop(self) -> None:
-        from state.work import pg_backend
-
-        pg_backend.close()
+        # the homes' own connections end with the cluster, or with DROP DATABASE … FORCE
         if self.cluster is not None:
             self.cluster.stop()
             return

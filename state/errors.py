@@ -86,6 +86,9 @@ CODES = frozenset(
         "ledger_corrupt",
         # added by the config bounds: a setting in config.toml of the wrong type or range
         "invalid_config",
+        # a ledger setting changed under a running process, which keeps its ledger: said
+        # as a warning (state.work.backend.LedgerHandle), never a refusal
+        "ledger_changed",
         "ledger_not_imported",
         "ledger_import_conflict",
         # a command line argparse cannot take, answered with --json (exit 2)

@@ -5,14 +5,15 @@ from __future__ import annotations
 import os
 import re
 import stat
+import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from state import config as settings
 from state.config import DEFAULT_WAIT_TIMEOUT  # noqa: F401 (where callers look for it)
 from state.errors import CaptainError
-from state.store import DIR_MODE, Quarantined, Store, encode
+from state.store import DIR_MODE, Quarantined, Reports, Store, encode
 
 MOUNTINFO = "/proc/self/mountinfo"
 # flock does not exclude across clients on these, so two captains could both "hold" a lock.
@@ -87,23 +88,47 @@ def _blank(root: Path) -> bool:
     return all(n.startswith(".") or n == CONFIG for n in os.listdir(root))
 
 
+class _Closable(Protocol):
+    def close(self) -> None: ...
+
+
 class Home:
     """A captain home: the store plus the layout documented in docs/store.md."""
 
     def __init__(
-        self, root: Path, *, mountinfo: str | None = None, read_only: bool = False
+        self,
+        root: Path,
+        *,
+        mountinfo: str | None = None,
+        read_only: bool = False,
+        reports: Reports | None = None,
     ) -> None:
         """``read_only`` (the read-only commands): nothing is created, swept or moved, not
-        even the home itself; a home that does not exist reads as an empty one."""
+        even the home itself; a home that does not exist reads as an empty one.
+        ``reports``: who hears what the store could not use (``state.store.Reports``; the
+        CLI's prints it), else this home's own, drained by ``store.reports``."""
         self.root = Path(os.path.abspath(root))
         self.read_only = read_only
         self._open(mountinfo)
-        self.store = Store(self.root, writable=not read_only)
+        self.store = Store(self.root, writable=not read_only, reports=reports)
         self._config: dict[str, Any] = {}
         self._config_stamp: object = _UNREAD
         self._config_good = False  # _config came from a file that parsed (or no file)
         self._config_reported: object = _UNREAD
         self._config_refused: CaptainError | None = None  # the file's invalid_config
+        # The home's work ledger, resolved once on first use and kept for as long as this
+        # Home is (``state.work.backend.handle_of``: a ``LedgerHandle``); never re-chosen
+        # behind the process's back when config.toml changes.
+        self.ledger_handle: _Closable | None = None
+        self.ledger_guard = threading.Lock()
+
+    def close(self) -> None:
+        """Let go of what this Home holds open: its ledger handle (a database's
+        connections). A process's end does it too; the CLI does it after each command."""
+        with self.ledger_guard:
+            handle, self.ledger_handle = self.ledger_handle, None
+        if handle is not None:
+            handle.close()
 
     def _open(self, mountinfo: str | None) -> None:
         root = self.root
@@ -187,22 +212,6 @@ class Home:
         """The sequence numbers of a crew's events, oldest first."""
         return self.store.seqs(self.events_dir(key))
 
-    def work_exists(self, work_id: str) -> bool:
-        """A work item exists once its first event does (``state.work.ledger``)."""
-        return os.path.lexists(Path(self.root, "work", work_id, "events", "00000001.json"))
-
-    def work_seen_path(self, work_id: str) -> Path:
-        """``work-seen/<id>``: on a shared ledger (PostgreSQL) this home's note that an
-        assignment's work item exists there, written once it was seen
-        (``state.work.settle.accepted``). An item is never removed, so the note never lies;
-        the crew-side fast path reads it instead of reaching the database."""
-        return Path(self.root, "work-seen", work_id)
-
-    def work_known(self, work_id: str) -> bool:
-        """Whether the item is known to exist without asking a database: the files' first
-        event, or a shared ledger's ``work_seen_path`` note."""
-        return self.work_exists(work_id) or os.path.lexists(self.work_seen_path(work_id))
-
     def crew_keys(self) -> list[str]:
         """Keys of every crew directory; anything else found in crew/ is quarantined."""
         from state.inputs import NAME_RE
@@ -265,7 +274,7 @@ class Home:
                 return self._invalid(stamp, refused)
             if unknown and self._config_reported != stamp:
                 self._config_reported = stamp
-                Store.report(
+                self.store.reports.report(
                     CONFIG,
                     f"has settings captain does not know, ignored: {', '.join(unknown[:10])}",
                     moved=False,
@@ -278,7 +287,7 @@ class Home:
             kept = (
                 "the last good settings are kept" if self._config_good else "the defaults are used"
             )
-            Store.report(
+            self.store.reports.report(
                 CONFIG,
                 f"{problem}; {kept} until it is fixed (the file is left as it is)",
                 moved=False,
@@ -295,7 +304,7 @@ class Home:
             raise refused
         if self._config_reported != stamp:
             self._config_reported = stamp
-            Store.report(
+            self.store.reports.report(
                 CONFIG,
                 f"[invalid_config] {refused.message} The last good settings "
                 "are kept until it is fixed.",

@@ -21,6 +21,7 @@ import json
 import os
 import re
 import stat
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -102,34 +103,66 @@ def encode(record: BaseModel) -> bytes:
     return record.model_dump_json(by_alias=True, exclude_none=False).encode() + b"\n"
 
 
+class Reports:
+    """What a home's store found and could not use, for whoever runs the process to say:
+    a file moved to quarantine (``moved``), or a problem left where it is (a broken
+    config.toml, a corrupt ledger row, a ledger setting changed under the process).
+
+    Owned by one ``Store`` (so by one ``Home``: one per CLI command, cockpit, ``serve``,
+    runner), never by the process: the CLI gives its command's home one with a ``listener``
+    that prints each report as it happens (so a long-running ``serve`` says it too);
+    without one (the cockpit, tests) the lists keep them until ``reported``/``warnings``
+    drain them."""
+
+    SAID_MAX = 10_000  # ``once``'s memory: past it, everything may be said again
+
+    def __init__(self, listener: Callable[[str, str, bool], None] | None = None) -> None:
+        self.listener = listener
+        self._moved: list[tuple[str, str]] = []
+        self._left: list[tuple[str, str]] = []
+        self._said: set[str] = set()
+        self._lock = threading.Lock()
+
+    def report(self, path: str, reason: str, *, moved: bool) -> None:
+        listener = self.listener
+        if listener is not None:
+            listener(path, reason, moved)
+            return
+        with self._lock:
+            (self._moved if moved else self._left).append((path, reason))
+
+    def once(self, ident: str, path: str, reason: str) -> None:
+        """``report`` (left in place) once per ``ident``, however often it is met (a
+        corrupt ledger row, read again at every poll); bounded at ``SAID_MAX``."""
+        with self._lock:
+            if ident in self._said:
+                return
+            if len(self._said) >= self.SAID_MAX:
+                self._said.clear()  # a ledger this broken is said again, never grows memory
+            self._said.add(ident)
+        self.report(path, reason, moved=False)
+
+    def reported(self) -> list[tuple[str, str]]:
+        """Drain what was moved to quarantine since the last call."""
+        with self._lock:
+            out, self._moved = self._moved, []
+        return out
+
+    def warnings(self) -> list[tuple[str, str]]:
+        """Drain what was left in place since the last call."""
+        with self._lock:
+            out, self._left = self._left, []
+        return out
+
+
 class Store:
     """One home directory and the only code that writes into it."""
 
-    _reported: list[tuple[str, str]] = []  # process-wide: moved to quarantine
-    _warned: list[tuple[str, str]] = []  # process-wide: a problem left where it is
-    # The CLI hears each report as it happens, (path, reason, moved), so a long-running
-    # serve says it too; without a listener (tests, the cockpit) the lists keep them.
-    listener: Callable[[str, str, bool], None] | None = None
-
-    @classmethod
-    def reported(cls) -> list[tuple[str, str]]:
-        out, cls._reported[:] = list(cls._reported), []
-        return out
-
-    @classmethod
-    def warnings(cls) -> list[tuple[str, str]]:
-        out, cls._warned[:] = list(cls._warned), []
-        return out
-
-    @classmethod
-    def report(cls, path: str, reason: str, *, moved: bool) -> None:
-        if cls.listener is not None:
-            cls.listener(path, reason, moved)
-        else:
-            (cls._reported if moved else cls._warned).append((path, reason))
-
-    def __init__(self, root: Path, *, writable: bool = True) -> None:
+    def __init__(
+        self, root: Path, *, writable: bool = True, reports: Reports | None = None
+    ) -> None:
         self.root = root
+        self.reports = reports if reports is not None else Reports()
         # a read-only store (read-only commands) creates, sweeps and moves nothing
         self.writable = writable
         self.quarantined: list[tuple[str, str]] = []  # (relative path, reason) this run
@@ -408,9 +441,9 @@ class Store:
         with contextlib.suppress(OSError, CaptainError):  # no room: the move still stands
             self.publish(qdir / f"{target.name}.reason", json.dumps(note).encode() + b"\n")
         self.quarantined.append((str(rel), reason))
-        Store.report(str(rel), reason, moved=True)
+        self.reports.report(str(rel), reason, moved=True)
 
     def _leave(self, rel: str, reason: str) -> None:
         if rel not in self._left:
             self._left.add(rel)
-            Store.report(rel, reason, moved=False)
+            self.reports.report(rel, reason, moved=False)

@@ -25,23 +25,11 @@ MODULE_STATE = {
     (
         "state/clock.py",
         "_current",
-    ): "the clock every record is stamped with; tests swap it with clock.using()",
-    (
-        "state/work/pg_backend.py",
-        "_BACKENDS",
-    ): "one connection pool per database URL, shared by every home pointed at it",
-    (
-        "state/work/corrupt.py",
-        "_said",
-    ): "a corrupt row is said once per process (bounded at 10,000); goes with Store's",
+    ): "the process's one clock (every record's time and ID order); only tests and the "
+    "screenshot script swap it, for a block, with clock.using(): a clock passed to every "
+    "now() would be passed through every function that writes a record",
 }
 CLASS_STATE = {
-    ("state/store.py", "Store._reported"): "what the store quarantined, for the CLI/cockpit",
-    ("state/store.py", "Store._warned"): "what the store left in place, for the CLI/cockpit",
-    (
-        "captain_tui/cli/main.py",
-        "Store.listener",
-    ): "the CLI's printer of the store's reports, set for the command's run",
     (
         "state/models.py",
         "EventFile._adapter",

@@ -33,13 +33,20 @@ def command_of(args) -> str:
 
 
 def home_of(args):
-    """The home ``--home`` names, else ``$CAPTAIN_HOME``, else the user state directory."""
+    """The home ``--home`` names, else ``$CAPTAIN_HOME``, else the user state directory:
+    one ``Home`` per command, kept on ``args`` (so its ledger is resolved once for the
+    whole command, ``state.work.backend.handle_of``); ``main`` closes it at the end."""
     from state.home import Home, default_home
 
-    return Home(
-        Path(check_home(args.home)) if args.home is not None else default_home(),
-        read_only=command_of(args) in READ_ONLY,
-    )
+    home = getattr(args, "opened_home", None)
+    if home is None:
+        home = Home(
+            Path(check_home(args.home)) if args.home is not None else default_home(),
+            read_only=command_of(args) in READ_ONLY,
+            reports=getattr(args, "reports", None),  # main's: printed as warnings
+        )
+        args.opened_home = home
+    return home
 
 
 @overload

@@ -80,7 +80,11 @@ def _import(args, location):
     if not own.postgres or own.url != location.url:
         return None
     # the files are set aside afterwards: the one write this command makes in the home
-    return importer.import_files(Home(home.root), pg_backend.for_location(location))
+    backend = pg_backend.PostgresBackend(location, home.store.reports)
+    try:
+        return importer.import_files(Home(home.root, reports=home.store.reports), backend)
+    finally:
+        backend.close()
 
 
 def add_commands(sub, common, parser_class) -> None:

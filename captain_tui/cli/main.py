@@ -9,10 +9,9 @@ must start fast and never pull in textual or libtmux.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from captain_tui.cli import captain, crew
@@ -300,21 +299,6 @@ def _warn(path: str, reason: str, moved: bool) -> None:
         pass  # stderr gone: the warning must not fail the read that found the file
 
 
-@contextlib.contextmanager
-def _warnings() -> Iterator[None]:
-    from state.store import Store
-
-    Store.listener = _warn
-    try:
-        yield
-    finally:
-        Store.listener = None
-        for path, reason in Store.reported():  # anything said before the listener was set
-            _warn(path, reason, True)
-        for path, reason in Store.warnings():
-            _warn(path, reason, False)
-
-
 def _cockpit(home_arg: str | None) -> int:
     """``captain`` alone: the cockpit on the home."""
     from captain_tui.cli.args import caller
@@ -415,9 +399,20 @@ def _main(argv: Sequence[str] | None) -> int:
         args.home = args.main_home  # `captain --home DIR status` means what it says
     out = Out(getattr(args, "json", False))
     try:
-        with _warnings():
-            check_named(args)
-            return args.func(args, out)
+        return _run(args, out)
+    finally:
+        home = getattr(args, "opened_home", None)
+        if home is not None:
+            home.close()  # the command's ledger handle: its database connections
+
+
+def _run(args, out: Out) -> int:
+    from state.store import Reports
+
+    args.reports = Reports(_warn)  # the command's home's (home_of): each said as it happens
+    try:
+        check_named(args)
+        return args.func(args, out)
     except CaptainError as err:
         out.refuse(err)
         if err.after_report is not None:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from captain_tui.cli.args import captain_only, home_of
 
 if TYPE_CHECKING:
-    from state.work.pg_backend import PostgresBackend
+    pass
 
 
 def cmd_serve(args, out) -> int:
@@ -114,11 +114,10 @@ def cmd_tokens_revoke(args, out) -> int:
 def _shared_ledger(home) -> str | None:
     """The PostgreSQL ledger that keeps the home's tokens (its URL, the password redacted),
     shared by every home on it; None when they are in the home's files."""
-    from state.work.backend import backend_for
+    from state.work.backend import handle_of
 
-    chosen = backend_for(home)
-    # the backend of that name (imported only then: a file home loads none of it)
-    return cast("PostgresBackend", chosen).location.shown if chosen.name == "postgresql" else None
+    location = handle_of(home).location
+    return location.shown if location.postgres else None
 
 
 def _port(text: str) -> int:

@@ -406,8 +406,8 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
         are the feed's (their .reason file), and so are ledger rows that do not validate
         (the Work panel's, once per item); drained so the list does not grow."""
         from state.errors import CaptainError
-        from state.store import Store
         from state.work import corrupt
+        from state.work.backend import CHANGED
 
         try:
             self.home.config()  # a stat per round; said as soon as the file breaks, used or not
@@ -421,10 +421,11 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
                         )
                     )
                 )
-        Store.reported()
-        for path, reason in Store.warnings():
-            if path.startswith(corrupt.PREFIX):
-                continue
+        reports = self.home.store.reports
+        reports.reported()
+        for path, reason in reports.warnings():
+            if path.startswith(corrupt.PREFIX) or reason.startswith(f"[{CHANGED}]"):
+                continue  # the Work panel says these itself (once per item, per change)
             self.post_message(
                 AlertRaised(Alert("quarantine", f"{path} is not usable", f"{path} {reason}"))
             )

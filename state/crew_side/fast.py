@@ -24,6 +24,7 @@ from state.crew_side.plain import Rec, Unsure
 from state.home import Home
 from state.ids import DELIVERY, QUESTION, WORK, derive, new_id
 from state.inputs import check_text, crew_key, summarize
+from state.work import seen
 
 __all__ = ["ask", "check", "crew", "inbox", "snapshot"]
 
@@ -56,7 +57,7 @@ def open_locked(home: Home, key: str) -> Rec | None:
         raise Unsure("the newest event vanished")
     if event.type in ("recruited", "assigned"):
         _exists(home.mail_dir(key) / f"{event.assignment.message_id}.json")
-        if not home.work_known(derive(WORK, event.assignment.assignment_id)):
+        if not seen.known(home, derive(WORK, event.assignment.assignment_id)):
             raise Unsure("the assignment's work item is not written yet")
     elif event.type == "asked":
         _exists(home.notifications_dir(key) / f"{event.delivery_id}.json")

@@ -3,9 +3,12 @@
 ``state.work.ledger`` holds every rule of the ledger (docs/ledger.md: the legal transitions
 and the fold, generation fencing, capacity, leases and their expiry, attempt limits,
 cancel, replay, resolve, the reconciler, pagination's filters and bounds) and reaches its
-records only through a ``LedgerBackend``. ``backend_for`` is the one place a home's
-backend is chosen: the home's files (``state.work.files``), or the PostgreSQL database
-``[ledger] url`` / ``CAPTAIN_LEDGER_URL`` names (``state.work.pg_backend``).
+records only through a ``LedgerBackend``. ``handle_of`` is the one place a home's
+ledger is resolved, once per ``Home`` (so once per process), into a ``LedgerHandle``
+whose parts are the work items, the webhook deliveries and the API tokens: the home's
+files (``state.work.files``, ``delivery_files``, ``token_store.FileTokens``), or the
+PostgreSQL database ``[ledger] url`` / ``CAPTAIN_LEDGER_URL`` names (``pg_backend``,
+``pg_deliveries``, ``pg_tokens``).
 
 What a backend must guarantee (docs/ledger.md, "Storage: one interface, two backends"):
 
@@ -45,15 +48,20 @@ What a backend must guarantee (docs/ledger.md, "Storage: one interface, two back
 
 from __future__ import annotations
 
+import os
 from collections.abc import Collection
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol
 
+from state.errors import CaptainError
 from state.home import Home
+from state.work.delivery_files import FileDeliveries
+from state.work.delivery_store import DeliveryStore
 from state.work.files import FileBackend
-from state.work.location import ledger_location
+from state.work.location import ENV, LedgerLocation, locate
 from state.work.models import Lease, WorkEvent, WorkItem
+from state.work.token_store import FileTokens, TokenStore
 
 
 class LedgerReader(Protocol):
@@ -75,7 +83,7 @@ class LedgerReader(Protocol):
         any crash: the files' ``exists``; a transactional backend answers only outside a
         transaction (inside one it cannot tell its own uncommitted write, which a kill
         rolls back, from a committed one) and says False there. What a note kept beside
-        the ledger (``Home.work_seen_path``) may rest on."""
+        the ledger (``state.work.seen.note``) may rest on."""
         ...
 
     def item(self, work_id: str, *, repair: bool = False) -> WorkItem | None:
@@ -182,22 +190,7 @@ class LedgerBackend(LedgerReader, Protocol):
         ...
 
 
-def backend_for(home: Home) -> LedgerBackend:
-    """The one place a home's ledger storage is chosen (``state.work.location``): the
-    database ``CAPTAIN_LEDGER_URL`` or ``[ledger] url`` names (``state.work.pg_backend``,
-    one per URL, imported only then: a file home loads no driver), else the home's own
-    files. A home pointed at a database while its files still hold a ledger is refused
-    (``ledger_not_imported``) until ``captain ledger migrate`` imports them
-    (``state.work.importer``). Worked out on every call and remembered nowhere (about
-    12 µs on the files, 80 µs for a URL): nothing to go stale, nothing shared."""
-    location = ledger_location(home)
-    if location.postgres:
-        from state.work import importer, pg_backend
-
-        if importer.held(home):  # never follow a URL away from work the files hold
-            raise importer.not_imported(home, location.shown)
-        return pg_backend.for_location(location)
-    return FileBackend(home)
+CHANGED = "ledger_changed"  # the code a ledger setting changed under a running process gets
 
 
 class LedgerListener(Protocol):
@@ -214,13 +207,137 @@ class LedgerListener(Protocol):
     def close(self) -> None: ...
 
 
-def listener_for(home: Home) -> LedgerListener | None:
-    """The one place it is decided how a reader hears of ledger writes made elsewhere:
-    PostgreSQL's LISTEN/NOTIFY (a listener, which connects on its first wait), or None for
-    the files, whose writes land under the home where watchfiles sees them."""
-    location = ledger_location(home)
-    if not location.postgres:
-        return None
-    from state.work import pg_backend
+class LedgerHandle:
+    """A home's work ledger, resolved once: where it is (``location``) and its three parts,
+    each over the same storage — the work items (``items``, a ``LedgerBackend``), the
+    webhook deliveries (``deliveries``, a ``DeliveryStore``) and the API tokens
+    (``tokens``, a ``TokenStore``) — so a delivery, its work item and a token are always
+    in one place, and one PostgreSQL transaction covers all three.
 
-    return pg_backend.for_location(location).listen()
+    Made by ``handle_of`` on a ``Home``'s first ledger call and kept with that ``Home`` (one
+    per CLI command, cockpit, ``captain serve`` or runner: each makes one Home). A ledger
+    setting (``[ledger] url``, ``CAPTAIN_LEDGER_URL``) changed while the process runs is
+    never followed: the handle stays on the ledger it was made for, and ``change`` says
+    what the setting names now (``ledger_changed``, reported once per change through the
+    store's reports: the CLI's and serve's stderr, the cockpit's alerts)."""
+
+    def __init__(self, home: Home, location: LedgerLocation, key: tuple[object, ...]) -> None:
+        self.location = location
+        self.change: CaptainError | None = None  # ledger_changed, while the setting differs
+        self._key = key  # what the location was read from: CAPTAIN_LEDGER_URL, [ledger]
+        if location.postgres:
+            from state.work.pg_backend import PostgresBackend
+            from state.work.pg_deliveries import PostgresDeliveries
+            from state.work.pg_tokens import PostgresTokens
+
+            backend = PostgresBackend(location, home.store.reports)
+            self.items: LedgerBackend = backend
+            self.deliveries: DeliveryStore = PostgresDeliveries(backend)
+            self.tokens: TokenStore = PostgresTokens(backend)
+        else:
+            self.items = FileBackend(home)
+            self.deliveries = FileDeliveries(home)
+            self.tokens = FileTokens(home)
+
+    @property
+    def name(self) -> str:
+        """ "files" or "postgresql": which ledger is in use, for people."""
+        return self.items.name
+
+    def listener(self) -> LedgerListener | None:
+        """How a reader hears of ledger writes made elsewhere: PostgreSQL's LISTEN/NOTIFY (a
+        new listener, which connects on its first wait), or None for the files, whose
+        writes land under the home where watchfiles sees them."""
+        if not self.location.postgres:
+            return None
+        from state.work.pg_backend import PostgresBackend
+
+        assert isinstance(self.items, PostgresBackend)
+        return self.items.listen()
+
+    def notice(self, home: Home) -> None:
+        with home.ledger_guard:
+            self._notice(home)
+
+    def _notice(self, home: Home) -> None:
+        """Look whether the ledger setting changed since the handle was made (a stat of
+        config.toml, and nothing more while it did not): when it names another ledger now,
+        ``change`` says so and the store reports it, once per change; the handle stays."""
+        variable, section, key = _setting(home)
+        if key == self._key:
+            return
+        self._key = key
+        try:
+            now = locate(str(home.root), variable, section)
+            named = now.shown if now.postgres else "the file home"
+        except CaptainError:
+            now, named = None, "an unusable [ledger] url"
+        if now is not None and (now.kind, now.url) == (self.location.kind, self.location.url):
+            self.change = None  # back to the ledger in use
+            return
+        kept = self.location.shown if self.location.postgres else "files"
+        where = ENV if variable else "config.toml"
+        self.change = CaptainError(
+            CHANGED,
+            f"{where} now names {named} as the ledger; this process keeps the ledger it "
+            f"started with ({kept}) and never follows the change: restart it to use the "
+            "new one.",
+            now=named,
+            kept=kept,
+        )
+        home.store.reports.report(where, f"[{CHANGED}] {self.change.message}", moved=False)
+
+    def close(self) -> None:
+        """End the connections the handle opened (a database's; the files hold none)."""
+        close = getattr(self.items, "close", None)
+        if close is not None:
+            close()
+
+
+def _setting(home: Home) -> tuple[str | None, object, tuple[object, ...]]:
+    """What decides a home's ledger (``state.work.location.locate``): ``CAPTAIN_LEDGER_URL``
+    (empty is unset), config.toml's ``[ledger]`` section, and the pair of URLs they hold,
+    compared to see whether the setting changed."""
+    variable = os.environ.get(ENV) or None
+    section = home.config().get("ledger")
+    return variable, section, (variable, section.get("url") if isinstance(section, dict) else None)
+
+
+def handle_of(home: Home) -> LedgerHandle:
+    """The one place a home's ledger is resolved (``state.work.location``): the database
+    ``CAPTAIN_LEDGER_URL`` or ``[ledger] url`` names (``state.work.pg_backend``, imported
+    only then: a file home loads no driver), else the home's own files. Resolved on the
+    home's first ledger call and kept with it (``Home.ledger_handle``); each later call
+    only looks whether the setting changed (``LedgerHandle.notice``). A home pointed at a
+    database while its files still hold a ledger is refused (``ledger_not_imported``),
+    and nothing is kept, until ``captain ledger migrate`` imports them
+    (``state.work.importer``)."""
+    handle = home.ledger_handle
+    if isinstance(handle, LedgerHandle):
+        handle.notice(home)
+        return handle
+    with home.ledger_guard:
+        handle = home.ledger_handle
+        if isinstance(handle, LedgerHandle):
+            return handle
+        variable, section, key = _setting(home)
+        location = locate(str(home.root), variable, section)
+        if location.postgres:
+            from state.work import importer
+
+            if importer.held(home):  # never follow a URL away from work the files hold
+                raise importer.not_imported(home, location.shown)
+        handle = LedgerHandle(home, location, key)
+        home.ledger_handle = handle
+        return handle
+
+
+def backend_for(home: Home) -> LedgerBackend:
+    """The home's work items (``handle_of(home).items``)."""
+    return handle_of(home).items
+
+
+def listener_for(home: Home) -> LedgerListener | None:
+    """How a reader of ``home`` hears of ledger writes made elsewhere
+    (``LedgerHandle.listener``)."""
+    return handle_of(home).listener()

@@ -9,8 +9,9 @@ item, an event and its detail, an input, a delivery; docs/ledger.md, "A corrupte
   into ``CaptainError("ledger_corrupt")`` naming the row's ID. Asking for that one record
   (``work show``, ``cancel``, ``GET /work/{id}``) is refused with it; nothing else is.
 - a listing ``skip``s it: the rest of the ledger is served, and the row is reported once
-  per process (``Store.report``, left in place: the CLI and ``captain serve`` print one
-  ``captain: warning:`` line, never one per page or per poll). A row is never rewritten or
+  (``Reports.once``, left in place, to the reports of the home whose ledger read it: the
+  CLI and ``captain serve`` print one ``captain: warning:`` line, never one per page or
+  per poll). A row is never rewritten or
   deleted by a reader: what is stored is evidence for a person.
 
 The file ledger has the same outcome by the store's rule 6: a bad file is quarantined and
@@ -20,14 +21,13 @@ reported, and the listings serve the rest.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from state.errors import CaptainError
-from state.store import MAX_RECORD_BYTES, Store
+from state.store import MAX_RECORD_BYTES, Reports
 
 CODE = "ledger_corrupt"
 MAX_BYTES = MAX_RECORD_BYTES  # the files' bound: a larger row is not one captain wrote
@@ -35,9 +35,6 @@ PREFIX = "ledger row "  # what a report's path starts with (the cockpit's feed s
 
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
-
-_said: set[str] = set()  # the rows this process has reported, by ID
-_lock = threading.Lock()
 
 
 def stored(column: str) -> str:
@@ -104,30 +101,19 @@ def loads(data: bytes, *, what: str, ident: str) -> Any:
         raise error(what, ident, _why(exc)) from None
 
 
-def readable(build: Callable[[], T]) -> T | None:
+def readable(build: Callable[[], M], reports: Reports) -> M | None:
     """What ``build`` makes of one row of a listing, or None when the row is corrupt: then
-    it is ``skip``ped (said once); any other refusal goes on up."""
+    it is ``skip``ped (said once to ``reports``); any other refusal goes on up."""
     try:
         return build()
     except CaptainError as err:
         if err.code != CODE:
             raise
-        skip(err)
+        skip(err, reports)
         return None
 
 
-def skip(err: CaptainError) -> None:
-    """A listing leaves this row out: say so, once per row per process."""
+def skip(err: CaptainError, reports: Reports) -> None:
+    """A listing leaves this row out: say so, once per row (``Reports.once``)."""
     ident = str(err.extra.get("id", ""))  # unique across records: wrk_…, whd_…, "wrk_… #3"
-    say_once(ident, f"{PREFIX}{ident}", f"was skipped: {err.message}")
-
-
-def say_once(ident: str, path: str, reason: str) -> None:
-    """Report (``Store.report``, left in place) once per ``ident`` per process."""
-    with _lock:
-        if ident in _said:
-            return
-        if len(_said) >= 10_000:
-            _said.clear()  # bounded: a ledger this broken is said again, never grows memory
-        _said.add(ident)
-    Store.report(path, reason, moved=False)
+    reports.once(ident, f"{PREFIX}{ident}", f"was skipped: {err.message}")

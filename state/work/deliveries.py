@@ -37,7 +37,7 @@ import contextlib
 import hashlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, cast
+from typing import Any
 
 from state import config as settings
 from state.clock import now
@@ -47,11 +47,10 @@ from state.errors import CaptainError
 from state.home import Home
 from state.ids import WORK, derive, new_id
 from state.work import ledger
-from state.work.backend import backend_for
+from state.work.backend import handle_of
 from state.work.crash import crash_point
 from state.work.delivery_files import KEY_NAME as KEY_NAME
 from state.work.delivery_files import ORPHAN_SECONDS as ORPHAN_SECONDS
-from state.work.delivery_files import FileDeliveries
 from state.work.delivery_files import Identity as Identity
 from state.work.delivery_files import identity_key as identity_key
 from state.work.delivery_store import BodySeen as BodySeen
@@ -66,17 +65,10 @@ REJECTION_DAYS = 7.0  # and none kept longer than this
 
 
 def store_for(home: Home) -> DeliveryStore:
-    """The one place a home's delivery store is chosen: where its work ledger is
-    (``backend_for``), so a delivery and the work item it creates are in one place, and
-    every home on one database shares its deliveries. The PostgreSQL store is imported only
-    then (a file home loads no driver)."""
-    chosen = backend_for(home)
-    if chosen.name == "postgresql":
-        from state.work.pg_backend import PostgresBackend
-        from state.work.pg_deliveries import PostgresDeliveries
-
-        return PostgresDeliveries(cast(PostgresBackend, chosen))  # the backend of that name
-    return FileDeliveries(home)
+    """The home's delivery store: a part of its ledger handle (``handle_of``), so a
+    delivery and the work item it creates are in one place, and every home on one database
+    shares its deliveries."""
+    return handle_of(home).deliveries
 
 
 def _endpoints(home: Home) -> dict[str, Any]:

@@ -42,7 +42,7 @@ from state.errors import CaptainError
 from state.home import Home
 from state.ids import WORK
 from state.store import encode
-from state.work import corrupt
+from state.work import corrupt, seen
 from state.work.models import TERMINAL, Lease, WorkEvent, WorkItem
 from state.work.rules import check_work_id, fold
 
@@ -120,7 +120,7 @@ class FileBackend:
     # -- reading -----------------------------------------------------------------------------
 
     def exists(self, work_id: str) -> bool:
-        return self.home.work_exists(work_id)
+        return os.path.lexists(seen.first_event(self.home.root, work_id))
 
     def exists_durably(self, work_id: str) -> bool:
         return self.exists(work_id)  # each file is durable as its write returns

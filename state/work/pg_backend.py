@@ -51,6 +51,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from state.errors import CaptainError
+from state.store import Reports
 from state.work import corrupt, pg_schema, postgres
 from state.work.location import LedgerLocation
 from state.work.models import HOLDS_SLOT, TERMINAL, Lease, WorkEvent, WorkItem
@@ -113,13 +114,16 @@ class _Thread(threading.local):
 
 
 class PostgresBackend:
-    """One database's ledger. Made once per URL (``for_location``) and shared by threads;
-    each thread has its own connection."""
+    """One database's ledger, owned by one ``LedgerHandle`` (``state.work.backend``) and
+    shared by the threads of its process; each thread has its own connection, which
+    ``close`` ends."""
 
     name = "postgresql"
 
-    def __init__(self, location: LedgerLocation) -> None:
+    def __init__(self, location: LedgerLocation, reports: Reports | None = None) -> None:
         self.location = location
+        # who hears of a corrupt row (once each): the home's (state.store.Reports)
+        self.reports = reports if reports is not None else Reports()
         self._local = _Thread()
         self._checked = False
         self._conns: list[Conn] = []  # every connection made, so ``close`` can end them all
@@ -138,7 +142,7 @@ class PostgresBackend:
                 f"the connection to the ledger at {self.location.shown} was "
                 "lost mid-transaction; nothing of it was kept.",
             )
-        conn = postgres.connect(self.location)
+        conn = postgres.connect(self.location, reports=self.reports)
         conn.autocommit = True  # reads outside a transaction never leave one open
         if not self._checked:
             self._check_schema(conn)
@@ -338,7 +342,7 @@ class PostgresBackend:
                     query.append("FOR UPDATE SKIP LOCKED")
             rows = self.run(" ".join(query), args, fetch="all")
             for row in rows:
-                item = corrupt.readable(partial(self._item_of, *row))
+                item = corrupt.readable(partial(self._item_of, *row), self.reports)
                 if item is not None:
                     out.append(item)
             if wanted is None or limit is None or len(rows) < wanted or len(out) >= limit:
@@ -368,7 +372,7 @@ class PostgresBackend:
         )
         out = []
         for row in rows:
-            event = corrupt.readable(partial(self._event_of, work_id, *row))
+            event = corrupt.readable(partial(self._event_of, work_id, *row), self.reports)
             if event is None:
                 break
             out.append(event)
@@ -661,34 +665,3 @@ class Listener:
     def close(self) -> None:
         self._closed = True
         self._drop()
-
-
-# -- one backend per URL ----------------------------------------------------------------------
-
-_BACKENDS: dict[str, PostgresBackend] = {}
-_REGISTRY = threading.Lock()
-
-
-def for_location(location: LedgerLocation) -> PostgresBackend:
-    """The process's one backend for ``location``'s URL (its connections are per thread)."""
-    key = location.url or ""
-    with _REGISTRY:
-        backend = _BACKENDS.get(key)
-        if backend is None:
-            backend = _BACKENDS[key] = PostgresBackend(location)
-        return backend
-
-
-def close(url: str | None = None) -> None:
-    """Close the connections of ``url``'s backend (every backend's without one) and forget
-    it: before its database is dropped (tests), or when a process is done with it."""
-    with _REGISTRY:
-        chosen = (
-            [_BACKENDS.pop(url)]
-            if url in _BACKENDS
-            else (list(_BACKENDS.values()) if url is None else [])
-        )
-        if url is None:
-            _BACKENDS.clear()
-    for backend in chosen:
-        backend.close()

@@ -193,7 +193,9 @@ class PostgresDeliveries:
                 params.append(wanted)
             rows = self.run(" ".join(sql), params, fetch="all")
             for _, delivery_id, doc, size in rows:
-                record = corrupt.readable(partial(_record_of, delivery_id, doc, size))
+                record = corrupt.readable(
+                    partial(_record_of, delivery_id, doc, size), self.backend.reports
+                )
                 if record is not None:
                     out.append(record)
             if wanted is None or limit is None or len(rows) < wanted or len(out) >= limit:

@@ -18,6 +18,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from state.errors import CaptainError
+from state.store import Reports
 from state.work import pg_schema
 from state.work.location import LedgerLocation
 
@@ -71,8 +72,11 @@ def _first_lines(text: object) -> str:
     return joined.rstrip(".?! ") or "no reason given"
 
 
-def connect(location: LedgerLocation, *, timeout: float = CONNECT_TIMEOUT) -> Conn:
-    """An open psycopg connection (not autocommit) to ``location``'s database."""
+def connect(
+    location: LedgerLocation, *, timeout: float = CONNECT_TIMEOUT, reports: Reports | None = None
+) -> Conn:
+    """An open psycopg connection (not autocommit) to ``location``'s database; ``reports``
+    hears of a stored time it cannot hold (``_read_any_timestamp``)."""
     if not location.postgres or not location.url:
         raise CaptainError(
             "invalid_argument", f"the ledger is {location.describe()}, not a PostgreSQL database."
@@ -82,7 +86,7 @@ def connect(location: LedgerLocation, *, timeout: float = CONNECT_TIMEOUT) -> Co
         conn: Conn = psycopg.connect(
             location.url, connect_timeout=max(1, int(timeout)), application_name="captain"
         )
-        _read_any_timestamp(conn)
+        _read_any_timestamp(conn, reports if reports is not None else Reports())
         return conn
     except psycopg.ProgrammingError as exc:  # libpq could not parse what we let through
         raise CaptainError(
@@ -100,7 +104,7 @@ def connect(location: LedgerLocation, *, timeout: float = CONNECT_TIMEOUT) -> Co
         ) from None
 
 
-def _read_any_timestamp(conn: Conn) -> None:
+def _read_any_timestamp(conn: Conn, reports: Reports) -> None:
     """A stored time Python cannot hold (``infinity``, a year past 9999: a row damaged past
     captain) is read as the nearest one it can, and said once, instead of failing the whole
     query: one damaged row must not take ``tokens list``, ``deliveries list`` or the
@@ -115,11 +119,9 @@ def _read_any_timestamp(conn: Conn) -> None:
                 try:
                     return super().load(data)
                 except driver().DataError:
-                    from state.work import corrupt
-
                     low = bytes(data).lstrip().startswith(b"-")
                     shown = bytes(data)[:40].decode("ascii", "replace")
-                    corrupt.say_once(
+                    reports.once(
                         f"timestamp {shown}",
                         f"ledger timestamp {shown!r}",
                         "is out of the range captain reads (a row damaged "

@@ -14,7 +14,7 @@ import contextlib
 from state.errors import CaptainError
 from state.home import Home
 from state.models import Assigned, CrewSnapshot, Finished, PaneLocator, Recruited
-from state.work import ledger
+from state.work import ledger, seen
 from state.work.backend import backend_for
 
 HOLDER = "captain"
@@ -34,7 +34,7 @@ def work_id(assignment_id: str) -> str:
 def accepted(home: Home, snapshot: CrewSnapshot, event: Recruited | Assigned) -> None:
     spec = event.assignment
     wid = work_id(spec.assignment_id)
-    if home.work_known(wid):
+    if seen.known(home, wid):
         return  # one stat: every writer's open settles the newest event
     if not ledger.exists(home, wid):
         # the commit the crew's worktree started from (docs/worktrees.md); a handoff keeps
@@ -51,14 +51,12 @@ def accepted(home: Home, snapshot: CrewSnapshot, event: Recruited | Assigned) ->
             at=event.at,
             target_revision=space.base_commit if space is not None else None,
         )
-    if not home.work_known(wid) and backend_for(home).exists_durably(wid):
+    if not seen.known(home, wid) and backend_for(home).exists_durably(wid):
         # a shared ledger: note in the home that the item exists, so the crew's hooks (the
         # fast path, state/crew_side/fast.py) need not reach the database to know it. Only
         # once it is committed: inside recruit's transaction a kill would roll the item
         # back and leave the note lying (the first hook's full path writes it instead).
-        seen = home.work_seen_path(wid)
-        home.store.dir(seen.parent.name)  # 0700, a symlink refused
-        home.store.create_once(seen, b"", same=lambda old, new: True)
+        seen.note(home, wid)
 
 
 def finished(home: Home, event: Finished) -> None:

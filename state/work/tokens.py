@@ -6,8 +6,8 @@ label and (once revoked) when. A token reads ``cpt_<id>_<secret>``; the id finds
 revoke is idempotent (the first one's time stays). The workspace ID is minted once, on
 first use; a read-only look at a home that has none mints nothing (None).
 
-Where they are stored follows the work ledger (``state.work.backend.backend_for``, the one
-place that decides, in ``store_for``), through a ``TokenStore``
+Where they are stored follows the work ledger: the token store is a part of the home's
+ledger handle (``state.work.backend.handle_of``, the one place that decides), a ``TokenStore``
 (``state.work.token_store``): the home's files (``FileTokens``: ``tokens/<id>.json`` and
 ``workspace.json``), or, when the ledger is PostgreSQL, its database
 (``state.work.pg_tokens``: ``api_tokens`` and ``ledger_meta``). Every home pointed at one
@@ -20,15 +20,15 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from typing import Literal, cast, get_args
+from typing import Literal, get_args
 
 from state.clock import now
 from state.errors import CaptainError
 from state.home import Home
 from state.ids import new_id
 from state.work.ledger import check_name
-from state.work.token_store import FileTokens, TokenStore
 from state.work.token_store import Token as Token
+from state.work.token_store import TokenStore
 from state.work.token_store import Workspace as Workspace
 
 Role = Literal["member", "manager"]  # each may do what the roles before it may
@@ -38,17 +38,10 @@ WORKSPACE = "ws"
 
 
 def store_for(home: Home) -> TokenStore:
-    """The home's token store: where its work ledger is (``backend_for`` decides); the
-    PostgreSQL one is imported only then."""
-    from state.work.backend import backend_for
+    """The home's token store: a part of its ledger handle (``handle_of``)."""
+    from state.work.backend import handle_of
 
-    chosen = backend_for(home)
-    if chosen.name == "postgresql":
-        from state.work.pg_backend import PostgresBackend
-        from state.work.pg_tokens import PostgresTokens
-
-        return PostgresTokens(cast(PostgresBackend, chosen))  # the backend of that name
-    return FileTokens(home)
+    return handle_of(home).tokens
 
 
 def workspace_id(home: Home) -> str | None:

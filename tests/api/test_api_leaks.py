@@ -20,7 +20,7 @@ import pytest
 from support.api import Server, refused, sign_github
 
 from state.home import Home
-from state.work import pg_backend, tokens
+from state.work import tokens
 
 GH = "gh-leaks-secret"
 CONFIG = f"""\
@@ -111,7 +111,7 @@ def test_with_the_database_gone_every_answer_is_503_and_the_code_only(tmp_path, 
     (home.root / "config.toml").write_text(f'{CONFIG}\n[ledger]\nurl = "{url}"\n')
     home = Home(home.root)
     _, member = tokens.create(home, "member")
-    pg_backend.close(url)
+    home.close()  # the test's own connections: only the server's are cut below
     server = Server(home.root, tmp_path / "serve.log").start()
     try:
         assert server.get("/api/workspaces", member).status == 200

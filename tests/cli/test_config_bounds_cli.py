@@ -28,7 +28,6 @@ from support.cli import invoke
 
 from state import config
 from state.home import Home
-from state.store import Store
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -212,7 +211,6 @@ def test_an_unknown_key_is_a_warning_and_the_command_runs(world):
 
 def test_a_running_process_keeps_its_last_good_settings_and_says_why(tmp_path):
     """``serve`` and the cockpit never stop over an edit: the refusal is a warning there."""
-    Store.reported(), Store.warnings()
     home = Home(tmp_path / "home")
     path = home.root / "config.toml"
     path.write_text("[ledger]\nslots = 3\n")
@@ -221,7 +219,7 @@ def test_a_running_process_keeps_its_last_good_settings_and_says_why(tmp_path):
     past = os.stat(path).st_mtime - 10
     os.utime(path, (past, past))  # still: believed at once
     assert home.setting("ledger", "slots") == 3 and home.setting("ledger", "slots") == 3
-    warned = Store.warnings()
+    warned = home.store.reports.warnings()
     assert len(warned) == 1 and "[invalid_config] [ledger] slots" in warned[0][1], warned
     assert "last good settings are kept" in warned[0][1]
 

@@ -29,20 +29,13 @@ from conftest import Cli
 from support.api import Server, sign_github
 
 from state.home import CONFIG_SETTLE_SECONDS, DEFAULT_WAIT_TIMEOUT, Home
-from state.store import MAX_RECORD_BYTES, Store
+from state.store import MAX_RECORD_BYTES
 
 SECRET = "s3cret"
 GOOD = f'[endpoints.gh]\nsecret = "{SECRET}"\nsignature = "github"\n\n[crew]\nwait_timeout = 5\n'
 MORE = GOOD + f'\n[endpoints.gh2]\nsecret = "{SECRET}"\n'
 BROKEN = GOOD.replace("[crew]", "[crew")  # what a save half done, or a typo, looks like
 DEADLINE = 30.0
-
-
-@pytest.fixture
-def reports():
-    Store.reported(), Store.warnings()
-    yield
-    Store.reported(), Store.warnings()
 
 
 def still(path: Path) -> None:
@@ -76,7 +69,7 @@ def nothing_moved(root: Path) -> None:
 # -- one process: the rule itself -------------------------------------------------------------
 
 
-def test_a_broken_save_keeps_the_last_good_config_and_is_said_once(tmp_path, reports):
+def test_a_broken_save_keeps_the_last_good_config_and_is_said_once(tmp_path):
     home = Home(tmp_path / "home")
     path = home.root / "config.toml"
     path.write_text(GOOD)
@@ -87,7 +80,7 @@ def test_a_broken_save_keeps_the_last_good_config_and_is_said_once(tmp_path, rep
     assert home.wait_timeout() == 5, "a change younger than the settle time was believed"
     still(path)
     assert home.wait_timeout() == 5 and home.wait_timeout() == 5
-    warned = Store.warnings()
+    warned = home.store.reports.warnings()
     assert [p for p, _ in warned] == ["config.toml"], "said once per change, not per read"
     assert "last good settings are kept" in warned[0][1]
     assert path.read_text() == BROKEN
@@ -95,16 +88,16 @@ def test_a_broken_save_keeps_the_last_good_config_and_is_said_once(tmp_path, rep
 
     path.write_text(BROKEN.replace("= 5", "= 6"))  # another broken version: said again
     still(path)
-    assert home.wait_timeout() == 5 and len(Store.warnings()) == 1
+    assert home.wait_timeout() == 5 and len(home.store.reports.warnings()) == 1
 
     save_in_place(path, GOOD.replace("= 5", "= 7"))  # fixed: picked up once it is still
     assert home.wait_timeout() == 5
     still(path)
     assert home.wait_timeout() == 7
-    assert Store.warnings() == [] and Store.reported() == []
+    assert home.store.reports.warnings() == [] and home.store.reports.reported() == []
 
 
-def test_an_empty_file_mid_save_is_not_taken_for_a_config(tmp_path, reports):
+def test_an_empty_file_mid_save_is_not_taken_for_a_config(tmp_path):
     """Truncated and not yet written: it parses (as nothing), and is not believed yet."""
     home = Home(tmp_path / "home")
     path = home.root / "config.toml"
@@ -118,7 +111,7 @@ def test_an_empty_file_mid_save_is_not_taken_for_a_config(tmp_path, reports):
 
 
 @pytest.mark.parametrize("kind", ["symlink", "directory", "oversized", "not utf-8", "deep"])
-def test_a_config_that_is_not_a_config_is_reported_and_left_where_it_is(tmp_path, reports, kind):
+def test_a_config_that_is_not_a_config_is_reported_and_left_where_it_is(tmp_path, kind):
     root = tmp_path / "home"
     Home(root)
     path = root / "config.toml"
@@ -136,7 +129,7 @@ def test_a_config_that_is_not_a_config_is_reported_and_left_where_it_is(tmp_path
         path.write_text("a = " + "[" * 5000 + "]" * 5000 + "\n")  # nesting past recursion
     home = Home(root)
     assert home.wait_timeout() == DEFAULT_WAIT_TIMEOUT
-    assert [p for p, _ in Store.warnings()] == ["config.toml"]
+    assert [p for p, _ in home.store.reports.warnings()] == ["config.toml"]
     assert os.path.lexists(path) and not (root / "quarantine").exists()
     assert target.read_text() == GOOD
 

@@ -300,8 +300,7 @@ def test_random_sigkill_loses_nothing_duplicates_nothing_tears_nothing(
     )
     assert len(receipts_acked) >= 20, len(receipts_acked)
 
-    Store.reported()  # drain: from here on, any quarantine is this audit's finding
-    home = Home(root)  # a fresh view of the home
+    home = Home(root)  # a fresh view of the home: any quarantine it reports is a finding
     store = home.store
 
     # -- every acknowledged message exists exactly once and parses -------------------------
@@ -464,7 +463,7 @@ def test_random_sigkill_loses_nothing_duplicates_nothing_tears_nothing(
     assert not quarantine.exists() or not os.listdir(quarantine), (
         f"quarantined: {os.listdir(quarantine)} {where}"
     )
-    assert Store.reported() == []
+    assert store.reports.reported() == []
 
     # -- temp debris from the kills is swept once it is stale -------------------------------
     old = time.time() - STALE_TEMP_SECONDS - 60

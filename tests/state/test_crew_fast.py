@@ -33,6 +33,7 @@ from state.errors import CaptainError
 from state.home import Home
 from state.models import CrewSnapshot, Strict
 from state.store import encode
+from state.work import seen
 
 # -- the shapes are the models' ---------------------------------------------------------------
 
@@ -412,11 +413,11 @@ def test_on_a_shared_ledger_the_fast_path_knows_the_work_item_without_the_databa
         work_id = f"wrk_{r.assignment_id.split('_', 1)[1]}"
         assert not (home.root / "work" / work_id).exists(), "the item is in the database"
         # recruit settles inside its own transaction: not noted before it is committed
-        assert not home.work_seen_path(work_id).exists()
+        assert not seen.note_path(home, work_id).exists()
         with pytest.raises(plain.Unsure):
             crew_fast.open_locked(home, "jack")
         protocol.inbox(home, "Jack", deliver=lambda b: None, ctx=crew_ctx(r))  # the full path
-        assert home.work_seen_path(work_id).exists()
+        assert seen.note_path(home, work_id).exists()
         assert crew_fast.open_locked(home, "jack") is not None
         fast = outcome(
             lambda: crew_fast.check(

@@ -15,7 +15,7 @@ from state.crew.rules import Context
 from state.errors import CaptainError
 from state.home import DEFAULT_WAIT_TIMEOUT, Home, check_filesystem, filesystem_type
 from state.models import CrewSnapshot, HomeMeta
-from state.store import Store, encode
+from state.store import encode
 
 
 @contextlib.contextmanager
@@ -214,13 +214,6 @@ def test_real_mountinfo_accepts_the_test_home(tmp_path: Path) -> None:
 # -- config.toml ----------------------------------------------------------------------------
 
 
-@pytest.fixture
-def fresh_reports():
-    Store.reported(), Store.warnings()
-    yield
-    Store.reported(), Store.warnings()
-
-
 def test_wait_timeout_defaults_to_a_day(home: Home) -> None:
     assert DEFAULT_WAIT_TIMEOUT == 86400
     assert home.wait_timeout() == 86400
@@ -266,7 +259,7 @@ def test_a_wrongly_shaped_crew_section_is_refused(tmp_path: Path, text: str) -> 
     ],
 )
 def test_an_invalid_config_is_reported_left_in_place_and_the_default_used(
-    tmp_path: Path, data: bytes, fresh_reports
+    tmp_path: Path, data: bytes
 ) -> None:
     root = tmp_path / "home"
     Home(root)
@@ -276,21 +269,22 @@ def test_an_invalid_config_is_reported_left_in_place_and_the_default_used(
     assert (root / "config.toml").read_bytes() == data, "the user's file was moved or changed"
     assert not (root / "quarantine").exists()
     assert home.wait_timeout() == DEFAULT_WAIT_TIMEOUT
-    warned = Store.warnings()
+    warned = home.store.reports.warnings()
     assert [p for p, _ in warned] == ["config.toml"], "reported once per change"
-    assert "defaults" in warned[0][1] and Store.reported() == []
+    assert "defaults" in warned[0][1] and home.store.reports.reported() == []
 
 
-def test_a_symlinked_config_is_not_followed(tmp_path: Path, fresh_reports) -> None:
+def test_a_symlinked_config_is_not_followed(tmp_path: Path) -> None:
     root = tmp_path / "home"
     Home(root)
     elsewhere = tmp_path / "their.toml"
     elsewhere.write_text("[crew]\nwait_timeout = 7\n")
     (root / "config.toml").symlink_to(elsewhere)
-    assert Home(root).wait_timeout() == DEFAULT_WAIT_TIMEOUT
+    home = Home(root)
+    assert home.wait_timeout() == DEFAULT_WAIT_TIMEOUT
     assert elsewhere.read_text() == "[crew]\nwait_timeout = 7\n"
     assert os.path.islink(root / "config.toml"), "never moved"
-    assert "symlink" in Store.warnings()[0][1]
+    assert "symlink" in home.store.reports.warnings()[0][1]
 
 
 # -- crewlog: events are the truth, state.json a cache ----------------------------------------
@@ -392,13 +386,14 @@ def test_a_snapshot_ahead_of_the_events_is_ignored(history) -> None:
     assert CrewSnapshot.model_validate_json(path.read_bytes()) == truth
 
 
-def test_a_corrupt_snapshot_is_quarantined_and_rebuilt(history, fresh_reports) -> None:
+def test_a_corrupt_snapshot_is_quarantined_and_rebuilt(history) -> None:
     home, truth, events = history
     path = home.root / "crew" / "ada" / "state.json"
     path.write_bytes(b'{"schema": 1, "seq": 4, "na')
-    snapshot, _ = crewlog.load(fresh(home), "ada")
+    view = fresh(home)
+    snapshot, _ = crewlog.load(view, "ada")
     assert snapshot == truth
-    assert [p for p, _ in Store.reported()] == ["crew/ada/state.json"]
+    assert [p for p, _ in view.store.reports.reported()] == ["crew/ada/state.json"]
 
 
 def test_protocol_works_on_after_the_snapshot_is_lost(history, project: Path) -> None:

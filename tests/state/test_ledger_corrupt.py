@@ -17,7 +17,7 @@ from support.corrupt import database as raw_database
 from support.ledger_backends import open_ledgers
 
 from state.errors import CaptainError
-from state.store import Store
+from state.home import Home
 from state.work import deliveries, ledger
 
 
@@ -34,16 +34,10 @@ def refused_corrupt(call, *args, ident: str, **kwargs) -> CaptainError:
     return caught.value
 
 
-def reports_of(ident: str) -> list[tuple[str, str]]:
-    """What the store reported about ``ident`` since the last call (moved or left)."""
-    return [r for r in Store.reported() + Store.warnings() if ident in r[0]]
-
-
-@pytest.fixture(autouse=True)
-def _quiet_store():
-    Store.reported(), Store.warnings()  # another test's reports are not this one's
-    yield
-    Store.reported(), Store.warnings()
+def reports_of(home: Home, ident: str) -> list[tuple[str, str]]:
+    """What ``home``'s store reported about ``ident`` since the last call (moved or left)."""
+    reports = home.store.reports
+    return [r for r in reports.reported() + reports.warnings() if ident in r[0]]
 
 
 @pytest.fixture
@@ -74,14 +68,14 @@ def test_a_corrupt_item_is_refused_by_id_and_skipped_by_every_listing(
         assert [i.work_id for i in page] == [last.work_id] and cursor is None, how
         assert [i.work_id for i in ledger.page(home)[0]] == [first.work_id, last.work_id]
         assert [i.work_id for i in ledger.queued(home)] == [first.work_id, last.work_id]
-        said = reports_of(bad.work_id)
+        said = reports_of(home, bad.work_id)
         assert said, (how, "the skip was not reported")
         if ledgers.postgres:  # once per process, however often it is listed
             assert len(said) == 1, said
             for _ in range(3):
                 ledger.page(home)
                 ledger.queued(home)
-            assert reports_of(bad.work_id) == []
+            assert reports_of(home, bad.work_id) == []
         # a claim takes the oldest readable item, then the next: never the corrupt one
         assert ledger.claim(home, holder="w").work_id == first.work_id
         assert ledger.claim(home, holder="w").work_id == last.work_id
@@ -118,7 +112,7 @@ def test_a_corrupt_event_ends_the_history_shown_and_is_reported(tmp_path: Path, 
     shown = ledger.public(home, ledger.get(home, item.work_id), detail=True)
     assert [e["seq"] for e in shown["events"]] == [1]
     assert shown["state"] == "succeeded"  # the item's own record is whole
-    assert reports_of(item.work_id)
+    assert reports_of(home, item.work_id)
 
 
 def test_a_corrupt_row_on_postgresql_in_every_table_the_ledger_reads(tmp_path: Path, pg) -> None:
@@ -154,7 +148,7 @@ def test_a_corrupt_row_on_postgresql_in_every_table_the_ledger_reads(tmp_path: P
     page, cursor = deliveries.page(home, limit=1, after=cursor)
     assert [r.delivery_id for r in page] == [three] and cursor is None
     assert [r.delivery_id for r in deliveries.page(home, endpoint_id="gh")[0]] == [one, three]
-    assert len(reports_of(two)) == 1
+    assert len(reports_of(home, two)) == 1
 
 
 def test_an_input_edited_since_it_was_accepted_is_never_replayed(tmp_path: Path, ledgers) -> None:  # noqa: F811
@@ -208,7 +202,7 @@ def test_a_time_python_cannot_hold_fails_no_listing(tmp_path: Path, pg) -> None:
             (bad.token_id,),
         )
         db.execute("UPDATE deliveries SET received_at = 'infinity' WHERE delivery_id = %s", (one,))
-    Store.reported(), Store.warnings()
+    home.store.reports.warnings()
     for _ in range(3):  # said once however often it is read
         assert tokens.workspace_id(Home(home.root)) == workspace
         listed = {t.token_id: t for t in tokens.store_for(home).records()}
@@ -216,7 +210,7 @@ def test_a_time_python_cannot_hold_fails_no_listing(tmp_path: Path, pg) -> None:
         assert listed[bad.token_id].revoked_at.year == 9999
         page, _ = deliveries.page(home, endpoint_id="gh")
         assert [r.delivery_id for r in page] == [two, one]  # 'infinity' sorts last
-    said = [r for r in Store.warnings() if r[0].startswith("ledger timestamp")]
+    said = [r for r in home.store.reports.warnings() if r[0].startswith("ledger timestamp")]
     assert sorted(p for p, _ in said) == [
         "ledger timestamp '-infinity'",
         "ledger timestamp 'infinity'",

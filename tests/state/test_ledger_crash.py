@@ -44,7 +44,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from support.ledger_backends import Ledgers
+from support.ledger_backends import Ledgers, close_backends
 
 from state.crew import crewlog, protocol, rules
 from state.errors import CaptainError
@@ -59,8 +59,8 @@ from state.models import (
     Notification,
     PaneLocator,
 )
-from state.store import TEMP_PREFIX, Store
-from state.work import deliveries, ledger, replay
+from state.store import TEMP_PREFIX
+from state.work import deliveries, ledger, replay, seen
 from state.work.crash import CRASH_ENV
 from state.work.location import ledger_location
 from state.work.models import (
@@ -652,7 +652,7 @@ def every_file_parses(home: Home) -> None:
                 assert name.endswith(".json") and store.read_json(path) is not None, where
     quarantine = root / "quarantine"
     assert not quarantine.exists() or not os.listdir(quarantine), os.listdir(quarantine)
-    assert Store.reported() == [], "something was quarantined"
+    assert store.reports.reported() == [], "something was quarantined"
 
 
 # -- the test ----------------------------------------------------------------------------------
@@ -675,7 +675,6 @@ def retry(home: Home, op: str, kwargs: dict, refusals: frozenset[str]):
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.id)
 def test_crash_point(tmp_path: Path, scenario: Scenario) -> None:
-    Store.reported()
     root = tmp_path / "home"
     home = Home(root)
     (root / "config.toml").write_text(CONFIG)
@@ -903,9 +902,7 @@ def pg_ledgers(pg_server):
     try:
         yield Ledgers("postgresql", pg_server, name)
     finally:
-        from state.work import pg_backend
-
-        pg_backend.close()
+        close_backends()
         pg_server.drop_database(name)
 
 
@@ -921,7 +918,6 @@ def test_every_ledger_op_has_its_crash_points_on_postgresql() -> None:
 def prepared_on_postgresql(tmp_path: Path, scenario: Scenario, pg_ledgers):
     """A home on a fresh ledger of the module's database with the scenario's preparation
     done: ``(root, project, work_id, generations, before)``; the ledger is forgotten after."""
-    Store.reported()
     root = tmp_path / "home"
     Home(root)
     url = pg_ledgers.fresh_url()
@@ -998,7 +994,6 @@ def test_intake_crash_point_on_postgresql(tmp_path: Path, scenario: Scenario, pg
     exactly one item; a third delivery is a duplicate."""
     from support import deliveries as stored
 
-    Store.reported()
     root = tmp_path / "home"
     Home(root)
     url = pg_ledgers.fresh_url()
@@ -1068,7 +1063,7 @@ def check_recruit_on_postgresql(
     assert snapshot is not None
     wid = ledger.work_id_for_assignment(snapshot.assignment.assignment_id)
     assert ledger.get(home, wid).state == "queued" and ledger.get(home, wid).crew == "alpha"
-    assert home.work_seen_path(wid).exists(), "settled outside a transaction: noted"
+    assert seen.note_path(home, wid).exists(), "settled outside a transaction: noted"
     err = retry(home, "recruit", kwargs, frozenset({"crew_exists"}))
     assert isinstance(err, CaptainError)
     assert ledger_runtime.dispatch(home) == [wid]

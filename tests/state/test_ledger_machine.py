@@ -53,7 +53,7 @@ from support.ledger_backends import Ledgers
 from state.errors import CaptainError
 from state.home import Home
 from state.models import PaneLocator
-from state.store import Store
+from state.store import Reports
 from state.work import ledger, replay
 from state.work.models import HOLDS_SLOT, TERMINAL, WorkItem
 
@@ -123,13 +123,14 @@ class LedgerMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.root = Path(tempfile.mkdtemp(prefix="ledger-", dir=self.base)) / "home"
-        self.home = Home(self.root)
+        self.reports = Reports()  # every Home of this run reports here: a quarantine is a bug
+        self.home = Home(self.root, reports=self.reports)
         self.url = self.ledgers.fresh_url()  # None on files: the home is the ledger
         self.db = self.ledgers.connect(self.url) if self.url else None
         (self.root / "config.toml").write_text(
             f"[ledger]\nslots = {SLOTS}\nlease_seconds = {LEASE}\n" + self.ledgers.config(self.url)
         )
-        self.home = Home(self.root)  # config is read once per Home: start from the file
+        self.home = Home(self.root, reports=self.reports)  # config is read once per Home
         assert ledger.slots(self.home) == SLOTS
         assert ledger.lease_seconds(self.home) == LEASE
         self.clock = START
@@ -138,7 +139,6 @@ class LedgerMachine(RuleBasedStateMachine):
         self.n = 0
         self.panes = 0
         self.secrets: list[str] = []
-        Store.reported()  # drain anything earlier tests left; from here a quarantine is a bug
         _THIS_RUN.clear()
 
     def teardown(self) -> None:
@@ -668,7 +668,8 @@ class LedgerMachine(RuleBasedStateMachine):
     @rule()
     def reopen(self):
         """A new process's view: a fresh Home (and Store) on the same root."""
-        self.home = Home(self.root)
+        self.home.close()  # the old view's ledger handle: its connections
+        self.home = Home(self.root, reports=self.reports)
 
     # -- invariants -------------------------------------------------------------------------
 
@@ -761,7 +762,7 @@ class LedgerMachine(RuleBasedStateMachine):
         assert open_ids >= live, f"non-terminal items without an open marker: {live - open_ids}"
         assert open_ids == live, f"terminal items still marked open: {open_ids - live}"
         assert not (self.root / "quarantine").exists(), list((self.root / "quarantine").iterdir())
-        assert Store.reported() == []
+        assert self.reports.reported() == []
 
 
 # Every transition and refusal the ledger has. The scripted tour below must reach all of

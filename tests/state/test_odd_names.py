@@ -29,7 +29,7 @@ from state.crew_side import fast
 from state.crew_side.plain import Unsure
 from state.home import Home
 from state.inputs import NAME_RE
-from state.store import RECORD_NAME, SEQ_NAME, Store
+from state.store import RECORD_NAME, SEQ_NAME
 from state.work import deliveries, ledger, tokens
 
 CONFIG = '[endpoints.gh]\nsecret = "s"\n'
@@ -174,7 +174,6 @@ def template(tmp_path_factory):
         and baseline["tokens"]
         and baseline["open"]
     ), "the template lacks a record kind"
-    Store.reported(), Store.warnings()
     return root, folders, baseline
 
 
@@ -238,10 +237,12 @@ def test_a_non_ascii_or_odd_number_in_an_events_folder_is_not_an_event(template,
     shutil.copytree(src, root, symlinks=True)
     events = root / "crew" / "jack" / "events"
     shutil.copyfile(events / "00000001.json", events / f"{stem}.json")
-    assert look(Home(root)) == baseline
+    home = Home(root)
+    assert look(home) == baseline
     assert not os.path.lexists(events / f"{stem}.json")
-    assert [p for p, _ in Store.reported()] == [f"crew/jack/events/{stem}.json"]
-    assert look(Home(root)) == baseline and Store.reported() == []
+    assert [p for p, _ in home.store.reports.reported()] == [f"crew/jack/events/{stem}.json"]
+    again = Home(root)
+    assert look(again) == baseline and again.store.reports.reported() == []
 
 
 @settings(
@@ -264,23 +265,26 @@ def test_odd_names_in_every_listed_folder_are_quarantined_and_answers_do_not_cha
     paths = [plant(root, *p) for p in planted]
     # as the disk has it: undecodable bytes that happen to spell UTF-8 come back as text
     rels = {os.fsdecode(os.fsencode(p.relative_to(root))) for p in paths}
-    Store.reported(), Store.warnings()
     try:
         # a read-only look: the same answers; the entries reported once and left in place
-        assert look(Home(root, read_only=True)) == baseline
+        reader = Home(root, read_only=True)
+        assert look(reader) == baseline
         assert all(os.path.lexists(p) for p in paths)
         assert not (root / "quarantine").exists()
-        warned = [p for p, _ in Store.warnings()]
-        assert sorted(warned) == sorted(rels) and Store.reported() == []
+        warned = [p for p, _ in reader.store.reports.warnings()]
+        assert sorted(warned) == sorted(rels) and reader.store.reports.reported() == []
 
         # a writer's look: the same answers; every entry moved to quarantine, with a reason
-        assert look(Home(root)) == baseline
+        writer = Home(root)
+        assert look(writer) == baseline
         assert not any(os.path.lexists(p) for p in paths)
-        assert {p for p, _ in Store.reported()} == rels and Store.warnings() == []
+        reported = writer.store.reports
+        assert {p for p, _ in reported.reported()} == rels and reported.warnings() == []
         moved = [n for n in os.listdir(root / "quarantine") if not n.endswith(".reason")]
         assert len(moved) == len(rels)
         assert all(os.path.exists(root / "quarantine" / f"{n}.reason") for n in moved)
 
-        assert look(Home(root)) == baseline and Store.reported() == []  # and stays clean
+        again = Home(root)
+        assert look(again) == baseline and again.store.reports.reported() == []  # stays clean
     finally:
         shutil.rmtree(root.parent, ignore_errors=True)

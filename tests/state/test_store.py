@@ -87,7 +87,6 @@ def mode(path: Path) -> int:
 def store(tmp_path: Path) -> Store:
     root = tmp_path / "home"
     root.mkdir(mode=0o700)
-    Store.reported()  # drain what earlier tests left in the process-wide list
     return Store(root)
 
 
@@ -556,8 +555,8 @@ def test_a_bad_file_is_quarantined_with_a_reason(store: Store, tmp_path: Path, m
     assert note["moved_to"] == moved[0]
     assert note["reason"]
     assert ("mail/ada/msg_bad.json", note["reason"]) in store.quarantined
-    assert ("mail/ada/msg_bad.json", note["reason"]) in Store.reported()
-    assert Store.reported() == [], "reported() drains"
+    assert ("mail/ada/msg_bad.json", note["reason"]) in store.reports.reported()
+    assert store.reports.reported() == [], "reported() drains"
 
     # a symlink is moved as a link; its target is never followed, read or touched
     assert outside.read_bytes() == outside_bytes
@@ -590,7 +589,7 @@ def test_records_skips_bad_files_and_serves_the_good_ones_beside_them(
 
     moved, reasons = quarantine_entries(store)
     assert len(moved) == len(BAD) and len(reasons) == len(BAD)
-    reported = {path for path, _ in Store.reported()}
+    reported = {path for path, _ in store.reports.reported()}
     assert reported == {f"mail/ada/{n}.json" for n in bad_names}
     assert sorted(os.listdir(directory)) == sorted(f"{m.message_id}.json" for m in good)
     assert outside.read_bytes() == outside_bytes

@@ -51,7 +51,7 @@ from state.crew import crewlog, rules
 from state.home import Home
 from state.ids import DELIVERY, derive
 from state.models import Asked, Assigned, Dismissed, Finished, Recruited
-from state.store import Store
+from state.store import Reports
 from state.work import ledger
 from state.work.backend import backend_for
 from state.work.models import HOLDS_SLOT, TERMINAL
@@ -774,8 +774,8 @@ class Audit:
         return self.homes[self.crew_root.get(key, self.root)]
 
     def repair(self) -> None:
-        Store.reported()  # drain: from here on, any quarantine is this audit's finding
-        self.homes = {root: Home(root) for root in self.roots}  # config read afresh
+        self.reports = Reports()  # from here on, any quarantine is this audit's finding
+        self.homes = {root: Home(root, reports=self.reports) for root in self.roots}
         for key in sorted(self.crew_events):
             home = self._home_of(key)
             with home.store.lock(rules.lock_name(key)):
@@ -843,5 +843,5 @@ class Audit:
                     kind = classify((*parts_dir, name))
                     if not is_temp(name) and kind in MODELS:
                         home.store.read(Path(dirpath, name), MODELS[kind])
-        for rel, reason in Store.reported():
+        for rel, reason in self.reports.reported():
             self.flag("quarantined", f"Store.read quarantined {rel}: {reason}")

@@ -94,7 +94,7 @@ def classify(parts: tuple[str, ...]) -> str | None:
     if top == "ledger" and n == 2 and name == "finished.built":
         return "finished_built"  # the finished index holds them
     if top == "work-seen" and n == 2 and WORK_ID.fullmatch(name):
-        return "work_seen"  # a shared ledger's item, noted in the home (Home.work_seen_path)
+        return "work_seen"  # a shared ledger's item, noted in the home (state.work.seen.note_path)
     return None
 
 

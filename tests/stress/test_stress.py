@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pytest
 import stress_harness
-from support.ledger_backends import BACKENDS, open_ledgers
+from support.ledger_backends import BACKENDS, close_backends, open_ledgers
 
 from state.clock import now
 from state.home import Home
@@ -489,15 +489,13 @@ PG_TAMPERS = [
 def test_the_audit_finds_each_kind_of_damage_on_postgresql(request, tmp_path: Path) -> None:
     import psycopg
 
-    from state.work import pg_backend
-
     with open_ledgers(request, "postgresql") as made:
         url = made.fresh_url()
         run = stress_harness.run(tmp_path / "clean", DAMAGE_SECONDS, ledger_url=url)
         assert not run.violations, run.explain()
         peak = run.stats["peak_slots_held"]
         assert peak >= 2, run.stats
-        pg_backend.close()  # a template database must have no other session
+        close_backends()  # a template database must have no other session
         with psycopg.connect(made.server.admin_url, autocommit=True) as admin:
             admin.execute(
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
@@ -522,7 +520,7 @@ def test_the_audit_finds_each_kind_of_damage_on_postgresql(request, tmp_path: Pa
                     stress_harness.home_roots(copy, copy_url), copy / "logs"
                 )
             finally:
-                pg_backend.close(copy_url)
+                close_backends(copy_url)
                 made.server.drop_database(name)
             kinds = {v.kind for v in audit.violations}
             if kind not in kinds:

@@ -161,14 +161,11 @@ class InProcess:
         from conftest import Result
 
         from captain_tui.cli.main import main
-        from state.store import Store
 
         wanted = self.env(env)
         saved_env = dict(os.environ)
         saved_cwd = os.getcwd()
         saved_stdin = sys.stdin
-        pending = (Store.reported(), Store.warnings())
-        open_before = _open_backends()
         out_b, err_b = io.BytesIO(), io.BytesIO()
         out = io.TextIOWrapper(out_b, encoding="utf-8", errors="strict", write_through=True)
         err = io.TextIOWrapper(err_b, encoding="utf-8", errors="strict", write_through=True)
@@ -189,26 +186,7 @@ class InProcess:
             os.chdir(saved_cwd)
             os.environ.clear()
             os.environ.update(saved_env)
-            _close_backends_but(open_before)
-            # the test's own reports first, then the call's, through the store's own door
-            fresh = (Store.reported(), Store.warnings())
-            for moved, found in ((True, pending[0] + fresh[0]), (False, pending[1] + fresh[1])):
-                for path, reason in found:
-                    Store.report(path, reason, moved=moved)
         return Result(code, out_b.getvalue().decode("utf-8"), err_b.getvalue().decode("utf-8"))
-
-
-def _open_backends() -> set[str]:
-    from state.work import pg_backend
-
-    return set(pg_backend._BACKENDS)
-
-
-def _close_backends_but(kept: set[str]) -> None:
-    from state.work import pg_backend
-
-    for url in set(pg_backend._BACKENDS) - kept:
-        pg_backend.close(url)
 
 
 def invoke(*argv: str) -> tuple[int, dict | None, str]:

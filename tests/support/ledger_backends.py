@@ -82,15 +82,27 @@ class Ledgers:
     def forget(self, url: str | None) -> None:
         """Close the backend's connections to ``url`` (a run's ledger is done with)."""
         if url:
-            from state.work import pg_backend
-
-            pg_backend.close(url)
+            close_backends(url)
 
     def connect(self, url: str):
         """An independent connection (not the backend's): what another host would see."""
         import psycopg
 
         return psycopg.connect(url, autocommit=True)
+
+
+def close_backends(url: str | None = None) -> None:
+    """End the connections of every PostgreSQL ledger backend this process holds (those on
+    ``url`` only, with one): before the database they use is dropped or copied. No module
+    keeps a list of them (each ``Home``'s ledger handle owns its own), so the garbage
+    collector's list of live objects is asked."""
+    import gc
+
+    from state.work.pg_backend import PostgresBackend
+
+    for obj in gc.get_objects():
+        if isinstance(obj, PostgresBackend) and (url is None or obj.location.url == url):
+            obj.close()
 
 
 @pytest.fixture(params=BACKENDS)
@@ -111,9 +123,7 @@ def open_ledgers(request, kind: str):
     try:
         yield made
     finally:
-        from state.work import pg_backend
-
-        pg_backend.close()
+        close_backends()
         server.drop_database(name)
 
 

@@ -91,6 +91,7 @@ class Feed:
         self._cache: dict[str, _CrewCache] = {}
         self._work = WorkFeed(home)
         self.shared = False  # the ledger is a database other hosts write (not the home)
+        self._change_said = ""  # the ledger_changed last said (LedgerHandle.change)
 
     # -- whole home ----------------------------------------------------------------------
 
@@ -138,25 +139,25 @@ class Feed:
         return Update(self.view, alerts)
 
     def _ledger(self, alerts: list[Alert]) -> str:
-        """Which ledger the Work panel shows, as people should see it (never a password).
-        A ledger that changes under the running cockpit (``[ledger] url`` edited,
-        ``captain ledger migrate`` run) is said, never followed silently."""
-        from state.work.location import ledger_location
+        """Which ledger the Work panel shows, as people should see it (never a password):
+        the home's ledger handle's, which the cockpit resolves once. A ledger setting
+        changed under the running cockpit (``[ledger] url`` edited) is said once per change
+        (``ledger_changed``), never followed: the cockpit, its runner and its actions keep
+        the ledger they started with until it is restarted."""
+        from state.work.backend import handle_of
 
+        change = None
         try:
-            location = ledger_location(self.home)
+            handle = handle_of(self.home)
+            location, change = handle.location, handle.change
             name = location.shown if location.postgres else "files"
         except CaptainError:
             location, name = None, "unusable [ledger] url"
         self.shared = location is not None and location.postgres
-        if self.scanned and self.view.ledger and name != self.view.ledger:
-            alerts.append(
-                Alert(
-                    "ledger",
-                    "The ledger changed",
-                    f"The Work panel now shows the ledger {name} (it showed {self.view.ledger}).",
-                )
-            )
+        said = change.message if change is not None else ""
+        if self.scanned and change is not None and said and said != self._change_said:
+            alerts.append(Alert("ledger", "The ledger setting changed", f"[{change.code}] {said}"))
+        self._change_said = said
         return name
 
     def apply(self, paths: Iterable[str], work_ids: Iterable[str] = ()) -> Update | None:
