@@ -94,6 +94,10 @@ CODES = frozenset(
         "detached_head",
         "branch_exists",
         "worktree_exists",
+        # added by the start-up dialogs (issue #26): answering one for the crew
+        "no_dialog",
+        "dialog_not_safe",
+        "dialog_changed",
     }
 )
 

@@ -31,7 +31,7 @@ class CrewRow:
     key: str  # the crew name in lower case: the row key in every panel
     name: str
     agent: str
-    state: str  # state.crew.standing.CrewState: assigned | asked | approval | held | done | died
+    state: str  # state.crew.standing.CrewState: assigned | blocked | asked | approval | ...
     assignment_id: str
     incarnation_id: str
     task: str
@@ -43,6 +43,7 @@ class CrewRow:
     owns: tuple[str, ...] = ()  # the assignment's grants, offered again for the next one
     allow: tuple[str, ...] = ()
     workspace: Workspace | None = None  # its own git worktree (docs/worktrees.md)
+    dialog: str | None = None  # the start-up dialog it is blocked at (state "blocked")
 
     @property
     def done(self) -> bool:

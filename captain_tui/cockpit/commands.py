@@ -58,6 +58,19 @@ COMMANDS: tuple[Command, ...] = (
         needs="notification",
     ),
     Command(
+        "unblock",
+        "u",
+        "Unblock",
+        "The selected crew is blocked at its agent's start-up dialog: choose the answer "
+        "captain may give for it — trust the crew's own project folder (Claude Code, Codex). "
+        "The key goes to the pane only while it shows exactly that dialog, re-read just "
+        "before and after; any other dialog (a model-migration notice, hooks review) is "
+        "yours to answer: jump to the pane.",
+        "unblock",
+        needs="blocked_crew",
+        show=False,  # said in the blocked crew's toast and notice; in help and the palette
+    ),
+    Command(
         "recruit",
         "r",
         "Recruit",

@@ -48,6 +48,7 @@ from state.models import (
     Notification,
     PaneLocator,
     Recruited,
+    RingStamp,
     Workspace,
     WorktreeDiscarded,
 )
@@ -775,9 +776,19 @@ def _actor(ctx: Context) -> str:
     return "crew" if ctx.role == "crew" else "captain"
 
 
+def dialog_of(home: Home, key: str, snapshot) -> str | None:
+    """The start-up dialog the runners' probe last saw on this incarnation's pane (kept in
+    the doorbell's stamp), None when none."""
+    stamp = home.store.read(home.ring_stamp_path(key), RingStamp)
+    if stamp is None or stamp.incarnation_id != snapshot.incarnation_id:
+        return None
+    return stamp.dialog
+
+
 def _state(home: Home, key: str, snapshot, pending, unacked) -> standing.CrewState:
     """``standing.crew_state`` from the home's files (the cockpit feeds it from its cache)."""
     return standing.crew_state(
+        dialog=dialog_of(home, key, snapshot),
         dismissed=snapshot.dismissed_at is not None,
         done=snapshot.done_at is not None,
         died=deaths.reported(home, key, snapshot.incarnation_id),
@@ -817,6 +828,7 @@ def crew_status(home: Home, include_dismissed: bool = False) -> list[dict]:
                 "name": snapshot.name,
                 "agent": snapshot.agent,
                 "state": state,
+                "dialog": dialog_of(home, key, snapshot) if state == "blocked" else None,
                 "incarnation_id": snapshot.incarnation_id,
                 "assignment_id": snapshot.assignment.assignment_id,
                 "unread": len(queued),
