@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from state.work.controls import Facts
 
 # Statuses that need the captain now: they raise an alert (toast, bell, desktop notice).
-ALERT_STATUSES = frozenset({"asked", "awaiting_approval", "bounced", "error"})
+ALERT_STATUSES = frozenset({"asked", "awaiting_approval", "blocked", "bounced", "error"})
 
 RECONCILE = "needs_reconciliation"
 # The Work panel's filters, in the order its key cycles them ("finished": any terminal state)

@@ -14,7 +14,7 @@ from state.models import Notification
 class Alert:
     """Something that needs the captain now, seen for the first time since start-up."""
 
-    kind: str  # asked | awaiting_approval | bounced | error | quarantine | needs_reconciliation
+    kind: str  # asked | awaiting_approval | blocked | bounced | error | quarantine | ...
     title: str
     body: str
     crew: str | None = None  # whose it is, named when a flood is said in one toast
@@ -26,6 +26,7 @@ FLOOD_TITLES = {
     "awaiting_approval": "{n} crew need approval",
     "bounced": "{n} messages bounced",
     "error": "{n} crew died",
+    "blocked": "{n} crew blocked at a start-up dialog",
     "needs_reconciliation": "{n} tasks need reconciliation",
 }
 NAMED = 3  # crews named in a flood's toast; the rest are counted
@@ -47,6 +48,7 @@ def alert_for(n: Notification) -> Alert:
         "awaiting_approval": f"{n.crew} needs approval",
         "bounced": f"Mail to {n.crew} bounced",
         "error": f"{n.crew} died",
+        "blocked": f"{n.crew} is blocked",
     }[n.status]
     body = {"bounced": _named, "error": _death}.get(n.status, lambda s: s)(n.summary)
     return Alert(n.status, title, body, crew=n.crew)
