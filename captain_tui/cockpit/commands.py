@@ -229,7 +229,10 @@ def help_markdown() -> str:
         "## The panels",
         "",
         "- **Crew** — one row per crew: its state (*assigned*, *asked*, *approval*, "
-        "*done*), its task, unread mail, last activity and what holds its doorbell.",
+        "*done*), its task, unread mail, last activity and what holds its doorbell. "
+        "*blocked*: its agent sits at a start-up dialog, named in the Doorbell column; "
+        f"`{key_label(BY_ID['unblock'])}` answers folder trust, any other is yours to "
+        f"answer in the pane (`{key_label(BY_ID['jump'])}`).",
         "- **Questions** — pending questions, the one waiting longest first. Press "
         f"`{key_label(BY_ID['answer'])}`.",
         "- **Doorbells** — mail that could not be rung in yet, and why (a human draft on "
