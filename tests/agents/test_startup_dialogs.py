@@ -46,19 +46,24 @@ def _status_row(crew: AgentCrew) -> dict:
 def _blocked_then_answered(crew: AgentCrew) -> None:
     runner = Runner(crew.home, crew.name)
     try:
-        # the dialog appears on screen; from then on one probe interval is the bound
-        screen = crew.pane.wait_for(
-            lambda s: read_screen(s, crew.agent).dialog == "folder_trust", timeout=60
-        )
-        drawn = time.monotonic()
-        row = None
-        while time.monotonic() - drawn <= dialogs.PROBE_EVERY + SLACK:
+        # the runner ticks from the start, as a wait armed right after recruiting does; from
+        # the moment the dialog is drawn, one probe interval is the bound
+        deadline = time.monotonic() + 60
+        drawn = row = screen = None
+        while time.monotonic() < deadline:
             runner.tick()
+            if drawn is None:
+                screen = crew.pane.capture(ansi=True)
+                if read_screen(screen, crew.agent).dialog == "folder_trust":
+                    drawn = time.monotonic()
             row = _status_row(crew)
             if row["state"] == "blocked":
                 break
             time.sleep(0.1)
-        assert row is not None and row["state"] == "blocked", (row, screen)
+        assert drawn is not None, crew.pane.capture()
+        took = time.monotonic() - drawn
+        assert row["state"] == "blocked", (row, screen)
+        assert took <= dialogs.PROBE_EVERY + SLACK, took
         assert row["dialog"] == "folder_trust"
         printed = crew.cli("status", "--json")  # the real CLI says the same
         assert printed.returncode == 0, printed.stderr
@@ -78,10 +83,8 @@ def _blocked_then_answered(crew: AgentCrew) -> None:
         # the agent goes on to its composer: the dialog was answered, not dismissed
         crew.pane.wait_for(lambda s: read_screen(s, crew.agent).composer_readable, timeout=30)
         assert _status_row(crew)["state"] != "blocked"
-        runner.tick()  # a probe later it stays cleared (the dialog is gone from the pane)
-        for _ in range(int((dialogs.PROBE_EVERY + SLACK) / 0.1)):
-            runner.tick()
-            time.sleep(0.1)
+        # the next probe reads the pane again: no dialog, and the state stays cleared
+        assert dialogs.probe(crew.home, crew.key) is None
         row = _status_row(crew)
         assert row["state"] != "blocked" and row["dialog"] is None, row
         # no dialog: the answer refuses and sends nothing
