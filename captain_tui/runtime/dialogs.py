@@ -182,8 +182,6 @@ def answer(home: Home, name: str, dialog: str | None = None, *, ctx: Context) ->
             if seen.choice == rule.safe:
                 break
             before = seen.choice
-            if before is None:
-                raise _changed(snapshot.name, "no option is under the pointer")
             tmux.send_key(snapshot.pane, "Down")
             seen = _until(tmux, snapshot, lambda s: s.choice != before, KEY_WAIT)
             if seen is None or seen.dialog != rule.id:

@@ -881,8 +881,10 @@ class Dialog:
 
     ``id`` is stable (``status --json``'s ``dialog``; its words, ``blocked: <title>``, are
     ``state.vocab.DIALOG_TITLES``'). It is recognised only when every one of ``markers``
-    is on screen and no composer is (a transcript quoting the words is not the dialog).
-    ``safe`` is the option
+    is on screen, no composer is (a transcript quoting the words is not the dialog), and
+    exactly one line carries a pointer (``❯`` / ``›``), on one of ``options`` (text quoted
+    in another modal, say an approval prompt's command, is not the dialog: that modal's own
+    pointer is on its own option). ``safe`` is the option
     the captain may choose for the crew (the words of that option as drawn); None: only
     a person at the pane answers it.
     """
@@ -890,6 +892,7 @@ class Dialog:
     id: str  # state.vocab.DIALOG_TITLES' key
     agent: str  # the reader kind it belongs to: claude | codex
     markers: tuple[str, ...]  # plain substrings, all required
+    options: tuple[str, ...]  # its options as drawn (Codex numbers them: "1. " dropped)
     safe: str | None = None
 
 
@@ -900,23 +903,34 @@ DIALOGS: tuple[Dialog, ...] = (
         "folder_trust",
         "claude",
         ("Accessing workspace:", "Yes, I trust this folder", "No, exit", "Enter to confirm"),
+        ("No, exit", "Yes, I trust this folder"),
         safe="Yes, I trust this folder",
     ),
     Dialog(
         "folder_trust",
         "codex",
         ("Trust this folder?", "1. Trust and continue"),
-        safe="1. Trust and continue",
+        # what Codex 0.169 can offer under it (its binary's strings), by context
+        (
+            "Trust and continue",
+            "Open restricted",
+            "Open existing task",
+            "Back to Agent Command Center",
+            "Keep current directory",
+        ),
+        safe="Trust and continue",
     ),
     Dialog(
         "model_migration",
         "codex",
         ("1. Try new model", "2. Use existing model"),
+        ("Try new model", "Use existing model"),
     ),
     Dialog(
         "hooks_review",
         "codex",
         ("Hooks need review", "Trust all and continue"),
+        ("Review hooks", "Trust all and continue", "Continue without trusting (hooks won't run)"),
     ),
 )
 
@@ -926,17 +940,22 @@ def dialog_rule(kind: str, dialog_id: str) -> Dialog | None:
     return next((d for d in DIALOGS if d.agent == _kind(kind) and d.id == dialog_id), None)
 
 
-_POINTER = re.compile(r"[ \xa0]*[❯›>][ \xa0]+(?P<option>\S.*)")
+_POINTER = re.compile(r"[ \xa0]*[❯›>][ \xa0]+(?:\d{1,2}\.[ \xa0]+)?(?P<option>\S.*)")
 
 
-def _dialog_in(lines: list[str], kind: str) -> tuple[Dialog, str | None] | None:
-    """The start-up dialog on these lines, and the option its pointer is on."""
+def _dialog_in(lines: list[str], kind: str) -> tuple[Dialog, str] | None:
+    """The start-up dialog on these lines, and the option its one pointer is on."""
     text = "\n".join(lines)
+    pointed = [_rstrip(m.group("option")) for m in map(_POINTER.match, lines) if m]
+    if len(pointed) != 1:
+        return None
     for rule in DIALOGS:
-        if rule.agent == kind and all(m in text for m in rule.markers):
-            pointed = [m.group("option") for m in map(_POINTER.match, lines) if m]
-            choice = _rstrip(pointed[-1]) if len(pointed) == 1 else None
-            return rule, choice
+        if (
+            rule.agent == kind
+            and pointed[0] in rule.options
+            and all(m in text for m in rule.markers)
+        ):
+            return rule, pointed[0]
     return None
 
 
