@@ -30,6 +30,8 @@ DIALOG_TITLES = {
     "folder_trust": "folder trust",
     "model_migration": "model migration",
     "hooks_review": "hooks review",
+    "api_key": "API key approval",
+    "login": "login",
 }
 
 

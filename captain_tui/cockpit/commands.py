@@ -64,7 +64,7 @@ COMMANDS: tuple[Command, ...] = (
         "The selected crew is blocked at its agent's start-up dialog: choose the answer "
         "captain may give for it — trust the crew's own project folder (Claude Code, Codex). "
         "The key goes to the pane only while it shows exactly that dialog, re-read just "
-        "before and after; any other dialog (a model-migration notice, hooks review) is "
+        "before and after; any other dialog (API key, model migration, hooks review, login) is "
         "yours to answer: jump to the pane.",
         "unblock",
         needs="blocked_crew",

@@ -1,5 +1,5 @@
 """Start-up dialogs: a crew whose agent sits at a screen it shows before its composer (folder
-trust, Codex's model-migration notice or hooks review) is ``blocked: <which dialog>``, not
+trust, an API key, a model migration, hooks review, a login) is ``blocked: <dialog>``, not
 idle; and the one answer captain gives for it where that answer is safe.
 
 **Seeing it.** ``probe`` reads the crew's pane (the screen reader, ``pane_reader.DIALOGS``:

@@ -59,7 +59,8 @@ Per agent kind:
 
 Start-up dialogs (``DIALOGS``): a Claude Code or Codex screen with no readable composer that
 carries every marker of one of the dialogs these CLIs show before their composer (folder
-trust; Codex's model-migration notice and hooks review) reads as that dialog: ``dialog``
+trust; Claude Code's API-key approval; Codex's model-migration notice, hooks review and
+login) reads as that dialog: ``dialog``
 names it, ``choice`` is the option under its pointer, and it stays a modal (``approval``).
 
 Stdlib only, no I/O: it runs on every doorbell attempt.
@@ -907,6 +908,12 @@ DIALOGS: tuple[Dialog, ...] = (
         safe="Yes, I trust this folder",
     ),
     Dialog(
+        "api_key",
+        "claude",
+        ("Detected a custom API key", "Do you want to use this API key?", "Enter to confirm"),
+        ("Yes", "No (recommended)"),
+    ),
+    Dialog(
         "folder_trust",
         "codex",
         ("Trust this folder?", "1. Trust and continue"),
@@ -931,6 +938,12 @@ DIALOGS: tuple[Dialog, ...] = (
         "codex",
         ("Hooks need review", "Trust all and continue"),
         ("Review hooks", "Trust all and continue", "Continue without trusting (hooks won't run)"),
+    ),
+    Dialog(
+        "login",
+        "codex",
+        ("Welcome to Codex", "Sign in with ChatGPT", "Press enter to continue"),
+        ("Sign in with ChatGPT", "Sign in with Device Code", "Sign in another way"),
     ),
 )
 

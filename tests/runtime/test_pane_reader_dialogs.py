@@ -2,8 +2,8 @@
 (``pane_reader.DIALOGS``), and nothing else reads as one.
 
 Captures (``tests/fixtures/screens``, provenance in its README): Claude Code 2.1.332's folder
-trust ("Accessing workspace", pointer on "No, exit"); Codex 0.169.0's folder trust ("Trust
-this folder?"), model-migration notice and hooks review.
+trust ("Accessing workspace", pointer on "No, exit") and API-key approval; Codex 0.169.0's
+folder trust ("Trust this folder?"), model-migration notice, hooks review and login.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ REAL = [
         "Try new model",
     ),
     ("codex-0.169-120x40/extra-onboarding-hooks-trust", "codex", "hooks_review", "Review hooks"),
+    ("claude-code-2.1.332/api-key", "claude", "api_key", "No (recommended)"),
+    ("codex-0.169-120x40/extra-login", "codex", "login", "Sign in with ChatGPT"),
 ]
 DIALOG_FILES = {name for name, *_ in REAL}
 
