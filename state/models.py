@@ -280,4 +280,6 @@ class RingStamp(Record):
     # the start-up dialog the pane shows (pane_reader.DIALOGS' id), None when none: written
     # by the runners' probe (runtime/dialogs.py), read by status, wait and the cockpit
     dialog: str | None = None
+    # the agent's composer was seen: it is past its start-up dialogs and no longer probed
+    composer_seen: bool = False
     checked_at: datetime | None = None

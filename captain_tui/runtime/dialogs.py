@@ -9,7 +9,7 @@ which ``status``, ``wait`` and the cockpit read: the crew's state is ``blocked``
 first sighting raises one ``blocked`` notification, which ``wait`` returns. The runners
 (``captain wait``, ``watch``, the cockpit) probe every ``PROBE_EVERY`` seconds, on the same
 clock as the death probe: one ``capture-pane`` per Claude Code or Codex crew (no other agent
-shows one).
+shows one) until its agent is first seen at its composer, past its start-up dialogs.
 
 **Answering it.** ``answer`` chooses a dialog's safe option (``Dialog.safe``: trusting the
 crew's own project directory) and nothing else; a dialog without one is refused
@@ -62,15 +62,21 @@ def next_step(snapshot: CrewSnapshot, dialog_id: str) -> str:
     return "jump to the pane (enter in the cockpit) and answer it there."
 
 
-def record(home: Home, snapshot: CrewSnapshot, dialog: str | None) -> None:
+def record(
+    home: Home, snapshot: CrewSnapshot, dialog: str | None, *, composer: bool = False
+) -> None:
     """Keep ``dialog`` (None: none) as what the crew's pane shows; its first sighting raises
-    one ``blocked`` notification."""
+    one ``blocked`` notification. ``composer``: the agent's composer is on screen (it is
+    past its start-up dialogs: ``probe`` stops looking)."""
     key = crew_key(snapshot.name)
     with home.store.lock(f"ring-{key}"):
         stamp = doorbell._stamp(home, key, snapshot)
+        seen = stamp.composer_seen or composer
+        if stamp.dialog == dialog and stamp.composer_seen == seen:
+            return
+        doorbell._save(home, key, stamp.model_copy(update=dict(dialog=dialog, composer_seen=seen)))
         if stamp.dialog == dialog:
             return
-        doorbell._save(home, key, stamp.model_copy(update=dict(dialog=dialog)))
     if dialog is not None:
         notify.signal(
             home,
@@ -96,19 +102,29 @@ def _watched(snapshot: CrewSnapshot | None) -> bool:
 
 def probe(home: Home, key: str) -> str | None:
     """Read one crew's pane and record the start-up dialog on it (None: none). A pane tmux
-    cannot be asked about changes nothing; a dead one shows no dialog."""
+    cannot be asked about changes nothing; a dead one shows no dialog. A crew whose agent
+    was seen at its composer, and at no dialog since, is past start-up: not read again."""
     snapshot, _ = crewlog.load(home, key)
     if not _watched(snapshot):
+        return None
+    stamp = doorbell.read_stamp(home, key)
+    if (
+        stamp is not None
+        and stamp.incarnation_id == snapshot.incarnation_id
+        and stamp.composer_seen
+        and stamp.dialog is None
+    ):
         return None
     try:
         tmux = Tmux(snapshot.pane.socket)
         info = tmux.pane(snapshot.pane)
         if info.state != ALIVE:
             return None
-        dialog = None if info.dead else doorbell._look(tmux, snapshot, info)[1].dialog
+        seen = None if info.dead else doorbell._look(tmux, snapshot, info)[1]
     except CaptainError:
         return None
-    record(home, snapshot, dialog)
+    dialog = seen.dialog if seen is not None else None
+    record(home, snapshot, dialog, composer=seen is not None and seen.composer_readable)
     return dialog
 
 
@@ -196,5 +212,5 @@ def answer(home: Home, name: str, dialog: str | None = None, *, ctx: Context) ->
         raise CaptainError("tmux_unavailable", err.message) from err
     cleared = after is not None and after.dialog != rule.id
     if after is not None:
-        record(home, snapshot, after.dialog)
+        record(home, snapshot, after.dialog, composer=after.composer_readable)
     return Answered(snapshot.name, rule.id, rule.safe, cleared)

@@ -28,7 +28,7 @@ from support.claude import StandIn, claude_available, claude_binary, claude_env
 from support.codex import CodexCrew, ResponsesStandIn, codex_available, codex_binary, codex_env
 
 from captain_tui import usecases
-from captain_tui.runtime import dialogs
+from captain_tui.runtime import dialogs, doorbell
 from captain_tui.runtime.pane_reader import read_screen
 from captain_tui.runtime.runner import Runner
 from state.crew import notify
@@ -83,8 +83,10 @@ def _blocked_then_answered(crew: AgentCrew) -> None:
         # the agent goes on to its composer: the dialog was answered, not dismissed
         crew.pane.wait_for(lambda s: read_screen(s, crew.agent).composer_readable, timeout=30)
         assert _status_row(crew)["state"] != "blocked"
-        # the next probe reads the pane again: no dialog, and the state stays cleared
+        # the next probe reads the pane again: no dialog, the state stays cleared, and the
+        # composer it saw ends the probing of this crew (it is past its start-up)
         assert dialogs.probe(crew.home, crew.key) is None
+        assert doorbell.read_stamp(crew.home, crew.key).composer_seen
         row = _status_row(crew)
         assert row["state"] != "blocked" and row["dialog"] is None, row
         # no dialog: the answer refuses and sends nothing
