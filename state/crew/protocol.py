@@ -785,10 +785,10 @@ def dialog_of(home: Home, key: str, snapshot) -> str | None:
     return stamp.dialog
 
 
-def _state(home: Home, key: str, snapshot, pending, unacked) -> standing.CrewState:
+def _state(home: Home, key: str, snapshot, pending, unacked, dialog) -> standing.CrewState:
     """``standing.crew_state`` from the home's files (the cockpit feeds it from its cache)."""
     return standing.crew_state(
-        dialog=dialog_of(home, key, snapshot),
+        dialog=dialog,
         dismissed=snapshot.dismissed_at is not None,
         done=snapshot.done_at is not None,
         died=deaths.reported(home, key, snapshot.incarnation_id),
@@ -809,6 +809,7 @@ def crew_state(home: Home, key: str) -> standing.CrewState | None:
         snapshot,
         rules.pending_question(home, key, snapshot),
         mailbox.unacknowledged(home, key),
+        dialog_of(home, key, snapshot),
     )
 
 
@@ -822,13 +823,14 @@ def crew_status(home: Home, include_dismissed: bool = False) -> list[dict]:
         pending = rules.pending_question(home, key, snapshot)
         queued = [] if snapshot.dismissed_at else mailbox.unread(home, key, snapshot)
         unacked = mailbox.unacknowledged(home, key)
-        state = _state(home, key, snapshot, pending, unacked)
+        dialog = dialog_of(home, key, snapshot)
+        state = _state(home, key, snapshot, pending, unacked, dialog)
         rows.append(
             {
                 "name": snapshot.name,
                 "agent": snapshot.agent,
                 "state": state,
-                "dialog": dialog_of(home, key, snapshot) if state == "blocked" else None,
+                "dialog": dialog if state == "blocked" else None,
                 "incarnation_id": snapshot.incarnation_id,
                 "assignment_id": snapshot.assignment.assignment_id,
                 "unread": len(queued),
