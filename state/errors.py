@@ -111,6 +111,10 @@ CODES = frozenset(
         "land_busy",
         "base_moved",
         "no_worktree",
+        # added by the start-up dialogs (issue #26): answering one for the crew
+        "no_dialog",
+        "dialog_not_safe",
+        "dialog_changed",
     }
 )
 

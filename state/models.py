@@ -17,7 +17,16 @@ if TYPE_CHECKING:
     from pydantic import TypeAdapter
 
 Status = Literal[
-    "working", "idle", "asked", "awaiting_approval", "done", "held", "bounced", "timeout", "error"
+    "working",
+    "idle",
+    "asked",
+    "awaiting_approval",
+    "done",
+    "held",
+    "blocked",
+    "bounced",
+    "timeout",
+    "error",
 ]
 Agent = Literal["claude", "codex", "pi", "shell", "program"]  # program: any --command
 
@@ -275,4 +284,9 @@ class RingStamp(Record):
     held_head: str | None = None  # the oldest held message: the held notice's clock is its
     held_notified: str | None = None  # head for which the 300 s 'held' notice was raised
     approval_seen: bool = False  # an approval prompt is up and was already reported
+    # the start-up dialog the pane shows (pane_reader.DIALOGS' id), None when none: written
+    # by the runners' probe (runtime/dialogs.py), read by status, wait and the cockpit
+    dialog: str | None = None
+    # the agent's composer was seen: it is past its start-up dialogs and no longer probed
+    composer_seen: bool = False
     checked_at: datetime | None = None

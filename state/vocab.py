@@ -18,10 +18,26 @@ STATUSES = (
     "awaiting_approval",
     "done",
     "held",
+    "blocked",
     "bounced",
     "timeout",
     "error",
 )
+
+# The start-up dialogs an agent may sit at (a crew ``blocked: <title>``), by stable id: the
+# screen reader recognises each (captain_tui/runtime/pane_reader.py's DIALOGS)
+DIALOG_TITLES = {
+    "folder_trust": "folder trust",
+    "model_migration": "model migration",
+    "hooks_review": "hooks review",
+    "api_key": "API key approval",
+    "login": "login",
+}
+
+
+def dialog_title(dialog_id: str) -> str:
+    """The words for a start-up dialog's id; the id itself when it is not one we know."""
+    return DIALOG_TITLES.get(dialog_id, dialog_id)
 
 
 def counted(n: int, one: str, many: str | None = None) -> str:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from state.work.controls import Facts
 
 # Statuses that need the captain now: they raise an alert (toast, bell, desktop notice).
-ALERT_STATUSES = frozenset({"asked", "awaiting_approval", "bounced", "error"})
+ALERT_STATUSES = frozenset({"asked", "awaiting_approval", "blocked", "bounced", "error"})
 
 RECONCILE: Final = "needs_reconciliation"
 # The Work panel's filters, in the order its key cycles them ("finished": any terminal state)
@@ -45,6 +45,7 @@ class CrewRow:
     owns: tuple[str, ...] = ()  # the assignment's grants, offered again for the next one
     allow: tuple[str, ...] = ()
     workspace: Workspace | None = None  # its own git worktree (docs/worktrees.md)
+    dialog: str | None = None  # the start-up dialog it is blocked at (state "blocked")
 
     @property
     def done(self) -> bool:

@@ -236,6 +236,11 @@ def _next_step(n, state: str | None = None) -> str:
             f"next:   captain wait {n.crew} --ack {n.delivery_id}, then captain assign "
             f'{n.crew} --handoff {n.assignment_id} --task "..."'
         )
+    if n.status == "blocked":  # a start-up dialog: the summary says how to answer it
+        return (
+            f"next:   answer the dialog (captain status shows the crew blocked while it is "
+            f"up); captain wait {n.crew} --ack {n.delivery_id}"
+        )
     if n.status == "error":  # the crew died: dismiss it, then recruit the name again
         return (
             f"next:   captain wait {n.crew} --ack {n.delivery_id}, captain dismiss "
@@ -285,6 +290,7 @@ def cmd_wait(args, out: Out) -> int:
 
 def cmd_status(args, out: Out) -> int:
     from captain_tui import usecases
+    from state.crew.standing import shown
 
     home = home_of(args)
     s = usecases.status(home, ctx=caller(), include_dismissed=args.all)
@@ -333,7 +339,7 @@ def cmd_status(args, out: Out) -> int:
             [
                 r["name"],
                 r["agent"],
-                r["state"],
+                shown(r["state"], r.get("dialog")),
                 r["assignment_id"],
                 str(r["unread"]),
                 r["question_id"] or "-",

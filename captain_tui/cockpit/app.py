@@ -70,7 +70,7 @@ from state.crew.rules import CAPTAIN
 from state.errors import CaptainError
 from state.home import Home
 from state.models import PaneLocator
-from state.vocab import counted, ended, quoted, short
+from state.vocab import counted, dialog_title, ended, quoted, short
 from widgets.cells import age, as_markup, clean, one_line
 from widgets.chrome import CockpitFooter, CockpitHeader
 from widgets.panels.base import Panel
@@ -529,6 +529,8 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
             )
         if need == "pane" and crew.pane is None:
             return f"{crew.name} has no tmux pane (it was recorded with --no-launch)."
+        if need == "blocked_crew":
+            return _why_not_unblock(crew)
         return None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -757,6 +759,12 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
                 self._in_worker(partial(jobs.dismiss, self.home, crew.name))
 
         self.push_screen(ConfirmScreen(f"Dismiss {crew.name}?", body, yes="Dismiss"), decided)
+
+    def action_unblock(self) -> None:
+        crew = self.selected_crew()
+        if crew is None or crew.dialog is None:
+            return
+        self._in_worker(partial(jobs.unblock, self.home, crew.name, crew.dialog))
 
     def action_jump(self) -> None:
         crew = self.selected_crew()
@@ -988,6 +996,21 @@ def _said_here(err: CaptainError, in_crew: bool) -> str:
             f"press {_key('acknowledge')} on {where}; then send again."
         )
     return err.message
+
+
+def _why_not_unblock(crew: CrewRow) -> str | None:
+    """Why ``u`` cannot answer the crew's start-up dialog (None: it can)."""
+    from captain_tui.runtime.pane_reader import dialog_rule
+
+    if crew.state != "blocked" or crew.dialog is None:
+        return f"{crew.name} is not at a start-up dialog."
+    rule = dialog_rule(crew.agent, crew.dialog)
+    if rule is None or rule.safe is None:
+        return (
+            f"{crew.name}'s {dialog_title(crew.dialog)} dialog is yours to answer: press "
+            f"{_key('jump')} to jump to its pane."
+        )
+    return None
 
 
 def _key(command_id: str) -> str:

@@ -58,6 +58,19 @@ COMMANDS: tuple[Command, ...] = (
         needs="notification",
     ),
     Command(
+        "unblock",
+        "u",
+        "Unblock",
+        "The selected crew is blocked at its agent's start-up dialog: choose the answer "
+        "captain may give for it — trust the crew's own project folder (Claude Code, Codex). "
+        "The key goes to the pane only while it shows exactly that dialog, re-read just "
+        "before and after; any other dialog (API key, model migration, hooks review, login) is "
+        "yours to answer: jump to the pane.",
+        "unblock",
+        needs="blocked_crew",
+        show=False,  # said in the blocked crew's toast and notice; in help and the palette
+    ),
+    Command(
         "recruit",
         "r",
         "Recruit",
@@ -240,7 +253,10 @@ def help_markdown() -> str:
         "## The panels",
         "",
         "- **Crew** — one row per crew: its state (*assigned*, *asked*, *approval*, "
-        "*done*), its task, unread mail, last activity and what holds its doorbell.",
+        "*done*), its task, unread mail, last activity and what holds its doorbell. "
+        "*blocked*: its agent sits at a start-up dialog, named in the Doorbell column; "
+        f"`{key_label(BY_ID['unblock'])}` answers folder trust, any other is yours to "
+        f"answer in the pane (`{key_label(BY_ID['jump'])}`).",
         "- **Questions** — pending questions, the one waiting longest first. Press "
         f"`{key_label(BY_ID['answer'])}`.",
         "- **Doorbells** — mail that could not be rung in yet, and why (a human draft on "

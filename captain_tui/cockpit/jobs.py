@@ -18,7 +18,7 @@ from state.crew.rules import CAPTAIN
 from state.errors import CaptainError
 from state.home import Home
 from state.inputs import crew_key
-from state.vocab import counted, ended, quoted, short
+from state.vocab import counted, dialog_title, ended, quoted, short
 from state.work import ledger
 from state.work.models import WorkItem
 
@@ -137,6 +137,21 @@ def recruit(home: Home, values: dict, *, socket: str) -> str:
 
 def _dismissed(d: ops.Dismissal) -> str:
     return ops.dismissal_words(d, place="window")
+
+
+def unblock(home: Home, crew: str, dialog: str) -> str | Said:
+    """Choose the safe option of ``crew``'s start-up ``dialog`` (runtime/dialogs.py)."""
+    from captain_tui.runtime import dialogs
+
+    done = dialogs.answer(home, crew, dialog, ctx=CAPTAIN)
+    what = f"{done.crew}'s {dialog_title(done.dialog)} dialog"
+    if done.cleared:
+        return f"Answered {what}: {quoted(done.option)}."
+    return Said(
+        f"Chose {quoted(done.option)} on {what}, but it is still on screen: jump to the "
+        "pane (enter) and look.",
+        "warning",
+    )
 
 
 def dismiss(home: Home, crew: str) -> str:

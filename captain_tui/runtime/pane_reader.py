@@ -57,6 +57,12 @@ Per agent kind:
   line, or in the few lines above it when it holds no prompt (a prompt drawn after a
   question means the question was answered).
 
+Start-up dialogs (``DIALOGS``): a Claude Code or Codex screen with no readable composer that
+carries every marker of one of the dialogs these CLIs show before their composer (folder
+trust; Claude Code's API-key approval; Codex's model-migration notice, hooks review and
+login) reads as that dialog: ``dialog``
+names it, ``choice`` is the option under its pointer, and it stays a modal (``approval``).
+
 Stdlib only, no I/O: it runs on every doorbell attempt.
 """
 
@@ -66,7 +72,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-__all__ = ["Screen", "read_screen", "strip_ansi"]
+__all__ = ["DIALOGS", "Dialog", "Screen", "dialog_rule", "read_screen", "strip_ansi"]
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,8 @@ class Screen:
     draft: str | None  # unsent text on the composer: "" when empty; None when not readable
     working: bool  # the agent is mid-turn (spinner, "esc to interrupt", ...)
     reason: str  # one short sentence: why (shown to the captain when a gate holds)
+    dialog: str | None = None  # a start-up dialog (``DIALOGS``' id) fills the screen
+    choice: str | None = None  # that dialog's option under the pointer (❯ / ›), if any
 
 
 # --------------------------------------------------------------------------- escapes
@@ -866,6 +874,126 @@ def _read_generic(lines: list[str], cursor: tuple[int, int] | None) -> Screen:
     return _verdict(name, approval=approval, draft=draft, unreadable=None, working=working)
 
 
+# --------------------------------------------------------------------------- start-up dialogs
+
+
+@dataclass(frozen=True)
+class Dialog:
+    """A screen an agent shows before its composer, that only a person's answer gets past.
+
+    ``id`` is stable (``status --json``'s ``dialog``; its words, ``blocked: <title>``, are
+    ``state.vocab.DIALOG_TITLES``'). It is recognised only when every one of ``markers``
+    is on screen, no composer is (a transcript quoting the words is not the dialog), and
+    exactly one line carries a pointer (``❯`` / ``›``), on one of ``options`` (text quoted
+    in another modal, say an approval prompt's command, is not the dialog: that modal's own
+    pointer is on its own option). ``safe`` is the option
+    the captain may choose for the crew (the words of that option as drawn); None: only
+    a person at the pane answers it.
+    """
+
+    id: str  # state.vocab.DIALOG_TITLES' key
+    agent: str  # the reader kind it belongs to: claude | codex
+    markers: tuple[str, ...]  # plain substrings, all required
+    options: tuple[str, ...]  # its options as drawn (Codex numbers them: "1. " dropped)
+    safe: str | None = None
+
+
+# Every start-up dialog captain recognises, one rule each (seen on the real CLIs: the
+# captures are in tests/fixtures/screens, and tests/agents brings each trust dialog up).
+DIALOGS: tuple[Dialog, ...] = (
+    Dialog(
+        "folder_trust",
+        "claude",
+        ("Accessing workspace:", "Yes, I trust this folder", "No, exit", "Enter to confirm"),
+        ("No, exit", "Yes, I trust this folder"),
+        safe="Yes, I trust this folder",
+    ),
+    Dialog(
+        "api_key",
+        "claude",
+        ("Detected a custom API key", "Do you want to use this API key?", "Enter to confirm"),
+        ("Yes", "No (recommended)"),
+    ),
+    Dialog(
+        "folder_trust",
+        "codex",
+        ("Trust this folder?", "1. Trust and continue"),
+        # what Codex 0.169 can offer under it (its binary's strings), by context
+        (
+            "Trust and continue",
+            "Open restricted",
+            "Open existing task",
+            "Back to Agent Command Center",
+            "Keep current directory",
+        ),
+        safe="Trust and continue",
+    ),
+    Dialog(
+        "model_migration",
+        "codex",
+        ("1. Try new model", "2. Use existing model"),
+        ("Try new model", "Use existing model"),
+    ),
+    Dialog(
+        "hooks_review",
+        "codex",
+        ("Hooks need review", "Trust all and continue"),
+        ("Review hooks", "Trust all and continue", "Continue without trusting (hooks won't run)"),
+    ),
+    Dialog(
+        "login",
+        "codex",
+        ("Welcome to Codex", "Sign in with ChatGPT", "Press enter to continue"),
+        ("Sign in with ChatGPT", "Sign in with Device Code", "Sign in another way"),
+    ),
+)
+
+
+def dialog_rule(kind: str, dialog_id: str) -> Dialog | None:
+    """The rule for ``dialog_id`` on an agent of ``kind`` (claude, codex ...)."""
+    return next((d for d in DIALOGS if d.agent == _kind(kind) and d.id == dialog_id), None)
+
+
+_POINTER = re.compile(r"[ \xa0]*[❯›>][ \xa0]+(?:\d{1,2}\.[ \xa0]+)?(?P<option>\S.*)")
+
+
+def _dialog_in(lines: list[str], kind: str) -> tuple[Dialog, str] | None:
+    """The start-up dialog on these lines, and the option its one pointer is on."""
+    text = "\n".join(lines)
+    pointed = [_rstrip(m.group("option")) for m in map(_POINTER.match, lines) if m]
+    if len(pointed) != 1:
+        return None
+    for rule in DIALOGS:
+        if (
+            rule.agent == kind
+            and pointed[0] in rule.options
+            and all(m in text for m in rule.markers)
+        ):
+            return rule, pointed[0]
+    return None
+
+
+def _with_dialog(screen: Screen, lines: list[str], kind: str) -> Screen:
+    """A screen with no readable composer that shows a start-up dialog: say which one. It
+    stays a modal (``approval``): nothing rings into it."""
+    if screen.composer_readable:
+        return screen
+    found = _dialog_in(lines, kind)
+    if found is None:
+        return screen
+    dialog, choice = found
+    name = {"claude": "Claude Code", "codex": "Codex"}[kind]
+    return Screen(
+        approval=True,
+        composer_readable=False,
+        draft=None,
+        working=False,
+        reason=f"{name} is at its start-up {dialog.id.replace('_', ' ')} dialog",
+        dialog=dialog.id,
+        choice=choice,
+    )
+
+
 # --------------------------------------------------------------------------- entry point
 
 
@@ -894,9 +1022,9 @@ def read_screen(text: str, agent: str, *, cursor: tuple[int, int] | None = None)
         if all(_blank(line) for line in lines):
             return _held("the pane is blank (nothing drawn yet)")
         if kind == "claude":
-            return _read_claude(lines, styles)
+            return _with_dialog(_read_claude(lines, styles), lines, kind)
         if kind == "codex":
-            return _read_codex(lines, styles)
+            return _with_dialog(_read_codex(lines, styles), lines, kind)
         if kind == "pi":
             return _read_pi(lines, styles)
         return _read_generic(lines, cursor)

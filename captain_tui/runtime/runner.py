@@ -1,5 +1,5 @@
 """The loop behind ``captain wait`` and ``captain watch``: sleep on inotify, ring held
-doorbells, look for approval prompts on hookless panes.
+doorbells, look for approval prompts on hookless panes and for start-up dialogs.
 
 watchfiles is a hint, never a log: every wake-up rescans what it serves, so an event the
 watcher dropped (inotify overflow, a watcher error) costs latency, never state.
@@ -50,6 +50,7 @@ class Runner:
         self._next_ledger = 0.0
         self._next_examine = 0.0
         self._next_deaths = 0.0
+        self._next_dialogs = 0.0
         self._last_ledger = float("-inf")
         # the shared ledger's wake-ups (None: files, or not asked yet)
         self._listener: LedgerListener | None = None
@@ -113,6 +114,12 @@ class Runner:
 
                 self._purger = Purger(self.home)
             self._purger.tick(clock)  # at once, then every upkeep.PURGE_EVERY seconds
+        if clock >= self._next_dialogs:  # start-up dialogs: on the death probe's clock
+            from captain_tui.runtime import dialogs
+
+            self._next_dialogs = clock + dialogs.PROBE_EVERY
+            for key in [self.crew.lower()] if self.crew else self.home.crew_keys():
+                _quietly(dialogs.probe, self.home, key)
         if clock >= self._next_approval:
             self._next_approval = clock + APPROVAL_EVERY
             for key in [self.crew.lower()] if self.crew else self.home.crew_keys():

@@ -356,6 +356,22 @@ class Tmux:
     def send_enter(self, locator: PaneLocator) -> None:
         self.run("send-keys", "-t", locator.pane_id, "Enter")
 
+    def send_key(self, locator: PaneLocator, key: str) -> None:
+        """One named key (``Down``, ``Enter``) to the pane: only a start-up dialog's answer
+        sends one (``runtime/dialogs.py``), and only while the pane shows that dialog."""
+        assert key in ("Down", "Up", "Enter"), key
+        self.run("send-keys", "-t", locator.pane_id, key)
+
+    def in_mode(self, locator: PaneLocator) -> bool | None:
+        """Whether the pane is in a tmux mode (copy mode, a chooser), where a key would go to
+        tmux, not the program; None when tmux does not say."""
+        proc = self.run(
+            "display-message", "-p", "-t", locator.pane_id, "#{pane_in_mode}", check=False
+        )
+        if proc.returncode != 0 or proc.stdout.strip() not in ("0", "1"):
+            return None
+        return proc.stdout.strip() == "1"
+
     def kill_pane(self, locator: PaneLocator, *, timeout: float = 3.0) -> bool:
         """Kill the crew's window and confirm it is gone (True) or say we cannot (False)."""
         info = self.pane(locator)

@@ -21,7 +21,7 @@ POLL_SECONDS = 0.05
 REPAIR_SECONDS = 1.0  # how often a running wait re-settles the crew it watches
 # Signals a crew's runtime may raise; asked/done/bounced come only from protocol events,
 # and a timeout is never a notification.
-SIGNALS = frozenset({"working", "idle", "awaiting_approval", "held", "error"})
+SIGNALS = frozenset({"working", "idle", "awaiting_approval", "held", "blocked", "error"})
 
 
 def _scope(home: Home, name: str | None) -> list[str]:

@@ -50,6 +50,7 @@ from state.models import (
     PaneLocator,
     Question,
     Recruited,
+    RingStamp,
     Workspace,
     WorktreeDiscarded,
 )
@@ -777,15 +778,26 @@ def _actor(ctx: Context) -> str:
     return "crew" if ctx.role == "crew" else "captain"
 
 
+def dialog_of(home: Home, key: str, snapshot: CrewSnapshot) -> str | None:
+    """The start-up dialog the runners' probe last saw on this incarnation's pane (kept in
+    the doorbell's stamp), None when none."""
+    stamp = home.store.read(home.ring_stamp_path(key), RingStamp)
+    if stamp is None or stamp.incarnation_id != snapshot.incarnation_id:
+        return None
+    return stamp.dialog
+
+
 def _state(
     home: Home,
     key: str,
     snapshot: CrewSnapshot,
     pending: Question | None,
     unacked: list[Notification],
+    dialog: str | None,
 ) -> standing.CrewState:
     """``standing.crew_state`` from the home's files (the cockpit feeds it from its cache)."""
     return standing.crew_state(
+        dialog=dialog,
         dismissed=snapshot.dismissed_at is not None,
         done=snapshot.done_at is not None,
         died=deaths.reported(home, key, snapshot.incarnation_id),
@@ -806,6 +818,7 @@ def crew_state(home: Home, key: str) -> standing.CrewState | None:
         snapshot,
         rules.pending_question(home, key, snapshot),
         mailbox.unacknowledged(home, key),
+        dialog_of(home, key, snapshot),
     )
 
 
@@ -819,12 +832,14 @@ def crew_status(home: Home, include_dismissed: bool = False) -> list[dict[str, A
         pending = rules.pending_question(home, key, snapshot)
         queued = [] if snapshot.dismissed_at else mailbox.unread(home, key, snapshot)
         unacked = mailbox.unacknowledged(home, key)
-        state = _state(home, key, snapshot, pending, unacked)
+        dialog = dialog_of(home, key, snapshot)
+        state = _state(home, key, snapshot, pending, unacked, dialog)
         rows.append(
             {
                 "name": snapshot.name,
                 "agent": snapshot.agent,
                 "state": state,
+                "dialog": dialog if state == "blocked" else None,
                 "incarnation_id": snapshot.incarnation_id,
                 "assignment_id": snapshot.assignment.assignment_id,
                 "unread": len(queued),

@@ -10,6 +10,10 @@ The vocabulary, first match wins:
 - ``dismissed``: retired (``status --all`` only; the cockpit shows no dismissed crew);
 - ``done``: its assignment ended with ``done`` (whatever its process did afterwards);
 - ``died``: its process ended before ``done`` (the death is recorded: ``state.crew.deaths``);
+- ``blocked``: its agent sits at a start-up dialog (folder trust, a model-migration notice,
+  ...) and does nothing until someone answers it; ``dialog`` names which (the runners'
+  probe reads it off the pane every few seconds and keeps it in the doorbell's stamp:
+  ``captain_tui.runtime.dialogs``), and it clears as soon as the dialog is gone;
 - ``asked``: a question is pending (asked and not yet answered);
 - ``approval``: its agent waits on an approval prompt (an unacknowledged
   ``awaiting_approval`` on the current assignment);
@@ -23,11 +27,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Literal, Protocol
 
-CrewState = Literal["dismissed", "done", "died", "asked", "approval", "held", "assigned"]
+from state.vocab import dialog_title
+
+CrewState = Literal["dismissed", "done", "died", "blocked", "asked", "approval", "held", "assigned"]
 STATES: tuple[CrewState, ...] = (
     "dismissed",
     "done",
     "died",
+    "blocked",
     "asked",
     "approval",
     "held",
@@ -42,6 +49,12 @@ class _Note(Protocol):  # read-only: a Notification's status is a Literal of the
     def assignment_id(self) -> str: ...
 
 
+def shown(state: str, dialog: str | None) -> str:
+    """The state in words: ``blocked: folder trust`` names the dialog; every other state is
+    its own word."""
+    return f"blocked: {dialog_title(dialog)}" if state == "blocked" and dialog else state
+
+
 def crew_state(
     *,
     dismissed: bool,
@@ -50,6 +63,7 @@ def crew_state(
     question_pending: bool,
     unacknowledged: Iterable[_Note],
     assignment_id: str,
+    dialog: str | None = None,
 ) -> CrewState:
     """The crew's one state (the module's docstring has the order and its reasons)."""
     if dismissed:
@@ -58,6 +72,8 @@ def crew_state(
         return "done"
     if died:
         return "died"
+    if dialog:
+        return "blocked"
     if question_pending:
         return "asked"
     waiting = {n.status for n in unacknowledged if n.assignment_id == assignment_id}

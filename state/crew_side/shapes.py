@@ -109,7 +109,7 @@ SHAPES = {
     'Notification': (
         ('schema', 'schema_', ('lit', 1)),
         ('delivery_id', 'delivery_id', 'str'),
-        ('status', 'status', ('lit', 'working', 'idle', 'asked', 'awaiting_approval', 'done', 'held', 'bounced', 'timeout', 'error')),
+        ('status', 'status', ('lit', 'working', 'idle', 'asked', 'awaiting_approval', 'done', 'held', 'blocked', 'bounced', 'timeout', 'error')),
         ('crew', 'crew', 'str'),
         ('assignment_id', 'assignment_id', 'str'),
         ('summary', 'summary', ('str<=', 1600)),

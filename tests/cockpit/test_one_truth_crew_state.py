@@ -5,7 +5,8 @@ unread mail, its pending question, its unacknowledged notifications.
 
 A Hypothesis state machine drives real protocol calls on a real home: recruit (launched,
 with a pane locator), tell, the crew reading its inbox, ask, answer, done, the captain
-acknowledging, dismissal, the crew's process dying, an approval prompt and a held doorbell.
+acknowledging, dismissal, the crew's process dying, an approval prompt, a held doorbell and
+the probe seeing a start-up dialog come and go (``blocked: <dialog>``).
 Both views are compared after every step; the Feed is the cockpit's own incremental one.
 """
 
@@ -21,8 +22,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from captain_tui.cockpit.feed.home import Feed
+from captain_tui.runtime import dialogs
 from state.clock import now
-from state.crew import deaths, notify, protocol, standing
+from state.crew import crewlog, deaths, notify, protocol, standing
 from state.errors import CaptainError
 from state.home import Home
 from state.models import PaneLocator
@@ -198,6 +200,17 @@ class OneTruth(RuleBasedStateMachine):
                 incarnation_id=row["incarnation_id"],
             )
 
+    @rule(
+        name=st.sampled_from(NAMES),
+        dialog=st.sampled_from(["folder_trust", "model_migration", None]),
+    )
+    def probe_sees_a_start_up_dialog(self, name, dialog):
+        """What the runners' probe records when it reads the pane (a dialog, or none)."""
+        r, _ = self._live(name)
+        if r is not None:
+            snapshot, _ = crewlog.load(self.home, name.lower())
+            dialogs.record(self.home, snapshot, dialog)
+
     # -- the one truth -------------------------------------------------------------------
 
     @invariant()
@@ -213,6 +226,7 @@ class OneTruth(RuleBasedStateMachine):
                 v.question.question_id if v.question else None,
                 v.crew.unacknowledged,
                 v.crew.assignment_id,
+                v.crew.dialog,
             )
             for v in self.feed.view.crews.values()
             if v.crew is not None
@@ -224,6 +238,7 @@ class OneTruth(RuleBasedStateMachine):
                 r["question_id"],
                 r["unacknowledged"],
                 r["assignment_id"],
+                r["dialog"],
             )
             for r in protocol.crew_status(self.home)
         }

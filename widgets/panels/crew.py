@@ -6,6 +6,7 @@ from datetime import datetime
 
 from rich.text import Text
 
+from state.vocab import dialog_title
 from widgets.cells import age, plain
 from widgets.panels.base import Column, Panel
 from widgets.view import CrewRow
@@ -18,6 +19,7 @@ STATE_COLOURS = {
     "held": "warning",
     "done": "success",
     "died": "error",
+    "blocked": "error",
 }
 
 
@@ -44,7 +46,10 @@ class CrewPanel(Panel):
             f"bold {self.colour('accent')}" if row.unread else self.colour("text-muted"),
         )
         gate = (
-            plain(f"held: {row.gate}", self.colour("warning"))
+            # blocked: the doorbell column names the dialog (the state says "blocked")
+            plain(dialog_title(row.dialog), f"bold {self.colour('error')}")
+            if row.state == "blocked" and row.dialog
+            else plain(f"held: {row.gate}", self.colour("warning"))
             if row.gate
             else plain("clear" if row.pane else "no pane", self.colour("text-muted"))
         )

@@ -14,6 +14,7 @@ from widgets.view import NotificationRow
 STATUS_COLOURS = {
     "asked": "warning",
     "awaiting_approval": "error",
+    "blocked": "error",
     "bounced": "error",
     "error": "error",
     "held": "warning",

@@ -13,7 +13,14 @@ from state.models import Notification
 # a notification's status that needs the captain (widgets.view.ALERT_STATUSES), a file that
 # could not be read, a work item that needs reconciliation, the Work panel's ledger changed
 AlertKind = Literal[
-    "asked", "awaiting_approval", "bounced", "error", "quarantine", "needs_reconciliation", "ledger"
+    "asked",
+    "awaiting_approval",
+    "blocked",
+    "bounced",
+    "error",
+    "quarantine",
+    "needs_reconciliation",
+    "ledger",
 ]
 
 
@@ -33,6 +40,7 @@ FLOOD_TITLES = {
     "awaiting_approval": "{n} crew need approval",
     "bounced": "{n} messages bounced",
     "error": "{n} crew died",
+    "blocked": "{n} crew blocked at a start-up dialog",
     "needs_reconciliation": "{n} tasks need reconciliation",
 }
 NAMED = 3  # crews named in a flood's toast; the rest are counted
@@ -54,6 +62,7 @@ def alert_for(n: Notification) -> Alert:
         "awaiting_approval": f"{n.crew} needs approval",
         "bounced": f"Mail to {n.crew} bounced",
         "error": f"{n.crew} died",
+        "blocked": f"{n.crew} is blocked",
     }[n.status]
     body = {"bounced": _named, "error": _death}.get(n.status, lambda s: s)(n.summary)
     kind = cast(AlertKind, n.status)  # one of the statuses titled above (else KeyError there)

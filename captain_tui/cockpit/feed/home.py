@@ -350,7 +350,9 @@ def _crew_view(key: str, cache: _CrewCache) -> CrewView | None:
         else None
     )
     gate = live_stamp.gate if live_stamp is not None and unread else None
+    dialog = live_stamp.dialog if live_stamp is not None else None
     state = standing.crew_state(
+        dialog=dialog,
         dismissed=False,
         done=s.done_at is not None,
         died=deaths.delivery_id(s.incarnation_id) in cache.notes,  # acknowledged or not
@@ -382,6 +384,7 @@ def _crew_view(key: str, cache: _CrewCache) -> CrewView | None:
         owns=tuple(s.assignment.owns),
         allow=tuple(s.assignment.allow),
         workspace=s.workspace,
+        dialog=dialog if state == "blocked" else None,
     )
     question = (
         QuestionRow(
