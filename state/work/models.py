@@ -30,7 +30,11 @@ EVENT_TYPES = (
     "cancelled",
     "needs_reconciliation",
     "resolved",
+    "approval_requested",
+    "approval_decided",
 )
+# events that record something about the item without changing its state (state/crew/approvals.py)
+NOTES = frozenset({"approval_requested", "approval_decided"})
 CANCEL_OUTCOMES = ("cancelled", "already_terminal", "stop_unconfirmed")
 
 
@@ -49,6 +53,8 @@ class WorkEvent(Record):
         "cancelled",
         "needs_reconciliation",
         "resolved",
+        "approval_requested",
+        "approval_decided",
     ]
     generation: int = Field(ge=0)
     actor: str
@@ -74,6 +80,15 @@ class WorkEvent(Record):
     cost_usd: float | None = Field(default=None, ge=0)
     # resolved
     runtime_stopped: bool | None = None
+    # approval_requested / approval_decided: never the command, only its fingerprint and a
+    # bounded, escaped excerpt
+    request_id: str | None = Field(default=None, max_length=64)
+    tool: str | None = Field(default=None, max_length=64)
+    excerpt: str | None = Field(default=None, max_length=201)
+    fingerprint: str | None = Field(default=None, max_length=64)
+    decision: (
+        Literal["allow", "allow_session", "deny", "expired", "answered_in_pane", "late"] | None
+    ) = None
 
 
 class Attempt(Strict):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from state.errors import CaptainError
 from state.ids import WORK
-from state.work.models import TERMINAL, Attempt, Resolution, WorkEvent, WorkItem
+from state.work.models import NOTES, TERMINAL, Attempt, Resolution, WorkEvent, WorkItem
 
 
 def check_work_id(work_id: str) -> str:
@@ -39,6 +39,8 @@ _FROM = {
 
 
 def legal(state: str | None, event: WorkEvent) -> bool:
+    if event.type in NOTES:  # a note on any item, in any state; it changes none
+        return state is not None and event.state == state
     if state not in _FROM[event.type]:
         return False
     if event.type == "resolved":
@@ -84,6 +86,8 @@ def fold(item: WorkItem | None, event: WorkEvent, work_id: str) -> WorkItem:
             created_at=event.at,
             updated_at=event.at,
         )
+    if event.type in NOTES:
+        return item.model_copy(update=dict(seq=event.seq))
     changes: dict = dict(seq=event.seq, state=event.state, updated_at=event.at)
     attempts = list(item.attempts)
     if event.type == "claimed":

@@ -140,6 +140,17 @@ def op_cancel(home: Home, work_id: str, stop: bool | None):
     )
 
 
+def op_note(home: Home, work_id: str, type: str):
+    return ledger.note(
+        home,
+        work_id,
+        type,
+        actor="captain",
+        request_id="apr_1",
+        decision="allow" if type == "approval_decided" else None,
+    )
+
+
 def op_examine(home: Home, verdict: str):
     return ledger.examine(home, lambda locator: verdict, holder="reconciler", at=T1)
 
@@ -342,6 +353,18 @@ def _ledger_scenarios() -> list[Scenario]:
                 "cancelled",
                 "cancelled",
                 [A, C, "cancel_requested", "cancelled"],
+            ),
+            *(
+                Scenario(
+                    f"{note}:{when}",
+                    "note",
+                    {"work_id": "W", "type": note},
+                    RUNNING,
+                    "running",
+                    "running",
+                    [A, C, note],
+                )
+                for note in ("approval_requested", "approval_decided")
             ),
             Scenario(
                 f"cancelled:{when}",
@@ -872,7 +895,7 @@ CHECKS = {
 
 # -- the same crash points on PostgreSQL ----------------------------------------------------
 
-LEDGER_OPS = ("accept", "replay", "claim", "report", "examine", "cancel", "resolve")
+LEDGER_OPS = ("accept", "replay", "claim", "report", "examine", "cancel", "resolve", "note")
 PG_SCENARIOS = [s for s in SCENARIOS if s.op in LEDGER_OPS]
 
 
