@@ -89,6 +89,11 @@ CODES = frozenset(
         "ledger_import_conflict",
         # a command line argparse cannot take, answered with --json (exit 2)
         "usage",
+        # added by approvals (#26): a request ID that is not this crew's, one decided
+        # already, one its agent's hook let go (expired, answered in the pane)
+        "unknown_approval",
+        "approval_decided",
+        "approval_closed",
     }
 )
 

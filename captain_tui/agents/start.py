@@ -28,7 +28,7 @@ def command_for(agent: str, home, key: str, command: str | None = None) -> str:
     if agent == "claude":
         return claude.command(home, key)
     if agent == "codex":
-        return codex.command()
+        return codex.command(home)
     if agent == "pi":
         return pi.command(home, key)
     shell = os.environ.get("SHELL") or "/bin/sh"

@@ -13,6 +13,7 @@ May import ``captain_tui.runtime``, ``captain_tui.agents`` and ``state``; never 
 cockpit, the API or Textual.
 """
 
+from captain_tui.usecases.approvals import approve, pending
 from captain_tui.usecases.crew import (
     Attach,
     Bell,
@@ -43,11 +44,13 @@ __all__ = [
     "acknowledge",
     "actor",
     "answer",
+    "approve",
     "assign",
     "cancel",
     "dismiss",
     "dismissal_words",
     "jump",
+    "pending",
     "recruit",
     "replay",
     "resolve",

@@ -1,0 +1,257 @@
+"""Approvals (#26 points 1-3): an agent's PermissionRequest hook records a request and holds
+the prompt for the captain's decision; ``captain approvals`` lists it, ``captain approve``
+decides it once; no decision in time, an error or a hook the agent ended leaves the
+agent's own prompt (the hook prints nothing: never an allow); every request and its end
+is an event on the assignment's work item, the command only as a fingerprint and a
+bounded, escaped excerpt. The hooks run in-process (``run_hook``, real files) on a thread,
+as the agent would run them while the captain decides; one runs as a real process to be
+ended by a signal.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from support.cli import invoke
+from support.crew import hire, refused
+
+from captain_tui import usecases
+from captain_tui.agents.hooks import run_hook
+from state.crew import approvals, notify
+from state.crew.rules import Context
+from state.home import Home
+from state.work import ledger
+
+REPO = Path(__file__).resolve().parents[2]
+DEADLINE = 10.0
+
+
+def set_timeout(home: Home, seconds: float) -> None:
+    (home.root / "config.toml").write_text(f"[crew]\napproval_timeout = {seconds}\n")
+
+
+class Held:
+    """One PermissionRequest hook running on a thread, as the agent runs it."""
+
+    def __init__(self, env: dict, agent: str = "claude", **fields) -> None:
+        data = {"hook_event_name": "PermissionRequest", "session_id": "s-1", "cwd": "/tmp"}
+        data.update(fields)
+        self.out = io.StringIO()
+        self.code: int | None = None
+        self.took: float | None = None
+
+        def run() -> None:
+            start = time.monotonic()
+            self.code = run_hook(
+                agent, "PermissionRequest", None, io.StringIO(json.dumps(data)), self.out, env
+            )
+            self.took = time.monotonic() - start
+
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+
+    def answer(self, timeout: float = DEADLINE) -> dict | None:
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "the hook never returned"
+        assert self.code == 0
+        text = self.out.getvalue()
+        return json.loads(text) if text else None
+
+
+def open_one(home: Home, name: str = "Jack") -> approvals.Open:
+    end = time.monotonic() + DEADLINE
+    while time.monotonic() < end:
+        found = approvals.open_requests(home, name)
+        if found:
+            assert len(found) == 1
+            return found[0]
+        time.sleep(0.01)
+    raise AssertionError("no approval request appeared")
+
+
+def events(home: Home, assignment_id: str) -> list:
+    return [
+        e
+        for e in ledger.events(home, ledger.work_id_for_assignment(assignment_id))
+        if e.type.startswith("approval_")
+    ]
+
+
+@pytest.fixture
+def held(home: Home):
+    set_timeout(home, 20)
+
+
+def test_allowed_from_the_cli_is_the_hooks_answer_and_on_the_record(
+    home: Home, project: Path, held
+):
+    jack = hire(home, project)
+    secret = "deploy --token " + "s3cr3t" * 100  # longer than any excerpt
+    hook = Held(jack.env, tool_name="Bash", tool_input={"command": secret})
+    request = open_one(home).request
+
+    code, listed, _ = invoke("approvals", "--home", str(home.root), "--json")
+    assert code == 0 and [r["request_id"] for r in listed["approvals"]] == [request.request_id]
+    row = listed["approvals"][0]
+    assert row["crew"] == "Jack" and row["tool"] == "Bash" and row["allow_session"] is True
+    assert len(row["excerpt"]) <= approvals.EXCERPT_MAX and secret not in json.dumps(listed)
+
+    n = notify.wait(home, "Jack", timeout=0)  # wait names the request it waits on
+    assert n.status == "awaiting_approval" and n.request_id == request.request_id
+    code, env, _ = invoke("wait", "Jack", "--home", str(home.root), "--timeout", "0", "--json")
+    assert code == 1 and env["error"]["code"] == "unacknowledged"
+
+    code, done, err = invoke(
+        "approve", "Jack", request.request_id, "--allow", "--home", str(home.root), "--json"
+    )
+    assert code == 0, err
+    assert done["decision"] == "allow"
+    assert hook.answer() == {
+        "hookSpecificOutput": {
+            "hookEventName": "PermissionRequest",
+            "decision": {"behavior": "allow"},
+        }
+    }
+    assert approvals.open_requests(home) == []
+
+    code, shown, _ = invoke(
+        "work",
+        "show",
+        ledger.work_id_for_assignment(jack.assignment_id),
+        "--home",
+        str(home.root),
+        "--json",
+    )
+    assert code == 0
+    noted = [e for e in shown["item"]["events"] if e["type"].startswith("approval_")]
+    assert [(e["type"], e.get("decision"), e["actor"]) for e in noted] == [
+        ("approval_requested", None, "Jack"),
+        ("approval_decided", "allow", "captain"),
+    ]
+    assert all(e["request_id"] == request.request_id for e in noted)
+    assert noted[0]["fingerprint"] == approvals.fingerprint(secret)
+    assert secret not in json.dumps(shown)
+    assert ledger.get(home, ledger.work_id_for_assignment(jack.assignment_id)).state == "running"
+
+
+def test_denied_with_a_reason_the_agent_is_told(home: Home, project: Path, held):
+    jack = hire(home, project)
+    hook = Held(jack.env, agent="codex", tool_name="Bash", tool_input={"command": "rm -rf /"})
+    rid = open_one(home).request.request_id
+    refused("invalid_argument", usecases.approve, home, "Jack", rid, "deny", "")  # no reason
+    refused("invalid_argument", usecases.approve, home, "Jack", rid, "allow_session")  # codex
+    usecases.approve(home, "Jack", rid, "deny", "not outside the project")
+    decision = hook.answer()["hookSpecificOutput"]["decision"]
+    assert decision == {
+        "behavior": "deny",
+        "message": "The captain denied this: not outside the project",
+    }
+    (last,) = [e for e in events(home, jack.assignment_id) if e.type == "approval_decided"]
+    assert last.decision == "deny" and last.reason == "not outside the project"
+
+
+def test_allow_for_the_session_is_claudes_permission_update(home: Home, project: Path, held):
+    jack = hire(home, project)
+    suggestion = {"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "make:*"}],
+                  "behavior": "allow", "destination": "localSettings"}  # fmt: skip
+    hook = Held(
+        jack.env,
+        tool_name="Bash",
+        tool_input={"command": "make test"},
+        permission_suggestions=[suggestion],
+    )
+    usecases.approve(home, "Jack", open_one(home).request.request_id, "allow_session")
+    decision = hook.answer()["hookSpecificOutput"]["decision"]
+    assert decision == {
+        "behavior": "allow",
+        "updatedPermissions": [dict(suggestion, destination="session")],
+    }
+
+
+def test_a_request_is_decided_once_by_its_own_crew_and_never_by_a_crew(
+    home: Home, project: Path, held
+):
+    jack = hire(home, project)
+    kim = hire(home, project / "k", "Kim", "Other work")
+    Held(kim.env, tool_name="Bash", tool_input={"command": "make"})
+    kims = open_one(home, "Kim").request.request_id
+    hook = Held(jack.env, tool_name="Bash", tool_input={"command": "ls"})
+    jacks = open_one(home, "Jack").request.request_id
+
+    for ctx in (Context.from_env(jack.env), Context.from_env(kim.env)):  # a crew: never
+        refused("crew_forbidden", usecases.approve, home, "Jack", jacks, "allow", ctx=ctx)
+        refused("crew_forbidden", usecases.pending, home, ctx=ctx)
+    refused("unknown_approval", usecases.approve, home, "Jack", kims, "allow")  # not Jack's
+    refused("unknown_approval", usecases.approve, home, "Jack", "apr_../../x", "allow")
+    usecases.approve(home, "Jack", jacks, "deny", "no")
+    refused("approval_decided", usecases.approve, home, "Jack", jacks, "allow")
+    assert hook.answer()["hookSpecificOutput"]["decision"]["behavior"] == "deny"
+    assert [o.request.request_id for o in approvals.open_requests(home)] == [kims]
+    usecases.approve(home, "Kim", kims, "allow")
+
+
+def test_no_decision_in_time_leaves_the_native_prompt_and_a_late_one_changes_nothing(
+    home: Home, project: Path
+):
+    set_timeout(home, 0.4)
+    jack = hire(home, project)
+    hook = Held(jack.env, tool_name="Bash", tool_input={"command": "make"})
+    rid = open_one(home).request.request_id
+    assert hook.answer() is None  # nothing printed: the agent's own prompt appears
+    assert hook.took >= 0.4
+    err = refused("approval_closed", usecases.approve, home, "Jack", rid, "allow")
+    assert "late" in err.message
+    assert [(e.type, e.decision) for e in events(home, jack.assignment_id)] == [
+        ("approval_requested", None),
+        ("approval_decided", "expired"),
+        ("approval_decided", "late"),
+    ]
+
+
+def test_a_hook_the_agent_ends_is_answered_in_the_pane_and_prints_nothing(
+    home: Home, project: Path, held
+):
+    jack = hire(home, project)
+    data = {"hook_event_name": "PermissionRequest", "tool_name": "Bash", "tool_input": {}}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "captain_tui", "hook", "claude", "PermissionRequest"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **jack.env, "PYTHONPATH": str(REPO)},
+        cwd=REPO,
+    )
+    proc.stdin.write(json.dumps(data).encode())
+    proc.stdin.close()
+    rid = open_one(home).request.request_id
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=DEADLINE) == 0
+    assert proc.stdout.read() == b""
+    assert [(e.type, e.decision) for e in events(home, jack.assignment_id)][-1] == (
+        "approval_decided",
+        "answered_in_pane",
+    )
+    refused("approval_closed", usecases.approve, home, "Jack", rid, "allow")
+
+
+def test_what_a_request_shows_is_escaped_and_bounded(home: Home, project: Path, held):
+    jack = hire(home, project)
+    hostile = "\x1b]0;owned\x07\x1b[2J\u202eevil\u2066 " + "A" * 50_000
+    hook = Held(jack.env, tool_name="Bash\x1b[31m" * 20, tool_input={"command": hostile})
+    request = open_one(home).request
+    shown = request.excerpt + request.tool
+    assert "\x1b" not in shown and "\u202e" not in shown and "\x07" not in shown
+    assert len(request.excerpt) <= approvals.EXCERPT_MAX and len(request.tool) <= 64
+    usecases.approve(home, "Jack", request.request_id, "allow")
+    hook.answer()
+    for e in events(home, jack.assignment_id):
+        assert "\x1b" not in (e.excerpt or "") and len(e.excerpt) <= approvals.EXCERPT_MAX
