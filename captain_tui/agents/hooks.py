@@ -9,14 +9,17 @@ Claude Code (registered by ``agents.claude``; the hook JSON arrives on stdin):
 - ``Stop``: ``{"decision": "block", "reason": TEXT}`` while the crew has unread mail (the
   mail is the reason, and counts as read once flushed) or an unfinished assignment with no
   question pending; never when the input says ``stop_hook_active``.
-- ``Notification`` (``notification_type`` ``permission_prompt`` / ``idle_prompt``) and
-  ``PermissionRequest``: ``awaiting_approval`` / ``idle`` signals for ``captain wait``.
-  Nothing is printed: a hook never answers a permission prompt.
+- ``Notification`` (``notification_type`` ``permission_prompt`` / ``idle_prompt``):
+  ``awaiting_approval`` / ``idle`` signals for ``captain wait``.
+- ``PermissionRequest``: an approval request (``state.crew.approvals``) with its
+  ``awaiting_approval`` signal; the hook holds the prompt up to ``[crew] approval_timeout``
+  for ``captain approve`` and answers with that decision only. Otherwise nothing is
+  printed and the agent's own prompt appears (docs/approvals.md).
 
 Codex (registered by ``agents.codex`` with ``-c`` overrides; JSON on stdin, Claude-style):
 
-- ``PermissionRequest``: one ``awaiting_approval`` signal (de-duplicated as Claude's), so no
-  screen check is needed for it. Nothing is printed: the person answers the prompt.
+- ``PermissionRequest``: as Claude Code's (a request held for the captain's decision;
+  no "allow for this session": Codex refuses ``updatedPermissions``).
 - ``Stop``: an ``idle`` signal carrying ``last_assistant_message``; never blocks.
 - ``notify`` (crews started before the hooks): ``captain hook codex notify JSON``; an
   ``agent-turn-complete`` is ``idle``, except for Codex's internal title-generation turn.
