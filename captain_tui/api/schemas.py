@@ -129,6 +129,13 @@ class Event(BaseModel):
     runtime_locator: Locator | None = None
     cost_usd: float | None = None
     runtime_stopped: bool | None = None
+    # approval_requested / approval_decided (docs/approvals.md): the command only as its
+    # fingerprint and a bounded, escaped excerpt
+    request_id: str | None = None
+    tool: str | None = None
+    excerpt: str | None = None
+    fingerprint: str | None = None
+    decision: str | None = None
 
 
 class WorkItemDetail(WorkItem):

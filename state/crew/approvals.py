@@ -156,8 +156,9 @@ def open_request(
         created_at=at,
         expires_at=at + timedelta(seconds=timeout),
     )
-    home.store.create_once(_path(home, key, request.request_id), encode(request))
+    # on the record first: a decision (which needs the request file) always comes after it
     _record(home, request, "approval_requested", actor=request.crew)
+    home.store.create_once(_path(home, key, request.request_id), encode(request))
     return request
 
 

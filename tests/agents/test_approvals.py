@@ -255,3 +255,38 @@ def test_what_a_request_shows_is_escaped_and_bounded(home: Home, project: Path, 
     hook.answer()
     for e in events(home, jack.assignment_id):
         assert "\x1b" not in (e.excerpt or "") and len(e.excerpt) <= approvals.EXCERPT_MAX
+
+
+def test_on_both_ledgers_the_record_is_in_work_show_and_the_apis_events(
+    ledgers, tmp_path: Path, project: Path
+):
+    from support.api import Server, captain, ok
+
+    home = ledgers.home(tmp_path / "h")
+    with (home.root / "config.toml").open("a") as config:
+        config.write("\n[crew]\napproval_timeout = 20\n")
+    home = Home(home.root)
+    jack = hire(home, project)
+    secret = "curl https://example.invalid/?token=" + "k" * 500
+    hook = Held(jack.env, tool_name="Bash", tool_input={"command": secret})
+    rid = open_one(home).request.request_id
+    usecases.approve(home, "Jack", rid, "deny", "no network")
+    assert hook.answer()["hookSpecificOutput"]["decision"]["behavior"] == "deny"
+    refused("approval_decided", usecases.approve, home, "Jack", rid, "allow")
+
+    work_id = ledger.work_id_for_assignment(jack.assignment_id)
+    token = captain(home.root, "tokens", "create", "--role", "member")["token"]
+    server = Server(home.root, tmp_path / "serve.log").start()
+    try:
+        item = ok(server.get(server.ws(f"/work/{work_id}"), token))
+    finally:
+        server.stop()
+    served = [e for e in item["events"] if e["type"].startswith("approval_")]
+    assert [(e["type"], e["decision"], e["request_id"]) for e in served] == [
+        ("approval_requested", None, rid),
+        ("approval_decided", "deny", rid),
+    ]
+    assert served[1]["reason"] == "no network" and served[0]["tool"] == "Bash"
+    assert served[0]["fingerprint"] == approvals.fingerprint(secret)
+    assert secret not in json.dumps(item) and "k" * 300 not in json.dumps(item)
+    assert ledger.get(home, work_id).state == "running"
