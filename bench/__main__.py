@@ -53,6 +53,7 @@ SUITE = (
         ["--smoke"],
     ),
     ("ledger wake-ups", "ledger_wakeups.py", ["--rounds", "20"], ["--quick"], ["--smoke"]),
+    ("approvals", "approvals.py", ["--rounds", "20"], ["--quick"], ["--smoke"]),
 )
 MODES = ("full", "quick", "smoke")
 NOT_RUN = "not run"  # a row's verdict: this part (or this row of it) could not run here
