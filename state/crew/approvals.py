@@ -271,7 +271,18 @@ def decide(
             "took it. Your decision is recorded as late and changes nothing.",
         )
     _record(home, request, "approval_decided", actor=actor, decision=decision, reason=reason)
+    _acknowledge(home, key, request_id)
     return made
+
+
+def _acknowledge(home: Home, key: str, request_id: str) -> None:
+    """The decision is the response to the request's ``awaiting_approval``, as an answer
+    is to an ``asked``: it acknowledges it, so no ``--ack`` is owed for it."""
+    from state.crew import mailbox
+
+    for n in mailbox.unacknowledged(home, key):
+        if n.request_id == request_id:
+            mailbox.write_ack(home, key, n)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from support.crew import hire, refused
 
 from captain_tui import usecases
 from captain_tui.agents.hooks import run_hook
-from state.crew import approvals, notify
+from state.crew import approvals, notify, protocol
 from state.crew.rules import Context
 from state.home import Home
 from state.work import ledger
@@ -105,10 +105,10 @@ def test_allowed_from_the_cli_is_the_hooks_answer_and_on_the_record(
     assert row["crew"] == "Jack" and row["tool"] == "Bash" and row["allow_session"] is True
     assert len(row["excerpt"]) <= approvals.EXCERPT_MAX and secret not in json.dumps(listed)
 
-    n = notify.wait(home, "Jack", timeout=0)  # wait names the request it waits on
-    assert n.status == "awaiting_approval" and n.request_id == request.request_id
     code, env, _ = invoke("wait", "Jack", "--home", str(home.root), "--timeout", "0", "--json")
-    assert code == 1 and env["error"]["code"] == "unacknowledged"
+    assert code == 0 and env["status"] == "awaiting_approval"  # it names the request
+    assert env["request_id"] == request.request_id
+    assert protocol.crew_state(home, "jack") == "approval"
 
     code, done, err = invoke(
         "approve", "Jack", request.request_id, "--allow", "--home", str(home.root), "--json"
@@ -122,6 +122,9 @@ def test_allowed_from_the_cli_is_the_hooks_answer_and_on_the_record(
         }
     }
     assert approvals.open_requests(home) == []
+    # the decision answers the awaiting_approval, as an answer does an asked: no --ack owed
+    assert notify.wait(home, "Jack", timeout=0) is None
+    assert protocol.crew_state(home, "jack") == "assigned"
 
     code, shown, _ = invoke(
         "work",
@@ -290,3 +293,10 @@ def test_on_both_ledgers_the_record_is_in_work_show_and_the_apis_events(
     assert served[0]["fingerprint"] == approvals.fingerprint(secret)
     assert secret not in json.dumps(item) and "k" * 300 not in json.dumps(item)
     assert ledger.get(home, work_id).state == "running"
+
+
+def test_listing_only_reads(tmp_path: Path):
+    missing = tmp_path / "no-home"
+    code, listed, _ = invoke("approvals", "--home", str(missing), "--json")
+    assert code == 0 and listed == {"ok": True, "approvals": []}
+    assert not missing.exists()  # a read-only command creates nothing, not even the home
