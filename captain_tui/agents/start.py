@@ -25,6 +25,10 @@ def command_for(agent: str, home, key: str, command: str | None = None) -> str:
             raise CaptainError("invalid_argument", "--command is empty.")
         require(argv[0], agent)
         return command
+    if agent in ("claude", "codex"):  # their permission hooks hold approval requests
+        from state.crew import approvals
+
+        approvals.prepare(home, key)
     if agent == "claude":
         return claude.command(home, key)
     if agent == "codex":

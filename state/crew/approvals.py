@@ -89,6 +89,14 @@ def _dir(home: Home, key: str, *sub: str):
     return home.store.dir("approvals", key, *sub)
 
 
+def prepare(home: Home, key: str) -> None:
+    """Make the crew's approval folders when its agent starts: a watcher (the cockpit)
+    sees the files of a folder that already exists, where a folder made together with its
+    first file can hide that file from inotify until the next rescan."""
+    for sub in ("decisions", "outcomes"):
+        _dir(home, key, sub)
+
+
 def _lock(home: Home, key: str, request_id: str):
     return home.store.lock(f"approval-{key}-{request_id}")
 

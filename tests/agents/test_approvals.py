@@ -10,22 +10,20 @@ ended by a signal.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 from support.cli import invoke
 from support.crew import hire, refused
+from support.held import Held
 
 from captain_tui import usecases
-from captain_tui.agents.hooks import run_hook
 from state.crew import approvals, notify, protocol
 from state.crew.rules import Context
 from state.home import Home
@@ -37,34 +35,6 @@ DEADLINE = 10.0
 
 def set_timeout(home: Home, seconds: float) -> None:
     (home.root / "config.toml").write_text(f"[crew]\napproval_timeout = {seconds}\n")
-
-
-class Held:
-    """One PermissionRequest hook running on a thread, as the agent runs it."""
-
-    def __init__(self, env: dict, agent: str = "claude", **fields) -> None:
-        data = {"hook_event_name": "PermissionRequest", "session_id": "s-1", "cwd": "/tmp"}
-        data.update(fields)
-        self.out = io.StringIO()
-        self.code: int | None = None
-        self.took: float | None = None
-
-        def run() -> None:
-            start = time.monotonic()
-            self.code = run_hook(
-                agent, "PermissionRequest", None, io.StringIO(json.dumps(data)), self.out, env
-            )
-            self.took = time.monotonic() - start
-
-        self.thread = threading.Thread(target=run, daemon=True)
-        self.thread.start()
-
-    def answer(self, timeout: float = DEADLINE) -> dict | None:
-        self.thread.join(timeout)
-        assert not self.thread.is_alive(), "the hook never returned"
-        assert self.code == 0
-        text = self.out.getvalue()
-        return json.loads(text) if text else None
 
 
 def open_one(home: Home, name: str = "Jack") -> approvals.Open:

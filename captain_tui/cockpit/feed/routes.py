@@ -19,6 +19,7 @@ _KINDS = {
     "bounces": "read",
     "notifications": "note",  # notifications/<key>/<delivery-id>.json
     "acks": "acks",
+    "approvals": "approval",  # approvals/<key>/<apr-id>.json, decisions/..., outcomes/...
 }
 
 
@@ -28,7 +29,7 @@ _WORK_QUIET = frozenset({"input.json", "lease.json"})
 
 @dataclass(frozen=True)
 class Route:
-    kind: str  # crew | mail | read | note | acks | bell | quarantine | work (name: work ID)
+    kind: str  # crew | mail | read | note | acks | approval | bell | quarantine | work (name: ID)
     key: str | None
     name: str | None = None  # the record's name (message or delivery ID) where it matters
 
