@@ -17,7 +17,7 @@ key under ``approvals/<key>/``:
   ``answered_in_pane``), written once by the hook. A request with an outcome is closed: a
   decision arriving after it is refused (``approval_closed``) and recorded as ``late``.
 
-Decision and outcome are both written under the request's lock, so exactly one of "the
+Decision and outcome are both written under the crew's approval lock, so exactly one of "the
 captain decided in time" and "the hook gave up" happens. Each request and its end is also an
 event on the assignment's work item (``approval_requested`` / ``approval_decided``), with the
 command as a fingerprint and a bounded, escaped excerpt only.
@@ -97,8 +97,10 @@ def prepare(home: Home, key: str) -> None:
         _dir(home, key, sub)
 
 
-def _lock(home: Home, key: str, request_id: str):
-    return home.store.lock(f"approval-{key}-{request_id}")
+def _lock(home: Home, key: str, request_id: str):  # noqa: ARG001 - one lock per crew
+    # per crew, not per request: lock files are never deleted, and a request's is held
+    # for a few milliseconds
+    return home.store.lock(f"approval-{key}")
 
 
 def _path(home: Home, key: str, request_id: str, sub: str | None = None):
@@ -189,7 +191,7 @@ def await_decision(
 
 def close(home: Home, request: Request, outcome: str | None = None) -> Decision | None:
     """End the request from the hook's side, once: with the captain's decision if there is
-    one (``decided``), else ``outcome`` (default ``expired``). Under the request's lock, so
+    one (``decided``), else ``outcome`` (default ``expired``). Under the approval lock, so
     a decision and a closing never both win."""
     key = crew_key(request.crew)
     with _lock(home, key, request.request_id):

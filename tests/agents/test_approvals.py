@@ -26,6 +26,7 @@ from support.held import Held
 from captain_tui import usecases
 from state.crew import approvals, notify, protocol
 from state.crew.rules import Context
+from state.errors import CaptainError
 from state.home import Home
 from state.work import ledger
 
@@ -270,3 +271,28 @@ def test_listing_only_reads(tmp_path: Path):
     code, listed, _ = invoke("approvals", "--home", str(missing), "--json")
     assert code == 0 and listed == {"ok": True, "approvals": []}
     assert not missing.exists()  # a read-only command creates nothing, not even the home
+
+
+def test_a_decision_racing_the_deadline_is_either_the_answer_or_refused_never_lost(
+    home: Home, project: Path
+):
+    """Decided at the very moment the hold runs out, 20 times: a decision the captain was
+    told went through is the hook's answer, and one the hook did not take was refused
+    (approval_closed) — never an "allowed" the agent did not get."""
+    set_timeout(home, 0.08)
+    jack = hire(home, project)
+    taken = refused_late = 0
+    for i in range(20):
+        hook = Held(jack.env, tool_name="Bash", tool_input={"command": f"make {i}"})
+        rid = open_one(home).request.request_id
+        time.sleep(0.01 * (i % 8))  # around the deadline
+        try:
+            usecases.approve(home, "Jack", rid, "allow")
+        except CaptainError as err:
+            assert err.code == "approval_closed"
+            assert hook.answer() is None
+            refused_late += 1
+        else:
+            assert hook.answer()["hookSpecificOutput"]["decision"]["behavior"] == "allow"
+            taken += 1
+    assert taken + refused_late == 20
