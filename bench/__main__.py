@@ -55,6 +55,7 @@ SUITE = (
     ("ledger wake-ups", "ledger_wakeups.py", ["--rounds", "20"], ["--quick"], ["--smoke"]),
     ("review", "review.py", ["--rounds", "20"], ["--quick"], ["--smoke"]),
     ("land", "land.py", ["--runs", "20"], ["--runs", "5"], ["--smoke"]),
+    ("approvals", "approvals.py", ["--rounds", "20"], ["--quick"], ["--smoke"]),
 )
 MODES = ("full", "quick", "smoke")
 NOT_RUN = "not run"  # a row's verdict: this part (or this row of it) could not run here

@@ -18,7 +18,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from state import clock
-from state.crew import notify, protocol
+from state.crew import approvals, crewlog, notify, protocol
 from state.crew.rules import Context
 from state.home import Home
 from state.work import ledger
@@ -124,8 +124,24 @@ def _build_home(root: Path, fixed: clock.Fixed) -> Home:
         ctx=Context.from_env(cy.env),
     )
     fixed.advance(minutes=12)
+    # Brook's agent asks permission; its hook holds the request for the captain
+    snapshot, _ = crewlog.load(home, "brook")
+    request = approvals.open_request(
+        home,
+        snapshot,
+        agent="claude",
+        tool="Bash",
+        command="rm -rf build/",
+        session_allowed=True,
+        timeout=600,
+    )
     notify.signal(
-        home, "Brook", "awaiting_approval", "permission prompt: Bash: rm -rf build/", at=clock.now()
+        home,
+        "Brook",
+        "awaiting_approval",
+        f"asks to run Bash: rm -rf build/ (approval {request.request_id})",
+        at=clock.now(),
+        request_id=request.request_id,
     )
     ago = lambda minutes: CLOCK - timedelta(minutes=minutes)  # noqa: E731
     ledger.accept(
@@ -160,6 +176,11 @@ async def _shoot(home: Home, out: Path) -> list[Path]:
             await pilot.pause(0.05)
         await pilot.pause(0.5)  # the footer and the panels settle (a busy machine is slow)
         written.append(_save(app.export_screenshot(title="captain"), out / "cockpit.svg"))
+        app.query_one("#approvals").table.focus()  # the request's detail in the preview
+        await pilot.pause(0.3)
+        shot = app.export_screenshot(title="captain — approvals")
+        written.append(_save(shot, out / "approvals.svg"))
+        app.query_one("#crew").table.focus()
         await pilot.press("question_mark")
         await pilot.pause(0.3)
         written.append(_save(app.export_screenshot(title="captain — help"), out / "help.svg"))
@@ -217,7 +238,10 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["HOME"] = tmp  # the help screen shows the home as ~/home, run after run
         home = build_home(Path(tmp))
-        for svg in asyncio.run(_shoot(home, args.out)):
+        # the cockpit's own reads at the pictures' time too: a request shown is still open
+        with clock.using(clock.Fixed(CLOCK)):
+            shots = asyncio.run(_shoot(home, args.out))
+        for svg in shots:
             png = _png(svg)
             print(f"wrote {svg}" + (f" and {png}" if png else ""))
     return 0

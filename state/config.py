@@ -21,6 +21,11 @@ from typing import Any, Literal
 from state.errors import CaptainError
 
 DEFAULT_WAIT_TIMEOUT = 86400.0
+# how long an agent's permission hook holds its prompt for the captain's decision; then the
+# agent's own prompt appears (state/crew/approvals.py). The agents are told to give the hook
+# this much plus APPROVAL_GRACE before they kill it.
+DEFAULT_APPROVAL_TIMEOUT = 30.0
+APPROVAL_GRACE = 15
 DEFAULT_SLOTS = 8
 DEFAULT_LEASE_SECONDS = 60.0
 DEFAULT_RETENTION_DAYS = 7.0
@@ -95,6 +100,7 @@ def _num(x: float | None) -> str:
 SETTINGS: dict[str, dict[str, Setting]] = {
     "crew": {
         "wait_timeout": Setting("number", DEFAULT_WAIT_TIMEOUT, 0, 315_360_000, "seconds"),
+        "approval_timeout": Setting("number", DEFAULT_APPROVAL_TIMEOUT, 0, 3600, "seconds"),
     },
     "ledger": {
         "slots": Setting("integer", DEFAULT_SLOTS, 1, 10_000),

@@ -115,6 +115,11 @@ CODES = frozenset(
         "no_dialog",
         "dialog_not_safe",
         "dialog_changed",
+        # added by approvals (#26): a request ID that is not this crew's, one decided
+        # already, one its agent's hook let go (expired, answered in the pane)
+        "unknown_approval",
+        "approval_decided",
+        "approval_closed",
     }
 )
 

@@ -248,6 +248,7 @@ class Notification(Record):
     created_at: datetime
     question_id: str | None = None
     message_id: str | None = None
+    request_id: str | None = None  # awaiting_approval: the request captain approve decides
 
 
 class Ack(Record):

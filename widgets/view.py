@@ -63,6 +63,24 @@ class QuestionRow:
 
 
 @dataclass(frozen=True)
+class ApprovalRow:
+    """An approval request an agent's hook holds for the captain (docs/approvals.md): the
+    tool and a bounded, escaped excerpt of what it would run, never the whole command."""
+
+    key: str
+    crew: str
+    request_id: str
+    agent: str
+    tool: str
+    excerpt: str
+    fingerprint: str
+    allow_session: bool  # the agent can take "allow for this session"
+    created_at: datetime
+    expires_at: datetime
+    decided: str | None = None  # decided; the hook has not picked it up yet
+
+
+@dataclass(frozen=True)
 class DoorbellRow:
     key: str
     crew: str
@@ -136,6 +154,7 @@ class CrewView:
     question: QuestionRow | None = None
     doorbell: DoorbellRow | None = None
     notifications: tuple[NotificationRow, ...] = ()
+    approvals: tuple[ApprovalRow, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -157,6 +176,18 @@ class HomeView:
         """Pending questions, oldest first (the one that has waited longest on top)."""
         found = [v.question for v in self.crews.values() if v.question is not None]
         return sorted(found, key=lambda q: (q.asked_at, q.question_id))
+
+    def approvals(self) -> list[ApprovalRow]:
+        """Open approval requests, oldest first (the one closest to running out on top)."""
+        found = [a for v in self.crews.values() for a in v.approvals]
+        return sorted(found, key=lambda a: (a.created_at, a.request_id))
+
+    def approval(self, request_id: str | None) -> ApprovalRow | None:
+        for v in self.crews.values():
+            for a in v.approvals:
+                if a.request_id == request_id:
+                    return a
+        return None
 
     def doorbells(self) -> list[DoorbellRow]:
         """Held rings, longest held first."""

@@ -20,6 +20,7 @@ import os
 import shlex
 from pathlib import Path
 
+from captain_tui.agents.codex import hook_timeout
 from captain_tui.agents.kinds import WAKE_LINE, captain_argv, captain_command, require
 
 EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "Notification", "PermissionRequest")
@@ -30,15 +31,19 @@ def hook_command(captain: list[str], event: str) -> str:
     return shlex.join([*captain_argv(captain), "hook", "claude", event])
 
 
-def hook_settings(captain: list[str]) -> dict:
+def hook_settings(captain: list[str], permission_timeout: int | None = None) -> dict:
     """Claude Code settings registering captain's five hooks, ``captain`` being the argv
-    that runs captain (e.g. ``["/venv/bin/captain"]`` or ``[python, "-m", "captain_tui"]``)."""
-    return {
-        "hooks": {
-            event: [{"hooks": [{"type": "command", "command": hook_command(captain, event)}]}]
-            for event in EVENTS
-        }
-    }
+    that runs captain (e.g. ``["/venv/bin/captain"]`` or ``[python, "-m", "captain_tui"]``).
+    ``permission_timeout``: seconds Claude Code lets PermissionRequest run (it holds the
+    prompt for the captain's decision; ``codex.hook_timeout``)."""
+
+    def handler(event: str) -> dict[str, str | int]:
+        out: dict[str, str | int] = {"type": "command", "command": hook_command(captain, event)}
+        if event == "PermissionRequest" and permission_timeout is not None:
+            out["timeout"] = permission_timeout
+        return out
+
+    return {"hooks": {event: [{"hooks": [handler(event)]}] for event in EVENTS}}
 
 
 def write_settings(path: str | os.PathLike, captain: list[str]) -> Path:
@@ -70,7 +75,8 @@ def command(home, key: str) -> str:
     program = require("claude", "claude")
     settings = home.store.dir("agents", key) / "claude-settings.json"
     home.store.publish(
-        settings, json.dumps(hook_settings(captain_command()), indent=2).encode() + b"\n"
+        settings,
+        json.dumps(hook_settings(captain_command(), hook_timeout(home)), indent=2).encode() + b"\n",
     )
     # The wake line is also the first prompt: SessionStart injects the task, but only a
     # prompt starts a turn, and by then the task is read, so no ring would follow.

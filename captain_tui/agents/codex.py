@@ -79,26 +79,41 @@ def hook_key(label: str, source: str = SESSION_FLAGS_SOURCE) -> str:
     return f"{source}:{label}:0:0"
 
 
-def hook_args(captain: list[str]) -> list[str]:
-    """``-c`` overrides registering (and trusting) ``captain hook codex EVENT``."""
+def hook_args(captain: list[str], permission_timeout: int = HOOK_TIMEOUT) -> list[str]:
+    """``-c`` overrides registering (and trusting) ``captain hook codex EVENT``.
+    ``permission_timeout``: how long Codex lets PermissionRequest run, which holds the
+    prompt for the captain's decision (``[crew] approval_timeout`` plus a grace)."""
     args: list[str] = []
     state = []
     for event, label in EVENTS.items():
         cmd = hook_command(captain, event)
+        timeout = permission_timeout if event == "PermissionRequest" else HOOK_TIMEOUT
         args += [
             "-c",
             f'hooks.{event}=[{{hooks=[{{type="command",command='
-            f"{_toml_string(cmd)},timeout={HOOK_TIMEOUT}}}]}}]",
+            f"{_toml_string(cmd)},timeout={timeout}}}]}}]",
         ]
         state.append(
             f"{_toml_string(hook_key(label))}="
-            f"{{trusted_hash={_toml_string(trusted_hash(label, cmd))}}}"
+            f"{{trusted_hash={_toml_string(trusted_hash(label, cmd, timeout))}}}"
         )
     # One inline table: ``-c`` splits its key on every dot, and the keys hold "config.toml".
     args += ["-c", "hooks.state={" + ",".join(state) + "}"]
     return args
 
 
-def command() -> str:
+def command(home=None) -> str:
     """The shell command a Codex crew's window runs."""
-    return shlex.join([require("codex", "codex"), *BASE_ARGS, *hook_args(captain_command())])
+    return shlex.join(
+        [require("codex", "codex"), *BASE_ARGS, *hook_args(captain_command(), hook_timeout(home))]
+    )
+
+
+def hook_timeout(home) -> int:
+    """Seconds an agent gives its PermissionRequest hook: the home's approval time plus a
+    grace, so the hook's own deadline (which leaves the native prompt) always comes first."""
+    from state.config import APPROVAL_GRACE, DEFAULT_APPROVAL_TIMEOUT
+
+    held = home.setting("crew", "approval_timeout") if home is not None else None
+    held = DEFAULT_APPROVAL_TIMEOUT if held is None else held
+    return max(HOOK_TIMEOUT, int(held) + 1 + APPROVAL_GRACE)

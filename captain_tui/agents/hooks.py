@@ -9,14 +9,17 @@ Claude Code (registered by ``agents.claude``; the hook JSON arrives on stdin):
 - ``Stop``: ``{"decision": "block", "reason": TEXT}`` while the crew has unread mail (the
   mail is the reason, and counts as read once flushed) or an unfinished assignment with no
   question pending; never when the input says ``stop_hook_active``.
-- ``Notification`` (``notification_type`` ``permission_prompt`` / ``idle_prompt``) and
-  ``PermissionRequest``: ``awaiting_approval`` / ``idle`` signals for ``captain wait``.
-  Nothing is printed: a hook never answers a permission prompt.
+- ``Notification`` (``notification_type`` ``permission_prompt`` / ``idle_prompt``):
+  ``awaiting_approval`` / ``idle`` signals for ``captain wait``.
+- ``PermissionRequest``: an approval request (``state.crew.approvals``) with its
+  ``awaiting_approval`` signal; the hook holds the prompt up to ``[crew] approval_timeout``
+  for ``captain approve`` and answers with that decision only. Otherwise nothing is
+  printed and the agent's own prompt appears (docs/approvals.md).
 
 Codex (registered by ``agents.codex`` with ``-c`` overrides; JSON on stdin, Claude-style):
 
-- ``PermissionRequest``: one ``awaiting_approval`` signal (de-duplicated as Claude's), so no
-  screen check is needed for it. Nothing is printed: the person answers the prompt.
+- ``PermissionRequest``: as Claude Code's (a request held for the captain's decision;
+  no "allow for this session": Codex refuses ``updatedPermissions``).
 - ``Stop``: an ``idle`` signal carrying ``last_assistant_message``; never blocks.
 - ``notify`` (crews started before the hooks): ``captain hook codex notify JSON``; an
   ``agent-turn-complete`` is ``idle``, except for Codex's internal title-generation turn.
@@ -315,28 +318,114 @@ def _claude_notification(call: Call) -> None:
 
 def _permission_request(call: Call) -> None:
     """PermissionRequest (Claude Code; Codex 0.169 sends the same shape: ``tool_name``,
-    ``tool_input.command``): one ``awaiting_approval`` signal."""
+    ``tool_input.command``): one approval request (``state.crew.approvals``) and its
+    ``awaiting_approval`` signal, then the hook holds the prompt for the captain's decision
+    up to ``[crew] approval_timeout``. A decision in time is the hook's answer; anything
+    else prints nothing, so the agent's own prompt appears (never an allow)."""
+    import signal
+    import threading
+    import time
+
     data = _input(call)
     tool = str(data.get("tool_name") or "a tool")
     tool_input = data.get("tool_input")
-    detail = ""
+    command = ""
     if isinstance(tool_input, dict):
         shown = tool_input.get("command") or tool_input.get("file_path") or tool_input
-        detail = shown if isinstance(shown, str) else json.dumps(shown, ensure_ascii=False)
-        detail = ": " + " ".join(detail.split())[:300]
-    _signal(call, "awaiting_approval", f"permission prompt: {tool}{detail}")
+        command = shown if isinstance(shown, str) else json.dumps(shown, ensure_ascii=False)
+    elif tool_input is not None:
+        command = json.dumps(tool_input, ensure_ascii=False)
+    home, ctx = _crew(call.env)
+    timeout = home.setting("crew", "approval_timeout")
+    deadline = time.monotonic() + timeout
+    if timeout <= 0:  # holding is switched off: only the notice, as before
+        detail = ": " + " ".join(command.split())[:300] if command else ""
+        _signal(call, "awaiting_approval", f"permission prompt: {tool}{detail}")
+        return
+    from state.crew import approvals
+
+    _, snapshot = _current(home, ctx)
+    # The agent ends a hook it stopped waiting for (SIGTERM, SIGHUP): that is no decision.
+    # The handler only notes it; the wait sees the note (an exception raised from a
+    # handler could land inside a write).
+    gone = threading.Event()
+    before = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            before[sig] = signal.signal(sig, lambda signum, frame: gone.set())
+    request = None
+    try:
+        request = approvals.open_request(
+            home,
+            snapshot,
+            agent=call.agent,
+            tool=tool,
+            command=command,
+            session_allowed=call.agent == "claude",
+            timeout=timeout,
+        )
+        _signal(
+            call,
+            "awaiting_approval",
+            f"asks to run {request.tool}: {request.excerpt} (approval {request.request_id})",
+            request_id=request.request_id,
+        )
+        decision = approvals.await_decision(home, request, deadline=deadline, gone=gone.is_set)
+    except BaseException:
+        if request is not None:  # never left open: the native prompt takes it
+            approvals.close(home, request, "expired")
+        raise
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+    if decision is not None:
+        _emit(call.stdout, _decision_answer(call.agent, decision, tool, data))
 
 
-def _signal(call: Call, status: str, summary: str) -> None:
+def _decision_answer(agent: str, decision, tool: str, data: dict) -> dict:
+    """The hook's answer, in the agent's PermissionRequest schema (Claude Code 2.1 and
+    Codex 0.169 share it; only Claude Code takes ``updatedPermissions``)."""
+    if decision.decision == "deny":
+        answer: dict[str, object] = {
+            "behavior": "deny",
+            "message": f"The captain denied this: {decision.reason}",
+        }
+    else:
+        answer = {"behavior": "allow"}  # typed above: dict[str, object]
+        if decision.decision == "allow_session" and agent == "claude":
+            suggested = data.get("permission_suggestions")
+            rules_ = (
+                [dict(s, destination="session") for s in suggested if isinstance(s, dict)]
+                if isinstance(suggested, list)
+                else []
+            )
+            answer["updatedPermissions"] = rules_ or [
+                {
+                    "type": "addRules",
+                    "rules": [{"toolName": tool}],
+                    "behavior": "allow",
+                    "destination": "session",
+                }
+            ]
+    return {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": answer}}
+
+
+def _signal(call: Call, status: str, summary: str, request_id: str | None = None) -> None:
     """A crew signal for ``captain wait``, stamped with when the hook started."""
     from state.crew import mailbox, notify
 
     home, ctx = _crew(call.env)
     key, snapshot = _current(home, ctx)
     text = f"{snapshot.name}: {summary}"
-    if status != "awaiting_approval":
+    if status != "awaiting_approval" or request_id is not None:  # one notice per request
         notify.signal(
-            home, snapshot.name, status, text, at=call.at, incarnation_id=snapshot.incarnation_id
+            home,
+            snapshot.name,
+            status,
+            text,
+            at=call.at,
+            incarnation_id=snapshot.incarnation_id,
+            request_id=request_id,
         )
         return
     # One prompt can fire both PermissionRequest and Notification(permission_prompt):

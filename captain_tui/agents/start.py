@@ -25,10 +25,14 @@ def command_for(agent: str, home, key: str, command: str | None = None) -> str:
             raise CaptainError("invalid_argument", "--command is empty.")
         require(argv[0], agent)
         return command
+    if agent in ("claude", "codex"):  # their permission hooks hold approval requests
+        from state.crew import approvals
+
+        approvals.prepare(home, key)
     if agent == "claude":
         return claude.command(home, key)
     if agent == "codex":
-        return codex.command()
+        return codex.command(home)
     if agent == "pi":
         return pi.command(home, key)
     shell = os.environ.get("SHELL") or "/bin/sh"

@@ -148,6 +148,13 @@ class Event(BaseModel):
     base_branch: str | None = None
     crew_commit: str | None = None
     outside_grant: list[str] | None = None
+    # approval_requested / approval_decided (docs/approvals.md): the command only as its
+    # fingerprint and a bounded, escaped excerpt
+    request_id: str | None = None
+    tool: str | None = None
+    excerpt: str | None = None
+    fingerprint: str | None = None
+    decision: str | None = None
 
 
 class WorkItemDetail(WorkItem):

@@ -16,6 +16,7 @@ from captain_tui.cli.out import printable
 READ_ONLY = frozenset(
     {
         "status",
+        "approvals",
         "work list",
         "work show",
         "deliveries list",

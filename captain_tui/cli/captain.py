@@ -164,6 +164,62 @@ def cmd_answer(args, out: Out) -> int:
     return 0
 
 
+def _approval_row(o) -> dict:
+    r = o.request
+    return {
+        "request_id": r.request_id,
+        "crew": r.crew,
+        "assignment_id": r.assignment_id,
+        "agent": r.agent,
+        "tool": r.tool,
+        "excerpt": r.excerpt,
+        "fingerprint": r.fingerprint,
+        "allow_session": r.session_allowed,
+        "created_at": _stamp(r.created_at),
+        "expires_at": _stamp(r.expires_at),
+        "decided": o.decided.decision if o.decided else None,
+    }
+
+
+def cmd_approvals(args, out: Out) -> int:
+    from captain_tui import usecases
+
+    home = home_of(args)
+    rows = [_approval_row(o) for o in usecases.pending(home, args.name, ctx=caller())]
+    if not rows:
+        human = "No approval requests are open."
+    else:
+        lines = []
+        for row in rows:
+            state = f" (decided: {row['decided']})" if row["decided"] else ""
+            lines.append(
+                f"{row['request_id']}  {row['crew']}  {row['tool']}: {row['excerpt']}{state}\n"
+                f"  until {row['expires_at']}; captain approve {row['crew']} {row['request_id']} "
+                "--allow | --deny --reason ..."
+            )
+        human = "\n".join(lines)
+    out.ok({"approvals": rows}, human)
+    return 0
+
+
+def cmd_approve(args, out: Out) -> int:
+    from captain_tui import usecases
+
+    home = home_of(args)
+    d = usecases.approve(home, args.name, args.request_id, args.decision, args.reason, ctx=caller())
+    word = {"allow": "Allowed", "allow_session": "Allowed for the session", "deny": "Denied"}
+    out.ok(
+        {
+            "crew": d.crew,
+            "request_id": d.request_id,
+            "decision": d.decision,
+            "decided_at": _stamp(d.decided_at),
+        },
+        f"{word[d.decision]} {d.request_id} for {d.crew}; its agent's hook answers with it.",
+    )
+    return 0
+
+
 def _stamp(at) -> str | None:
     return at.isoformat().replace("+00:00", "Z") if at else None
 
@@ -198,6 +254,8 @@ def envelope(n, crew: str | None, assignment_id: str | None) -> dict:
         env["question_id"] = n.question_id
     if n.message_id:
         env["message_id"] = n.message_id
+    if n.request_id:
+        env["request_id"] = n.request_id
     return env
 
 
@@ -230,6 +288,11 @@ def _next_step(n, state: str | None = None) -> str:
     if n.status == "asked":
         return (
             f'answer: captain answer {n.crew} {n.question_id} "..." --assignment {n.assignment_id}'
+        )
+    if n.status == "awaiting_approval" and n.request_id:
+        return (
+            f"decide: captain approve {n.crew} {n.request_id} --allow | --deny --reason "
+            f'"..." (captain approvals lists it), then captain wait {n.crew} --ack {n.delivery_id}'
         )
     if n.status == "done":
         return (

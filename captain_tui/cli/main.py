@@ -161,6 +161,37 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--ack", metavar="DELIVERY_ID", help="acknowledge this delivery first")
 
     p = add(
+        "approvals",
+        "List the approval requests crews' agents hold open for you, oldest first.",
+        captain.cmd_approvals,
+    )
+    p.add_argument("name", nargs="?", metavar="NAME", help="one crew's only")
+
+    p = add(
+        "approve",
+        "Decide one approval request: the agent's hook answers with it (once, while the "
+        "request is open; otherwise the agent's own prompt stays).",
+        captain.cmd_approve,
+    )
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("request_id", metavar="REQUEST_ID")
+    how = p.add_mutually_exclusive_group(required=True)
+    how.add_argument("--allow", dest="decision", action="store_const", const="allow")
+    how.add_argument(
+        "--allow-session",
+        dest="decision",
+        action="store_const",
+        const="allow_session",
+        help="allow, and the same for the rest of the agent's session (Claude Code only)",
+    )
+    how.add_argument(
+        "--deny", dest="decision", action="store_const", const="deny", help="needs --reason"
+    )
+    p.add_argument(
+        "--reason", default="", metavar="TEXT", help="why; a denial's reason is told to the agent"
+    )
+
+    p = add(
         "demo",
         "Try captain: three simulated crew in a private tmux, and the cockpit.",
         captain.cmd_demo,

@@ -73,6 +73,7 @@ from state.models import PaneLocator
 from state.vocab import counted, dialog_title, ended, quoted, short
 from widgets.cells import age, as_markup, clean, one_line
 from widgets.chrome import CockpitFooter, CockpitHeader
+from widgets.panels.approvals import ApprovalsPanel
 from widgets.panels.base import Panel
 from widgets.panels.crew import CrewPanel
 from widgets.panels.doorbells import DoorbellsPanel
@@ -86,6 +87,7 @@ from widgets.screens.forms import (
     AnswerScreen,
     AssignScreen,
     ConfirmScreen,
+    DenyScreen,
     FormScreen,
     RecruitScreen,
     TellScreen,
@@ -93,7 +95,7 @@ from widgets.screens.forms import (
 from widgets.screens.help import HelpScreen
 from widgets.screens.review import ReviewScreen
 from widgets.screens.settings import SettingsScreen
-from widgets.view import CrewRow, HomeView, NotificationRow, QuestionRow
+from widgets.view import ApprovalRow, CrewRow, HomeView, NotificationRow, QuestionRow
 
 DOORBELL_EVERY = 0.25  # the runner keeps its own clocks; this is how often it is asked
 AGES_EVERY = 5.0  # "4m ago" columns are re-rendered from the view (no I/O) this often
@@ -190,6 +192,7 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
         with Horizontal(id="lower"):
             with Vertical(id="inbox"):
                 yield QuestionsPanel(id="questions", keys=keys)
+                yield ApprovalsPanel(id="approvals", keys=keys)
                 yield NotificationsPanel(id="notifications", keys=keys)
                 yield DoorbellsPanel(id="doorbells", keys=keys)
             with Vertical(id="side"):
@@ -283,6 +286,7 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
         for panel, rows in (
             (self.query_one(CrewPanel), view.crew_rows()),
             (self.query_one(QuestionsPanel), view.questions()),
+            (self.query_one(ApprovalsPanel), view.approvals()),
             (self.query_one(DoorbellsPanel), view.doorbells()),
             (self.query_one(NotificationsPanel), view.notifications()),
         ):
@@ -473,6 +477,10 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
     def selected_question(self) -> QuestionRow | None:
         return self.view.question(self.query_one(QuestionsPanel).current_key)
 
+    def selected_approval(self) -> ApprovalRow | None:
+        """The request highlighted in Approvals (its first row until another is picked)."""
+        return self.view.approval(self.query_one(ApprovalsPanel).current_key)
+
     def selected_notification(self) -> NotificationRow | None:
         return self.view.notification(self.query_one(NotificationsPanel).current_key)
 
@@ -515,6 +523,13 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
             return self.why_not_work(need)
         if need == "question":
             return None if self.selected_question() else "No question is waiting."
+        if need in ("approval", "approval_session"):
+            a = self.selected_approval()
+            if a is None:
+                return "No approval request is open."
+            if need == "approval_session" and not a.allow_session:
+                return f"{a.crew}'s agent ({a.agent}) cannot take 'allow for this session'."
+            return None
         if need == "notification":
             return self._why_not_acknowledge()
         crew = self.selected_crew()
@@ -615,6 +630,28 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
             form,
             lambda v: jobs.answer(self.home, q.crew, q.question_id, q.assignment_id, v["text"]),
             ring=q.crew,
+        )
+
+    def _approve(self, decision: str) -> None:
+        a = self.selected_approval()
+        if a is None:
+            return
+        self._in_worker(partial(jobs.approve, self.home, a.crew, a.request_id, a.tool, decision))
+
+    def action_approve_allow(self) -> None:
+        self._approve("allow")
+
+    def action_approve_allow_session(self) -> None:
+        self._approve("allow_session")
+
+    def action_approve_deny(self) -> None:
+        a = self.selected_approval()
+        if a is None:
+            return
+        form = DenyScreen(a.crew, a.tool, a.excerpt, **self._draft(f"deny:{a.request_id}"))
+        self._open(
+            form,
+            lambda v: jobs.approve(self.home, a.crew, a.request_id, a.tool, "deny", v["reason"]),
         )
 
     def action_tell(self) -> None:
@@ -911,11 +948,22 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
     # -- the pane preview (it keeps its own clock: widgets.preview) ---------------------
 
     def _follow_preview(self, *, again: bool = True) -> None:
-        """Tell the preview what is selected (``again=False``: only if that changed)."""
+        """Tell the preview what is selected (``again=False``: only if that changed); in
+        Approvals it shows the highlighted request instead of a pane."""
         if self._closing_down:
             return
-        subject = Subject.of(self.selected_crew(), any_crew=bool(self.view.crew_rows()))
+        request = self._previewed_approval()
+        if request is not None:
+            subject = Subject(f"Approval · {request.crew}", _approval_detail(request))
+        else:
+            subject = Subject.of(self.selected_crew(), any_crew=bool(self.view.crew_rows()))
         self.query_one(PanePreview).follow(subject, again=again)
+
+    def _previewed_approval(self) -> ApprovalRow | None:
+        """In Approvals, the preview shows the highlighted request instead of a pane."""
+        if isinstance(self._main_focus_panel(), ApprovalsPanel):
+            return self.selected_approval()
+        return None
 
     # -- settings ------------------------------------------------------------------------
 
@@ -1040,3 +1088,26 @@ if __name__ == "__main__":  # pragma: no cover - `python -m captain_tui.cockpit.
     from state.home import default_home
 
     raise SystemExit(run_cockpit(Home(default_home())))
+
+
+def _approval_detail(a: ApprovalRow) -> str:
+    """A request as the preview shows it: what it asks, whose, until when (its excerpt is
+    bounded and escaped when recorded; the preview's sanitiser draws it inert again)."""
+    lines = [
+        f"{a.crew} ({a.agent}) asks to run {a.tool}:",
+        "",
+        a.excerpt,
+        "",
+        f"request {a.request_id}",
+        f"fingerprint sha256:{a.fingerprint[:16]}…",
+        f"asked at {a.created_at:%H:%M:%S}; the agent's own prompt takes it at "
+        f"{a.expires_at:%H:%M:%S} if you do not decide.",
+    ]
+    if a.decided:
+        lines.append(f"decided: {a.decided} (the hook is picking it up)")
+    keys = f"{_key('allow')} allow" + (
+        f", {_key('allow_session')} allow for the session" if a.allow_session else ""
+    )
+    keys += f", {_key('deny')} deny (with a reason)"
+    lines += ["", keys]
+    return "\n".join(lines)

@@ -32,6 +32,35 @@ COMMANDS: tuple[Command, ...] = (
         needs="question",
     ),
     Command(
+        "allow",
+        "y",
+        "Allow",
+        "Allow the request highlighted in Approvals (the oldest one unless you pick "
+        "another): the agent's own hook answers with it; nothing is typed into its pane.",
+        "approve_allow",
+        needs="approval",
+        group="Approvals",
+    ),
+    Command(
+        "allow_session",
+        "Y",
+        "Allow session",
+        "Allow the highlighted request, and the same for the rest of the agent's session "
+        "(Claude Code only).",
+        "approve_allow_session",
+        needs="approval_session",
+        group="Approvals",
+    ),
+    Command(
+        "deny",
+        "N",
+        "Deny",
+        "Deny the highlighted request with a reason the agent is told.",
+        "approve_deny",
+        needs="approval",
+        group="Approvals",
+    ),
+    Command(
         "tell",
         "t",
         "Tell",

@@ -106,6 +106,21 @@ def acknowledge(home: Home, crew: str, delivery_id: str) -> str:
     return f"Acknowledged {crew}'s notification."
 
 
+_DECIDED = {
+    "allow": "Allowed {crew} to run {what}",
+    "allow_session": "Allowed {crew} to run {what}, and the same for the rest of its session",
+    "deny": "Denied {crew} {what}; it is told why",
+}
+
+
+def approve(
+    home: Home, crew: str, request_id: str, tool: str, decision: str, reason: str = ""
+) -> str:
+    """``captain approve`` from the cockpit: the same use case, the same rules."""
+    ops.approve(home, crew, request_id, decision, reason, ctx=CAPTAIN)
+    return ended(_DECIDED[decision].format(crew=crew, what=tool))
+
+
 def described(status: str, summary: str) -> str:
     """A notification as a person reads it: what happened and what the crew said."""
     return (

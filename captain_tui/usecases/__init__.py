@@ -15,6 +15,7 @@ May import ``captain_tui.runtime``, ``captain_tui.repo``, ``captain_tui.agents``
 ``state``; never the CLI, the cockpit, the API or Textual.
 """
 
+from captain_tui.usecases.approvals import approve, pending
 from captain_tui.usecases.crew import (
     Attach,
     Bell,
@@ -48,6 +49,7 @@ __all__ = [
     "acknowledge",
     "actor",
     "answer",
+    "approve",
     "assign",
     "cancel",
     "change",
@@ -59,6 +61,7 @@ __all__ = [
     "jump",
     "land",
     "landing_queue",
+    "pending",
     "recruit",
     "replay",
     "resolve",

@@ -175,6 +175,7 @@ def signal(
     at: datetime,
     message_id: str | None = None,
     incarnation_id: str | None = None,
+    request_id: str | None = None,
 ) -> Notification | None:
     """Record a crew signal (idle, working, awaiting_approval, held, error ...).
 
@@ -215,6 +216,7 @@ def signal(
             queued_at=queued_at,
             created_at=now(),
             message_id=message_id,
+            request_id=request_id,
         )
         home.store.create_once(home.notifications_dir(key) / f"{n.delivery_id}.json", encode(n))
         return n

@@ -200,6 +200,7 @@ def _append_asked(home: Home, key: str, found: Rec, event: Rec) -> None:
         created_at=event.at,
         question_id=event.question_id,
         message_id=None,
+        request_id=None,
     )
     path = home.notifications_dir(key) / f"{event.delivery_id}.json"
     if not os.path.lexists(path):  # as crewlog._ensure: an existing record costs one stat

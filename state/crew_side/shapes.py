@@ -117,6 +117,7 @@ SHAPES = {
         ('created_at', 'created_at', 'datetime'),
         ('question_id', 'question_id', ('opt', 'str')),
         ('message_id', 'message_id', ('opt', 'str')),
+        ('request_id', 'request_id', ('opt', 'str')),
     ),
     'PaneLocator': (
         ('socket', 'socket', 'str'),

@@ -44,6 +44,7 @@ from state.work.backend import LedgerReader, LedgerWriter, backend_for
 from state.work.crash import crash_point
 from state.work.models import (
     HOLDS_SLOT,
+    NOTES,
     SOURCES,
     TERMINAL,
     WORK_STATES,
@@ -246,9 +247,25 @@ def _append(tx: LedgerWriter, item: WorkItem | None, event: WorkEvent, work_id: 
     crash_point(f"{event.type}:after-event")
     tx.store_item(new)
     crash_point(f"{event.type}:after-snapshot")
-    if new.state in TERMINAL:
+    if new.state in TERMINAL and (item is None or item.state not in TERMINAL):
         tx.mark_closed(work_id)
     return new
+
+
+def note(home: Home, work_id: str, type_: str, *, actor: str, **fields: object) -> WorkItem:
+    """Append a note (``NOTES``: an approval request or its end) to an item in whatever
+    state it is; the item's state, generation and attempts stay as they are. Idempotent:
+    the same note (type, request and decision) already there is not written again, so a
+    writer killed after the event is retried safely."""
+    if type_ not in NOTES:
+        raise CaptainError("invalid_argument", f"{type_!r} is not a note on a work item.")
+    check_name(actor, "actor")
+    with _lock(home, work_id) as tx:
+        item = _locked_item(tx, work_id)
+        same = (type_, fields.get("request_id"), fields.get("decision"))
+        if any((e.type, e.request_id, e.decision) == same for e in tx.events(work_id)):
+            return item
+        return _append(tx, item, _next(tx, item, type_, actor, item.state, None, **fields), work_id)
 
 
 def _next(

@@ -34,8 +34,12 @@ EventType = Literal[
     "needs_reconciliation",
     "resolved",
     "landed",
+    "approval_requested",
+    "approval_decided",
 ]
 EVENT_TYPES: tuple[EventType, ...] = get_args(EventType)
+# events that record something about the item without changing its state (state/crew/approvals.py)
+NOTES = frozenset({"approval_requested", "approval_decided"})
 CancelOutcome = Literal["cancelled", "already_terminal", "stop_unconfirmed"]
 CANCEL_OUTCOMES: tuple[CancelOutcome, ...] = get_args(CancelOutcome)
 
@@ -76,6 +80,15 @@ class WorkEvent(Record):
     base_branch: str | None = None
     crew_commit: str | None = None  # the crew's uncommitted files, committed by land
     outside_grant: list[str] | None = None  # paths landed outside the grant (allowed)
+    # approval_requested / approval_decided: never the command, only its fingerprint and a
+    # bounded, escaped excerpt
+    request_id: str | None = Field(default=None, max_length=64)
+    tool: str | None = Field(default=None, max_length=64)
+    excerpt: str | None = Field(default=None, max_length=201)
+    fingerprint: str | None = Field(default=None, max_length=64)
+    decision: (
+        Literal["allow", "allow_session", "deny", "expired", "answered_in_pane", "late"] | None
+    ) = None
 
 
 class Attempt(Strict):

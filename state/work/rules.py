@@ -11,7 +11,7 @@ from typing import Any
 
 from state.errors import CaptainError
 from state.ids import WORK
-from state.work.models import TERMINAL, Attempt, Landing, Resolution, WorkEvent, WorkItem
+from state.work.models import NOTES, TERMINAL, Attempt, Landing, Resolution, WorkEvent, WorkItem
 
 
 def check_work_id(work_id: str) -> str:
@@ -42,6 +42,8 @@ _FROM: dict[str, set[str | None]] = {
 
 
 def legal(state: str | None, event: WorkEvent) -> bool:
+    if event.type in NOTES:  # a note on any item, in any state; it changes none
+        return state is not None and event.state == state
     if state not in _FROM[event.type]:
         return False
     if event.type == "resolved":
@@ -92,6 +94,8 @@ def fold(item: WorkItem | None, event: WorkEvent, work_id: str) -> WorkItem:
             updated_at=event.at,
         )
     assert item is not None  # legal(): only "accepted" starts an item
+    if event.type in NOTES:
+        return item.model_copy(update=dict(seq=event.seq))
     changes: dict[str, Any] = dict(seq=event.seq, state=event.state, updated_at=event.at)
     if event.type == "landed":  # the attempt ended with its succeeded event
         changes["landing"] = Landing(

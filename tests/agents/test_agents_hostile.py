@@ -116,6 +116,14 @@ class EndlessStdin(io.TextIOBase):
         return "x" * size
 
 
+@pytest.fixture(autouse=True)
+def native_prompt_at_once(home: Home):
+    """These tests are about the notice a permission prompt raises: the hook does not hold
+    the prompt for a decision here (``[crew] approval_timeout = 0``; holding is
+    tests/agents/test_approvals.py's)."""
+    (home.root / "config.toml").write_text("[crew]\napproval_timeout = 0\n")
+
+
 @pytest.mark.parametrize(
     ("agent", "event"), [("pi", "agent_end"), ("codex", "Stop"), ("codex", "PermissionRequest")]
 )
@@ -225,7 +233,10 @@ def test_codex_command_line_round_trips_a_hostile_captain_path(monkeypatch):
     for event, label in codex.EVENTS.items():
         command = hooks[event][0]["hooks"][0]["command"]
         assert shlex.split(command) == [HOSTILE_PATH, "-m", "captain_tui", "hook", "codex", event]
-        trusted[codex.hook_key(label)] = {"trusted_hash": codex.trusted_hash(label, command)}
+        timeout = hooks[event][0]["hooks"][0]["timeout"]
+        trusted[codex.hook_key(label)] = {
+            "trusted_hash": codex.trusted_hash(label, command, timeout)
+        }
     assert hooks["state"] == trusted  # trust for captain's two hooks, and nothing else
 
 

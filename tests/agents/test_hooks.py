@@ -74,6 +74,14 @@ class Hook:
         return out.getvalue() if isinstance(out, io.StringIO) else None
 
 
+@pytest.fixture(autouse=True)
+def native_prompt_at_once(home: Home):
+    """These tests are about the notice a permission prompt raises: the hook does not hold
+    the prompt for a decision here (``[crew] approval_timeout = 0``; holding is
+    tests/agents/test_approvals.py's)."""
+    (home.root / "config.toml").write_text("[crew]\napproval_timeout = 0\n")
+
+
 @pytest.fixture
 def hook(jack) -> Hook:
     return Hook(dict(jack.env))
@@ -575,7 +583,10 @@ def test_codex_command_starts_without_daemon_with_hooks_and_no_notify(monkeypatc
     argv = shlex.split(codex.command())
     assert argv[:4] == ["/usr/bin/codex", "--no-daemon", "--enable", "hooks"]
     assert not any(a.startswith("notify=") for a in argv)  # Stop is the turn end
-    assert argv[4:] == codex.hook_args([sys.executable, "-P", "-m", "captain_tui"])
+    # PermissionRequest gets the time it may hold a prompt for the captain's decision
+    assert argv[4:] == codex.hook_args(
+        [sys.executable, "-P", "-m", "captain_tui"], codex.hook_timeout(None)
+    )
 
 
 def test_codex_hook_commands_run_through_a_shell(home: Home, jack, project: Path):

@@ -17,7 +17,7 @@ from support.cockpit import SIZE, until
 
 from captain_tui.cockpit.app import CaptainApp
 from state import clock
-from state.crew import notify, protocol
+from state.crew import approvals, crewlog, notify, protocol
 from state.crew.rules import Context
 from state.home import Home
 from state.models import RingStamp
@@ -119,6 +119,17 @@ def crewed_home(home: Home, fixed_time: FixedTime) -> Home:
         input={"text": "Summarise yesterday's incidents"},
         requester="captain:ops",
         target_revision="9f3c2e1",
+    )
+    t.ago(minutes=2)
+    snapshot, _ = crewlog.load(home, "jack")  # its Claude Code asks permission: held
+    approvals.open_request(
+        home,
+        snapshot,
+        agent="claude",
+        tool="Bash",
+        command="npm publish --tag next \x1b]0;owned\x07",
+        session_allowed=True,
+        timeout=600,
     )
     t.ago(minutes=1)
     notify.signal(
@@ -279,3 +290,16 @@ def test_review_screen(snap_compare, home: Home, fixed_time: FixedTime, tmp_path
         await pilot.pause()
 
     assert snap_compare(cockpit(home), terminal_size=SIZE, run_before=run_before)
+
+
+def test_approvals_panel_with_the_request_in_the_preview(snap_compare, crewed_home: Home):
+    async def run_before(pilot) -> None:
+        await ready()(pilot)
+        pilot.app.query_one("#approvals").table.focus()
+        await pilot.pause(0.2)
+
+    assert snap_compare(cockpit(crewed_home), terminal_size=SIZE, run_before=run_before)
+
+
+def test_deny_form(snap_compare, crewed_home: Home):
+    assert snap_compare(cockpit(crewed_home), terminal_size=SIZE, run_before=ready("N"))

@@ -146,6 +146,17 @@ def op_land(home: Home, work_id: str):
     )
 
 
+def op_note(home: Home, work_id: str, type: str):
+    return ledger.note(
+        home,
+        work_id,
+        type,
+        actor="captain",
+        request_id="apr_1",
+        decision="allow" if type == "approval_decided" else None,
+    )
+
+
 def op_examine(home: Home, verdict: str):
     return ledger.examine(home, lambda locator: verdict, holder="reconciler", at=T1)
 
@@ -348,6 +359,18 @@ def _ledger_scenarios() -> list[Scenario]:
                 "cancelled",
                 "cancelled",
                 [A, C, "cancel_requested", "cancelled"],
+            ),
+            *(
+                Scenario(
+                    f"{note}:{when}",
+                    "note",
+                    {"work_id": "W", "type": note},
+                    RUNNING,
+                    "running",
+                    "running",
+                    [A, C, note],
+                )
+                for note in ("approval_requested", "approval_decided")
             ),
             Scenario(
                 f"cancelled:{when}",
@@ -891,7 +914,17 @@ CHECKS = {
 
 # -- the same crash points on PostgreSQL ----------------------------------------------------
 
-LEDGER_OPS = ("accept", "replay", "claim", "report", "examine", "cancel", "resolve", "land")
+LEDGER_OPS = (
+    "accept",
+    "replay",
+    "claim",
+    "report",
+    "examine",
+    "cancel",
+    "resolve",
+    "land",
+    "note",
+)
 PG_SCENARIOS = [s for s in SCENARIOS if s.op in LEDGER_OPS]
 
 

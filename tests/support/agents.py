@@ -623,6 +623,7 @@ def start_agent_crew(
     width: int,
     height: int,
     crew_cls: type[AgentCrew] = AgentCrew,
+    approval_timeout: float = 0,
 ) -> AgentCrew:
     """Recruit ``name`` with ``captain crew NAME --task TASK --agent AGENT`` through the
     real CLI, the agent (``binary``, put on the CLI's PATH as ``AGENT``) running in a tmux
@@ -632,6 +633,14 @@ def start_agent_crew(
     Raises RuntimeError if the recruit failed; whatever was started is undone then."""
     root, home_root, project = Path(root), Path(home_root), Path(project)
     project.mkdir(parents=True, exist_ok=True)
+    # ``approval_timeout``: how long the agent's permission hook holds a prompt for the
+    # captain (state/crew/approvals.py); 0, the default here, shows the native prompt at
+    # once, which the doorbell and prompt tests drive
+    home_root.mkdir(parents=True, exist_ok=True)
+    config = home_root / "config.toml"
+    text = config.read_text() if config.exists() else ""
+    if "[crew]" not in text:
+        config.write_text(f"{text}\n[crew]\napproval_timeout = {approval_timeout}\n")
     closers: list[Callable[[], None]] = []
     try:
         jail = NetJail()

@@ -670,6 +670,7 @@ def start_claude_crew(
     width: int = 100,
     height: int = 30,
     log: Callable[[str], None] | None = None,
+    approval_timeout: float = 0,
 ) -> AgentCrew:
     """Recruit ``name`` with ``--agent claude`` through the real CLI
     (``support.agents.start_agent_crew``): Claude Code in a fresh jail, in ``claude_env``
@@ -693,6 +694,7 @@ def start_claude_crew(
         project=project,
         width=width,
         height=height,
+        approval_timeout=approval_timeout,
     )
 
 

@@ -559,6 +559,7 @@ def start_codex_crew(
     env_extra: dict[str, str] | None = None,
     log: Callable[[str], None] | None = None,
     stand_in_text: str = "Done. (stand-in reply)",
+    approval_timeout: float = 0,
 ) -> CodexCrew:
     """Recruit ``name`` with ``captain crew NAME --task TASK --agent codex``
     (``support.agents.start_agent_crew``) into a new jailed tmux server, Codex talking to a
@@ -584,6 +585,7 @@ def start_codex_crew(
         width=width,
         height=height,
         crew_cls=CodexCrew,
+        approval_timeout=approval_timeout,
     )
     try:
         tmux(

@@ -280,6 +280,28 @@ class TellScreen(FormScreen):
         return {"text": _required(self.query_one("#message", TextArea).text, "message")}
 
 
+class DenyScreen(FormScreen):
+    """The reason for denying an approval request: the agent is told it."""
+
+    title_text = "Deny"
+
+    def __init__(self, crew: str, tool: str, excerpt: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.crew = crew
+        self.tool = tool
+        self.excerpt = excerpt
+
+    def fields(self) -> ComposeResult:
+        yield Static(
+            inert(f"{self.crew} asks to run {self.tool}: {self.excerpt}"), classes="context"
+        )
+        yield Label("Reason (the agent is told it)")
+        yield _text_area("reason", self.initial_text("reason"))
+
+    def values(self) -> dict[str, Any]:
+        return {"reason": _required(self.query_one("#reason", TextArea).text, "reason")}
+
+
 class AssignScreen(FormScreen):
     title_text = "Next assignment"
 

@@ -38,6 +38,7 @@ from state.home import Home
 from state.models import CrewSnapshot, Message, Notification, RingStamp
 from widgets.view import (
     ALERT_STATUSES,
+    ApprovalRow,
     CrewRow,
     CrewView,
     DoorbellRow,
@@ -79,6 +80,7 @@ class _CrewCache:
     notes: dict[str, Notification | None] = field(default_factory=dict)  # None: acked
     acked: set[str] = field(default_factory=set)
     stamp: RingStamp | None = None
+    approvals: tuple[ApprovalRow, ...] = ()  # open requests (state.crew.approvals)
 
 
 class Feed:
@@ -215,6 +217,11 @@ class Feed:
             self._sync_acks(key, cache)
         if "bell" in kinds:
             cache.stamp = self.home.store.read(self.home.ring_stamp_path(key), RingStamp)
+        if kinds & {"approval", "note"}:
+            # a request's own events can be lost in a directory made that instant (the
+            # crew's first: inotify watches a new directory only once it is seen), so its
+            # awaiting_approval notice, written after it, reads the requests again too
+            cache.approvals = self._approvals(key)
         for r in routes:
             if r.kind == "mail":
                 self._one_mail(key, cache, r.name) if r.name else self._sync_mail(key, cache)
@@ -235,7 +242,34 @@ class Feed:
         self._sync_acks(key, cache)
         self._sync_notes(key, cache, alerts)
         cache.stamp = self.home.store.read(self.home.ring_stamp_path(key), RingStamp)
+        cache.approvals = self._approvals(key)
         return _crew_view(key, cache)
+
+    def _approvals(self, key: str) -> tuple[ApprovalRow, ...]:
+        """The crew's open approval requests (only those are parsed; a request past its
+        time drops out at the next read of the crew, the periodic rescan at the latest)."""
+        from state.crew import approvals
+
+        try:
+            found = approvals.open_requests(self.home, key)
+        except CaptainError:
+            return ()
+        return tuple(
+            ApprovalRow(
+                key,
+                o.request.crew,
+                o.request.request_id,
+                o.request.agent,
+                o.request.tool,
+                o.request.excerpt,
+                o.request.fingerprint,
+                o.request.session_allowed,
+                o.request.created_at,
+                o.request.expires_at,
+                o.decided.decision if o.decided else None,
+            )
+            for o in found
+        )
 
     def _snapshot(self, key: str) -> CrewSnapshot | None:
         try:
@@ -401,7 +435,7 @@ def _crew_view(key: str, cache: _CrewCache) -> CrewView | None:
     doorbell = (
         DoorbellRow(key, s.name, gate, live_stamp.held_since) if gate and live_stamp else None
     )
-    return CrewView(crew, question, doorbell, _note_rows(key, notes))
+    return CrewView(crew, question, doorbell, _note_rows(key, notes), cache.approvals)
 
 
 def _unacknowledged(cache: _CrewCache) -> list[Notification]:

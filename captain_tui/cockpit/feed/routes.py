@@ -14,7 +14,9 @@ from typing import Literal
 
 # what a changed path is to the cockpit: a part of one crew's cache, its ring stamp (bell),
 # a quarantined file, or a work item (Route.name: its work ID)
-RouteKind = Literal["crew", "mail", "read", "note", "acks", "bell", "quarantine", "work"]
+RouteKind = Literal[
+    "crew", "mail", "read", "note", "acks", "approval", "bell", "quarantine", "work"
+]
 
 # top-level directory (docs/store.md) -> the part of a crew's cache it holds
 _KINDS: dict[str, RouteKind] = {
@@ -24,6 +26,7 @@ _KINDS: dict[str, RouteKind] = {
     "bounces": "read",
     "notifications": "note",  # notifications/<key>/<delivery-id>.json
     "acks": "acks",
+    "approvals": "approval",  # approvals/<key>/<apr-id>.json, decisions/..., outcomes/...
 }
 
 
