@@ -44,7 +44,7 @@ SUITE = (
     ),
     ("agent doorbell", "agent_doorbell.py", ["--rounds", "20"], ["--rounds", "5"], ["--smoke"]),
     ("crew death", "crew_death.py", ["--runs", "20"], ["--runs", "5"], ["--smoke"]),
-    ("cockpit", "cockpit.py", ["--events", "500"], ["--quick"], ["--smoke"]),
+    ("cockpit", "cockpit_budgets.py", ["--events", "500"], ["--quick"], ["--smoke"]),
     (
         "ledger claims",
         "ledger_claims.py",
@@ -53,9 +53,9 @@ SUITE = (
         ["--smoke"],
     ),
     ("ledger wake-ups", "ledger_wakeups.py", ["--rounds", "20"], ["--quick"], ["--smoke"]),
-    ("review", "review.py", ["--rounds", "20"], ["--quick"], ["--smoke"]),
+    ("review", "review_budgets.py", ["--rounds", "20"], ["--quick"], ["--smoke"]),
     ("land", "land.py", ["--runs", "20"], ["--runs", "5"], ["--smoke"]),
-    ("approvals", "approvals.py", ["--rounds", "20"], ["--quick"], ["--smoke"]),
+    ("approvals", "approvals_budgets.py", ["--rounds", "20"], ["--quick"], ["--smoke"]),
 )
 MODES = ("full", "quick", "smoke")
 NOT_RUN = "not run"  # a row's verdict: this part (or this row of it) could not run here

@@ -254,8 +254,8 @@ def _finished_records(n: int, at):
     (no locks, no fsync, batched): the records are the same."""
     from state.ids import WORK, new_id
     from state.work import ledger
-    from state.work.models import WorkEvent
-    from state.work.rules import fold
+    from state.work.ledger_records import WorkEvent
+    from state.work.transitions import fold
 
     work_id = new_id(WORK)
     data = ledger._canonical({"input": _input(n)}) + b"\n"

@@ -95,7 +95,7 @@ def notification(root: Path, url: str, rounds: int) -> list[float]:
 
 
 def feed(root: Path, url: str, rounds: int) -> list[float]:
-    from captain_tui.cockpit.feed.home import Feed
+    from captain_tui.cockpit.feed.home_feed import Feed
     from captain_tui.cockpit.feed.listener import LedgerListener
     from captain_tui.cockpit.feed.pump import FeedPump
     from state.work import ledger

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from state import clock
 from state.crew import approvals, crewlog, notify, protocol
-from state.crew.rules import Context
+from state.crew.guards import Context
 from state.home import Home
 from state.work import ledger
 
@@ -192,8 +192,8 @@ async def _shoot(home: Home, out: Path) -> list[Path]:
 
 async def _review(pilot, key: str) -> None:
     """Select the crew ``key`` in Crew, open its review and show its first owned file."""
-    from widgets.panels.crew import CrewPanel
-    from widgets.screens.review import ReviewScreen
+    from widgets.panels.crew_panel import CrewPanel
+    from widgets.screens.review_screen import ReviewScreen
 
     app = pilot.app
     panel = app.query_one(CrewPanel)

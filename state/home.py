@@ -159,7 +159,7 @@ class Home:
                     "it. Choose an empty or new directory.",
                 )
             from state.clock import now
-            from state.models import HomeMeta  # only a new home needs a record written
+            from state.records import HomeMeta  # only a new home needs a record written
 
             Store(root).create_once(
                 marker, encode(HomeMeta(created_at=now())), same=lambda a, b: True

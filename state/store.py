@@ -51,7 +51,7 @@ RECORD_NAME = re.compile(f"{_ID}|{_SEQ}", re.ASCII)  # any folder's: never a rea
 if TYPE_CHECKING:  # pydantic is imported where a record is validated, not at import:
     from pydantic import BaseModel  # the crew-side fast path never loads it (~300 ms)
 
-    from state.models import CrewEvent, EventFile
+    from state.records import CrewEvent, EventFile
 
 M = TypeVar("M", bound="BaseModel")
 

@@ -1,6 +1,6 @@
 """The protocol's words and limits, with no pydantic behind them.
 
-``state.models`` builds its types from these; the crew-side fast path (``state.crew_side.fast``)
+``state.records`` builds its types from these; the crew-side fast path (``state.crew_side.fast``)
 and the text rules use them without paying pydantic's start-up.
 """
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from state.crew.rules import Context
+from state.crew.guards import Context
 from state.home import Home
 
 REPO = Path(__file__).resolve().parents[1]

@@ -131,7 +131,7 @@ def test_every_dotted_name_the_page_gives_resolves():
         "feed",
         "doorbell",
         "ledger_probe",
-        "deaths",
+        "death_watch",
         "inputs",
         "tokens",
         "ops",

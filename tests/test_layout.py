@@ -117,3 +117,45 @@ def test_every_folder_says_what_it_holds_and_what_it_may_import():
         where = folder.relative_to(REPO)
         assert doc and len(doc.split()) >= 12, f"{where}/__init__.py: say what it holds"
         assert "import" in doc, f"{where}/__init__.py: say what it may import"
+
+
+# Names more than one module may carry: a package's own file and a program's entry point.
+SHARED_NAMES = {"__init__", "__main__"}
+
+
+def module_names(root: Path, packages: tuple[str, ...]) -> dict[str, list[str]]:
+    """Every module's last name (a file's stem, a package's folder) -> where it is."""
+    names: dict[str, list[str]] = {}
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            if "__pycache__" in path.parts:
+                continue
+            where = path.relative_to(root).as_posix()
+            names.setdefault(path.stem, []).append(where)
+            if path.name == "__init__.py":
+                names.setdefault(path.parent.name, []).append(where)
+    return names
+
+
+def test_every_module_name_is_unique():
+    """A module's name says what it holds, so no two say the same: ``rules`` beside ``rules``
+    or ``work`` five times made every import and every traceback ask which one."""
+    names = module_names(REPO, (*PACKAGES, "bench"))
+    assert len(names) > 100
+    shared = {
+        name: places
+        for name, places in names.items()
+        if len(places) > 1 and name not in SHARED_NAMES
+    }
+    assert shared == {}, f"modules that share a name: {shared}"
+
+
+def test_the_name_check_finds_a_shared_name(tmp_path):
+    """The check above can fail: two modules of one name in two packages are both found,
+    and so is a module named like a package."""
+    for rel in ("a/__init__.py", "a/rules.py", "b/__init__.py", "b/rules.py", "b/a.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("")
+    names = module_names(tmp_path, ("a", "b"))
+    assert names["rules"] == ["a/rules.py", "b/rules.py"]
+    assert names["a"] == ["a/__init__.py", "b/a.py"]

@@ -31,7 +31,7 @@ MODULE_STATE = {
 }
 CLASS_STATE = {
     (
-        "state/models.py",
+        "state/records.py",
         "EventFile._adapter",
     ): "a constant built on first use (pydantic's TypeAdapter): the same for everyone",
     (

@@ -22,7 +22,7 @@ from textual.message import Message
 from textual.widgets import Static
 
 from state.errors import CaptainError
-from state.models import PaneLocator
+from state.records import PaneLocator
 from widgets.cells import from_pane, inert
 from widgets.view import CrewRow
 

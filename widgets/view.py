@@ -13,8 +13,8 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Final
 
 from state.crew.standing import CrewState
-from state.models import PaneLocator, Workspace
-from state.work.models import TERMINAL, Source, WorkState
+from state.records import PaneLocator, Workspace
+from state.work.ledger_records import TERMINAL, Source, WorkState
 
 if TYPE_CHECKING:
     from state.work.controls import Facts
@@ -223,7 +223,7 @@ class HomeView:
         """Every work row in the Work panel's order: needs_reconciliation first, then
         running, queued and finished, newest first within each. Sorted once per view, and
         by the feed's thread, which asks for it before it hands the view on
-        (``feed.home.Update``): the UI thread only filters it."""
+        (``feed.home_feed.Update``): the UI thread only filters it."""
         return tuple(sorted(self.work.values(), key=_work_order, reverse=True))
 
     def work_rows(self, state: str = "all") -> tuple[list[WorkRow], int]:

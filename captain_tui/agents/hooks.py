@@ -54,15 +54,15 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, NamedTuple
 
 from state.clock import now
-from state.crew import rules
-from state.crew.rules import Context
+from state.crew import guards
+from state.crew.guards import Context
 from state.errors import CaptainError
 from state.home import Home
 from state.vocab import counted
 
 if TYPE_CHECKING:
     from state.crew_side.plain import Rec
-    from state.models import CrewSnapshot, Message
+    from state.records import CrewSnapshot, Message
 
 CLAUDE_EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "Notification", "PermissionRequest")
 CODEX_TURN_COMPLETE = "agent-turn-complete"
@@ -152,16 +152,16 @@ def _crew(env: Mapping[str, str]) -> tuple[Home, Context]:
 
 def _current(home: Home, ctx: Context) -> tuple[str, CrewSnapshot | Rec]:
     """This crew's live snapshot, refusing unknown, dismissed or stale incarnations."""
-    from state.crew_side import commands
+    from state.crew_side import door
 
-    return commands.current(home, ctx)
+    return door.current(home, ctx)
 
 
 def _inbox(home: Home, ctx: Context, deliver: Callable[[list[Message]], None]) -> None:
     """``protocol.inbox``: the crew lock, then ``deliver``, then receipts (only if it returned)."""
-    from state.crew_side import commands
+    from state.crew_side import door
 
-    commands.inbox(home, ctx.crew or "", deliver=deliver, ctx=ctx, via="hook")
+    door.inbox(home, ctx.crew or "", deliver=deliver, ctx=ctx, via="hook")
 
 
 # -- input and output -----------------------------------------------------------------------
@@ -273,12 +273,12 @@ def _claude_stop(call: Call) -> None:
     _inbox(home, ctx, deliver)
     if blocked:
         return
-    from state.crew_side import commands
+    from state.crew_side import door
 
-    snapshot = commands.load(home, key)
+    snapshot = door.load(home, key)
     if snapshot is None or snapshot.dismissed_at is not None or snapshot.done_at is not None:
         return
-    if rules.pending_question(home, key, snapshot) is not None:
+    if guards.pending_question(home, key, snapshot) is not None:
         return  # it asked and waits for the answer: stopping is right
     name, spec = snapshot.name, snapshot.assignment
     _emit(
@@ -497,7 +497,7 @@ def _pi_inject(call: Call) -> None:
             # The oldest messages whose line fits PI_MAX_LINE (always at least one: one
             # message is at most 64 KiB); the rest stay unread for the next prompt. The
             # batch is cut in place because receipts are written for what it holds after
-            # this returns (rules.inbox).
+            # this returns (guards.inbox).
             n = len(batch)
             line = json.dumps({"message": for_terminal(_mail_text(batch))})
             while n > 1 and len(line) >= PI_MAX_LINE:

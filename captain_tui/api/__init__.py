@@ -1,6 +1,6 @@
 """``captain serve``: the work ledger over HTTP and the webhook door (FastAPI on uvicorn).
 
-``routes`` maps requests to ``usecases`` and ``state.work``; ``refusals`` maps refusal
+``endpoints`` maps requests to ``usecases`` and ``state.work``; ``refusals`` maps refusal
 codes to status codes; ``signatures`` judges the door's two signature schemes; ``intake``
 (request bodies and heads) and ``doorman`` (connections) bound what a client may send and
 hold; ``server`` runs it on uvicorn with those limits (``limits``); ``schemas`` are the

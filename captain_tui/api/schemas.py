@@ -13,9 +13,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-# the ledger's vocabularies, served as they are defined (state.work.models): one definition
-from state.work.models import CancelOutcome, EventType, Source, Terminal
-from state.work.models import WorkState as State
+# the ledger's vocabularies, served as they are defined (state.work.ledger_records): one definition
+from state.work.ledger_records import CancelOutcome, EventType, Source, Terminal
+from state.work.ledger_records import WorkState as State
 from state.work.tokens import Role
 
 

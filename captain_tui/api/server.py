@@ -15,8 +15,8 @@ import threading
 
 from captain_tui.api import limits
 from captain_tui.api.doorman import Doorman
+from captain_tui.api.endpoints import body_before_auth, body_limit, build_app
 from captain_tui.api.intake import Intake
-from captain_tui.api.routes import body_before_auth, body_limit, build_app
 from captain_tui.runtime.upkeep import run_purger
 from state.errors import CaptainError
 from state.home import Home

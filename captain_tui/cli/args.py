@@ -104,23 +104,23 @@ def check_named(args) -> None:
 
 def caller():
     """Who is calling: the captain, or the crew whose ``CAPTAIN_*`` environment this is."""
-    from state.crew.rules import Context
+    from state.crew.guards import Context
 
     return Context.from_env()
 
 
 def viewer(home) -> str | None:
     """Whose records this caller may see: None (everyone's) for the captain, else the
-    calling crew's key once its identity holds (``rules.own_view``)."""
-    from state.crew.rules import own_view
-    from state.crew_side import commands
+    calling crew's key once its identity holds (``guards.own_view``)."""
+    from state.crew.guards import own_view
+    from state.crew_side import door
 
-    return own_view(caller(), lambda key: commands.load(home, key))
+    return own_view(caller(), lambda key: door.load(home, key))
 
 
 def captain_only(command: str) -> None:
     """Refuse ``command`` to a crew process (``crew_forbidden``)."""
-    from state.crew.rules import check_captain
+    from state.crew.guards import check_captain
 
     check_captain(caller(), command)
 

@@ -1,9 +1,10 @@
 """The ``captain`` command line: the parser, and ``main`` turning every outcome into an exit.
 
-Captain-side commands are ``captain_tui.cli.captain`` (and ``work``, ``serve``); the crew's
-own are ``captain_tui.cli.crew``. The crew-side path (check, ask, done, inbox) builds only its
-own parser and imports only ``state``: it runs inside agent panes on every tool call, so it
-must start fast and never pull in textual or libtmux.
+Captain-side commands are ``captain_tui.cli.captain_commands`` (and ``work_commands``,
+``ledger_commands``, ``serve``); the crew's own are ``captain_tui.cli.crew_commands``. The
+crew-side path (check, ask, done, inbox) builds only its own parser and imports only
+``state``: it runs inside agent panes on every tool call, so it must start fast and never
+pull in textual or libtmux.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from captain_tui.cli import captain, crew
+from captain_tui.cli import captain_commands, crew_commands
 from captain_tui.cli.args import (
     Parser,
     Skipped,
@@ -82,7 +83,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             "version, delete); repeatable" + tail,
         )
 
-    p = add("crew", "Recruit a crew member with its first assignment.", captain.cmd_crew)
+    p = add("crew", "Recruit a crew member with its first assignment.", captain_commands.cmd_crew)
     p.add_argument("name", metavar="NAME")
     p.add_argument("--task", required=True, metavar="TEXT", help="the first assignment")
     grants(p, inherit=True)
@@ -126,19 +127,25 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
 
     p = add(
-        "assign", "Start the next assignment after acknowledged completion.", captain.cmd_assign
+        "assign",
+        "Start the next assignment after acknowledged completion.",
+        captain_commands.cmd_assign,
     )
     p.add_argument("name", metavar="NAME")
     p.add_argument("--task", required=True, metavar="TEXT")
     p.add_argument("--handoff", required=True, metavar="ID", help="the finished assignment's ID")
     grants(p, inherit=True)
 
-    p = add("tell", "Append a follow-up message to the crew's active assignment.", captain.cmd_tell)
+    p = add(
+        "tell",
+        "Append a follow-up message to the crew's active assignment.",
+        captain_commands.cmd_tell,
+    )
     p.add_argument("name", metavar="NAME")
     p.add_argument("message", metavar="MESSAGE")
     p.add_argument("--assignment", required=True, metavar="ID")
 
-    p = add("answer", "Answer the crew's pending question.", captain.cmd_answer)
+    p = add("answer", "Answer the crew's pending question.", captain_commands.cmd_answer)
     p.add_argument("name", metavar="NAME")
     p.add_argument("question_id", metavar="QUESTION_ID")
     p.add_argument("message", metavar="MESSAGE")
@@ -147,7 +154,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p = add(
         "wait",
         "Wait for the next notification from a crew (returned once; then --ack).",
-        captain.cmd_wait,
+        captain_commands.cmd_wait,
     )
     who = p.add_mutually_exclusive_group(required=True)
     who.add_argument("name", nargs="?", metavar="NAME")
@@ -163,7 +170,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p = add(
         "approvals",
         "List the approval requests crews' agents hold open for you, oldest first.",
-        captain.cmd_approvals,
+        captain_commands.cmd_approvals,
     )
     p.add_argument("name", nargs="?", metavar="NAME", help="one crew's only")
 
@@ -171,7 +178,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "approve",
         "Decide one approval request: the agent's hook answers with it (once, while the "
         "request is open; otherwise the agent's own prompt stays).",
-        captain.cmd_approve,
+        captain_commands.cmd_approve,
     )
     p.add_argument("name", metavar="NAME")
     p.add_argument("request_id", metavar="REQUEST_ID")
@@ -194,7 +201,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p = add(
         "demo",
         "Try captain: three simulated crew in a private tmux, and the cockpit.",
-        captain.cmd_demo,
+        captain_commands.cmd_demo,
     )
     p.add_argument("--keep", action="store_true", help="keep the demo home afterwards")
 
@@ -202,14 +209,14 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "watch",
         "Ring doorbells, check panes, purge expired webhook bodies and print each "
         "new notification as a JSON line, until interrupted.",
-        captain.cmd_watch,
+        captain_commands.cmd_watch,
     )
 
     p = add(
         "status",
         "List the crew and what each is waiting on, and which ledger is in "
         "use (exit 1 when it cannot be used).",
-        captain.cmd_status,
+        captain_commands.cmd_status,
     )
     p.add_argument("--all", action="store_true", help="include dismissed crew")
 
@@ -217,7 +224,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "dismiss",
         "Retire a crew member; its unread mail bounces. Its worktree and branch are removed "
         "when everything on them has landed (or nothing was done), else kept and said so.",
-        captain.cmd_dismiss,
+        captain_commands.cmd_dismiss,
     )
     p.add_argument("name", metavar="NAME")
     p.add_argument(
@@ -232,7 +239,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "Land a done assignment's branch onto its base branch: one land at a time per "
         "repository, merged or rebased per [review] land, [review] test_command run on the "
         "result, the base moved only if all passed (docs/landing.md).",
-        captain.cmd_land,
+        captain_commands.cmd_land,
     )
     p.add_argument("name", metavar="NAME")
     p.add_argument("--assignment", required=True, metavar="ID", help="the done assignment")
@@ -252,19 +259,19 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "check",
         "Crew: is ACTION on PATHs granted, judged by what each path is now "
         "(links followed)? Executes nothing; exit 0 yes, 1 no.",
-        crew.cmd_check,
+        crew_commands.cmd_check,
     )
     p.add_argument("name", metavar="NAME")
     p.add_argument("action", metavar="ACTION")
     p.add_argument("paths", nargs="*", metavar="PATH")
     p.add_argument("--assignment", metavar="ID")
 
-    p = add("ask", "Crew: ask the captain one question, then stop.", crew.cmd_ask)
+    p = add("ask", "Crew: ask the captain one question, then stop.", crew_commands.cmd_ask)
     p.add_argument("name", metavar="NAME")
     p.add_argument("question", metavar="QUESTION")
     p.add_argument("--assignment", metavar="ID")
 
-    p = add("done", "Crew: finish the assignment with a report.", crew.cmd_done)
+    p = add("done", "Crew: finish the assignment with a report.", crew_commands.cmd_done)
     p.add_argument("name", metavar="NAME")
     p.add_argument("--report", metavar="TEXT", help="what changed and how it was checked")
     p.add_argument("--assignment", metavar="ID")
@@ -273,7 +280,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "inbox",
         "Crew: print unread mail oldest first, then mark it read (run by the "
         "captain: a peek that marks nothing read).",
-        crew.cmd_inbox,
+        crew_commands.cmd_inbox,
     )
     p.add_argument("name", metavar="NAME")
 
@@ -291,10 +298,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
 
     if only not in CREW_SIDE:
-        from captain_tui.cli import ledger as cli_ledger
-        from captain_tui.cli import review as cli_review
+        from captain_tui.cli import ledger_commands as cli_ledger
+        from captain_tui.cli import review_commands as cli_review
         from captain_tui.cli import serve as cli_serve
-        from captain_tui.cli import work as cli_work
+        from captain_tui.cli import work_commands as cli_work
 
         cli_work.add_commands(sub, common, Parser)
         cli_serve.add_commands(sub, common, Parser)
@@ -333,7 +340,7 @@ def _warn(path: str, reason: str, moved: bool) -> None:
 def _cockpit(home_arg: str | None) -> int:
     """``captain`` alone: the cockpit on the home."""
     from captain_tui.cli.args import caller
-    from state.crew.rules import check_captain
+    from state.crew.guards import check_captain
     from state.home import Home, default_home
 
     try:
@@ -355,8 +362,8 @@ def _hook(argv: list[str]) -> int:
     exit 0 (for Claude Code, exit 2 would block it) and a line on stderr.
     """
     try:
-        if argv[:1] == ["tmux"]:  # a crew window's pane-died hook (runtime/deaths.py)
-            from captain_tui.runtime.deaths import run_hook as tmux_hook
+        if argv[:1] == ["tmux"]:  # a crew window's pane-died hook (runtime/death_watch.py)
+            from captain_tui.runtime.death_watch import run_hook as tmux_hook
 
             return tmux_hook(argv[1:], os.environ)
         from captain_tui.agents.hooks import run_hook

@@ -43,19 +43,18 @@ from textual.screen import Screen
 from textual.worker import get_current_worker
 
 from captain_tui import usecases as ops
-from captain_tui.cockpit import commands, jobs
-from captain_tui.cockpit import prefs as settings
+from captain_tui.cockpit import command_table, jobs, prefs
 from captain_tui.cockpit.alert_batch import ALERT_TIMEOUT, ALERT_WINDOW, AlertBatch
-from captain_tui.cockpit.commands import BY_ACTION, COMMANDS, Command
+from captain_tui.cockpit.command_table import BY_ACTION, COMMANDS, Command
 from captain_tui.cockpit.feed.alerts import Alert
-from captain_tui.cockpit.feed.home import Feed, Update
+from captain_tui.cockpit.feed.home_feed import Feed, Update
 from captain_tui.cockpit.feed.listener import LedgerListener
 from captain_tui.cockpit.feed.pump import RESCAN_SECONDS, WORK_SECONDS, FeedPump
 from captain_tui.cockpit.feed.watcher import Watcher
 from captain_tui.cockpit.heap import Collector
-from captain_tui.cockpit.review import ReviewCommands
+from captain_tui.cockpit.review_actions import ReviewCommands
 from captain_tui.cockpit.terminal import recording, writer
-from captain_tui.cockpit.work import WorkCommands, reconciling_text
+from captain_tui.cockpit.work_actions import WorkCommands, reconciling_text
 from captain_tui.cockpit.worker_results import (
     AlertRaised,
     AttachNeeded,
@@ -66,21 +65,21 @@ from captain_tui.cockpit.worker_results import (
 )
 from captain_tui.repo.change import Change
 from captain_tui.runtime.tmux import Tmux, resolve_socket
-from state.crew.rules import CAPTAIN
+from state.crew.guards import CAPTAIN
 from state.errors import CaptainError
 from state.home import Home
-from state.models import PaneLocator
+from state.records import PaneLocator
 from state.vocab import counted, dialog_title, ended, quoted, short
 from widgets.cells import age, as_markup, clean, one_line
 from widgets.chrome import CockpitFooter, CockpitHeader
-from widgets.panels.approvals import ApprovalsPanel
+from widgets.panels.approvals_panel import ApprovalsPanel
 from widgets.panels.base import Panel
-from widgets.panels.crew import CrewPanel
-from widgets.panels.doorbells import DoorbellsPanel
-from widgets.panels.notifications import NotificationsPanel
-from widgets.panels.questions import QuestionsPanel
+from widgets.panels.crew_panel import CrewPanel
+from widgets.panels.doorbells_panel import DoorbellsPanel
+from widgets.panels.notifications_panel import NotificationsPanel
+from widgets.panels.questions_panel import QuestionsPanel
 from widgets.panels.row_list import PanelTable
-from widgets.panels.work import WorkPanel
+from widgets.panels.work_panel import WorkPanel
 from widgets.preview import EVERY as PREVIEW_EVERY
 from widgets.preview import PanePreview, Subject
 from widgets.screens.forms import (
@@ -93,7 +92,7 @@ from widgets.screens.forms import (
     TellScreen,
 )
 from widgets.screens.help import HelpScreen
-from widgets.screens.review import ReviewScreen
+from widgets.screens.review_screen import ReviewScreen
 from widgets.screens.settings import SettingsScreen
 from widgets.view import ApprovalRow, CrewRow, HomeView, NotificationRow, QuestionRow
 
@@ -133,7 +132,7 @@ def _local_now() -> datetime:
 class CaptainApp(WorkCommands, ReviewCommands, App):
     CSS_PATH = "cockpit.tcss"
     TITLE = "captain"
-    BINDINGS = commands.bindings()
+    BINDINGS = command_table.bindings()
     NOTIFICATION_TIMEOUT = OUTCOME_TIMEOUT
     _loud = ""  # the title line's "2 need reconciliation" (see format_title)
 
@@ -154,7 +153,7 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
         self.tmux_socket = resolve_socket(socket)
         self.run_doorbell = run_doorbell
         self.clock = clock or _local_now
-        self.settings = settings.load()
+        self.settings = prefs.load()
         self._saving = threading.Lock()  # settings writes, one at a time (_save_settings)
         self.view = HomeView()
         self.scanned = False  # the first full read of the home has finished
@@ -187,7 +186,7 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
 
     def compose(self) -> ComposeResult:
         yield CockpitHeader(icon="⚓")
-        keys = {c.id: commands.key_label(c) for c in COMMANDS}
+        keys = {c.id: command_table.key_label(c) for c in COMMANDS}
         yield CrewPanel(id="crew", keys=keys)
         with Horizontal(id="lower"):
             with Vertical(id="inbox"):
@@ -557,7 +556,7 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
     async def run_action(self, action, default_namespace=None, namespaces=None) -> bool:
         """Every command's key (and a click on it in the footer) comes here: one that does
         not apply now says why in a toast instead of doing nothing. The one place for every
-        command in ``commands.COMMANDS``; the palette goes through ``_invoke``."""
+        command in ``command_table.COMMANDS``; the palette goes through ``_invoke``."""
         if isinstance(action, str):
             namespace, name, _ = parse_action(action)
             ours = namespace == "app" if namespace else default_namespace in (None, self)
@@ -571,7 +570,7 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
         if why:
             self.notify(
                 why,
-                title=f"{command.label} ({commands.key_label(command)}) is not available now",
+                title=f"{command.label} ({command_table.key_label(command)}) is not available now",
                 severity="warning",
                 markup=False,
                 timeout=4,
@@ -596,7 +595,7 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
     def get_system_commands(self, screen: Screen):
         for command in COMMANDS:
             why = self.why_not(command)
-            help_text = f"{commands.key_label(command)} · {command.description}"
+            help_text = f"{command_table.key_label(command)} · {command.description}"
             if why:
                 help_text += f" (not now: {why})"
             yield SystemCommand(
@@ -848,7 +847,7 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
         if self.view.ledger:  # as the feed read it (off this thread): never a password
             ledger = one_line(self.view.ledger).replace("`", "'")
             where += f" · **Work ledger:** `{ledger}`"
-        self.push_screen(HelpScreen(f"{where}\n\n{commands.help_markdown()}"))
+        self.push_screen(HelpScreen(f"{where}\n\n{command_table.help_markdown()}"))
 
     def action_settings(self) -> None:
         values = {
@@ -990,11 +989,11 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
         writes: the last write holds the last change, whichever worker ran first."""
         with self._saving:
             try:
-                settings.save(dataclasses.replace(self.settings))
+                prefs.save(dataclasses.replace(self.settings))
             except OSError as exc:
                 self.post_message(
                     Outcome(
-                        f"{settings.FILE_NAME} in {settings.config_dir()} could not "
+                        f"{prefs.FILE_NAME} in {prefs.config_dir()} could not "
                         f"be written ({exc.strerror or type(exc).__name__}); the change holds "
                         "until the cockpit closes.",
                         title="Settings not saved",
@@ -1062,7 +1061,7 @@ def _why_not_unblock(crew: CrewRow) -> str | None:
 
 
 def _key(command_id: str) -> str:
-    return commands.key_label(commands.BY_ID[command_id])
+    return command_table.key_label(command_table.BY_ID[command_id])
 
 
 def _attempt(perform: Callable[[Any], T], values: Any) -> T:

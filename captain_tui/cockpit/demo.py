@@ -21,7 +21,7 @@ from pathlib import Path
 
 from captain_tui import usecases
 from captain_tui.runtime.tmux import socket_path_for, tmux_binary
-from state.crew.rules import CAPTAIN
+from state.crew.guards import CAPTAIN
 from state.home import Home
 
 # name, task, owns, allow, the question it asks, the files it changes (simcrew --change)

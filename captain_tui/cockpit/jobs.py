@@ -14,13 +14,13 @@ from typing import Literal
 
 from captain_tui import usecases as ops
 from state.crew import crewlog
-from state.crew.rules import CAPTAIN
+from state.crew.guards import CAPTAIN
 from state.errors import CaptainError
 from state.home import Home
 from state.inputs import crew_key
 from state.vocab import counted, dialog_title, ended, quoted, short
 from state.work import ledger
-from state.work.models import WorkItem
+from state.work.ledger_records import WorkItem
 
 # a toast's severity: Textual's ``SeverityLevel``, spelled here because the feed imports these
 # jobs and imports no Textual (import contract 3 counts a TYPE_CHECKING import too); mypy

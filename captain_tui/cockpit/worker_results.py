@@ -16,7 +16,7 @@ from captain_tui.repo.change import Change
 from state.errors import CaptainError
 from widgets.diffview import FileDiff
 from widgets.screens.forms import ConfirmScreen, FormScreen
-from widgets.screens.review import FileEntry, ReviewScreen
+from widgets.screens.review_screen import FileEntry, ReviewScreen
 
 
 class Refused(Message):

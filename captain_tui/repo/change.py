@@ -19,7 +19,7 @@ import tempfile
 from dataclasses import dataclass, field
 
 from captain_tui.repo import git
-from state.crew.rules import outside_grant
+from state.crew.guards import outside_grant
 from state.errors import CaptainError
 
 LIST_MAX = 200  # paths a notification lists of each kind; the counts are always whole

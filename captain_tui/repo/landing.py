@@ -61,7 +61,7 @@ POLL = 0.05  # seconds between looks at a busy queue
 @dataclass(frozen=True)
 class Request:
     """One assignment's work to land. Paths are absolute. ``outside`` is the grant's one
-    rule (``state.crew.rules.outside_grant`` for the crew): which of the paths (relative to
+    rule (``state.crew.guards.outside_grant`` for the crew): which of the paths (relative to
     the crew's worktree, where they are judged) lie outside what it owns, each with why."""
 
     project: str  # the repository's top level: the user's checkout

@@ -31,7 +31,7 @@ from captain_tui.repo import git
 from state import config
 from state.errors import CaptainError
 from state.home import Home
-from state.models import Workspace
+from state.records import Workspace
 from state.store import WORKTREES
 from state.work.crash import crash_point
 

@@ -32,15 +32,15 @@ from dataclasses import dataclass
 
 from captain_tui.runtime import doorbell
 from captain_tui.runtime import pane_reader as screens
-from captain_tui.runtime.deaths import PROBE_EVERY
+from captain_tui.runtime.death_watch import PROBE_EVERY
 from captain_tui.runtime.tmux import ALIVE, Tmux
 from state.clock import now
 from state.crew import crewlog, notify
-from state.crew.rules import Context, check_captain
+from state.crew.guards import Context, check_captain
 from state.errors import CaptainError
 from state.home import Home
 from state.inputs import crew_key
-from state.models import CrewSnapshot
+from state.records import CrewSnapshot
 from state.vocab import dialog_title, quoted
 
 __all__ = ["PROBE_EVERY", "Answered", "answer", "probe", "record"]

@@ -25,7 +25,7 @@ from state.clock import now
 from state.crew import crewlog, mailbox, notify, protocol
 from state.errors import CaptainError
 from state.home import Home
-from state.models import CrewSnapshot, Message, PaneLocator, RingStamp
+from state.records import CrewSnapshot, Message, PaneLocator, RingStamp
 from state.store import encode
 from state.vocab import counted
 

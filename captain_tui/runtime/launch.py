@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from state.errors import CaptainError
-from state.models import PaneLocator
+from state.records import PaneLocator
 
 
 def launcher(
@@ -28,12 +28,12 @@ def launcher(
     tmux = Tmux(resolve_socket(socket))
 
     def launch(env: dict[str, str]):
-        from captain_tui.runtime import deaths
+        from captain_tui.runtime import death_watch
 
         command = command_for(agent, home, key, program)
         locator = tmux.open_window(session, name, cwd, pane_env(env), command)
         # its death is reported by tmux itself (the probe covers a hook that failed)
-        deaths.watch(tmux, locator, home, key, env["CAPTAIN_INCARNATION"])
+        death_watch.watch(tmux, locator, home, key, env["CAPTAIN_INCARNATION"])
         return locator, lambda: tmux.kill_pane(locator)
 
     return launch
@@ -42,7 +42,7 @@ def launcher(
 def later(*, program: str | None, cwd: str, socket: str | None = None, session: str = "captain"):
     """How to launch the crew later, should every ledger slot be held now."""
     from captain_tui.runtime.tmux import resolve_socket
-    from state.models import LaunchSpec
+    from state.records import LaunchSpec
 
     return LaunchSpec(program=program, cwd=cwd, socket=resolve_socket(socket), session=session)
 

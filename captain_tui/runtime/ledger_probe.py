@@ -12,14 +12,14 @@ import os
 import socket
 
 from state.clock import now
-from state.crew import crewlog, rules
+from state.crew import crewlog, guards
 from state.errors import CaptainError
 from state.home import Home
 from state.inputs import crew_key
-from state.models import Launched, Liveness, PaneLocator, Recruited
+from state.records import Launched, Liveness, PaneLocator, Recruited
 from state.vocab import counted
 from state.work import ledger, settle
-from state.work.models import Attempt, WorkItem
+from state.work.ledger_records import Attempt, WorkItem
 
 
 def holder() -> str:
@@ -92,7 +92,7 @@ def dispatch(home: Home) -> list[str]:
         if item.source != "assignment" or not item.crew:
             continue
         key = crew_key(item.crew)
-        with home.store.lock(rules.lock_name(key)):
+        with home.store.lock(guards.lock_name(key)):
             snapshot = crewlog.open_locked(home, key)
             if snapshot is None or snapshot.assignment.assignment_id != item.assignment_id:
                 continue
@@ -144,7 +144,7 @@ def dispatch(home: Home) -> list[str]:
                     raise
                 return pane
 
-            with ledger.capacity(home):
+            with ledger.capacity_transaction(home):
                 if not ledger.has_free_slot(home):
                     break
                 ledger.claim_held(home, item.work_id, holder=holder, start=start)

@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING
 from state.home import Home
 
 if TYPE_CHECKING:  # each is imported when first needed
-    from captain_tui.runtime.deaths import Probe
+    from captain_tui.runtime.death_watch import Probe
     from captain_tui.runtime.upkeep import Purger
-    from state.work.backend import LedgerListener
+    from state.work.backend import LedgerWakeups
 
 RING_EVERY = 0.5  # seconds between doorbell rounds while waiting
-# deaths come by tmux's pane-died hook; the probe (runtime/deaths.py) covers vanished
-# windows and servers every deaths.PROBE_EVERY seconds
+# deaths come by tmux's pane-died hook; the probe (runtime/death_watch.py) covers vanished
+# windows and servers every death_watch.PROBE_EVERY seconds
 APPROVAL_EVERY = 30.0  # hookless panes are checked for a modal this often
 LEDGER_EVERY = 5.0  # dispatch into freed slots, and the webhook intake's settling
 # heartbeats and lease verdicts: a quarter of the lease (60 s by default), so a lease is
@@ -53,7 +53,7 @@ class Runner:
         self._next_dialogs = 0.0
         self._last_ledger = float("-inf")
         # the shared ledger's wake-ups (None: files, or not asked yet)
-        self._listener: LedgerListener | None = None
+        self._listener: LedgerWakeups | None = None
         self._next_listen = 0.0  # when to ask for a listener again
         self.woken = 0  # ledger rounds a notification brought forward (tests, benchmarks)
         self._deaths: Probe | None = None  # made on the first round
@@ -97,14 +97,14 @@ class Runner:
                 self._next_examine = clock + examine_every(self.home)
             ledger_runtime.round(self.home, examine=examine)
         if clock >= self._next_deaths:
-            from captain_tui.runtime import deaths
+            from captain_tui.runtime import death_watch
 
             if self._deaths is None:
-                self._deaths = deaths.Probe()
+                self._deaths = death_watch.Probe()
             _quietly(self._deaths.round, self.home, [self.crew.lower()] if self.crew else None)
             # a pane or server seen gone is looked at again as soon as it may count
             self._next_deaths = time.monotonic() + (
-                deaths.CONFIRM_AFTER if self._deaths.pending else deaths.PROBE_EVERY
+                death_watch.CONFIRM_AFTER if self._deaths.pending else death_watch.PROBE_EVERY
             )
         if self._deaths is not None:
             _quietly(self._deaths.quick, self.home)  # a crew's process ending: at once
@@ -126,7 +126,7 @@ class Runner:
                 _quietly(doorbell.check_approval, self.home, key)
 
     @property
-    def listener(self) -> LedgerListener | None:
+    def listener(self) -> LedgerWakeups | None:
         """The shared ledger's listener once one was made (None on the files)."""
         return self._listener
 

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Final
 
 from state.errors import CaptainError
-from state.models import Liveness, PaneLocator
+from state.records import Liveness, PaneLocator
 
 DEFAULT_SOCKET = "captain"
 DEFAULT_SESSION = "captain"
-ALIVE: Final = "alive"  # state.models.Liveness, word by word
+ALIVE: Final = "alive"  # state.records.Liveness, word by word
 GONE: Final = "gone"
 UNKNOWN: Final = "unknown"
 TMUX_TIMEOUT = 5.0

@@ -8,15 +8,15 @@ only turn a result into words (``captain_tui.cli``, ``captain_tui.cockpit.jobs``
 holds what both say) or JSON (``captain_tui.api``). A refusal is a ``CaptainError`` raised
 before anything is written.
 
-``crew`` (recruit, assign, tell, answer, acknowledge, dismiss, ring, jump), ``review``
-(change, change_summary, diff_bytes, comment), ``work`` (cancel, replay, resolve, actor),
-``landing`` (land, landing_queue), ``status`` (the read model), ``words``.
+``crew_ops`` (recruit, assign, tell, answer, acknowledge, dismiss, ring, jump), ``review_ops``
+(change, change_summary, diff_bytes, comment), ``work_ops`` (cancel, replay, resolve, actor),
+``landing_ops`` (land, landing_queue), ``status`` (the read model), ``words``.
 May import ``captain_tui.runtime``, ``captain_tui.repo``, ``captain_tui.agents`` and
 ``state``; never the CLI, the cockpit, the API or Textual.
 """
 
-from captain_tui.usecases.approvals import approve, pending
-from captain_tui.usecases.crew import (
+from captain_tui.usecases.approvals_ops import approve, pending
+from captain_tui.usecases.crew_ops import (
     Attach,
     Bell,
     Dismissal,
@@ -31,11 +31,11 @@ from captain_tui.usecases.crew import (
     ring,
     tell,
 )
-from captain_tui.usecases.landing import Landing, land, landing_queue
-from captain_tui.usecases.review import change, change_summary, comment, diff_bytes
+from captain_tui.usecases.landing_ops import Landing, land, landing_queue
+from captain_tui.usecases.review_ops import change, change_summary, comment, diff_bytes
 from captain_tui.usecases.status import Status, status
 from captain_tui.usecases.words import dismissal_words, store_error, workspace_words
-from captain_tui.usecases.work import Cancellation, actor, cancel, replay, resolve
+from captain_tui.usecases.work_ops import Cancellation, actor, cancel, replay, resolve
 
 __all__ = [
     "Attach",

@@ -12,7 +12,7 @@ from pathlib import Path
 from captain_tui.repo import landing as repo_landing
 from captain_tui.runtime import doorbell
 from state.crew import protocol
-from state.crew.rules import CAPTAIN, Context, own_view
+from state.crew.guards import CAPTAIN, Context, own_view
 from state.errors import CaptainError
 from state.home import Home
 
@@ -75,7 +75,7 @@ def _bell(home: Home, row: dict) -> dict:
 def _change(home: Home, row: dict) -> dict | None:
     """The crew's change now (``captain_tui.repo.change``): None for a dismissed crew or
     one whose project is not a git repository."""
-    from captain_tui.usecases.review import change_summary
+    from captain_tui.usecases.review_ops import change_summary
     from state.crew import crewlog
 
     snapshot, _ = crewlog.load(home, row["name"].lower())
@@ -87,14 +87,14 @@ def _change(home: Home, row: dict) -> dict | None:
 def status(home: Home, *, ctx: Context = CAPTAIN, include_dismissed: bool = False) -> Status:
     """The crew (dismissed ones too with ``include_dismissed``) and the ledger. A ledger
     that cannot be used is reported in ``problem``, not raised, so the crew still shows."""
-    from state.crew_side import commands
+    from state.crew_side import door
 
     ledger, postgres, described, problem = _location(home)
     if not home.root.is_dir():
         return Status(home.root, False, ledger, postgres, described, problem, None, [])
     # a crew sees itself only, and only as itself: another crew's incarnation ID is all it
     # would need to read that crew's mail and write its receipts
-    own = own_view(ctx, lambda key: commands.load(home, key))
+    own = own_view(ctx, lambda key: door.load(home, key))
     rows = protocol.crew_status(home, include_dismissed=include_dismissed)
     if own is not None:
         rows = [r for r in rows if r["name"].lower() == own]

@@ -1,5 +1,5 @@
 """The assignment protocol: recruit, assign, tell, answer, ask, done, check, inbox, dismiss;
-who may act (``rules``), a crew's append-only history (``crewlog``), mail and receipts
+who may act (``guards``), a crew's append-only history (``crewlog``), mail and receipts
 (``mailbox``), and notifications with ``wait`` (``notify``).
 
 May import the core (``state.*`` modules at the top) and ``state.work`` (an assignment is a

@@ -38,12 +38,12 @@ from typing import Literal
 from pydantic import Field
 
 from state.clock import now
-from state.crew.rules import Snapshot
+from state.crew.guards import Snapshot
 from state.errors import CaptainError
 from state.home import Home
 from state.ids import new_id
 from state.inputs import crew_key, for_terminal
-from state.models import Record
+from state.records import Record
 from state.store import encode
 
 APPROVAL = "apr"

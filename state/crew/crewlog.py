@@ -17,7 +17,7 @@ from state.errors import CaptainError
 from state.home import Home
 from state.ids import DELIVERY, derive
 from state.inputs import bounce_summary, summarize
-from state.models import (
+from state.records import (
     Asked,
     Assigned,
     Bounce,

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from state.clock import now
-from state.crew.rules import unread_names
+from state.crew.guards import unread_names
 from state.home import Home
-from state.models import Ack, CrewSnapshot, Message, Notification, Receipt
+from state.records import Ack, CrewSnapshot, Message, Notification, Receipt
 from state.store import encode
 
 

@@ -7,13 +7,13 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 
 from state.clock import now
-from state.crew import crewlog, mailbox, rules
-from state.crew.rules import CAPTAIN, Context, check_captain
+from state.crew import crewlog, guards, mailbox
+from state.crew.guards import CAPTAIN, Context, check_captain
 from state.errors import CaptainError
 from state.home import Home
 from state.ids import DELIVERY, new_id
 from state.inputs import crew_key, summarize
-from state.models import Notification, Returned
+from state.records import Notification, Returned
 from state.store import encode
 from state.vocab import ended
 
@@ -162,7 +162,7 @@ def _repair(home: Home, keys: list[str]) -> None:
     """Settle every crew in scope: a writer killed between its event and the notification
     the event implies leaves that notification for the next writer or waiter to make."""
     for key in keys:
-        with home.store.lock(rules.lock_name(key)):
+        with home.store.lock(guards.lock_name(key)):
             crewlog.open_locked(home, key)
 
 
@@ -190,7 +190,7 @@ def signal(
     if at.tzinfo is None:
         at = at.replace(tzinfo=timezone.utc)
     key = crew_key(name)
-    with home.store.lock(rules.lock_name(key)):
+    with home.store.lock(guards.lock_name(key)):
         snapshot = crewlog.open_locked(home, key)
         if snapshot is None or snapshot.dismissed_at is not None:
             return None

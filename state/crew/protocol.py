@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from state.clock import now
-from state.crew import crewlog, deaths, mailbox, rules, standing
-from state.crew.rules import CAPTAIN, Context, Verdict, check_captain
+from state.crew import crewlog, death_notice, guards, mailbox, standing
+from state.crew.guards import CAPTAIN, Context, Verdict, check_captain
 from state.errors import CaptainError
 from state.home import Home
 from state.ids import ASSIGNMENT, DELIVERY, INCARNATION, MESSAGE, QUESTION, new_id
@@ -35,7 +35,7 @@ from state.inputs import (
     resolve_path,
     summarize,
 )
-from state.models import (
+from state.records import (
     Asked,
     Assigned,
     AssignmentSpec,
@@ -70,14 +70,14 @@ class Recruit:
     queued: bool = False  # every ledger slot was held: the pane starts when one frees
 
 
-# -- guards: each rule in one place (state.crew.rules, shared with the crew-side fast path) ------
+# -- guards: each rule in one place (state.crew.guards, shared with the crew-side fast path) ------
 
-_existing = rules.existing
-_live = rules.live
-_same_assignment = rules.same_assignment
-_crew_identity = rules.crew_identity
-_crew_assignment = rules.crew_assignment
-_not_done = rules.not_done
+_existing = guards.existing
+_live = guards.live
+_same_assignment = guards.same_assignment
+_crew_identity = guards.crew_identity
+_crew_assignment = guards.crew_assignment
+_not_done = guards.not_done
 
 
 def _all_acknowledged(home: Home, key: str, assignment_id: str) -> None:
@@ -179,7 +179,7 @@ def _locked(home: Home, *keys: str) -> ExitStack:
     """Take locks in one global order: the home, then the crew."""
     stack = ExitStack()
     for key in keys:
-        stack.enter_context(home.store.lock("home" if key == "" else rules.lock_name(key)))
+        stack.enter_context(home.store.lock("home" if key == "" else guards.lock_name(key)))
     return stack
 
 
@@ -278,7 +278,7 @@ def recruit(
         if unmake is not None:
             undo = unmake
         try:
-            with ledger.capacity(home):
+            with ledger.capacity_transaction(home):
                 try:
                     free = ledger.has_free_slot(home)
                     if launch is not None and free:
@@ -415,7 +415,7 @@ def assign(
         seq = snapshot.seq + 1
         wrote, taken = False, False
         try:
-            with ledger.capacity(home):
+            with ledger.capacity_transaction(home):
                 try:
                     wrote = True
                     snapshot = crewlog.append(
@@ -497,7 +497,7 @@ def answer(
         _same_assignment(snapshot, assignment_id)
         question = snapshot.question
         if question is None or question.question_id != question_id:
-            pending = rules.pending_question(home, key, snapshot)
+            pending = guards.pending_question(home, key, snapshot)
             hint = (
                 f"its pending question is {pending.question_id}"
                 if pending
@@ -507,7 +507,7 @@ def answer(
                 "unknown_question",
                 f"{question_id} is not {snapshot.name}'s question on {assignment_id}; {hint}.",
             )
-        if rules.is_answered(home, key, question_id):
+        if guards.is_answered(home, key, question_id):
             raise CaptainError(
                 "question_answered",
                 f"{question_id} was already answered; use captain tell to add more.",
@@ -518,7 +518,7 @@ def answer(
             snapshot,
             "answer",
             text,
-            rules.answer_id(question_id),
+            guards.answer_id(question_id),
             question_id=question_id,
         )
         # The answer is the captain's response to `asked`: it acknowledges that notification,
@@ -658,7 +658,7 @@ def _crew_turn(
 ) -> tuple[CrewSnapshot, str]:
     """The crew, acting as itself on its live, unfinished assignment with no question
     pending (caller holds the crew lock)."""
-    return rules.crew_turn(home, key, name, ctx, assignment_id, pending_hint, crewlog.open_locked)
+    return guards.crew_turn(home, key, name, ctx, assignment_id, pending_hint, crewlog.open_locked)
 
 
 def ask(
@@ -667,7 +667,9 @@ def ask(
     key = crew_key(name)
     check_text(text, "question")
     with _locked(home, key):
-        snapshot, assignment_id = _crew_turn(home, key, name, ctx, assignment_id, rules.ASK_PENDING)
+        snapshot, assignment_id = _crew_turn(
+            home, key, name, ctx, assignment_id, guards.ASK_PENDING
+        )
         last = mailbox.last_message(home, key, assignment_id)
         event = Asked(
             seq=snapshot.seq + 1,
@@ -705,7 +707,7 @@ def done(
     check_text(report, "report")
     with _locked(home, key):
         snapshot, assignment_id = _crew_turn(
-            home, key, name, ctx, assignment_id, rules.DONE_PENDING
+            home, key, name, ctx, assignment_id, guards.DONE_PENDING
         )
         waiting = mailbox.unread(home, key, snapshot)
         if waiting:
@@ -743,7 +745,7 @@ def check(
     ctx: Context = CAPTAIN,
 ) -> Verdict:
     """Validate a grant; executes nothing. Refusals of the grant itself are a Verdict."""
-    return rules.check(
+    return guards.check(
         name,
         action,
         paths,
@@ -762,7 +764,7 @@ def inbox(
     via: str = "inbox",
 ) -> list[Message]:
     """Hand queued mail (oldest first) to ``deliver``; receipts only after it returns."""
-    return rules.inbox(
+    return guards.inbox(
         home,
         name,
         deliver=deliver,
@@ -800,7 +802,7 @@ def _state(
         dialog=dialog,
         dismissed=snapshot.dismissed_at is not None,
         done=snapshot.done_at is not None,
-        died=deaths.reported(home, key, snapshot.incarnation_id),
+        died=death_notice.reported(home, key, snapshot.incarnation_id),
         question_pending=pending is not None,
         unacknowledged=unacked,
         assignment_id=snapshot.assignment.assignment_id,
@@ -816,7 +818,7 @@ def crew_state(home: Home, key: str) -> standing.CrewState | None:
         home,
         key,
         snapshot,
-        rules.pending_question(home, key, snapshot),
+        guards.pending_question(home, key, snapshot),
         mailbox.unacknowledged(home, key),
         dialog_of(home, key, snapshot),
     )
@@ -829,7 +831,7 @@ def crew_status(home: Home, include_dismissed: bool = False) -> list[dict[str, A
         snapshot, _ = crewlog.load(home, key)
         if snapshot is None or (snapshot.dismissed_at and not include_dismissed):
             continue
-        pending = rules.pending_question(home, key, snapshot)
+        pending = guards.pending_question(home, key, snapshot)
         queued = [] if snapshot.dismissed_at else mailbox.unread(home, key, snapshot)
         unacked = mailbox.unacknowledged(home, key)
         dialog = dialog_of(home, key, snapshot)

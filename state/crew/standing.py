@@ -9,7 +9,7 @@ The vocabulary, first match wins:
 
 - ``dismissed``: retired (``status --all`` only; the cockpit shows no dismissed crew);
 - ``done``: its assignment ended with ``done`` (whatever its process did afterwards);
-- ``died``: its process ended before ``done`` (the death is recorded: ``state.crew.deaths``);
+- ``died``: its process ended before ``done`` (the death is recorded: ``state.crew.death_notice``);
 - ``blocked``: its agent sits at a start-up dialog (folder trust, a model-migration notice,
   ...) and does nothing until someone answers it; ``dialog`` names which (the runners'
   probe reads it off the pane every few seconds and keeps it in the doorbell's stamp:

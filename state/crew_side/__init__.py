@@ -1,8 +1,8 @@
 """The crew's own commands without pydantic: a crew runs them on every tool call.
 
-``commands`` is the only door (one function per command: check, ask, inbox, and the
+``door`` is the only door (one function per command: check, ask, inbox, and the
 snapshot the hooks read); behind it ``fast`` answers from plain records (``plain``, checked
 against ``shapes``, which ``shapes_gen`` derives from the models) or declines, and the full
-path in ``state.crew`` decides. May import the core and ``state.crew.rules`` at module level;
+path in ``state.crew`` decides. May import the core and ``state.crew.guards`` at module level;
 the full path only inside functions, after the fast path declined.
 """

@@ -4,7 +4,7 @@ A crew command runs in an agent's pane on every tool call and every stop. Import
 pydantic and validating one model costs ~270 ms on the 2-core machine docs/design.md budgets
 for (150 ms for the whole command), so ``check``, ``inbox``, ``ask`` and the Stop hook run
 here on records read and written by ``state.crew_side.plain``, through the same rules and turns
-(``state.crew.rules``) the protocol uses. Whenever a record is unusual, the crew's snapshot is
+(``state.crew.guards``) the protocol uses. Whenever a record is unusual, the crew's snapshot is
 behind its events, or the newest event's records are not all written yet (a writer was
 killed), this raises ``Unsure`` before anything is delivered or written, and the caller
 takes the full path, which repairs, settles and quarantines as always.
@@ -17,8 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from state.clock import now
-from state.crew import rules
-from state.crew.rules import Context, Verdict
+from state.crew import guards
+from state.crew.guards import Context, Verdict
 from state.crew_side import plain
 from state.crew_side.plain import Rec, Unsure
 from state.home import Home
@@ -70,14 +70,14 @@ def check(
     home: Home, name: str, action: str, paths: list[str], *, assignment_id: str | None, ctx: Context
 ) -> Verdict:
     """``protocol.check`` on the cached snapshot."""
-    return rules.check(
+    return guards.check(
         name, action, paths, lambda key: snapshot(home, key), assignment_id=assignment_id, ctx=ctx
     )
 
 
 def crew(home: Home, ctx: Context) -> tuple[str, Rec]:
     """This crew process's own live snapshot (a hook's ``_current``), or a refusal."""
-    return rules.current_crew(ctx, lambda key: snapshot(home, key))
+    return guards.current_crew(ctx, lambda key: snapshot(home, key))
 
 
 # -- mail -------------------------------------------------------------------------------------
@@ -99,7 +99,7 @@ def unread(home: Home, key: str, found: Rec) -> list[Rec]:
     """``mailbox.unread``: this incarnation's queued mail, oldest first."""
     return [
         m
-        for m in _messages(home, key, rules.unread_names(home, key))
+        for m in _messages(home, key, guards.unread_names(home, key))
         if m.incarnation_id == found.incarnation_id
     ]
 
@@ -132,7 +132,7 @@ def inbox(
     via: str = "inbox",
 ) -> list[Rec]:
     """``protocol.inbox``; ``Unsure`` only before anything is delivered."""
-    return rules.inbox(
+    return guards.inbox(
         home,
         name,
         deliver=deliver,
@@ -151,9 +151,9 @@ def ask(home: Home, name: str, text: str, *, assignment_id: str | None, ctx: Con
     """``protocol.ask``: the same event, notification and snapshot, byte for byte."""
     key = crew_key(name)
     check_text(text, "question")
-    with home.store.lock(rules.lock_name(key)):
-        found, assignment_id = rules.crew_turn(
-            home, key, name, ctx, assignment_id, rules.ASK_PENDING, open_locked
+    with home.store.lock(guards.lock_name(key)):
+        found, assignment_id = guards.crew_turn(
+            home, key, name, ctx, assignment_id, guards.ASK_PENDING, open_locked
         )
         mail = [
             m

@@ -1,6 +1,6 @@
 """The work ledger: work items and their attempts, generation fencing, leases, the
 reconciler, capacity, cancel, replay and resolve (``ledger``, ``replay``; what an event
-means: ``rules``), the storage interface those rules reach their records through
+means: ``transitions``), the storage interface those rules reach their records through
 (``backend``) and its file backend (``files``), the bridge from
 assignments (``settle``), webhook deliveries (``deliveries``; stored behind
 ``delivery_store`` by ``delivery_files`` or ``pg_deliveries``), which of cancel and replay an

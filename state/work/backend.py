@@ -59,8 +59,8 @@ from state.home import Home
 from state.work.delivery_files import FileDeliveries
 from state.work.delivery_store import DeliveryStore
 from state.work.files import FileBackend
+from state.work.ledger_records import Lease, WorkEvent, WorkItem
 from state.work.location import ENV, LedgerLocation, locate
-from state.work.models import Lease, WorkEvent, WorkItem
 from state.work.token_store import FileTokens, TokenStore
 
 
@@ -193,7 +193,7 @@ class LedgerBackend(LedgerReader, Protocol):
 CHANGED = "ledger_changed"  # the code a ledger setting changed under a running process gets
 
 
-class LedgerListener(Protocol):
+class LedgerWakeups(Protocol):
     """Wake-ups from a shared ledger (``state.work.pg_backend.Listener``): the work IDs of
     committed writes, ``"*"`` (``pg_backend.EVERYTHING``) when anything may have changed."""
 
@@ -244,7 +244,7 @@ class LedgerHandle:
         """ "files" or "postgresql": which ledger is in use, for people."""
         return self.items.name
 
-    def listener(self) -> LedgerListener | None:
+    def listener(self) -> LedgerWakeups | None:
         """How a reader hears of ledger writes made elsewhere: PostgreSQL's LISTEN/NOTIFY (a
         new listener, which connects on its first wait), or None for the files, whose
         writes land under the home where watchfiles sees them."""
@@ -337,7 +337,7 @@ def backend_for(home: Home) -> LedgerBackend:
     return handle_of(home).items
 
 
-def listener_for(home: Home) -> LedgerListener | None:
+def listener_for(home: Home) -> LedgerWakeups | None:
     """How a reader of ``home`` hears of ledger writes made elsewhere
     (``LedgerHandle.listener``)."""
     return handle_of(home).listener()

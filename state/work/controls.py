@@ -24,7 +24,7 @@ from datetime import datetime
 from state.errors import CaptainError
 from state.home import Home
 from state.work import deliveries
-from state.work.models import TERMINAL, WorkItem
+from state.work.ledger_records import TERMINAL, WorkItem
 
 ACTIONS = ("cancel", "replay")
 

@@ -55,7 +55,7 @@ from state.work.delivery_files import Identity as Identity
 from state.work.delivery_files import identity_key as identity_key
 from state.work.delivery_store import BodySeen as BodySeen
 from state.work.delivery_store import DeliveryStore, Rejection
-from state.work.models import Delivery
+from state.work.ledger_records import Delivery
 
 PREFIX = "whd"
 MAX_BODY_BYTES = 1024 * 1024 - 1  # the store's record cap: a body must stay readable

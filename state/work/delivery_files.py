@@ -32,11 +32,11 @@ from pathlib import Path
 from state.clock import now
 from state.errors import CaptainError
 from state.home import Home
-from state.models import Record
+from state.records import Record
 from state.store import encode
 from state.work import corrupt
 from state.work.delivery_store import BodySeen, Rejection
-from state.work.models import Delivery
+from state.work.ledger_records import Delivery
 
 PREFIX = "whd"
 KEY_NAME = re.compile(r"[a-z2-7]{32}")  # what identity_key makes (20 bytes in base32)

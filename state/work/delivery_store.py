@@ -33,8 +33,8 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Protocol
 
-from state.models import Record
-from state.work.models import Delivery
+from state.records import Record
+from state.work.ledger_records import Delivery
 
 
 class BodySeen(Record):

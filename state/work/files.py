@@ -43,8 +43,8 @@ from state.home import Home
 from state.ids import WORK
 from state.store import encode
 from state.work import corrupt, seen
-from state.work.models import TERMINAL, Lease, WorkEvent, WorkItem
-from state.work.rules import check_work_id, fold
+from state.work.ledger_records import TERMINAL, Lease, WorkEvent, WorkItem
+from state.work.transitions import check_work_id, fold
 
 EVENT_NAME = "{:08d}"
 LEDGER_LOCK = "ledger"

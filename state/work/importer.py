@@ -242,7 +242,7 @@ def import_files(home: Home, backend: PostgresBackend) -> Imported:
 
 
 def _terminal() -> frozenset[str]:
-    from state.work.models import TERMINAL
+    from state.work.ledger_records import TERMINAL
 
     return TERMINAL
 

@@ -1,7 +1,7 @@
 """The work ledger: work items, attempts, generation fencing, leases, cancel, replay, resolve.
 
 docs/ledger.md is the prose; this module is the only code that changes a work item. Every
-rule is here (what an event means: ``state.work.rules``); the records are reached only
+rule is here (what an event means: ``state.work.transitions``); the records are reached only
 through the storage interface (``state.work.backend``: the home's files, ``state.work.files``,
 or later PostgreSQL), chosen by ``backend_for``.
 
@@ -39,10 +39,10 @@ from state.errors import CaptainError
 from state.home import Home
 from state.ids import WORK, derive, new_id
 from state.inputs import check_size, check_stored, check_text
-from state.models import Liveness, PaneLocator
+from state.records import Liveness, PaneLocator
 from state.work.backend import LedgerReader, LedgerWriter, backend_for
 from state.work.crash import crash_point
-from state.work.models import (
+from state.work.ledger_records import (
     HOLDS_SLOT,
     NOTES,
     SOURCES,
@@ -54,9 +54,9 @@ from state.work.models import (
     WorkEvent,
     WorkItem,
 )
-from state.work.rules import check_work_id as check_work_id
-from state.work.rules import fold as fold
-from state.work.rules import legal as legal
+from state.work.transitions import check_work_id as check_work_id
+from state.work.transitions import fold as fold
+from state.work.transitions import legal as legal
 
 RUN = "run"
 # The holder of an attempt whose process captain did not start and cannot see (a crew
@@ -83,12 +83,12 @@ def lease_seconds(home: Home) -> float:
 # -- storage -----------------------------------------------------------------------------------
 
 
-def _lock(home: Home, work_id: str) -> AbstractContextManager[LedgerWriter]:
+def _item_transaction(home: Home, work_id: str) -> AbstractContextManager[LedgerWriter]:
     """A transaction on one item (files: its lock)."""
     return backend_for(home).transaction(work_id)
 
 
-def capacity(home: Home) -> AbstractContextManager[LedgerWriter]:
+def capacity_transaction(home: Home) -> AbstractContextManager[LedgerWriter]:
     """A transaction on the ledger, for a caller that decides on a free slot and claims in
     it (``has_free_slot`` then ``claim_held``): files, the ``ledger`` lock. Transactions
     opened inside it on the same thread join it."""
@@ -260,7 +260,7 @@ def note(home: Home, work_id: str, type_: str, *, actor: str, **fields: object) 
     if type_ not in NOTES:
         raise CaptainError("invalid_argument", f"{type_!r} is not a note on a work item.")
     check_name(actor, "actor")
-    with _lock(home, work_id) as tx:
+    with _item_transaction(home, work_id) as tx:
         item = _locked_item(tx, work_id)
         same = (type_, fields.get("request_id"), fields.get("decision"))
         if any((e.type, e.request_id, e.decision) == same for e in tx.events(work_id)):
@@ -333,7 +333,7 @@ def accept(
     work_id = check_work_id(work_id or new_id(WORK))
     data = _canonical({"input": input})
     check_size(data.decode(), "input", MAX_INPUT_BYTES)
-    with _lock(home, work_id) as tx:
+    with _item_transaction(home, work_id) as tx:
         item = tx.item(work_id, repair=True)
         if item is not None:
             return item
@@ -393,7 +393,7 @@ def claim(
             f"holder {EXTERNAL_HOLDER!r} is reserved for crews recorded with "
             "--no-launch (the reconciler never expires it); name the worker.",
         )
-    with capacity(home) as tx:
+    with capacity_transaction(home) as tx:
         if work_id is None:
             # a crew's assignment is started by a runner's dispatch (its pane is launched),
             # never handed to a worker asking for the oldest item
@@ -441,7 +441,7 @@ def claim_held(
             "run more at once.",
             slots=limit,
         )
-    with _lock(home, check_work_id(work_id)) as tx:
+    with _item_transaction(home, check_work_id(work_id)) as tx:
         item = _locked_item(tx, work_id)
         if item.state != "queued":
             raise CaptainError(
@@ -496,7 +496,7 @@ def heartbeat(
     if holder is not None:
         check_name(holder, "holder")
     at = at or backend_for(home).now()
-    with _lock(home, check_work_id(work_id)) as tx:
+    with _item_transaction(home, check_work_id(work_id)) as tx:
         item = _locked_item(tx, work_id)
         _fenced(item, generation, "heartbeats")
         if item.state != "running":

@@ -53,8 +53,8 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 from state.errors import CaptainError
 from state.store import Reports
 from state.work import corrupt, pg_schema, postgres
+from state.work.ledger_records import HOLDS_SLOT, TERMINAL, Lease, WorkEvent, WorkItem
 from state.work.location import LedgerLocation
-from state.work.models import HOLDS_SLOT, TERMINAL, Lease, WorkEvent, WorkItem
 
 if TYPE_CHECKING:
     from state.work.postgres import Conn, Cursor

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 from state.errors import CaptainError
 from state.work import corrupt, postgres
 from state.work.delivery_store import BodySeen, Rejection
-from state.work.models import Delivery
+from state.work.ledger_records import Delivery
 
 if TYPE_CHECKING:
     from state.work.pg_backend import PostgresBackend, Row

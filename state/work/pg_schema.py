@@ -6,7 +6,7 @@ so two ``captain ledger migrate`` runs from two hosts at once serialize: the fir
 what is missing, the second finds the schema current and changes nothing. DDL in
 PostgreSQL is transactional, so a migration killed midway leaves the previous version.
 
-What the tables mean is the file home's model (state/work/models.py, docs/ledger.md) kept
+What the tables mean is the file home's model (state/work/ledger_records.py, docs/ledger.md) kept
 in a database:
 
 - ``work_items``: one row per item, its folded ``WorkItem`` in ``item`` (jsonb) beside the

@@ -14,7 +14,7 @@ from datetime import datetime
 from state.errors import CaptainError
 from state.home import Home
 from state.work import controls, ledger
-from state.work.models import WorkItem
+from state.work.ledger_records import WorkItem
 
 
 def check_replay(home: Home, item: WorkItem) -> None:

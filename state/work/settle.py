@@ -13,7 +13,7 @@ import contextlib
 
 from state.errors import CaptainError
 from state.home import Home
-from state.models import Assigned, CrewSnapshot, Finished, PaneLocator, Recruited
+from state.records import Assigned, CrewSnapshot, Finished, PaneLocator, Recruited
 from state.work import ledger, seen
 from state.work.backend import backend_for
 

@@ -19,7 +19,7 @@ from typing import Protocol
 
 from state.errors import CaptainError
 from state.home import Home
-from state.models import Record
+from state.records import Record
 from state.store import encode
 
 

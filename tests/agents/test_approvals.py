@@ -25,7 +25,7 @@ from support.held import Held
 
 from captain_tui import usecases
 from state.crew import approvals, notify, protocol
-from state.crew.rules import Context
+from state.crew.guards import Context
 from state.errors import CaptainError
 from state.home import Home
 from state.work import ledger

@@ -24,7 +24,7 @@ from captain_tui.agents import claude as claude_settings
 from captain_tui.agents import codex
 from captain_tui.agents.hooks import run_hook
 from state.crew import crewlog, mailbox, notify, protocol
-from state.crew.rules import Context
+from state.crew.guards import Context
 from state.home import Home
 
 REPO = Path(__file__).resolve().parents[2]

@@ -31,7 +31,7 @@ from support.agents import STEP, LiveCrew
 from support.claude import Request, ToolUse
 from support.pi import PERMISSION_GATE, pi_available, pi_pid, start_pi_crew
 
-from captain_tui.runtime import deaths, doorbell
+from captain_tui.runtime import death_watch, doorbell
 
 STEP_TIMEOUT = STEP
 RELEASE = 2.0  # a ring lands within this long after its gate clears
@@ -220,7 +220,7 @@ def test_killing_pi_is_reported_once(jack: Jack):
     hook, and the runner's probe, which holds a pidfd on the pane's process (the hook can
     wait for a SIGCHLD tmux lost: tests/runtime/test_crew_death.py)."""
     before = len(jack.notices("error"))
-    probe = deaths.Probe()
+    probe = death_watch.Probe()
     try:
         probe.round(jack.home)  # now watching pi's process
         os.kill(pi_pid(jack.crew), signal.SIGKILL)

@@ -32,7 +32,7 @@ from captain_tui.runtime import dialogs, doorbell
 from captain_tui.runtime.pane_reader import read_screen
 from captain_tui.runtime.runner import Runner
 from state.crew import notify
-from state.crew.rules import CAPTAIN
+from state.crew.guards import CAPTAIN
 from state.errors import CaptainError
 
 SLACK = 1.5  # a loaded 2-core machine: a capture and a few file writes on top of the interval

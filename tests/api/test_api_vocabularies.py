@@ -12,9 +12,9 @@ from typing import get_args
 
 import pytest
 
-from captain_tui.api import routes
+from captain_tui.api import endpoints
 from state.home import Home
-from state.work import models, tokens
+from state.work import ledger_records, tokens
 
 
 def _words(field: dict) -> list:
@@ -28,19 +28,19 @@ def _words(field: dict) -> list:
 @pytest.fixture(scope="module")
 def document(tmp_path_factory) -> dict:
     home = Home(tmp_path_factory.mktemp("vocab") / "home")
-    return routes._routes(home).openapi()
+    return endpoints._routes(home).openapi()
 
 
 SERVED = [
-    ("WorkItem", "state", models.WorkState),
-    ("WorkItem", "source", models.Source),
-    ("Event", "state", models.WorkState),
-    ("Event", "source", models.Source),
-    ("Event", "type", models.EventType),
-    ("Resolution", "to", models.WorkState),
-    ("CancelOut", "state", models.WorkState),
-    ("CancelOut", "outcome", models.CancelOutcome),
-    ("ResolveBody", "to", models.Terminal),
+    ("WorkItem", "state", ledger_records.WorkState),
+    ("WorkItem", "source", ledger_records.Source),
+    ("Event", "state", ledger_records.WorkState),
+    ("Event", "source", ledger_records.Source),
+    ("Event", "type", ledger_records.EventType),
+    ("Resolution", "to", ledger_records.WorkState),
+    ("CancelOut", "state", ledger_records.WorkState),
+    ("CancelOut", "outcome", ledger_records.CancelOutcome),
+    ("ResolveBody", "to", ledger_records.Terminal),
     ("Workspace", "role", tokens.Role),
 ]
 
@@ -55,9 +55,9 @@ def test_the_api_serves_each_vocabulary_as_the_code_defines_it(document, model, 
 
 def test_the_lists_the_refusals_name_are_the_vocabularies():
     """``state {x!r} is not one of ...`` and the like list the same words, in the same order."""
-    assert models.WORK_STATES == get_args(models.WorkState)
-    assert models.SOURCES == get_args(models.Source)
-    assert models.EVENT_TYPES == get_args(models.EventType)
-    assert models.CANCEL_OUTCOMES == get_args(models.CancelOutcome)
-    assert models.TERMINAL == frozenset(get_args(models.Terminal))
+    assert ledger_records.WORK_STATES == get_args(ledger_records.WorkState)
+    assert ledger_records.SOURCES == get_args(ledger_records.Source)
+    assert ledger_records.EVENT_TYPES == get_args(ledger_records.EventType)
+    assert ledger_records.CANCEL_OUTCOMES == get_args(ledger_records.CancelOutcome)
+    assert ledger_records.TERMINAL == frozenset(get_args(ledger_records.Terminal))
     assert tokens.ROLES == get_args(tokens.Role)

@@ -22,7 +22,7 @@ from state.clock import now
 from state.errors import CODES
 from state.home import Home
 from state.ids import MESSAGE, new_id
-from state.models import Message
+from state.records import Message
 from state.store import encode
 
 # The limits as documented (docs/store.md, docs/ledger.md); the first test holds the code

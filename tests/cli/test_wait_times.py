@@ -12,7 +12,7 @@ from conftest import REPO
 
 from captain_tui.cli.main import main
 from state.crew import mailbox, protocol
-from state.crew.rules import Context
+from state.crew.guards import Context
 from state.home import Home
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from captain_tui.cockpit.feed.home import Feed
-from state.crew import deaths, protocol
+from captain_tui.cockpit.feed.home_feed import Feed
+from state.crew import death_notice, protocol
 from state.home import Home
-from state.models import PaneLocator
+from state.records import PaneLocator
 
 RAW_ID = re.compile(r"\b(asg|wrk|msg|dlv|inc|q)_[0-9A-Za-z]{6,}")
 
@@ -33,11 +33,13 @@ def test_death_and_bounce_toasts_name_the_crew_and_what_happened(home: Home, pro
     gibbs = protocol.recruit(home, "Gibbs", "Write the docs", cwd=str(project), launch=_launch)
     jack = protocol.recruit(home, "Jack", "Fix the login bug", cwd=str(project), launch=_launch)
     protocol.tell(home, "Jack", "Also the changelog", assignment_id=jack.assignment_id)
-    deaths.record(
+    death_notice.record(
         home,
         "Gibbs",
         gibbs.incarnation_id,
-        deaths.Death(how=deaths.EXITED, status=3, pane_id="%1", last_lines=("Traceback: boom",)),
+        death_notice.Death(
+            how=death_notice.EXITED, status=3, pane_id="%1", last_lines=("Traceback: boom",)
+        ),
     )
     protocol.dismiss(home, "Jack")
     alerts = feed.rescan().alerts

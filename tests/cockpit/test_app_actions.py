@@ -21,12 +21,11 @@ from support.cockpit import (
 )
 from support.tmux import needs_tmux
 
-from captain_tui.cockpit import commands
-from captain_tui.cockpit import prefs as settings
+from captain_tui.cockpit import command_table, prefs
 from captain_tui.cockpit.app import CaptainApp
-from state.crew import crewlog, mailbox, notify, protocol, rules
+from state.crew import crewlog, guards, mailbox, notify, protocol
 from state.home import Home
-from state.models import Message
+from state.records import Message
 from widgets.screens.forms import (
     AnswerScreen,
     AssignScreen,
@@ -82,7 +81,7 @@ def test_a_answers_the_oldest_question_and_enter_makes_a_new_line(home: Home, pr
 
     drive(app, scenario)
     answer = home.store.read(
-        home.mail_dir("jack") / f"{rules.answer_id(first.question_id)}.json", Message
+        home.mail_dir("jack") / f"{guards.answer_id(first.question_id)}.json", Message
     )
     assert answer is not None and answer.kind == "answer"
     assert answer.text == "Keep it.\nMigrate in v3."
@@ -105,12 +104,12 @@ def test_a_answers_the_question_highlighted_in_questions(home: Home, project: Pa
         await pilot.press("ctrl+s")
         await until(
             pilot,
-            lambda: rules.is_answered(home, "gibbs", second.question_id),
+            lambda: guards.is_answered(home, "gibbs", second.question_id),
             what="Gibbs's answer on disk",
         )
 
     drive(app, scenario)
-    assert rules.pending_question(home, "jack", crewlog.load(home, "jack")[0]) is not None
+    assert guards.pending_question(home, "jack", crewlog.load(home, "jack")[0]) is not None
 
 
 def test_a_is_dimmed_and_does_nothing_without_a_question(home: Home, project: Path):
@@ -128,7 +127,7 @@ def test_a_is_dimmed_and_does_nothing_without_a_question(home: Home, project: Pa
 
 
 def test_the_footer_dims_what_does_not_apply_and_a_click_runs_a_key(home: Home, project: Path):
-    """The footer is the app's keys (commands.COMMANDS) with the palette's on the right: a
+    """The footer is the app's keys (command_table.COMMANDS) with the palette's on the right: a
     dimmed key follows the selection, a click on one rings the bell, on another runs it."""
     from widgets.chrome import CockpitKey
 
@@ -147,7 +146,7 @@ def test_the_footer_dims_what_does_not_apply_and_a_click_runs_a_key(home: Home, 
             what="the footer's keys on screen",
         )
         shown = [k.action for k in app.query(CockpitKey)]
-        assert shown == [c.action for c in commands.COMMANDS if c.show] + ["command_palette"]
+        assert shown == [c.action for c in command_table.COMMANDS if c.show] + ["command_palette"]
         assert key("command_palette").has_class("-command-palette")
         answer = key("answer")
         assert answer.dimmed and answer.has_class("-disabled")
@@ -516,7 +515,7 @@ def test_question_mark_and_f1_open_help_listing_every_command(home: Home):
             await pilot.press(key)
             await until(pilot, lambda: isinstance(app.screen, HelpScreen))
             text = app.screen.markdown
-            for command in commands.COMMANDS:
+            for command in command_table.COMMANDS:
                 assert command.label in text and command.description in text
             await pilot.press("escape")
             await until(pilot, lambda: not isinstance(app.screen, HelpScreen))
@@ -529,10 +528,10 @@ def test_the_palette_lists_every_command_from_the_same_registry(home: Home):
 
     async def scenario(pilot):
         titles = [c.title for c in app.get_system_commands(app.screen)]
-        for command in commands.COMMANDS:
+        for command in command_table.COMMANDS:
             assert command.label in titles
         bound = {b.id: b.key for b in CaptainApp.BINDINGS}
-        assert bound == {c.id: c.keys for c in commands.COMMANDS}
+        assert bound == {c.id: c.keys for c in command_table.COMMANDS}
         await pilot.press("ctrl+p")
         await type_text(pilot, "Recruit")
         await until(
@@ -561,11 +560,11 @@ def test_settings_switches_and_theme_are_persisted(home: Home):
         await until(pilot, lambda: isinstance(app.screen, SettingsScreen))
         app.screen.query_one("#alert_bell").value = False
         app.theme = "nord"
-        await until(pilot, lambda: not settings.load().alert_bell, what="bell off on disk")
-        await until(pilot, lambda: settings.load().theme == "nord", what="theme on disk")
+        await until(pilot, lambda: not prefs.load().alert_bell, what="bell off on disk")
+        await until(pilot, lambda: prefs.load().theme == "nord", what="theme on disk")
 
     drive(app, scenario)
-    saved = json.loads((Path(os.environ["CAPTAIN_CONFIG_DIR"]) / settings.FILE_NAME).read_text())
+    saved = json.loads((Path(os.environ["CAPTAIN_CONFIG_DIR"]) / prefs.FILE_NAME).read_text())
     assert saved["alert_bell"] is False and saved["theme"] == "nord"
     assert cockpit(home).settings.theme == "nord"  # the next cockpit starts with it
 
@@ -591,7 +590,7 @@ def test_an_arriving_question_raises_a_toast_the_bell_and_a_desktop_notice(
 
 
 def test_switched_off_alerts_stay_quiet(home: Home, project: Path):
-    settings.save(settings.Settings(alert_bell=False, alert_desktop=False))
+    prefs.save(prefs.Settings(alert_bell=False, alert_desktop=False))
     jack = crew(home, "Jack", project=project)
     app = cockpit(home)
     emitted: list[str] = []
@@ -678,8 +677,8 @@ def test_sequences_reach_the_terminal_through_the_running_driver(home: Home, mon
 def test_a_broken_settings_file_means_defaults(tmp_path: Path):
     path = Path(os.environ["CAPTAIN_CONFIG_DIR"])
     path.mkdir(parents=True)
-    (path / settings.FILE_NAME).write_text('{"theme": 7, "alert_bell": false}')
-    loaded = settings.load()
-    assert loaded.theme == settings.DEFAULT_THEME and loaded.alert_bell is False
-    (path / settings.FILE_NAME).write_text("not json")
-    assert settings.load() == settings.Settings()
+    (path / prefs.FILE_NAME).write_text('{"theme": 7, "alert_bell": false}')
+    loaded = prefs.load()
+    assert loaded.theme == prefs.DEFAULT_THEME and loaded.alert_bell is False
+    (path / prefs.FILE_NAME).write_text("not json")
+    assert prefs.load() == prefs.Settings()

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 from support.cockpit import Cockpit, drive, select_row, toasts, until
 
-from captain_tui.cockpit import commands
+from captain_tui.cockpit import command_table
 from captain_tui.cockpit.app import CaptainApp
 from state.clock import now
 from state.home import Home
 from state.work import deliveries, ledger
-from widgets.panels.work import WorkPanel
+from widgets.panels.work_panel import WorkPanel
 from widgets.screens.forms import ConfirmScreen, FormScreen
 from widgets.screens.work_forms import ReplayScreen
 
@@ -80,7 +80,7 @@ def test_replay_is_offered_only_while_the_raw_body_is_held(home: Home, ui_reads)
     async def scenario(pilot):
         await select_row(pilot, "work", expired)
         assert not app.screen.active_bindings["R"].enabled
-        why = app.why_not(commands.BY_ID["replay_work"])
+        why = app.why_not(command_table.BY_ID["replay_work"])
         assert "expired at" in why and "Ask the sender" in why
         assert "not now:" in palette_says(app, "Replay") and "expired" in palette_says(
             app, "Replay"
@@ -99,7 +99,7 @@ def test_replay_is_offered_only_while_the_raw_body_is_held(home: Home, ui_reads)
 
         await select_row(pilot, "work", held)
         assert app.screen.active_bindings["R"].enabled
-        assert app.why_not(commands.BY_ID["replay_work"]) is None
+        assert app.why_not(command_table.BY_ID["replay_work"]) is None
         await pilot.press("R")
         await until(pilot, lambda: isinstance(app.screen, ReplayScreen), what="the form")
         await pilot.press("escape")
@@ -107,7 +107,7 @@ def test_replay_is_offered_only_while_the_raw_body_is_held(home: Home, ui_reads)
 
         # its retention ends while the cockpit is open: no event, the clock says so
         clock["at"] = now() + timedelta(days=8)
-        assert "expired at" in app.why_not(commands.BY_ID["replay_work"])
+        assert "expired at" in app.why_not(command_table.BY_ID["replay_work"])
         await until(
             pilot,
             lambda: not app.screen.active_bindings["R"].enabled,
@@ -132,7 +132,7 @@ def test_a_routine_receipt_offers_neither_cancel_nor_replay(home: Home, ui_reads
         assert "routine" in cells  # the Source column says why
         bindings = app.screen.active_bindings
         assert not bindings["c"].enabled and not bindings["R"].enabled
-        why = app.why_not(commands.BY_ID["cancel_work"])
+        why = app.why_not(command_table.BY_ID["cancel_work"])
         assert "routine receipt" in why and "chores" in why
         assert "routine receipt" in palette_says(app, "Cancel")
         await pilot.press("c", "R")
@@ -148,7 +148,7 @@ def test_a_routine_receipt_offers_neither_cancel_nor_replay(home: Home, ui_reads
 
         await select_row(pilot, "work", done)
         assert not app.screen.active_bindings["R"].enabled
-        assert "routine receipt" in app.why_not(commands.BY_ID["replay_work"])
+        assert "routine receipt" in app.why_not(command_table.BY_ID["replay_work"])
 
     drive(app, scenario)
     assert ledger.get(home, live).state == "queued"

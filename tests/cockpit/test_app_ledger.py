@@ -20,7 +20,7 @@ from captain_tui.cockpit.app import CaptainApp
 from state.home import Home
 from state.work import ledger
 from state.work.location import ledger_location
-from widgets.panels.work import WorkPanel
+from widgets.panels.work_panel import WorkPanel
 from widgets.screens.help import HelpScreen
 
 pytestmark = pytest.mark.usefixtures("plain_terminal", "private_config")  # support/cockpit_env.py
@@ -143,7 +143,7 @@ def test_a_ledger_changed_under_the_running_cockpit_is_said(home: Home):
     one alert naming what the setting names now and the ledger it keeps showing."""
     import time
 
-    from captain_tui.cockpit.feed.home import Feed
+    from captain_tui.cockpit.feed.home_feed import Feed
 
     feed = Feed(home)
     assert feed.rescan().view.ledger == "files"

@@ -16,13 +16,12 @@ from support.cockpit import Cockpit, as_crew, crew, drive, toasts, until
 from support.tmux import PrivateTmux, needs_tmux
 
 from captain_tui.cockpit.app import CaptainApp
-from captain_tui.cockpit.feed import alerts, routes, watcher
-from captain_tui.cockpit.feed import home as home_feed
+from captain_tui.cockpit.feed import alerts, home_feed, path_routes, watcher
 from state.clock import now
 from state.crew import crewlog, protocol
 from state.crew.protocol import crew_status
 from state.home import Home
-from state.models import RingStamp
+from state.records import RingStamp
 from state.store import encode
 
 pytestmark = pytest.mark.usefixtures("private_config")  # support/cockpit_env.py
@@ -263,17 +262,19 @@ def test_the_watcher_process_reports_a_record_published_by_rename(tmp_path: Path
 
 def test_the_route_map_follows_the_store_layout(home: Home):
     root = home.root
-    assert routes.route(root, str(root / "mail/jack/msg_1.json")) == routes.Route(
+    assert path_routes.route(root, str(root / "mail/jack/msg_1.json")) == path_routes.Route(
         "mail", "jack", "msg_1"
     )
-    assert routes.route(root, str(root / "receipts/jack/msg_1.json")).kind == "read"
-    assert routes.route(root, str(root / "bounces/jack/msg_1.json")).kind == "read"
-    assert routes.route(root, str(root / "notifications/jack/dlv_1.json")).kind == "note"
-    assert routes.route(root, str(root / "acks/jack/dlv_1.json")).kind == "acks"
-    assert routes.route(root, str(root / "crew/jack/events/00000001.json")).kind == "crew"
-    assert routes.route(root, str(root / "crew/jack/state.json")).kind == "crew"
-    assert routes.route(root, str(root / "doorbell/jack.json")) == routes.Route("bell", "jack")
-    assert routes.route(root, str(root / "quarantine/x.reason")).kind == "quarantine"
+    assert path_routes.route(root, str(root / "receipts/jack/msg_1.json")).kind == "read"
+    assert path_routes.route(root, str(root / "bounces/jack/msg_1.json")).kind == "read"
+    assert path_routes.route(root, str(root / "notifications/jack/dlv_1.json")).kind == "note"
+    assert path_routes.route(root, str(root / "acks/jack/dlv_1.json")).kind == "acks"
+    assert path_routes.route(root, str(root / "crew/jack/events/00000001.json")).kind == "crew"
+    assert path_routes.route(root, str(root / "crew/jack/state.json")).kind == "crew"
+    assert path_routes.route(root, str(root / "doorbell/jack.json")) == path_routes.Route(
+        "bell", "jack"
+    )
+    assert path_routes.route(root, str(root / "quarantine/x.reason")).kind == "quarantine"
     for ignored in (
         "locks/crew-jack.lock",
         "returned/jack/dlv_1.json",
@@ -281,8 +282,8 @@ def test_the_route_map_follows_the_store_layout(home: Home):
         "mail/jack/.tmp-1-abc",
         "agents/jack/claude-settings.json",
     ):
-        assert routes.route(root, str(root / ignored)) is None, ignored
-    assert routes.route(root, "/elsewhere/mail/jack/msg_1.json") is None
+        assert path_routes.route(root, str(root / ignored)) is None, ignored
+    assert path_routes.route(root, "/elsewhere/mail/jack/msg_1.json") is None
 
 
 # -- the pane preview ------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from state.clock import now as store_now
 from state.crew import notify, protocol
 from state.home import Home
 from widgets.panels.base import Panel
-from widgets.panels.notifications import NotificationsPanel
+from widgets.panels.notifications_panel import NotificationsPanel
 from widgets.panels.row_list import PanelTable
 from widgets.view import NotificationRow
 

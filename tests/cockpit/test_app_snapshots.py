@@ -18,9 +18,9 @@ from support.cockpit import SIZE, until
 from captain_tui.cockpit.app import CaptainApp
 from state import clock
 from state.crew import approvals, crewlog, notify, protocol
-from state.crew.rules import Context
+from state.crew.guards import Context
 from state.home import Home
-from state.models import RingStamp
+from state.records import RingStamp
 from state.store import encode
 from state.work import ledger
 
@@ -242,7 +242,7 @@ def test_review_screen(snap_compare, home: Home, fixed_time: FixedTime, tmp_path
     file's diff, syntax-coloured; a real git repository with a fixed history."""
     from support import gitrepo
 
-    from widgets.screens.review import ReviewScreen
+    from widgets.screens.review_screen import ReviewScreen
 
     project = tmp_path / "ship"
     gitrepo.init(

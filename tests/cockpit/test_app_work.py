@@ -19,14 +19,14 @@ from support.tmux import PrivateTmux, needs_tmux
 from textual.widgets import Label
 
 from captain_tui import usecases as ops
-from captain_tui.cockpit import commands
+from captain_tui.cockpit import command_table
 from captain_tui.cockpit.app import CaptainApp
-from captain_tui.cockpit.feed import routes
-from captain_tui.cockpit.feed.home import Feed
+from captain_tui.cockpit.feed import path_routes
+from captain_tui.cockpit.feed.home_feed import Feed
 from captain_tui.runtime import ledger_probe as ledger_runtime
 from state.home import Home
 from state.work import ledger
-from widgets.panels.work import WorkPanel
+from widgets.panels.work_panel import WorkPanel
 from widgets.screens.forms import ConfirmScreen, FormScreen
 from widgets.screens.work_forms import ReplayScreen, ResolveScreen
 from widgets.view import WORK_FILTERS
@@ -167,7 +167,9 @@ def test_keys_are_dimmed_when_they_do_not_apply(home: Home):
         bindings = app.screen.active_bindings
         assert bindings["c"].enabled and not bindings["R"].enabled
         assert not bindings["v"].enabled
-        assert "only a finished item can be replayed" in app.why_not(commands.BY_ID["replay_work"])
+        assert "only a finished item can be replayed" in app.why_not(
+            command_table.BY_ID["replay_work"]
+        )
         await select_row(pilot, "work", old.work_id)
         bindings = app.screen.active_bindings
         assert not bindings["c"].enabled and bindings["R"].enabled
@@ -179,7 +181,7 @@ def test_keys_are_dimmed_when_they_do_not_apply(home: Home):
 
 
 def test_help_describes_the_work_panel():
-    text = commands.help_markdown()
+    text = command_table.help_markdown()
     assert "**Work**" in text and "needs reconciliation" in text
     for key in ("c", "R", "v", "f"):
         assert f"`{key}`" in text
@@ -548,13 +550,13 @@ def test_work_written_by_another_process_appears_live(home: Home):
 
 def test_work_paths_route_to_the_item_and_only_it_is_read_again(home: Home, monkeypatch):
     root = home.root
-    assert routes.route(root, str(root / "work/wrk_1/events/00000002.json")) == routes.Route(
+    assert path_routes.route(
+        root, str(root / "work/wrk_1/events/00000002.json")
+    ) == path_routes.Route("work", None, "wrk_1")
+    assert path_routes.route(root, str(root / "work/wrk_1/item.json")) == path_routes.Route(
         "work", None, "wrk_1"
     )
-    assert routes.route(root, str(root / "work/wrk_1/item.json")) == routes.Route(
-        "work", None, "wrk_1"
-    )
-    assert routes.route(root, str(root / "ledger/open/wrk_1")) == routes.Route(
+    assert path_routes.route(root, str(root / "ledger/open/wrk_1")) == path_routes.Route(
         "work", None, "wrk_1"
     )
     for quiet in (
@@ -564,7 +566,7 @@ def test_work_paths_route_to_the_item_and_only_it_is_read_again(home: Home, monk
         "work/wrk_1/events/.tmp-1",
         "ledger/open",
     ):
-        assert routes.route(root, str(root / quiet)) is None, quiet
+        assert path_routes.route(root, str(root / quiet)) is None, quiet
 
     first, second = running(home), queued(home)
     f = Feed(home)

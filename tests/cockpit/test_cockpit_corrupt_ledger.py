@@ -22,8 +22,8 @@ from support.ledger_backends import BACKENDS, open_ledgers
 from captain_tui.cockpit.app import CaptainApp
 from state.home import Home
 from state.work import ledger
-from widgets.panels.crew import CrewPanel
-from widgets.panels.work import WorkPanel
+from widgets.panels.crew_panel import CrewPanel
+from widgets.panels.work_panel import WorkPanel
 
 NEVER = 600.0  # seconds: a clock that must not be what a test sees
 

@@ -236,7 +236,7 @@ def test_a_ledger_url_in_the_work_panels_foot_is_drawn_not_obeyed(home: Home, mo
     from support.cockpit import drive, until
 
     from captain_tui.cockpit.app import CaptainApp
-    from widgets.panels.work import WorkPanel
+    from widgets.panels.work_panel import WorkPanel
 
     # the database name: a query value may not hold a second '=' (libpq refuses it)
     url = "postgresql://u@/[@click=app.quit]x[/]\u202eevil?host=/nonexistent"
@@ -268,7 +268,7 @@ BUILT_HERE = {"inert", "plain", "from_pane", "as_markup", "one_line", "clean"}  
 CHECKED_ELSEWHERE = {
     ("widgets/chrome.py", "title"): "App.format_title's Content (CaptainApp cleans it)",
     ("widgets/preview.py", "text"): "from_pane's Text, a line above",
-    ("widgets/screens/review.py", "picture"): "a widgets.diffview picture (each line of "
+    ("widgets/screens/review_screen.py", "picture"): "a widgets.diffview picture (each line of "
     "the diff passes cells.clean there) or inert text",
     ("widgets/screens/help.py", "self.markdown"): "the command registry's Markdown; the app "
     "puts the home and ledger in as one_line "

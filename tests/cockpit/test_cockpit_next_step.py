@@ -21,7 +21,7 @@ from support.cockpit import (
     until,
 )
 
-from captain_tui.cockpit import commands
+from captain_tui.cockpit import command_table
 from state.clock import now
 from state.crew import crewlog, mailbox, notify, protocol
 from state.home import Home
@@ -145,7 +145,7 @@ def test_every_command_that_does_not_apply_says_why_when_pressed(home: Home, pro
     async def scenario(pilot):
         await until(pilot, lambda: app.view.crew("jack") is not None)
         await select_row(pilot, "crew", "jack")
-        for command in commands.COMMANDS:
+        for command in command_table.COMMANDS:
             why = app.why_not(command)
             if why is None:
                 continue

@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from captain_tui.cockpit import alert_batch, review, work
+from captain_tui.cockpit import alert_batch, review_actions, work_actions
 from captain_tui.cockpit.app import CaptainApp
 from state.home import Home
 
@@ -41,16 +41,16 @@ SELF = ast.Name(id="self", ctx=ast.Load())
 
 
 def test_the_work_commands_reach_only_what_their_protocol_declares():
-    reached = _reached(inspect.getsource(work.WorkCommands), SELF)
+    reached = _reached(inspect.getsource(work_actions.WorkCommands), SELF)
     assert reached, "the mixin reaches nothing: the ast walk is broken"
-    undeclared = reached - _declared(work.WorkHost)
+    undeclared = reached - _declared(work_actions.WorkHost)
     assert not undeclared, f"WorkCommands uses {sorted(undeclared)}; declare them in WorkHost"
 
 
 def test_the_review_commands_reach_only_what_their_protocol_declares():
-    reached = _reached(inspect.getsource(review.ReviewCommands), SELF)
+    reached = _reached(inspect.getsource(review_actions.ReviewCommands), SELF)
     assert {"home", "post_message", "_reviews"} <= reached
-    undeclared = reached - _declared(review.ReviewHost)
+    undeclared = reached - _declared(review_actions.ReviewHost)
     assert not undeclared, f"ReviewCommands uses {sorted(undeclared)}; declare them in ReviewHost"
 
 
@@ -64,6 +64,6 @@ def test_the_alert_batch_reaches_only_what_its_protocol_declares():
 
 def test_the_cockpit_has_everything_its_parts_declare(home: Home):
     app = CaptainApp(home, run_doorbell=False)  # built, not run
-    for protocol in (work.WorkHost, review.ReviewHost, alert_batch.AlertHost):
+    for protocol in (work_actions.WorkHost, review_actions.ReviewHost, alert_batch.AlertHost):
         missing = sorted(n for n in _declared(protocol) if not hasattr(app, n))
         assert not missing, f"CaptainApp lacks {protocol.__name__}'s {missing}"

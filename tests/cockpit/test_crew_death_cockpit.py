@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 from support.cockpit import Cockpit, drive, toasts, until
 
-from state.crew import deaths as crew_deaths
+from state.crew import death_notice as crew_deaths
 from state.crew import protocol
-from state.crew.deaths import KILLED, Death
+from state.crew.death_notice import KILLED, Death
 from state.home import Home
 from state.inputs import TERMINAL_UNSAFE
-from state.models import PaneLocator
+from state.records import PaneLocator
 from state.work import ledger
-from widgets.panels.crew import CrewPanel
-from widgets.panels.notifications import NotificationsPanel
+from widgets.panels.crew_panel import CrewPanel
+from widgets.panels.notifications_panel import NotificationsPanel
 
 pytestmark = pytest.mark.usefixtures("plain_terminal", "private_config")  # support/cockpit_env.py
 

@@ -12,7 +12,7 @@ from support.repos import clean, head, repository
 
 from captain_tui import usecases
 from state.crew import crewlog, protocol
-from state.crew.rules import Context
+from state.crew.guards import Context
 from state.home import Home
 from state.work import ledger
 from widgets.screens.forms import ConfirmScreen

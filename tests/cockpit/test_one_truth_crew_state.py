@@ -21,13 +21,13 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from captain_tui.cockpit.feed.home import Feed
+from captain_tui.cockpit.feed.home_feed import Feed
 from captain_tui.runtime import dialogs
 from state.clock import now
-from state.crew import crewlog, deaths, notify, protocol, standing
+from state.crew import crewlog, death_notice, notify, protocol, standing
 from state.errors import CaptainError
 from state.home import Home
-from state.models import PaneLocator
+from state.records import PaneLocator
 
 NAMES = ("Ada", "Brook", "Cy")
 
@@ -179,11 +179,13 @@ class OneTruth(RuleBasedStateMachine):
     def process_dies(self, name, status):
         r, row = self._live(name)
         if r is not None and row["pane"]:
-            deaths.record(
+            death_notice.record(
                 self.home,
                 name,
                 row["incarnation_id"],
-                deaths.Death(how=deaths.EXITED, status=status, pane_id=row["pane"]["pane_id"]),
+                death_notice.Death(
+                    how=death_notice.EXITED, status=status, pane_id=row["pane"]["pane_id"]
+                ),
             )
 
     @rule(name=st.sampled_from(NAMES), status=st.sampled_from(["awaiting_approval", "held"]))

@@ -15,7 +15,7 @@ from textual.app import App
 from textual.widgets import Static
 
 from captain_tui.runtime.tmux import Tmux
-from state.models import PaneLocator
+from state.records import PaneLocator
 from widgets.preview import PanePreview, Subject
 
 EVERY, IDLE = 0.1, 0.8

@@ -16,7 +16,7 @@ from support.tmux import PrivateTmux, SimLog, needs_tmux, recruit_into, sim_comm
 
 from state.crew import crewlog
 from state.home import Home
-from widgets.screens.review import ReviewScreen
+from widgets.screens.review_screen import ReviewScreen
 
 pytestmark = [needs_tmux, pytest.mark.usefixtures("private_config")]
 

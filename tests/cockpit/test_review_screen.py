@@ -16,7 +16,7 @@ from support.cockpit import Cockpit, crew, drive, select_row, toasts, type_text,
 
 from state.crew import crewlog, mailbox
 from state.home import Home
-from widgets.screens.review import ReviewScreen
+from widgets.screens.review_screen import ReviewScreen
 
 pytestmark = pytest.mark.usefixtures("private_config")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from support.cockpit import Cockpit, drive, toasts, until
 
-from captain_tui.cockpit import prefs as settings
+from captain_tui.cockpit import prefs
 from state.home import Home
 from widgets.screens.settings import SettingsScreen
 
@@ -28,7 +28,7 @@ def test_a_stuck_settings_write_does_not_freeze_the_cockpit(home: Home):
     ``PATIENCE`` seconds for the key: the test sees the timeout."""
     config = Path(os.environ["CAPTAIN_CONFIG_DIR"])
     config.mkdir(parents=True)
-    fifo = config / f".{settings.FILE_NAME}.{os.getpid()}.tmp"  # prefs.save's temp name
+    fifo = config / f".{prefs.FILE_NAME}.{os.getpid()}.tmp"  # prefs.save's temp name
     os.mkfifo(fifo)
     answered = threading.Event()
     got: dict[str, object] = {}

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from captain_tui.cockpit.feed import work as feed_work
+from captain_tui.cockpit.feed import work_feed as feed_work
 from state.work import ledger
 
 

@@ -23,8 +23,8 @@ import pytest
 from support.counting import Entries, Statements
 from support.ledger_backends import open_ledgers
 
-from captain_tui.cockpit.feed import work as feed_work
-from captain_tui.cockpit.feed.home import Feed
+from captain_tui.cockpit.feed import work_feed as feed_work
+from captain_tui.cockpit.feed.home_feed import Feed
 from captain_tui.cockpit.feed.listener import LedgerListener
 from captain_tui.cockpit.feed.pump import FeedPump
 from state.home import Home

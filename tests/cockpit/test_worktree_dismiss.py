@@ -14,7 +14,7 @@ from support.cockpit import Cockpit, drive, select_row, toasts, until
 
 from captain_tui import usecases
 from state.crew import crewlog
-from state.crew.rules import CAPTAIN
+from state.crew.guards import CAPTAIN
 from state.home import Home
 from widgets.screens.forms import ConfirmScreen
 

@@ -20,9 +20,9 @@ from support.crew import refused
 from support.repos import clean, git, head, repository, worktrees
 
 from captain_tui.repo import landing
-from state.crew import rules
+from state.crew import guards
 from state.home import Home
-from state.models import Workspace
+from state.records import Workspace
 from state.work import ledger
 
 
@@ -77,7 +77,7 @@ class Scene:
             branch=branch,
             base_branch="main",
             base_commit=self.base,
-            outside=lambda paths: rules.outside_grant(grant, str(tree), paths),
+            outside=lambda paths: guards.outside_grant(grant, str(tree), paths),
             crew=name,
             assignment_id=f"asg_{name}",
             work_id=item.work_id,

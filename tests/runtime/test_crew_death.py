@@ -19,10 +19,10 @@ from conftest import Cli
 from support.cli import ok_clean as ok
 from support.tmux import SLEEPER, PrivateTmux, needs_tmux, poll, recruit_into, sim_command
 
-from captain_tui.runtime import deaths, launch
+from captain_tui.runtime import death_watch, launch
 from captain_tui.runtime.tmux import Tmux
 from state.crew import crewlog, mailbox, protocol
-from state.crew import deaths as crew_deaths
+from state.crew import death_notice as crew_deaths
 from state.home import Home
 from state.inputs import TERMINAL_UNSAFE
 from state.work import ledger
@@ -78,7 +78,7 @@ def test_a_crew_killed_after_reading_its_mail_is_one_error_with_its_last_lines(c
 
     # the hook again, the probe, a second runner: still one error
     hook(cli, r)
-    assert deaths.Probe().round(home) == [] and deaths.Probe().round(home) == []
+    assert death_watch.Probe().round(home) == [] and death_watch.Probe().round(home) == []
     assert len(errors(home, "sim")) == 1
     human = cli("wait", "Sim", "--ack", got["delivery_id"], "--timeout", "0")
     assert human.code == 0 and "timeout" in human.out
@@ -104,7 +104,7 @@ def test_an_exit_before_done_is_an_error_and_an_exit_after_done_is_not(cli, home
 
     poll(lambda: dead(tmux, finisher["pane"]["pane_id"]), what="the finisher's exit")
     hook(cli, finisher)  # what tmux ran: it decides nothing is wrong
-    deaths.Probe().round(home)
+    death_watch.Probe().round(home)
     assert errors(home, "finisher") == []
     assert ledger.get(home, finisher["work_id"]).state == "succeeded"
     (done,) = mailbox.notifications(home, "finisher")
@@ -117,7 +117,7 @@ def test_an_exit_before_done_is_an_error_and_an_exit_after_done_is_not(cli, home
             "assign", "Finisher", "--task", "next", "--handoff", finisher["assignment_id"], "--json"
         )
     )
-    (n,) = deaths.Probe().round(home)
+    (n,) = death_watch.Probe().round(home)
     assert n.status == "error" and n.assignment_id == spec["assignment_id"]
     assert "exited with status 0" in n.summary
     assert ledger.get(home, ledger.work_id_for_assignment(spec["assignment_id"])).state == "failed"
@@ -130,7 +130,7 @@ def test_a_runner_sees_a_death_at_once_even_when_tmux_fires_no_hook(cli, home, t
     nudges tmux into reaping it. Here the hook is removed, so only the runner can tell."""
     r = recruit(cli, tmux, "Lone", "sleep 300")  # the shell execs it: alone on its terminal
     tmux.tmux("set-hook", "-uw", "-t", r["pane"]["window_id"], "pane-died")
-    probe = deaths.Probe()
+    probe = death_watch.Probe()
     try:
         assert probe.round(home) == []  # alive: now watched
         os.kill(r["pane"]["pane_pid"], signal.SIGKILL)
@@ -143,10 +143,10 @@ def test_a_runner_sees_a_death_at_once_even_when_tmux_fires_no_hook(cli, home, t
 
 
 def test_dismissal_closes_the_pane_on_purpose_and_is_never_an_error(cli, home, tmux, monkeypatch):
-    monkeypatch.setattr(deaths, "CONFIRM_AFTER", 0.2)
+    monkeypatch.setattr(death_watch, "CONFIRM_AFTER", 0.2)
     plain = recruit(cli, tmux, "Plain")
     ok(cli("dismiss", "Plain", "--json"))
-    probe = deaths.Probe()
+    probe = death_watch.Probe()
     assert probe.round(home) == []
 
     # the moment between the pane closing and the dismissal being written: the probe sees
@@ -174,9 +174,9 @@ def test_a_killed_session_or_server_is_one_error_per_crew(cli, home, tmux, monke
 
         # the session killed outside captain: no hook fires; the probe finds both panes
         # gone and reports each crew once, whichever runner looks, however often
-        monkeypatch.setattr(deaths, "CONFIRM_AFTER", 0.2)
+        monkeypatch.setattr(death_watch, "CONFIRM_AFTER", 0.2)
         tmux.tmux("kill-session", "-t", "doomed")
-        runners = [deaths.Probe(), deaths.Probe()]
+        runners = [death_watch.Probe(), death_watch.Probe()]
         poll(
             lambda: (
                 errors(home, "ann") and errors(home, "bob")
@@ -242,8 +242,8 @@ def test_the_hook_command_survives_every_quoting_layer(tmp_path, tmux, monkeypat
         "json.dump([os.environ['CAPTAIN_HOME'], *sys.argv[1:]],"
         f" open({str(out)!r}, 'w'))\n"
     )
-    monkeypatch.setattr(deaths, "captain_command", lambda: [sys.executable, str(script)])
-    command = deaths.hook_command(odd, "jack", "inc_01ABC")
+    monkeypatch.setattr(death_watch, "captain_command", lambda: [sys.executable, str(script)])
+    command = death_watch.hook_command(odd, "jack", "inc_01ABC")
     tmux.tmux("new-session", "-d", "-s", "t", "sleep 300")
     tmux.tmux("set-hook", "-w", "-t", "t", "pane-died", command)
     tmux.tmux("set-option", "-w", "-t", "t", "remain-on-exit", "on")
@@ -251,7 +251,7 @@ def test_the_hook_command_survives_every_quoting_layer(tmp_path, tmux, monkeypat
     os.kill(pid, signal.SIGKILL)
 
     def argv():
-        deaths.nudge(Tmux(tmux.socket))  # what a runner does when tmux lost the SIGCHLD
+        death_watch.nudge(Tmux(tmux.socket))  # what a runner does when tmux lost the SIGCHLD
         return out.exists() and out.read_text() and json.loads(out.read_text())
 
     got = poll(argv, what="the hook's argv")

@@ -106,7 +106,7 @@ def test_only_an_agent_composer_is_rung_with_mail_text(tmp_path):
     """Claude Code gets the wake line (its hooks deliver the mail), Codex the mail and the
     inbox line on its composer, and a shell or any program the notice, whatever the mail."""
     from state.crew import mailbox, protocol
-    from state.models import RingStamp
+    from state.records import RingStamp
 
     home = Home(tmp_path / "home")
     seen = {}

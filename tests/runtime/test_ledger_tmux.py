@@ -24,7 +24,7 @@ from support.tmux import SLEEPER, needs_tmux, poll, recruit_into
 from captain_tui.runtime import ledger_probe as ledger_runtime
 from state.clock import now
 from state.crew import crewlog
-from state.models import PaneLocator
+from state.records import PaneLocator
 from state.work import ledger
 
 pytestmark = needs_tmux

@@ -23,7 +23,7 @@ from support.tmux import needs_tmux, poll
 
 from captain_tui import usecases
 from captain_tui.runtime import dialogs
-from state.crew.rules import CAPTAIN
+from state.crew.guards import CAPTAIN
 from state.errors import CaptainError
 from state.home import Home
 

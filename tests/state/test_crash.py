@@ -24,9 +24,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from state.crew import crewlog, rules
+from state.crew import crewlog, guards
 from state.home import Home
-from state.models import (
+from state.records import (
     Ack,
     Asked,
     Assigned,
@@ -40,7 +40,7 @@ from state.models import (
 )
 from state.store import STALE_TEMP_SECONDS, TEMP_PREFIX, Store
 from state.work import ledger
-from state.work.models import WorkEvent, WorkItem
+from state.work.ledger_records import WorkEvent, WorkItem
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -52,10 +52,10 @@ ZYGOTE = r'''
 import json, os, random, sys, traceback
 from pathlib import Path
 
-from state.crew import crewlog, mailbox, protocol, rules
+from state.crew import crewlog, guards, mailbox, protocol
 from state.errors import CaptainError
 from state.home import Home
-from state.crew.rules import Context
+from state.crew.guards import Context
 from state.inputs import crew_key
 
 ROOT, LOGS, PROJECT = (Path(a) for a in sys.argv[1:4])
@@ -115,7 +115,7 @@ def worker(idx, gen):
         else:
             key = crew_key(name)
             snap, _ = crewlog.load(home, key)
-            pending = rules.pending_question(home, key, snap)
+            pending = guards.pending_question(home, key, snap)
             try:
                 if pending is not None:
                     msg = protocol.answer(home, name, pending.question_id,
@@ -397,7 +397,7 @@ def test_random_sigkill_loses_nothing_duplicates_nothing_tears_nothing(
 
     # -- recovery: the next writer of each crew settles whatever a kill left unsettled ------
     for key in keys:
-        with store.lock(rules.lock_name(key)):
+        with store.lock(guards.lock_name(key)):
             crewlog.open_locked(home, key)
     for key in keys:
         for event in crewlog.events(home, key):

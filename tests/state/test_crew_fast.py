@@ -23,15 +23,15 @@ from pydantic import BaseModel, Field, ValidationError
 from support.crew import EDITOR, hire
 from support.ledger_backends import open_ledgers
 
-from state import models
+from state import records
 from state.crew import crewlog, protocol
-from state.crew.rules import Context
+from state.crew.guards import Context
 from state.crew_side import fast as crew_fast
 from state.crew_side import plain, shapes_gen
 from state.crew_side.shapes import EVENTS, SHAPES
 from state.errors import CaptainError
 from state.home import Home
-from state.models import CrewSnapshot, Strict
+from state.records import CrewSnapshot, Strict
 from state.store import encode
 from state.work import seen
 
@@ -213,7 +213,7 @@ def _values(kind):
 def _records(shape: str):
     fields = SHAPES[shape]
     return st.fixed_dictionaries({attr: _values(kind) for _, attr, kind in fields}).map(
-        lambda attrs: getattr(models, shape).model_validate(attrs)
+        lambda attrs: getattr(records, shape).model_validate(attrs)
     )
 
 
@@ -476,16 +476,16 @@ def test_fast_inbox_delivers_and_marks_exactly_what_the_protocol_does(tmp_path, 
     assert [m.text for m in got_fast] == ["Do the thing", "first", "second\nline"]
     mail = homes[0].mail_dir("jack")
     assert [m.model_dump() for m in got_fast] == [  # what the CLI prints for --json
-        models.Message.model_validate_json((mail / f"{m.message_id}.json").read_bytes()).model_dump(
-            mode="json", by_alias=True
-        )
+        records.Message.model_validate_json(
+            (mail / f"{m.message_id}.json").read_bytes()
+        ).model_dump(mode="json", by_alias=True)
         for m in got_fast
     ]
     assert [m.model_dump() for m in got_fast] == [
         m.model_dump(mode="json", by_alias=True) for m in got_full
     ]
     for home, got in ((homes[0], got_fast), (homes[1], got_full)):
-        receipts = home.store.records(home.receipts_dir("jack"), models.Receipt)
+        receipts = home.store.records(home.receipts_dir("jack"), records.Receipt)
         assert sorted(x.message_id for x in receipts) == sorted(m.message_id for m in got)
         assert {x.via for x in receipts} == {"inbox"}
     assert crew_fast.inbox(homes[0], "Jack", deliver=got_fast.extend, ctx=crew_ctx(r)) == []

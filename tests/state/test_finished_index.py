@@ -122,7 +122,7 @@ def test_a_writer_killed_before_it_filed_a_finished_item_is_repaired(home: Home,
     assert victim not in ledger.recent_finished_ids(home, kept)
     assert victim in ledger.open_ids(home)
     # the next writer of the item repairs it: filed among the newest finished, and closed
-    with ledger._lock(home, victim) as tx:
+    with ledger._item_transaction(home, victim) as tx:
         tx.item(victim, repair=True)
     assert ledger.recent_finished_ids(home, 1) == [victim]
     assert victim not in ledger.open_ids(home)

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from state.crew import crewlog, mailbox, protocol
-from state.crew.rules import Context
+from state.crew.guards import Context
 from state.errors import CaptainError
 from state.home import DEFAULT_WAIT_TIMEOUT, Home, check_filesystem, filesystem_type
-from state.models import CrewSnapshot, HomeMeta
+from state.records import CrewSnapshot, HomeMeta
 from state.store import encode
 
 

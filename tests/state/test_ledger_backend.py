@@ -55,14 +55,14 @@ def test_each_backend_implements_the_whole_interface(tmp_path: Path, ledgers) ->
 def test_a_transaction_inside_another_joins_it_in_one_order(tmp_path: Path, ledgers) -> None:
     home = ledgers.home(tmp_path / "home")
     item = ledger.accept(home, source="chat", input={"text": "x"}, requester="alice")
-    with ledger.capacity(home):
+    with ledger.capacity_transaction(home):
         assert ledger.has_free_slot(home)
         claimed = ledger.claim_held(home, item.work_id, holder="worker")  # joins: no wait
         with backend.backend_for(home).transaction(item.work_id, ledger=True):
             pass  # both already held by this thread
     assert claimed.state == "running"
-    with ledger._lock(home, item.work_id), pytest.raises(CaptainError) as err:
-        with ledger.capacity(home):
+    with ledger._item_transaction(home, item.work_id), pytest.raises(CaptainError) as err:
+        with ledger.capacity_transaction(home):
             pass  # the ledger after an item: refused, never a deadlock
     assert err.value.code == "store_error"
 
@@ -70,10 +70,10 @@ def test_a_transaction_inside_another_joins_it_in_one_order(tmp_path: Path, ledg
 def test_another_thread_waits_for_the_ledger(tmp_path: Path, ledgers) -> None:
     home = ledgers.home(tmp_path / "home")
     entered = threading.Event()
-    with ledger.capacity(home):
+    with ledger.capacity_transaction(home):
 
         def other() -> None:
-            with ledger.capacity(home):
+            with ledger.capacity_transaction(home):
                 entered.set()
 
         thread = threading.Thread(target=other)

@@ -46,11 +46,11 @@ from pathlib import Path
 import pytest
 from support.ledger_backends import Ledgers, close_backends
 
-from state.crew import crewlog, protocol, rules
+from state.crew import crewlog, guards, protocol
 from state.errors import CaptainError
 from state.home import Home
 from state.ids import new_id
-from state.models import (
+from state.records import (
     Bounce,
     CrewSnapshot,
     EventFile,
@@ -62,8 +62,7 @@ from state.models import (
 from state.store import TEMP_PREFIX
 from state.work import deliveries, ledger, replay, seen
 from state.work.crash import CRASH_ENV
-from state.work.location import ledger_location
-from state.work.models import (
+from state.work.ledger_records import (
     EVENT_TYPES,
     TERMINAL,
     Delivery,
@@ -71,6 +70,7 @@ from state.work.models import (
     WorkEvent,
     WorkItem,
 )
+from state.work.location import ledger_location
 
 REPO = Path(__file__).resolve().parents[2]
 TESTS = Path(__file__).resolve().parent
@@ -186,9 +186,9 @@ def op_dismiss(home: Home, stopped: bool | None):
     return protocol.dismiss(home, "alpha", stopped=stopped)
 
 
-def crew_context(home: Home) -> rules.Context:
+def crew_context(home: Home) -> guards.Context:
     snapshot, _ = crewlog.load(home, "alpha")
-    return rules.Context(
+    return guards.Context(
         "crew", snapshot.name, snapshot.incarnation_id, snapshot.assignment.assignment_id
     )
 
@@ -582,10 +582,10 @@ def readers_not_fooled(home: Home) -> None:
 def recover(home: Home) -> None:
     """The next writers: each crew's and each item's, as any later command would be."""
     for key in home.crew_keys():
-        with home.store.lock(rules.lock_name(key)):
+        with home.store.lock(guards.lock_name(key)):
             crewlog.open_locked(home, key)
     for work_id in ledger.all_ids(home):
-        with ledger._lock(home, work_id):
+        with ledger._item_transaction(home, work_id):
             ledger.load(home, work_id, repair=True)
 
 

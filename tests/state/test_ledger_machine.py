@@ -52,10 +52,10 @@ from support.ledger_backends import Ledgers
 
 from state.errors import CaptainError
 from state.home import Home
-from state.models import PaneLocator
+from state.records import PaneLocator
 from state.store import Reports
 from state.work import ledger, replay
-from state.work.models import HOLDS_SLOT, TERMINAL, WorkItem
+from state.work.ledger_records import HOLDS_SLOT, TERMINAL, WorkItem
 
 SLOTS = 2
 LEASE = 10  # seconds

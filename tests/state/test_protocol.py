@@ -11,10 +11,10 @@ from conftest import crew_ctx
 from support.crew import hire, refused
 
 from state.crew import crewlog, mailbox, notify, protocol
-from state.crew.rules import Context
+from state.crew.guards import Context
 from state.home import Home
 from state.inputs import MAX_TEXT_BYTES
-from state.models import SUMMARY_MAX, Message
+from state.records import SUMMARY_MAX, Message
 
 # -- helpers --------------------------------------------------------------------------------
 

@@ -42,7 +42,7 @@ from state.inputs import (
     check_text,
     summarize,
 )
-from state.models import (
+from state.records import (
     Ack,
     Asked,
     Assigned,
@@ -67,7 +67,7 @@ from state.models import (
 from state.store import MAX_RECORD_BYTES, Store, encode
 from state.vocab import ACTIONS, STATUSES, SUMMARY_MAX
 from state.work import deliveries, ledger, tokens
-from state.work.models import Attempt, Delivery, Lease, Resolution, WorkEvent, WorkItem
+from state.work.ledger_records import Attempt, Delivery, Lease, Resolution, WorkEvent, WorkItem
 
 # -- the values: each at its intake limit, in the costliest characters ---------------------
 

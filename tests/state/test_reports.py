@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 
 from state.home import Home
-from state.models import Message
+from state.records import Message
 from state.store import Reports
 
 

@@ -19,7 +19,7 @@ import pytest
 
 from state.clock import now
 from state.errors import CaptainError
-from state.models import Message
+from state.records import Message
 from state.store import (
     MAX_RECORD_BYTES,
     STALE_TEMP_SECONDS,

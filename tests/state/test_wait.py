@@ -14,12 +14,12 @@ from conftest import REPO, crew_ctx
 from support.crew import hire, refused
 
 from state.clock import now
-from state.crew import crewlog, mailbox, notify, protocol, rules
-from state.crew.rules import Context
+from state.crew import crewlog, guards, mailbox, notify, protocol
+from state.crew.guards import Context
 from state.errors import CaptainError
 from state.home import DEFAULT_WAIT_TIMEOUT, Home
 from state.ids import DELIVERY, QUESTION, new_id
-from state.models import (
+from state.records import (
     SUMMARY_MAX,
     Asked,
     Assigned,
@@ -397,7 +397,7 @@ def test_asked_event_without_its_notification_is_repaired_once(home, project):
 
     # later locked operations repair again: idempotent, identical bytes, still one
     protocol.tell(home, "Jack", "a follow-up", assignment_id=r.assignment_id)
-    with home.store.lock(rules.lock_name("jack")):
+    with home.store.lock(guards.lock_name("jack")):
         crewlog.open_locked(home, "jack")
     assert notification_files(home, "jack") == files
 
@@ -496,7 +496,7 @@ def test_assigned_event_without_its_mail_is_repaired_once(home, project):
     protocol.tell(home, "Jack", "more", assignment_id="asg_HANDWRITTEN")  # locked: repairs
     path = home.mail_dir("jack") / "msg_HANDWRITTEN.json"
     first = path.read_bytes()
-    with home.store.lock(rules.lock_name("jack")):
+    with home.store.lock(guards.lock_name("jack")):
         crewlog.open_locked(home, "jack")
     assert path.read_bytes() == first
     ctx = Context("crew", "Jack", r.incarnation_id, "asg_HANDWRITTEN")

@@ -47,14 +47,14 @@ from stress_layout import (
     read_bytes,
 )
 
-from state.crew import crewlog, rules
+from state.crew import crewlog, guards
 from state.home import Home
 from state.ids import DELIVERY, derive
-from state.models import Asked, Assigned, Dismissed, Finished, Recruited
+from state.records import Asked, Assigned, Dismissed, Finished, Recruited
 from state.store import Reports
 from state.work import ledger
 from state.work.backend import backend_for
-from state.work.models import HOLDS_SLOT, TERMINAL
+from state.work.ledger_records import HOLDS_SLOT, TERMINAL
 
 # refusals a correct run produces: (op, code). Anything else is a finding.
 EXPECTED_REFUSALS = {
@@ -778,7 +778,7 @@ class Audit:
         self.homes = {root: Home(root, reports=self.reports) for root in self.roots}
         for key in sorted(self.crew_events):
             home = self._home_of(key)
-            with home.store.lock(rules.lock_name(key)):
+            with home.store.lock(guards.lock_name(key)):
                 crewlog.open_locked(home, key)
         for wid in sorted(self.items):  # PostgreSQL: the row is never behind, nothing to do
             with self.backend.transaction(wid):

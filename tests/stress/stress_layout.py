@@ -16,7 +16,7 @@ import stat
 import tomllib
 from pathlib import Path
 
-from state.models import (
+from state.records import (
     Ack,
     Bounce,
     CrewSnapshot,
@@ -29,7 +29,7 @@ from state.models import (
     RingStamp,
 )
 from state.store import MAX_RECORD_BYTES, TEMP_PREFIX
-from state.work.models import Lease, WorkEvent, WorkItem
+from state.work.ledger_records import Lease, WorkEvent, WorkItem
 
 SEQ_FILE = re.compile(r"\d{8}\.json")
 WORK_ID = re.compile(r"wrk_[0-9A-Z]+")

@@ -44,13 +44,13 @@ from pathlib import Path
 
 import stress_layout
 
-from state.crew import crewlog, mailbox, notify, protocol, rules
-from state.crew.rules import Context
+from state.crew import crewlog, guards, mailbox, notify, protocol
+from state.crew.guards import Context
 from state.errors import CaptainError
 from state.home import Home
 from state.store import FILE_MODE, Quarantined, Store
 from state.work import ledger, replay
-from state.work.models import TERMINAL
+from state.work.ledger_records import TERMINAL
 
 BREAK_ENV = "CAPTAIN_STRESS_BREAK"
 BREAKS = ("in-place", "no-fence")
@@ -350,7 +350,7 @@ class Worker:
         ready = [
             n
             for n in self.live(done=False)
-            if rules.pending_question(self.home, n, self.snaps[n]) is None
+            if guards.pending_question(self.home, n, self.snaps[n]) is None
         ]
         name = self.pick(ready)
         if name is None:
@@ -372,7 +372,7 @@ class Worker:
         waiting = [
             (n, q)
             for n in self.live(done=False)
-            if (q := rules.pending_question(self.home, n, self.snaps[n]))
+            if (q := guards.pending_question(self.home, n, self.snaps[n]))
         ]
         if not waiting:
             return False
@@ -414,7 +414,7 @@ class Worker:
                 self.home, ledger.work_id_for_assignment(snap.assignment.assignment_id)
             )
             if (
-                rules.pending_question(self.home, name, snap) is None
+                guards.pending_question(self.home, name, snap) is None
                 and item is not None
                 and item.state in ("running", "needs_reconciliation")
             ):

@@ -41,10 +41,10 @@ from support.ledger_backends import BACKENDS, close_backends, open_ledgers
 from state.clock import now
 from state.home import Home
 from state.ids import new_id
-from state.models import Ack, CrewSnapshot, Notification
+from state.records import Ack, CrewSnapshot, Notification
 from state.store import encode
 from state.work import ledger
-from state.work.models import TERMINAL, Lease, WorkEvent
+from state.work.ledger_records import TERMINAL, Lease, WorkEvent
 
 DEFAULT_SECONDS = {"files": 60.0, "postgresql": 45.0}
 CONTROL_SECONDS = 7.0
@@ -343,7 +343,7 @@ def test_the_audit_finds_each_kind_of_damage(tmp_path: Path) -> None:
 
 
 def _pg_item(conn, where: str, order: str = "work_id"):
-    from state.work.models import WorkItem
+    from state.work.ledger_records import WorkItem
 
     row = conn.execute(
         f"SELECT item::text FROM work_items WHERE {where} ORDER BY {order} LIMIT 1"

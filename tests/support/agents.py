@@ -45,7 +45,7 @@ from captain_tui.runtime.pane_reader import Screen, read_screen
 from state.clock import now
 from state.crew import crewlog, mailbox, notify
 from state.home import Home
-from state.models import Receipt
+from state.records import Receipt
 
 REPO = Path(__file__).resolve().parents[2]
 TMUX_TIMEOUT = 10.0

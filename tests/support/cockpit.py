@@ -14,7 +14,7 @@ from pathlib import Path
 
 from captain_tui.cockpit.app import CaptainApp
 from state.crew import protocol
-from state.crew.rules import Context
+from state.crew.guards import Context
 from state.home import Home
 
 SIZE = (120, 36)

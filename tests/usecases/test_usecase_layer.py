@@ -11,13 +11,15 @@ from pathlib import Path
 import pytest
 
 from captain_tui import usecases
-from state.crew.rules import CAPTAIN, Context
+from state.crew.guards import CAPTAIN, Context
 from state.errors import CaptainError
 from state.home import Home
-from state.models import PaneLocator
+from state.records import PaneLocator
 
 CREW = Context("crew", "Ada", "inc_x", "asg_x")
-NOT_USE_CASES = {"actor", "dismissal_words", "store_error", "workspace_words"}  # helpers
+# helpers; change_summary: the shape for wait's done and a status row, whose callers have
+# already decided who may see that crew
+NOT_USE_CASES = {"actor", "change_summary", "dismissal_words", "store_error", "workspace_words"}
 
 
 def _use_cases():
@@ -58,6 +60,8 @@ CALLS = {
     ),
     "land": lambda h: usecases.land(h, "Ada", assignment_id="asg_x", ctx=CREW),
     "landing_queue": lambda h: usecases.landing_queue(h, ctx=CREW),
+    "pending": lambda h: usecases.pending(h, ctx=CREW),
+    "approve": lambda h: usecases.approve(h, "Ada", "apr_x", "allow", ctx=CREW),
 }
 
 

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal, cast
 
-from state.models import Notification
+from state.records import Notification
 
 # a notification's status that needs the captain (widgets.view.ALERT_STATUSES), a file that
 # could not be read, a work item that needs reconciliation, the Work panel's ledger changed

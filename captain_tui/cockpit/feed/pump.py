@@ -11,7 +11,7 @@ import queue
 import time
 from collections.abc import Callable, Iterable
 
-from captain_tui.cockpit.feed.home import Feed, Update
+from captain_tui.cockpit.feed.home_feed import Feed, Update
 
 RESCAN_SECONDS = 30.0
 # the Work panel's own re-read while the ledger is a shared database (PostgreSQL) and no

@@ -7,7 +7,7 @@ recorded and inert) are ``state.crew.approvals``'s; this adds the role check.
 from __future__ import annotations
 
 from state.crew import approvals
-from state.crew.rules import CAPTAIN, Context, check_captain
+from state.crew.guards import CAPTAIN, Context, check_captain
 from state.home import Home
 from state.inputs import check_text
 

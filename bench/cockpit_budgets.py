@@ -35,7 +35,7 @@
 Prints one Markdown table and the machine; ``--json PATH`` also writes every number (and
 the table's rows, under ``rows``).
 
-    python bench/cockpit.py [--events 200] [--paint-runs 3] [--idle-seconds 30]
+    python bench/cockpit_budgets.py [--events 200] [--paint-runs 3] [--idle-seconds 30]
                             [--big-home PATH] [--work-finished 100000] [--no-work]
                             [--quick] [--smoke] [--json PATH]
 """
@@ -161,7 +161,7 @@ def build_home(
     newest ``unacked_frac`` of its notifications unacknowledged."""
     from state.crew import crewlog, protocol
     from state.home import Home
-    from state.models import Ack, Message, Notification, Receipt, Returned
+    from state.records import Ack, Message, Notification, Receipt, Returned
     from state.store import encode
 
     rng = random.Random(seed)
@@ -350,7 +350,7 @@ def writer_main(root: str) -> int:
     ``t``: time.monotonic() right after the first record was published under its name."""
     from state.clock import now
     from state.crew import crewlog, notify, protocol
-    from state.crew.rules import Context
+    from state.crew.guards import Context
     from state.home import Home
 
     published: list[float] = []
@@ -406,7 +406,7 @@ class _RescanCounter:
     """Counts ``Feed.rescan`` calls (start-up, watcher up, periodic, or: a bug)."""
 
     def __init__(self) -> None:
-        from captain_tui.cockpit.feed import home as feed
+        from captain_tui.cockpit.feed import home_feed as feed
 
         self.feed = feed
         self.real = feed.Feed.rescan
@@ -518,9 +518,9 @@ async def _events(root: Path, n_events: int, label: str, settle: float = 1.0) ->
     from bench.report import pct
     from captain_tui.cockpit.app import CaptainApp
     from state.home import Home
-    from widgets.panels.crew import CrewPanel
-    from widgets.panels.notifications import NotificationsPanel
-    from widgets.panels.questions import QuestionsPanel
+    from widgets.panels.crew_panel import CrewPanel
+    from widgets.panels.notifications_panel import NotificationsPanel
+    from widgets.panels.questions_panel import QuestionsPanel
 
     rescans = _RescanCounter()
     app = CaptainApp(Home(root), run_doorbell=False)
@@ -750,7 +750,7 @@ class _WorkReads:
 def rescan_cost(home, runs: int = 5) -> dict:
     """A fresh Work panel feed's first rescan, then ``runs`` steady ones (what the cockpit
     repeats on its clock): time and what each asked of the ledger."""
-    from captain_tui.cockpit.feed.work import WorkFeed
+    from captain_tui.cockpit.feed.work_feed import WorkFeed
 
     reads = _WorkReads()
     try:
@@ -816,7 +816,7 @@ async def _work_events(root: Path, n_events: int, settle: float) -> dict:
     from bench.report import pct
     from captain_tui.cockpit.app import CaptainApp
     from state.home import Home
-    from widgets.panels.work import WorkPanel
+    from widgets.panels.work_panel import WorkPanel
 
     app = CaptainApp(Home(root), run_doorbell=False)
     writer, ask = await _writer(root, "--work-writer")
@@ -971,7 +971,7 @@ def paint_driver(root: str, settle: float) -> int:
     rows and the full first scan reached the Crew panel's table, and peak RSS."""
     from captain_tui.cockpit.app import CaptainApp
     from state.home import Home
-    from widgets.panels.crew import CrewPanel
+    from widgets.panels.crew_panel import CrewPanel
 
     rescans = _RescanCounter()
     marks: dict = {}

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from captain_tui.usecases.crew import Dismissal, dismiss
-from state.crew import crewlog, rules
-from state.crew.rules import CAPTAIN, Context
+from captain_tui.usecases.crew_ops import Dismissal, dismiss
+from state.crew import crewlog, guards
+from state.crew.guards import CAPTAIN, Context
 from state.home import Home
 from state.inputs import crew_key
 from state.work import controls, ledger
 from state.work import replay as replays
-from state.work.models import TERMINAL, CancelOutcome, WorkItem
+from state.work.ledger_records import TERMINAL, CancelOutcome, WorkItem
 
 
 def actor() -> str:
@@ -59,7 +59,7 @@ def cancel(
     ``--handoff``), so a crew is never left recorded as assigned with a dead pane."""
     from captain_tui.runtime import ledger_probe
 
-    rules.check_captain(ctx, "work cancel")
+    guards.check_captain(ctx, "work cancel")
     ledger.check_shown(reason)  # before a pane is closed or anything is written
     item = ledger.get(home, ledger.check_work_id(work_id))
     controls.check(home, "cancel", item)  # a routine receipt is not captain's to stop
@@ -93,7 +93,7 @@ def replay(
     ctx: Context = CAPTAIN,
 ) -> WorkItem:
     """Queue a finished item's input again as a new item (``state.work.replay``)."""
-    rules.check_captain(ctx, "work replay")  # before the item is read
+    guards.check_captain(ctx, "work replay")  # before the item is read
     return replays.replay(
         home, work_id, actor=actor, reason=reason, target_revision=target_revision
     )
@@ -111,7 +111,7 @@ def resolve(
     ctx: Context = CAPTAIN,
 ) -> WorkItem:
     """Settle an item that needs reconciliation, by the person who checked its process."""
-    rules.check_captain(ctx, "work resolve")  # before the item is read
+    guards.check_captain(ctx, "work resolve")  # before the item is read
     return ledger.resolve(
         home,
         work_id,

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from captain_tui.repo import change as changes
 from state.crew import crewlog, protocol
-from state.crew.rules import CAPTAIN, Context, check_captain
+from state.crew.guards import CAPTAIN, Context, check_captain
 from state.errors import CaptainError
 from state.home import Home
 from state.inputs import crew_key, for_terminal
-from state.models import Message
+from state.records import Message
 
 QUOTE_LINES = 40  # lines of the diff a comment quotes at most
 

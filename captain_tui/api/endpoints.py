@@ -26,7 +26,7 @@ from captain_tui import usecases as ops
 from captain_tui.api import limits, signatures
 from captain_tui.api import schemas as out
 from captain_tui.api.refusals import error, refuse
-from state.crew.rules import CAPTAIN
+from state.crew.guards import CAPTAIN
 from state.errors import CaptainError
 from state.home import Home
 from state.work import deliveries, ledger, tokens

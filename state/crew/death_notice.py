@@ -1,6 +1,6 @@
 """A crew that died: one ``error`` notification per death, and its work item failed.
 
-The runtime (``captain_tui.runtime.deaths``) sees a death — tmux's ``pane-died`` hook, or
+The runtime (``captain_tui.runtime.death_watch``) sees a death — tmux's ``pane-died`` hook, or
 the slow probe for a window or server that vanished — and calls ``record``. Everything a
 death means is decided here, under the crew lock:
 
@@ -26,12 +26,12 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from state.clock import now
-from state.crew import crewlog, mailbox, rules
+from state.crew import crewlog, guards, mailbox
 from state.errors import CaptainError
 from state.home import Home
 from state.ids import DELIVERY, derive
 from state.inputs import crew_key, for_terminal, summarize
-from state.models import CrewSnapshot, Notification, PaneLocator
+from state.records import CrewSnapshot, Notification, PaneLocator
 from state.store import encode
 from state.vocab import SUMMARY_MAX
 
@@ -108,7 +108,7 @@ def record(
     (a recorder killed between the two is finished by the next one)."""
     key = crew_key(name)
     at = at or now()
-    with home.store.lock(rules.lock_name(key)):
+    with home.store.lock(guards.lock_name(key)):
         snapshot = crewlog.open_locked(home, key)
         pane = mortal_pane(snapshot, incarnation_id)
         if snapshot is None or pane is None:

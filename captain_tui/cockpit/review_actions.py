@@ -26,7 +26,7 @@ from state.errors import CaptainError
 from state.home import Home
 from widgets.diffview import render
 from widgets.screens.forms import FormScreen
-from widgets.screens.review import CommentScreen, FileEntry, ReviewScreen
+from widgets.screens.review_screen import CommentScreen, FileEntry, ReviewScreen
 from widgets.view import CrewRow
 
 

@@ -1,12 +1,12 @@
 """The Work panel's part of the feed: work items read into ``WorkRow``s, kept current cheaply.
 
-``feed.home.Feed`` owns one ``WorkFeed`` and calls it from the pump's thread. A rescan reads
+``feed.home_feed.Feed`` owns one ``WorkFeed`` and calls it from the pump's thread. A rescan reads
 the open items and the newest ``FINISHED_SHOWN`` finished ones (``ledger.open_ids``,
 ``ledger.recent_finished_ids``), never the whole history, so its cost grows with what the
 panel shows; a finished item's history is never rewritten, so once read it is never read
 again, and the finished rows held are the newest ``FINISHED_SHOWN`` of those read (an old
 item that finished while watched stays). Between rescans, ``apply`` re-reads exactly the
-items the watcher or the ledger's notifications saw change (``feed.routes.route`` maps
+items the watcher or the ledger's notifications saw change (``feed.path_routes.route`` maps
 ``work/<id>/...`` and ``ledger/open/<id>`` to the item's ID).
 
 An item that enters needs_reconciliation after the first scan raises an alert, like a bounce.
@@ -27,7 +27,7 @@ from state.errors import CaptainError
 from state.home import Home
 from state.inputs import crew_key
 from state.work import controls, corrupt, ledger
-from state.work.models import WorkItem
+from state.work.ledger_records import WorkItem
 from widgets.view import FINISHED_SHOWN, RECONCILE, WorkRow
 
 # refusals about the whole ledger, not one item: a read that meets one keeps the rows read

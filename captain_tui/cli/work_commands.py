@@ -178,7 +178,7 @@ def cmd_list(args, out) -> int:
 def cmd_show(args, out) -> int:
     import contextlib
 
-    from state.crew.rules import own_item
+    from state.crew.guards import own_item
     from state.errors import CaptainError
     from state.work import controls, ledger
 

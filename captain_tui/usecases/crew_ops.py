@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING
 from captain_tui.repo import worktree
 from captain_tui.runtime import launch
 from captain_tui.runtime.tmux import check_session
-from state.crew import crewlog, notify, protocol, rules
-from state.crew.rules import CAPTAIN, Context
+from state.crew import crewlog, guards, notify, protocol
+from state.crew.guards import CAPTAIN, Context
 from state.errors import CaptainError
 from state.home import Home
 from state.ids import ASSIGNMENT, new_id
 from state.inputs import MAX_COMMAND_BYTES, check_path, check_text, crew_key
-from state.models import Agent, BouncedMail, Message, PaneLocator, Workspace
+from state.records import Agent, BouncedMail, Message, PaneLocator, Workspace
 from state.work import ledger
 from state.work.crash import crash_point
 
@@ -44,7 +44,7 @@ def ring(home: Home, name: str, *, ctx: Context = CAPTAIN) -> Bell | None:
     here. None when the crew had nothing new to ring."""
     from captain_tui.runtime import doorbell
 
-    rules.check_captain(ctx, "ring the doorbell")
+    guards.check_captain(ctx, "ring the doorbell")
 
     try:
         o = doorbell.ring(home, name)
@@ -105,7 +105,7 @@ def _check_recruitment(req: Recruitment) -> None:
 
 
 def recruit(home: Home, req: Recruitment, *, ctx: Context = CAPTAIN) -> Recruited:
-    rules.check_captain(ctx, "crew")  # the role first, before any argument is judged
+    guards.check_captain(ctx, "crew")  # the role first, before any argument is judged
     _check_recruitment(req)
     home.config()  # invalid_config before a pane is started or anything is written
     if req.cwd and not os.path.isdir(os.path.expanduser(req.cwd)):
@@ -269,7 +269,7 @@ def dismiss(
     branch go only when nothing on them is lost (``worktree.judge``) or ``discard`` says
     so; the decision is recorded on the dismissal before it is carried out, so a dismissal
     killed part way is finished by running it again."""
-    rules.check_captain(ctx, "dismiss")
+    guards.check_captain(ctx, "dismiss")
     ledger.check_shown(reason)  # every refusal before the pane is touched
     snapshot, _ = crewlog.load(home, crew_key(name))
     if snapshot is not None and snapshot.dismissed_at is not None:
@@ -384,7 +384,7 @@ def jump(pane: PaneLocator, env=None, *, ctx: Context = CAPTAIN) -> Attach | Non
     no terminal attached to it) returns how to attach instead."""
     from captain_tui.runtime.tmux import Tmux
 
-    rules.check_captain(ctx, "jump")
+    guards.check_captain(ctx, "jump")
 
     env = os.environ if env is None else env
     inside = env.get("TMUX", "").split(",")[0]

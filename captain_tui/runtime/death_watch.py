@@ -6,7 +6,7 @@ process ends — it exits, with any status, or a signal kills it — tmux runs t
 ``pane-died`` hook: ``run-shell -b`` of ``captain hook tmux pane-died KEY INCARNATION
 PANE``, set when the window opens (``watch``). The hook asks tmux again whether that pane
 is dead (so nothing but a death tmux confirms is recorded), captures its last lines and
-hands them to ``state.crew.deaths.record``: one ``error`` notification per incarnation,
+hands them to ``state.crew.death_notice.record``: one ``error`` notification per incarnation,
 the work item failed. It always exits 0 and prints nothing (its output goes nowhere:
 tmux would otherwise show it over the pane). A dismissal kills the window
 (``kill-window``), which does not fire ``pane-died`` (tmux 3.3: checked by the tests), and
@@ -29,7 +29,7 @@ SIGCHLD). So each runner also holds a pidfd per live pane process and looks at i
 tick (``Probe.quick``): a process that ended is looked up in tmux at once, the server
 nudged into reaping it when needed (``nudge``), and the death recorded.
 
-Nothing here decides what a death means: ``state.crew.deaths`` does.
+Nothing here decides what a death means: ``state.crew.death_notice`` does.
 """
 
 from __future__ import annotations
@@ -44,12 +44,12 @@ from pathlib import Path
 from captain_tui.agents.kinds import captain_argv, captain_command
 from captain_tui.runtime.tmux import ALIVE, GONE, UNKNOWN, PaneState, Tmux
 from state.crew import crewlog
-from state.crew import deaths as crew_deaths
-from state.crew.deaths import EXITED, KILLED, LAST_LINES, SERVER_GONE, WINDOW_GONE, Death
+from state.crew import death_notice as crew_deaths
+from state.crew.death_notice import EXITED, KILLED, LAST_LINES, SERVER_GONE, WINDOW_GONE, Death
 from state.errors import CaptainError
 from state.home import Home
 from state.inputs import crew_key
-from state.models import CrewSnapshot, Notification, PaneLocator
+from state.records import CrewSnapshot, Notification, PaneLocator
 
 HOOK = "pane-died"
 PROBE_EVERY = 3.0  # seconds between probes (a process's end comes by the hook, the pidfd)

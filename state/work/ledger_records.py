@@ -12,7 +12,7 @@ from typing import Literal, get_args
 
 from pydantic import Field
 
-from state.models import PaneLocator, Record, Strict
+from state.records import PaneLocator, Record, Strict
 
 # Each vocabulary is written once, as a Literal: the checker holds every use to it, the API
 # schema (captain_tui.api.schemas) serves it, and the tuples the refusals list come from it.

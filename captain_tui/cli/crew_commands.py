@@ -1,7 +1,7 @@
 """The crew's own commands: check, ask, done, inbox (run inside agent panes).
 
 They run on every tool call and every stop, so they import only ``state`` and call its one
-door per command (``state.crew_side.commands``); ``done`` is rare and takes the full path.
+door per command (``state.crew_side.door``); ``done`` is rare and takes the full path.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from state.errors import CaptainError
 
 
 def cmd_check(args, out: Out) -> int:
-    from state.crew_side import commands
+    from state.crew_side import door
 
-    verdict = commands.check(
+    verdict = door.check(
         home_of(args),
         args.name,
         args.action,
@@ -29,9 +29,9 @@ def cmd_check(args, out: Out) -> int:
 
 
 def cmd_ask(args, out: Out) -> int:
-    from state.crew_side import commands
+    from state.crew_side import door
 
-    event = commands.ask(
+    event = door.ask(
         home_of(args), args.name, args.question, assignment_id=args.assignment, ctx=caller()
     )
     out.ok(
@@ -65,10 +65,10 @@ PEEK = (
 
 
 def cmd_inbox(args, out: Out) -> int:
-    from state.crew_side import commands
+    from state.crew_side import door
 
     ctx = caller()
-    peek = ctx.role != "crew"  # the captain's reading proves nothing: commands.inbox
+    peek = ctx.role != "crew"  # the captain's reading proves nothing: door.inbox
 
     def deliver(batch) -> None:
         dumped = [m.model_dump(mode="json", by_alias=True) for m in batch]
@@ -82,5 +82,5 @@ def cmd_inbox(args, out: Out) -> int:
         if peek:
             print(PEEK, flush=True)
 
-    commands.inbox(home_of(args), args.name, deliver=deliver, ctx=ctx)
+    door.inbox(home_of(args), args.name, deliver=deliver, ctx=ctx)
     return 0

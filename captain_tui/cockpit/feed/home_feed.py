@@ -30,12 +30,12 @@ from datetime import datetime
 from pathlib import Path
 
 from captain_tui.cockpit.feed.alerts import Alert, alert_for
-from captain_tui.cockpit.feed.routes import Route, route
-from captain_tui.cockpit.feed.work import WorkFeed
-from state.crew import crewlog, deaths, rules, standing
+from captain_tui.cockpit.feed.path_routes import Route, route
+from captain_tui.cockpit.feed.work_feed import WorkFeed
+from state.crew import crewlog, death_notice, guards, standing
 from state.errors import CaptainError
 from state.home import Home
-from state.models import CrewSnapshot, Message, Notification, RingStamp
+from state.records import CrewSnapshot, Message, Notification, RingStamp
 from widgets.view import (
     ALERT_STATUSES,
     ApprovalRow,
@@ -374,9 +374,9 @@ def _crew_view(key: str, cache: _CrewCache) -> CrewView | None:
         for mid, m in cache.mail.items()
         if m is not None and mid not in cache.read and m.incarnation_id == s.incarnation_id
     ]
-    # rules.pending_question: the snapshot's question, unless its answer mail exists
+    # guards.pending_question: the snapshot's question, unless its answer mail exists
     q = s.question
-    pending = q if q is not None and rules.answer_id(q.question_id) not in cache.mail else None
+    pending = q if q is not None and guards.answer_id(q.question_id) not in cache.mail else None
     notes = _unacknowledged(cache)
     live_stamp = (
         cache.stamp
@@ -389,7 +389,7 @@ def _crew_view(key: str, cache: _CrewCache) -> CrewView | None:
         dialog=dialog,
         dismissed=False,
         done=s.done_at is not None,
-        died=deaths.delivery_id(s.incarnation_id) in cache.notes,  # acknowledged or not
+        died=death_notice.delivery_id(s.incarnation_id) in cache.notes,  # acknowledged or not
         question_pending=pending is not None,
         unacknowledged=notes,
         assignment_id=s.assignment.assignment_id,

@@ -11,7 +11,7 @@ throwaway home, then:
    (``usecases.approve``, its own time included) to the hook's process having printed its
    answer and exited. Budget: p95 <= 200 ms (the hook polls every 20 ms).
 
-    python bench/approvals.py [--rounds 20] [--quick] [--smoke] [--json PATH]
+    python bench/approvals_budgets.py [--rounds 20] [--quick] [--smoke] [--json PATH]
 """
 
 from __future__ import annotations

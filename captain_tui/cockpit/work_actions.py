@@ -20,7 +20,7 @@ from textual.widget import Widget
 from captain_tui.cockpit import jobs
 from state.home import Home
 from state.work import controls
-from widgets.panels.work import WorkPanel
+from widgets.panels.work_panel import WorkPanel
 from widgets.screens.forms import ConfirmScreen, FormScreen
 from widgets.screens.work_forms import ReplayScreen, ResolveScreen
 from widgets.view import RECONCILE, HomeView, WorkRow

@@ -12,7 +12,7 @@
    how long git and the outside-grant judgement take, for the record (the UI is never
    blocked by it: tests/cockpit/test_review_screen.py).
 
-    python bench/review.py [--rounds 20] [--quick] [--smoke] [--json PATH]
+    python bench/review_budgets.py [--rounds 20] [--quick] [--smoke] [--json PATH]
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def _project(root: Path, files: int) -> Path:
 def _recruit(home, project: Path, name: str):
     from captain_tui import usecases
     from state.crew import protocol
-    from state.crew.rules import CAPTAIN, Context
+    from state.crew.guards import CAPTAIN, Context
 
     r = usecases.recruit(
         home,
@@ -98,8 +98,8 @@ async def _done_to_diff(
     """Each round's done -> first file drawn (ms), and its three parts."""
     from captain_tui.cockpit.app import CaptainApp
     from state.crew import crewlog, protocol
-    from widgets.panels.crew import CrewPanel
-    from widgets.screens.review import ReviewScreen
+    from widgets.panels.crew_panel import CrewPanel
+    from widgets.screens.review_screen import ReviewScreen
 
     app = CaptainApp(home, run_doorbell=False)
     times: list[float] = []

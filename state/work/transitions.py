@@ -11,7 +11,15 @@ from typing import Any
 
 from state.errors import CaptainError
 from state.ids import WORK
-from state.work.models import NOTES, TERMINAL, Attempt, Landing, Resolution, WorkEvent, WorkItem
+from state.work.ledger_records import (
+    NOTES,
+    TERMINAL,
+    Attempt,
+    Landing,
+    Resolution,
+    WorkEvent,
+    WorkItem,
+)
 
 
 def check_work_id(work_id: str) -> str:

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from captain_tui.repo import landing as repo_landing
-from state.crew import crewlog, rules
-from state.crew.rules import CAPTAIN, Context
+from state.crew import crewlog, guards
+from state.crew.guards import CAPTAIN, Context
 from state.errors import CaptainError
 from state.home import Home
 from state.inputs import check_text, crew_key
@@ -50,7 +50,7 @@ def land(
 ) -> Landing:
     """Land ``assignment_id`` of crew ``name``; a ``CaptainError`` says why not (nothing
     moved). With ``tell``, a ``conflict`` is also told to the crew (``told`` in the error)."""
-    rules.check_captain(ctx, "land")
+    guards.check_captain(ctx, "land")
     if allow_outside and not (reason and reason.strip()):
         raise CaptainError(
             "invalid_argument",
@@ -89,7 +89,7 @@ def land(
         branch=space.branch,
         base_branch=space.base_branch,
         base_commit=space.base_commit,
-        outside=lambda paths: rules.outside_grant(snapshot, space.worktree, paths),
+        outside=lambda paths: guards.outside_grant(snapshot, space.worktree, paths),
         crew=snapshot.name,
         assignment_id=assignment_id,
         work_id=ledger.work_id_for_assignment(assignment_id),
@@ -115,7 +115,7 @@ def _tell_conflict(home: Home, snapshot, err: CaptainError) -> dict:
     a done assignment takes no ``tell``, so the files come as its next assignment on the
     same worktree and branch (``assign --handoff``), whose own done lands the fix. What was
     sent, or why not (its notifications not acknowledged, for one)."""
-    from captain_tui.usecases import crew as crew_cases
+    from captain_tui.usecases import crew_ops as crew_cases
 
     files = err.extra.get("files") or []
     shown = "\n".join(f"  {f}" for f in files[:50])
@@ -138,5 +138,5 @@ def _tell_conflict(home: Home, snapshot, err: CaptainError) -> dict:
 def landing_queue(home: Home, *, ctx: Context = CAPTAIN) -> list[dict]:
     """Lands running, waiting, or interrupted (finished by the next land of that
     repository), oldest first: the captain's to see (``status`` shows a crew none)."""
-    rules.check_captain(ctx, "the landing queue")
+    guards.check_captain(ctx, "the landing queue")
     return repo_landing.queue(home)

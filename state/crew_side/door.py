@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from state.crew.rules import Context, Verdict, current_crew
+from state.crew.guards import Context, Verdict, current_crew
 from state.crew_side import fast
 from state.crew_side.plain import Rec, Unsure
 from state.home import Home
 
 if TYPE_CHECKING:  # not at run time: the fast path pays no pydantic
-    from state.models import Asked, CrewSnapshot
+    from state.records import Asked, CrewSnapshot
 
 
 def check(
@@ -54,9 +54,9 @@ def inbox(
     the captain (no ``CAPTAIN_ROLE=crew``) this is a peek that marks nothing read. Returns
     whether receipts were written."""
     if ctx.role != "crew":
-        from state.crew import crewlog, mailbox, rules
+        from state.crew import crewlog, guards, mailbox
 
-        rules.inbox(
+        guards.inbox(
             home,
             name,
             deliver=deliver,

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from captain_tui.cli.args import caller, home_of
 from captain_tui.cli.out import Out, json_line, table, when
-from captain_tui.cli.review import compact, headline
+from captain_tui.cli.review_commands import compact, headline
 
 
 def _bell(home, name: str) -> dict | None:
@@ -264,7 +264,7 @@ def with_change(home, env: dict, n) -> dict:
     docs/review.md) when its assignment is still the crew's current one."""
     if n is None or n.status != "done":
         return env
-    from captain_tui.usecases.review import change_summary
+    from captain_tui.usecases.review_ops import change_summary
     from state.crew import crewlog
     from state.inputs import crew_key
 
@@ -315,7 +315,7 @@ def _next_step(n, state: str | None = None) -> str:
 def cmd_wait(args, out: Out) -> int:
     from captain_tui.runtime.runner import Runner
     from state.crew import notify
-    from state.crew.rules import check_captain
+    from state.crew.guards import check_captain
 
     home = home_of(args)
     name = None if args.all else args.name
@@ -515,7 +515,7 @@ def cmd_watch(args, out: Out) -> int:
     """Ring, check panes and print every new notification as one JSON line, until ^C."""
     from captain_tui.runtime.runner import Runner
     from state.crew import mailbox
-    from state.crew.rules import check_captain
+    from state.crew.guards import check_captain
 
     check_captain(caller(), "watch")
     home = home_of(args)
