@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -255,6 +256,47 @@ def test_the_watcher_process_reports_a_record_published_by_rename(tmp_path: Path
             if wanted in seen:
                 break
         assert wanted in seen, seen
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_folder_the_home_gains_never_costs_a_record_written_next_to_it(tmp_path: Path):
+    """The watcher process keeps hearing the folders it watches while the home gains new
+    ones: a record written in acks/jack just after a new top-level folder appeared (a crew's
+    first returned/ marker, then the ack of its idle notification) is reported, every time.
+    A watcher that restarted one watch over all the folders lost most of them."""
+    import select
+
+    root = tmp_path / "home"
+    (root / "acks" / "jack").mkdir(parents=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", watcher._WATCHER, str(root), "20", "5", "300"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    seen: set[str] = set()
+
+    def hear(until: float) -> None:
+        while (left := until - time.monotonic()) > 0:
+            ready, _, _ = select.select([proc.stdout], [], [], left)
+            if ready:
+                seen.update(path for _, path in json.loads(proc.stdout.readline()))
+
+    try:
+        ready, _, _ = select.select([proc.stdout], [], [], 30)
+        assert ready and json.loads(proc.stdout.readline()) == []  # up
+        wanted = set()
+        for i in range(10):
+            (root / f"returned{i}" / "jack").mkdir(parents=True)  # a folder the home gains
+            record = root / "acks" / "jack" / f"dlv_{i}.json"
+            record.write_text("{}")  # and a record next to it, at once
+            wanted.add(str(record))
+            hear(time.monotonic() + 0.05)  # the next pair while this one is being heard
+        deadline = time.monotonic() + 10
+        while wanted - seen and time.monotonic() < deadline:
+            hear(time.monotonic() + 0.1)
+        assert not wanted - seen, sorted(wanted - seen)
     finally:
         proc.kill()
         proc.wait()
