@@ -10,6 +10,7 @@ import sys
 
 from captain_tui.cli.args import caller, home_of
 from captain_tui.cli.out import Out, printable, shown
+from captain_tui.usecases.words import change_words
 
 
 def add_commands(sub, common, parser_class) -> None:
@@ -32,17 +33,8 @@ def headline(s: dict) -> str:
     where = (
         "shared checkout, uncommitted" if s["shared_checkout"] else f"since {s['base_commit'][:12]}"
     )
-    line = (
-        f"change: {s['files_changed']} files, +{s['lines_added']} -{s['lines_removed']}, "
-        f"{s['commits']} commits ({where})"
-    )
-    if s["uncommitted_count"]:
-        line += f"; {s['uncommitted_count']} not committed"
-    if s["outside_grant_count"]:
-        line += f"; {s['outside_grant_count']} OUTSIDE --owns"
-    if s["history_rewritten"]:
-        line += "; the branch's history was rewritten since its base"
-    return line
+    counts, *more = change_words(s)
+    return "; ".join([f"change: {counts} ({where})", *more])
 
 
 def compact(s: dict | None) -> str:

@@ -22,6 +22,7 @@ from captain_tui import usecases as ops
 from captain_tui.cockpit import jobs
 from captain_tui.cockpit.worker_results import ChangeRead, FileDrawn, ReviewProblem
 from captain_tui.repo.change import Change
+from captain_tui.usecases.words import change_words
 from state.errors import CaptainError
 from state.home import Home
 from widgets.diffview import render
@@ -37,17 +38,8 @@ def headline(s: dict) -> str:
         if s["shared_checkout"]
         else f"since {s['base_commit'][:12]}" + (f" on {s['branch']}" if s.get("branch") else "")
     )
-    line = (
-        f"{s['files_changed']} files, +{s['lines_added']} -{s['lines_removed']}, "
-        f"{s['commits']} commits, {where}"
-    )
-    if s["uncommitted_count"]:
-        line += f" · {s['uncommitted_count']} not committed"
-    if s["outside_grant_count"]:
-        line += f" · {s['outside_grant_count']} OUTSIDE --owns"
-    if s["history_rewritten"]:
-        line += " · history rewritten since its base"
-    return line
+    counts, *more = change_words(s)
+    return " · ".join([f"{counts}, {where}", *more])
 
 
 class ReviewHost(Protocol):

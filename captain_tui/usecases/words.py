@@ -36,3 +36,20 @@ def store_error(exc: OSError) -> CaptainError:
     """An operating-system failure under a command (a full disk, a file it may not read)
     as the refusal every surface shows: ``store_error``, with what failed and where."""
     return CaptainError("store_error", f"{exc.strerror or exc} ({exc.filename or 'home'}).")
+
+
+def change_words(s: dict) -> list[str]:
+    """A change's shape (``repo.change``'s summary) as its parts: the counts first, then what
+    needs the captain's eye (not committed, outside ``--owns``, history rewritten). The CLI
+    joins them with "; ", the review screen with " · "."""
+    parts = [
+        f"{s['files_changed']} files, +{s['lines_added']} -{s['lines_removed']}, "
+        f"{s['commits']} commits"
+    ]
+    if s["uncommitted_count"]:
+        parts.append(f"{s['uncommitted_count']} not committed")
+    if s["outside_grant_count"]:
+        parts.append(f"{s['outside_grant_count']} OUTSIDE --owns")
+    if s["history_rewritten"]:
+        parts.append("the branch's history was rewritten since its base")
+    return parts
