@@ -83,3 +83,31 @@ def test_N_denies_with_the_reason_typed_and_Y_is_dimmed_for_codex(home: Home, pr
         "behavior": "deny",
         "message": "The captain denied this: stay inside the project",
     }
+
+
+def test_y_on_a_crew_decides_that_crews_request_never_the_one_listed_first(
+    home: Home, project: Path, held
+):
+    """Gibbs's request came first, so Approvals lists it on top; with Jack selected in Crew,
+    y allows Jack's request and leaves Gibbs's open (a one-key allow must act on the crew the
+    captain is looking at)."""
+    from support.cockpit import select_row
+
+    gibbs = crew(home, "Gibbs", project=project)
+    approvals.prepare(home, "gibbs")
+    first = Held(gibbs.env, tool_name="Bash", tool_input={"command": "rm -rf build"})
+    app = Cockpit(home, run_doorbell=False)
+
+    async def scenario(pilot):
+        await until(pilot, lambda: app.view.approvals(), what="Gibbs's request")
+        jack = hooked_crew(home, project)
+        second = Held(jack.env, tool_name="Bash", tool_input={"command": "make test"})
+        await until(pilot, lambda: len(app.view.approvals()) == 2, what="both requests")
+        await select_row(pilot, "crew", "jack")
+        await pilot.press("y")
+        await until(pilot, second.done, what="Jack's hook to answer")
+        assert not first.done(), "Gibbs's request, listed first, is still open"
+        await until(pilot, lambda: len(app.view.approvals()) == 1, what="Jack's to leave")
+        assert app.view.approvals()[0].crew == "Gibbs"
+
+    drive(app, scenario)

@@ -267,3 +267,33 @@ def test_the_work_panel_shows_the_task_and_the_id_in_its_foot(home: Home, projec
 
     drive(app, scenario)
     assert jack.work_id
+
+
+def test_a_on_a_crew_answers_that_crew_never_the_question_listed_first(home: Home, project: Path):
+    """Two crews ask; Gibbs asked first, so Questions lists Gibbs on top. With Jack selected
+    in Crew, a answers Jack (the form names Jack and quotes Jack's question); with the
+    Questions panel focused, a answers the question highlighted there."""
+    gibbs = crew(home, "Gibbs", "Write docs", project=project)
+    jack = crew(home, "Jack", "Fix the login bug.", project=project)
+    protocol.ask(home, "Gibbs", "Which docs first?", ctx=as_crew(gibbs))
+    protocol.ask(home, "Jack", "Keep the old session format?", ctx=as_crew(jack))
+    app = cockpit(home)
+
+    async def scenario(pilot):
+        await until(pilot, lambda: len(app.view.questions()) == 2, what="both questions")
+        await select_row(pilot, "crew", "jack")
+        await pilot.press("a")
+        form = await until(
+            pilot, lambda: isinstance(app.screen, FormScreen) and app.screen, what="the form"
+        )
+        assert (form.crew, form.question) == ("Jack", "Keep the old session format?")
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, FormScreen), what="form closed")
+        await focus_panel(pilot, "questions")
+        await pilot.press("a")
+        form = await until(
+            pilot, lambda: isinstance(app.screen, FormScreen) and app.screen, what="the form"
+        )
+        assert form.crew == "Gibbs", "in Questions, a answers the highlighted (oldest) one"
+
+    drive(app, scenario)
