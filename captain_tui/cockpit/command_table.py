@@ -27,7 +27,8 @@ COMMANDS: tuple[Command, ...] = (
         "answer",
         "a",
         "Answer",
-        "Answer the question highlighted in Questions (the oldest one unless you pick another).",
+        "Answer the selected crew's question; in Questions, the highlighted one (the oldest "
+        "unless you pick another).",
         "answer",
         needs="question",
     ),
@@ -35,8 +36,9 @@ COMMANDS: tuple[Command, ...] = (
         "allow",
         "y",
         "Allow",
-        "Allow the request highlighted in Approvals (the oldest one unless you pick "
-        "another): the agent's own hook answers with it; nothing is typed into its pane.",
+        "Allow the selected crew's request; in Approvals, the highlighted one (the oldest "
+        "unless you pick another): the agent's own hook answers with it; nothing is typed "
+        "into its pane.",
         "approve_allow",
         needs="approval",
         group="Approvals",
@@ -45,7 +47,7 @@ COMMANDS: tuple[Command, ...] = (
         "allow_session",
         "Y",
         "Allow session",
-        "Allow the highlighted request, and the same for the rest of the agent's session "
+        "Allow the request (as y), and the same for the rest of the agent's session "
         "(Claude Code only).",
         "approve_allow_session",
         needs="approval_session",
@@ -55,7 +57,7 @@ COMMANDS: tuple[Command, ...] = (
         "deny",
         "N",
         "Deny",
-        "Deny the highlighted request with a reason the agent is told.",
+        "Deny the request (as y picks it) with a reason the agent is told.",
         "approve_deny",
         needs="approval",
         group="Approvals",
