@@ -206,7 +206,7 @@ def close(home: Home, request: Request, outcome: str | None = None) -> Decision 
     with _lock(home, key, request.request_id):
         if _path(home, key, request.request_id, "outcomes").exists():
             return None
-        decision = home.store.read(_path(home, key, request.request_id, "decisions"), Decision)
+        decision = _decision_of(home, request)
         ended = Outcome(
             request_id=request.request_id,
             crew=request.crew,
@@ -216,6 +216,22 @@ def close(home: Home, request: Request, outcome: str | None = None) -> Decision 
         home.store.create_once(_path(home, key, request.request_id, "outcomes"), encode(ended))
     if decision is None:
         _record(home, request, "approval_decided", actor=request.crew, decision=ended.outcome)
+    return decision
+
+
+def _decision_of(home: Home, request: Request) -> Decision | None:
+    """The decision filed under ``request``'s name, if it is one for this very request: a
+    decision naming another request or crew (copied or linked there: the captain's
+    ``decide`` never writes one) is no answer; it is quarantined, so the agent's own
+    prompt takes the request. (A decision a same-uid process forges for this request
+    whole cannot be told from the captain's: docs/design.md, "Trust model".)"""
+    path = _path(home, crew_key(request.crew), request.request_id, "decisions")
+    decision = home.store.read(path, Decision)
+    if decision is not None and (
+        decision.request_id != request.request_id or decision.crew.lower() != request.crew.lower()
+    ):
+        home.store.quarantine(path, f"is a decision for {decision.request_id}, not this request")
+        return None
     return decision
 
 
@@ -259,7 +275,7 @@ def decide(
     key = crew_key(request.crew)
     late = None
     with _lock(home, key, request_id):
-        there = home.store.read(_path(home, key, request_id, "decisions"), Decision)
+        there = _decision_of(home, request)
         if there is not None:
             raise CaptainError(
                 "approval_decided",

@@ -1,0 +1,71 @@
+"""Approvals against a hostile crew (hostile26): a decision decides only the request it
+names. A crew's hook that finds, under its own request's name, the captain's decision for
+another request (another crew's, copied or linked there by a process that can write the
+home) does not take it as its answer: it prints nothing, so the agent's own prompt appears.
+What one uid cannot stop (a crew writing a decision of its own making) is said in
+docs/design.md, "Trust model", and docs/approvals.md."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from support.crew import hire
+from support.held import Held
+
+from captain_tui import usecases
+from state.crew import approvals
+from state.home import Home
+from state.work import ledger
+
+DEADLINE = 10.0
+
+
+@pytest.fixture
+def held(home: Home):
+    (home.root / "config.toml").write_text("[crew]\napproval_timeout = 20\n")
+
+
+def open_of(home: Home, name: str) -> approvals.Request:
+    end = time.monotonic() + DEADLINE
+    while time.monotonic() < end:
+        found = approvals.open_requests(home, name)
+        if found:
+            return found[0].request
+        time.sleep(0.01)
+    raise AssertionError(f"no approval request of {name} appeared")
+
+
+@pytest.mark.parametrize("how", ["copy", "link"])
+def test_another_requests_decision_under_this_name_is_no_answer(
+    home: Home, project: Path, held, how: str
+):
+    jack = hire(home, project)
+    kim = hire(home, project / "k", "Kim", "Other work")
+    for key in ("jack", "kim"):
+        approvals.prepare(home, key)  # as the agent's launch does
+    kims_hook = Held(kim.env, tool_name="Bash", tool_input={"command": "make"})
+    kims = open_of(home, "Kim")
+    usecases.approve(home, "Kim", kims.request_id, "allow")  # the captain allows Kim's
+    assert kims_hook.answer()["hookSpecificOutput"]["decision"]["behavior"] == "allow"
+
+    jacks_hook = Held(jack.env, tool_name="Bash", tool_input={"command": "rm -rf ~"})
+    jacks = open_of(home, "Jack")
+    # Jack's process puts the captain's decision for Kim's request under its own request
+    theirs = home.root / "approvals" / "kim" / "decisions" / f"{kims.request_id}.json"
+    mine = home.root / "approvals" / "jack" / "decisions" / f"{jacks.request_id}.json"
+    if how == "copy":
+        mine.write_bytes(theirs.read_bytes())
+    else:
+        os.link(theirs, mine)
+
+    assert jacks_hook.answer() is None  # nothing printed: never an allow
+    assert approvals.open_requests(home) == []
+    kinds = [
+        (e.type, e.decision)
+        for e in ledger.events(home, ledger.work_id_for_assignment(jack.assignment_id))
+        if e.type.startswith("approval_")
+    ]
+    assert kinds == [("approval_requested", None), ("approval_decided", "expired")]
