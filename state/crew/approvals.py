@@ -68,6 +68,10 @@ class Request(Record):
     session_allowed: bool  # the agent can take "allow for this session"
     created_at: datetime
     expires_at: datetime
+    # the hook process holding it (pid and /proc start time): a decision for a request
+    # whose hook is gone reaches no one, so it is refused, never reported as given
+    hook_pid: int | None = None
+    hook_started: str | None = None
 
 
 class Decision(Record):
@@ -141,6 +145,23 @@ def excerpt(text: str) -> str:
     return line if len(line) <= EXCERPT_MAX else line[: EXCERPT_MAX - 1] + "…"
 
 
+def _started(pid: int) -> str | None:
+    """A process's start time (/proc/PID/stat field 22): with its pid, names it once."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[19].decode()
+    except (OSError, IndexError, UnicodeDecodeError):
+        return None
+
+
+def hook_alive(request: Request) -> bool:
+    """Whether the hook holding ``request`` still runs (True when the request does not say
+    which process holds it)."""
+    if request.hook_pid is None or request.hook_started is None:
+        return True
+    return _started(request.hook_pid) == request.hook_started
+
+
 # -- the hook's side --------------------------------------------------------------------------
 
 
@@ -169,6 +190,8 @@ def open_request(
         session_allowed=session_allowed,
         created_at=at,
         expires_at=at + timedelta(seconds=timeout),
+        hook_pid=os.getpid(),
+        hook_started=_started(os.getpid()),
     )
     # on the record first: a decision (which needs the request file) always comes after it
     _record(home, request, "approval_requested", actor=request.crew)
@@ -274,6 +297,7 @@ def decide(
         raise CaptainError("invalid_argument", "a denial needs a --reason; the agent is told it.")
     key = crew_key(request.crew)
     late = None
+    hook_gone = False
     with _lock(home, key, request_id):
         there = _decision_of(home, request)
         if there is not None:
@@ -285,6 +309,13 @@ def decide(
         ended = home.store.read(_path(home, key, request_id, "outcomes"), Outcome)
         if ended is None and now() >= request.expires_at:
             ended = Outcome(request_id=request_id, crew=request.crew, outcome="expired", at=now())
+        elif ended is None and not hook_alive(request):
+            # killed without closing it (SIGKILL): the agent's own prompt took it; closed
+            # here, so it leaves the list and the record says how it ended
+            gone = Outcome(request_id=request_id, crew=request.crew, outcome="expired", at=now())
+            home.store.create_once(_path(home, key, request_id, "outcomes"), encode(gone))
+            ended = gone
+            hook_gone = True
         if ended is not None:
             late = ended
         else:
@@ -298,8 +329,16 @@ def decide(
             )
             home.store.create_once(_path(home, key, request_id, "decisions"), encode(made))
     if late is not None:
+        if hook_gone:  # the hook's own end, which it never wrote
+            _record(home, request, "approval_decided", actor=request.crew, decision="expired")
         _record(home, request, "approval_decided", actor=actor, decision="late", reason=reason)
-        why = "it expired" if late.outcome == "expired" else "it was answered in the pane"
+        why = (
+            "its hook ended without an answer"
+            if hook_gone
+            else "it expired"
+            if late.outcome == "expired"
+            else "it was answered in the pane"
+        )
         raise CaptainError(
             "approval_closed",
             f"{request_id} is closed: {why} at {late.at:%H:%M:%S}, so the agent's own prompt "
@@ -339,7 +378,7 @@ def open_requests(home: Home, name: str | None = None) -> list[Open]:
             if (folder / "outcomes" / f"{rid}.json").exists():
                 continue
             request = home.store.read(folder / f"{rid}.json", Request)
-            if request is None or request.expires_at <= at:
+            if request is None or request.expires_at <= at or not hook_alive(request):
                 continue
             decided = (folder / "decisions" / f"{rid}.json").exists()
             out.append(

@@ -7,12 +7,16 @@ docs/design.md, "Trust model", and docs/approvals.md."""
 
 from __future__ import annotations
 
+import json
 import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
-from support.crew import hire
+from support.crew import hire, refused
 from support.held import Held
 
 from captain_tui import usecases
@@ -21,6 +25,7 @@ from state.home import Home
 from state.work import ledger
 
 DEADLINE = 10.0
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -69,3 +74,38 @@ def test_another_requests_decision_under_this_name_is_no_answer(
         if e.type.startswith("approval_")
     ]
     assert kinds == [("approval_requested", None), ("approval_decided", "expired")]
+
+
+def test_a_hook_killed_outright_is_never_reported_decided(home: Home, project: Path, held):
+    """SIGKILL leaves the hook no moment to close its request: the captain's decision then
+    reaches no one (the agent's own prompt takes it), so it is refused and recorded late,
+    never reported, listed or recorded as given."""
+    jack = hire(home, project)
+    data = {"hook_event_name": "PermissionRequest", "tool_name": "Bash", "tool_input": {}}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "captain_tui", "hook", "claude", "PermissionRequest"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, **jack.env, "PYTHONPATH": str(REPO)},
+        cwd=REPO,
+    )
+    proc.stdin.write(json.dumps(data).encode())
+    proc.stdin.close()
+    rid = open_of(home, "Jack").request_id
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=DEADLINE)
+
+    assert approvals.open_requests(home) == []  # nothing holds it any more
+    err = refused("approval_closed", usecases.approve, home, "Jack", rid, "allow")
+    assert "hook ended" in err.message
+    kinds = [
+        (e.type, e.decision, e.actor)
+        for e in ledger.events(home, ledger.work_id_for_assignment(jack.assignment_id))
+        if e.type.startswith("approval_")
+    ]
+    assert kinds == [
+        ("approval_requested", None, "Jack"),
+        ("approval_decided", "expired", "Jack"),
+        ("approval_decided", "late", "captain"),
+    ]
