@@ -261,11 +261,21 @@ def _decision_of(home: Home, request: Request) -> Decision | None:
 # -- the captain's side -----------------------------------------------------------------------
 
 
+def _request_at(home: Home, key: str, request_id: str) -> Request | None:
+    """The request filed as ``approvals/<key>/<request_id>.json``, if it is that very
+    request of that crew: one planted in another crew's folder or under another name
+    (a copy of a real request with a harmless excerpt) is no request, never listed."""
+    request = home.store.read(_path(home, key, request_id), Request)
+    if request is None or request.request_id != request_id or request.crew.lower() != key:
+        return None
+    return request
+
+
 def load(home: Home, name: str, request_id: str) -> Request:
     key = crew_key(name)
     _check_id(request_id, name)
-    request = home.store.read(_path(home, key, request_id), Request)
-    if request is None or crew_key(request.crew) != key:
+    request = _request_at(home, key, request_id)
+    if request is None:
         raise CaptainError(
             "unknown_approval",
             f"{request_id} is not an approval request of {name}. captain approvals lists "
@@ -377,7 +387,7 @@ def open_requests(home: Home, name: str | None = None) -> list[Open]:
         for rid in home.store.names(folder):
             if (folder / "outcomes" / f"{rid}.json").exists():
                 continue
-            request = home.store.read(folder / f"{rid}.json", Request)
+            request = _request_at(home, key, rid)
             if request is None or request.expires_at <= at or not hook_alive(request):
                 continue
             decided = (folder / "decisions" / f"{rid}.json").exists()

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.cli import invoke
 from support.crew import hire, refused
 from support.held import Held
 
@@ -109,3 +110,29 @@ def test_a_hook_killed_outright_is_never_reported_decided(home: Home, project: P
         ("approval_decided", "expired", "Jack"),
         ("approval_decided", "late", "captain"),
     ]
+
+
+def test_a_request_planted_in_another_folder_is_not_listed_or_decided(
+    home: Home, project: Path, held
+):
+    """The list shows a request only from its own crew's folder and under its own ID: a
+    copy of Kim's request planted in Jack's folder with a harmless excerpt (one row the
+    captain would allow, deciding Kim's real one) is not listed, and is no request."""
+    hire(home, project)
+    kim = hire(home, project / "k", "Kim", "Other work")
+    approvals.prepare(home, "jack")
+    kims_hook = Held(kim.env, tool_name="Bash", tool_input={"command": "rm -rf ~/src"})
+    kims = open_of(home, "Kim")
+    planted = json.loads(kims.model_dump_json())
+    planted["excerpt"] = "ls"
+    fake = "apr_" + "0" * 26
+    (home.root / "approvals" / "jack" / f"{fake}.json").write_text(json.dumps(planted))
+
+    code, listed, _ = invoke("approvals", "--home", str(home.root), "--json")
+    assert code == 0
+    assert [(r["crew"], r["request_id"], r["excerpt"]) for r in listed["approvals"]] == [
+        ("Kim", kims.request_id, "rm -rf ~/src")
+    ]
+    refused("unknown_approval", usecases.approve, home, "Jack", fake, "allow")
+    usecases.approve(home, "Kim", kims.request_id, "deny", "no")
+    assert kims_hook.answer()["hookSpecificOutput"]["decision"]["behavior"] == "deny"
