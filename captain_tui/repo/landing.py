@@ -347,7 +347,12 @@ def _drop_landing_tree(req: Request, where: Path, *, killed: bool = False) -> No
     """Remove the private landing worktree (and, after a ``killed`` land, git's record of
     one whose directory is gone), whatever state it was left in."""
     path = _landing_tree(where)
-    if os.path.lexists(path):
+    if os.path.islink(path) or (os.path.lexists(path) and not os.path.isdir(path)):
+        # not the worktree captain made (something the home was given: a link to another
+        # crew's worktree, say): only the entry itself goes; git would follow a link and
+        # remove, with --force, the worktree it leads to
+        os.unlink(path)
+    elif os.path.lexists(path):
         git.run(["worktree", "remove", "--force", "--force", path], cwd=req.project, ok=(0, 128))
         shutil.rmtree(path, ignore_errors=True)
     elif not killed:

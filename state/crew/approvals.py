@@ -68,6 +68,10 @@ class Request(Record):
     session_allowed: bool  # the agent can take "allow for this session"
     created_at: datetime
     expires_at: datetime
+    # the hook process holding it (pid and /proc start time): a decision for a request
+    # whose hook is gone reaches no one, so it is refused, never reported as given
+    hook_pid: int | None = None
+    hook_started: str | None = None
 
 
 class Decision(Record):
@@ -141,6 +145,23 @@ def excerpt(text: str) -> str:
     return line if len(line) <= EXCERPT_MAX else line[: EXCERPT_MAX - 1] + "…"
 
 
+def _started(pid: int) -> str | None:
+    """A process's start time (/proc/PID/stat field 22): with its pid, names it once."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[19].decode()
+    except (OSError, IndexError, UnicodeDecodeError):
+        return None
+
+
+def hook_alive(request: Request) -> bool:
+    """Whether the hook holding ``request`` still runs (True when the request does not say
+    which process holds it)."""
+    if request.hook_pid is None or request.hook_started is None:
+        return True
+    return _started(request.hook_pid) == request.hook_started
+
+
 # -- the hook's side --------------------------------------------------------------------------
 
 
@@ -169,6 +190,8 @@ def open_request(
         session_allowed=session_allowed,
         created_at=at,
         expires_at=at + timedelta(seconds=timeout),
+        hook_pid=os.getpid(),
+        hook_started=_started(os.getpid()),
     )
     # on the record first: a decision (which needs the request file) always comes after it
     _record(home, request, "approval_requested", actor=request.crew)
@@ -206,7 +229,7 @@ def close(home: Home, request: Request, outcome: str | None = None) -> Decision 
     with _lock(home, key, request.request_id):
         if _path(home, key, request.request_id, "outcomes").exists():
             return None
-        decision = home.store.read(_path(home, key, request.request_id, "decisions"), Decision)
+        decision = _decision_of(home, request)
         ended = Outcome(
             request_id=request.request_id,
             crew=request.crew,
@@ -219,14 +242,40 @@ def close(home: Home, request: Request, outcome: str | None = None) -> Decision 
     return decision
 
 
+def _decision_of(home: Home, request: Request) -> Decision | None:
+    """The decision filed under ``request``'s name, if it is one for this very request: a
+    decision naming another request or crew (copied or linked there: the captain's
+    ``decide`` never writes one) is no answer; it is quarantined, so the agent's own
+    prompt takes the request. (A decision a same-uid process forges for this request
+    whole cannot be told from the captain's: docs/design.md, "Trust model".)"""
+    path = _path(home, crew_key(request.crew), request.request_id, "decisions")
+    decision = home.store.read(path, Decision)
+    if decision is not None and (
+        decision.request_id != request.request_id or decision.crew.lower() != request.crew.lower()
+    ):
+        home.store.quarantine(path, f"is a decision for {decision.request_id}, not this request")
+        return None
+    return decision
+
+
 # -- the captain's side -----------------------------------------------------------------------
+
+
+def _request_at(home: Home, key: str, request_id: str) -> Request | None:
+    """The request filed as ``approvals/<key>/<request_id>.json``, if it is that very
+    request of that crew: one planted in another crew's folder or under another name
+    (a copy of a real request with a harmless excerpt) is no request, never listed."""
+    request = home.store.read(_path(home, key, request_id), Request)
+    if request is None or request.request_id != request_id or request.crew.lower() != key:
+        return None
+    return request
 
 
 def load(home: Home, name: str, request_id: str) -> Request:
     key = crew_key(name)
     _check_id(request_id, name)
-    request = home.store.read(_path(home, key, request_id), Request)
-    if request is None or crew_key(request.crew) != key:
+    request = _request_at(home, key, request_id)
+    if request is None:
         raise CaptainError(
             "unknown_approval",
             f"{request_id} is not an approval request of {name}. captain approvals lists "
@@ -258,8 +307,9 @@ def decide(
         raise CaptainError("invalid_argument", "a denial needs a --reason; the agent is told it.")
     key = crew_key(request.crew)
     late = None
+    hook_gone = False
     with _lock(home, key, request_id):
-        there = home.store.read(_path(home, key, request_id, "decisions"), Decision)
+        there = _decision_of(home, request)
         if there is not None:
             raise CaptainError(
                 "approval_decided",
@@ -269,6 +319,13 @@ def decide(
         ended = home.store.read(_path(home, key, request_id, "outcomes"), Outcome)
         if ended is None and now() >= request.expires_at:
             ended = Outcome(request_id=request_id, crew=request.crew, outcome="expired", at=now())
+        elif ended is None and not hook_alive(request):
+            # killed without closing it (SIGKILL): the agent's own prompt took it; closed
+            # here, so it leaves the list and the record says how it ended
+            gone = Outcome(request_id=request_id, crew=request.crew, outcome="expired", at=now())
+            home.store.create_once(_path(home, key, request_id, "outcomes"), encode(gone))
+            ended = gone
+            hook_gone = True
         if ended is not None:
             late = ended
         else:
@@ -282,8 +339,16 @@ def decide(
             )
             home.store.create_once(_path(home, key, request_id, "decisions"), encode(made))
     if late is not None:
+        if hook_gone:  # the hook's own end, which it never wrote
+            _record(home, request, "approval_decided", actor=request.crew, decision="expired")
         _record(home, request, "approval_decided", actor=actor, decision="late", reason=reason)
-        why = "it expired" if late.outcome == "expired" else "it was answered in the pane"
+        why = (
+            "its hook ended without an answer"
+            if hook_gone
+            else "it expired"
+            if late.outcome == "expired"
+            else "it was answered in the pane"
+        )
         raise CaptainError(
             "approval_closed",
             f"{request_id} is closed: {why} at {late.at:%H:%M:%S}, so the agent's own prompt "
@@ -322,8 +387,8 @@ def open_requests(home: Home, name: str | None = None) -> list[Open]:
         for rid in home.store.names(folder):
             if (folder / "outcomes" / f"{rid}.json").exists():
                 continue
-            request = home.store.read(folder / f"{rid}.json", Request)
-            if request is None or request.expires_at <= at:
+            request = _request_at(home, key, rid)
+            if request is None or request.expires_at <= at or not hook_alive(request):
                 continue
             decided = (folder / "decisions" / f"{rid}.json").exists()
             out.append(

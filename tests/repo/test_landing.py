@@ -322,3 +322,24 @@ def test_a_ten_thousand_file_change_is_judged_listed_briefly_and_recorded_small(
     )
     assert len(item.landing.outside_grant) == 101
     assert item.landing.outside_grant[-1] == "... and 9900 more"
+
+
+@pytest.mark.parametrize("mode", ["merge", "rebase"])
+def test_a_link_where_the_landing_worktree_goes_is_never_followed(scene: Scene, mode: str) -> None:
+    """A process that can write the home puts a symlink to another crew's worktree where
+    the private landing worktree goes: removing "the landing worktree" must remove the link,
+    never the worktree it leads to (git's ``worktree remove --force --force`` follows it and
+    deleted that crew's worktree, uncommitted work and all)."""
+    kim = scene.root / "worktrees" / "kim"
+    git("worktree", "add", "-q", "-b", "captain/kim", str(kim), scene.base, cwd=scene.project)
+    (kim / "a" / "one.txt").write_text("kim's uncommitted work\n")
+    where = scene.home.store.dir("landing", landing.repo_id(str(scene.project)))
+    os.symlink(kim, where / "tree")
+    req = scene.crew("alpha", {"a/one.txt": "alpha\n"}, commit=True, mode=mode)
+
+    landed = landing.land(scene.home, replace(req, test_command="true"))
+
+    assert landed.tested and head(scene.project, "main") == landed.commit
+    assert (kim / "a" / "one.txt").read_text() == "kim's uncommitted work\n"
+    assert str(kim) in worktrees(scene.project)
+    assert not os.path.lexists(where / "tree")
