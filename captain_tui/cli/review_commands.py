@@ -10,7 +10,6 @@ import sys
 
 from captain_tui.cli.args import caller, home_of
 from captain_tui.cli.out import Out, printable, shown
-from captain_tui.usecases.words import change_words
 
 
 def add_commands(sub, common, parser_class) -> None:
@@ -33,6 +32,10 @@ def headline(s: dict) -> str:
     where = (
         "shared checkout, uncommitted" if s["shared_checkout"] else f"since {s['base_commit'][:12]}"
     )
+    # here, not at import: every command's parser imports this module, and the use cases'
+    # package loads pydantic, which a crew's own commands must never pay for
+    from captain_tui.usecases.words import change_words
+
     counts, *more = change_words(s)
     return "; ".join([f"change: {counts} ({where})", *more])
 

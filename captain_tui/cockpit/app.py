@@ -473,29 +473,30 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
             key = self.query_one(CrewPanel).current_key
         return self.view.crew(key)
 
-    def _selected_crews_view(self) -> CrewView | None:
-        """The view of the crew selected in the focused panel (or in Crew)."""
+    def _chosen_crews_view(self) -> CrewView | None:
+        """The view of the crew the captain chose in Crew, when Crew has the focus (from the
+        other panels, ``a`` and ``y`` keep to the row highlighted in Questions/Approvals)."""
+        if not isinstance(self._main_focus_panel(), CrewPanel):
+            return None
         crew = self.selected_crew()
         return self.view.crews.get(crew.key) if crew is not None else None
 
     def selected_question(self) -> QuestionRow | None:
-        """What ``a`` answers. In Questions: the highlighted one. Anywhere else: the selected
-        crew's own question when it has one (a on a crew answers that crew, never another's
-        listed first), else the one highlighted in Questions."""
-        if not isinstance(self._main_focus_panel(), QuestionsPanel):
-            own = self._selected_crews_view()
-            if own is not None and own.question is not None:
-                return own.question
+        """What ``a`` answers: in Crew, the selected crew's own question when it has one (a on
+        a crew answers that crew, never another's listed first); else the one highlighted in
+        Questions."""
+        own = self._chosen_crews_view()
+        if own is not None and own.question is not None:
+            return own.question
         return self.view.question(self.query_one(QuestionsPanel).current_key)
 
     def selected_approval(self) -> ApprovalRow | None:
-        """What ``y`` / ``Y`` / ``N`` decide. In Approvals: the highlighted request. Anywhere
-        else: the selected crew's oldest open request when it has one, else the one
-        highlighted in Approvals (its first row until another is picked)."""
-        if not isinstance(self._main_focus_panel(), ApprovalsPanel):
-            own = self._selected_crews_view()
-            if own is not None and own.approvals:
-                return min(own.approvals, key=lambda a: (a.created_at, a.request_id))
+        """What ``y`` / ``Y`` / ``N`` decide: in Crew, the selected crew's oldest open request
+        when it has one; else the one highlighted in Approvals (its first row until another
+        is picked)."""
+        own = self._chosen_crews_view()
+        if own is not None and own.approvals:
+            return min(own.approvals, key=lambda a: (a.created_at, a.request_id))
         return self.view.approval(self.query_one(ApprovalsPanel).current_key)
 
     def selected_notification(self) -> NotificationRow | None:

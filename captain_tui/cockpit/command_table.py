@@ -27,8 +27,8 @@ COMMANDS: tuple[Command, ...] = (
         "answer",
         "a",
         "Answer",
-        "Answer the selected crew's question; in Questions, the highlighted one (the oldest "
-        "unless you pick another).",
+        "Answer the question highlighted in Questions (the oldest unless you pick another); "
+        "from Crew, the selected crew's own question when it has one.",
         "answer",
         needs="question",
     ),
@@ -36,9 +36,9 @@ COMMANDS: tuple[Command, ...] = (
         "allow",
         "y",
         "Allow",
-        "Allow the selected crew's request; in Approvals, the highlighted one (the oldest "
-        "unless you pick another): the agent's own hook answers with it; nothing is typed "
-        "into its pane.",
+        "Allow the request highlighted in Approvals (the oldest unless you pick another; from "
+        "Crew, the selected crew's own): the agent's own hook answers with it; nothing is "
+        "typed into its pane.",
         "approve_allow",
         needs="approval",
         group="Approvals",
