@@ -52,6 +52,7 @@ COMMANDS: tuple[Command, ...] = (
         "approve_allow_session",
         needs="approval_session",
         group="Approvals",
+        show=False,  # the footer is full at 120 columns: the Approvals panel names it
     ),
     Command(
         "deny",

@@ -8,7 +8,7 @@ from datetime import datetime
 
 from rich.text import Text
 
-from widgets.cells import age, plain
+from widgets.cells import age, inert, plain
 from widgets.panels.base import Column, Panel
 from widgets.view import ApprovalRow
 
@@ -24,6 +24,14 @@ class ApprovalsPanel(Panel):
         "No approval requests. When a crew's agent asks permission, press {allow} to "
         "allow, {allow_session} for its session, {deny} to deny with a reason."
     )
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        # the footer has room for y and N only: every answer's key is said where it applies
+        if {"allow", "allow_session", "deny"} <= self.keys.keys():
+            self.border_subtitle = inert(
+                "{allow} allow · {allow_session} session · {deny} deny".format_map(self.keys)
+            )
 
     def row_key(self, row: ApprovalRow) -> str:
         return row.request_id
