@@ -116,6 +116,9 @@ class Home:
         self._config_good = False  # _config came from a file that parsed (or no file)
         self._config_reported: object = _UNREAD
         self._config_refused: CaptainError | None = None  # the file's invalid_config
+        # why the defaults are in force although config.toml exists (it does not parse, is
+        # unreadable, or is not a file); None while the settings in force came from it
+        self._config_unusable: str | None = None
         # The home's work ledger, resolved once on first use and kept for as long as this
         # Home is (``state.work.backend.handle_of``: a ``LedgerHandle``); never re-chosen
         # behind the process's back when config.toml changes.
@@ -280,8 +283,11 @@ class Home:
                     moved=False,
                 )
             self._config, self._config_good, self._config_stamp = parsed, True, stamp
+            self._config_unusable = None
             return self._config
         self._config_stamp = stamp  # not read again until it changes
+        if not self._config_good:
+            self._config_unusable = problem
         if self._config_reported != stamp:
             self._config_reported = stamp
             kept = (
@@ -293,6 +299,14 @@ class Home:
                 moved=False,
             )
         return self._config
+
+    def config_unusable(self) -> str | None:
+        """Why the settings in force are the defaults although ``config.toml`` exists (it
+        does not parse, cannot be read, or is not a file), or None. A setting whose
+        default could do harm — which ledger the home uses — refuses on it instead
+        (``state.work.location.ledger_section``)."""
+        self.config()
+        return self._config_unusable
 
     def _invalid(self, stamp: Stamp, refused: CaptainError) -> dict[str, Any]:
         """A config that parses but holds a value captain cannot use (``state/config.py``).

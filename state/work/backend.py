@@ -60,7 +60,7 @@ from state.work.delivery_files import FileDeliveries
 from state.work.delivery_store import DeliveryStore
 from state.work.files import FileBackend
 from state.work.ledger_records import Lease, WorkEvent, WorkItem
-from state.work.location import ENV, LedgerLocation, locate
+from state.work.location import ENV, LedgerLocation, ledger_section, locate
 from state.work.token_store import FileTokens, TokenStore
 
 
@@ -299,7 +299,7 @@ def _setting(home: Home) -> tuple[str | None, object, tuple[object, ...]]:
     (empty is unset), config.toml's ``[ledger]`` section, and the pair of URLs they hold,
     compared to see whether the setting changed."""
     variable = os.environ.get(ENV) or None
-    section = home.config().get("ledger")
+    section = ledger_section(home, variable)
     return variable, section, (variable, section.get("url") if isinstance(section, dict) else None)
 
 

@@ -104,7 +104,25 @@ def ledger_location(home: Home, environ: Mapping[str, str] | None = None) -> Led
     """Which ledger ``home`` uses (see the module's docstring). Refuses a URL that is set
     but is not one (``invalid_ledger_url``); an empty ``CAPTAIN_LEDGER_URL`` is unset."""
     env = os.environ if environ is None else environ
-    return locate(str(home.root), env.get(ENV), home.config().get("ledger"))
+    variable = env.get(ENV) or None
+    return locate(str(home.root), variable, ledger_section(home, variable))
+
+
+def ledger_section(home: Home, variable: str | None) -> object:
+    """config.toml's ``[ledger]`` section, where it decides the ledger (no
+    ``CAPTAIN_LEDGER_URL``). A config.toml that exists but could not be read is refused
+    (``invalid_config``) rather than read as "no url": its ``[ledger] url`` may name a
+    database, and work written to the file home meanwhile would be missing from it."""
+    if variable is None:
+        problem = home.config_unusable()
+        if problem is not None:
+            raise CaptainError(
+                "invalid_config",
+                f"config.toml {problem}. Captain cannot tell which ledger this home uses (its "
+                "[ledger] url may name a database), so it reads and writes no work items "
+                f"until the file is fixed (or {ENV} names the ledger).",
+            )
+    return home.config().get("ledger")
 
 
 def locate(root: str, variable: str | None, section: object) -> LedgerLocation:

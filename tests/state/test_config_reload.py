@@ -137,26 +137,39 @@ def test_a_config_that_is_not_a_config_is_reported_and_left_where_it_is(tmp_path
 # -- fresh processes: the real CLI ------------------------------------------------------------
 
 
-def test_the_cli_on_a_broken_config_uses_the_defaults_says_so_and_moves_nothing(tmp_path):
+def test_the_cli_on_a_broken_config_refuses_the_ledger_says_so_and_moves_nothing(tmp_path):
+    """Defaults where a default is harmless (status reads, the wait timeout); never for the
+    ledger: the broken file's [ledger] url may name a database, and an item written to the
+    file home meanwhile would be missing from it."""
     project = tmp_path / "project"
     project.mkdir()
     cli = Cli(tmp_path / "home", project)
     Home(cli.home)
-    (cli.home / "config.toml").write_text(BROKEN)
-    status = cli("status", "--json")
-    assert status.code == 0 and json.loads(status.out)["ok"] is True, status
-    assert cli("work", "submit", "--text", "t", "--json").code == 0
-    claim = cli("work", "claim", "--json")  # reads [ledger] slots and lease: the defaults
-    assert claim.code == 0 and json.loads(claim.out)["ok"] is True, claim
-    assert "warning: config.toml is not valid TOML" in claim.err, claim.err
-    assert "defaults are used" in claim.err and "Traceback" not in claim.err
+    broken = BROKEN + '\n[ledger]\nurl = "postgresql://captain@127.0.0.1:9/ledger"\n'
+    (cli.home / "config.toml").write_text(broken)
+    status = cli("status", "--json")  # says what it can, and that the ledger is unknown
+    ledger = json.loads(status.out)["ledger"]
+    assert status.code == 1 and ledger["kind"] == "invalid", status.out
+    assert ledger["error"]["code"] == "invalid_config", ledger
+    for argv in (("work", "submit", "--text", "t"), ("work", "list"), ("work", "claim")):
+        refused = cli(*argv, "--json")
+        assert refused.code == 1, refused
+        error = json.loads(refused.out)["error"]
+        assert error["code"] == "invalid_config", refused.out
+        assert "cannot tell which ledger" in error["message"], error
+        assert "Traceback" not in refused.err
+    assert not (cli.home / "work").exists() and not (cli.home / "ledger").exists()
     ingest = cli(
         "deliveries", "ingest", "--endpoint", "gh", "--delivery-id", "d1", "--json", stdin="{}"
     )
-    assert ingest.code == 1 and json.loads(ingest.out)["error"]["code"] == "unknown_endpoint"
-    assert ingest.err.count("config.toml") == 1, ingest.err
-    assert (cli.home / "config.toml").read_text() == BROKEN
+    assert ingest.code == 1 and json.loads(ingest.out)["error"]["code"] in (
+        "unknown_endpoint",
+        "invalid_config",
+    )
+    assert (cli.home / "config.toml").read_text() == broken
     nothing_moved(cli.home)
+    with_env = cli("work", "submit", "--text", "t", "--json", env={"CAPTAIN_LEDGER_URL": ""})
+    assert json.loads(with_env.out)["error"]["code"] == "invalid_config", with_env
 
 
 # -- a real captain serve, its config saved in place under it ---------------------------------
@@ -229,25 +242,20 @@ def test_serve_keeps_its_endpoints_while_an_editor_saves_the_config_in_place(tmp
     assert "Traceback" not in server.log.read_text()
 
 
-def test_serve_started_on_a_broken_config_answers_as_if_there_were_none(tmp_path):
-    """No good config ever seen: the defaults (no endpoints, so 404), said once; fixing the
-    file brings the endpoint without a restart."""
+def test_serve_started_on_a_broken_config_refuses_to_start_and_says_why(tmp_path):
+    """No good config ever seen: serve cannot tell which ledger it would serve (the
+    broken file may name a database), so it refuses before it listens: invalid_config,
+    one JSON line, no traceback, the file left as it is."""
     home = Home(tmp_path / "home")
     path = home.root / "config.toml"
     path.write_text(BROKEN)
-    server = Server(home.root, tmp_path / "serve.log").start()
-    try:
-        assert deliver(server, "gh") == 404
-        assert deliver(server, "gh") == 404
-        path.write_text(GOOD)
-        deadline = time.monotonic() + DEADLINE
-        while deliver(server, "gh") != 202:
-            assert time.monotonic() < deadline, "serve never read the fixed config"
-        log = server.log.read_text()
-        assert log.count("config.toml") == 1 and "defaults are used" in log, log
-        nothing_moved(home.root)
-    finally:
-        server.stop()
+    with pytest.raises(AssertionError) as refused:
+        Server(home.root, tmp_path / "serve.log").start()
+    said = str(refused.value)
+    assert "invalid_config" in said and "cannot tell which ledger" in said, said
+    assert "Traceback" not in (tmp_path / "serve.log").read_text()
+    assert path.read_text() == BROKEN
+    nothing_moved(home.root)
 
 
 def test_the_settle_time_is_short_enough_for_a_person(tmp_path):
