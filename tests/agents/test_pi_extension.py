@@ -39,6 +39,12 @@ def _literal(text: str) -> str:
     return m.group(1)
 
 
+def _const(text: str, name: str):
+    m = re.search(rf"^const {name}: [a-z\[\]]+ = (.*);$", text, re.MULTILINE)
+    assert m, f"the {name} line is missing"
+    return m.group(1)
+
+
 def test_the_argv_is_one_ascii_json_literal_whatever_it_holds():
     text = pi.extension_text(HOSTILE)
     literal = _literal(text)
@@ -46,7 +52,29 @@ def test_the_argv_is_one_ascii_json_literal_whatever_it_holds():
     assert literal.isascii() and "\n" not in literal
     assert pi.MARKER not in text
     # nothing else in the template changed
-    assert text.replace(literal, pi.MARKER) == pi.template()
+    back = text.replace(literal, pi.MARKER)
+    for marker, name in ((pi.GATED_MARKER, "GATED"), (pi.GATE_TIMEOUT_MARKER, "GATE_TIMEOUT_MS")):
+        back = back.replace(f"= {_const(text, name)};", f"= {marker};")
+    assert back == pi.template()
+
+
+def test_the_gated_tools_and_their_time_are_the_homes_settings(tmp_path, monkeypatch):
+    """``[crew] pi_approval_tools`` (none by default) and ``approval_timeout`` plus the
+    grace are written into the crew's extension when its pi starts, as JSON literals."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "pi").write_text("#!/bin/sh\n")
+    (bindir / "pi").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    home = Home(tmp_path / "home")
+    path = Path(shlex.split(pi.command(home, "jack"))[2])
+    assert json.loads(_const(path.read_text("utf-8"), "GATED")) == []  # pi as without captain
+    (home.root / "config.toml").write_text(
+        '[crew]\npi_approval_tools = ["bash", "Write", "edit"]\napproval_timeout = 100\n'
+    )
+    text = Path(shlex.split(pi.command(Home(home.root), "jack"))[2]).read_text("utf-8")
+    assert json.loads(_const(text, "GATED")) == ["bash", "edit", "write"]
+    assert json.loads(_const(text, "GATE_TIMEOUT_MS")) == (100 + 1 + 15) * 1000
 
 
 @pytest.mark.parametrize("bad", [[], [""], ["ok", ""], [1]])
