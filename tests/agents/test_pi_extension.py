@@ -131,6 +131,7 @@ case "$MODE" in
   garbage) printf 'not json {\n{"decision": "allow"}\n' ;;
   crash) echo '{"decision": "allo'; exit 3 ;;
   hang) exec sleep 30 ;;
+  held) trap 'echo TERM > "$STATE/term"; kill $!; exit 0' TERM; sleep 30 >/dev/null & wait ;;
 esac
 """
 
@@ -152,6 +153,11 @@ const fs = require("node:fs");
       hasUI: true,
       ui: { confirm: async (title, message) => { asked.push([title, message]); return c.ui; } },
     };
+    if (c.mode === "held") {  // the person interrupts the turn (Escape) while it is held
+      const stop = new AbortController();
+      setTimeout(() => stop.abort(), 300);
+      ctx.signal = stop.signal;
+    }
     let result;
     try {
       result = await on.tool_call({ toolName: c.tool, toolCallId: "t1", input: c.input }, ctx);
@@ -183,8 +189,10 @@ def _jiti() -> Path | None:
 def test_a_gated_call_is_never_allowed_without_the_captains_decision(tmp_path):
     """Every way the hook can fail (nothing said, garbage, a crash mid-line, killed at the
     gate's time) leaves the call to pi's confirm dialog, and with no UI blocks it: only the
-    hook's decision allows. "Allow for this session" lets the tool's later calls through
-    without the hook; an ungated tool never runs it; what the dialog shows is escaped."""
+    hook's decision allows. A turn interrupted while the call is held blocks it and tells
+    the hook (SIGTERM: it closes the request as answered in the pane). "Allow for this
+    session" lets the tool's later calls through without the hook; an ungated tool never
+    runs it; what the dialog shows is escaped."""
     jiti = _jiti()
     if jiti is None:
         pytest.skip("pi (and its jiti loader) is not installed here")
@@ -207,6 +215,7 @@ def test_a_gated_call_is_never_allowed_without_the_captains_decision(tmp_path):
         ("bash", bash, "garbage", True),  # the person says Yes
         ("bash", bash, "crash", None),
         ("bash", bash, "hang", None),  # killed at the gate's time (1 s)
+        ("bash", bash, "held", True),  # the turn interrupted: the hook is told (SIGTERM)
         ("bash", {"command": hostile}, "", False),
         ("write", {"path": "x.md", "content": "hi"}, "session", None),
         ("write", {"path": "y.md", "content": "again"}, "deny", None),  # the session's: no hook
@@ -239,6 +248,7 @@ def test_a_gated_call_is_never_allowed_without_the_captains_decision(tmp_path):
         (None, 1, 1),
         (blocked, 1, 0),
         (blocked, 1, 0),
+        ({"block": True, "reason": "The turn was interrupted before the captain answered."}, 1, 0),
         (no, 1, 1),
         (None, 1, 0),
         (None, 0, 0),
@@ -249,9 +259,10 @@ def test_a_gated_call_is_never_allowed_without_the_captains_decision(tmp_path):
         "tool_name": "bash",
         "tool_input": bash,
     }
+    assert (state / "term").read_text() == "TERM\n"  # so it closes the request
     title, message = got[4]["asked"][0]
     assert title == "Allow bash? (the captain did not answer)" and message == "make"
-    _, message = got[8]["asked"][0]
+    _, message = got[9]["asked"][0]
     assert message.startswith("rm -rf build\\u{1b}]0;owned\\u{7}\\u{202e}\\u{e0041} xxx")
     assert len(message) == 200 and message.endswith("…")
 
