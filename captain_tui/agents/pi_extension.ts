@@ -49,6 +49,7 @@ function clip(text: string): string {
 // in the pane, never obeyed by the terminal (controls, bidi and tag characters).
 function shown(text: string): string {
 	const line = text
+		.slice(0, SHOWN_MAX * 8) // a write of megabytes: only its start can be shown
 		.replace(/\s+/g, " ")
 		.trim()
 		.replace(/[^\p{L}\p{N}\p{P}\p{S} ]/gu, (c) => `\\u{${(c.codePointAt(0) ?? 0).toString(16)}}`);
@@ -56,7 +57,8 @@ function shown(text: string): string {
 	return chars.length > SHOWN_MAX ? `${chars.slice(0, SHOWN_MAX - 1).join("")}…` : line;
 }
 
-// As captain's hook puts it (hooks._what): the command, else the file and the rest.
+// As captain's hook puts it (hooks._what): the command, else the file and the rest. (The
+// hook reads at most 16 MiB of input: a larger call fails it open, to pi's dialog.)
 function what(input: unknown): string {
 	try {
 		if (input && typeof input === "object" && !Array.isArray(input)) {
