@@ -387,8 +387,8 @@ SESSION_ALLOWED = ("claude", "pi")
 
 def _what(tool_input: object) -> str:
     """What a tool call would do, as one text: its command; else its file (``file_path``,
-    pi's ``path``) followed by the rest of its input (a write's content, an edit's new
-    text); else its whole input as JSON. Its fingerprint and escaped excerpt are the
+    pi's ``path``) followed by the rest of its input as JSON (a write's content, an edit's
+    texts); else its whole input as JSON. Its fingerprint and escaped excerpt are the
     request's (``approvals.open_request``), so the excerpt starts with what matters."""
     if isinstance(tool_input, dict):
         command = tool_input.get("command")
