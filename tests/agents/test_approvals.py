@@ -191,6 +191,14 @@ def test_a_pi_gated_call_is_the_same_request_answered_in_the_extensions_words(
         ("approval_decided", "deny"),
     ]
 
+    # one rule for every agent: Claude Code's Write shows what it would write too (it
+    # showed only the path)
+    hook = Held(jack.env, tool_name="Write", tool_input={"file_path": "/p/x.py", "content": "X=1"})
+    request = open_one(home).request
+    assert request.excerpt == '/p/x.py {"content": "X=1"}', request.excerpt
+    usecases.approve(home, "Jack", request.request_id, "deny", "no")
+    hook.answer()
+
     set_timeout(home, 0.3)
     hook = Held(jack.env, agent="pi", tool_name="bash", tool_input={"command": "make"})
     assert hook.answer() is None  # nothing printed: the extension asks in the pane
