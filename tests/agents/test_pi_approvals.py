@@ -91,7 +91,11 @@ def requested(jack: Jack) -> int:
 
 def test_a_gated_call_is_held_for_the_captain_and_else_left_to_pis_own_dialog(jack: Jack):
     project = jack.crew.project
-    jack.settle()  # the first turn (the task) is over
+    # The first turn (pi's wake-line prompt, the task with it) reached the model; then it is
+    # over. (Settling alone can see an idle editor in the moment between the extension's
+    # hook taking the mail and pi sending it: a slow start would take the first tool call.)
+    jack.stand_in.wait_main(timeout=jack.grace + 2 * STEP, containing="TASK-6120")
+    jack.settle()
 
     # 0. an ungated tool runs as without captain: no request, nothing held
     (project / "notes.txt").write_text("NOTES-4410\n")
