@@ -33,9 +33,12 @@ DEFAULT_TEST_TIMEOUT = 600.0  # [review] test_command's bound
 DEFAULT_LAND_WAIT = 600.0  # how long a land waits its turn in the repository's queue
 MAX_ATTEMPTS = 20  # the ledger's cap on an item's attempts (state/work/ledger.py)
 ENDPOINT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+# a tool's name as an agent spells it (pi's bash, write, edit; an extension's own tools)
+TOOL_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
+MAX_TOOL_NAMES = 100
 
 
-Kind = Literal["integer", "number", "boolean", "text", "path", "choice", "texts", "url"]
+Kind = Literal["integer", "number", "boolean", "text", "path", "choice", "texts", "tools", "url"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,10 @@ class Setting:
             "text": "a string in quotes",
             "path": 'an absolute path in quotes (or one starting "~/")',
             "texts": 'a list of strings, e.g. ["push"]',
+            "tools": (
+                f"a list of at most {MAX_TOOL_NAMES} tool names (letters, digits, _ . : -), "
+                'e.g. ["bash", "write", "edit"]'
+            ),
             "url": "a postgresql:// URL",
             "choice": " or ".join(f'"{c}"' for c in self.choices),
         }[self.kind]
@@ -80,6 +87,12 @@ class Setting:
             return value in self.choices and isinstance(value, str)
         if self.kind == "texts":
             return isinstance(value, list) and all(isinstance(v, str) for v in value)
+        if self.kind == "tools":
+            return (
+                isinstance(value, list)
+                and len(value) <= MAX_TOOL_NAMES
+                and all(isinstance(v, str) and TOOL_NAME_RE.fullmatch(v) for v in value)
+            )
         if isinstance(value, bool):  # a bool is an int to Python, never a number here
             return False
         if self.kind == "integer":
@@ -101,6 +114,9 @@ SETTINGS: dict[str, dict[str, Setting]] = {
     "crew": {
         "wait_timeout": Setting("number", DEFAULT_WAIT_TIMEOUT, 0, 315_360_000, "seconds"),
         "approval_timeout": Setting("number", DEFAULT_APPROVAL_TIMEOUT, 0, 3600, "seconds"),
+        # the tools a pi crew's calls to are held for the captain (pi asks about nothing
+        # itself; docs/approvals.md): read when the crew's pi starts; none by default
+        "pi_approval_tools": Setting("tools", ()),
     },
     "ledger": {
         "slots": Setting("integer", DEFAULT_SLOTS, 1, 10_000),

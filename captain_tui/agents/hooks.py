@@ -32,6 +32,10 @@ pi (captain's extension, ``agents.pi``, runs the hook with the event's JSON on s
   written once that line is flushed, as for Claude Code. The line stays under what the
   extension reads (``PI_MAX_LINE``): mail beyond it waits for the next prompt.
 - ``agent_end``: an ``idle`` signal carrying ``last_assistant_text``.
+- ``tool_call`` (only for the tools ``[crew] pi_approval_tools`` names; pi asks about
+  nothing itself): an approval request held as Claude Code's ``PermissionRequest``; the
+  captain's decision is printed as ``{"decision": …, "reason": …}``. Nothing printed (no
+  decision in time, any failure): the extension shows pi's own confirm dialog in the pane.
 - pi cannot be held at a stop: finishing (``captain done``) or asking is left to the protocol
   line every mail carries.
 
@@ -318,7 +322,8 @@ def _claude_notification(call: Call) -> None:
 
 def _permission_request(call: Call) -> None:
     """PermissionRequest (Claude Code; Codex 0.169 sends the same shape: ``tool_name``,
-    ``tool_input.command``): one approval request (``state.crew.approvals``) and its
+    ``tool_input.command``; captain's pi extension sends its gated ``tool_call`` so too):
+    one approval request (``state.crew.approvals``) and its
     ``awaiting_approval`` signal, then the hook holds the prompt for the captain's decision
     up to ``[crew] approval_timeout``. A decision in time is the hook's answer; anything
     else prints nothing, so the agent's own prompt appears (never an allow)."""
@@ -328,13 +333,7 @@ def _permission_request(call: Call) -> None:
 
     data = _input(call)
     tool = str(data.get("tool_name") or "a tool")
-    tool_input = data.get("tool_input")
-    command = ""
-    if isinstance(tool_input, dict):
-        shown = tool_input.get("command") or tool_input.get("file_path") or tool_input
-        command = shown if isinstance(shown, str) else json.dumps(shown, ensure_ascii=False)
-    elif tool_input is not None:
-        command = json.dumps(tool_input, ensure_ascii=False)
+    command = _what(data.get("tool_input"))
     home, ctx = _crew(call.env)
     timeout = home.setting("crew", "approval_timeout")
     deadline = time.monotonic() + timeout
@@ -361,7 +360,7 @@ def _permission_request(call: Call) -> None:
             agent=call.agent,
             tool=tool,
             command=command,
-            session_allowed=call.agent == "claude",
+            session_allowed=call.agent in SESSION_ALLOWED,
             timeout=timeout,
         )
         _signal(
@@ -382,9 +381,40 @@ def _permission_request(call: Call) -> None:
         _emit(call.stdout, _decision_answer(call.agent, decision, tool, data))
 
 
+# the agents whose hook can answer "allow for this session" (Codex refuses it)
+SESSION_ALLOWED = ("claude", "pi")
+
+
+def _what(tool_input: object) -> str:
+    """What a tool call would do, as one text: its command; else its file (``file_path``,
+    pi's ``path``) followed by the rest of its input as JSON (a write's content, an edit's
+    texts); else its whole input as JSON. Its fingerprint and escaped excerpt are the
+    request's (``approvals.open_request``), so the excerpt starts with what matters."""
+    if isinstance(tool_input, dict):
+        command = tool_input.get("command")
+        if isinstance(command, str) and command:
+            return command
+        for key in ("file_path", "path"):
+            path = tool_input.get(key)
+            if isinstance(path, str) and path:
+                rest = {k: v for k, v in tool_input.items() if k != key}
+                return f"{path} {json.dumps(rest, ensure_ascii=False)}" if rest else path
+    if tool_input is None:
+        return ""
+    return tool_input if isinstance(tool_input, str) else json.dumps(tool_input, ensure_ascii=False)
+
+
 def _decision_answer(agent: str, decision, tool: str, data: dict) -> dict:
     """The hook's answer, in the agent's PermissionRequest schema (Claude Code 2.1 and
-    Codex 0.169 share it; only Claude Code takes ``updatedPermissions``)."""
+    Codex 0.169 share it; only Claude Code takes ``updatedPermissions``); for pi, what
+    captain's extension reads: ``{"decision": …, "reason": …}`` (it lets the call run,
+    remembers the tool for the rest of the pi session, or blocks the call with the
+    reason, which the model reads as the tool's result)."""
+    if agent == "pi":
+        told = {"decision": decision.decision}
+        if decision.decision == "deny":
+            told["reason"] = f"The captain denied this: {decision.reason}"
+        return told
     if decision.decision == "deny":
         answer: dict[str, object] = {
             "behavior": "deny",
@@ -533,4 +563,5 @@ HANDLERS: dict[tuple[str, str], Callable[[Call], None]] = {
     ("codex", "Stop"): _codex_stop,
     ("pi", "before_agent_start"): _pi_inject,
     ("pi", "agent_end"): _pi_agent_end,
+    ("pi", "tool_call"): _permission_request,
 }

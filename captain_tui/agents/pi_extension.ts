@@ -1,21 +1,39 @@
 // captain's pi extension: the crew's pi reports to captain through `captain hook pi EVENT`.
 //
 // Written into the captain home per crew by captain_tui/agents/pi.py, which replaces the
-// marker below with the argv that runs captain as a JSON literal (ASCII only, so no text
-// can end the literal early). Loaded with `pi -e FILE`; it imports nothing from pi.
+// markers below with JSON literals (ASCII only, so no text can end a literal early): the
+// argv that runs captain, the tools to gate and how long a gated call's hook may run.
+// Loaded with `pi -e FILE`; it imports nothing from pi.
 //
 // - before_agent_start (every prompt, the wake line included): the hook prints at most one
 //   JSON line {"message": TEXT}; TEXT (the unread mail) joins the prompt as a custom
 //   message, which pi sends to the model as user content. captain counts the mail as read
 //   once that line is written.
 // - agent_end: the last assistant text goes to captain as an `idle` signal.
+// - tool_call, for a tool [crew] pi_approval_tools names (none by default: pi asks about
+//   nothing itself): the hook records an approval request and holds the call for the
+//   captain's decision (docs/approvals.md). It prints {"decision": "allow"} (the call
+//   runs), {"decision": "allow_session"} (and this tool's later calls in this pi session
+//   run unasked), or {"decision": "deny", "reason": TEXT} (the call is blocked; the model
+//   reads TEXT as its result). No decision (none in time, captain failing, the hook
+//   killed): pi's own confirm dialog asks the person in the pane; never an allow. Without
+//   a UI (print mode) the call is blocked.
 //
 // Fails open everywhere: whatever captain does (missing, slow, crashing, printing garbage),
-// pi carries on. A hook gets HOOK_TIMEOUT_MS, then is killed.
+// pi carries on (a gated call: to pi's confirm dialog). A hook gets HOOK_TIMEOUT_MS (a gated
+// call's: GATE_TIMEOUT_MS), then is killed.
 import { spawn } from "node:child_process";
 
 const CAPTAIN: string[] = __CAPTAIN_ARGV__;
+// lower-cased tool names; the captain's setting when the crew started
+const GATED: string[] = __CAPTAIN_GATED__;
+// [crew] approval_timeout plus a grace: the hook's own deadline always comes first
+const GATE_TIMEOUT_MS: number = __CAPTAIN_GATE_TIMEOUT_MS__;
 const HOOK_TIMEOUT_MS = 10000;
+// what pi's dialog shows of a call: as captain's excerpt (state/crew/approvals.py)
+const SHOWN_MAX = 200;
+const NO_ANSWER =
+	"The captain did not answer this approval request, and there is no one at a screen to ask: blocked.";
 const MAX_OUTPUT = 4 * 1024 * 1024;
 // Text the extension passes on is cut to this many UTF-16 units: captain reads a bounded
 // stdin (hooks.MAX_INPUT) and fails open beyond it, which would lose the turn's signal or
@@ -26,7 +44,43 @@ function clip(text: string): string {
 	return text.length > MAX_TEXT ? text.slice(0, MAX_TEXT) : text;
 }
 
-function hook(event: string, input: Record<string, unknown>): Promise<string> {
+// One line of at most SHOWN_MAX characters, anything but letters, digits, punctuation,
+// symbols and spaces escaped: what a model steered by a hostile repository wrote is shown
+// in the pane, never obeyed by the terminal (controls, bidi and tag characters).
+function shown(text: string): string {
+	const line = text
+		.slice(0, SHOWN_MAX * 8) // a write of megabytes: only its start can be shown
+		.replace(/\s+/g, " ")
+		.trim()
+		.replace(/[^\p{L}\p{N}\p{P}\p{S} ]/gu, (c) => `\\u{${(c.codePointAt(0) ?? 0).toString(16)}}`);
+	const chars = Array.from(line); // whole code points: never half a surrogate pair
+	return chars.length > SHOWN_MAX ? `${chars.slice(0, SHOWN_MAX - 1).join("")}…` : line;
+}
+
+// As captain's hook puts it (hooks._what): the command, else the file and the rest. (The
+// hook reads at most 16 MiB of input: a larger call fails it open, to pi's dialog.)
+function what(input: unknown): string {
+	try {
+		if (input && typeof input === "object" && !Array.isArray(input)) {
+			const fields = input as Record<string, unknown>;
+			if (typeof fields.command === "string" && fields.command) return fields.command;
+			if (typeof fields.path === "string" && fields.path) {
+				const { path, ...rest } = fields;
+				return Object.keys(rest).length ? `${path} ${JSON.stringify(rest)}` : path;
+			}
+		}
+		return typeof input === "string" ? input : JSON.stringify(input) ?? "";
+	} catch {
+		return "";
+	}
+}
+
+function hook(
+	event: string,
+	input: Record<string, unknown>,
+	timeoutMs: number = HOOK_TIMEOUT_MS,
+	signal?: AbortSignal,
+): Promise<string> {
 	return new Promise((resolve) => {
 		let out = "";
 		let done = false;
@@ -39,15 +93,23 @@ function hook(event: string, input: Record<string, unknown>): Promise<string> {
 		try {
 			const child = spawn(CAPTAIN[0], [...CAPTAIN.slice(1), "hook", "pi", event], {
 				stdio: ["pipe", "pipe", "ignore"], // captain's stderr notes would draw over pi
-				timeout: HOOK_TIMEOUT_MS,
+				timeout: timeoutMs,
 				killSignal: "SIGKILL",
 			});
+			// pi's turn interrupted (Escape) while the hook holds a call: SIGTERM tells the
+			// hook the agent moved on, and it closes the request (answered in the pane)
+			const stop = () => child.kill("SIGTERM");
+			signal?.addEventListener("abort", stop, { once: true });
+			if (signal?.aborted) stop();
 			child.on("error", () => finish(""));
 			child.stdout.setEncoding("utf8");
 			child.stdout.on("data", (chunk: string) => {
 				if (out.length < MAX_OUTPUT) out += chunk;
 			});
-			child.on("close", () => finish(out));
+			child.on("close", () => {
+				signal?.removeEventListener("abort", stop);
+				finish(out);
+			});
 			child.stdin.on("error", () => undefined); // a hook that exits early: EPIPE
 			child.stdin.end(JSON.stringify({ hook_event_name: event, ...input }));
 		} catch {
@@ -93,6 +155,56 @@ export default function (pi: any) {
 			return { message: { customType: "captain-mail", content: text, display: true } };
 		} catch {
 			return undefined;
+		}
+	});
+
+	// tools the captain allowed "for this session": this extension runtime is pi's
+	// session's (pi makes a new one for a new, resumed or forked session)
+	const allowed = new Set<string>();
+	pi.on("session_start", () => {
+		allowed.clear();
+	});
+
+	pi.on("tool_call", async (event: any, ctx: any) => {
+		const tool = typeof event?.toolName === "string" ? event.toolName.toLowerCase() : "";
+		if (!GATED.includes(tool) || allowed.has(tool)) return undefined;
+		let data: Record<string, unknown> | undefined;
+		try {
+			data = answer(
+				await hook(
+					"tool_call",
+					{ tool_name: event.toolName, tool_input: event.input },
+					GATE_TIMEOUT_MS,
+					ctx?.signal,
+				),
+			);
+		} catch {
+			data = undefined;
+		}
+		const decision = data?.decision;
+		if (decision === "allow") return undefined;
+		if (decision === "allow_session") {
+			allowed.add(tool);
+			return undefined;
+		}
+		if (decision === "deny") {
+			const reason = typeof data?.reason === "string" && data.reason ? data.reason : "";
+			return { block: true, reason: reason || "The captain denied this." };
+		}
+		if (ctx?.signal?.aborted) {
+			return { block: true, reason: "The turn was interrupted before the captain answered." };
+		}
+		// No decision: the person in the pane answers, as if captain were not there.
+		try {
+			if (!ctx?.hasUI) return { block: true, reason: NO_ANSWER };
+			const ok = await ctx.ui.confirm(
+				`Allow ${shown(String(event.toolName))}? (the captain did not answer)`,
+				shown(what(event.input)),
+				{ signal: ctx.signal },
+			);
+			return ok ? undefined : { block: true, reason: "Blocked by the person at the pane." };
+		} catch {
+			return { block: true, reason: NO_ANSWER };
 		}
 	});
 

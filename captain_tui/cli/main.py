@@ -189,7 +189,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         dest="decision",
         action="store_const",
         const="allow_session",
-        help="allow, and the same for the rest of the agent's session (Claude Code only)",
+        help="allow, and the same for the rest of the agent's session (Claude Code, pi)",
     )
     how.add_argument(
         "--deny", dest="decision", action="store_const", const="deny", help="needs --reason"

@@ -48,7 +48,7 @@ COMMANDS: tuple[Command, ...] = (
         "Y",
         "Allow session",
         "Allow the request (as y), and the same for the rest of the agent's session "
-        "(Claude Code only).",
+        "(Claude Code and pi; not Codex).",
         "approve_allow_session",
         needs="approval_session",
         group="Approvals",

@@ -152,6 +152,62 @@ def test_allow_for_the_session_is_claudes_permission_update(home: Home, project:
     }
 
 
+def test_a_pi_gated_call_is_the_same_request_answered_in_the_extensions_words(
+    home: Home, project: Path, held
+):
+    """pi: captain's extension runs ``captain hook pi tool_call`` for a gated tool; the
+    request, its rules and its record are the same as Claude Code's; the answer is what the
+    extension reads (docs/approvals.md): allow, allow for this pi session, deny with the
+    reason, or nothing (pi's own confirm dialog asks the person in the pane)."""
+    jack = hire(home, project)
+    content = "hello\x1b[2J\u202e" + "B" * 5_000
+    hook = Held(jack.env, agent="pi", tool_name="write",
+                tool_input={"path": "docs/notes.md", "content": content})  # fmt: skip
+    request = open_one(home).request
+    assert request.agent == "pi" and request.tool == "write" and request.session_allowed
+    # a file's request shows its path, then what would be written, escaped and bounded
+    assert request.excerpt.startswith('docs/notes.md {"content": "hello')
+    assert "\x1b" not in request.excerpt and "\u202e" not in request.excerpt
+    assert len(request.excerpt) <= approvals.EXCERPT_MAX
+    assert request.fingerprint == approvals.fingerprint(
+        "docs/notes.md " + json.dumps({"content": content}, ensure_ascii=False)
+    )
+    usecases.approve(home, "Jack", request.request_id, "allow")
+    assert hook.answer() == {"decision": "allow"}
+
+    hook = Held(jack.env, agent="pi", tool_name="bash", tool_input={"command": "make test"})
+    usecases.approve(home, "Jack", open_one(home).request.request_id, "allow_session")
+    assert hook.answer() == {"decision": "allow_session"}
+
+    hook = Held(jack.env, agent="pi", tool_name="bash", tool_input={"command": "rm -rf /"})
+    usecases.approve(home, "Jack", open_one(home).request.request_id, "deny", "not here")
+    assert hook.answer() == {"decision": "deny", "reason": "The captain denied this: not here"}
+    assert [(e.type, e.decision) for e in events(home, jack.assignment_id)] == [
+        ("approval_requested", None),
+        ("approval_decided", "allow"),
+        ("approval_requested", None),
+        ("approval_decided", "allow_session"),
+        ("approval_requested", None),
+        ("approval_decided", "deny"),
+    ]
+
+    # one rule for every agent: Claude Code's Write shows what it would write too (it
+    # showed only the path)
+    hook = Held(jack.env, tool_name="Write", tool_input={"file_path": "/p/x.py", "content": "X=1"})
+    request = open_one(home).request
+    assert request.excerpt == '/p/x.py {"content": "X=1"}', request.excerpt
+    usecases.approve(home, "Jack", request.request_id, "deny", "no")
+    hook.answer()
+
+    set_timeout(home, 0.3)
+    hook = Held(jack.env, agent="pi", tool_name="bash", tool_input={"command": "make"})
+    assert hook.answer() is None  # nothing printed: the extension asks in the pane
+    assert [(e.type, e.decision) for e in events(home, jack.assignment_id)][-1] == (
+        "approval_decided",
+        "expired",
+    )
+
+
 def test_a_request_is_decided_once_by_its_own_crew_and_never_by_a_crew(
     home: Home, project: Path, held
 ):

@@ -59,6 +59,7 @@ OTHER = [
     ("[endpoints.gh]", "events", ['"push"', "[1]"]),
     ("[endpoints.gh]", "secret", ["123"]),
     ("[ledger]", "url", ["5"]),
+    ("[crew]", "pi_approval_tools", ['"bash"', "[1]", '["rm -rf"]', '[""]', "true", "[[]]"]),
 ]  # url's own code: state/work/location.py
 
 

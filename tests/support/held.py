@@ -14,10 +14,12 @@ DEADLINE = 10.0
 
 
 class Held:
-    """One PermissionRequest hook running on a thread, as the agent runs it."""
+    """One PermissionRequest hook (pi: captain's extension's ``tool_call``) running on a
+    thread, as the agent runs it."""
 
     def __init__(self, env: dict, agent: str = "claude", **fields) -> None:
-        data = {"hook_event_name": "PermissionRequest", "session_id": "s-1", "cwd": "/tmp"}
+        event = "tool_call" if agent == "pi" else "PermissionRequest"
+        data = {"hook_event_name": event, "session_id": "s-1", "cwd": "/tmp"}
         data.update(fields)
         self.out = io.StringIO()
         self.code: int | None = None
@@ -25,9 +27,7 @@ class Held:
 
         def run() -> None:
             start = time.monotonic()
-            self.code = run_hook(
-                agent, "PermissionRequest", None, io.StringIO(json.dumps(data)), self.out, env
-            )
+            self.code = run_hook(agent, event, None, io.StringIO(json.dumps(data)), self.out, env)
             self.took = time.monotonic() - start
 
         self.thread = threading.Thread(target=run, daemon=True)

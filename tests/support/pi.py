@@ -116,17 +116,30 @@ def start_pi_crew(
     width: int = WIDTH,
     height: int = HEIGHT,
     log: Callable[[str], None] | None = None,
+    approval_timeout: float = 0,
+    approval_tools: Iterable[str] = (),
 ) -> AgentCrew:
     """Recruit ``name`` with ``--agent pi`` through the real CLI
     (``support.agents.start_agent_crew``), pi running in a tmux server inside a fresh
     loopback-only jail and talking to a fresh ``StandIn`` (which answers ``default_text``
     unless replies are pushed). ``root`` is a scratch directory of the caller's; the
     captain home defaults to ``root/home`` and the crew's cwd to ``root/project``. Raises
-    RuntimeError when pi cannot run here (``pi_available()``)."""
+    RuntimeError when pi cannot run here (``pi_available()``). ``approval_tools``: the
+    home's ``[crew] pi_approval_tools`` (the tools captain's extension holds for the
+    captain, each up to ``approval_timeout`` seconds); none by default, as captain's."""
     reason = pi_available()
     if reason:
         raise RuntimeError(reason)
     root = Path(root)
+    home_root = Path(home_root) if home_root else root / "home"
+    home_root.mkdir(parents=True, exist_ok=True)
+    config = home_root / "config.toml"
+    text = config.read_text() if config.exists() else ""
+    if "[crew]" not in text:
+        config.write_text(
+            f"{text}\n[crew]\napproval_timeout = {approval_timeout}\n"
+            f"pi_approval_tools = {json.dumps(list(approval_tools))}\n"
+        )
     return start_agent_crew(
         "pi",
         root,
@@ -135,7 +148,7 @@ def start_pi_crew(
         task=task,
         stand_in=lambda jail: StandIn(jail=jail, default_text=default_text, log=log),
         env=lambda base_url: pi_env(root, base_url, extensions=extensions),
-        home_root=Path(home_root) if home_root else root / "home",
+        home_root=home_root,
         project=Path(project) if project else root / "project",
         width=width,
         height=height,
