@@ -326,8 +326,12 @@ def _lines(
         yield bytes(buf), pos - len(buf), False
 
 
+# a line holding none of these carries no figure and no model for any reader
+_WORTH_PARSING = (b'"usage"', b'"token_count"', b'"turn_context"', b'"session_meta"')
+
+
 def _turns(reader, line: bytes, carry: dict[str, Any]) -> list[Turn]:
-    if b'"usage"' not in line and b"token_count" not in line and b"turn_context" not in line:
+    if not any(word in line for word in _WORTH_PARSING):
         return []  # most lines are tool output: never parsed
     try:
         data = json.loads(line)
@@ -414,10 +418,6 @@ class _Counter:
 # -- the agents' records -------------------------------------------------------------------
 
 
-def _int(value: object) -> int:
-    return _count(value)
-
-
 def claude_turns(data: dict[str, Any], carry: dict[str, Any]) -> Iterator[Turn]:
     """Claude Code's transcript: an assistant line's ``message`` has ``id``, ``model`` and
     ``usage``; one message written as several lines (one per content block) is one turn."""
@@ -437,12 +437,78 @@ def claude_turns(data: dict[str, Any], carry: dict[str, Any]) -> Iterator[Turn]:
         "claude:" + turn_id,
         model,
         (
-            _int(usage.get("input_tokens")),
-            _int(usage.get("output_tokens")),
-            _int(usage.get("cache_read_input_tokens")),
-            _int(usage.get("cache_creation_input_tokens")),
+            _count(usage.get("input_tokens")),
+            _count(usage.get("output_tokens")),
+            _count(usage.get("cache_read_input_tokens")),
+            _count(usage.get("cache_creation_input_tokens")),
         ),
     )
 
 
-READERS = {"claude": claude_turns}
+def codex_turns(data: dict[str, Any], carry: dict[str, Any]) -> Iterator[Turn]:
+    """Codex's session record (its rollout JSONL, the hooks' ``transcript_path``): the model
+    from ``turn_context``, each model call's figures from an ``event_msg`` of type
+    ``token_count`` (``info.last_token_usage``). A token_count carries no ID of its own; its
+    running total (``info.total_token_usage``) names it, so one repeated is counted once."""
+    payload = data.get("payload")
+    if not isinstance(payload, dict):
+        return
+    kind = data.get("type")
+    if kind == "session_meta" and isinstance(payload.get("id"), str):
+        carry["session"] = payload["id"][:100]
+        return
+    if kind == "turn_context" and isinstance(payload.get("model"), str):
+        carry["model"] = payload["model"][:MODEL_MAX]
+        return
+    if kind != "event_msg" or payload.get("type") != "token_count":
+        return
+    info = payload.get("info")
+    if not isinstance(info, dict):
+        return
+    last, total = info.get("last_token_usage"), info.get("total_token_usage")
+    if not isinstance(last, dict) or not isinstance(total, dict):
+        return
+    cached = _count(last.get("cached_input_tokens"))
+    marks = ":".join(
+        str(_count(total.get(k)))
+        for k in ("input_tokens", "cached_input_tokens", "output_tokens", "total_tokens")
+    )
+    model = carry.get("model")
+    yield Turn(
+        f"codex:{carry.get('session', '')}:{marks}",
+        model if isinstance(model, str) else "unknown",
+        (
+            max(0, _count(last.get("input_tokens")) - cached),  # cached is part of input
+            _count(last.get("output_tokens")),
+            cached,
+            0,
+        ),
+    )
+
+
+def pi_turns(data: dict[str, Any], carry: dict[str, Any]) -> Iterator[Turn]:
+    """pi's session file (the extension passes ``session_file``): each ``message`` entry has
+    its own ``id``; an assistant message has ``model`` and ``usage`` (``input``, ``output``,
+    ``cacheRead``, ``cacheWrite``)."""
+    if data.get("type") != "message":
+        return
+    message = data.get("message")
+    entry_id = data.get("id")
+    if not isinstance(message, dict) or not isinstance(entry_id, str) or not entry_id:
+        return
+    usage, model = message.get("usage"), message.get("model")
+    if message.get("role") != "assistant" or not isinstance(usage, dict):
+        return
+    yield Turn(
+        "pi:" + entry_id,
+        model if isinstance(model, str) else "unknown",
+        (
+            _count(usage.get("input")),
+            _count(usage.get("output")),
+            _count(usage.get("cacheRead")),
+            _count(usage.get("cacheWrite")),
+        ),
+    )
+
+
+READERS = {"claude": claude_turns, "codex": codex_turns, "pi": pi_turns}

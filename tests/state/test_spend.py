@@ -259,3 +259,56 @@ def test_unreadable_sources_and_records_never_raise(home: Home, tmp_path: Path):
     assert spend.measure(home, KEY, AID, "claude", str(t)).turns == 1
     record.write_text(json.dumps({"sources": 5, "seen": {"x": 1}, "assignments": []}))
     assert spend.measure(home, KEY, AID, "claude", str(t)).turns == 1
+
+
+def codex_lines(model: str, calls: list[tuple[int, int, int]]) -> list[str]:
+    """A Codex rollout: session_meta, turn_context, then one token_count per model call
+    (input including cached, cached, output) with its running total."""
+    lines = [
+        json.dumps({"type": "session_meta", "payload": {"id": "sess-1", "cwd": "/x"}}),
+        json.dumps({"type": "turn_context", "payload": {"model": model, "cwd": "/x"}}),
+    ]
+    total = [0, 0, 0]
+    for i, c, o in calls:
+        total = [total[0] + i, total[1] + c, total[2] + o]
+        usage = lambda a, b, d: {  # noqa: E731
+            "input_tokens": a,
+            "cached_input_tokens": b,
+            "output_tokens": d,
+            "reasoning_output_tokens": 0,
+            "total_tokens": a + d,
+        }
+        info = {"total_token_usage": usage(*total), "last_token_usage": usage(i, c, o)}
+        lines.append(
+            json.dumps({"type": "event_msg", "payload": {"type": "token_count", "info": info}})
+        )
+        lines.append(json.dumps({"type": "response_item", "payload": {"type": "message"}}))
+    return lines
+
+
+def test_codex_rollout_each_call_once_and_cached_input_priced_as_cache(home: Home, tmp_path):
+    t = tmp_path / "rollout.jsonl"
+    lines = codex_lines("gpt-5-codex", [(100, 40, 7), (200, 150, 9)])
+    # Codex repeats a token_count (rate-limit updates): the same running total, one call
+    write(t, [*lines, lines[-2]])
+    got = spend.measure(home, KEY, AID, "codex", str(t))
+    assert tokens(got) == (110, 16, 190, 0, 2)
+    assert got.cost_usd == round((110 * 1.25 + 16 * 10.0 + 190 * 0.125) / 1e6, 6)
+    write(t, lines)  # rewritten: nothing new
+    assert spend.measure(home, KEY, AID, "codex", str(t)) == got
+
+
+def pi_line(entry_id: str, model: str, i: int, o: int, cr: int = 0, cw: int = 0) -> str:
+    usage = {"input": i, "output": o, "cacheRead": cr, "cacheWrite": cw, "totalTokens": i + o}
+    message = {"role": "assistant", "model": model, "usage": usage, "content": []}
+    return json.dumps({"type": "message", "id": entry_id, "parentId": None, "message": message})
+
+
+def test_pi_session_each_entry_once(home: Home, tmp_path):
+    t = tmp_path / "session.jsonl"
+    user = json.dumps({"type": "message", "id": "u1", "message": {"role": "user", "content": "x"}})
+    write(t, [user, pi_line("e1", "claude-haiku-4-5", 10, 4, 2, 1), pi_line("e1", "x", 10, 4)])
+    append(t, [pi_line("e2", "claude-haiku-4-5", 20, 6)])
+    got = spend.measure(home, KEY, AID, "pi", str(t))
+    assert tokens(got) == (30, 10, 2, 1, 2)
+    assert got.cost_usd == round((30 * 1.0 + 10 * 5.0 + 2 * 0.10 + 1 * 1.25) / 1e6, 6)
