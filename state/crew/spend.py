@@ -512,3 +512,87 @@ def pi_turns(data: dict[str, Any], carry: dict[str, Any]) -> Iterator[Turn]:
 
 
 READERS = {"claude": claude_turns, "codex": codex_turns, "pi": pi_turns}
+
+
+# -- sums, for status and the cockpit ----------------------------------------------------------
+
+
+def total(figures: list[Spend]) -> Spend:
+    """Several figures as one: tokens and turns added; the cost None when any is None."""
+    costs = [f.cost_usd for f in figures]
+    unpriced = sorted({m for f in figures for m in f.unpriced_models})
+    return Spend(
+        sum(f.input_tokens for f in figures),
+        sum(f.output_tokens for f in figures),
+        sum(f.cache_read_tokens for f in figures),
+        sum(f.cache_write_tokens for f in figures),
+        sum(f.turns for f in figures),
+        None if any(c is None for c in costs) else round(sum(c or 0.0 for c in costs), 6),
+        tuple(unpriced),
+    )
+
+
+def crew_spend(home: Home, key: str) -> dict[str, Spend]:
+    """Every assignment's figure for this crew, by assignment ID (one small file read)."""
+    try:
+        record = _load(home, key)
+    except Exception:  # noqa: BLE001 - a figure is never worth a refusal
+        return {}
+    assignments = record.get("assignments")
+    if not isinstance(assignments, dict):
+        return {}
+    return {
+        aid: _spend(home, entry.get("models"))
+        for aid, entry in assignments.items()
+        if isinstance(aid, str) and isinstance(entry, dict)
+    }
+
+
+def as_json(figure: Spend) -> dict[str, Any]:
+    """A figure as status --json and the API say it."""
+    return {
+        "cost_usd": figure.cost_usd,
+        "input_tokens": figure.input_tokens,
+        "output_tokens": figure.output_tokens,
+        "cache_read_tokens": figure.cache_read_tokens,
+        "cache_write_tokens": figure.cache_write_tokens,
+        "turns": figure.turns,
+        "unpriced_models": list(figure.unpriced_models),
+    }
+
+
+def from_json(data: dict[str, Any]) -> Spend:
+    """``as_json``'s figure back."""
+    return Spend(
+        data["input_tokens"],
+        data["output_tokens"],
+        data["cache_read_tokens"],
+        data["cache_write_tokens"],
+        data["turns"],
+        data["cost_usd"],
+        tuple(data["unpriced_models"]),
+    )
+
+
+def shown(figure: Spend | None) -> str:
+    """A figure in a few characters: ``$1.23``, ``$0.0042``, ``—`` (nothing measured),
+    ``? 12k tok`` (tokens, no price)."""
+    if figure is None or not figure.turns:
+        return "—"
+    if figure.cost_usd is None:
+        tokens = (
+            figure.input_tokens
+            + figure.output_tokens
+            + figure.cache_read_tokens
+            + figure.cache_write_tokens
+        )
+        return f"? {_short(tokens)} tok"
+    cost = figure.cost_usd
+    return f"${cost:.2f}" if cost >= 1 else f"${cost:.4f}".rstrip("0").rstrip(".")
+
+
+def _short(n: int) -> str:
+    for unit, size in (("M", 1_000_000), ("k", 1_000)):
+        if n >= size:
+            return f"{n / size:.1f}{unit}".replace(".0", "")
+    return str(n)
