@@ -132,7 +132,11 @@ def test_codex_stop_and_pi_agent_end_measure_their_own_records(tmp_path: Path, p
     rollout.write_text("".join(json.dumps(r) + "\n" for r in rows))
     stop(kim.env, "codex", "Stop", transcript_path=str(rollout), last_assistant_message="ok")
     attempt = attempt_when(home, ledger.work_id_for_assignment(kim.assignment_id), 1)
-    assert (attempt.input_tokens, attempt.cache_read_tokens, attempt.output_tokens) == (300, 600, 41)
+    assert (attempt.input_tokens, attempt.cache_read_tokens, attempt.output_tokens) == (
+        300,
+        600,
+        41,
+    )
 
     ann = hire(home, project, "Ann", agent="pi", owns=["docs"])
     session = tmp_path / "pi.jsonl"
