@@ -35,6 +35,11 @@ pi (captain's extension, ``agents.pi``, runs the hook with the event's JSON on s
 - pi cannot be held at a stop: finishing (``captain done``) or asking is left to the protocol
   line every mail carries.
 
+Spend (``state.crew.spend``, docs/ledger.md "Spend"): Claude Code's and Codex's ``Stop`` and
+pi's ``agent_end`` then read the turn's usage from the agent's own record
+(``transcript_path``; pi: ``session_file``) by offset, without pydantic; when the figure
+changed, a detached ``captain hook AGENT spend ASSIGNMENT`` puts it on the attempt.
+
 Every hook fails open: whatever goes wrong, exit 0, nothing on stdout that could block,
 one line on stderr. Signals are stamped with the moment the hook started, so one older
 than the mail it would answer is dropped by ``state.crew.notify.signal``.
