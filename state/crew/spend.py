@@ -232,10 +232,12 @@ class Turn:
     counts: tuple[int, int, int, int]
 
 
-def _fingerprint(head: bytes) -> str:
-    import hashlib
-
-    return hashlib.blake2b(head, digest_size=8).hexdigest()
+def _fingerprint(data: bytes) -> str:
+    try:  # the C module itself: hashlib would load OpenSSL first (~10 ms of a hook's budget)
+        from _blake2 import blake2b
+    except ImportError:  # pragma: no cover - an interpreter without it
+        from hashlib import blake2b
+    return blake2b(data, digest_size=8).hexdigest()
 
 
 def _read_source(record: dict[str, Any], path: Path, reader, assignment_id: str) -> bool:
