@@ -571,8 +571,8 @@ def _measure_spend(call: Call, data: dict) -> None:
         after = spend.measure(home, key, assignment_id, call.agent, source)
         if after != before and after.turns:
             _detach([call.agent, SPEND_EVENT, assignment_id], call.env)
-    except FailOpen:
-        return  # not a crew's hook: nothing to measure for
+    except (FailOpen, CaptainError):
+        return  # not a live crew's hook (the hook's own answer says why): nothing to measure
     except Exception as exc:  # noqa: BLE001
         _note(call, f"spend not measured: {type(exc).__name__}: {exc}")
 
