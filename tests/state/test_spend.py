@@ -312,3 +312,30 @@ def test_pi_session_each_entry_once(home: Home, tmp_path):
     got = spend.measure(home, KEY, AID, "pi", str(t))
     assert tokens(got) == (30, 10, 2, 1, 2)
     assert got.cost_usd == round((30 * 1.0 + 10 * 5.0 + 2 * 0.10 + 1 * 1.25) / 1e6, 6)
+
+
+def test_hooks_measuring_at_once_count_each_turn_once(home: Home, tmp_path: Path):
+    """Four processes (as hooks of one crew would be) measure one transcript at once, while
+    it grows: every turn counts once (the turn IDs do it; the crew's spend lock keeps one
+    measurement from undoing another's)."""
+    import subprocess
+    import sys
+
+    t = tmp_path / "t.jsonl"
+    write(t, [claude_line(f"msg_{n}", SONNET, 10, 1) for n in range(50)])
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from state.home import Home\n"
+        "from state.crew import spend\n"
+        "home = Home(Path(sys.argv[1]))\n"
+        "for _ in range(20):\n"
+        "    spend.measure(home, 'jack', 'asg_1', 'claude', sys.argv[2])\n"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, str(home.root), str(t)]) for _ in range(4)
+    ]
+    append(t, [claude_line(f"msg_{n}", SONNET, 10, 1) for n in range(50, 80)])
+    assert [p.wait(timeout=60) for p in procs] == [0, 0, 0, 0]
+    got = spend.measure(home, KEY, AID, "claude", str(t))
+    assert tokens(got) == (800, 80, 0, 0, 80)
