@@ -34,7 +34,7 @@ class CrewPanel(Panel):
         Column("unread", "Mail", 4),
         Column("activity", "Active", 6),
         Column("gate", "Doorbell", 18),
-        Column("spend", "Spend", 8),
+        Column("spend", "Spend", 10),  # "$12.34", "$0.0042", "? 1.2M tok" (no price)
     )
     empty_text = "No crew yet — press {recruit} to recruit one."
 
