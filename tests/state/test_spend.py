@@ -250,7 +250,10 @@ def test_turns_go_to_the_assignment_measured_for(home: Home, tmp_path: Path):
 
 
 def test_unreadable_sources_and_records_never_raise(home: Home, tmp_path: Path):
-    for source in (str(tmp_path / "absent.jsonl"), str(tmp_path), "/dev/null", "\x00bad"):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)  # no writer: a read would block forever
+    sources = (str(tmp_path / "absent.jsonl"), str(tmp_path), "/dev/null", "\x00bad", str(fifo))
+    for source in sources:
         assert spend.measure(home, KEY, AID, "claude", source).turns == 0
     assert spend.measure(home, KEY, AID, "unknown-agent", str(tmp_path)).turns == 0
     record = home.root / "spend" / f"{KEY}.json"
