@@ -9,7 +9,8 @@
 //   JSON line {"message": TEXT}; TEXT (the unread mail) joins the prompt as a custom
 //   message, which pi sends to the model as user content. captain counts the mail as read
 //   once that line is written.
-// - agent_end: the last assistant text goes to captain as an `idle` signal.
+// - agent_end: the last assistant text goes to captain as an `idle` signal, with the path of
+//   pi's session file, from which captain measures the turn's spend.
 // - tool_call, for a tool [crew] pi_approval_tools names (none by default: pi asks about
 //   nothing itself): the hook records an approval request and holds the call for the
 //   captain's decision (docs/approvals.md). It prints {"decision": "allow"} (the call
@@ -145,6 +146,17 @@ function lastAssistant(messages: any[]): { text: string; stopReason: string; err
 	};
 }
 
+// -- spend (#27): where pi records this session's messages, each assistant message with its
+// model and usage; captain reads it from where it left off (state/crew/spend.py) at agent_end.
+function spendSource(ctx: any): string {
+	try {
+		const file = ctx?.sessionManager?.getSessionFile?.();
+		return typeof file === "string" ? file : "";
+	} catch {
+		return "";
+	}
+}
+
 export default function (pi: any) {
 	pi.on("before_agent_start", async (event: any) => {
 		try {
@@ -208,13 +220,14 @@ export default function (pi: any) {
 		}
 	});
 
-	pi.on("agent_end", async (event: any) => {
+	pi.on("agent_end", async (event: any, ctx: any) => {
 		try {
 			const last = lastAssistant(event?.messages);
 			await hook("agent_end", {
 				last_assistant_text: clip(last.text),
 				stop_reason: clip(last.stopReason),
 				error_message: clip(last.error),
+				session_file: clip(spendSource(ctx)),
 			});
 		} catch {
 			// fail open

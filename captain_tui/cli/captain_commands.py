@@ -395,6 +395,7 @@ def cmd_status(args, out: Out) -> int:
             "PANE",
             "DOORBELL",
             "CHANGE",
+            "SPEND",
         ]
     ]
     for r in rows:
@@ -410,14 +411,28 @@ def cmd_status(args, out: Out) -> int:
                 (r["pane"] or {}).get("pane_id", "-"),
                 f"held: {r['doorbell']['gate']}" if r["doorbell"]["gate"] else "-",
                 compact(r.get("change")),
+                _spent(r["spend"]["assignment"]),
             ]
         )
+    # the total, once anything was measured (docs/ledger.md "Spend")
+    spent = (
+        f"Spend: {_spent(s.spend)} in all (every assignment of these crews)\n"
+        if s.spend is not None and s.spend["turns"]
+        else ""
+    )
     return _status_answer(
         out,
         s.as_json(),
-        table(lines) + _landing_lines(s.landing) + f"\n\n{ledger_line}\nHome: {s.root}",
+        table(lines) + _landing_lines(s.landing) + f"\n\n{spent}{ledger_line}\nHome: {s.root}",
         problem,
     )
+
+
+def _spent(figure: dict) -> str:
+    """A spend figure of status --json in a few characters (``state.crew.spend.shown``)."""
+    from state.crew.spend import from_json, shown
+
+    return shown(from_json(figure))
 
 
 def _landing_lines(queue: Sequence[dict]) -> str:
