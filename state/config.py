@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from state.errors import CaptainError
+from state.vocab import BUDGET_MAX_USD, BUDGET_MIN_USD
 
 DEFAULT_WAIT_TIMEOUT = 86400.0
 # how long an agent's permission hook holds its prompt for the captain's decision; then the
@@ -101,6 +102,8 @@ SETTINGS: dict[str, dict[str, Setting]] = {
     "crew": {
         "wait_timeout": Setting("number", DEFAULT_WAIT_TIMEOUT, 0, 315_360_000, "seconds"),
         "approval_timeout": Setting("number", DEFAULT_APPROVAL_TIMEOUT, 0, 3600, "seconds"),
+        # each assignment's budget unless --budget-usd gives one (docs/budgets.md); none
+        "budget_usd": Setting("number", None, BUDGET_MIN_USD, BUDGET_MAX_USD, "US dollars"),
     },
     "ledger": {
         "slots": Setting("integer", DEFAULT_SLOTS, 1, 10_000),

@@ -9,6 +9,8 @@
 //   message, which pi sends to the model as user content. captain counts the mail as read
 //   once that line is written.
 // - agent_end: the last assistant text goes to captain as an `idle` signal.
+// - tool_call: the budget's gate (budgetGate below, docs/budgets.md): at the assignment's
+//   budget the hook prints {"block": true, "reason": TEXT} and the call is not run.
 //
 // Fails open everywhere: whatever captain does (missing, slow, crashing, printing garbage),
 // pi carries on. A hook gets HOOK_TIMEOUT_MS, then is killed.
@@ -83,7 +85,29 @@ function lastAssistant(messages: any[]): { text: string; stopReason: string; err
 	};
 }
 
+// -- the budget's gate (docs/budgets.md) -------------------------------------------------
+// Its own function, called first by the tool_call handler: captain's hook answers
+// {"block": true, "reason": TEXT} once the assignment's measured spend reaches its budget,
+// and nothing otherwise. Fails open (undefined: the call runs).
+async function budgetGate(event: any): Promise<{ block: true; reason: string } | undefined> {
+	try {
+		const tool = typeof event?.toolName === "string" ? event.toolName : "";
+		const data = answer(await hook("tool_call", { tool_name: clip(tool) }));
+		if (data?.block !== true) return undefined;
+		const reason = typeof data.reason === "string" && data.reason ? data.reason : "budget reached";
+		return { block: true, reason };
+	} catch {
+		return undefined;
+	}
+}
+
 export default function (pi: any) {
+	pi.on("tool_call", async (event: any) => {
+		const refused = await budgetGate(event);
+		if (refused) return refused;
+		return undefined;
+	});
+
 	pi.on("before_agent_start", async (event: any) => {
 		try {
 			const prompt = clip(typeof event?.prompt === "string" ? event.prompt : "");
