@@ -909,6 +909,7 @@ def crew_status(home: Home, include_dismissed: bool = False) -> list[dict[str, A
                 "owns": snapshot.assignment.owns,
                 "allow": snapshot.assignment.allow,
                 "pane": snapshot.pane.model_dump() if snapshot.pane else None,
+                "budget_usd": snapshot.budget_usd,  # the assignment's (docs/budgets.md)
             }
         )
     return rows
