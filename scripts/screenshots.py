@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sys
 import tempfile
@@ -18,10 +19,10 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from state import clock
-from state.crew import approvals, crewlog, notify, protocol
+from state.crew import approvals, crewlog, notify, protocol, spend
 from state.crew.guards import Context
 from state.home import Home
-from state.work import ledger
+from state.work import ledger, spent
 
 SIZE = (120, 36)
 CLOCK = datetime(2026, 11, 29, 9, 30, tzinfo=timezone.utc)
@@ -143,6 +144,10 @@ def _build_home(root: Path, fixed: clock.Fixed) -> Home:
         at=clock.now(),
         request_id=request.request_id,
     )
+    # what each crew's agent spent, measured from a transcript as its Stop hook would
+    _spent(home, root, "ada", ada.assignment_id, "claude-sonnet-4-5-20250929", 14)
+    _spent(home, root, "brook", brook.assignment_id, "claude-opus-4-5-20251101", 31)
+    _spent(home, root, "cy", cy.assignment_id, "claude-sonnet-4-5-20250929", 52)
     ago = lambda minutes: CLOCK - timedelta(minutes=minutes)  # noqa: E731
     ledger.accept(
         home,
@@ -162,6 +167,25 @@ def _build_home(root: Path, fixed: clock.Fixed) -> Home:
     ledger.claim(home, stuck.work_id, holder="worker:ci", at=ago(38))
     ledger.cancel(home, stuck.work_id, actor="captain:demo", at=ago(6))  # no stop confirmed
     return home
+
+
+def _spent(home: Home, root: Path, key: str, assignment_id: str, model: str, turns: int) -> None:
+    """``turns`` answers of a Claude Code transcript, measured (``state.crew.spend``) and put
+    on the assignment's attempt (``state.work.spent``), as the Stop hook and its recorder do."""
+    transcript = root / f"{key}.jsonl"
+    lines = []
+    for n in range(turns):
+        usage = {
+            "input_tokens": 40 + 7 * n,
+            "output_tokens": 380 + 29 * n,
+            "cache_read_input_tokens": 9_000 + 1_150 * n,
+            "cache_creation_input_tokens": 600 + 35 * n,
+        }
+        message = {"id": f"msg_{key}_{n}", "model": model, "usage": usage}
+        lines.append(json.dumps({"type": "assistant", "message": message}))
+    transcript.write_text("\n".join(lines) + "\n")
+    figure = spend.measure(home, key, assignment_id, "claude", str(transcript))
+    spent.record(home, assignment_id, figure, actor=key)
 
 
 async def _shoot(home: Home, out: Path) -> list[Path]:

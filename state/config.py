@@ -132,6 +132,13 @@ ENDPOINT: dict[str, Setting] = {
     "max_attempts": Setting("integer", 1, 1, MAX_ATTEMPTS),
     "routine": Setting("boolean", False),
 }
+# [prices."MODEL"] key -> what it takes: USD per million tokens, overriding or adding to the
+# price table that ships with captain (state/crew/spend.py, docs/ledger.md "Spend")
+PRICE: dict[str, Setting] = {
+    field: Setting("number", None, 0, 10_000, "USD per million tokens")
+    for field in ("input", "output", "cache_read", "cache_write")
+}
+MODEL_NAME_MAX = 100
 
 
 def _shown(value: object) -> str:
@@ -158,6 +165,9 @@ def check(parsed: dict[str, object]) -> list[str]:
     for table, body in parsed.items():
         if table == "endpoints":
             _check_endpoints(body, unknown)
+            continue
+        if table == "prices":
+            _check_prices(body, unknown)
             continue
         keys = SETTINGS.get(table)
         if keys is None:
@@ -202,6 +212,30 @@ def _check_endpoints(body: object, unknown: list[str]) -> None:
                 key=f"endpoints.{name}"[:100],
             )
         _check_keys(f"[endpoints.{name}]", table, ENDPOINT, unknown)
+
+
+def _check_prices(body: object, unknown: list[str]) -> None:
+    if not isinstance(body, dict):
+        raise CaptainError(
+            "invalid_config",
+            'prices in config.toml must be tables, one [prices."MODEL"] each.',
+            key="prices",
+        )
+    for model, table in body.items():
+        if (
+            not model
+            or len(model) > MODEL_NAME_MAX
+            or not all(c.isprintable() for c in model)
+            or not isinstance(table, dict)
+        ):
+            raise CaptainError(
+                "invalid_config",
+                f"[prices.{_shown(model)}] in config.toml is not a model's prices: each is a "
+                f"table named by the model (1 to {MODEL_NAME_MAX} printable characters) "
+                "holding input, output, cache_read and cache_write in USD per million tokens.",
+                key=f"prices.{model}"[:100],
+            )
+        _check_keys(f'[prices."{model}"]', table, PRICE, unknown)
 
 
 def value(section: object, key: str, table: str | None = None) -> Any:

@@ -193,3 +193,29 @@ def test_a_crews_commands_never_load_pydantic(cli, project: Path):
         env=env,
     )
     assert again == {"code": 0, "pydantic": True}
+
+
+def test_spend_accounting_loads_no_pydantic(tmp_path: Path):
+    """``state.crew.spend`` runs in the Stop hooks: measuring and reading a figure load no
+    pydantic (and no UI)."""
+    from state.home import Home
+
+    Home(tmp_path / "home")  # made here: a new home writes its record through the models
+    code = f"""
+        import json, sys
+        from pathlib import Path
+        from state.home import Home
+        from state.crew import spend
+        home = Home(Path({str(tmp_path / "home")!r}))
+        t = Path({str(tmp_path / "t.jsonl")!r})
+        t.write_text(json.dumps({{"type": "assistant", "message": {{"id": "m1",
+            "model": "claude-sonnet-4-5", "usage": {{"input_tokens": 3,
+            "output_tokens": 2}}}}}}) + "\\n")
+        got = spend.measure(home, "jack", "asg_1", "claude", str(t))
+        again = spend.assignment_spend(home, "jack", "asg_1")
+        print(json.dumps({{"turns": [got.turns, again.turns],
+                          "loaded": sorted(m for m in sys.modules
+                                           if m.split(".")[0] in ("pydantic", *{HEAVY!r}))}}))
+    """
+    result = run_python(code, cwd=tmp_path)
+    assert result == {"turns": [1, 1], "loaded": []}

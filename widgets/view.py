@@ -12,6 +12,7 @@ from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Final
 
+from state.crew.spend import Spend
 from state.crew.standing import CrewState
 from state.records import PaneLocator, Workspace
 from state.work.ledger_records import TERMINAL, Source, WorkState
@@ -46,6 +47,9 @@ class CrewRow:
     allow: tuple[str, ...] = ()
     workspace: Workspace | None = None  # its own git worktree (docs/worktrees.md)
     dialog: str | None = None  # the start-up dialog it is blocked at (state "blocked")
+    # what its agent spent (state/crew/spend.py): on this assignment, and on all of them
+    spend: Spend | None = None
+    spend_all: Spend | None = None
 
     @property
     def done(self) -> bool:
@@ -120,6 +124,8 @@ class WorkRow:
     # what state.work.controls decides cancel and replay by (a webhook item's delivery:
     # routine, raw body held until when), read by the feed so the UI thread never reads
     facts: Facts | None = None
+    # each attempt's spend as the ledger records it (None: nothing measured), oldest first
+    spent: tuple[Spend | None, ...] = ()
 
     @property
     def finished(self) -> bool:

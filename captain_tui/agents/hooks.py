@@ -267,8 +267,16 @@ def _claude_inject(call: Call) -> None:
 
 
 def _claude_stop(call: Call) -> None:
-    """Stop: block while mail is unread or the assignment is unfinished with no question."""
+    """Stop: block while mail is unread or the assignment is unfinished with no question;
+    then the turn's spend is measured (``_measure_spend``)."""
     data = _input(call)
+    try:
+        _claude_stop_decision(call, data)
+    finally:
+        _measure_spend(call, data)
+
+
+def _claude_stop_decision(call: Call, data: dict) -> None:
     if data.get("stop_hook_active"):
         return  # already continuing because of a Stop hook: never hold it twice
     home, ctx = _crew(call.env)
@@ -474,9 +482,13 @@ def _said(value: object) -> str:
 
 
 def _codex_stop(call: Call) -> None:
-    """Stop: the turn ended; prints nothing, so Codex always stops."""
+    """Stop: the turn ended; prints nothing, so Codex always stops. The turn's spend is
+    measured from its session record (``transcript_path``)."""
     data = _input(call)
-    _signal(call, "idle", _said(data.get("last_assistant_message")) or "finished its turn")
+    try:
+        _signal(call, "idle", _said(data.get("last_assistant_message")) or "finished its turn")
+    finally:
+        _measure_spend(call, data)
 
 
 # Codex names each new thread with a side turn of its own; notify reports that one too.
@@ -532,8 +544,16 @@ def _pi_inject(call: Call) -> None:
 
 
 def _pi_agent_end(call: Call) -> None:
-    """agent_end: the turn is over; an ``idle`` signal with the last assistant text."""
+    """agent_end: the turn is over; an ``idle`` signal with the last assistant text, then
+    the turn's spend measured from pi's session file (the extension's ``session_file``)."""
     data = _input(call)
+    try:
+        _pi_idle(call, data)
+    finally:
+        _measure_spend(call, data)
+
+
+def _pi_idle(call: Call, data: dict) -> None:
     text = _said(data.get("last_assistant_text"))
     stop = data.get("stop_reason")
     if stop == "error":
@@ -580,11 +600,74 @@ def _pre_tool_use(call: Call) -> None:
 
 
 def _pi_tool_call(call: Call) -> None:
-    """tool_call (pi's extension): ``{"block": true, "reason": TEXT}`` at the budget."""
-    _input(call)
-    reason = _over_budget(call, None)
+    """tool_call (pi's extension, which names pi's ``session_file``): ``{"block": true,
+    "reason": TEXT}`` at the budget."""
+    data = _input(call)
+    reason = _over_budget(call, data.get("session_file"))
     if reason is not None:
         _emit(call.stdout, {"block": True, "reason": reason})
+
+
+# -- spend (state/crew/spend.py) -------------------------------------------------------------
+
+SPEND_EVENT = "spend"  # captain hook AGENT spend ASSIGNMENT: the figure onto the ledger
+
+
+def _measure_spend(call: Call, data: dict) -> None:
+    """At a turn's end: read what the agent recorded since the last turn (Claude Code's and
+    Codex's ``transcript_path``, pi's ``session_file``) into the crew's spend record, which
+    is cheap (offsets, no pydantic). When the assignment's figure changed, putting it on
+    the ledger (models, maybe a database) is left to a detached ``captain hook AGENT spend``
+    the agent never waits for. Never raises: a figure is never worth failing a turn."""
+    source = data.get("transcript_path") or data.get("session_file")
+    if not isinstance(source, str) or not source:
+        return
+    try:
+        from state.crew import spend
+
+        home, ctx = _crew(call.env)
+        key, snapshot = _current(home, ctx)
+        assignment_id = snapshot.assignment.assignment_id
+        before = spend.assignment_spend(home, key, assignment_id)
+        after = spend.measure(home, key, assignment_id, call.agent, source)
+        if after != before and after.turns:
+            _detach([call.agent, SPEND_EVENT, assignment_id], call.env)
+    except FailOpen:
+        return  # not a crew's hook: nothing to measure for
+    except Exception as exc:  # noqa: BLE001
+        _note(call, f"spend not measured: {type(exc).__name__}: {exc}")
+
+
+def _detach(args: list[str], env: Mapping[str, str]) -> None:
+    """``captain hook ARGS`` in its own session, its output nowhere: the agent's turn
+    does not wait for it, and it outlives this hook."""
+    import subprocess
+
+    from captain_tui.agents.kinds import captain_command
+
+    subprocess.Popen(
+        [*captain_command(), "hook", *args],
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        close_fds=True,
+    )
+
+
+def _record_spend(call: Call) -> None:
+    """``captain hook AGENT spend ASSIGNMENT`` (started by ``_measure_spend``): the
+    assignment's measured figure as a ``spend`` note on its attempt (``state.work.spent``),
+    only when it changed."""
+    from state.crew import spend
+    from state.work import spent
+
+    home, ctx = _crew(call.env)
+    key, snapshot = _current(home, ctx)
+    assignment_id = call.payload or snapshot.assignment.assignment_id
+    figure = spend.assignment_spend(home, key, assignment_id)
+    spent.record(home, assignment_id, figure, actor=snapshot.name)
 
 
 HANDLERS: dict[tuple[str, str], Callable[[Call], None]] = {
@@ -601,4 +684,7 @@ HANDLERS: dict[tuple[str, str], Callable[[Call], None]] = {
     ("pi", "before_agent_start"): _pi_inject,
     ("pi", "agent_end"): _pi_agent_end,
     ("pi", "tool_call"): _pi_tool_call,
+    ("claude", SPEND_EVENT): _record_spend,
+    ("codex", SPEND_EVENT): _record_spend,
+    ("pi", SPEND_EVENT): _record_spend,
 }

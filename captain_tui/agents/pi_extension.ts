@@ -8,7 +8,8 @@
 //   JSON line {"message": TEXT}; TEXT (the unread mail) joins the prompt as a custom
 //   message, which pi sends to the model as user content. captain counts the mail as read
 //   once that line is written.
-// - agent_end: the last assistant text goes to captain as an `idle` signal.
+// - agent_end: the last assistant text goes to captain as an `idle` signal, with the path of
+//   pi's session file, from which captain measures the turn's spend.
 // - tool_call: the budget's gate (budgetGate below, docs/budgets.md): at the assignment's
 //   budget the hook prints {"block": true, "reason": TEXT} and the call is not run.
 //
@@ -85,14 +86,31 @@ function lastAssistant(messages: any[]): { text: string; stopReason: string; err
 	};
 }
 
+// -- spend (#27): where pi records this session's messages, each assistant message with its
+// model and usage; captain reads it from where it left off (state/crew/spend.py) at agent_end.
+function spendSource(ctx: any): string {
+	try {
+		const file = ctx?.sessionManager?.getSessionFile?.();
+		return typeof file === "string" ? file : "";
+	} catch {
+		return "";
+	}
+}
+
 // -- the budget's gate (docs/budgets.md) -------------------------------------------------
-// Its own function, called first by the tool_call handler: captain's hook answers
-// {"block": true, "reason": TEXT} once the assignment's measured spend reaches its budget,
-// and nothing otherwise. Fails open (undefined: the call runs).
-async function budgetGate(event: any): Promise<{ block: true; reason: string } | undefined> {
+// Its own function, called first by the tool_call handler: captain's hook measures the
+// spend from pi's session file and answers {"block": true, "reason": TEXT} once the
+// assignment's measured spend reaches its budget, and nothing otherwise. Fails open
+// (undefined: the call runs).
+async function budgetGate(
+	event: any,
+	ctx: any,
+): Promise<{ block: true; reason: string } | undefined> {
 	try {
 		const tool = typeof event?.toolName === "string" ? event.toolName : "";
-		const data = answer(await hook("tool_call", { tool_name: clip(tool) }));
+		const data = answer(
+			await hook("tool_call", { tool_name: clip(tool), session_file: clip(spendSource(ctx)) }),
+		);
 		if (data?.block !== true) return undefined;
 		const reason = typeof data.reason === "string" && data.reason ? data.reason : "budget reached";
 		return { block: true, reason };
@@ -102,8 +120,8 @@ async function budgetGate(event: any): Promise<{ block: true; reason: string } |
 }
 
 export default function (pi: any) {
-	pi.on("tool_call", async (event: any) => {
-		const refused = await budgetGate(event);
+	pi.on("tool_call", async (event: any, ctx: any) => {
+		const refused = await budgetGate(event, ctx);
 		if (refused) return refused;
 		return undefined;
 	});
@@ -120,13 +138,14 @@ export default function (pi: any) {
 		}
 	});
 
-	pi.on("agent_end", async (event: any) => {
+	pi.on("agent_end", async (event: any, ctx: any) => {
 		try {
 			const last = lastAssistant(event?.messages);
 			await hook("agent_end", {
 				last_assistant_text: clip(last.text),
 				stop_reason: clip(last.stopReason),
 				error_message: clip(last.error),
+				session_file: clip(spendSource(ctx)),
 			});
 		} catch {
 			// fail open

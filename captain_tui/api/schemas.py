@@ -116,7 +116,14 @@ class Attempt(BaseModel):
     lease_expires_at: datetime
     heartbeat_at: datetime | None
     runtime_locator: Locator | None
+    # what the attempt's agent spent (docs/ledger.md "Spend"): cost_usd None when unknown
+    # (nothing measured yet, or a model with no price), never an invented zero
     cost_usd: float | None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    turns: int | None = None
     ended_at: datetime | None
     outcome: str | None
 
@@ -143,6 +150,12 @@ class Event(BaseModel):
     lease_expires_at: datetime | None = None
     runtime_locator: Locator | None = None
     cost_usd: float | None = None
+    # spend: what the attempt at ``generation`` has spent so far
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    turns: int | None = None
     runtime_stopped: bool | None = None
     landed_commit: str | None = None
     base_branch: str | None = None

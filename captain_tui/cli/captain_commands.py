@@ -414,6 +414,7 @@ def cmd_status(args, out: Out) -> int:
             "PANE",
             "DOORBELL",
             "CHANGE",
+            "SPEND",
         ]
     ]
     for r in rows:
@@ -429,14 +430,23 @@ def cmd_status(args, out: Out) -> int:
                 (r["pane"] or {}).get("pane_id", "-"),
                 f"held: {r['doorbell']['gate']}" if r["doorbell"]["gate"] else "-",
                 compact(r.get("change")),
+                _spent(r["spend"]["assignment"]),
             ]
         )
+    spent = "" if s.spend is None else f"\nSpend: {_spent(s.spend)} in all (every assignment)"
     return _status_answer(
         out,
         s.as_json(),
-        table(lines) + _landing_lines(s.landing) + f"\n\n{ledger_line}\nHome: {s.root}",
+        table(lines) + _landing_lines(s.landing) + f"\n\n{ledger_line}{spent}\nHome: {s.root}",
         problem,
     )
+
+
+def _spent(figure: dict) -> str:
+    """A spend figure of status --json in a few characters (``state.crew.spend.shown``)."""
+    from state.crew.spend import from_json, shown
+
+    return shown(from_json(figure))
 
 
 def _landing_lines(queue: Sequence[dict]) -> str:

@@ -66,6 +66,11 @@ def _item_human(row: dict) -> str:
             )
     for a in row.get("attempts", []):
         cost = "unknown" if a["cost_usd"] is None else f"${a['cost_usd']:.4f}"
+        if a.get("turns") is not None:  # measured from the agent's records (a spend note)
+            cost += (
+                f" ({a['turns']} turns: {a['input_tokens']} in, {a['output_tokens']} out, "
+                f"{a['cache_read_tokens']} cache read, {a['cache_write_tokens']} cache write)"
+            )
         where = a["runtime_locator"]["pane_id"] if a["runtime_locator"] else "no locator"
         lines.append(
             f"  attempt g{a['generation']} {a['run_id']}  {a['outcome'] or 'live'}  "

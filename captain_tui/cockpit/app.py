@@ -65,6 +65,7 @@ from captain_tui.cockpit.worker_results import (
 )
 from captain_tui.repo.change import Change
 from captain_tui.runtime.tmux import Tmux, resolve_socket
+from state.crew import spend
 from state.crew.guards import CAPTAIN
 from state.errors import CaptainError
 from state.home import Home
@@ -301,13 +302,16 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
     def _show_status(self, now: datetime) -> None:
         """The header's status: the home is watched all along, so it says when the view
         last changed (and, once that is a while ago, how long ago: true with no event)."""
-        count = len(self.view.crew_rows())
+        rows = self.view.crew_rows()
+        count = len(rows)
+        figures = [r.spend_all for r in rows if r.spend_all is not None]
+        spent = f" · spent {spend.shown(spend.total(figures))}" if figures else ""
         changed = self.last_change or now
         since = f", {age(changed, now)} ago" if (now - changed).total_seconds() >= 60 else ""
         reading = "" if self.scanned else " · reading the home…"
         loud = f" · {self._loud}" if self._loud else ""
         self.sub_title = (
-            f"{count} crew · watching · last change {changed:%H:%M:%S}{since}{reading}{loud}"
+            f"{count} crew{spent} · watching · last change {changed:%H:%M:%S}{since}{reading}{loud}"
         )
 
     def _show_ages(self) -> None:

@@ -11,8 +11,9 @@ from pathlib import Path
 
 from captain_tui.repo import landing as repo_landing
 from captain_tui.runtime import doorbell
-from state.crew import protocol
+from state.crew import protocol, spend
 from state.crew.guards import CAPTAIN, Context, own_view
+from state.crew.spend import Spend
 from state.errors import CaptainError
 from state.home import Home
 
@@ -28,10 +29,12 @@ class Status:
     workspace_id: str | None
     crew: list[dict]  # protocol.crew_status's rows, each with its "doorbell"
     landing: tuple[dict, ...] = ()  # lands running, queued or interrupted (repo.landing.queue)
+    spend: dict | None = None  # every listed crew's spend summed (_spend_of)
 
     def as_json(self) -> dict:
         return {
             "crew": self.crew,
+            "spend": self.spend,
             "landing": list(self.landing),
             "workspace_id": self.workspace_id,
             "home": str(self.root),
@@ -84,6 +87,22 @@ def _change(home: Home, row: dict) -> dict | None:
     return change_summary(snapshot)
 
 
+def _spend_of(home: Home, row: dict) -> Spend:
+    """The crew's spend (``state.crew.spend``): its current assignment's and every
+    assignment's sum, as status --json says them; the sum is returned for the home's."""
+    figures = spend.crew_spend(home, row["name"].lower())
+    current = figures.get(row["assignment_id"], spend.NOTHING)
+    whole = spend.total(list(figures.values()))
+    row["spend"] = {
+        **spend.as_json(whole),
+        "assignment": {"assignment_id": row["assignment_id"], **spend.as_json(current)},
+        "assignments": [
+            {"assignment_id": aid, **spend.as_json(f)} for aid, f in sorted(figures.items())
+        ],
+    }
+    return whole
+
+
 def status(home: Home, *, ctx: Context = CAPTAIN, include_dismissed: bool = False) -> Status:
     """The crew (dismissed ones too with ``include_dismissed``) and the ledger. A ledger
     that cannot be used is reported in ``problem``, not raised, so the crew still shows."""
@@ -98,13 +117,18 @@ def status(home: Home, *, ctx: Context = CAPTAIN, include_dismissed: bool = Fals
     rows = protocol.crew_status(home, include_dismissed=include_dismissed)
     if own is not None:
         rows = [r for r in rows if r["name"].lower() == own]
+    sums = []
     for row in rows:
         row["doorbell"] = _bell(home, row)
         row["change"] = _change(home, row)
+        sums.append(_spend_of(home, row))
+    spent = spend.as_json(spend.total(sums))
     workspace = None
     if problem is None:
         workspace, problem = _workspace(home)
         if problem is not None:
             ledger = {**ledger, "error": problem.as_json()}
     landing = () if own is not None else tuple(repo_landing.queue(home))
-    return Status(home.root, True, ledger, postgres, described, problem, workspace, rows, landing)
+    return Status(
+        home.root, True, ledger, postgres, described, problem, workspace, rows, landing, spent
+    )

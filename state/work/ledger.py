@@ -54,6 +54,7 @@ from state.work.ledger_records import (
     WorkEvent,
     WorkItem,
 )
+from state.work.transitions import SPEND_FIELDS
 from state.work.transitions import check_work_id as check_work_id
 from state.work.transitions import fold as fold
 from state.work.transitions import legal as legal
@@ -262,9 +263,18 @@ def note(home: Home, work_id: str, type_: str, *, actor: str, **fields: object) 
     check_name(actor, "actor")
     with _item_transaction(home, work_id) as tx:
         item = _locked_item(tx, work_id)
-        same = (type_, fields.get("request_id"), fields.get("decision"))
-        if any((e.type, e.request_id, e.decision) == same for e in tx.events(work_id)):
-            return item
+        if type_ == "spend":
+            # only when the figure changed; on the attempt it names (the current one)
+            generation = fields.setdefault("generation", item.generation)
+            attempt = next((a for a in item.attempts if a.generation == generation), None)
+            if attempt is None or all(
+                getattr(attempt, name) == fields.get(name) for name in SPEND_FIELDS
+            ):
+                return item
+        else:
+            same = (type_, fields.get("request_id"), fields.get("decision"))
+            if any((e.type, e.request_id, e.decision) == same for e in tx.events(work_id)):
+                return item
         return _append(tx, item, _next(tx, item, type_, actor, item.state, None, **fields), work_id)
 
 

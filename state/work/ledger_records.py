@@ -36,10 +36,12 @@ EventType = Literal[
     "landed",
     "approval_requested",
     "approval_decided",
+    "spend",
 ]
 EVENT_TYPES: tuple[EventType, ...] = get_args(EventType)
 # events that record something about the item without changing its state (state/crew/approvals.py)
-NOTES = frozenset({"approval_requested", "approval_decided"})
+# and what an attempt has spent so far (``spend``: state/work/spent.py)
+NOTES = frozenset({"approval_requested", "approval_decided", "spend"})
 CancelOutcome = Literal["cancelled", "already_terminal", "stop_unconfirmed"]
 CANCEL_OUTCOMES: tuple[CancelOutcome, ...] = get_args(CancelOutcome)
 
@@ -70,8 +72,14 @@ class WorkEvent(Record):
     lease_holder: str | None = None
     lease_expires_at: datetime | None = None
     runtime_locator: PaneLocator | None = None
-    # reports
+    # reports; spend (what the attempt at ``generation`` has spent so far, measured from
+    # the agent's own records: state/crew/spend.py)
     cost_usd: float | None = Field(default=None, ge=0)
+    input_tokens: int | None = Field(default=None, ge=0)
+    output_tokens: int | None = Field(default=None, ge=0)
+    cache_read_tokens: int | None = Field(default=None, ge=0)
+    cache_write_tokens: int | None = Field(default=None, ge=0)
+    turns: int | None = Field(default=None, ge=0)
     # resolved
     runtime_stopped: bool | None = None
     # landed (captain land: the assignment's branch moved onto its base branch; the item
@@ -100,6 +108,13 @@ class Attempt(Strict):
     heartbeat_at: datetime | None = None
     runtime_locator: PaneLocator | None = None
     cost_usd: float | None = None  # None: unknown, never an invented zero
+    # tokens the attempt's agent reported (None: nothing measured); input_tokens is input
+    # at the full price, cache reads and writes apart (docs/ledger.md "Spend")
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    turns: int | None = None
     ended_at: datetime | None = None
     outcome: str | None = None
 

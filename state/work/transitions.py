@@ -73,6 +73,21 @@ def legal(state: str | None, event: WorkEvent) -> bool:
     )
 
 
+SPEND_FIELDS = (
+    "cost_usd",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "turns",
+)
+
+
+def spend_fields(event: WorkEvent) -> dict[str, Any]:
+    """What a ``spend`` event says of its attempt (its cost None when unpriced)."""
+    return {name: getattr(event, name) for name in SPEND_FIELDS}
+
+
 def fold(item: WorkItem | None, event: WorkEvent, work_id: str) -> WorkItem:
     if not legal(item.state if item else None, event) or (
         event.type == "landed" and item is not None and item.landing is not None
@@ -102,6 +117,18 @@ def fold(item: WorkItem | None, event: WorkEvent, work_id: str) -> WorkItem:
             updated_at=event.at,
         )
     assert item is not None  # legal(): only "accepted" starts an item
+    if event.type == "spend":  # the attempt at its generation: what it has spent so far
+        return item.model_copy(
+            update=dict(
+                seq=event.seq,
+                attempts=[
+                    a.model_copy(update=spend_fields(event))
+                    if a.generation == event.generation
+                    else a
+                    for a in item.attempts
+                ],
+            )
+        )
     if event.type in NOTES:
         return item.model_copy(update=dict(seq=event.seq))
     changes: dict[str, Any] = dict(seq=event.seq, state=event.state, updated_at=event.at)

@@ -95,9 +95,7 @@ def test_raising_the_budget_releases_the_crew_and_lowering_it_holds_it(home: Hom
     assert [n.status for n in notices(home)] == ["held", "working", "held"]
 
     # a crew that is done, or an old assignment's ID: nothing to set
-    refused(
-        "stale_assignment", protocol.set_budget, home, "Jack", 5.0, assignment_id="asg_other"
-    )
+    refused("stale_assignment", protocol.set_budget, home, "Jack", 5.0, assignment_id="asg_other")
 
 
 def test_unpriced_spend_is_said_once_and_refuses_nothing(home: Home, jack):

@@ -113,6 +113,8 @@ class Request:
     kind: str  # "main" | "aux" | "count_tokens" | "other" | "blocked"
     at: float
     reply: Reply | None = None  # what it answered (messages only)
+    usage: dict[str, int] | None = None  # the usage it reported (usage_for), messages only
+    model: str | None = None  # the model the request named (messages only)
 
     @property
     def text(self) -> str:
@@ -215,16 +217,20 @@ def _sse(event: str, data: dict[str, Any]) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
 
 
-def _usage(output_tokens: int = 1) -> dict[str, int]:
+def usage_for(n: int) -> dict[str, int]:
+    """The usage the stand-in reports for its ``n``-th answer: distinct per answer (so a
+    test can tell a turn counted twice), as Anthropic reports it (input apart from cache
+    reads and writes). Streamed, ``output_tokens`` is 1 at ``message_start`` and this
+    figure at ``message_delta``."""
     return {
-        "input_tokens": 12,
-        "output_tokens": output_tokens,
-        "cache_creation_input_tokens": 0,
-        "cache_read_input_tokens": 0,
+        "input_tokens": 1000 + 13 * n,
+        "output_tokens": 20 + 3 * n,
+        "cache_creation_input_tokens": 200 + 5 * n,
+        "cache_read_input_tokens": 3000 + 11 * n,
     }
 
 
-def message_json(reply: Reply, model: str) -> dict[str, Any]:
+def message_json(reply: Reply, model: str, usage: dict[str, int]) -> dict[str, Any]:
     """The non-streaming answer for ``reply``."""
     content: list[dict[str, Any]] = []
     if isinstance(reply, ToolUse):
@@ -245,11 +251,13 @@ def message_json(reply: Reply, model: str) -> dict[str, Any]:
         "content": content,
         "stop_reason": stop,
         "stop_sequence": None,
-        "usage": _usage(5),
+        "usage": usage,
     }
 
 
-def message_events(reply: Reply, model: str) -> Iterable[bytes | float | threading.Event]:
+def message_events(
+    reply: Reply, model: str, usage: dict[str, int]
+) -> Iterable[bytes | float | threading.Event]:
     """The server-sent events for ``reply``; floats are pauses, Events are holds."""
     start = {
         "type": "message_start",
@@ -261,7 +269,7 @@ def message_events(reply: Reply, model: str) -> Iterable[bytes | float | threadi
             "content": [],
             "stop_reason": None,
             "stop_sequence": None,
-            "usage": _usage(1),
+            "usage": {**usage, "output_tokens": 1},
         },
     }
     yield _sse("message_start", start)
@@ -338,7 +346,7 @@ def message_events(reply: Reply, model: str) -> Iterable[bytes | float | threadi
         {
             "type": "message_delta",
             "delta": {"stop_reason": stop, "stop_sequence": None},
-            "usage": {"output_tokens": 5},
+            "usage": {"output_tokens": usage["output_tokens"]},
         },
     )
     yield _sse("message_stop", {"type": "message_stop"})
@@ -425,14 +433,16 @@ class _Handler(BaseHTTPRequestHandler):
             )
         main = is_main_request(body)
         reply = self.stand_in.next_reply(main)
-        self._record("main" if main else "aux", body, reply)
+        req = self._record("main" if main else "aux", body, reply)
+        req.usage = usage = usage_for(req.seq)
         model = (body or {}).get("model", "claude-stand-in") if isinstance(body, dict) else "x"
+        req.model = model
         if isinstance(body, dict) and body.get("stream"):
-            self._stream(reply, model)
+            self._stream(reply, model, usage)
         else:
-            self._json(200, message_json(reply, model))
+            self._json(200, message_json(reply, model, usage))
 
-    def _stream(self, reply: Reply, model: str) -> None:
+    def _stream(self, reply: Reply, model: str, usage: dict[str, int]) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
@@ -440,7 +450,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("request-id", "req_" + uuid.uuid4().hex[:20])
         self.end_headers()
         try:
-            for item in message_events(reply, model):
+            for item in message_events(reply, model, usage):
                 if isinstance(item, float):
                     time.sleep(item)
                 elif isinstance(item, threading.Event):

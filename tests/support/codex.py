@@ -117,6 +117,7 @@ class Request:
     last_user: str = ""
     has_output: bool = False  # it carries a tool's output (the turn goes on)
     reply: Reply | None = None
+    usage: dict[str, int] | None = None  # the usage it reported (usage_for)
 
     @property
     def text(self) -> str:
@@ -289,9 +290,10 @@ class _Handler(BaseHTTPRequestHandler):
                 time.sleep(reply.delay)
             if reply.hold is not None:
                 reply.hold.wait(60)
-        self._stream(body if isinstance(body, dict) else {}, reply, tool)
+        req.usage = usage_for(req.seq)
+        self._stream(body if isinstance(body, dict) else {}, reply, tool, req.usage)
 
-    def _stream(self, req: dict, reply: Reply, tool: str | None) -> None:
+    def _stream(self, req: dict, reply: Reply, tool: str | None, usage: dict[str, int]) -> None:
         rid = "resp_" + uuid.uuid4().hex[:16]
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
@@ -388,10 +390,10 @@ class _Handler(BaseHTTPRequestHandler):
             status="completed",
             output=[item],
             usage={
-                "input_tokens": 10,
-                "output_tokens": 5,
-                "total_tokens": 15,
-                "input_tokens_details": {"cached_tokens": 0},
+                "input_tokens": usage["input_tokens"],
+                "output_tokens": usage["output_tokens"],
+                "total_tokens": usage["input_tokens"] + usage["output_tokens"],
+                "input_tokens_details": {"cached_tokens": usage["cached_tokens"]},
                 "output_tokens_details": {"reasoning_tokens": 0},
             },
         )
@@ -545,6 +547,17 @@ class CodexCrew(AgentCrew):
             self.started_pids.update([self.pane.pane_pid, *descendants(self.pane.pane_pid)])
         kill_tmux_server(self.socket)
         kill_pids([p for p in self.started_pids if _alive(p) and self.jail.same_namespace(p)])
+
+
+def usage_for(n: int) -> dict[str, int]:
+    """The usage the stand-in reports for its ``n``-th answer, distinct per answer (so a
+    test can tell a turn counted twice), as the Responses API reports it: ``input_tokens``
+    includes the ``cached_tokens``."""
+    return {
+        "input_tokens": 2000 + 17 * n,
+        "cached_tokens": 1500 + 7 * n,
+        "output_tokens": 30 + 5 * n,
+    }
 
 
 def start_codex_crew(

@@ -6,6 +6,7 @@ from datetime import datetime
 
 from rich.text import Text
 
+from state.crew.spend import shown
 from state.vocab import dialog_title
 from widgets.cells import age, plain
 from widgets.panels.base import Column, Panel
@@ -33,6 +34,7 @@ class CrewPanel(Panel):
         Column("unread", "Mail", 4),
         Column("activity", "Active", 6),
         Column("gate", "Doorbell", 18),
+        Column("spend", "Spend", 8),
     )
     empty_text = "No crew yet — press {recruit} to recruit one."
 
@@ -61,4 +63,6 @@ class CrewPanel(Panel):
             mail,
             plain(age(row.last_activity, now), self.colour("text-muted")),
             gate,
+            # this assignment's, measured from the agent's own records (state.crew.spend)
+            plain(shown(row.spend), self.colour("text-muted")),
         )

@@ -15,6 +15,7 @@ from typing import Any
 from rich.text import Text
 from textual import on
 
+from state.crew.spend import shown
 from widgets.cells import age, inert, plain
 from widgets.panels.base import Column, Panel
 from widgets.panels.row_list import PanelTable
@@ -80,12 +81,13 @@ class WorkPanel(Panel):
         self._show_foot()
 
     def _show_foot(self) -> None:
-        """The highlighted item's ID (the row shows its title), the filter's key, and which
-        ledger."""
+        """The highlighted item's ID (the row shows its title) and each attempt's spend, the
+        filter's key, and which ledger."""
         foot = f"{self.keys.get('work_filter', 'f')} filter"
         row = self.current if self.loaded else None
         if row is not None:
-            foot = f"{row.work_id} · {foot}"
+            spent = f" · spend {attempts_spend(row)}" if any(row.spent) else ""
+            foot = f"{row.work_id}{spent} · {foot}"
         if self.ledger:
             foot += f" · ledger: {self.ledger}"
         if self.problem:
@@ -171,6 +173,12 @@ class WorkPanel(Panel):
             plain(source_word(row), muted),
             plain(age(row.updated_at, now), muted),
         )
+
+
+def attempts_spend(row: WorkRow) -> str:
+    """Each attempt's spend (as the ledger records it; ``state.crew.spend.shown``) for the
+    foot, the highlighted item's detail: ``g1 $0.0123 · g2 —``."""
+    return " · ".join(f"g{n} {shown(f)}" for n, f in enumerate(row.spent, 1))
 
 
 def _title(row: WorkRow, width: int) -> str:

@@ -32,7 +32,8 @@ from pathlib import Path
 from captain_tui.cockpit.feed.alerts import Alert, alert_for
 from captain_tui.cockpit.feed.path_routes import Route, route
 from captain_tui.cockpit.feed.work_feed import WorkFeed
-from state.crew import crewlog, death_notice, guards, standing
+from state.crew import crewlog, death_notice, guards, spend, standing
+from state.crew.spend import Spend
 from state.errors import CaptainError
 from state.home import Home
 from state.records import CrewSnapshot, Message, Notification, RingStamp
@@ -81,6 +82,7 @@ class _CrewCache:
     acked: set[str] = field(default_factory=set)
     stamp: RingStamp | None = None
     approvals: tuple[ApprovalRow, ...] = ()  # open requests (state.crew.approvals)
+    spend: dict[str, Spend] = field(default_factory=dict)  # by assignment (state.crew.spend)
 
 
 class Feed:
@@ -217,6 +219,8 @@ class Feed:
             self._sync_acks(key, cache)
         if "bell" in kinds:
             cache.stamp = self.home.store.read(self.home.ring_stamp_path(key), RingStamp)
+        if "spend" in kinds:
+            cache.spend = spend.crew_spend(self.home, key)
         if kinds & {"approval", "note"}:
             # a request's own events can be lost in a directory made that instant (the
             # crew's first: inotify watches a new directory only once it is seen), so its
@@ -243,6 +247,7 @@ class Feed:
         self._sync_notes(key, cache, alerts)
         cache.stamp = self.home.store.read(self.home.ring_stamp_path(key), RingStamp)
         cache.approvals = self._approvals(key)
+        cache.spend = spend.crew_spend(self.home, key)
         return _crew_view(key, cache)
 
     def _approvals(self, key: str) -> tuple[ApprovalRow, ...]:
@@ -419,6 +424,8 @@ def _crew_view(key: str, cache: _CrewCache) -> CrewView | None:
         allow=tuple(s.assignment.allow),
         workspace=s.workspace,
         dialog=dialog if state == "blocked" else None,
+        spend=cache.spend.get(s.assignment.assignment_id),
+        spend_all=spend.total(list(cache.spend.values())) if cache.spend else None,
     )
     question = (
         QuestionRow(

@@ -15,7 +15,7 @@ from typing import Literal
 # what a changed path is to the cockpit: a part of one crew's cache, its ring stamp (bell),
 # a quarantined file, or a work item (Route.name: its work ID)
 RouteKind = Literal[
-    "crew", "mail", "read", "note", "acks", "approval", "bell", "quarantine", "work"
+    "crew", "mail", "read", "note", "acks", "approval", "bell", "quarantine", "work", "spend"
 ]
 
 # top-level directory (docs/store.md) -> the part of a crew's cache it holds
@@ -53,6 +53,8 @@ def route(root: Path, path: str) -> Route | None:
     top = parts[0]
     if top == "doorbell" and len(parts) == 2 and parts[1].endswith(".json"):
         return Route("bell", parts[1][: -len(".json")])
+    if top == "spend" and len(parts) == 2 and parts[1].endswith(".json"):
+        return Route("spend", parts[1][: -len(".json")])  # spend/<key>.json (state.crew.spend)
     if top == "quarantine" and len(parts) == 2 and parts[1].endswith(".reason"):
         return Route("quarantine", None, parts[1])
     if top == "work" and len(parts) >= 3 and parts[2] not in _WORK_QUIET:

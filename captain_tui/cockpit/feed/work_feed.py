@@ -23,11 +23,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from captain_tui.cockpit import jobs
+from state.crew.spend import Spend
 from state.errors import CaptainError
 from state.home import Home
 from state.inputs import crew_key
 from state.work import controls, corrupt, ledger
-from state.work.ledger_records import WorkItem
+from state.work.ledger_records import Attempt, WorkItem
 from widgets.view import FINISHED_SHOWN, RECONCILE, WorkRow
 
 # refusals about the whole ledger, not one item: a read that meets one keeps the rows read
@@ -223,6 +224,22 @@ def work_row(
         facts=facts,
         title=jobs.title(item, task),
         named=jobs.named_as(item, task),
+        spent=tuple(attempt_spend(a) for a in item.attempts),
+    )
+
+
+def attempt_spend(attempt: Attempt) -> Spend | None:
+    """What an attempt's spend notes recorded (docs/ledger.md "Spend"); None: nothing."""
+    if attempt.turns is None:
+        return None
+    return Spend(
+        attempt.input_tokens or 0,
+        attempt.output_tokens or 0,
+        attempt.cache_read_tokens or 0,
+        attempt.cache_write_tokens or 0,
+        attempt.turns,
+        attempt.cost_usd,
+        (),
     )
 
 
