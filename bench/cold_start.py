@@ -4,7 +4,9 @@ Runs each command as a fresh process, the way an agent pane runs it, N times aga
 throwaway home, and prints medians as a Markdown table. `ask` is measured on its success
 path: the question is answered (untimed) between runs. `inbox` is measured twice: with the
 answer waiting (delivered, then read) and with nothing waiting. `hook claude Stop` runs with
-no mail waiting on an unfinished assignment (it blocks the stop), the common case.
+no mail waiting on an unfinished assignment (it blocks the stop), the common case; `hook
+claude Stop (spend)` the same with a transcript holding one new turn, which it measures
+(docs/ledger.md "Spend") and hands to the detached recorder.
 
     python bench/cold_start.py [--runs 10] [--smoke] [--json PATH]
 
@@ -104,6 +106,7 @@ def main() -> int:
             "inbox (mail waiting)": [],
             "inbox (nothing waiting)": [],
             "hook claude Stop": [],
+            "hook claude Stop (spend)": [],
         }
         stop = json.dumps({"session_id": "bench", "stop_hook_active": False})
 
@@ -115,6 +118,31 @@ def main() -> int:
             results[name].append((time.perf_counter() - start) * 1000)
             assert proc.returncode == 0, proc.stderr
             return json.loads(proc.stdout) if "--json" in argv else proc.stdout
+
+        # the Stop hook with spend accounting: one new turn in the transcript each run, so
+        # it reads, counts, publishes and starts the detached recorder (waited for untimed,
+        # so its process does not slow the next measurement)
+        transcript = Path(tmp) / "transcript.jsonl"
+        transcript.write_text("")
+        spend_stop = json.dumps(
+            {"session_id": "bench", "stop_hook_active": False, "transcript_path": str(transcript)}
+        )
+        events = Path(tmp) / "home" / "work" / recruit["work_id"] / "events"
+
+        def new_turn(n: int) -> int:
+            usage = {"input_tokens": 900 + n, "output_tokens": 40 + n}
+            line = {
+                "type": "assistant",
+                "message": {"id": f"msg_{n}", "model": "claude-sonnet-4-5", "usage": usage},
+            }
+            with transcript.open("a") as f:
+                f.write(json.dumps(line) + "\n")
+            return len(list(events.iterdir()))
+
+        def recorded(before: int) -> None:
+            deadline = time.monotonic() + 30
+            while len(list(events.iterdir())) <= before and time.monotonic() < deadline:
+                time.sleep(0.02)
 
         _run(captain + ["check", "Jack", "edit", "src/a.py"], crew_env)  # warm-up: bytecode
         for _ in range(args.runs):
@@ -130,6 +158,10 @@ def main() -> int:
             assert "This way" in timed("inbox (mail waiting)", ["inbox", "Jack"])
             assert "No unread mail" in timed("inbox (nothing waiting)", ["inbox", "Jack"])
             assert '"block"' in timed("hook claude Stop", ["hook", "claude", "Stop"], stop)
+            before = new_turn(len(results["hook claude Stop (spend)"]))
+            out = timed("hook claude Stop (spend)", ["hook", "claude", "Stop"], spend_stop)
+            assert '"block"' in out
+            recorded(before)
     base_ms = statistics.median(results["python -c pass"])
     rows = []
     for name, values in results.items():

@@ -45,6 +45,11 @@ pi (captain's extension, ``agents.pi``, runs the hook with the event's JSON on s
 - pi cannot be held at a stop: finishing (``captain done``) or asking is left to the protocol
   line every mail carries.
 
+Spend (``state.crew.spend``, docs/ledger.md "Spend"): Claude Code's and Codex's ``Stop`` and
+pi's ``agent_end`` then read the turn's usage from the agent's own record
+(``transcript_path``; pi: ``session_file``) by offset, without pydantic; when the figure
+changed, a detached ``captain hook AGENT spend ASSIGNMENT`` puts it on the attempt.
+
 Every hook fails open: whatever goes wrong, exit 0, nothing on stdout that could block,
 one line on stderr. Signals are stamped with the moment the hook started, so one older
 than the mail it would answer is dropped by ``state.crew.notify.signal``.
@@ -632,27 +637,32 @@ def _measure_spend(call: Call, data: dict) -> None:
         after = spend.measure(home, key, assignment_id, call.agent, source)
         if after != before and after.turns:
             _detach([call.agent, SPEND_EVENT, assignment_id], call.env)
-    except FailOpen:
-        return  # not a crew's hook: nothing to measure for
+    except (FailOpen, CaptainError):
+        return  # not a live crew's hook (the hook's own answer says why): nothing to measure
     except Exception as exc:  # noqa: BLE001
         _note(call, f"spend not measured: {type(exc).__name__}: {exc}")
 
 
 def _detach(args: list[str], env: Mapping[str, str]) -> None:
     """``captain hook ARGS`` in its own session, its output nowhere: the agent's turn
-    does not wait for it, and it outlives this hook."""
-    import subprocess
+    does not wait for it, and it outlives this hook. ``posix_spawn``, not subprocess (whose
+    import alone costs a Stop hook ~10 ms); it is reaped by init once this hook exits."""
+    import os
 
     from captain_tui.agents.kinds import captain_command
 
-    subprocess.Popen(
-        [*captain_command(), "hook", *args],
-        env=dict(env),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-        close_fds=True,
+    argv = [*captain_command(), "hook", *args]
+    null = os.devnull
+    os.posix_spawn(
+        argv[0],
+        argv,
+        dict(env),
+        file_actions=[
+            (os.POSIX_SPAWN_OPEN, 0, null, os.O_RDONLY, 0),
+            (os.POSIX_SPAWN_OPEN, 1, null, os.O_WRONLY, 0),
+            (os.POSIX_SPAWN_OPEN, 2, null, os.O_WRONLY, 0),
+        ],
+        setsid=True,
     )
 
 

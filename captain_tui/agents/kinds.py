@@ -7,7 +7,6 @@ how they report back); ``shell`` is the person's ``$SHELL`` and ``program`` any 
 
 from __future__ import annotations
 
-import shutil
 import sys
 
 from state.errors import CaptainError
@@ -49,6 +48,8 @@ def captain_argv(captain: list[str]) -> list[str]:
 
 def require(program: str, agent: str) -> str:
     """The path of ``program``, or ``agent_not_found`` saying how to go on."""
+    import shutil  # here: a hook that only needs captain_command never loads it
+
     found = shutil.which(program)
     if not found:
         raise CaptainError(

@@ -433,11 +433,16 @@ def cmd_status(args, out: Out) -> int:
                 _spent(r["spend"]["assignment"]),
             ]
         )
-    spent = "" if s.spend is None else f"\nSpend: {_spent(s.spend)} in all (every assignment)"
+    # the total, once anything was measured (docs/ledger.md "Spend")
+    spent = (
+        f"Spend: {_spent(s.spend)} in all (every assignment of these crews)\n"
+        if s.spend is not None and s.spend["turns"]
+        else ""
+    )
     return _status_answer(
         out,
         s.as_json(),
-        table(lines) + _landing_lines(s.landing) + f"\n\n{ledger_line}{spent}\nHome: {s.root}",
+        table(lines) + _landing_lines(s.landing) + f"\n\n{spent}{ledger_line}\nHome: {s.root}",
         problem,
     )
 

@@ -232,10 +232,12 @@ class Turn:
     counts: tuple[int, int, int, int]
 
 
-def _fingerprint(head: bytes) -> str:
-    import hashlib
-
-    return hashlib.blake2b(head, digest_size=8).hexdigest()
+def _fingerprint(data: bytes) -> str:
+    try:  # the C module itself: hashlib would load OpenSSL first (~10 ms of a hook's budget)
+        from _blake2 import blake2b
+    except ImportError:  # pragma: no cover - an interpreter without it
+        from hashlib import blake2b
+    return blake2b(data, digest_size=8).hexdigest()
 
 
 def _read_source(record: dict[str, Any], path: Path, reader, assignment_id: str) -> bool:
@@ -575,7 +577,7 @@ def from_json(data: dict[str, Any]) -> Spend:
 
 
 def shown(figure: Spend | None) -> str:
-    """A figure in a few characters: ``$1.23``, ``$0.0042``, ``—`` (nothing measured),
+    """A figure in a few characters: ``$1.23``, ``$0.60``, ``$0.0042``, ``—`` (nothing measured),
     ``? 12k tok`` (tokens, no price)."""
     if figure is None or not figure.turns:
         return "—"
@@ -588,7 +590,12 @@ def shown(figure: Spend | None) -> str:
         )
         return f"? {_short(tokens)} tok"
     cost = figure.cost_usd
-    return f"${cost:.2f}" if cost >= 1 else f"${cost:.4f}".rstrip("0").rstrip(".")
+    if cost >= 1 or cost == 0:
+        return f"${cost:.2f}"
+    if cost < 0.0001:
+        return "<$0.0001"
+    digits = f"{cost:.4f}".rstrip("0")  # cents, and fractions of one to four places
+    return "$" + digits + "0" * max(0, 2 - len(digits.split(".")[1]))
 
 
 def _short(n: int) -> str:
