@@ -209,6 +209,7 @@ def assign(
     ctx: Context = CAPTAIN,
     budget_usd: float | str | None = None,
 ):
+    guards.check_captain(ctx, "assign")  # the role first, before any argument is judged
     return protocol.assign(
         home,
         name,
