@@ -257,13 +257,13 @@ def tell_with_budget(
     if text is not None:
         message = protocol.tell(home, name, text, assignment_id=assignment_id, ctx=ctx)
     if amount is not None:
-        snapshot = protocol.set_budget(home, name, amount, assignment_id=assignment_id, ctx=ctx)
-        return Told(message, snapshot.budget_usd, snapshot.name, assignment_id)
-    snapshot, _ = crewlog.load(home, crew_key(name))
+        now_set = protocol.set_budget(home, name, amount, assignment_id=assignment_id, ctx=ctx)
+        return Told(message, now_set.budget_usd, now_set.name, assignment_id)
+    found, _ = crewlog.load(home, crew_key(name))
     return Told(
         message,
-        snapshot.budget_usd if snapshot else None,
-        snapshot.name if snapshot else name,
+        found.budget_usd if found else None,
+        found.name if found else name,
         assignment_id,
     )
 

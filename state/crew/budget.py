@@ -78,7 +78,8 @@ def check_amount(value: object, where: str = "--budget-usd") -> float:
 
 def default(home: Home) -> float | None:
     """``[crew] budget_usd`` (None: no budget unless one is given)."""
-    return home.setting("crew", "budget_usd")
+    found = home.setting("crew", "budget_usd")  # checked at load: a float or None
+    return float(found) if found is not None else None
 
 
 def usd(amount: float) -> str:
