@@ -30,7 +30,7 @@ import json
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -232,6 +232,10 @@ class Turn:
     counts: tuple[int, int, int, int]
 
 
+# an agent's reader: one parsed line (and what it carries between lines) -> its turns
+Reader = Callable[[dict[str, Any], dict[str, Any]], Iterator["Turn"]]
+
+
 def _fingerprint(data: bytes) -> str:
     try:  # the C module itself: hashlib would load OpenSSL first (~10 ms of a hook's budget)
         from _blake2 import blake2b
@@ -240,7 +244,7 @@ def _fingerprint(data: bytes) -> str:
     return blake2b(data, digest_size=8).hexdigest()
 
 
-def _read_source(record: dict[str, Any], path: Path, reader, assignment_id: str) -> bool:
+def _read_source(record: dict[str, Any], path: Path, reader: Reader, assignment_id: str) -> bool:
     """Read ``path`` from where this crew left it into ``record``; True when it changed."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
@@ -270,7 +274,8 @@ def _read_source(record: dict[str, Any], path: Path, reader, assignment_id: str)
             offset, state = 0, {"inode": st.st_ino}
         if offset == st.st_size and was is not None:
             return False
-        carry = state.get("carry") if isinstance(state.get("carry"), dict) else {}
+        kept = state.get("carry")
+        carry: dict[str, Any] = kept if isinstance(kept, dict) else {}
         skipping = state.get("skipping") is True
         counted = _Counter(record, assignment_id)
         end = offset
@@ -332,7 +337,7 @@ def _lines(
 _WORTH_PARSING = (b'"usage"', b'"token_count"', b'"turn_context"', b'"session_meta"')
 
 
-def _turns(reader, line: bytes, carry: dict[str, Any]) -> list[Turn]:
+def _turns(reader: Reader, line: bytes, carry: dict[str, Any]) -> list[Turn]:
     if not any(word in line for word in _WORTH_PARSING):
         return []  # most lines are tool output: never parsed
     try:

@@ -110,6 +110,19 @@ def test_claude_stop_puts_each_turn_once_on_the_attempt_on_both_ledgers(
     assert row["spend"]["assignment"]["turns"] == 3
     assert row["spend"]["assignment"]["cost_usd"] == attempt.cost_usd
     assert row["spend"]["turns"] == 3 and status["spend"]["turns"] == 3
+    if not ledgers.postgres:  # the API serves it too (the same read on both ledgers)
+        from support.api import Server, captain, ok
+
+        token = captain(home.root, "tokens", "create", "--role", "member")["token"]
+        server = Server(home.root, tmp_path / "serve.log").start()
+        try:
+            item = ok(server.get(server.ws(f"/work/{work_id}"), token))
+        finally:
+            server.stop()
+        (api_attempt,) = item["attempts"]
+        assert (api_attempt["turns"], api_attempt["cache_read_tokens"]) == (3, 5003 + 6007)
+        assert api_attempt["cost_usd"] == attempt.cost_usd
+        assert [e["turns"] for e in item["events"] if e["type"] == "spend"] == [2, 3]
     human = io.StringIO()
     with contextlib.redirect_stdout(human):
         assert main(["status", "--home", str(home.root)]) == 0
