@@ -305,7 +305,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p = add(
         "hook",
         "Run by the crew's agent CLI and its tmux window, never by people: "
-        "delivers mail, records turns and deaths. Always exits 0 (fails open).",
+        "delivers mail, records turns, spend and deaths, and refuses tool calls past an "
+        "assignment's budget. Always exits 0 (fails open).",
         None,
     )
     p.add_argument("agent", metavar="AGENT", help="claude | codex | pi | tmux")
