@@ -170,7 +170,18 @@ def review(home: Home, key: str, snapshot: Any, spend: Measured) -> str | None:
 
 def _say(home: Home, key: str, snapshot: Any, kind: str, budget: float, spend: Measured) -> None:
     """The notice ``kind`` for this budget value, once: claimed by its marker, then written
-    (again when a killed review left it unwritten)."""
+    (again when a killed review left it unwritten). A notice that cannot be written now (a
+    full disk; something planted where its marker goes) is tried again by the next call:
+    it never turns a refusal into an allow, so nothing here raises."""
+    try:
+        _claim_and_write(home, key, snapshot, kind, budget, spend)
+    except Exception:  # noqa: BLE001 - the rule's answer stands without its notice
+        pass
+
+
+def _claim_and_write(
+    home: Home, key: str, snapshot: Any, kind: str, budget: float, spend: Measured
+) -> None:
     assignment_id = snapshot.assignment.assignment_id
     marker = _marker(home, key, assignment_id, kind, budget)
     delivery_id = _claimed(home, marker)

@@ -207,3 +207,31 @@ def _ctx(recruit):
     from state.crew.guards import Context
 
     return Context.from_env(recruit.env)
+
+
+@pytest.mark.parametrize("planted", ["marker symlink", "marker garbage", "folder symlink"])
+def test_something_planted_where_the_notice_is_claimed_never_lets_a_call_through(
+    home: Home, jack, gate: Gate, tmp_path: Path, planted: str
+):
+    """A crew process can write the home: whatever it leaves where the held notice's claim
+    goes, the call past the budget is still refused (the notice is what may be lost)."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    folder = home.root / "budget" / "jack"
+    folder.parent.mkdir(exist_ok=True)
+    if planted == "folder symlink":
+        folder.symlink_to(elsewhere)  # the store never follows it: store_error
+    else:
+        folder.mkdir()
+        marker = folder / f"{jack.assignment_id}.held.1.000000.json"
+        if planted == "marker symlink":
+            (elsewhere / "x.json").write_text('{"delivery_id": "dlv_X"}')
+            marker.symlink_to(elsewhere / "x.json")
+        else:
+            marker.write_bytes(b"\x00not json")
+    gate.add(turn("m1", 400_000))  # $1.20
+    assert "budget" in denied(gate())
+    assert "budget" in denied(gate())
+    assert sorted(p.name for p in elsewhere.iterdir()) == (
+        ["x.json"] if planted == "marker symlink" else []
+    )  # nothing written through a link
