@@ -30,10 +30,39 @@ def _log(path: str | None, kind: str, text: str) -> None:
         os.fsync(f.fileno())
 
 
-def _captain(*args: str) -> subprocess.CompletedProcess:
+def _captain(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "captain_tui", *args], capture_output=True, text=True
+        [sys.executable, "-m", "captain_tui", *args], capture_output=True, text=True, input=stdin
     )
+
+
+# The demo crew's "model": each turn is one line of a Claude Code style transcript, which
+# captain's Stop hook measures as it does a real agent's (docs/ledger.md "Spend"), so the
+# cockpit's Spend column and header total have something to show.
+DEMO_MODEL = "claude-sonnet-4-5"
+
+
+def _turn(name: str, n: int) -> None:
+    """One turn's usage in this crew's transcript, then the Stop hook, as an agent would.
+    The transcript is kept beside the home (the demo's own directory, removed with it)."""
+    home = os.environ.get("CAPTAIN_HOME")
+    if not home:
+        return
+    folder = os.path.join(os.path.dirname(os.path.abspath(home)), "transcripts")
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"{name.lower()}-{os.getpid()}.jsonl")
+    usage = {
+        "input_tokens": 40 + 9 * n,
+        "output_tokens": 700 + 130 * n,
+        "cache_read_input_tokens": 12_000 + 2_500 * n,
+        "cache_creation_input_tokens": 900 + 60 * n,
+    }
+    message = {"id": f"msg_demo_{os.getpid()}_{n}", "model": DEMO_MODEL, "usage": usage}
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps({"type": "assistant", "message": message}) + "\n")
+    # stop_hook_active: the hook only measures, never asks this crew to keep going
+    stop = {"hook_event_name": "Stop", "stop_hook_active": True, "transcript_path": path}
+    _captain("hook", "claude", "Stop", stdin=json.dumps(stop))
 
 
 def _busy(seconds: float) -> None:
@@ -65,12 +94,15 @@ class Auto:
         self.changes = changes or []  # files (relative to its cwd) it edits before done
         self.asked = False
         self.task = ""
+        self.turns = 0
 
     def on_mail(self, messages: list[dict]) -> None:
         kinds = {m["kind"] for m in messages}
         if not messages:
             return
         _busy(self.work)
+        self.turns += 1
+        _turn(self.name, self.turns)
         if "assignment" in kinds:
             self.asked = False
             self.task = [m for m in messages if m["kind"] == "assignment"][-1]["text"]

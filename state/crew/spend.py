@@ -171,8 +171,12 @@ RECENT_MAX = 64  # newest turns whose figures are kept, to raise a turn written 
 MODELS_MAX = 32  # per assignment; more distinct model names than this is garbage
 MODEL_MAX = 100  # characters of a model name kept
 SOURCES_MAX = 16  # transcripts followed per crew (the newest kept)
-READ_MAX = 16 * 1024 * 1024  # bytes of transcript read per call; the rest next time
-LINE_MAX = 4 * 1024 * 1024  # a longer line is no usage record: skipped unread
+# Bytes of transcript read per call (the rest next time): a turn's own lines are far
+# fewer; catching up on a long transcript costs a few turns' hooks ~0.1 s each at most.
+READ_MAX = 8 * 1024 * 1024
+# A longer line is skipped unread (a tool call writing a huge file; its message's other
+# lines carry the same ID and usage). Below READ_MAX, or such a line could never be read.
+LINE_MAX = 4 * 1024 * 1024
 HEAD = 256  # bytes of a transcript's start that say it is the same file
 
 

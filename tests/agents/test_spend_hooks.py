@@ -123,6 +123,13 @@ def test_claude_stop_puts_each_turn_once_on_the_attempt_on_both_ledgers(
         assert (api_attempt["turns"], api_attempt["cache_read_tokens"]) == (3, 5003 + 6007)
         assert api_attempt["cost_usd"] == attempt.cost_usd
         assert [e["turns"] for e in item["events"] if e["type"] == "spend"] == [2, 3]
+    shown_human = io.StringIO()
+    with contextlib.redirect_stdout(shown_human):
+        assert main(["work", "show", work_id, "--home", str(home.root)]) == 0
+    assert (
+        f"cost ${attempt.cost_usd:.4f} (3 turns: 2512 in, 71 out, 11010 cache read, "
+        "707 cache write)" in shown_human.getvalue()
+    ), shown_human.getvalue()
     human = io.StringIO()
     with contextlib.redirect_stdout(human):
         assert main(["status", "--home", str(home.root)]) == 0

@@ -32,6 +32,12 @@ def test_demo_in_a_real_terminal_answer_a_question_and_see_the_crew_finish(tmp_p
             what="three questions in the cockpit",
         )
         assert "asked" in screen
+        # each crew's turn was measured by the real Stop hook: the header sums it
+        poll(
+            lambda: " spent $" in outer.capture(pane),
+            timeout=20,
+            what="the crews' spend in the header",
+        )
         outer.key(pane, "a")
         poll(lambda: "ctrl+s" in outer.capture(pane), timeout=10, what="the answer modal")
         outer.type(pane, "Yes, show both.")

@@ -9,6 +9,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from state.crew import spend
 from state.errors import CaptainError
@@ -312,3 +314,63 @@ def test_pi_session_each_entry_once(home: Home, tmp_path):
     got = spend.measure(home, KEY, AID, "pi", str(t))
     assert tokens(got) == (30, 10, 2, 1, 2)
     assert got.cost_usd == round((30 * 1.0 + 10 * 5.0 + 2 * 0.10 + 1 * 1.25) / 1e6, 6)
+
+
+def test_hooks_measuring_at_once_count_each_turn_once(home: Home, tmp_path: Path):
+    """Four processes (as hooks of one crew would be) measure one transcript at once, while
+    it grows: every turn counts once (the turn IDs do it; the crew's spend lock keeps one
+    measurement from undoing another's)."""
+    import subprocess
+    import sys
+
+    t = tmp_path / "t.jsonl"
+    write(t, [claude_line(f"msg_{n}", SONNET, 10, 1) for n in range(50)])
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from state.home import Home\n"
+        "from state.crew import spend\n"
+        "home = Home(Path(sys.argv[1]))\n"
+        "for _ in range(20):\n"
+        "    spend.measure(home, 'jack', 'asg_1', 'claude', sys.argv[2])\n"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, str(home.root), str(t)]) for _ in range(4)
+    ]
+    append(t, [claude_line(f"msg_{n}", SONNET, 10, 1) for n in range(50, 80)])
+    assert [p.wait(timeout=60) for p in procs] == [0, 0, 0, 0]
+    got = spend.measure(home, KEY, AID, "claude", str(t))
+    assert tokens(got) == (800, 80, 0, 0, 80)
+
+
+@settings(max_examples=25, derandomize=True, deadline=None)
+@given(
+    garbage=st.lists(st.binary(max_size=300), max_size=8),
+    cuts=st.lists(st.integers(min_value=0, max_value=4000), max_size=4),
+    repeats=st.lists(st.integers(min_value=0, max_value=5), max_size=6),
+)
+def test_garbage_cuts_and_repeats_never_inflate_the_figure(
+    tmp_path_factory, garbage, cuts, repeats
+):
+    """Six turns, garbage lines between them, some turns written again, the file measured
+    at arbitrary cut points as it is written: the figure is the six turns, once each."""
+    home = Home(tmp_path_factory.mktemp("h"))
+    t = home.root.parent / f"{home.root.name}.jsonl"
+    turns = [claude_line(f"msg_{n}", SONNET, 100 + n, 10 + n).encode() + b"\n" for n in range(6)]
+    body = b""
+    for n, line in enumerate(turns):
+        body += line
+        if n < len(garbage):
+            body += garbage[n].replace(b"\n", b" ") + b"\n"
+    for r in repeats:
+        body += turns[r]
+    written = 0
+    for cut in sorted(c % (len(body) + 1) for c in cuts):
+        with t.open("ab") as f:
+            f.write(body[written:cut])
+        written = max(written, cut)
+        spend.measure(home, KEY, AID, "claude", str(t))
+    with t.open("ab") as f:
+        f.write(body[written:])
+    got = spend.measure(home, KEY, AID, "claude", str(t))
+    assert tokens(got) == (615, 75, 0, 0, 6)
