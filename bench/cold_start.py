@@ -6,7 +6,9 @@ path: the question is answered (untimed) between runs. `inbox` is measured twice
 answer waiting (delivered, then read) and with nothing waiting. `hook claude Stop` runs with
 no mail waiting on an unfinished assignment (it blocks the stop), the common case; `hook
 claude Stop (spend)` the same with a transcript holding one new turn, which it measures
-(docs/ledger.md "Spend") and hands to the detached recorder.
+(docs/ledger.md "Spend") and hands to the detached recorder. `hook claude PreToolUse
+(budget)` is the budget's gate before every tool call (docs/budgets.md): the assignment has
+a budget, its transcript one new turn, which the gate measures and finds under it.
 
     python bench/cold_start.py [--runs 10] [--smoke] [--json PATH]
 
@@ -107,6 +109,7 @@ def main() -> int:
             "inbox (nothing waiting)": [],
             "hook claude Stop": [],
             "hook claude Stop (spend)": [],
+            "hook claude PreToolUse (budget)": [],
         }
         stop = json.dumps({"session_id": "bench", "stop_hook_active": False})
 
@@ -144,6 +147,27 @@ def main() -> int:
             while len(list(events.iterdir())) <= before and time.monotonic() < deadline:
                 time.sleep(0.02)
 
+        # the budget's gate: a budget on the assignment (set untimed), a transcript of its own
+        gated = Path(tmp) / "gated.jsonl"
+        gated.write_text("")
+        pre_tool = json.dumps(
+            {"session_id": "bench", "tool_name": "Bash", "transcript_path": str(gated)}
+        )
+        _run(
+            captain
+            + ["tell", "Jack", "--assignment", recruit["assignment_id"], "--budget-usd", "1000"],
+            base,
+        )
+
+        def gated_turn(n: int) -> None:
+            usage = {"input_tokens": 700 + n, "output_tokens": 30 + n}
+            line = {
+                "type": "assistant",
+                "message": {"id": f"pre_{n}", "model": "claude-sonnet-4-5", "usage": usage},
+            }
+            with gated.open("a") as f:
+                f.write(json.dumps(line) + "\n")
+
         _run(captain + ["check", "Jack", "edit", "src/a.py"], crew_env)  # warm-up: bytecode
         for _ in range(args.runs):
             results["python -c pass"].append(_run([sys.executable, "-c", "pass"], base)[0])
@@ -162,6 +186,11 @@ def main() -> int:
             out = timed("hook claude Stop (spend)", ["hook", "claude", "Stop"], spend_stop)
             assert '"block"' in out
             recorded(before)
+            gated_turn(len(results["hook claude PreToolUse (budget)"]))
+            said = timed(
+                "hook claude PreToolUse (budget)", ["hook", "claude", "PreToolUse"], pre_tool
+            )
+            assert said == "", said  # under the budget: the call runs
     base_ms = statistics.median(results["python -c pass"])
     rows = []
     for name, values in results.items():

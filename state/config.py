@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from state.errors import CaptainError
+from state.vocab import BUDGET_MAX_USD, BUDGET_MIN_USD
 
 DEFAULT_WAIT_TIMEOUT = 86400.0
 # how long an agent's permission hook holds its prompt for the captain's decision; then the
@@ -117,6 +118,8 @@ SETTINGS: dict[str, dict[str, Setting]] = {
         # the tools a pi crew's calls to are held for the captain (pi asks about nothing
         # itself; docs/approvals.md): read when the crew's pi starts; none by default
         "pi_approval_tools": Setting("tools", ()),
+        # each assignment's budget unless --budget-usd gives one (docs/budgets.md); none
+        "budget_usd": Setting("number", None, BUDGET_MIN_USD, BUDGET_MAX_USD, "US dollars"),
     },
     "ledger": {
         "slots": Setting("integer", DEFAULT_SLOTS, 1, 10_000),

@@ -100,11 +100,21 @@ class Recruited(_Event):
     pane: PaneLocator | None = None  # None: recorded only (--no-launch), or waiting
     launch: LaunchSpec | None = None  # set when the pane waits for a ledger slot
     workspace: Workspace | None = None  # None: no worktree (the crew shares the checkout)
+    budget_usd: float | None = None  # the first assignment's budget (docs/budgets.md)
 
 
 class Assigned(_Event):
     type: Literal["assigned"] = "assigned"
     assignment: AssignmentSpec
+    budget_usd: float | None = None  # this assignment's budget; None: none
+
+
+class BudgetSet(_Event):
+    """The captain set the current assignment's budget (``tell --budget-usd``)."""
+
+    type: Literal["budget_set"] = "budget_set"
+    assignment_id: str
+    budget_usd: float | None
 
 
 class Asked(_Event):
@@ -161,7 +171,7 @@ class Launched(_Event):
 
 
 CrewEvent = Annotated[
-    Union[Recruited, Assigned, Asked, Finished, Dismissed, Launched, WorktreeDiscarded],
+    Union[Recruited, Assigned, Asked, Finished, Dismissed, Launched, WorktreeDiscarded, BudgetSet],
     Field(discriminator="type"),
 ]
 
@@ -208,6 +218,7 @@ class CrewSnapshot(Record):
     launched_at: datetime | None = None  # when its pane started (None: not launched)
     workspace: Workspace | None = None  # its own worktree; None: it shares the checkout
     worktree: WorktreeFate | None = None  # what its dismissal decided for the worktree
+    budget_usd: float | None = None  # the current assignment's budget (docs/budgets.md)
 
 
 class Message(Record):

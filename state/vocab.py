@@ -9,6 +9,13 @@ from __future__ import annotations
 SUMMARY_MAX = 1600
 MAX_INPUT_BYTES = 256 * 1024  # a work item's accepted input, as stored (state.work.ledger)
 
+# An assignment's budget in US dollars (docs/budgets.md): a positive amount in this range,
+# whether typed (--budget-usd) or configured ([crew] budget_usd); the captain is told once
+# when the measured spend reaches BUDGET_WARN_SHARE of it, and the crew is held at all of it.
+BUDGET_MIN_USD = 0.01
+BUDGET_MAX_USD = 1_000_000.0
+BUDGET_WARN_SHARE = 0.8
+
 ACTIONS = ("read", "search", "edit", "test", "build", "format", "commit", "version", "delete")
 PATH_ACTIONS = frozenset({"edit", "format", "delete", "commit", "version"})
 STATUSES = (

@@ -219,3 +219,65 @@ def test_spend_accounting_loads_no_pydantic(tmp_path: Path):
     """
     result = run_python(code, cwd=tmp_path)
     assert result == {"turns": [1, 1], "loaded": []}
+
+
+def test_the_budget_gate_loads_no_pydantic(cli, project: Path, tmp_path: Path):
+    """PreToolUse runs before every tool call: under a budget it measures the transcript
+    and says nothing, and at the budget it refuses, once the held notice is said, without
+    pydantic (only saying a notice, once per budget amount, pays for the models)."""
+    from state.crew import budget, crewlog, spend
+    from state.home import Home
+
+    transcript = tmp_path / "t.jsonl"
+    line = {
+        "type": "assistant",
+        "message": {
+            "id": "m1",
+            "model": "claude-sonnet-4-5",
+            "usage": {"input_tokens": 1_000_000, "output_tokens": 2},  # $3.00
+        },
+    }
+    transcript.write_text(json.dumps(line) + "\n")
+    envs = {}
+    for name, amount in (("Jack", "0.5"), ("Kim", "100")):
+        r = cli("crew", name, "--task", "T", "--budget-usd", amount, "--no-launch", "--json")
+        assert r.code == 0, r.err
+        envs[name] = r.json["env"]
+    home = Home(cli.home)
+    snapshot, _ = crewlog.load(home, "jack")
+    assert snapshot is not None
+    measured = spend.measure(home, "jack", snapshot.assignment.assignment_id, "claude", None)
+    assert budget.review(home, "jack", snapshot, measured) is None  # nothing read yet
+    code = f"""
+        import contextlib, io, json, os, sys
+        from captain_tui.cli.main import main
+
+        def run(env):
+            os.environ.update(env)
+            sink = io.StringIO()
+            sys.stdin = io.StringIO(json.dumps({{"hook_event_name": "PreToolUse",
+                "tool_name": "Bash", "transcript_path": {str(transcript)!r}}}))
+            with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(io.StringIO()):
+                main(["hook", "claude", "PreToolUse"])
+            return sink.getvalue()
+
+        out = {{"said": run({envs["Kim"]!r})}}
+        out["loaded"] = sorted(m for m in sys.modules if m.split(".")[0] == "pydantic")
+        print(json.dumps(out))
+    """
+    result = run_python(code, cwd=project, env=envs["Kim"])
+    assert result == {"said": "", "loaded": []}  # $3.00 of $100: nothing to say
+
+    # Jack is over his: the first refusal says the held notice (the models write it) ...
+    measured = spend.measure(
+        home, "jack", snapshot.assignment.assignment_id, "claude", str(transcript)
+    )
+    assert measured.cost_usd is not None and measured.cost_usd >= 3.0
+    assert budget.review(home, "jack", snapshot, measured) is not None
+    # ... and every call after it refuses on plain records
+    transcript.write_text(transcript.read_text() + json.dumps(line).replace("m1", "m2") + "\n")
+    jack = run_python(code.replace(repr(envs["Kim"]), repr(envs["Jack"])), cwd=project)
+    answer = json.loads(jack["said"])["hookSpecificOutput"]
+    assert answer["hookEventName"] == "PreToolUse" and answer["permissionDecision"] == "deny"
+    assert "budget" in answer["permissionDecisionReason"]
+    assert jack["loaded"] == []

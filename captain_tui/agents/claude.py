@@ -1,7 +1,7 @@
 """Claude Code crews: started with captain's hooks, which deliver mail into the agent's context.
 
 A settings file passed with ``claude --settings FILE`` registers
-``captain hook claude EVENT`` for the five events captain handles, in Claude Code's
+``captain hook claude EVENT`` for the six events captain handles, in Claude Code's
 settings schema::
 
     {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "captain hook claude Stop"}]}],
@@ -23,7 +23,14 @@ from pathlib import Path
 from captain_tui.agents.codex import hook_timeout
 from captain_tui.agents.kinds import WAKE_LINE, captain_argv, captain_command, require
 
-EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "Notification", "PermissionRequest")
+EVENTS = (
+    "SessionStart",
+    "UserPromptSubmit",
+    "Stop",
+    "Notification",
+    "PermissionRequest",
+    "PreToolUse",  # the budget's gate (docs/budgets.md)
+)
 
 
 def hook_command(captain: list[str], event: str) -> str:
@@ -32,7 +39,7 @@ def hook_command(captain: list[str], event: str) -> str:
 
 
 def hook_settings(captain: list[str], permission_timeout: int | None = None) -> dict:
-    """Claude Code settings registering captain's five hooks, ``captain`` being the argv
+    """Claude Code settings registering captain's six hooks, ``captain`` being the argv
     that runs captain (e.g. ``["/venv/bin/captain"]`` or ``[python, "-m", "captain_tui"]``).
     ``permission_timeout``: seconds Claude Code lets PermissionRequest run (it holds the
     prompt for the captain's decision; ``codex.hook_timeout``)."""

@@ -14,10 +14,11 @@ warning). From Codex's source (``codex-rs/hooks/src/engine/discovery.rs``, ``con
   "hooks": [normalized handler]})``, keys sorted, compact, the handler's ``timeout``
   filled in (default 600) and absent options left out.
 
-``PermissionRequest`` becomes one ``awaiting_approval`` signal and ``Stop`` the turn's
-``idle``; ``notify`` is no longer set (it would also fire for Codex's internal
-title-generation turn). The mail body is still typed into the composer by the doorbell.
-The hook handlers themselves are ``captain_tui.agents.hooks``.
+``PermissionRequest`` becomes one ``awaiting_approval`` signal, ``Stop`` the turn's
+``idle``, and ``PreToolUse`` is the budget's gate (docs/budgets.md: it refuses a tool call
+once the assignment's measured spend reaches its budget); ``notify`` is no longer set (it
+would also fire for Codex's internal title-generation turn). The mail body is still typed
+into the composer by the doorbell. The hook handlers themselves are ``captain_tui.agents.hooks``.
 """
 
 from __future__ import annotations
@@ -29,7 +30,11 @@ import shlex
 from captain_tui.agents.kinds import captain_argv, captain_command, require
 
 # Codex's event name -> the label its hook keys and hashes use.
-EVENTS = {"PermissionRequest": "permission_request", "Stop": "stop"}
+EVENTS = {
+    "PermissionRequest": "permission_request",
+    "Stop": "stop",
+    "PreToolUse": "pre_tool_use",  # the budget's gate (docs/budgets.md)
+}
 SESSION_FLAGS_SOURCE = "/<session-flags>/config.toml"
 HOOK_TIMEOUT = 30  # seconds; Codex waits for a hook, and captain's take milliseconds
 # Every run: no app-server daemon left behind (nor its 404 MB copy in CODEX_HOME), and

@@ -15,12 +15,20 @@ Claude Code (registered by ``agents.claude``; the hook JSON arrives on stdin):
   ``awaiting_approval`` signal; the hook holds the prompt up to ``[crew] approval_timeout``
   for ``captain approve`` and answers with that decision only. Otherwise nothing is
   printed and the agent's own prompt appears (docs/approvals.md).
+- ``PreToolUse``: the budget's gate (docs/budgets.md): with a budget on the assignment, the
+  spend is measured from the transcript it names and, at the budget, the call is refused
+  with ``{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision":
+  "deny", "permissionDecisionReason": TEXT}}``; otherwise nothing is printed. The Stop
+  hook lets a crew held by its budget stop.
 
 Codex (registered by ``agents.codex`` with ``-c`` overrides; JSON on stdin, Claude-style):
 
 - ``PermissionRequest``: as Claude Code's (a request held for the captain's decision;
   no "allow for this session": Codex refuses ``updatedPermissions``).
 - ``Stop``: an ``idle`` signal carrying ``last_assistant_message``; never blocks.
+- ``PreToolUse``: the budget's gate, as Claude Code's (Codex 0.169 takes the same
+  ``permissionDecision: "deny"`` with a reason, and names its session record as
+  ``transcript_path``).
 - ``notify`` (crews started before the hooks): ``captain hook codex notify JSON``; an
   ``agent-turn-complete`` is ``idle``, except for Codex's internal title-generation turn.
 
@@ -36,6 +44,9 @@ pi (captain's extension, ``agents.pi``, runs the hook with the event's JSON on s
   nothing itself): an approval request held as Claude Code's ``PermissionRequest``; the
   captain's decision is printed as ``{"decision": …, "reason": …}``. Nothing printed (no
   decision in time, any failure): the extension shows pi's own confirm dialog in the pane.
+- ``budget`` (the extension's ``tool_call`` handler calls it first, for every call): the
+  budget's gate: at the budget it prints ``{"block": true, "reason": TEXT}``, which the
+  extension returns to pi (the call is not run, nor held for approval).
 - pi cannot be held at a stop: finishing (``captain done``) or asking is left to the protocol
   line every mail carries.
 
@@ -73,7 +84,14 @@ if TYPE_CHECKING:
     from state.crew_side.plain import Rec
     from state.records import CrewSnapshot, Message
 
-CLAUDE_EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "Notification", "PermissionRequest")
+CLAUDE_EVENTS = (
+    "SessionStart",
+    "UserPromptSubmit",
+    "Stop",
+    "Notification",
+    "PermissionRequest",
+    "PreToolUse",
+)
 CODEX_TURN_COMPLETE = "agent-turn-complete"
 MAX_INPUT = 16 * 1024 * 1024  # characters of hook JSON read from stdin; more fails open
 # What pi's extension reads of a hook's output (MAX_OUTPUT in pi_extension.ts is 4 MiB):
@@ -297,6 +315,10 @@ def _claude_stop_decision(call: Call, data: dict) -> None:
         return
     if guards.pending_question(home, key, snapshot) is not None:
         return  # it asked and waits for the answer: stopping is right
+    from state.crew import budget
+
+    if budget.is_held(home, key, snapshot):
+        return  # held by its budget: every tool is refused, so stopping is right
     name, spec = snapshot.name, snapshot.assignment
     _emit(
         call.stdout,
@@ -577,6 +599,51 @@ def _pi_idle(call: Call, data: dict) -> None:
     _signal(call, "idle", text or "finished its turn")
 
 
+# -- budgets (docs/budgets.md): every agent's pre-tool gate, one rule ----------------------
+
+
+def _over_budget(call: Call, source: object) -> str | None:
+    """The refusal for this tool call when the crew's assignment is at its budget, else
+    None (no budget, or under it). The spend is measured first, from ``source`` (the
+    transcript or session record the agent named, None when it names none):
+    ``state.crew.budget.review`` holds the rule and says the notices."""
+    home, ctx = _crew(call.env)
+    key, snapshot = _current(home, ctx)
+    if getattr(snapshot, "budget_usd", None) is None:
+        return None  # no budget: nothing to measure against here
+    from state.crew import budget, spend
+
+    path = source if isinstance(source, str) and source else None
+    measured = spend.measure(home, key, snapshot.assignment.assignment_id, call.agent, path)
+    return budget.review(home, key, snapshot, measured)
+
+
+def _pre_tool_use(call: Call) -> None:
+    """PreToolUse (Claude Code, Codex): refuse the call at the budget, else say nothing."""
+    data = _input(call)
+    reason = _over_budget(call, data.get("transcript_path"))
+    if reason is not None:
+        _emit(
+            call.stdout,
+            {
+                "hookSpecificOutput": {
+                    "hookEventName": "PreToolUse",
+                    "permissionDecision": "deny",
+                    "permissionDecisionReason": reason,
+                }
+            },
+        )
+
+
+def _pi_budget(call: Call) -> None:
+    """budget (pi's extension's tool_call handler calls it first, for every call, naming
+    pi's ``session_file``): ``{"block": true, "reason": TEXT}`` at the budget."""
+    data = _input(call)
+    reason = _over_budget(call, data.get("session_file"))
+    if reason is not None:
+        _emit(call.stdout, {"block": True, "reason": reason})
+
+
 # -- spend (state/crew/spend.py) -------------------------------------------------------------
 
 SPEND_EVENT = "spend"  # captain hook AGENT spend ASSIGNMENT: the figure onto the ledger
@@ -650,12 +717,15 @@ HANDLERS: dict[tuple[str, str], Callable[[Call], None]] = {
     ("claude", "Stop"): _claude_stop,
     ("claude", "Notification"): _claude_notification,
     ("claude", "PermissionRequest"): _permission_request,
+    ("claude", "PreToolUse"): _pre_tool_use,
     ("codex", "notify"): _codex_notify,
     ("codex", "PermissionRequest"): _permission_request,
     ("codex", "Stop"): _codex_stop,
+    ("codex", "PreToolUse"): _pre_tool_use,
     ("pi", "before_agent_start"): _pi_inject,
     ("pi", "agent_end"): _pi_agent_end,
     ("pi", "tool_call"): _permission_request,
+    ("pi", "budget"): _pi_budget,
     ("claude", SPEND_EVENT): _record_spend,
     ("codex", SPEND_EVENT): _record_spend,
     ("pi", SPEND_EVENT): _record_spend,

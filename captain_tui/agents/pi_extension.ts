@@ -19,6 +19,9 @@
 //   reads TEXT as its result). No decision (none in time, captain failing, the hook
 //   killed): pi's own confirm dialog asks the person in the pane; never an allow. Without
 //   a UI (print mode) the call is blocked.
+// - tool_call, every call, first: the budget's gate (budgetGate below, the hook `budget`,
+//   docs/budgets.md): at the assignment's budget it prints {"block": true, "reason": TEXT}
+//   and the call is not run (nor held for approval).
 //
 // Fails open everywhere: whatever captain does (missing, slow, crashing, printing garbage),
 // pi carries on (a gated call: to pi's confirm dialog). A hook gets HOOK_TIMEOUT_MS (a gated
@@ -157,6 +160,28 @@ function spendSource(ctx: any): string {
 	}
 }
 
+// -- the budget's gate (docs/budgets.md) -------------------------------------------------
+// Its own function, called first by the tool_call handler: captain's hook measures the
+// spend from pi's session file and answers {"block": true, "reason": TEXT} once the
+// assignment's measured spend reaches its budget, and nothing otherwise. Fails open
+// (undefined: the call runs).
+async function budgetGate(
+	event: any,
+	ctx: any,
+): Promise<{ block: true; reason: string } | undefined> {
+	try {
+		const tool = typeof event?.toolName === "string" ? event.toolName : "";
+		const data = answer(
+			await hook("budget", { tool_name: clip(tool), session_file: clip(spendSource(ctx)) }),
+		);
+		if (data?.block !== true) return undefined;
+		const reason = typeof data.reason === "string" && data.reason ? data.reason : "budget reached";
+		return { block: true, reason };
+	} catch {
+		return undefined;
+	}
+}
+
 export default function (pi: any) {
 	pi.on("before_agent_start", async (event: any) => {
 		try {
@@ -177,7 +202,11 @@ export default function (pi: any) {
 		allowed.clear();
 	});
 
+	// One handler, so the order is ours: a call past the budget is refused before it is
+	// held for an approval the captain would then be asked for in vain.
 	pi.on("tool_call", async (event: any, ctx: any) => {
+		const refused = await budgetGate(event, ctx);
+		if (refused) return refused;
 		const tool = typeof event?.toolName === "string" ? event.toolName.toLowerCase() : "";
 		if (!GATED.includes(tool) || allowed.has(tool)) return undefined;
 		let data: Record<string, unknown> | undefined;

@@ -57,6 +57,7 @@ def cmd_crew(args, out: Out) -> int:
             session=args.session,
             launch=not args.no_launch,
             worktree=not args.no_worktree,
+            budget_usd=args.budget_usd,
         ),
         ctx=caller(),
     )
@@ -109,6 +110,7 @@ def cmd_assign(args, out: Out) -> int:
         owns=args.owns,
         allow=args.allow,
         ctx=caller(),
+        budget_usd=args.budget_usd,
     )
     bell = _bell(home, args.name)
     out.ok(
@@ -129,16 +131,33 @@ def cmd_tell(args, out: Out) -> int:
     from captain_tui import usecases
 
     home = home_of(args)
-    m = usecases.tell(home, args.name, args.message, assignment_id=args.assignment, ctx=caller())
-    bell = _bell(home, m.crew)
+    told = usecases.tell_with_budget(
+        home,
+        args.name,
+        args.message,
+        assignment_id=args.assignment,
+        ctx=caller(),
+        budget_usd=args.budget_usd,
+    )
+    m = told.message
+    bell = _bell(home, told.crew) if m is not None else None
+    words = f"Queued {m.message_id} for {told.crew}." if m is not None else ""
+    if args.budget_usd is not None:
+        from state.crew.budget import usd
+
+        shown = usd(told.budget_usd) if told.budget_usd is not None else "none"
+        words = (words + " " if words else "") + (
+            f"{told.crew}'s budget on {told.assignment_id} is now {shown}."
+        )
     out.ok(
         {
-            "crew": m.crew,
-            "message_id": m.message_id,
-            "assignment_id": m.assignment_id,
+            "crew": told.crew,
+            "message_id": m.message_id if m is not None else None,
+            "assignment_id": told.assignment_id,
             "doorbell": bell,
+            "budget_usd": told.budget_usd,
         },
-        f"Queued {m.message_id} for {m.crew}." + _bell_line(bell, m.crew),
+        words + _bell_line(bell, told.crew),
     )
     return 0
 

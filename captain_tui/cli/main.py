@@ -27,6 +27,7 @@ from captain_tui.cli.args import (
 )
 from captain_tui.cli.out import PROG, Out, printable
 from state.errors import CaptainError
+from state.vocab import BUDGET_MAX_USD, BUDGET_MIN_USD
 
 CREW_SIDE = frozenset({"check", "ask", "done", "inbox"})
 _SINGLE_POSITIONALS = ("name", "message", "question", "question_id", "action")
@@ -83,6 +84,15 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             "version, delete); repeatable" + tail,
         )
 
+    def budget(p, what: str) -> None:
+        p.add_argument(
+            "--budget-usd",
+            metavar="AMOUNT",
+            help=f"{what}, in US dollars from {BUDGET_MIN_USD} to {BUDGET_MAX_USD:,.0f}. When "
+            "the measured spend reaches 80 %% of it the captain is told; at 100 %% the "
+            "agent's tool calls are refused and the crew is held (docs/budgets.md)",
+        )
+
     p = add("crew", "Recruit a crew member with its first assignment.", captain_commands.cmd_crew)
     p.add_argument("name", metavar="NAME")
     p.add_argument("--task", required=True, metavar="TEXT", help="the first assignment")
@@ -125,6 +135,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "branch (the default in a git project unless [worktree] enabled = false; "
         "docs/worktrees.md)",
     )
+    budget(p, "the first assignment's budget (default: [crew] budget_usd, else none)")
 
     p = add(
         "assign",
@@ -135,15 +146,21 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--task", required=True, metavar="TEXT")
     p.add_argument("--handoff", required=True, metavar="ID", help="the finished assignment's ID")
     grants(p, inherit=True)
+    budget(p, "this assignment's budget (default: [crew] budget_usd, else none)")
 
     p = add(
         "tell",
-        "Append a follow-up message to the crew's active assignment.",
+        "Append a follow-up message to the crew's active assignment, or set its budget.",
         captain_commands.cmd_tell,
     )
     p.add_argument("name", metavar="NAME")
-    p.add_argument("message", metavar="MESSAGE")
+    p.add_argument("message", metavar="MESSAGE", nargs="?", help="(optional with --budget-usd)")
     p.add_argument("--assignment", required=True, metavar="ID")
+    budget(
+        p,
+        "the assignment's new budget; raised past the spend, it releases a crew held by "
+        "its budget (its next tool call runs)",
+    )
 
     p = add("answer", "Answer the crew's pending question.", captain_commands.cmd_answer)
     p.add_argument("name", metavar="NAME")
@@ -288,7 +305,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p = add(
         "hook",
         "Run by the crew's agent CLI and its tmux window, never by people: "
-        "delivers mail, records turns and deaths. Always exits 0 (fails open).",
+        "delivers mail, records turns, spend and deaths, and refuses tool calls past an "
+        "assignment's budget. Always exits 0 (fails open).",
         None,
     )
     p.add_argument("agent", metavar="AGENT", help="claude | codex | pi | tmux")

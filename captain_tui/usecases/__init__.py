@@ -8,9 +8,10 @@ only turn a result into words (``captain_tui.cli``, ``captain_tui.cockpit.jobs``
 holds what both say) or JSON (``captain_tui.api``). A refusal is a ``CaptainError`` raised
 before anything is written.
 
-``crew_ops`` (recruit, assign, tell, answer, acknowledge, dismiss, ring, jump), ``review_ops``
-(change, change_summary, diff_bytes, comment), ``work_ops`` (cancel, replay, resolve, actor),
-``landing_ops`` (land, landing_queue), ``status`` (the read model), ``words``.
+``crew_ops`` (recruit, assign, tell, tell_with_budget, answer, acknowledge, dismiss, ring,
+jump), ``review_ops`` (change, change_summary, diff_bytes, comment), ``work_ops`` (cancel,
+replay, resolve, actor), ``landing_ops`` (land, landing_queue), ``status`` (the read model),
+``words``.
 May import ``captain_tui.runtime``, ``captain_tui.repo``, ``captain_tui.agents`` and
 ``state``; never the CLI, the cockpit, the API or Textual.
 """
@@ -30,6 +31,7 @@ from captain_tui.usecases.crew_ops import (
     recruit,
     ring,
     tell,
+    tell_with_budget,
 )
 from captain_tui.usecases.landing_ops import Landing, land, landing_queue
 from captain_tui.usecases.review_ops import change, change_summary, comment, diff_bytes
@@ -69,5 +71,6 @@ __all__ = [
     "status",
     "store_error",
     "tell",
+    "tell_with_budget",
     "workspace_words",
 ]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from captain_tui.repo import worktree
 from captain_tui.runtime import launch
 from captain_tui.runtime.tmux import check_session
-from state.crew import crewlog, guards, notify, protocol
+from state.crew import budget, crewlog, guards, notify, protocol
 from state.crew.guards import CAPTAIN, Context
 from state.errors import CaptainError
 from state.home import Home
@@ -74,6 +74,7 @@ class Recruitment:
     session: str = "captain"
     launch: bool = True  # False: record only (--no-launch); the person starts the process
     worktree: bool = True  # False: share the checkout (--no-worktree); docs/worktrees.md
+    budget_usd: float | str | None = None  # None: [crew] budget_usd (docs/budgets.md)
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,8 @@ def _check_recruitment(req: Recruitment) -> None:
         check_path(req.socket, "tmux socket")
     ledger.check_name(req.session, "tmux session")
     check_session(req.session)  # one tmux keeps as given
+    if req.budget_usd is not None:
+        budget.check_amount(req.budget_usd)
 
 
 def recruit(home: Home, req: Recruitment, *, ctx: Context = CAPTAIN) -> Recruited:
@@ -157,6 +160,7 @@ def recruit(home: Home, req: Recruitment, *, ctx: Context = CAPTAIN) -> Recruite
         assignment_id=assignment_id,
         workspace=space,
         prepare=(lambda: _made(space)) if space and not kept else None,
+        budget_usd=None if req.budget_usd is None else budget.check_amount(req.budget_usd),
     )
     snapshot, _ = crewlog.load(home, key)
     return Recruited(
@@ -203,16 +207,65 @@ def assign(
     owns: list[str] | None = None,
     allow: list[str] | None = None,
     ctx: Context = CAPTAIN,
+    budget_usd: float | str | None = None,
 ):
+    guards.check_captain(ctx, "assign")  # the role first, before any argument is judged
     return protocol.assign(
-        home, name, task, handoff=handoff, owns=owns or None, allow=allow or None, ctx=ctx
+        home,
+        name,
+        task,
+        handoff=handoff,
+        owns=owns or None,
+        allow=allow or None,
+        ctx=ctx,
+        budget_usd=None if budget_usd is None else budget.check_amount(budget_usd),
     )
+
+
+@dataclass(frozen=True)
+class Told:
+    message: Message | None  # None: only the budget was changed
+    budget_usd: float | None  # the assignment's budget now (None: none)
+    crew: str
+    assignment_id: str
 
 
 def tell(
     home: Home, name: str, text: str, *, assignment_id: str, ctx: Context = CAPTAIN
 ) -> Message:
     return protocol.tell(home, name, text, assignment_id=assignment_id, ctx=ctx)
+
+
+def tell_with_budget(
+    home: Home,
+    name: str,
+    text: str | None,
+    *,
+    assignment_id: str,
+    ctx: Context = CAPTAIN,
+    budget_usd: float | str | None = None,
+) -> Told:
+    """A follow-up message, a new budget for the assignment (docs/budgets.md), or both:
+    the amount is judged before anything is written, then the message, then the budget."""
+    guards.check_captain(ctx, "tell")
+    amount = None if budget_usd is None else budget.check_amount(budget_usd)
+    if text is None and amount is None:
+        raise CaptainError(
+            "invalid_argument", "tell needs a MESSAGE, --budget-usd AMOUNT, or both."
+        )
+    message = None
+    if text is not None:
+        message = protocol.tell(home, name, text, assignment_id=assignment_id, ctx=ctx)
+    if amount is not None:
+        now_set = protocol.set_budget(home, name, amount, assignment_id=assignment_id, ctx=ctx)
+        return Told(message, now_set.budget_usd, now_set.name, assignment_id)
+    found, _ = crewlog.load(home, crew_key(name))
+    return Told(
+        message,
+        found.budget_usd if found else None,
+        found.name if found else name,
+        assignment_id,
+    )
 
 
 def answer(

@@ -22,6 +22,7 @@ from state.records import (
     Assigned,
     Bounce,
     BouncedMail,
+    BudgetSet,
     CrewEvent,
     CrewSnapshot,
     Dismissed,
@@ -54,6 +55,7 @@ def fold(snapshot: CrewSnapshot | None, event: CrewEvent) -> CrewSnapshot:
             pane=event.pane,
             launched_at=event.at if event.pane is not None else None,
             workspace=event.workspace,
+            budget_usd=event.budget_usd,
         )
     if snapshot is None:
         raise CaptainError("store_error", f"crew history starts with {event.type}, not recruited")
@@ -64,6 +66,7 @@ def fold(snapshot: CrewSnapshot | None, event: CrewEvent) -> CrewSnapshot:
             done_at=None,
             report=None,
             question=None,
+            budget_usd=event.budget_usd,  # each assignment starts with its own budget
         )
     elif isinstance(event, Asked):
         changes = dict(
@@ -77,6 +80,11 @@ def fold(snapshot: CrewSnapshot | None, event: CrewEvent) -> CrewSnapshot:
         changes = dict(worktree="discarded")
     elif isinstance(event, Launched):
         changes = dict(pane=event.pane, launched_at=event.at)
+    elif isinstance(event, BudgetSet):
+        if event.assignment_id != snapshot.assignment.assignment_id:
+            changes = {}  # written for an assignment that is no longer current: nothing
+        else:
+            changes = dict(budget_usd=event.budget_usd)
     else:  # pragma: no cover - the union is closed
         raise CaptainError("store_error", f"unknown event {event!r}")
     return snapshot.model_copy(update=dict(seq=event.seq, **changes))

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from state.clock import now
-from state.crew import crewlog, death_notice, guards, mailbox, standing
+from state.crew import budget, crewlog, death_notice, guards, mailbox, standing
 from state.crew.guards import CAPTAIN, Context, Verdict, check_captain
 from state.errors import CaptainError
 from state.home import Home
@@ -41,6 +41,7 @@ from state.records import (
     AssignmentSpec,
     Bounce,
     BouncedMail,
+    BudgetSet,
     CrewSnapshot,
     Dismissed,
     Finished,
@@ -216,6 +217,7 @@ def recruit(
     assignment_id: str | None = None,
     workspace: Workspace | None = None,
     prepare: Callable[[], Callable[[], object]] | None = None,
+    budget_usd: float | None = None,
 ) -> Recruit:
     """Record a new crew and its first assignment.
 
@@ -231,6 +233,9 @@ def recruit(
     ``workspace`` (the crew's own git worktree, docs/worktrees.md) is recorded on the
     event; ``prepare`` makes it, under the locks once every rule has passed and before the
     pane starts, and returns its undo, which a recruit that fails later runs.
+
+    ``budget_usd``: the assignment's budget (docs/budgets.md); None takes ``[crew]
+    budget_usd``, which may be none.
     """
     from state.work import ledger  # not at import: crew-side commands skip it
     from state.work import settle as ledger_settle
@@ -238,6 +243,7 @@ def recruit(
     check_captain(ctx, "crew")
     key = crew_key(name)
     check_text(task, "task")
+    budget_usd = _budget(home, budget_usd)
     project_dir = check_path(os.path.abspath(cwd or os.getcwd()), "project directory")
     with _locked(home, "", key):
         snapshot = crewlog.open_locked(home, key)
@@ -297,6 +303,7 @@ def recruit(
                         pane=pane,
                         launch=later if launch is not None and not free else None,
                         workspace=workspace,
+                        budget_usd=budget_usd,
                     )
                     wrote = True
                     crewlog.append(home, key, snapshot, event)
@@ -387,13 +394,17 @@ def assign(
     owns: list[str] | None = None,
     allow: list[str] | None = None,
     ctx: Context = CAPTAIN,
+    budget_usd: float | None = None,
 ) -> AssignmentSpec:
+    """The crew's next assignment, once its last is done and acknowledged. ``budget_usd``:
+    its budget; None takes ``[crew] budget_usd`` (a budget never carries over)."""
     from state.work import ledger  # not at import: crew-side commands skip it
     from state.work import settle as ledger_settle
 
     check_captain(ctx, "assign")
     key = crew_key(name)
     check_text(task, "task")
+    budget_usd = _budget(home, budget_usd)
     with _locked(home, "", key):
         snapshot = _existing(name, crewlog.open_locked(home, key))
         current = snapshot.assignment
@@ -422,7 +433,13 @@ def assign(
                         home,
                         key,
                         snapshot,
-                        Assigned(seq=seq, at=now(), actor="captain", assignment=spec),
+                        Assigned(
+                            seq=seq,
+                            at=now(),
+                            actor="captain",
+                            assignment=spec,
+                            budget_usd=budget_usd,
+                        ),
                     )
                     ledger_settle.claim_if_free(home, spec.assignment_id, snapshot.pane)
                 except BaseException:
@@ -434,6 +451,48 @@ def assign(
                 _take_back(home, key, seq, spec, None, wrote=wrote)
             raise
     return spec
+
+
+def _budget(home: Home, amount: float | None) -> float | None:
+    """The budget a new assignment starts with: the one given, else the config's."""
+    return budget.check_amount(amount) if amount is not None else budget.default(home)
+
+
+def set_budget(
+    home: Home, name: str, amount: float, *, assignment_id: str, ctx: Context = CAPTAIN
+) -> CrewSnapshot:
+    """Set the current assignment's budget (``tell --budget-usd``). A budget raised past
+    the spend releases the crew: its ``held`` notices of this assignment are acknowledged,
+    and the next tool call runs. A budget at or under the spend holds it at once."""
+    check_captain(ctx, "tell")
+    key = crew_key(name)
+    amount = budget.check_amount(amount)
+    with _locked(home, key):
+        snapshot = _existing(name, crewlog.open_locked(home, key))
+        _same_assignment(snapshot, assignment_id)
+        _not_done(snapshot)
+        if snapshot.budget_usd != amount:
+            snapshot = crewlog.append(
+                home,
+                key,
+                snapshot,
+                BudgetSet(
+                    seq=snapshot.seq + 1,
+                    at=now(),
+                    actor="captain",
+                    assignment_id=assignment_id,
+                    budget_usd=amount,
+                ),
+            )
+        from state.crew import spend
+
+        measured = spend.assignment_spend(home, key, assignment_id)
+        if budget.review(home, key, snapshot, measured) is None:
+            held = set(budget.held_notices(home, key, assignment_id))
+            for n in mailbox.unacknowledged(home, key, assignment_id):
+                if n.delivery_id in held:
+                    mailbox.write_ack(home, key, n)
+    return snapshot
 
 
 def _write_mail(
@@ -850,6 +909,7 @@ def crew_status(home: Home, include_dismissed: bool = False) -> list[dict[str, A
                 "owns": snapshot.assignment.owns,
                 "allow": snapshot.assignment.allow,
                 "pane": snapshot.pane.model_dump() if snapshot.pane else None,
+                "budget_usd": snapshot.budget_usd,  # the assignment's (docs/budgets.md)
             }
         )
     return rows

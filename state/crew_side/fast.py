@@ -61,7 +61,7 @@ def open_locked(home: Home, key: str) -> Rec | None:
             raise Unsure("the assignment's work item is not written yet")
     elif event.type == "asked":
         _exists(home.notifications_dir(key) / f"{event.delivery_id}.json")
-    elif event.type != "launched":
+    elif event.type not in ("launched", "budget_set"):  # these two imply no other record
         raise Unsure(f"a {event.type} event is settled by the full path")
     return found
 

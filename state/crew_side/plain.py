@@ -13,6 +13,7 @@ models' bytes exactly (a test compares them), so a record does not say which pat
 from __future__ import annotations
 
 import json
+import math
 import re
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -73,6 +74,9 @@ def _value(value: Any, kind: Any) -> tuple[Any, Any]:  # JSON in, by a shape's k
     elif kind == "int":
         if type(value) is int:
             return value, value
+    elif kind == "float":  # as pydantic reads it: a whole number too, written back as float
+        if type(value) in (int, float) and math.isfinite(value):
+            return float(value), float(value)
     elif kind == "datetime":
         if type(value) is str and _DATETIME.fullmatch(value):
             try:
@@ -146,7 +150,7 @@ def read(store: Store, path: Path, shape: str) -> Rec | None:
 # -- writing ------------------------------------------------------------------------------
 
 
-_TYPES: dict[str, Any] = {"str": str, "int": int, "int>=": int, "str<=": str}
+_TYPES: dict[str, Any] = {"str": str, "int": int, "float": float, "int>=": int, "str<=": str}
 
 
 def _dump(value: Any, kind: Any) -> Any:

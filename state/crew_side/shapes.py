@@ -23,6 +23,7 @@ SHAPES = {
         ('actor', 'actor', ('lit', 'captain', 'crew')),
         ('type', 'type', ('lit', 'assigned')),
         ('assignment', 'assignment', ('model', 'AssignmentSpec')),
+        ('budget_usd', 'budget_usd', ('opt', 'float')),
     ),
     'AssignmentSpec': (
         ('assignment_id', 'assignment_id', 'str'),
@@ -38,6 +39,15 @@ SHAPES = {
         ('delivery_id', 'delivery_id', 'str'),
         ('queued_at', 'queued_at', 'datetime'),
         ('summary', 'summary', 'str'),
+    ),
+    'BudgetSet': (
+        ('schema', 'schema_', ('lit', 1)),
+        ('seq', 'seq', ('int>=', 1)),
+        ('at', 'at', 'datetime'),
+        ('actor', 'actor', ('lit', 'captain', 'crew')),
+        ('type', 'type', ('lit', 'budget_set')),
+        ('assignment_id', 'assignment_id', 'str'),
+        ('budget_usd', 'budget_usd', ('opt', 'float')),
     ),
     'CrewSnapshot': (
         ('schema', 'schema_', ('lit', 1)),
@@ -56,6 +66,7 @@ SHAPES = {
         ('launched_at', 'launched_at', ('opt', 'datetime')),
         ('workspace', 'workspace', ('opt', ('model', 'Workspace'))),
         ('worktree', 'worktree', ('opt', ('lit', 'removed', 'kept', 'discarded', 'gone'))),
+        ('budget_usd', 'budget_usd', ('opt', 'float')),
     ),
     'Dismissed': (
         ('schema', 'schema_', ('lit', 1)),
@@ -152,6 +163,7 @@ SHAPES = {
         ('pane', 'pane', ('opt', ('model', 'PaneLocator'))),
         ('launch', 'launch', ('opt', ('model', 'LaunchSpec'))),
         ('workspace', 'workspace', ('opt', ('model', 'Workspace'))),
+        ('budget_usd', 'budget_usd', ('opt', 'float')),
     ),
     'Workspace': (
         ('project', 'project', 'str'),
@@ -170,4 +182,4 @@ SHAPES = {
     ),
 }
 
-EVENTS = {'recruited': 'Recruited', 'assigned': 'Assigned', 'asked': 'Asked', 'done': 'Finished', 'dismissed': 'Dismissed', 'launched': 'Launched', 'worktree_discarded': 'WorktreeDiscarded'}
+EVENTS = {'recruited': 'Recruited', 'assigned': 'Assigned', 'asked': 'Asked', 'done': 'Finished', 'dismissed': 'Dismissed', 'launched': 'Launched', 'worktree_discarded': 'WorktreeDiscarded', 'budget_set': 'BudgetSet'}

@@ -28,6 +28,7 @@ EVENTS = (
     "Dismissed",
     "Launched",
     "WorktreeDiscarded",
+    "BudgetSet",
 )
 TARGET = Path(__file__).with_name("shapes.py")
 
@@ -48,7 +49,7 @@ def _constrained(kind: object, metadata: list[object], where: str) -> object:
 def _kind(annotation: Any, found: dict[str, tuple[Any, ...]]) -> object:
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
-    if annotation in (str, int):
+    if annotation in (str, int, float):
         return annotation.__name__
     if annotation is datetime:
         return "datetime"

@@ -549,7 +549,7 @@ def test_codex_hook_args_parse_as_toml_and_trust_exactly_captains_hooks(captain)
     for v in values:
         assert set(v) == {"hooks"}
         merged.update(v["hooks"])
-    assert set(merged) == {"PermissionRequest", "Stop", "state"}
+    assert set(merged) == {"PermissionRequest", "Stop", "PreToolUse", "state"}
     for event, label in codex.EVENTS.items():
         (group,) = merged[event]
         assert set(group) == {"hooks"}  # no matcher: every occurrence
@@ -630,7 +630,8 @@ def _fails_open(result) -> None:
 
 
 @pytest.mark.parametrize(
-    "event", ["SessionStart", "UserPromptSubmit", "Stop", "Notification", "PermissionRequest"]
+    "event",
+    ["SessionStart", "UserPromptSubmit", "Stop", "Notification", "PermissionRequest", "PreToolUse"],
 )
 def test_cli_without_crew_env_fails_open(cli, home: Home, jack, event):
     result = cli(
@@ -794,7 +795,7 @@ def test_hook_path_imports_no_ui_or_tmux(jack, project: Path):
 CAPTAIN = [sys.executable, "-m", "captain_tui"]
 
 
-def test_hook_settings_schema_names_all_five_events(tmp_path: Path):
+def test_hook_settings_schema_names_all_six_events(tmp_path: Path):
     captain = ["/opt/my tools/captain's bin/captain"]
     settings = claude_settings.hook_settings(captain)
     assert json.loads(json.dumps(settings)) == settings
@@ -805,6 +806,7 @@ def test_hook_settings_schema_names_all_five_events(tmp_path: Path):
         "Stop",
         "Notification",
         "PermissionRequest",
+        "PreToolUse",  # the budget's gate (docs/budgets.md)
     }
     for event, groups in settings["hooks"].items():
         assert len(groups) == 1

@@ -50,6 +50,7 @@ NUMERIC = [
     ("[ledger]", "slots", ["0", "1.5", "10001"]),
     ("[ledger]", "lease_seconds", ["0.5", "86401"]),
     ("[crew]", "wait_timeout", ["315360001"]),
+    ("[crew]", "budget_usd", ["0", "0.001", "1000001"]),  # docs/budgets.md
     ("[endpoints.gh]", "retention_days", ["3651"]),
     ("[endpoints.gh]", "max_attempts", ["0", "21", "2.0"]),
 ]

@@ -195,6 +195,8 @@ def _values(kind):
         return TEXT
     if name == "int":
         return st.integers(-(2**40), 2**40)
+    if name == "float":  # a budget: any finite amount, whole ones included
+        return st.floats(allow_nan=False, allow_infinity=False) | st.integers(0, 10**6).map(float)
     if name == "datetime":
         return STAMP
     if name == "int>=":

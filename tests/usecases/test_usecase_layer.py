@@ -43,6 +43,9 @@ CALLS = {
     ),
     "assign": lambda h: usecases.assign(h, "Ada", "t", handoff="asg_x", ctx=CREW),
     "tell": lambda h: usecases.tell(h, "Ada", "hi", assignment_id="asg_x", ctx=CREW),
+    "tell_with_budget": lambda h: usecases.tell_with_budget(
+        h, "Ada", None, assignment_id="asg_x", ctx=CREW, budget_usd=5
+    ),
     "answer": lambda h: usecases.answer(h, "Ada", "q_x", "yes", assignment_id="asg_x", ctx=CREW),
     "acknowledge": lambda h: usecases.acknowledge(h, "Ada", "d_x", ctx=CREW),
     "dismiss": lambda h: usecases.dismiss(h, "Ada", ctx=CREW),
