@@ -586,8 +586,8 @@ def from_json(data: dict[str, Any]) -> Spend:
 
 
 def shown(figure: Spend | None) -> str:
-    """A figure in a few characters: ``$1.23``, ``$0.60``, ``$0.0042``, ``—`` (nothing measured),
-    ``? 12k tok`` (tokens, no price)."""
+    """A figure in a few characters: ``$1.23``, ``$0.24``, ``$0.0042`` (below a cent only),
+    ``—`` (nothing measured), ``? 12k tok`` (tokens, no price)."""
     if figure is None or not figure.turns:
         return "—"
     if figure.cost_usd is None:
@@ -599,7 +599,7 @@ def shown(figure: Spend | None) -> str:
         )
         return f"? {_short(tokens)} tok"
     cost = figure.cost_usd
-    if cost >= 1 or cost == 0:
+    if cost >= 0.01 or cost == 0:  # cents, as a column of them reads
         return f"${cost:.2f}"
     if cost < 0.0001:
         return "<$0.0001"

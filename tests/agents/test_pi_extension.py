@@ -122,6 +122,13 @@ def test_pi_hooks_fail_open_outside_a_crew(event, stdin, capsys):
 # -- the extension's tool_call gate, run by node as pi runs it ------------------------------
 
 FAKE_CAPTAIN = r"""
+for last; do :; done
+# the budget's gate runs first on every call (its own hook): no budget here, nothing said
+if [ "$last" = budget ]; then
+  cat > /dev/null
+  [ "$MODE" = over ] && echo '{"block": true, "reason": "budget reached: B-1"}'
+  exit 0
+fi
 n=$(cat "$STATE/count" 2>/dev/null || echo 0); echo $((n + 1)) > "$STATE/count"
 cat > "$STATE/stdin"
 case "$MODE" in
@@ -192,7 +199,8 @@ def test_a_gated_call_is_never_allowed_without_the_captains_decision(tmp_path):
     hook's decision allows. A turn interrupted while the call is held blocks it and tells
     the hook (SIGTERM: it closes the request as answered in the pane). "Allow for this
     session" lets the tool's later calls through without the hook; an ungated tool never
-    runs it; what the dialog shows is escaped."""
+    runs it; what the dialog shows is escaped. A call past the budget is refused by the
+    budget's gate before it is ever held."""
     jiti = _jiti()
     if jiti is None:
         pytest.skip("pi (and its jiti loader) is not installed here")
@@ -220,6 +228,7 @@ def test_a_gated_call_is_never_allowed_without_the_captains_decision(tmp_path):
         ("write", {"path": "x.md", "content": "hi"}, "session", None),
         ("write", {"path": "y.md", "content": "again"}, "deny", None),  # the session's: no hook
         ("bash", bash, "crash", True),  # allowed for the session: write only
+        ("bash", bash, "over", True),  # past the budget: refused before any hold
     ]
     (tmp_path / "cases.json").write_text(
         json.dumps([{"tool": t, "input": i, "mode": m, "ui": u} for t, i, m, u in cases])
@@ -253,6 +262,7 @@ def test_a_gated_call_is_never_allowed_without_the_captains_decision(tmp_path):
         (None, 1, 0),
         (None, 0, 0),
         (None, 1, 1),
+        ({"block": True, "reason": "budget reached: B-1"}, 0, 0),
     ]
     assert json.loads((state / "stdin").read_text()) == {
         "hook_event_name": "tool_call",

@@ -134,8 +134,8 @@ def test_claude_stop_puts_each_turn_once_on_the_attempt_on_both_ledgers(
     with contextlib.redirect_stdout(human):
         assert main(["status", "--home", str(home.root)]) == 0
     header, jack_row = human.getvalue().splitlines()[:2]
-    assert header.split()[-1] == "SPEND" and jack_row.split()[-1] == f"${attempt.cost_usd:.4f}"
-    assert f"Spend: ${attempt.cost_usd:.4f} in all" in human.getvalue().splitlines()[-3]
+    assert header.split()[-1] == "SPEND" and jack_row.split()[-1] == f"${attempt.cost_usd:.2f}"
+    assert f"Spend: ${attempt.cost_usd:.2f} in all" in human.getvalue().splitlines()[-3]
 
 
 def test_codex_stop_and_pi_agent_end_measure_their_own_records(tmp_path: Path, project: Path):

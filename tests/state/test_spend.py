@@ -377,3 +377,15 @@ def test_garbage_cuts_and_repeats_never_inflate_the_figure(
         f.write(body[written:])
     got = spend.measure(home, KEY, AID, "claude", str(t))
     assert tokens(got) == (615, 75, 0, 0, 6)
+
+
+def test_a_figure_is_shown_in_cents_and_below_a_cent_only_in_fractions():
+    def figure(cost, turns=1):
+        return spend.Spend(10, 5, 0, 0, turns, cost, () if cost is not None else ("m",))
+
+    assert spend.shown(figure(0.2356)) == "$0.24"  # a column of cents, not of 4 places
+    assert spend.shown(figure(1.8)) == "$1.80"
+    assert spend.shown(figure(0.0042)) == "$0.0042"
+    assert spend.shown(figure(0.00001)) == "<$0.0001"
+    assert spend.shown(figure(0.0, turns=0)) == "—"
+    assert spend.shown(figure(None)) == "? 15 tok"
