@@ -345,7 +345,7 @@ class _Recorder:
         calls: list[tuple[str, tuple]] = []
 
         class Recording(PostgresBackend):
-            def run(self, sql, params=(), *, fetch=None):
+            def run(self, sql, params=(), *, fetch=None, wait=True):
                 calls.append((sql, tuple(params)))
                 return (1,) if fetch == "one" else None
 
@@ -607,10 +607,10 @@ class _Counted:
         self.real = real = PostgresBackend.run
         counter = self
 
-        def run(backend, sql, params=(), *, fetch=None):  # the bench's wrapper of run
+        def run(backend, sql, params=(), *, fetch=None, wait=True):  # the bench's wrapper
             t0 = time.perf_counter()
             try:
-                return real(backend, sql, params, fetch=fetch)
+                return real(backend, sql, params, fetch=fetch, wait=wait)
             finally:
                 counter.seconds += time.perf_counter() - t0
                 counter.statements += 1
