@@ -24,6 +24,20 @@
    locks or fsync (files) or in batches of 1,000 items per transaction with the backend's
    own SQL (PostgreSQL; then ``ANALYZE``, as autovacuum would by then).
 
+3. **The CLI** (issue 28). ``captain work claim`` + ``captain work report`` as the
+   processes a worker runs, PostgreSQL only: ``--cli-workers`` workers (threads, each
+   running one process at a time) on two homes sharing one database (two hosts' workers)
+   drain ``--cli-items`` items; each call is timed from before its process starts to
+   after it exits, and a cycle is a claim and its report. Then, one call at a time, each
+   round measuring every part once (the same minutes of load): ``python -c pass`` (Python's
+   start), a whole claim and report call, their imports (the modules a real call loaded,
+   imported again in a fresh process, timed from its first line), a connection
+   (libpq's, and the schema check the backend does first); and in this process, on a warm
+   connection, the claim and report transactions (their statements, the time spent
+   waiting on the database) and their round trips counted on the wire
+   (tests/support/roundtrips.py). What is left of a call is the parser, the home, the
+   config, the output and the exit. The medians of the parts are shown.
+
 The PostgreSQL server is ``CAPTAIN_BENCH_PG_URL`` (a role that may CREATE DATABASE), else
 a throwaway cluster started here from the installed server binaries (tests/support/
 postgres.py's ``Cluster``; as root via ``runuser -u postgres``), fsync off, and stopped at
@@ -31,7 +45,8 @@ the end. Every home is a temporary directory (``CAPTAIN_HOME`` points into it to
 
     python bench/ledger_claims.py [--items 400] [--workers 1,4,16]
                                   [--sizes 10000,100000] [--samples 200] [--quick] [--smoke]
-                                  [--json PATH]
+                                  [--cli-items 60] [--cli-workers 6] [--cli-runs 15]
+                                  [--cli-only] [--json PATH]
 """
 
 from __future__ import annotations
@@ -593,9 +608,11 @@ def _cli_drain(captain, root: Path, holder: str, go) -> dict:
 
 
 class _Counted:
-    """``PostgresBackend.run`` (its one way to the database) counted and timed while in
-    use: the statements a transaction sends and the time spent waiting for their answers
-    (the rest of the transaction's time is Python: the models, the fold)."""
+    """The PostgreSQL backend's statements counted (``PostgresBackend.run``, its one way to
+    the database) and the time spent waiting on the database timed: in ``run`` (a
+    statement whose answer is read, with whatever went down the pipeline before it) and
+    in ``_end`` (the transaction's last answers: its COMMIT's). The rest of a
+    transaction's time is Python: the models, the fold."""
 
     def __init__(self) -> None:
         self.statements = 0
@@ -605,6 +622,7 @@ class _Counted:
         from state.work.pg_backend import PostgresBackend
 
         self.real = real = PostgresBackend.run
+        self.real_end = real_end = PostgresBackend._end
         counter = self
 
         def run(backend, sql, params=(), *, fetch=None, wait=True):  # the bench's wrapper
@@ -615,13 +633,22 @@ class _Counted:
                 counter.seconds += time.perf_counter() - t0
                 counter.statements += 1
 
+        def end(backend, conn, pipeline, exc):  # the bench's wrapper
+            t0 = time.perf_counter()
+            try:
+                return real_end(backend, conn, pipeline, exc)
+            finally:
+                counter.seconds += time.perf_counter() - t0
+
         PostgresBackend.run = run  # type: ignore[method-assign]  # restored on exit
+        PostgresBackend._end = end  # type: ignore[method-assign]  # restored on exit
         return self
 
     def __exit__(self, *exc) -> None:
         from state.work.pg_backend import PostgresBackend
 
         PostgresBackend.run = self.real  # type: ignore[method-assign]
+        PostgresBackend._end = self.real_end  # type: ignore[method-assign]
 
     def take(self) -> tuple[int, float]:
         out = (self.statements, self.seconds * 1000)
@@ -631,7 +658,7 @@ class _Counted:
 
 def _transactions(root: Path, runs: int) -> dict:
     """``ledger.claim`` and ``ledger.report`` in this process, on a warm connection: each
-    one's time, its statements (round trips) and the time spent waiting on the database."""
+    one's time, its statements and the time spent waiting on the database."""
     from state.home import Home
     from state.work import ledger
 
@@ -655,6 +682,31 @@ def _transactions(root: Path, runs: int) -> dict:
                 out["claim"].append((claim_ms, claim_n, claim_db))
                 out["report"].append((report_ms, report_n, report_db))
     return out
+
+
+def _round_trips(url: str, root: Path) -> dict[str, int]:
+    """The round trips of one claim and one report, counted on the wire: through a relay
+    between the backend and the server (tests/support/roundtrips.py), on a home of its
+    own (untimed: the relay is slower than the wire)."""
+    from support.ledger_backends import close_backends
+    from support.roundtrips import Relay
+
+    from state.work import ledger
+
+    relay = Relay(url)
+    try:
+        home = make_home(root, relay.url)
+        ledger.accept(home, source="chat", input=_input(0), requester="bench")
+        ledger.open_ids(home)  # connected: the connection's own round trips not counted
+        relay.take()
+        item = ledger.claim(home, holder="bench-trips")
+        trips = {"claim": relay.take()}
+        ledger.report(home, item.work_id, item.generation, "succeeded", actor="bench-trips")
+        trips["report"] = relay.take()
+        return trips
+    finally:
+        close_backends(relay.url)
+        relay.close()
 
 
 def _connects(url: str, runs: int) -> list[float]:
@@ -800,6 +852,7 @@ def cli(pg: Postgres, tmp: Path, items: int, workers: int, runs: int) -> dict:
         "report_modules": modules["report"],
         "connect_ms": one["connect"],
         "transactions": _transactions(roots[1], runs),
+        "round_trips": _round_trips(url, tmp / "cli-trips"),
     }
 
 
@@ -854,8 +907,9 @@ def _cli_rows(c: dict) -> list[dict]:
                 "measured": f"p50 {call:.0f} / p95 {pct(calls, 95):.0f} ms (x{call / base:.1f} "
                 f"`python -c pass`, {base:.0f} ms, same run): Python's start {base:.0f}, "
                 f"imports {med(imports):.0f} ({modules} modules), connect {connect:.1f}, "
-                f"the {what} transaction {tx_ms:.1f} ({statements:.0f} statements + "
-                f"BEGIN/COMMIT, {in_db:.1f} ms waiting on the database), the rest "
+                f"the {what} transaction {tx_ms:.1f} ({c['round_trips'][what]} round trips, "
+                f"{statements:.0f} statements + BEGIN/COMMIT; {in_db:.1f} ms of it waiting on "
+                "the database), the rest "
                 f"{rest:.0f} (parser, home, config, output, exit)",
                 "budget": "—",
                 "verdict": "info",
@@ -865,6 +919,7 @@ def _cli_rows(c: dict) -> list[dict]:
                 "connect_ms": connect,
                 "transaction_ms": tx_ms,
                 "statements": statements,
+                "round_trips": c["round_trips"][what],
                 "in_database_ms": in_db,
                 "rest_ms": rest,
             }
@@ -967,6 +1022,9 @@ def main() -> int:
     )
     parser.add_argument("--cli-workers", type=int, default=6, help="CLI workers (two homes)")
     parser.add_argument("--cli-runs", type=int, default=15, help="calls timed one at a time")
+    parser.add_argument(
+        "--cli-only", action="store_true", help="only the CLI part (no throughput, no growth)"
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     if args.quick:
@@ -999,13 +1057,13 @@ def main() -> int:
             print("-- the CLI: claim + report", file=sys.stderr, flush=True)
             cl = cli(pg, tmp, args.cli_items, args.cli_workers, args.cli_runs)
         n = 0
-        for w in workers:  # the two backends one after the other at each worker count
+        for w in [] if args.cli_only else workers:  # the backends in turn at each count
             for kind in BACKENDS:
                 n += 1
                 url = pg.fresh_url() if kind == "postgresql" else None
                 print(f"-- throughput: {kind}, {w} workers", file=sys.stderr, flush=True)
                 tp.append(throughput(kind, tmp / f"tp-{n}", url, args.items, w))
-        for kind in BACKENDS:
+        for kind in () if args.cli_only else BACKENDS:
             pg_kind = kind == "postgresql"
             url, control = (pg.fresh_url(), pg.fresh_url()) if pg_kind else (None, None)
             print(f"-- growth: {kind}", file=sys.stderr, flush=True)
