@@ -24,9 +24,16 @@ backends"):
   host expires by the same clock on every other.
 - **The open set** is the items whose row says they are not terminal (the partial index
   ``work_items_open``): ``mark_open``/``mark_closed`` have nothing to do.
-- **Claims** read the queue ``FOR UPDATE SKIP LOCKED`` inside a transaction; **pages** are
+- **Claims** read the queue ``FOR UPDATE SKIP LOCKED`` inside a transaction, with the clock
+  and the count of slot holders in the same statement (``claim_view``); **pages** are
   keyset over ``work_id`` with the files' cursor (the last ID of a full page, when more
   remain).
+- **Round trips.** A transaction's statements go down one pipeline (psycopg's pipeline
+  mode): ``BEGIN`` and the locks are answered together (the block starts once they are
+  held), the item's row comes with its lock (``FOR UPDATE``, kept for ``item``), and the
+  writes nobody reads an answer from (the item's row, an input, a lease, the
+  notifications) travel with the ``COMMIT``; an error among them fails the COMMIT and
+  rolls everything back. A claim is 5 round trips, a report 4 (docs/ledger.md).
 
 Wake-ups (what watchfiles on the home is to the file backend): every committed transaction
 that appended an event or stored an item notifies ``CHANNEL`` once per item it wrote, the
