@@ -46,6 +46,7 @@ from state.crew import crewlog, mailbox, protocol  # noqa: E402
 BUDGET_MS = 500
 IDLE_TIMEOUT = 60.0
 POLL = 0.02  # seconds between looks while waiting for a crew
+HELD_TRIES = 5  # rings of one round a gate may hold (the pane still printing) before it fails
 
 
 def _start(agent: str, root: Path):
@@ -100,7 +101,7 @@ class Watcher(threading.Thread):
             time.sleep(0.005)
 
 
-def _rounds(crew, agent: str, rounds: int) -> list[float]:
+def _rounds(crew, agent: str, rounds: int, held: list[str]) -> list[float]:
     until(lambda: _settled(crew, agent), IDLE_TIMEOUT, f"{agent} to settle after recruiting", POLL)
     snapshot = crewlog.load(crew.home, crew.key)[0]
     assert snapshot is not None  # recruited
@@ -118,10 +119,21 @@ def _rounds(crew, agent: str, rounds: int) -> list[float]:
         # the text this ring will type: the wake line, or the body with the inbox line
         start = time.time()
         protocol.tell(crew.home, crew.name, f"bench round {i}", assignment_id=assignment)
-        unread = mailbox.unread(crew.home, crew.key, snapshot)
-        watcher = Watcher(crew, doorbell.ring_text(snapshot, stamp, unread))
-        watcher.start()
-        outcome = doorbell.ring(crew.home, crew.name)
+        for attempt in range(HELD_TRIES):
+            unread = mailbox.unread(crew.home, crew.key, snapshot)
+            watcher = Watcher(crew, doorbell.ring_text(snapshot, stamp, unread))
+            watcher.start()
+            outcome = doorbell.ring(crew.home, crew.name)
+            if outcome.action == "held" and attempt + 1 < HELD_TRIES:
+                # a gate was not clear (the agent still drawing, on a loaded machine): not
+                # the doorbell's latency; rung again once the window is quiet, timed from there
+                watcher.stop.set()
+                watcher.join(timeout=5.0)
+                held.append(outcome.gate or outcome.action)
+                time.sleep(doorbell.QUIET_CERTAIN + 0.1)
+                start = time.time()
+                continue
+            break
         watcher.join(timeout=5.0)
         watcher.stop.set()
         if outcome.action != "rang" or watcher.landed_at is None:
@@ -154,19 +166,22 @@ def main() -> int:
                     }
                 )
                 continue
+            held: list[str] = []
             try:
-                values = _rounds(crew, agent, args.rounds)
+                values = _rounds(crew, agent, args.rounds, held)
             finally:
                 crew.close()
         raw[agent] = values
-        rows.append(
-            latency_row(
-                f"mail written, gates clear -> keys in a real {agent} pane",
-                values,
-                "p95 <= 500 ms",
-                BUDGET_MS,
-            )
+        row = latency_row(
+            f"mail written, gates clear -> keys in a real {agent} pane",
+            values,
+            "p95 <= 500 ms",
+            BUDGET_MS,
         )
+        if held:  # said, never hidden: rings a gate held, rung again once it cleared
+            row["measured"] += f"; {len(held)} rings held first ({', '.join(sorted(set(held)))})"
+        row["held"] = len(held)
+        rows.append(row)
     machine = f"{os.uname().machine}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}"
     print_report(f"machine: {machine}", rows)
     write_json(args.json, {"machine": machine, "rows": rows, "raw_ms": raw})

@@ -24,6 +24,20 @@
    locks or fsync (files) or in batches of 1,000 items per transaction with the backend's
    own SQL (PostgreSQL; then ``ANALYZE``, as autovacuum would by then).
 
+3. **The CLI** (issue 28). ``captain work claim`` + ``captain work report`` as the
+   processes a worker runs, PostgreSQL only: ``--cli-workers`` workers (threads, each
+   running one process at a time) on two homes sharing one database (two hosts' workers)
+   drain ``--cli-items`` items; each call is timed from before its process starts to
+   after it exits, and a cycle is a claim and its report. Then, one call at a time, each
+   round measuring every part once (the same minutes of load): ``python -c pass`` (Python's
+   start), a whole claim and report call, their imports (the modules a real call loaded,
+   imported again in a fresh process, timed from its first line), a connection
+   (libpq's, and the schema check the backend does first); and in this process, on a warm
+   connection, the claim and report transactions (their statements, the time spent
+   waiting on the database) and their round trips counted on the wire
+   (tests/support/roundtrips.py). What is left of a call is the parser, the home, the
+   config, the output and the exit. The medians of the parts are shown.
+
 The PostgreSQL server is ``CAPTAIN_BENCH_PG_URL`` (a role that may CREATE DATABASE), else
 a throwaway cluster started here from the installed server binaries (tests/support/
 postgres.py's ``Cluster``; as root via ``runuser -u postgres``), fsync off, and stopped at
@@ -31,7 +45,8 @@ the end. Every home is a temporary directory (``CAPTAIN_HOME`` points into it to
 
     python bench/ledger_claims.py [--items 400] [--workers 1,4,16]
                                   [--sizes 10000,100000] [--samples 200] [--quick] [--smoke]
-                                  [--json PATH]
+                                  [--cli-items 60] [--cli-workers 6] [--cli-runs 15]
+                                  [--cli-only] [--json PATH]
 """
 
 from __future__ import annotations
@@ -345,7 +360,7 @@ class _Recorder:
         calls: list[tuple[str, tuple]] = []
 
         class Recording(PostgresBackend):
-            def run(self, sql, params=(), *, fetch=None):
+            def run(self, sql, params=(), *, fetch=None, wait=True):
                 calls.append((sql, tuple(params)))
                 return (1,) if fetch == "one" else None
 
@@ -485,6 +500,362 @@ def growth(
     return {"backend": kind, "points": points, "fills": made, "queued": queued}
 
 
+# -- 3. the CLI: `captain work claim` + `captain work report`, 6 workers on two homes ------------
+
+CLI_HOMES = 2
+# the import-time child: imports the modules a real CLI call had loaded (in its order),
+# timed from its first line (the interpreter's own start is ``python -c pass``)
+_IMPORTS = (
+    "import importlib, json, sys, time\n"
+    "names = json.load(open(sys.argv[1]))\n"
+    "t0 = time.perf_counter()\n"
+    "for name in names:\n"
+    "    if name not in sys.modules:\n"
+    "        try:\n"
+    "            importlib.import_module(name)\n"
+    "        except Exception:\n"
+    "            pass\n"
+    "print((time.perf_counter() - t0) * 1000)\n"
+)
+# the module-list child: one real CLI call, then the modules it loaded, in import order
+_MODULES = (
+    "import atexit, json, sys\n"
+    "out = sys.argv.pop(1)\n"
+    "atexit.register(lambda: json.dump(list(sys.modules), open(out, 'w')))\n"
+    "from captain_tui.cli.main import main\n"
+    "sys.exit(main(sys.argv[1:]))\n"
+)
+
+
+def _captain() -> list[str]:
+    """The ``captain`` a user runs: the console script beside this Python."""
+    found = shutil.which("captain", path=str(Path(sys.executable).parent))
+    return [found] if found else [sys.executable, "-m", "captain_tui"]
+
+
+def _cli_env(root: Path) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("CAPTAIN_") and k != "PYTHONDONTWRITEBYTECODE"
+    }
+    env["CAPTAIN_HOME"] = str(root)  # each home names its ledger in its config.toml
+    # bytecode cached as on a user's machine (a warm-up call writes it)
+    return env
+
+
+def _timed(cmd: list[str], env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess]:
+    """``cmd`` run to its exit: the wall time from before the fork to after the wait, ms."""
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    return (time.perf_counter() - t0) * 1000, proc
+
+
+def _answer(proc: subprocess.CompletedProcess, what: str) -> dict:
+    import json
+
+    try:
+        answer = json.loads(proc.stdout)
+    except ValueError:
+        raise RuntimeError(
+            f"{what}: exit {proc.returncode}, {proc.stderr.strip()[-300:]}"
+        ) from None
+    return answer
+
+
+def _cli_claim(captain: list[str], root: Path, holder: str) -> tuple[float, dict]:
+    ms, proc = _timed([*captain, "work", "claim", "--json", "--holder", holder], _cli_env(root))
+    return ms, _answer(proc, "captain work claim")
+
+
+def _cli_report(captain: list[str], root: Path, claimed: dict, holder: str) -> float:
+    work_id, generation = claimed["item"]["work_id"], claimed["generation"]
+    ms, proc = _timed(
+        [*captain, "work", "report", work_id, "--outcome", "succeeded"]
+        + ["--generation", str(generation)]
+        + ["--holder", holder, "--json"],
+        _cli_env(root),
+    )
+    answer = _answer(proc, "captain work report")
+    if not answer.get("ok"):
+        raise RuntimeError(f"captain work report {work_id}: {answer.get('error')}")
+    return ms
+
+
+def _cli_worker(captain, root: Path, index: int, go, out: list) -> None:
+    """One worker: ``captain work claim`` -> ``captain work report succeeded`` until
+    nothing is queued; each call timed from before its process starts to after it exits."""
+    try:
+        out.append(_cli_drain(captain, root, f"bench-cli-{index}", go))
+    except Exception as exc:  # noqa: BLE001 - said by the caller, which fails the part
+        out.append({"error": f"{type(exc).__name__}: {exc}"})
+
+
+def _cli_drain(captain, root: Path, holder: str, go) -> dict:
+    go.wait()
+    claims, reports, cycles, claimed = [], [], [], []
+    while True:
+        ms, answer = _cli_claim(captain, root, holder)
+        if not answer.get("ok"):
+            if (answer.get("error") or {}).get("code") == "not_queued":
+                break
+            raise RuntimeError(f"captain work claim: {answer.get('error')}")
+        claims.append(ms)
+        reports.append(_cli_report(captain, root, answer, holder))
+        cycles.append(claims[-1] + reports[-1])
+        claimed.append((answer["item"]["work_id"], answer["generation"]))
+    return {"claims": claims, "reports": reports, "cycles": cycles, "claimed": claimed}
+
+
+class _Counted:
+    """The PostgreSQL backend's statements counted (``PostgresBackend.run``, its one way to
+    the database) and the time spent waiting on the database timed: in ``run`` (a
+    statement whose answer is read, with whatever went down the pipeline before it) and
+    in ``_end`` (the transaction's last answers: its COMMIT's). The rest of a
+    transaction's time is Python: the models, the fold."""
+
+    def __init__(self) -> None:
+        self.statements = 0
+        self.seconds = 0.0
+
+    def __enter__(self) -> _Counted:
+        from state.work.pg_backend import PostgresBackend
+
+        self.real = real = PostgresBackend.run
+        self.real_end = real_end = PostgresBackend._end
+        counter = self
+
+        def run(backend, sql, params=(), *, fetch=None, wait=True):  # the bench's wrapper
+            t0 = time.perf_counter()
+            try:
+                return real(backend, sql, params, fetch=fetch, wait=wait)
+            finally:
+                counter.seconds += time.perf_counter() - t0
+                counter.statements += 1
+
+        def end(backend, conn, pipeline, exc):  # the bench's wrapper
+            t0 = time.perf_counter()
+            try:
+                return real_end(backend, conn, pipeline, exc)
+            finally:
+                counter.seconds += time.perf_counter() - t0
+
+        PostgresBackend.run = run  # type: ignore[method-assign]  # restored on exit
+        PostgresBackend._end = end  # type: ignore[method-assign]  # restored on exit
+        return self
+
+    def __exit__(self, *exc) -> None:
+        from state.work.pg_backend import PostgresBackend
+
+        PostgresBackend.run = self.real  # type: ignore[method-assign]
+        PostgresBackend._end = self.real_end  # type: ignore[method-assign]
+
+    def take(self) -> tuple[int, float]:
+        out = (self.statements, self.seconds * 1000)
+        self.statements, self.seconds = 0, 0.0
+        return out
+
+
+def _transactions(root: Path, runs: int) -> dict:
+    """``ledger.claim`` and ``ledger.report`` in this process, on a warm connection: each
+    one's time, its statements and the time spent waiting on the database."""
+    from state.home import Home
+    from state.work import ledger
+
+    home = Home(root)
+    for n in range(runs + 1):
+        ledger.accept(home, source="chat", input=_input(n), requester="bench")
+    ledger.open_ids(home)  # connect, check the schema
+    out: dict[str, list] = {"claim": [], "report": []}
+    with _Counted() as counted:
+        for n in range(runs + 1):
+            counted.take()
+            t0 = time.perf_counter()
+            item = ledger.claim(home, holder="bench-tx")
+            claim_ms = (time.perf_counter() - t0) * 1000
+            claim_n, claim_db = counted.take()
+            t0 = time.perf_counter()
+            ledger.report(home, item.work_id, item.generation, "succeeded", actor="bench-tx")
+            report_ms = (time.perf_counter() - t0) * 1000
+            report_n, report_db = counted.take()
+            if n:  # the first warms the caches
+                out["claim"].append((claim_ms, claim_n, claim_db))
+                out["report"].append((report_ms, report_n, report_db))
+    return out
+
+
+def _round_trips(url: str, root: Path) -> dict[str, int]:
+    """The round trips of one claim and one report, counted on the wire: through a relay
+    between the backend and the server (tests/support/roundtrips.py), on a home of its
+    own (untimed: the relay is slower than the wire)."""
+    from support.ledger_backends import close_backends
+    from support.roundtrips import Relay
+
+    from state.work import ledger
+
+    relay = Relay(url)
+    try:
+        home = make_home(root, relay.url)
+        ledger.accept(home, source="chat", input=_input(0), requester="bench")
+        ledger.open_ids(home)  # connected: the connection's own round trips not counted
+        relay.take()
+        item = ledger.claim(home, holder="bench-trips")
+        trips = {"claim": relay.take()}
+        ledger.report(home, item.work_id, item.generation, "succeeded", actor="bench-trips")
+        trips["report"] = relay.take()
+        return trips
+    finally:
+        close_backends(relay.url)
+        relay.close()
+
+
+def _connects(url: str, runs: int) -> list[float]:
+    """A CLI call's connection: libpq's connect and the schema check the backend does
+    first (``PostgresBackend._conn``), ms each."""
+    from state.work import pg_schema, postgres
+    from state.work.location import locate
+
+    location = locate("/", url, None)
+    out = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        conn = postgres.connect(location)
+        pg_schema.current_version(conn)
+        out.append((time.perf_counter() - t0) * 1000)
+        conn.close()
+    return out
+
+
+def _module_list(root: Path, path: Path, argv: list[str]) -> int:
+    """The modules one real CLI call (``argv``) loads, in import order, into ``path``."""
+    import json
+
+    proc = subprocess.run(
+        [sys.executable, "-c", _MODULES, str(path), *argv],
+        env=_cli_env(root),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"captain {' '.join(argv)}: {proc.stdout[-300:]} {proc.stderr[-300:]}")
+    return len(json.loads(path.read_text()))
+
+
+def _import_ms(root: Path, listing: Path) -> float:
+    """The modules of ``listing`` imported in a fresh process, timed from its first line
+    (Python's own start is ``python -c pass``'s)."""
+    child = subprocess.run(
+        [sys.executable, "-c", _IMPORTS, str(listing)],
+        env=_cli_env(root),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return float(child.stdout.strip())
+
+
+def cli(pg: Postgres, tmp: Path, items: int, workers: int, runs: int) -> dict:
+    """The CLI through and through: ``workers`` processes-at-a-time on ``CLI_HOMES`` homes
+    sharing one database (two hosts' workers), then the per-call breakdown, one call at a
+    time: Python's start, the imports, the connection, the transaction, and the rest."""
+    import threading
+
+    from state.work import ledger
+
+    captain = _captain()
+    url = pg.fresh_url()
+    roots = [tmp / f"cli-{n}" for n in range(CLI_HOMES)]
+    homes = [make_home(root, url) for root in roots]
+    for warm in ("claim", "report"):  # bytecode written, the database's caches warm
+        if warm == "claim":
+            _cli_claim(captain, roots[0], "bench-cli-warm")  # nothing queued yet
+        else:
+            _timed(
+                [*captain, "work", "report", "wrk_0", "--outcome", "failed"]
+                + ["--generation", "1", "--json"],
+                _cli_env(roots[0]),
+            )
+    ids = {
+        ledger.accept(homes[0], source="chat", input=_input(n), requester="bench").work_id
+        for n in range(items)
+    }
+    go = threading.Event()
+    results: list[dict] = []
+    threads = [
+        threading.Thread(
+            target=_cli_worker, args=(captain, roots[i % CLI_HOMES], i, go, results), daemon=True
+        )
+        for i in range(workers)
+    ]
+    for t in threads:
+        t.start()
+    began = time.monotonic()
+    go.set()
+    for t in threads:
+        t.join(timeout=900)
+    seconds = time.monotonic() - began
+    if len(results) != workers:
+        raise RuntimeError(f"the CLI workers: {workers - len(results)} did not finish")
+    for r in results:
+        if "error" in r:
+            raise RuntimeError(f"a CLI worker: {r['error']}")
+    claimed = [c for r in results for c in r["claimed"]]
+    if sorted(w for w, _ in claimed) != sorted(ids) or any(g != 1 for _, g in claimed):
+        raise RuntimeError("the CLI workers' claims do not match the queue")
+    states = {ledger.get(homes[1], w).state for w in ids}  # read from the other home
+    if states != {"succeeded"}:
+        raise RuntimeError(f"the CLI workers' items ended {states}")
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+    # one call at a time, each round every measurement once (the same minutes of load):
+    # Python's start, the whole claim and report calls, their imports, a connection
+    lists = {w: tmp / f"modules-{w}.json" for w in ("claim", "report")}
+    for n in range(runs + 3):
+        ledger.accept(homes[0], source="chat", input=_input(n), requester="bench")
+    modules = {"claim": _module_list(roots[0], lists["claim"], ["work", "claim", "--json"])}
+    listed = ledger.claim(homes[0], holder="bench-cli-list")  # a live attempt to report on
+    modules["report"] = _module_list(
+        roots[0],
+        lists["report"],
+        ["work", "report", listed.work_id, "--outcome", "succeeded", "--generation", "1"],
+    )
+    env0 = _cli_env(roots[0])
+    one: dict[str, list[float]] = {
+        k: [] for k in ("pass", "claim", "report", "claim_imports", "report_imports", "connect")
+    }
+    for _ in range(runs):
+        one["pass"].append(_timed([sys.executable, "-c", "pass"], env0)[0])
+        ms, answer = _cli_claim(captain, roots[0], "bench-cli-one")
+        if not answer.get("ok"):
+            raise RuntimeError(f"captain work claim: {answer.get('error')}")
+        one["claim"].append(ms)
+        one["report"].append(_cli_report(captain, roots[0], answer, "bench-cli-one"))
+        one["claim_imports"].append(_import_ms(roots[0], lists["claim"]))
+        one["report_imports"].append(_import_ms(roots[0], lists["report"]))
+        one["connect"] += _connects(url, 1)
+    return {
+        "items": items,
+        "workers": workers,
+        "homes": CLI_HOMES,
+        "seconds": seconds,
+        "load": load,
+        "claims_ms": [x for r in results for x in r["claims"]],
+        "reports_ms": [x for r in results for x in r["reports"]],
+        "cycles_ms": [x for r in results for x in r["cycles"]],
+        "python_pass_ms": one["pass"],
+        "one_claim_ms": one["claim"],
+        "one_report_ms": one["report"],
+        "claim_imports_ms": one["claim_imports"],
+        "claim_modules": modules["claim"],
+        "report_imports_ms": one["report_imports"],
+        "report_modules": modules["report"],
+        "connect_ms": one["connect"],
+        "transactions": _transactions(roots[1], runs),
+        "round_trips": _round_trips(url, tmp / "cli-trips"),
+    }
+
+
 # -- the report ---------------------------------------------------------------------------------
 
 
@@ -500,8 +871,64 @@ def _k(n: int) -> str:
     return f"{n // 1000}k" if n >= 1000 and n % 1000 == 0 else str(n)
 
 
-def rows_for(tp: list[dict], gr: list[dict]) -> list[dict]:
-    rows = []
+def _cli_rows(c: dict) -> list[dict]:
+    med = statistics.median
+    base = med(c["python_pass_ms"])
+    connect = med(c["connect_ms"])
+    rows = [
+        {
+            "what": f"`captain work claim` + `captain work report` through the CLI, "
+            f"PostgreSQL, {c['workers']} workers on {c['homes']} homes sharing one database "
+            f"({len(c['cycles_ms'])} cycles)",
+            "measured": f"cycle {_lat(c['cycles_ms'])} "
+            f"({len(c['cycles_ms']) / c['seconds']:.1f} cycles/s in all); claim call "
+            f"{_lat(c['claims_ms'])}, report call {_lat(c['reports_ms'])}; load average "
+            f"{c['load']} after",
+            "budget": "— (was ~3 s a cycle on a loaded 2-core machine)",
+            "verdict": "info",
+            "cycle_p50_ms": med(c["cycles_ms"]),
+            "cycle_p95_ms": pct(c["cycles_ms"], 95),
+        }
+    ]
+    for what, calls, imports, modules in (
+        ("claim", c["one_claim_ms"], c["claim_imports_ms"], c["claim_modules"]),
+        ("report", c["one_report_ms"], c["report_imports_ms"], c["report_modules"]),
+    ):
+        tx = c["transactions"][what]
+        tx_ms = med(t[0] for t in tx)
+        statements = med(t[1] for t in tx)
+        in_db = med(t[2] for t in tx)
+        call = med(calls)
+        rest = call - base - med(imports) - connect - tx_ms
+        rows.append(
+            {
+                "what": f"one `captain work {what}` call alone, PostgreSQL, process start "
+                f"to exit ({len(calls)} runs), and what it is made of",
+                "measured": f"p50 {call:.0f} / p95 {pct(calls, 95):.0f} ms (x{call / base:.1f} "
+                f"`python -c pass`, {base:.0f} ms, same run): Python's start {base:.0f}, "
+                f"imports {med(imports):.0f} ({modules} modules), connect {connect:.1f}, "
+                f"the {what} transaction {tx_ms:.1f} ({c['round_trips'][what]} round trips, "
+                f"{statements:.0f} statements + BEGIN/COMMIT; {in_db:.1f} ms of it waiting on "
+                "the database), the rest "
+                f"{rest:.0f} (parser, home, config, output, exit)",
+                "budget": "—",
+                "verdict": "info",
+                "p50_ms": call,
+                "python_ms": base,
+                "imports_ms": med(imports),
+                "connect_ms": connect,
+                "transaction_ms": tx_ms,
+                "statements": statements,
+                "round_trips": c["round_trips"][what],
+                "in_database_ms": in_db,
+                "rest_ms": rest,
+            }
+        )
+    return rows
+
+
+def rows_for(tp: list[dict], gr: list[dict], cl: dict | None = None) -> list[dict]:
+    rows = _cli_rows(cl) if cl else []
     for r in tp:
         row = latency_row(
             f"ledger claims, {r['backend']}, {r['workers']} worker"
@@ -580,17 +1007,29 @@ def main() -> int:
         help="finished items made through the API (the rest: the shortcut)",
     )
     parser.add_argument(
-        "--quick", action="store_true", help="--items 100 --sizes 1000,10000 --samples 50"
+        "--quick",
+        action="store_true",
+        help="--items 100 --sizes 1000,10000 --samples 50 --cli-items 30 --cli-runs 5",
     )
     parser.add_argument(
         "--smoke",
         action="store_true",
-        help=f"{SMOKE}: --items 6 --workers 1 --sizes 40 --samples 2 --queued 2 --via-api 3",
+        help=f"{SMOKE}: --items 6 --workers 1 --sizes 40 --samples 2 --queued 2 --via-api 3 "
+        "--cli-items 2 --cli-workers 2 --cli-runs 1",
+    )
+    parser.add_argument(
+        "--cli-items", type=int, default=60, help="items the CLI workers drain (0: no CLI part)"
+    )
+    parser.add_argument("--cli-workers", type=int, default=6, help="CLI workers (two homes)")
+    parser.add_argument("--cli-runs", type=int, default=15, help="calls timed one at a time")
+    parser.add_argument(
+        "--cli-only", action="store_true", help="only the CLI part (no throughput, no growth)"
     )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     if args.quick:
         args.items, args.sizes, args.samples, args.via_api = 100, "1000,10000", 50, 100
+        args.cli_items, args.cli_runs = 30, 5
     if args.smoke:
         args.items, args.workers, args.sizes, args.samples, args.queued, args.via_api = (
             6,
@@ -600,6 +1039,7 @@ def main() -> int:
             2,
             3,
         )
+        args.cli_items, args.cli_workers, args.cli_runs = 2, 2, 1
     workers = [int(w) for w in args.workers.split(",")]
     sizes = sorted(int(s) for s in args.sizes.split(","))
 
@@ -612,14 +1052,18 @@ def main() -> int:
     try:
         version = pg.version()
         tp, gr = [], []
+        cl = None
+        if args.cli_items:
+            print("-- the CLI: claim + report", file=sys.stderr, flush=True)
+            cl = cli(pg, tmp, args.cli_items, args.cli_workers, args.cli_runs)
         n = 0
-        for w in workers:  # the two backends one after the other at each worker count
+        for w in [] if args.cli_only else workers:  # the backends in turn at each count
             for kind in BACKENDS:
                 n += 1
                 url = pg.fresh_url() if kind == "postgresql" else None
                 print(f"-- throughput: {kind}, {w} workers", file=sys.stderr, flush=True)
                 tp.append(throughput(kind, tmp / f"tp-{n}", url, args.items, w))
-        for kind in BACKENDS:
+        for kind in () if args.cli_only else BACKENDS:
             pg_kind = kind == "postgresql"
             url, control = (pg.fresh_url(), pg.fresh_url()) if pg_kind else (None, None)
             print(f"-- growth: {kind}", file=sys.stderr, flush=True)
@@ -639,7 +1083,7 @@ def main() -> int:
         pg.stop()
         shutil.rmtree(tmp, ignore_errors=True)
     load_end = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    rows = rows_for(tp, gr)
+    rows = rows_for(tp, gr, cl)
     server = (
         "CAPTAIN_BENCH_PG_URL"
         if pg.cluster is None
@@ -659,6 +1103,7 @@ def main() -> int:
             "rows": rows,
             "throughput": tp,
             "growth": gr,
+            "cli": cl,
             "args": vars(args) | {"json": str(args.json)},
         },
     )

@@ -136,6 +136,13 @@ class LedgerReader(Protocol):
         choice of the next item (PostgreSQL: ``FOR UPDATE SKIP LOCKED``) are all this."""
         ...
 
+    def claim_view(self, *, source: str | None) -> tuple[datetime, int, WorkItem | None]:
+        """What a claim of the oldest item decides on (inside the ledger's transaction):
+        ``now()``, how many items hold a slot (``open_items(HOLDS_SLOT)``), and the oldest
+        queued item of no crew (from ``source``), as ``open_items`` would choose it — in
+        one read (PostgreSQL: one statement, the item ``FOR UPDATE SKIP LOCKED``)."""
+        ...
+
     def page(
         self, *, state: str | None, source: str | None, limit: int, after: str | None
     ) -> tuple[list[WorkItem], str | None]:

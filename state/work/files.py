@@ -43,7 +43,7 @@ from state.home import Home
 from state.ids import WORK
 from state.store import encode
 from state.work import corrupt, seen
-from state.work.ledger_records import TERMINAL, Lease, WorkEvent, WorkItem
+from state.work.ledger_records import HOLDS_SLOT, TERMINAL, Lease, WorkEvent, WorkItem
 from state.work.transitions import check_work_id, fold
 
 EVENT_NAME = "{:08d}"
@@ -275,6 +275,10 @@ class FileBackend:
             if limit is not None and len(out) == limit:
                 break
         return out
+
+    def claim_view(self, *, source: str | None) -> tuple[datetime, int, WorkItem | None]:
+        waiting = self.open_items(("queued",), source=source, crew=False, limit=1)
+        return self.now(), len(self.open_items(HOLDS_SLOT)), waiting[0] if waiting else None
 
     def page(
         self, *, state: str | None, source: str | None, limit: int, after: str | None

@@ -233,9 +233,15 @@ def queued(home: Home) -> list[WorkItem]:
     return backend_for(home).open_items(("queued",))
 
 
+def _free(home: Home, holding: int) -> bool:
+    """The capacity rule, in one place: a slot is free while fewer than ``slots`` items
+    hold one."""
+    return holding < slots(home)
+
+
 def has_free_slot(home: Home) -> bool:
-    """The capacity rule, in one place (callers that act on it hold ``capacity``)."""
-    return len(held(home)) < slots(home)
+    """Whether a slot is free (callers that act on it hold ``capacity``)."""
+    return _free(home, len(held(home)))
 
 
 # -- writing -----------------------------------------------------------------------------------
@@ -406,9 +412,10 @@ def claim(
     with capacity_transaction(home) as tx:
         if work_id is None:
             # a crew's assignment is started by a runner's dispatch (its pane is launched),
-            # never handed to a worker asking for the oldest item
-            waiting = tx.open_items(("queued",), source=source, crew=False, limit=1)
-            if not waiting:
+            # never handed to a worker asking for the oldest item; the clock, the slots held
+            # and the oldest queued item come in one read (one round trip on PostgreSQL)
+            now, holding, waiting = tx.claim_view(source=source)
+            if waiting is None:
                 raise CaptainError(
                     "not_queued",
                     "no work item is queued"
@@ -416,15 +423,15 @@ def claim(
                     + " for a worker (crew assignments start when a runner "
                     "launches their pane).",
                 )
-            work_id = waiting[0].work_id
-        else:
-            item = tx.item(check_work_id(work_id))
-            if item is not None and item.crew is not None and start is None:
-                raise CaptainError(
-                    "invalid_argument",
-                    f"{work_id} is crew {item.crew}'s assignment; a runner (the cockpit, "
-                    "captain watch or wait) launches its pane when a slot frees.",
-                )
+            _check_capacity(home, holding)
+            return _claim_free(home, waiting.work_id, holder, locator, run_id, at or now, start)
+        item = tx.item(check_work_id(work_id))
+        if item is not None and item.crew is not None and start is None:
+            raise CaptainError(
+                "invalid_argument",
+                f"{work_id} is crew {item.crew}'s assignment; a runner (the cockpit, "
+                "captain watch or wait) launches its pane when a slot frees.",
+            )
         return claim_held(
             home, work_id, holder=holder, locator=locator, run_id=run_id, at=at, start=start
         )
@@ -442,15 +449,35 @@ def claim_held(
 ) -> WorkItem:
     """``claim`` for a caller that already holds ``capacity``."""
     at = at or backend_for(home).now()
-    if not has_free_slot(home):
-        holding, limit = held(home), slots(home)
-        raise CaptainError(
-            "no_capacity",
-            f"all {limit} slots are held ({', '.join(i.work_id for i in holding[:8])}); "
-            "an item is claimed when one frees. Raise [ledger] slots in config.toml to "
-            "run more at once.",
-            slots=limit,
-        )
+    _check_capacity(home, len(held(home)))
+    return _claim_free(home, work_id, holder, locator, run_id, at, start)
+
+
+def _check_capacity(home: Home, holding: int) -> None:
+    """Refuse a claim when ``holding`` items already hold every slot (the rule:
+    ``_free``)."""
+    if _free(home, holding):
+        return
+    holding_items, limit = held(home), slots(home)
+    raise CaptainError(
+        "no_capacity",
+        f"all {limit} slots are held ({', '.join(i.work_id for i in holding_items[:8])}); "
+        "an item is claimed when one frees. Raise [ledger] slots in config.toml to "
+        "run more at once.",
+        slots=limit,
+    )
+
+
+def _claim_free(
+    home: Home,
+    work_id: str,
+    holder: str,
+    locator: PaneLocator | None,
+    run_id: str | None,
+    at: datetime,
+    start: Callable[[WorkItem], PaneLocator | None] | None,
+) -> WorkItem:
+    """Claim ``work_id`` into a slot known to be free (the caller holds ``capacity``)."""
     with _item_transaction(home, check_work_id(work_id)) as tx:
         item = _locked_item(tx, work_id)
         if item.state != "queued":

@@ -24,9 +24,16 @@ backends"):
   host expires by the same clock on every other.
 - **The open set** is the items whose row says they are not terminal (the partial index
   ``work_items_open``): ``mark_open``/``mark_closed`` have nothing to do.
-- **Claims** read the queue ``FOR UPDATE SKIP LOCKED`` inside a transaction; **pages** are
+- **Claims** read the queue ``FOR UPDATE SKIP LOCKED`` inside a transaction, with the clock
+  and the count of slot holders in the same statement (``claim_view``); **pages** are
   keyset over ``work_id`` with the files' cursor (the last ID of a full page, when more
   remain).
+- **Round trips.** A transaction's statements go down one pipeline (psycopg's pipeline
+  mode): ``BEGIN`` and the locks are answered together (the block starts once they are
+  held), the item's row comes with its lock (``FOR UPDATE``, kept for ``item``), and the
+  writes nobody reads an answer from (the item's row, an input, a lease, the
+  notifications) travel with the ``COMMIT``; an error among them fails the COMMIT and
+  rolls everything back. A claim is 5 round trips, a report 4 (docs/ledger.md).
 
 Wake-ups (what watchfiles on the home is to the file backend): every committed transaction
 that appended an event or stored an item notifies ``CHANNEL`` once per item it wrote, the
@@ -111,6 +118,10 @@ class _Thread(threading.local):
         self.depth = 0
         self.held: set[str] = set()  # "ledger", "work-<id>"
         self.changed: set[str] = set()  # work IDs the open transaction wrote: notified
+        self.pipeline: Any = None  # the open transaction's pipeline (psycopg.Pipeline)
+        # the rows of the items this transaction locked, as the lock's statement read them:
+        # a row locked FOR UPDATE changes only by this transaction's own store_item
+        self.locked: dict[str, Row | None] = {}
 
 
 class PostgresBackend:
@@ -183,15 +194,29 @@ class PostgresBackend:
         self._local = _Thread()
 
     @overload
-    def run(self, sql: str, params: Any = (), *, fetch: Literal["one"]) -> Row | None: ...
+    def run(
+        self, sql: str, params: Any = (), *, fetch: Literal["one"], wait: bool = True
+    ) -> Row | None: ...
     @overload
-    def run(self, sql: str, params: Any = (), *, fetch: Literal["all"]) -> list[Row]: ...
+    def run(
+        self, sql: str, params: Any = (), *, fetch: Literal["all"], wait: bool = True
+    ) -> list[Row]: ...
     @overload
-    def run(self, sql: str, params: Any = (), *, fetch: None = None) -> Cursor: ...
-    def run(self, sql: str, params: Any = (), *, fetch: str | None = None) -> Any:
+    def run(
+        self, sql: str, params: Any = (), *, fetch: None = None, wait: bool = True
+    ) -> Cursor: ...
+    def run(
+        self, sql: str, params: Any = (), *, fetch: str | None = None, wait: bool = True
+    ) -> Any:
         """Execute on this thread's connection (inside its open transaction, if any: the
         deliveries' and tokens' stores write through this too, so one commit covers them and
-        the ledger's rows); a driver error becomes a refusal."""
+        the ledger's rows); a driver error becomes a refusal.
+
+        Inside a transaction, statements go down the transaction's pipeline: one whose
+        answer nobody reads (``wait=False``: a lock, a write that cannot be refused but by
+        an error) is sent with the next that is waited for, or with the COMMIT, so it
+        costs no round trip of its own; its error, if any, is raised there and rolls the
+        whole transaction back. Every other statement waits for its answer, as outside."""
         psycopg = postgres.driver()
         conn = self._conn()
         try:
@@ -200,6 +225,9 @@ class PostgresBackend:
                 return cur.fetchone()
             if fetch == "all":
                 return cur.fetchall()
+            pipeline = self._local.pipeline
+            if wait and pipeline is not None:
+                pipeline.sync()  # its answer (and any error) now, its rowcount set
             return cur
         except psycopg.Error as exc:
             if conn.broken:
@@ -221,10 +249,15 @@ class PostgresBackend:
         if local.depth == 0:
             conn = self._conn()
             psycopg = postgres.driver()
+            # the transaction's statements go down one pipeline: BEGIN with the locks, the
+            # last writes and the notifications with the COMMIT (``run``)
+            pipeline = conn.pipeline() if psycopg.Pipeline.is_supported() else None
             try:
-                tx = conn.transaction()
-                tx.__enter__()
+                if pipeline is not None:
+                    local.pipeline = pipeline.__enter__()
+                conn.execute("BEGIN")  # READ COMMITTED; answered with the locks
             except psycopg.Error as exc:
+                self._end(conn, pipeline, exc)
                 raise postgres.unreachable(self.location, exc) from None
             local.depth = 1
             try:
@@ -232,14 +265,15 @@ class PostgresBackend:
                 yield self
                 self._notify(local.changed)  # delivered at the COMMIT below, if it happens
             except BaseException as exc:
-                local.depth, local.held, local.changed = 0, set(), set()
-                with contextlib.suppress(psycopg.Error):
-                    tx.__exit__(type(exc), exc, exc.__traceback__)
+                local.depth, local.held, local.changed, local.locked = 0, set(), set(), {}
+                self._end(conn, pipeline, exc)
                 raise
-            local.depth, local.held, local.changed = 0, set(), set()
+            local.depth, local.held, local.changed, local.locked = 0, set(), set(), {}
             try:
-                tx.__exit__(None, None, None)  # COMMIT
+                conn.execute("COMMIT")
+                self._end(conn, pipeline, None)  # the pipeline's last answers: COMMIT's
             except psycopg.Error as exc:
+                self._end(conn, pipeline, exc)
                 if conn.broken:
                     raise postgres.unreachable(self.location, exc) from None
                 raise postgres.refused(self.location, exc) from None
@@ -254,18 +288,51 @@ class PostgresBackend:
             for key in taken:  # as the files: the order check forgets an inner item's lock
                 local.held.discard(key)
 
+    def _end(self, conn: Conn, pipeline: Any, exc: BaseException | None) -> None:
+        """Leave the transaction's pipeline (its last answers read: an error among them is
+        raised, unless ``exc`` already is); after ``exc``, or an error here, ROLLBACK
+        whatever the server still holds open (nothing, when the connection is gone)."""
+        self._local.pipeline = None
+        psycopg = postgres.driver()
+        try:
+            if pipeline is not None:
+                pipeline.__exit__(*((type(exc), exc, exc.__traceback__) if exc else (None,) * 3))
+        except psycopg.Error:
+            if exc is None:
+                self._rollback(conn)
+                raise
+        if exc is not None:
+            self._rollback(conn)
+
+    @staticmethod
+    def _rollback(conn: Conn) -> None:
+        idle = postgres.driver().pq.TransactionStatus.IDLE
+        with contextlib.suppress(Exception):
+            if not conn.broken and not conn.closed and conn.info.transaction_status != idle:
+                conn.execute("ROLLBACK")
+
     def _take(self, ledger: bool, work_id: str | None, item_key: str | None) -> list[str]:
+        """Take the locks asked for, in their order, and wait until they are held (the
+        block runs under them); sent down the pipeline together (with the BEGIN), one round
+        trip. The item's row is read by its lock (``FOR UPDATE``) and kept for ``item``."""
         local = self._local
         taken = []
+        item = bool(item_key and item_key not in local.held)
         if ledger and "ledger" not in local.held:
-            self.run("SELECT pg_advisory_xact_lock(%s::bigint)", (LEDGER_KEY,))
+            self.run("SELECT pg_advisory_xact_lock(%s::bigint)", (LEDGER_KEY,), wait=not item)
             local.held.add("ledger")
             taken.append("ledger")
-        if item_key and item_key not in local.held:
+        if item and item_key and work_id:
             self.run(
-                "SELECT pg_advisory_xact_lock(%s::integer, hashtext(%s))", (ITEM_CLASS, work_id)
+                "SELECT pg_advisory_xact_lock(%s::integer, hashtext(%s))",
+                (ITEM_CLASS, work_id),
+                wait=False,
             )
-            self.run("SELECT 1 FROM work_items WHERE work_id = %s FOR UPDATE", (work_id,))
+            local.locked[work_id] = self.run(
+                f"SELECT work_id, {_ITEM} FROM work_items WHERE work_id = %s FOR UPDATE",
+                (work_id,),
+                fetch="one",
+            )
             local.held.add(item_key)
             taken.append(item_key)
         return taken
@@ -275,7 +342,11 @@ class PostgresBackend:
         if not changed:
             return
         payloads = sorted(changed) if len(changed) <= NOTIFY_MAX else [EVERYTHING]
-        self.run("SELECT pg_notify(%s, id) FROM unnest(%s::text[]) AS id", (CHANNEL, payloads))
+        self.run(
+            "SELECT pg_notify(%s, id) FROM unnest(%s::text[]) AS id",
+            (CHANNEL, payloads),
+            wait=False,
+        )
 
     def changed(self, work_id: str) -> None:
         """Say that the open transaction changed ``work_id`` (the ledger's own writes do
@@ -307,9 +378,15 @@ class PostgresBackend:
 
     def item(self, work_id: str, *, repair: bool = False) -> WorkItem | None:
         # the row is written in the event's transaction: never behind, nothing to repair
-        row = self.run(
-            f"SELECT work_id, {_ITEM} FROM work_items WHERE work_id = %s", (work_id,), fetch="one"
-        )
+        locked = self._local.locked
+        if work_id in locked:  # read by this transaction's lock, unchanged since
+            row = locked[work_id]
+        else:
+            row = self.run(
+                f"SELECT work_id, {_ITEM} FROM work_items WHERE work_id = %s",
+                (work_id,),
+                fetch="one",
+            )
         return None if row is None else self._item_of(*row)
 
     @staticmethod
@@ -455,6 +532,28 @@ class PostgresBackend:
             sql.append("AND crew IS NOT NULL" if crew else "AND crew IS NULL")
         return self._items(sql, params, limit)
 
+    def claim_view(self, *, source: str | None) -> tuple[datetime, int, WorkItem | None]:
+        # one statement: the clock, the slot holders counted by their rows' state, and the
+        # oldest queued row of no crew that no other transaction holds, locked
+        where = "state = 'queued' AND crew IS NULL" + (" AND source = %s" if source else "")
+        row = self.run(
+            "SELECT clock_timestamp(), (SELECT count(*) FROM work_items WHERE state = ANY(%s)), "
+            f"q.* FROM (SELECT 1) AS one LEFT JOIN LATERAL (SELECT work_id, {_ITEM} "
+            f"FROM work_items WHERE {where} ORDER BY work_id LIMIT 1 "
+            "FOR UPDATE SKIP LOCKED) AS q ON true",
+            [sorted(HOLDS_SLOT), *([source] if source else [])],
+            fetch="one",
+        )
+        assert row is not None  # the outer query has its one row
+        at, holding, work_id, doc, size = row
+        if work_id is None:
+            return at, holding, None
+        item = corrupt.readable(partial(self._item_of, work_id, doc, size), self.reports)
+        if item is None:  # unreadable (reported): the queue as open_items reads it, skipping
+            waiting = self.open_items(("queued",), source=source, crew=False, limit=1)
+            item = waiting[0] if waiting else None
+        return at, holding, item
+
     def page(
         self, *, state: str | None, source: str | None, limit: int, after: str | None
     ) -> tuple[list[WorkItem], str | None]:
@@ -483,6 +582,7 @@ class PostgresBackend:
             "INSERT INTO work_inputs (work_id, sha256, input) VALUES (%s, %s, %s) "
             "ON CONFLICT (work_id) DO NOTHING",
             (work_id, hashlib.sha256(data).hexdigest(), data),
+            wait=False,
         )
 
     def mark_open(self, work_id: str) -> None:
@@ -527,9 +627,10 @@ class PostgresBackend:
 
     def store_item(self, item: WorkItem) -> None:
         self.changed(item.work_id)
+        self._local.locked.pop(item.work_id, None)  # read again from here on
         Jsonb = postgres.driver().types.json.Jsonb
         doc = item.model_dump(mode="json", by_alias=True, exclude_none=False)
-        self.run(
+        self.run(  # refused only by an error: it goes with the next statement waited for
             _UPSERT_ITEM,
             (
                 item.work_id,
@@ -549,6 +650,7 @@ class PostgresBackend:
                 item.updated_at,
                 Jsonb(doc),
             ),
+            wait=False,
         )
 
     def mark_closed(self, work_id: str) -> None:
@@ -572,6 +674,7 @@ class PostgresBackend:
                 lease.heartbeat_at,
                 lease.expires_at,
             ),
+            wait=False,
         )
 
 

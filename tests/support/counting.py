@@ -49,9 +49,9 @@ class Statements:
         real = PostgresBackend.run
         counter = self
 
-        def run(backend, sql, params=(), *, fetch=None):
+        def run(backend, sql, params=(), *, fetch=None, wait=True):
             counter.statements.append(sql)
-            out = real(backend, sql, params, fetch=fetch)
+            out = real(backend, sql, params, fetch=fetch, wait=wait)
             if fetch == "all":
                 counter.rows += len(out)
             elif fetch == "one" and out is not None:

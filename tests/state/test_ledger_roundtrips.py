@@ -1,0 +1,78 @@
+"""Round trips to PostgreSQL per ledger transaction, counted on the wire (a relay between
+the backend and the real server: tests/support/roundtrips.py): a claim and a report send
+their statements down one pipeline per transaction, waiting only where an answer is read
+(docs/ledger.md, "Round trips"), so their cost on a distant database is a few round trips,
+not one per statement. And a statement sent without waiting that the database refuses
+still refuses the whole transaction, with its code, and leaves nothing of it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psycopg
+import pytest
+from support.ledger_backends import close_backends, open_ledgers
+from support.roundtrips import Relay
+
+from state.errors import CaptainError
+from state.home import Home
+from state.work import ledger
+
+CLAIM_TRIPS = 5  # BEGIN + the ledger's lock; the choice; the item's lock + row; the event;
+# the item's row, the notification + COMMIT (was 12: one per statement)
+REPORT_TRIPS = 4  # BEGIN + both locks + the row; the clock; the event; the row + COMMIT (was 10)
+
+
+@pytest.fixture
+def relayed(request, tmp_path: Path):
+    """A home on a fresh PostgreSQL ledger reached through a counting relay."""
+    with open_ledgers(request, "postgresql") as made:
+        relay = Relay(made.fresh_url() or "")
+        try:
+            root = tmp_path / "home"
+            Home(root)
+            (root / "config.toml").write_text(f'[ledger]\nslots = 4\nurl = "{relay.url}"\n')
+            yield Home(root), relay
+        finally:
+            close_backends(relay.url)
+            relay.close()
+
+
+def test_a_claim_and_its_report_are_a_few_round_trips_not_one_per_statement(relayed) -> None:
+    home, relay = relayed
+    for n in range(3):
+        ledger.accept(home, source="chat", input={"text": f"job {n}"}, requester="alice")
+    ledger.open_ids(home)  # connected: the connection's own round trips are not counted
+    for _ in range(2):
+        relay.take()
+        item = ledger.claim(home, holder="worker")
+        assert relay.take() == CLAIM_TRIPS
+        assert item.state == "running" and item.generation == 1
+        done = ledger.report(home, item.work_id, item.generation, "succeeded", actor="worker")
+        assert relay.take() == REPORT_TRIPS
+        assert done.state == "succeeded"
+    assert ledger.get(home, item.work_id).state == "succeeded"  # committed, read back
+
+
+def test_a_write_sent_without_waiting_that_is_refused_refuses_the_whole_claim(relayed) -> None:
+    home, relay = relayed  # the item's row is written without waiting, with the COMMIT
+    item = ledger.accept(home, source="chat", input={"text": "job"}, requester="alice")
+    url = relay.url
+    with psycopg.connect(url, autocommit=True) as db:  # the item's row refuses any change
+        db.execute(
+            "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS "
+            "$$ BEGIN RAISE EXCEPTION 'no change to work items'; END $$"
+        )
+        db.execute(
+            "CREATE TRIGGER refuse BEFORE UPDATE ON work_items "
+            "FOR EACH ROW EXECUTE FUNCTION refuse()"
+        )
+    with pytest.raises(CaptainError) as err:
+        ledger.claim(home, holder="worker")
+    assert err.value.code == "ledger_error" and "no change to work items" in err.value.message
+    after = ledger.get(home, item.work_id)
+    assert after.state == "queued" and after.generation == 0
+    assert [e.type for e in ledger.events(home, item.work_id)] == ["accepted"]  # no claim event
+    with psycopg.connect(url, autocommit=True) as db:
+        db.execute("DROP TRIGGER refuse ON work_items")
+    assert ledger.claim(home, holder="worker").work_id == item.work_id  # the line still works
