@@ -94,25 +94,44 @@ class Feed:
         self._work = WorkFeed(home)
         self.shared = False  # the ledger is a database other hosts write (not the home)
         self._change_said = ""  # the ledger_changed last said (LedgerHandle.change)
+        # what arrived while a rescan runs (the pump's queue: changed paths, work IDs),
+        # asked between two crews; see ``rescan``
+        self.pending: Callable[[], tuple[list[str], list[str]]] | None = None
 
     # -- whole home ----------------------------------------------------------------------
 
     def rescan(self, progress: Callable[[Update], object] | None = None) -> Update:
-        """Read every crew again (only files not seen before are parsed)."""
+        """Read every crew again (only files not seen before are parsed).
+
+        On a big home this takes a second or more; an event must not wait for it. So, once
+        the first scan is done, what arrived meanwhile (``pending``) is applied between two
+        crews and its update handed to ``progress`` at once, on the view shown so far; the
+        crews this rescan already read (or has not listed) take the event's fresh rows."""
         alerts: list[Alert] = []
         crews: dict[str, CrewView] = {}
         shown, pause = time.monotonic(), PROGRESS_FIRST
         keys = self.home.crew_keys()
+        listed, done, extra = set(keys), set(), set()
         for key in keys:
             view = self._refresh_crew(key, alerts)
             if view is not None:
                 crews[key] = view
+            done.add(key)
             if progress is not None and not self.scanned and time.monotonic() - shown >= pause:
                 progress(Update(HomeView(dict(crews)), scanned=False))
                 shown = time.monotonic()
                 # the first rows soon, then let the scan get on
                 pause = PROGRESS_LATER if pause < PROGRESS_LATER else pause * 2
-        for gone in set(self._cache) - set(keys):
+            if progress is not None and self.scanned and self.pending is not None:
+                for touched in self._apply_pending(progress):
+                    if touched in done or touched not in listed:  # else: read below
+                        extra.add(touched)
+                        fresh = self.view.crews.get(touched)
+                        if fresh is None:
+                            crews.pop(touched, None)
+                        else:
+                            crews[touched] = fresh
+        for gone in set(self._cache) - listed - extra:
             del self._cache[gone]
         if progress is not None and not self.scanned:
             # the crew panels first: a ledger slow to answer (a database that does not
@@ -122,6 +141,21 @@ class Feed:
         self.view = HomeView(crews, work, self._ledger(alerts), self._work.shown_problem)
         self.scanned = True
         return Update(self.view, alerts)
+
+    def _apply_pending(self, publish: Callable[[Update], object]) -> set[str]:
+        """Apply what arrived during a rescan and publish it; the crews whose rows it
+        changed."""
+        assert self.pending is not None  # only called when the pump gave one
+        paths, work_ids = self.pending()
+        if not paths and not work_ids:
+            return set()
+        before = self.view.crews
+        update = self.apply(paths, work_ids)
+        if update is None:
+            return set()
+        publish(update)
+        after = self.view.crews
+        return {k for k in before.keys() | after.keys() if before.get(k) is not after.get(k)}
 
     def rescan_work(self) -> Update | None:
         """Re-read the Work panel's part only (the shared ledger's clock); None when nothing
