@@ -46,6 +46,7 @@ from __future__ import annotations
 # starts before the interpreter does.
 import argparse
 import asyncio
+import inspect
 import json
 import os
 import platform
@@ -70,6 +71,7 @@ KINDS = ("tell", "signal", "ask")
 SPEC_VERSION = 1
 UNREAD_FRAC = 0.01  # of each crew's mail, newest first, left unread
 UNACKED_FRAC = 0.01  # of each crew's notifications, newest first, left unacknowledged
+MAX_EVENT_MS = 250.0  # no single event -> row slower than this on the big home (#28)
 WORK_IDLE_MAX = 15.0  # seconds the Work panel part leaves the cockpit idle (3 ledger rounds)
 
 
@@ -411,10 +413,13 @@ class _RescanCounter:
         self.feed = feed
         self.real = feed.Feed.rescan
         self.runs: list[tuple[float, float]] = []  # (start, seconds)
+        self.on_start = None  # called (on the pump's thread) as each rescan starts
         counter = self
 
         def rescan(feed_self, progress=None):
             t = time.monotonic()
+            if counter.on_start is not None:
+                counter.on_start(t)
             try:
                 return counter.real(feed_self, progress)
             finally:
@@ -424,6 +429,45 @@ class _RescanCounter:
 
     def restore(self) -> None:
         self.feed.Feed.rescan = self.real  # type: ignore[method-assign]
+
+
+class _FullCollections:
+    """When Python's full (generation 2) garbage collections ran: (start, seconds)."""
+
+    def __init__(self) -> None:
+        import gc
+
+        self.gc = gc
+        self.runs: list[tuple[float, float]] = []
+        self._began = 0.0
+        gc.callbacks.append(self._note)
+
+    def _note(self, phase: str, info: dict) -> None:
+        if info.get("generation") != 2:
+            return
+        if phase == "start":
+            self._began = time.monotonic()
+        else:
+            self.runs.append((self._began, time.monotonic() - self._began))
+
+    def restore(self) -> None:
+        self.gc.callbacks.remove(self._note)
+
+
+def _overlaps(span: tuple[float, float], runs: list[tuple[float, float]]) -> float:
+    """How long the runs (start, seconds) overlapping ``span`` (start, end) lasted, summed."""
+    a, b = span
+    return sum(s for t, s in runs if t < b and t + s > a)
+
+
+def _cause(span, rescans, collections) -> str:
+    """What a slow event overlapped: a full rescan, a full garbage collection, or neither."""
+    out = []
+    if (r := _overlaps(span, rescans)) > 0:
+        out.append(f"during a full rescan of {r * 1000:.0f} ms")
+    if (c := _overlaps(span, collections)) > 0:
+        out.append(f"during a full garbage collection of {c * 1000:.0f} ms")
+    return ", ".join(out) or "no full rescan or full collection overlapped it"
 
 
 async def _writer(root: Path, flag: str):
@@ -514,7 +558,11 @@ class _Shown:
         self.panel_class.show = self.real  # type: ignore[method-assign]
 
 
-async def _events(root: Path, n_events: int, label: str, settle: float = 1.0) -> dict:
+async def _events(
+    root: Path, n_events: int, label: str, settle: float = 1.0, collide: bool = False
+) -> dict:
+    """Events one after another; ``collide``: each written 0-50 ms after a full rescan
+    started (the periodic one, made due every second), the worst moment there is."""
     from bench.report import pct
     from captain_tui.cockpit.app import CaptainApp
     from state.home import Home
@@ -523,7 +571,14 @@ async def _events(root: Path, n_events: int, label: str, settle: float = 1.0) ->
     from widgets.panels.questions_panel import QuestionsPanel
 
     rescans = _RescanCounter()
+    collections = _FullCollections()
     app = CaptainApp(Home(root), run_doorbell=False)
+    if collide:
+        app.rescan_every = 1.0
+    loop = asyncio.get_running_loop()
+    rescan_started = asyncio.Event()
+    rescans.on_start = lambda t: loop.call_soon_threadsafe(rescan_started.set)
+    spans: list[tuple[float, float, float]] = []  # (published, painted, ms)
     writer, ask = await _writer(root, "--writer")
 
     latencies: dict[str, list[float]] = {k: [] for k in KINDS}  # to the painted screen
@@ -565,6 +620,10 @@ async def _events(root: Path, n_events: int, label: str, settle: float = 1.0) ->
                     def seen(panel, target=target, before=before):
                         return panel is target and any(k not in before for k in panel._keys)
 
+                if collide:  # untimed: wait for the next rescan to start, then write
+                    rescan_started.clear()
+                    await asyncio.wait_for(rescan_started.wait(), 60)
+                    await asyncio.sleep(rng.uniform(0.0, 0.05))
                 shown.expect("row", seen)
                 reply = await ask({"op": kind, "key": key, "text": text})
                 if not await shown.wait("row", EVENT_TIMEOUT) or reply.get("t") is None:
@@ -572,6 +631,7 @@ async def _events(root: Path, n_events: int, label: str, settle: float = 1.0) ->
                 else:
                     latencies[kind].append((shown.painted["row"] - reply["t"]) * 1000)
                     in_table[kind].append((shown.data["row"] - reply["t"]) * 1000)
+                    spans.append((reply["t"], shown.painted["row"], latencies[kind][-1]))
                 # tidy up, untimed: every panel back to its size before the next event
                 if kind == "ask":
                     await ask({"op": "answer", "key": key, "question_id": reply["id"]})
@@ -597,12 +657,17 @@ async def _events(root: Path, n_events: int, label: str, settle: float = 1.0) ->
             during = rescans.runs[before_rescans:]
     finally:
         rescans.restore()
+        collections.restore()
         shown.restore()
         writer.stdin.close()
         await writer.wait()
     every = [v for values in latencies.values() for v in values]
+    slowest = max(spans, key=lambda s: s[2])
     return {
         "events": len(every),
+        "slowest_cause": _cause(slowest[:2], rescans.runs, collections.runs),
+        "during_rescan": sum(1 for a, b, _ in spans if _overlaps((a, b), rescans.runs) > 0),
+        "full_collections": len(collections.runs),
         "missed": missed,
         "p50_ms": statistics.median(every),
         "p95_ms": pct(every, 95),
@@ -622,9 +687,12 @@ async def _events(root: Path, n_events: int, label: str, settle: float = 1.0) ->
     }
 
 
-def event_phase(root: Path, n_events: int, label: str, settle: float = 1.0) -> dict:
-    _log(f"event -> row on the {label} home: {n_events} events")
-    return asyncio.run(_events(root, n_events, label, settle))
+def event_phase(
+    root: Path, n_events: int, label: str, settle: float = 1.0, collide: bool = False
+) -> dict:
+    during = ", each written as a full rescan starts" if collide else ""
+    _log(f"event -> row on the {label} home: {n_events} events{during}")
+    return asyncio.run(_events(root, n_events, label, settle, collide))
 
 
 # -- 4: the Work panel on a ledger of many finished items, on each backend ------------------
@@ -918,6 +986,119 @@ def work_phase(
             if kind == "postgresql" and pg is not None:
                 pg.stop()
     return out
+
+
+# -- 5: a keystroke -> the frame with its result, on the big home ---------------------------
+
+# (key, what it does, how to know it was done): the Crew panel's cursor down and up, the
+# Tell form opened and closed, the Recruit form opened and closed
+KEYSTROKES = (
+    ("j", "move the selection down (Crew panel)", "moved"),
+    ("k", "move the selection up (Crew panel)", "moved"),
+    ("t", "open the Tell form", "TellScreen"),
+    ("escape", "close a form", "closed"),
+    ("r", "open the Recruit form (a new crew)", "RecruitScreen"),
+    ("escape", "close a form", "closed"),
+)
+KEY_BUDGET_MS = 16.0
+
+
+async def _keys(root: Path, rounds: int, settle: float) -> dict:
+    """The real cockpit on ``root`` (the feed and watcher running, as ``captain`` runs
+    them); each keystroke posted as the Pilot posts one, timed from just before it is
+    posted to the end of the first screen refresh after its action ran (Textual's
+    ``call_after_refresh``, asked as the action returns: the frame drawn with its
+    result)."""
+    from bench.report import pct
+    from captain_tui.cockpit.app import CaptainApp
+    from state.home import Home
+    from widgets.panels.crew_panel import CrewPanel
+
+    class Timed(CaptainApp):
+        """The cockpit, noting when the frame after each key's action was drawn."""
+
+        CSS_PATH = Path(inspect.getfile(CaptainApp)).with_name(str(CaptainApp.CSS_PATH))
+
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            self.bench_frame = asyncio.Event()
+            self.bench_frame_at = 0.0
+            self.bench_actions: list[str] = []
+
+        async def run_action(self, action, default_namespace=None) -> bool:
+            done = await super().run_action(action, default_namespace)
+            self.bench_actions.append(str(action))
+            self.call_after_refresh(self.bench_drawn)
+            return done
+
+        def bench_drawn(self) -> None:
+            self.bench_frame_at = time.monotonic()
+            self.bench_frame.set()
+
+    rescans = _RescanCounter()
+    collections = _FullCollections()
+    app = Timed(Home(root), run_doorbell=False)
+    by_key: dict[str, list[float]] = {}
+    spans: list[tuple[float, float, float, str]] = []
+    rng = random.Random(11)
+    try:
+        async with app.run_test(size=SIZE, notifications=True) as pilot:
+            await _wait(
+                lambda: app.scanned and len(rescans.runs) >= 2,
+                300,
+                "the first scan and the watcher's",
+            )
+            await asyncio.sleep(settle)
+            table = app.query_one(CrewPanel).table
+            table.focus()
+            await pilot.pause()
+            crews = len(app.view.crew_rows())
+            for _ in range(rounds):
+                for key, what, done in KEYSTROKES:
+                    before = (type(app.screen).__name__, table.cursor_row)
+                    app.bench_frame.clear()
+                    t0 = time.monotonic()
+                    await pilot.press(key)
+                    await asyncio.wait_for(app.bench_frame.wait(), EVENT_TIMEOUT)
+                    ms = (app.bench_frame_at - t0) * 1000
+                    now = (type(app.screen).__name__, table.cursor_row)
+                    if (
+                        done == "moved"
+                        and now[1] == before[1]
+                        or (done not in ("moved", "closed") and now[0] != done)
+                    ):
+                        raise RuntimeError(f"{key!r} did not {what}: {before} -> {now}")
+                    by_key.setdefault(what, []).append(ms)
+                    spans.append((t0, app.bench_frame_at, ms, what))
+                    await asyncio.sleep(rng.uniform(0.03, 0.08))  # a person types slower
+    finally:
+        rescans.restore()
+        collections.restore()
+    every = [ms for _, _, ms, _ in spans]
+    slowest = max(spans, key=lambda s: s[2])
+    return {
+        "crews": crews,
+        "keys": len(every),
+        "p50_ms": statistics.median(every),
+        "p95_ms": pct(every, 95),
+        "max_ms": max(every),
+        "slowest": slowest[3],
+        "slowest_cause": _cause(slowest[:2], rescans.runs, collections.runs),
+        "by_key": {
+            what: {
+                "n": len(v),
+                "p50_ms": statistics.median(v),
+                "p95_ms": pct(v, 95),
+                "max_ms": max(v),
+            }
+            for what, v in by_key.items()
+        },
+    }
+
+
+def keys_phase(root: Path, rounds: int, settle: float) -> dict:
+    _log(f"keystroke -> frame on the big home: {rounds} rounds of {len(KEYSTROKES)} keys")
+    return asyncio.run(_keys(root, rounds, settle))
 
 
 # -- 2a: first paint and RSS, in a fresh process ---------------------------------------------
@@ -1329,6 +1510,35 @@ def _home_rows(results: dict) -> list[str]:
         f"{_latency(eb)} | p95 <= 100 ms | "
         f"{_verdict(eb['p95_ms'] <= 100 and not eb['missed'])} |"
     )
+    lines.append(
+        f"| big home: the slowest single store event -> row on screen, of {eb['events']} "
+        f"events | {eb['max_ms']:.0f} ms ({eb['slowest_cause']}; {eb['full_collections']} "
+        f"full garbage collections, {eb['rescans_during']} full rescans in the run) | max "
+        f"<= {MAX_EVENT_MS:.0f} ms | {_verdict(eb['max_ms'] <= MAX_EVENT_MS)} |"
+    )
+    if "events_collide" in results:
+        ec = results["events_collide"]
+        lines.append(
+            f"| big home: store event written 0-50 ms after a full rescan started (the "
+            f"periodic one made due every second; rescans took p50 "
+            f"{statistics.median(ec['rescan_ms'] or [0]):.0f} ms) -> row on screen; "
+            f"{ec['events']} events, {ec['during_rescan']} of them shown while a rescan "
+            f"ran | {_latency(ec)} | max <= {MAX_EVENT_MS:.0f} ms | "
+            f"{_verdict(ec['max_ms'] <= MAX_EVENT_MS and not ec['missed'])} |"
+        )
+    if "keys" in results:
+        k = results["keys"]
+        parts = "; ".join(
+            f"{what}: p50 {v['p50_ms']:.1f}, p95 {v['p95_ms']:.1f}"
+            for what, v in k["by_key"].items()
+        )
+        lines.append(
+            f"| big home ({k['crews']} crew): a keystroke -> the frame with its result "
+            f"(Pilot; {k['keys']} keys: {parts}) | p50 {k['p50_ms']:.1f} ms, p95 "
+            f"{k['p95_ms']:.1f} ms, max {k['max_ms']:.0f} ms ({k['slowest']}, "
+            f"{k['slowest_cause']}) | p95 <= {KEY_BUDGET_MS:.0f} ms | "
+            f"{_verdict(k['p95_ms'] <= KEY_BUDGET_MS)} |"
+        )
     r50, r95 = eb["p50_ms"] / ev["p50_ms"], eb["p95_ms"] / ev["p95_ms"]
     periodic = eb["seconds"] / 30.0
     lines.append(
@@ -1358,6 +1568,19 @@ def main() -> int:
         type=int,
         default=None,
         help="events per event -> row run (default 200; --quick 45)",
+    )
+    parser.add_argument(
+        "--key-rounds",
+        type=int,
+        default=None,
+        help=f"rounds of the {len(KEYSTROKES)} timed keystrokes on the big home (default 40; "
+        "--quick 8)",
+    )
+    parser.add_argument(
+        "--collide-events",
+        type=int,
+        default=None,
+        help="big-home events each written as a full rescan starts (default 45; --quick 12)",
     )
     parser.add_argument(
         "--paint-runs",
@@ -1432,6 +1655,8 @@ def main() -> int:
         args.settle, warm, settle, small = 0.1, 0.2, 0.1, (3, 30, 30)
         args.work_finished = 300
     events = args.events or (45 if quick else 200)
+    key_rounds = args.key_rounds or (1 if args.smoke else 8 if quick else 40)
+    collide_events = args.collide_events or (len(KINDS) if args.smoke else 12 if quick else 45)
     paint_runs = args.paint_runs or (1 if quick else 3)
     idle_seconds = args.idle_seconds or (6.0 if quick else 30.0)
     work_finished = args.work_finished or (20_000 if quick else 100_000)
@@ -1496,6 +1721,12 @@ def main() -> int:
         )
         results["events_big"] = _phase(
             results, "events_big", lambda: event_phase(big_root, events, "big", settle)
+        )
+        results["keys"] = _phase(results, "keys", lambda: keys_phase(big_root, key_rounds, settle))
+        results["events_collide"] = _phase(
+            results,
+            "events_collide",
+            lambda: event_phase(big_root, collide_events, "big", settle, collide=True),
         )
 
         results["idle"] = []
