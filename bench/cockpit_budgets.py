@@ -988,6 +988,189 @@ def work_phase(
     return out
 
 
+# -- 6: approvals (#26): a held hook's request -> its row in the Approvals panel -------------
+
+APPROVAL_BUDGET_MS = 200.0
+
+
+class _Hooks:
+    """Real ``PermissionRequest`` hooks (``python -m captain_tui hook claude ...``, as the
+    agent runs them), each in a crew's environment, held until decided or stopped."""
+
+    def __init__(self, root: Path) -> None:
+        from state.crew import approvals
+        from state.home import Home
+
+        self.home = Home(root)
+        (root / "config.toml").write_text("[crew]\napproval_timeout = 900\n")
+        self.procs: list[subprocess.Popen] = []
+        for key in self.home.crew_keys():
+            approvals.prepare(self.home, key)  # as each crew's agent start does
+
+    def raise_one(self, key: str, i: int) -> subprocess.Popen:
+        from state.crew import crewlog, protocol
+
+        snap, _ = crewlog.load(self.home, key)
+        assert snap is not None  # the bench asks only of crews it made
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("CAPTAIN_")},
+            **protocol.crew_env(
+                self.home, snap.name, snap.incarnation_id, snap.assignment.assignment_id
+            ),
+            "PYTHONPATH": str(REPO),
+        }
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "captain_tui", "hook", "claude", "PermissionRequest"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            cwd=self.home.root.parent,
+        )
+        assert proc.stdin is not None  # PIPE
+        data = {
+            "hook_event_name": "PermissionRequest",
+            "tool_name": "Bash",
+            "tool_input": {"command": f"make bench-target-{i}"},
+        }
+        proc.stdin.write(json.dumps(data).encode())
+        proc.stdin.close()
+        self.procs.append(proc)
+        return proc
+
+    def stop(self) -> None:
+        """Every hook still held ends as the agent ends one (SIGTERM: no decision)."""
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in self.procs:
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
+        self.procs.clear()
+
+
+async def _approval_rows(root: Path, rounds: int, settle: float) -> dict:
+    """The real cockpit on ``root``; each round a real hook raises a request for the next
+    crew. Timed from the request's publication (its file's ctime: the store's create-once
+    link, the moment a watcher can first see it; wall clock, as the hook is another
+    process) to the end of the first screen refresh after its row reached the Approvals
+    panel, and from the hook's start (its cold start included). Tidied untimed: the request
+    allowed, the hook gone, its notice acknowledged."""
+    from bench.report import pct
+    from captain_tui import usecases
+    from captain_tui.cockpit.app import CaptainApp
+    from state.crew import notify
+    from state.home import Home
+    from widgets.panels.approvals_panel import ApprovalsPanel
+
+    hooks = _Hooks(root)
+    home = hooks.home
+    rescans = _RescanCounter()
+    app = CaptainApp(Home(root), run_doorbell=False)
+    published, spawned, listed, missed = [], [], [], 0
+    shown = _Shown()
+    wall_at: dict[str, float] = {}
+    real_painted = shown._painted
+
+    def painted(name: str) -> None:
+        wall_at[name] = time.time()
+        real_painted(name)
+
+    shown._painted = painted  # type: ignore[method-assign]  # the wall clock too, here
+    try:
+        async with app.run_test(size=SIZE, notifications=True):
+            await _wait(
+                lambda: app.scanned and len(rescans.runs) >= 2,
+                300,
+                "the first scan and the watcher's",
+            )
+            await asyncio.sleep(settle)
+            panel = app.query_one(ApprovalsPanel)
+            keys = [row.key for row in app.view.crew_rows()]
+            for i in range(rounds):
+                key = keys[i % len(keys)]
+                before = set(panel._keys)
+                shown.expect(
+                    "row",
+                    lambda p, before=before: p is panel and any(k not in before for k in p._keys),
+                )
+                t0 = time.monotonic()
+                proc = hooks.raise_one(key, i)
+                if not await shown.wait("row", EVENT_TIMEOUT):
+                    missed += 1
+                    continue
+                (request_id,) = set(panel._keys) - before
+                req = home.root / "approvals" / key / f"{request_id}.json"
+                ctime = req.stat().st_ctime_ns / 1e9
+                published.append((wall_at["row"] - ctime) * 1000)
+                listed.append(
+                    (wall_at["row"] - ctime - (shown.painted["row"] - shown.data["row"])) * 1000
+                )
+                spawned.append((shown.painted["row"] - t0) * 1000)
+                # tidy up, untimed
+                crew_name = app.view.crew(key).name
+                await asyncio.to_thread(usecases.approve, home, crew_name, request_id, "allow")
+                await asyncio.to_thread(proc.wait, 30)
+                await _wait(lambda r=request_id: r not in panel._keys, 30, "the request to go")
+                for n in [n for n in app.view.notifications() if n.key == key]:
+                    notify.acknowledge(home, crew_name, n.delivery_id)
+                await _wait(
+                    lambda: not any(n.key == key for n in app.view.notifications()),
+                    30,
+                    "the notice to go",
+                )
+                await asyncio.sleep(random.uniform(0.03, 0.08))
+    finally:
+        hooks.stop()
+        rescans.restore()
+        shown.restore()
+    return {
+        "crews": len(keys),
+        "rounds": len(published),
+        "missed": missed,
+        "p50_ms": statistics.median(published) if published else None,
+        "p95_ms": pct(published, 95) if published else None,
+        "max_ms": max(published) if published else None,
+        "in_table_p50_ms": statistics.median(listed) if listed else None,
+        "in_table_p95_ms": pct(listed, 95) if listed else None,
+        "from_hook_start_p50_ms": statistics.median(spawned) if spawned else None,
+        "from_hook_start_p95_ms": pct(spawned, 95) if spawned else None,
+    }
+
+
+def approvals_phase(
+    root: Path, rounds: int, n_events: int, idle_seconds: float, settle: float, warm: float
+) -> dict:
+    """Request -> Approvals row; then, with a request held open by every crew, the event
+    -> row and idle runs again."""
+    _log(f"approvals: request -> Approvals row, {rounds} rounds")
+    out: dict = {"rows": asyncio.run(_approval_rows(root, rounds, settle))}
+    hooks = _Hooks(root)
+    try:
+        from state.crew import approvals
+
+        keys = sorted(d.name for d in (root / "crew").iterdir() if d.is_dir())
+        for i, key in enumerate(keys):
+            hooks.raise_one(key, 1000 + i)
+        _log(f"approvals: {len(keys)} requests held open, one per crew")
+        deadline = time.monotonic() + 120
+        while len(approvals.open_requests(hooks.home)) < len(keys):
+            if time.monotonic() > deadline:
+                raise TimeoutError("the crews' requests did not all open")
+            time.sleep(0.1)
+        out["held"] = len(keys)
+        out["events"] = event_phase(root, n_events, "held requests", settle)
+        out["idle"] = idle_phase(root, idle_seconds, "held requests", warm)
+    finally:
+        hooks.stop()
+    return out
+
+
 # -- 5: a keystroke -> the frame with its result, on the big home ---------------------------
 
 # (key, what it does, how to know it was done): the Crew panel's cursor down and up, the
@@ -1466,6 +1649,42 @@ def report(results: dict) -> str:
     return "\n".join(lines)
 
 
+def _approval_rows_md(a: dict) -> list[str]:
+    r = a["rows"]
+    lines = []
+    if r["rounds"]:
+        lines.append(
+            f"| approval request raised (a real PermissionRequest hook writes it) -> its row "
+            f"in the cockpit's Approvals panel, {r['crews']} crew; {r['rounds']} requests | p50 "
+            f"{r['p50_ms']:.0f} ms, p95 {r['p95_ms']:.0f} ms, max {r['max_ms']:.0f} ms"
+            f"{', ' + str(r['missed']) + ' missed' if r['missed'] else ''} (from the hook's "
+            f"start, its cold start included: p50 {r['from_hook_start_p50_ms']:.0f}, p95 "
+            f"{r['from_hook_start_p95_ms']:.0f}) | p95 <= {APPROVAL_BUDGET_MS:.0f} ms | "
+            f"{_verdict(r['p95_ms'] <= APPROVAL_BUDGET_MS and not r['missed'])} |"
+        )
+    else:
+        lines.append(
+            f"| approval request -> Approvals row | {r['missed']} missed | p95 <= "
+            f"{APPROVAL_BUDGET_MS:.0f} ms | **missed** |"
+        )
+    if "events" in a:
+        ev, idle = a["events"], a["idle"]
+        lines.append(
+            f"| store event -> row on screen, {a['held']} crew each holding an approval "
+            f"request open (its hook waiting); {ev['events']} events | {_latency(ev)} | p95 "
+            f"<= 100 ms | {_verdict(ev['p95_ms'] <= 100 and not ev['missed'])} |"
+        )
+        part = {k: 100 * idle[k] / idle["wall_s"] for k in ("cpu_s", "watcher_cpu_s")}
+        lines.append(
+            f"| cockpit idle, {a['held']} crew each holding an approval request open, "
+            f"doorbell on, over {idle['wall_s']:.0f} s | {idle['pct']:.2f} % of one core "
+            f"(cockpit {part['cpu_s']:.2f}, watcher process {part['watcher_cpu_s']:.2f}; the "
+            f"held hooks' own polling is the crews', not counted) | <= 3 % | "
+            f"{_verdict(idle['pct'] <= 3)} |"
+        )
+    return lines
+
+
 def _home_rows(results: dict) -> list[str]:
     lines: list[str] = []
     small, big = results["small"], results["big"]
@@ -1548,6 +1767,8 @@ def _home_rows(results: dict) -> list[str]:
         f"<= 1.5); no full rescan per event | "
         f"{_verdict(r50 <= 1.5 and eb['rescans_during'] <= periodic + 1)} |"
     )
+    if "approvals" in results:
+        lines += _approval_rows_md(results["approvals"])
     for item in results["idle"]:
         part = {
             k: 100 * item[k] / item["wall_s"] for k in ("cpu_s", "watcher_cpu_s", "children_cpu_s")
@@ -1568,6 +1789,13 @@ def main() -> int:
         type=int,
         default=None,
         help="events per event -> row run (default 200; --quick 45)",
+    )
+    parser.add_argument(
+        "--approval-rounds",
+        type=int,
+        default=None,
+        help="approval requests raised by real hooks, each timed to its Approvals row "
+        "(default 20; --quick 8)",
     )
     parser.add_argument(
         "--key-rounds",
@@ -1655,6 +1883,7 @@ def main() -> int:
         args.settle, warm, settle, small = 0.1, 0.2, 0.1, (3, 30, 30)
         args.work_finished = 300
     events = args.events or (45 if quick else 200)
+    approval_rounds = args.approval_rounds or (2 if args.smoke else 8 if quick else 20)
     key_rounds = args.key_rounds or (1 if args.smoke else 8 if quick else 40)
     collide_events = args.collide_events or (len(KINDS) if args.smoke else 12 if quick else 45)
     paint_runs = args.paint_runs or (1 if quick else 3)
@@ -1738,6 +1967,21 @@ def main() -> int:
         )
         results["idle"].append(
             {"label": f"{small[0]} crew without panes (--no-launch), doorbell on", **idle}
+        )
+        appr_root = tmp / "approvals" / "home"
+        appr_root.parent.mkdir()
+        build_home(appr_root, *small)
+        results["approvals"] = _phase(
+            results,
+            "approvals",
+            lambda: approvals_phase(
+                appr_root,
+                approval_rounds,
+                min(events, 60),
+                min(idle_seconds, 15.0),
+                settle,
+                warm,
+            ),
         )
         if shutil.which("tmux") and not args.no_tmux:
             panes = _TmuxPanes()
