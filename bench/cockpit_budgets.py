@@ -1208,8 +1208,8 @@ async def _keys(root: Path, rounds: int, settle: float) -> dict:
             self.bench_frame_at = 0.0
             self.bench_actions: list[str] = []
 
-        async def run_action(self, action, default_namespace=None) -> bool:
-            done = await super().run_action(action, default_namespace)
+        async def run_action(self, action, *args, **kwargs) -> bool:
+            done = await super().run_action(action, *args, **kwargs)
             self.bench_actions.append(str(action))
             self.call_after_refresh(self.bench_drawn)
             return done

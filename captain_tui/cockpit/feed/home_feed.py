@@ -53,6 +53,31 @@ PROGRESS_LATER = 1.0  # then after this long, twice as long each time after (eac
 # home, showing every 0.5 s doubled the time to the whole home on screen)
 
 
+SETTLED_NS = 2_000_000_000  # a directory whose mtime is older than this is "settled"
+
+
+def _settled(*directories: Path) -> tuple | None:
+    """The directories' identity and mtime, when a listing taken now may be trusted until
+    they change: each mtime at least ``SETTLED_NS`` old, so an entry made in the same
+    clock tick as the last change (file times are coarse) cannot hide behind an unchanged
+    mtime. None: list them (one changed just now, or unreadable). Records are
+    create-once, so a directory whose entries are the same holds the same records."""
+    out = []
+    now = time.time_ns()
+    for directory in directories:
+        try:
+            st = os.lstat(directory)
+        except FileNotFoundError:
+            out.append(None)  # none yet: its first record makes it, and changes this
+            continue
+        except OSError:
+            return None
+        if now - st.st_mtime_ns < SETTLED_NS:
+            return None
+        out.append((st.st_dev, st.st_ino, st.st_mtime_ns))
+    return tuple(out)
+
+
 @dataclass
 class Update:
     view: HomeView
@@ -81,6 +106,9 @@ class _CrewCache:
     acked: set[str] = field(default_factory=set)
     stamp: RingStamp | None = None
     approvals: tuple[ApprovalRow, ...] = ()  # open requests (state.crew.approvals)
+    # each record directory as it was when last listed (see ``_settled``): a rescan that
+    # finds it the same lists it not again
+    listed: dict[str, tuple] = field(default_factory=dict)
 
 
 class Feed:
@@ -314,16 +342,34 @@ class Feed:
 
     # mail: unread needs each message's incarnation; read mail is known by name only
 
+    @staticmethod
+    def _unchanged(cache: _CrewCache, part: str, *directories: Path) -> bool:
+        """Whether ``directories`` are as this crew's ``part`` last listed them (nothing
+        to read again); else their stamp is noted for the listing about to be taken. A
+        periodic rescan of a big home then lists only what changed: on 100 crew with 50k
+        messages and 50k notifications every listing took ~1 s of the rescan's 1.2 s."""
+        stamp = _settled(*directories)
+        if stamp is not None and cache.listed.get(part) == stamp:
+            return True
+        if stamp is None:
+            cache.listed.pop(part, None)
+        else:
+            cache.listed[part] = stamp
+        return False
+
     def _sync_read(self, key: str, cache: _CrewCache) -> None:
         store = self.home.store
-        cache.read = set(store.names(self.home.receipts_dir(key))) | set(
-            store.names(self.home.bounces_dir(key))
-        )
+        receipts, bounces = self.home.receipts_dir(key), self.home.bounces_dir(key)
+        if self._unchanged(cache, "read", receipts, bounces):
+            return
+        cache.read = set(store.names(receipts)) | set(store.names(bounces))
         for message_id in cache.read & cache.mail.keys():
             cache.mail[message_id] = None
 
     def _sync_mail(self, key: str, cache: _CrewCache) -> None:
         directory = self.home.mail_dir(key)
+        if self._unchanged(cache, "mail", directory):
+            return
         names = set(self.home.store.names(directory))
         for gone in cache.mail.keys() - names:
             del cache.mail[gone]
@@ -349,12 +395,17 @@ class Feed:
     # notifications: an acknowledged one is never parsed
 
     def _sync_acks(self, key: str, cache: _CrewCache) -> None:
-        cache.acked = set(self.home.store.names(self.home.acks_dir(key)))
+        directory = self.home.acks_dir(key)
+        if self._unchanged(cache, "acks", directory):
+            return
+        cache.acked = set(self.home.store.names(directory))
         for delivery_id in cache.acked & cache.notes.keys():
             cache.notes[delivery_id] = None
 
     def _sync_notes(self, key: str, cache: _CrewCache, alerts: list[Alert]) -> None:
         directory = self.home.notifications_dir(key)
+        if self._unchanged(cache, "notes", directory):
+            return
         names = set(self.home.store.names(directory))
         for gone in cache.notes.keys() - names:
             del cache.notes[gone]
