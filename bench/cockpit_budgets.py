@@ -14,7 +14,10 @@
    acknowledged, some not), written straight in the store's on-disk format and cached for
    reuse (``--big-home PATH``): the cockpit's first paint in a fresh process (first crew
    rows, and the first full scan done, both from process start), its peak RSS, and the
-   cost of one new event there against the small home (20 crew, 500 messages).
+   cost of one new event there against the small home (20 crew, 500 messages); the
+   slowest single event and what it overlapped (a full rescan, a full garbage collection,
+   or neither); and events each written 0-50 ms after a full rescan started (the periodic
+   one made due every second): the worst moment, budget max <= 250 ms.
 3. idle CPU with 20 crew (the doorbell running, as in ``captain``): CPU time of a fresh
    cockpit process over ``--idle-seconds``, as % of one core; once with crew recorded
    without panes (``--no-launch``) and, when tmux is installed, once with every crew in a
@@ -32,12 +35,23 @@
    the index of the newest finished to be rebuilt, and one item closed through the ledger
    (untimed) rebuilds it, as the first close after an upgrade does.
 
+5. a keystroke on the big home -> the frame with its result (the Pilot posts the key; the
+   frame is the end of the first screen refresh after the key's action ran, Textual's
+   ``call_after_refresh`` asked as ``run_action`` returns): the Crew panel's cursor down
+   and up, the Tell form and the Recruit form opened and closed; budget p95 <= 16 ms.
+
+6. approvals (#26), 20 crew: a real ``PermissionRequest`` hook raises a request -> its row
+   in the Approvals panel (from the request file's publication, its ctime; and from the
+   hook's start), budget p95 <= 200 ms; then, with every crew holding a request open (its
+   hook waiting), event -> row and idle CPU again, within their budgets.
+
 Prints one Markdown table and the machine; ``--json PATH`` also writes every number (and
 the table's rows, under ``rows``).
 
     python bench/cockpit_budgets.py [--events 200] [--paint-runs 3] [--idle-seconds 30]
                             [--big-home PATH] [--work-finished 100000] [--no-work]
-                            [--quick] [--smoke] [--json PATH]
+                            [--collide-events 45] [--key-rounds 40]
+                            [--approval-rounds 20] [--quick] [--smoke] [--json PATH]
 """
 
 from __future__ import annotations
