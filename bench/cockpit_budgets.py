@@ -73,6 +73,10 @@ import tempfile
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -427,7 +431,8 @@ class _RescanCounter:
         self.feed = feed
         self.real = feed.Feed.rescan
         self.runs: list[tuple[float, float]] = []  # (start, seconds)
-        self.on_start = None  # called (on the pump's thread) as each rescan starts
+        # called (on the pump's thread) as each rescan starts
+        self.on_start: Callable[[float], object] | None = None
         counter = self
 
         def rescan(feed_self, progress=None):
@@ -1127,7 +1132,9 @@ async def _approval_rows(root: Path, rounds: int, settle: float) -> dict:
                 )
                 spawned.append((shown.painted["row"] - t0) * 1000)
                 # tidy up, untimed
-                crew_name = app.view.crew(key).name
+                row = app.view.crew(key)
+                assert row is not None  # made before the run
+                crew_name = row.name
                 await asyncio.to_thread(usecases.approve, home, crew_name, request_id, "allow")
                 await asyncio.to_thread(proc.wait, 30)
                 await _wait(lambda r=request_id: r not in panel._keys, 30, "the request to go")
@@ -1214,7 +1221,7 @@ async def _keys(root: Path, rounds: int, settle: float) -> dict:
     class Timed(CaptainApp):
         """The cockpit, noting when the frame after each key's action was drawn."""
 
-        CSS_PATH = Path(inspect.getfile(CaptainApp)).with_name(str(CaptainApp.CSS_PATH))
+        CSS_PATH = str(Path(inspect.getfile(CaptainApp)).with_name(str(CaptainApp.CSS_PATH)))
 
         def __init__(self, *args, **kwargs) -> None:
             super().__init__(*args, **kwargs)

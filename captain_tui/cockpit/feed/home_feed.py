@@ -62,7 +62,7 @@ def _settled(*directories: Path) -> tuple | None:
     clock tick as the last change (file times are coarse) cannot hide behind an unchanged
     mtime. None: list them (one changed just now, or unreadable). Records are
     create-once, so a directory whose entries are the same holds the same records."""
-    out = []
+    out: list[tuple[int, int, int] | None] = []
     now = time.time_ns()
     for directory in directories:
         try:
