@@ -1904,7 +1904,7 @@ def main() -> int:
         args.settle, warm, settle, small = 0.1, 0.2, 0.1, (3, 30, 30)
         args.work_finished = 300
     events = args.events or (45 if quick else 200)
-    approval_rounds = args.approval_rounds or (2 if args.smoke else 8 if quick else 20)
+    approval_rounds = args.approval_rounds or (1 if args.smoke else 8 if quick else 20)
     key_rounds = args.key_rounds or (1 if args.smoke else 8 if quick else 40)
     collide_events = args.collide_events or (len(KINDS) if args.smoke else 12 if quick else 45)
     paint_runs = args.paint_runs or (1 if quick else 3)
