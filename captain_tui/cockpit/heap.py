@@ -9,8 +9,9 @@ once those are frozen, on an event budget of 100 ms. So, while the cockpit runs:
   frozen: moved where no collection looks (``gc.freeze``);
 - allocation no longer starts full collections; ``tick`` (the app calls it every second)
   starts one once Python would have (as many young collections since the last), when no
-  update came for ``QUIET`` seconds, or after ``LATEST`` seconds of waiting for a quiet
-  moment. Young collections stay Python's: they take a millisecond or two.
+  update came and no key was pressed for ``QUIET`` seconds, or after ``LATEST`` seconds of
+  waiting for a quiet moment. Young collections stay Python's: they take a millisecond or
+  two.
 
 ``stop`` puts Python's own rule back and unfreezes, so another app in the same process (the
 tests) starts from the usual state.

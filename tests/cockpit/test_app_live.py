@@ -447,3 +447,46 @@ def test_a_due_full_collection_waits_for_a_quiet_moment_and_stop_restores_python
     finally:
         collector.stop()
     assert gc.get_threshold() == before
+
+
+def test_a_due_full_collection_waits_while_a_person_types(home: Home, project: Path):
+    """A full collection (tens to hundreds of ms) must not land between a key and its frame:
+    while keys come less than ``QUIET`` apart, a due one waits; once they stop, it runs."""
+    import gc
+
+    from captain_tui.cockpit import heap
+
+    crew(home, "Jack", project=project)
+    app = cockpit(home)
+    full: list[float] = []  # when each full collection started
+
+    def note(phase: str, info: dict) -> None:
+        if phase == "start" and info.get("generation") == 2:
+            full.append(time.monotonic())
+
+    async def scenario(pilot):
+        due = gc.get_threshold()  # the app's: full collections never start by allocation
+        assert due[2] == heap.NEVER
+        gc.callbacks.append(note)
+        try:
+            pressed: list[float] = []
+            for _ in range(10):
+                while gc.get_count()[2] < 10:  # due, as Python's own rule has it
+                    gc.collect(1)
+                pressed.append(time.monotonic())
+                await pilot.press("j" if len(pressed) % 2 else "k")
+                await pilot.pause(0.15)
+            typing = list(full)
+            # none started within QUIET of a key (before: one on the next second's tick)
+            assert not [t for t in typing if any(0 <= t - k < heap.QUIET for k in pressed)], (
+                typing,
+                pressed,
+            )
+            last = time.monotonic()
+            await until(
+                pilot, lambda: any(t > last for t in full), what="the collection once quiet"
+            )
+        finally:
+            gc.callbacks.remove(note)
+
+    drive(app, scenario)

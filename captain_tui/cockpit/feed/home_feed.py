@@ -54,6 +54,31 @@ PROGRESS_LATER = 1.0  # then after this long, twice as long each time after (eac
 # home, showing every 0.5 s doubled the time to the whole home on screen)
 
 
+SETTLED_NS = 2_000_000_000  # a directory whose mtime is older than this is "settled"
+
+
+def _settled(*directories: Path) -> tuple | None:
+    """The directories' identity and mtime, when a listing taken now may be trusted until
+    they change: each mtime at least ``SETTLED_NS`` old, so an entry made in the same
+    clock tick as the last change (file times are coarse) cannot hide behind an unchanged
+    mtime. None: list them (one changed just now, or unreadable). Records are
+    create-once, so a directory whose entries are the same holds the same records."""
+    out: list[tuple[int, int, int] | None] = []
+    now = time.time_ns()
+    for directory in directories:
+        try:
+            st = os.lstat(directory)
+        except FileNotFoundError:
+            out.append(None)  # none yet: its first record makes it, and changes this
+            continue
+        except OSError:
+            return None
+        if now - st.st_mtime_ns < SETTLED_NS:
+            return None
+        out.append((st.st_dev, st.st_ino, st.st_mtime_ns))
+    return tuple(out)
+
+
 @dataclass
 class Update:
     view: HomeView
@@ -83,6 +108,9 @@ class _CrewCache:
     stamp: RingStamp | None = None
     approvals: tuple[ApprovalRow, ...] = ()  # open requests (state.crew.approvals)
     spend: dict[str, Spend] = field(default_factory=dict)  # by assignment (state.crew.spend)
+    # each record directory as it was when last listed (see ``_settled``): a rescan that
+    # finds it the same lists it not again
+    listed: dict[str, tuple] = field(default_factory=dict)
 
 
 class Feed:
@@ -96,25 +124,44 @@ class Feed:
         self._work = WorkFeed(home)
         self.shared = False  # the ledger is a database other hosts write (not the home)
         self._change_said = ""  # the ledger_changed last said (LedgerHandle.change)
+        # what arrived while a rescan runs (the pump's queue: changed paths, work IDs),
+        # asked between two crews; see ``rescan``
+        self.pending: Callable[[], tuple[list[str], list[str]]] | None = None
 
     # -- whole home ----------------------------------------------------------------------
 
     def rescan(self, progress: Callable[[Update], object] | None = None) -> Update:
-        """Read every crew again (only files not seen before are parsed)."""
+        """Read every crew again (only files not seen before are parsed).
+
+        On a big home this takes a second or more; an event must not wait for it. So, once
+        the first scan is done, what arrived meanwhile (``pending``) is applied between two
+        crews and its update handed to ``progress`` at once, on the view shown so far; the
+        crews this rescan already read (or has not listed) take the event's fresh rows."""
         alerts: list[Alert] = []
         crews: dict[str, CrewView] = {}
         shown, pause = time.monotonic(), PROGRESS_FIRST
         keys = self.home.crew_keys()
+        listed, done, extra = set(keys), set(), set()
         for key in keys:
             view = self._refresh_crew(key, alerts)
             if view is not None:
                 crews[key] = view
+            done.add(key)
             if progress is not None and not self.scanned and time.monotonic() - shown >= pause:
                 progress(Update(HomeView(dict(crews)), scanned=False))
                 shown = time.monotonic()
                 # the first rows soon, then let the scan get on
                 pause = PROGRESS_LATER if pause < PROGRESS_LATER else pause * 2
-        for gone in set(self._cache) - set(keys):
+            if progress is not None and self.scanned and self.pending is not None:
+                for touched in self._apply_pending(progress):
+                    if touched in done or touched not in listed:  # else: read below
+                        extra.add(touched)
+                        fresh = self.view.crews.get(touched)
+                        if fresh is None:
+                            crews.pop(touched, None)
+                        else:
+                            crews[touched] = fresh
+        for gone in set(self._cache) - listed - extra:
             del self._cache[gone]
         if progress is not None and not self.scanned:
             # the crew panels first: a ledger slow to answer (a database that does not
@@ -124,6 +171,21 @@ class Feed:
         self.view = HomeView(crews, work, self._ledger(alerts), self._work.shown_problem)
         self.scanned = True
         return Update(self.view, alerts)
+
+    def _apply_pending(self, publish: Callable[[Update], object]) -> set[str]:
+        """Apply what arrived during a rescan and publish it; the crews whose rows it
+        changed."""
+        assert self.pending is not None  # only called when the pump gave one
+        paths, work_ids = self.pending()
+        if not paths and not work_ids:
+            return set()
+        before = self.view.crews
+        update = self.apply(paths, work_ids)
+        if update is None:
+            return set()
+        publish(update)
+        after = self.view.crews
+        return {k for k in before.keys() | after.keys() if before.get(k) is not after.get(k)}
 
     def rescan_work(self) -> Update | None:
         """Re-read the Work panel's part only (the shared ledger's clock); None when nothing
@@ -285,16 +347,34 @@ class Feed:
 
     # mail: unread needs each message's incarnation; read mail is known by name only
 
+    @staticmethod
+    def _unchanged(cache: _CrewCache, part: str, *directories: Path) -> bool:
+        """Whether ``directories`` are as this crew's ``part`` last listed them (nothing
+        to read again); else their stamp is noted for the listing about to be taken. A
+        periodic rescan of a big home then lists only what changed: on 100 crew with 50k
+        messages and 50k notifications every listing took ~1 s of the rescan's 1.2 s."""
+        stamp = _settled(*directories)
+        if stamp is not None and cache.listed.get(part) == stamp:
+            return True
+        if stamp is None:
+            cache.listed.pop(part, None)
+        else:
+            cache.listed[part] = stamp
+        return False
+
     def _sync_read(self, key: str, cache: _CrewCache) -> None:
         store = self.home.store
-        cache.read = set(store.names(self.home.receipts_dir(key))) | set(
-            store.names(self.home.bounces_dir(key))
-        )
+        receipts, bounces = self.home.receipts_dir(key), self.home.bounces_dir(key)
+        if self._unchanged(cache, "read", receipts, bounces):
+            return
+        cache.read = set(store.names(receipts)) | set(store.names(bounces))
         for message_id in cache.read & cache.mail.keys():
             cache.mail[message_id] = None
 
     def _sync_mail(self, key: str, cache: _CrewCache) -> None:
         directory = self.home.mail_dir(key)
+        if self._unchanged(cache, "mail", directory):
+            return
         names = set(self.home.store.names(directory))
         for gone in cache.mail.keys() - names:
             del cache.mail[gone]
@@ -320,12 +400,17 @@ class Feed:
     # notifications: an acknowledged one is never parsed
 
     def _sync_acks(self, key: str, cache: _CrewCache) -> None:
-        cache.acked = set(self.home.store.names(self.home.acks_dir(key)))
+        directory = self.home.acks_dir(key)
+        if self._unchanged(cache, "acks", directory):
+            return
+        cache.acked = set(self.home.store.names(directory))
         for delivery_id in cache.acked & cache.notes.keys():
             cache.notes[delivery_id] = None
 
     def _sync_notes(self, key: str, cache: _CrewCache, alerts: list[Alert]) -> None:
         directory = self.home.notifications_dir(key)
+        if self._unchanged(cache, "notes", directory):
+            return
         names = set(self.home.store.names(directory))
         for gone in cache.notes.keys() - names:
             del cache.notes[gone]

@@ -51,7 +51,9 @@ class FeedPump:
         self.rescan_every = rescan_every
         self.work_every = work_every  # only while the feed's ledger is shared
         self._queue: queue.Queue = queue.Queue()
+        self._held: list = []  # taken off the queue during a rescan, done after it
         self._stopped = False
+        feed.pending = self._pending  # events are applied between two crews of a rescan
         self.listening = False  # a listener is connected to the shared ledger (set_listening)
 
     def request(self, paths: Iterable[str]) -> None:
@@ -119,11 +121,31 @@ class FeedPump:
             if update is not None:
                 self.publish(update)
 
+    def _pending(self) -> tuple[list[str], list[str]]:
+        """What the watcher and a listener queued while a rescan runs: its changed paths
+        and work IDs, for the feed to apply between two crews (``Feed.rescan``). Anything
+        else (a stop, a rescan, a work re-read) waits until the rescan is over."""
+        paths: list[str] = []
+        work_ids: list[str] = []
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return paths, work_ids
+            if isinstance(item, list):
+                paths.extend(item)
+            elif isinstance(item, tuple):
+                work_ids.extend(item)
+            else:
+                self._held.append(item)
+
     def _next_batch(self, next_rescan: float, next_work: float = float("inf")) -> list:
         """Everything queued, waiting until the next rescan (or work re-read) is due."""
         due = min(next_rescan, next_work)
         wait = due - time.monotonic()
-        if wait <= 0:
+        if self._held:  # what a rescan took off the queue and left for after it
+            items, self._held = self._held, []
+        elif wait <= 0:
             items = [_RESCAN if next_rescan <= next_work else _WORK]
         else:
             try:
