@@ -40,17 +40,22 @@ def relayed(request, tmp_path: Path):
 
 def test_a_claim_and_its_report_are_a_few_round_trips_not_one_per_statement(relayed) -> None:
     home, relay = relayed
-    for n in range(3):
+    for n in range(4):
         ledger.accept(home, source="chat", input={"text": f"job {n}"}, requester="alice")
     ledger.open_ids(home)  # connected: the connection's own round trips are not counted
-    for _ in range(2):
+    # The relay sees TCP, not the protocol: on a loaded machine the server may start
+    # answering a pipeline before the client has finished writing it, which reads as one
+    # more turn. That only ever adds, so the fewest of several is the transaction's count.
+    claims, reports = [], []
+    for _ in range(3):
         relay.take()
         item = ledger.claim(home, holder="worker")
-        assert relay.take() == CLAIM_TRIPS
+        claims.append(relay.take())
         assert item.state == "running" and item.generation == 1
         done = ledger.report(home, item.work_id, item.generation, "succeeded", actor="worker")
-        assert relay.take() == REPORT_TRIPS
+        reports.append(relay.take())
         assert done.state == "succeeded"
+    assert min(claims) == CLAIM_TRIPS and min(reports) == REPORT_TRIPS, (claims, reports)
     assert ledger.get(home, item.work_id).state == "succeeded"  # committed, read back
 
 
