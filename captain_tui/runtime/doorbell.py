@@ -22,7 +22,7 @@ from captain_tui.runtime import pane_reader as screens
 from captain_tui.runtime import pane_tty
 from captain_tui.runtime.tmux import ALIVE, GONE, PaneInfo, Tmux
 from state.clock import now
-from state.crew import crewlog, mailbox, notify, protocol
+from state.crew import crewlog, guards, mailbox, notify, protocol
 from state.errors import CaptainError
 from state.home import Home
 from state.records import CrewSnapshot, Message, PaneLocator, RingStamp
@@ -230,7 +230,7 @@ def ring(home: Home, name: str, *, at: datetime | None = None) -> Outcome:
 
 def _ring_locked(home: Home, key: str, at: datetime) -> Outcome:
     snapshot, _ = crewlog.load(home, key)
-    if snapshot is None or snapshot.dismissed_at is not None or snapshot.pane is None:
+    if snapshot is None or snapshot.pane is None or not guards.ringable(snapshot):
         return Outcome(key, "skipped", detail="no live pane")
     stamp = _stamp(home, key, snapshot)
     unread = mailbox.unread(home, key, snapshot)

@@ -4,6 +4,12 @@ Each record: (JSON key, attribute, kind) per field, in the models' order.
 """
 
 SHAPES = {
+    'Ack': (
+        ('schema', 'schema_', ('lit', 1)),
+        ('delivery_id', 'delivery_id', 'str'),
+        ('crew', 'crew', 'str'),
+        ('acked_at', 'acked_at', 'datetime'),
+    ),
     'Asked': (
         ('schema', 'schema_', ('lit', 1)),
         ('seq', 'seq', ('int>=', 1)),
@@ -152,6 +158,12 @@ SHAPES = {
         ('pane', 'pane', ('opt', ('model', 'PaneLocator'))),
         ('launch', 'launch', ('opt', ('model', 'LaunchSpec'))),
         ('workspace', 'workspace', ('opt', ('model', 'Workspace'))),
+    ),
+    'Returned': (
+        ('schema', 'schema_', ('lit', 1)),
+        ('delivery_id', 'delivery_id', 'str'),
+        ('crew', 'crew', 'str'),
+        ('returned_at', 'returned_at', 'datetime'),
     ),
     'Workspace': (
         ('project', 'project', 'str'),

@@ -18,8 +18,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-# the records the fast path reads or writes, and every crew event (a union on ``type``)
-ROOTS = ("CrewSnapshot", "Message", "Receipt", "Notification")
+# the records the fast paths (the crew's and the captain's) read or write, and every crew
+# event (a union on ``type``)
+ROOTS = ("CrewSnapshot", "Message", "Receipt", "Notification", "Ack", "Returned")
 EVENTS = (
     "Recruited",
     "Assigned",

@@ -1,0 +1,150 @@
+"""The captain's mail and its one-poll ``wait`` on plain records: answers, or ``Unsure``.
+
+A captain that is itself an agent runs ``tell``, ``answer`` and ``wait --timeout 0``
+hundreds of times an hour, and importing pydantic alone costs more than their start-up
+budget (docs/design.md, "The captain's side"). So, like the crew's commands
+(``state.crew_side.fast``), they run here on records read and written by
+``state.crew_side.plain``, through the same rules (``state.crew.guards``: the same checks
+in the same order, so the same refusals) and with the same bytes written. Whenever a record
+is unusual or a crew has anything to settle, this raises ``Unsure`` before anything is
+written, and ``state.crew_side.door`` takes the full path (``state.crew``), which repairs,
+settles and quarantines as always.
+"""
+
+from __future__ import annotations
+
+from state.clock import now
+from state.crew import guards
+from state.crew.guards import Context
+from state.crew_side import fast, plain
+from state.crew_side.plain import Rec
+from state.home import Home
+from state.ids import MESSAGE, new_id
+from state.inputs import check_text, crew_key
+
+__all__ = ["answer", "last_message", "notifications", "poll", "tell"]
+
+
+def last_message(home: Home, key: str, assignment_id: str) -> Rec | None:
+    """``mailbox.last_message``: the newest mail on ``assignment_id`` (any incarnation's)."""
+    mail = fast._messages(home, key, home.store.names(home.mail_dir(key)))
+    on_assignment = [m for m in mail if m.assignment_id == assignment_id]
+    return on_assignment[-1] if on_assignment else None
+
+
+def notifications(home: Home, key: str) -> list[Rec]:
+    """``mailbox.notifications``: the crew's notifications, oldest first."""
+    directory = home.notifications_dir(key)
+    found = []
+    for name in home.store.names(directory):
+        n = plain.read(home.store, directory / f"{name}.json", "Notification")
+        if n is None:
+            raise plain.Unsure(f"{name} vanished")
+        found.append(n)
+    found.sort(key=lambda n: (n.created_at, n.delivery_id))
+    return found
+
+
+def _write_mail(
+    home: Home,
+    key: str,
+    snapshot: Rec,
+    kind: str,
+    text: str,
+    message_id: str,
+    question_id: str | None = None,
+) -> Rec:
+    """``protocol._write_mail``: the same record, byte for byte."""
+    message = Rec(
+        schema_=1,
+        message_id=message_id,
+        crew=snapshot.name,
+        incarnation_id=snapshot.incarnation_id,
+        assignment_id=snapshot.assignment.assignment_id,
+        kind=kind,
+        text=text,
+        question_id=question_id,
+        queued_at=now(),
+        sender="captain",
+    )
+    home.store.create_once(
+        home.mail_dir(key) / f"{message_id}.json", plain.encode(message, "Message")
+    )
+    return message
+
+
+def tell(home: Home, name: str, text: str, *, assignment_id: str, ctx: Context) -> Rec:
+    """``protocol.tell``."""
+    guards.check_captain(ctx, "tell")
+    key = crew_key(name)
+    check_text(text, "message")
+    with home.store.lock(guards.lock_name(key)):
+        snapshot = guards.tell_turn(
+            home, key, name, text, assignment_id, fast.open_locked, last_message
+        )
+        return _write_mail(home, key, snapshot, "tell", text, new_id(MESSAGE))
+
+
+def _write_ack(home: Home, key: str, n: Rec) -> None:
+    """``mailbox.write_ack``: an ack that already exists means 'acknowledged'."""
+    ack = Rec(schema_=1, delivery_id=n.delivery_id, crew=n.crew, acked_at=now())
+    home.store.create_once(
+        home.acks_dir(key) / f"{n.delivery_id}.json",
+        plain.encode(ack, "Ack"),
+        same=lambda old, new: True,
+    )
+
+
+def answer(
+    home: Home, name: str, question_id: str, text: str, *, assignment_id: str, ctx: Context
+) -> Rec:
+    """``protocol.answer``: the answer mail, then the ack of the question's notification."""
+    guards.check_captain(ctx, "answer")
+    key = crew_key(name)
+    check_text(text, "answer")
+    with home.store.lock(guards.lock_name(key)):
+        snapshot = guards.answer_turn(home, key, name, question_id, assignment_id, fast.open_locked)
+        acked = set(home.store.names(home.acks_dir(key)))
+        asked = [  # read before anything is written: an unusual one is Unsure here
+            n
+            for n in notifications(home, key)
+            if n.delivery_id not in acked
+            and n.assignment_id == snapshot.assignment.assignment_id
+            and n.status == "asked"
+            and n.question_id == question_id
+        ]
+        message = _write_mail(
+            home,
+            key,
+            snapshot,
+            "answer",
+            text,
+            guards.answer_id(question_id),
+            question_id=question_id,
+        )
+        for n in asked:
+            _write_ack(home, key, n)
+        return message
+
+
+def _mark_returned(home: Home, key: str, n: Rec) -> bool:
+    """``notify._mark_returned``."""
+    record = Rec(schema_=1, delivery_id=n.delivery_id, crew=n.crew, returned_at=now())
+    return home.store.create_once(
+        home.returned_dir(key) / f"{n.delivery_id}.json",
+        plain.encode(record, "Returned"),
+        same=lambda old, new: True,
+    )
+
+
+def poll(home: Home, name: str | None, *, ctx: Context) -> Rec | None:
+    """``notify.wait(timeout=0)`` without ``--ack``: the oldest notification not yet
+    returned, marked returned, or None. ``Unsure`` when a crew in scope has anything to
+    settle (its newest event's records are not all written, or it is done or dismissed:
+    the full path settles those)."""
+    guards.check_captain(ctx, "wait")
+    keys = guards.scope(home, name)
+    for key in keys:
+        with home.store.lock(guards.lock_name(key)):
+            fast.open_locked(home, key)
+    return guards.take(home, guards.scope(home, name), notifications, _mark_returned)
