@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from captain_tui.repo import git
 from captain_tui.repo import landing as repo_landing
 from captain_tui.runtime import doorbell
 from state.crew import protocol
@@ -98,9 +99,10 @@ def status(home: Home, *, ctx: Context = CAPTAIN, include_dismissed: bool = Fals
     rows = protocol.crew_status(home, include_dismissed=include_dismissed)
     if own is not None:
         rows = [r for r in rows if r["name"].lower() == own]
-    for row in rows:
-        row["doorbell"] = _bell(home, row)
-        row["change"] = _change(home, row)
+    with git.one_look_per_directory():  # crews share a project: one git look for all
+        for row in rows:
+            row["doorbell"] = _bell(home, row)
+            row["change"] = _change(home, row)
     workspace = None
     if problem is None:
         workspace, problem = _workspace(home)
