@@ -258,9 +258,12 @@ class Home:
             data = self.store.read_bytes(path)
             if _stamp(path) != stamp:
                 return self._config  # written while we read: the next call reads it again
-            import tomllib  # only commands that read settings pay for the parser
+            if data is None:
+                parsed: dict[str, Any] = {}  # no file: the defaults, and no parser to import
+            else:
+                import tomllib  # only a home with settings pays for the parser
 
-            parsed = tomllib.loads(data.decode("utf-8")) if data is not None else {}
+                parsed = tomllib.loads(data.decode("utf-8"))
         except Quarantined as bad:
             problem = str(bad)
         except OSError as exc:

@@ -111,14 +111,13 @@ def ring_text(snapshot: CrewSnapshot, stamp: RingStamp, unread: list[Message]) -
 
 
 def _stamp(home: Home, key: str, snapshot: CrewSnapshot) -> RingStamp:
-    stamp = home.store.read(home.ring_stamp_path(key), RingStamp)
+    stamp = read_stamp(home, key)
     if stamp is None or stamp.incarnation_id != snapshot.incarnation_id:
         stamp = RingStamp(crew=snapshot.name, incarnation_id=snapshot.incarnation_id)
     return stamp
 
 
-def read_stamp(home: Home, key: str) -> RingStamp | None:
-    return home.store.read(home.ring_stamp_path(key), RingStamp)
+read_stamp = protocol.ring_stamp
 
 
 def _save(home: Home, key: str, stamp: RingStamp) -> None:

@@ -11,7 +11,6 @@ from pathlib import Path
 
 from captain_tui.repo import git
 from captain_tui.repo import landing as repo_landing
-from captain_tui.runtime import doorbell
 from state.crew import protocol
 from state.crew.guards import CAPTAIN, Context, own_view
 from state.errors import CaptainError
@@ -64,7 +63,7 @@ def _workspace(home: Home):
 
 
 def _bell(home: Home, row: dict) -> dict:
-    stamp = doorbell.read_stamp(home, row["name"].lower())
+    stamp = protocol.ring_stamp(home, row["name"].lower())
     live = stamp if stamp is not None and stamp.incarnation_id == row["incarnation_id"] else None
     return {
         "gate": live.gate if live else None,

@@ -756,10 +756,16 @@ def _actor(ctx: Context) -> str:
     return "crew" if ctx.role == "crew" else "captain"
 
 
+def ring_stamp(home: Home, key: str) -> RingStamp | None:
+    """The doorbell's memory of this crew (``doorbell/<key>.json``), None when it has none;
+    read here so that what shows it (``status``, ``wait``) need not import the doorbell."""
+    return home.store.read(home.ring_stamp_path(key), RingStamp)
+
+
 def dialog_of(home: Home, key: str, snapshot: CrewSnapshot) -> str | None:
     """The start-up dialog the runners' probe last saw on this incarnation's pane (kept in
     the doorbell's stamp), None when none."""
-    stamp = home.store.read(home.ring_stamp_path(key), RingStamp)
+    stamp = ring_stamp(home, key)
     if stamp is None or stamp.incarnation_id != snapshot.incarnation_id:
         return None
     return stamp.dialog
