@@ -198,13 +198,13 @@ def test_a_crews_commands_never_load_pydantic(cli, project: Path):
 
 # What a captain's everyday command must never load (#28): the cockpit's UI, tmux's
 # library, the watcher, the HTTP API, the database driver (a home on files), and captain's
-# own tmux runtime while no crew has a pane (here they are recorded only). The mail and
-# the one-poll wait run on plain records (state.crew_side.captain), so they load neither
-# pydantic nor importlib.metadata (the version is read only for --version; pydantic's
-# plugin look-up reads it whenever a model is built). status and work list still read
-# through the models (the README's Performance rows say what that costs them).
+# own tmux runtime while no crew has a pane (here they are recorded only). The mail, the
+# one-poll wait and work list run on plain records (state.crew_side.captain), so they load
+# neither pydantic nor importlib.metadata (the version is read only for --version;
+# pydantic's plugin look-up reads it whenever a model is built). status still reads
+# through the models (the README's Performance rows say what that costs it).
 CAPTAIN_SIDE_NEVER = (*HEAVY, "fastapi", "uvicorn", "starlette", "psycopg", "captain_tui.runtime")
-CAPTAIN_SIDE_PLAIN = ("tell", "answer", "wait --timeout 0")
+CAPTAIN_SIDE_PLAIN = ("tell", "answer", "wait --timeout 0", "work list")
 PLAIN_NEVER = ("pydantic", "importlib.metadata")
 
 

@@ -1,4 +1,5 @@
-"""The captain's mail and its one-poll ``wait`` on plain records: answers, or ``Unsure``.
+"""The captain's mail, its one-poll ``wait`` and ``work list`` on plain records: answers,
+or ``Unsure``.
 
 A captain that is itself an agent runs ``tell``, ``answer`` and ``wait --timeout 0``
 hundreds of times an hour, and importing pydantic alone costs more than their start-up
@@ -13,16 +14,23 @@ settles and quarantines as always.
 
 from __future__ import annotations
 
+import os
+from typing import Any
+
 from state.clock import now
 from state.crew import guards
 from state.crew.guards import Context
 from state.crew_side import fast, plain
 from state.crew_side.plain import Rec
+from state.errors import CaptainError
 from state.home import Home
-from state.ids import MESSAGE, new_id
+from state.ids import MESSAGE, WORK, new_id
 from state.inputs import check_text, crew_key
+from state.vocab import HOLDS_SLOT
+from state.work import paging, seen
+from state.work.location import ledger_location
 
-__all__ = ["answer", "last_message", "notifications", "poll", "tell"]
+__all__ = ["answer", "last_message", "notifications", "poll", "public", "tell", "work_page"]
 
 
 def last_message(home: Home, key: str, assignment_id: str) -> Rec | None:
@@ -148,3 +156,62 @@ def poll(home: Home, name: str | None, *, ctx: Context) -> Rec | None:
         with home.store.lock(guards.lock_name(key)):
             fast.open_locked(home, key)
     return guards.take(home, guards.scope(home, name), notifications, _mark_returned)
+
+
+# -- work list --------------------------------------------------------------------------------
+
+
+def _item(home: Home, work_id: str) -> Rec | None:
+    """The file ledger's ``item`` (None: not an item), only when its cache is exactly as new
+    as its events: what the full path would return without folding anything."""
+    paging.check_work_id(work_id)
+    if not os.path.lexists(seen.first_event(home.root, work_id)):
+        return None
+    seqs = home.store.seqs(home.store.dir("work", work_id, "events"))
+    found = plain.read(home.store, home.store.dir("work", work_id) / "item.json", "WorkItem")
+    if found is None or not seqs or found.seq != seqs[-1] or found.work_id != work_id:
+        raise plain.Unsure("the item's cache is missing or not as new as its events")
+    return found
+
+
+def work_page(
+    home: Home, *, state: str | None, source: str | None, limit: int, after: str | None
+) -> tuple[list[Rec], str | None]:
+    """``ledger.page`` on a home whose ledger is its own files; ``Unsure`` on a database
+    ledger, or when an item's cache is behind, missing or unusual (the full path folds,
+    repairs and quarantines)."""
+    paging.check_filters(state, source, limit)
+    paging.check_cursor(after)
+    if ledger_location(home).postgres:
+        raise plain.Unsure("a database ledger: its driver answers")
+    try:
+        entries = os.scandir(home.store.dir("work", create=False))
+    except FileNotFoundError:
+        entries = None
+    ids = sorted(
+        e.name
+        for e in entries or ()
+        if e.name.startswith(WORK + "_") and e.is_dir(follow_symlinks=False)
+    )
+    out: list[Rec] = []
+    for work_id in ids:
+        if after is not None and work_id <= after:
+            continue
+        try:
+            item = _item(home, work_id)
+        except CaptainError:
+            raise plain.Unsure(f"{work_id} is not a work ID: the full path skips it") from None
+        if item is None or (state and item.state != state) or (source and item.source != source):
+            continue
+        if len(out) == limit:
+            return out, out[-1].work_id
+        out.append(item)
+    return out, None
+
+
+def public(item: Rec) -> dict[str, Any]:
+    """``ledger.public(home, item)`` of a listing: what may be shown, never the input."""
+    hidden = ("schema", "seq", "attempts", "cancel_requested")
+    row: dict[str, Any] = {k: v for k, v in item.model_dump().items() if k not in hidden}
+    row["slot"] = item.state in HOLDS_SLOT
+    return row

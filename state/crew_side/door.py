@@ -136,3 +136,28 @@ def poll(home: Home, name: str | None, *, ctx: Context) -> Notification | Rec | 
         from state.crew import notify
 
         return notify.wait(home, name, timeout=0, ctx=ctx)
+
+
+def work_page(
+    home: Home, *, state: str | None, source: str | None, limit: int, after: str | None
+) -> tuple[list[Any], str | None]:
+    """``work list``'s page of items (``ledger.page``), and the cursor of the next."""
+    from state.crew_side import captain
+
+    try:
+        return captain.work_page(home, state=state, source=source, limit=limit, after=after)
+    except Unsure:
+        from state.work import ledger
+
+        return ledger.page(home, state=state, source=source, limit=limit, after=after)
+
+
+def work_public(home: Home, item: Any) -> dict[str, Any]:
+    """What a listing shows of an item from ``work_page`` (``ledger.public``)."""
+    if isinstance(item, Rec):
+        from state.crew_side import captain
+
+        return captain.public(item)
+    from state.work import ledger
+
+    return ledger.public(home, item)

@@ -73,6 +73,12 @@ def _value(value: Any, kind: Any) -> tuple[Any, Any]:  # JSON in, by a shape's k
     elif kind == "int":
         if type(value) is int:
             return value, value
+    elif kind == "float":  # as the models write a float: always with a point or exponent
+        if type(value) is float:
+            return value, value
+    elif kind == "bool":
+        if type(value) is bool:
+            return value, value
     elif kind == "datetime":
         if type(value) is str and _DATETIME.fullmatch(value):
             try:
@@ -146,11 +152,19 @@ def read(store: Store, path: Path, shape: str) -> Rec | None:
 # -- writing ------------------------------------------------------------------------------
 
 
-_TYPES: dict[str, Any] = {"str": str, "int": int, "int>=": int, "str<=": str}
+_TYPES: dict[str, Any] = {
+    "str": str,
+    "int": int,
+    "bool": bool,
+    "int>=": int,
+    "str<=": str,
+}
 
 
 def _dump(value: Any, kind: Any) -> Any:
     name = kind if isinstance(kind, str) else kind[0]
+    if name == "float":  # read, never written: JSON libraries spell some floats differently
+        raise ValueError("plain writes no float (the models' bytes for one may differ)")
     if name == "datetime":
         return stamp(value)
     if name == "opt":

@@ -22,6 +22,7 @@ from state.crew.guards import CAPTAIN
 from state.crew_side import captain, door, plain
 from state.errors import CaptainError
 from state.home import Home
+from state.work import ledger
 
 AT = datetime(2026, 12, 1, 12, 0, 0, 123456, tzinfo=timezone.utc)
 
@@ -224,3 +225,97 @@ def test_a_crew_with_anything_to_settle_takes_the_full_path(tmp_path, project):
         captain.tell(fast_home, "Jack", "x", assignment_id=r.assignment_id, ctx=CAPTAIN)
     got = door.poll(fast_home, "Jack", ctx=CAPTAIN)
     assert got is not None and got.status == "asked"
+
+
+# -- work list ----------------------------------------------------------------------------------
+
+
+def _ledger_home(tmp_path: Path) -> Home:
+    """Items of every kind a listing shows: queued, running (an attempt), succeeded with
+    a cost, failed, cancelled, webhook and chat sources."""
+    home = Home(tmp_path / "ledger-home")
+    made = [
+        ledger.accept(home, source=source, input={"n": n}, requester="captain")
+        for n, source in enumerate(("chat", "webhook", "chat", "chat", "webhook", "chat"))
+    ]
+    for item in made[1:4]:
+        ledger.claim(home, item.work_id, holder="worker")
+    ledger.report(home, made[1].work_id, 1, "succeeded", actor="worker", cost_usd=0.25)
+    ledger.report(home, made[2].work_id, 1, "failed", actor="worker", reason="broke")
+    ledger.cancel(home, made[4].work_id, actor="captain", reason="not needed")
+    return home
+
+
+PAGES = [
+    {"state": None, "source": None, "limit": 50, "after": None},
+    {"state": None, "source": None, "limit": 2, "after": None},
+    {"state": "queued", "source": None, "limit": 50, "after": None},
+    {"state": None, "source": "chat", "limit": 1, "after": None},
+    {"state": "running", "source": "chat", "limit": 50, "after": None},
+]
+
+
+def test_a_work_list_page_is_the_ledgers_row_for_row(tmp_path):
+    home = _ledger_home(tmp_path)
+    for ask in PAGES:
+        items, cursor = captain.work_page(home, **ask)
+        full, full_cursor = ledger.page(home, **ask)
+        assert [captain.public(i) for i in items] == [ledger.public(home, i) for i in full], ask
+        assert cursor == full_cursor, ask
+        if cursor:  # and the next page from its cursor
+            rest, _ = captain.work_page(home, **{**ask, "after": cursor})
+            full_rest, _ = ledger.page(home, **{**ask, "after": cursor})
+            assert [i.work_id for i in rest] == [i.work_id for i in full_rest], ask
+    assert {i.state for i in captain.work_page(home, **PAGES[0])[0]} == {
+        "queued",
+        "running",
+        "succeeded",
+        "failed",
+        "cancelled",
+    }
+
+
+@pytest.mark.parametrize(
+    "ask",
+    [
+        {"state": "asleep", "source": None, "limit": 5, "after": None},
+        {"state": None, "source": "email", "limit": 5, "after": None},
+        {"state": None, "source": None, "limit": 0, "after": None},
+        {"state": None, "source": None, "limit": 5, "after": "not-a-cursor"},
+    ],
+)
+def test_a_bad_filter_is_refused_as_the_ledger_refuses_it(tmp_path, ask):
+    home = _ledger_home(tmp_path)
+    assert _outcome(lambda: captain.work_page(home, **ask))[0] == "refused"
+    assert _outcome(lambda: captain.work_page(home, **ask)) == _outcome(
+        lambda: ledger.page(home, **ask)
+    )
+
+
+def test_an_item_behind_or_damaged_is_left_to_the_full_path(tmp_path):
+    """A cache behind its events (a writer killed before it republished) is folded by the
+    full path; a damaged one is quarantined by it, with the reason it always gave."""
+    home = _ledger_home(tmp_path)
+    first = sorted(p.name for p in (home.root / "work").iterdir())[0]
+    (home.root / "work" / first / "item.json").unlink()
+    with pytest.raises(plain.Unsure):
+        captain.work_page(home, **PAGES[0])
+    items, _ = door.work_page(home, **PAGES[0])
+    assert first in [i.work_id for i in items]  # folded from its events
+    second = sorted(p.name for p in (home.root / "work").iterdir())[1]
+    (home.root / "work" / second / "item.json").write_bytes(b"{broken")
+    twin = Home(tmp_path / "twin")
+    shutil.rmtree(twin.root, ignore_errors=True)
+    shutil.copytree(home.root, twin.root, symlinks=True)
+    got, _ = door.work_page(home, **PAGES[0])
+    want, _ = ledger.page(twin, **PAGES[0])
+    assert [door.work_public(home, i) for i in got] == [ledger.public(twin, i) for i in want]
+    assert home.store.quarantined == twin.store.quarantined
+    assert any("item.json" in path for path, _ in home.store.quarantined)
+
+
+def test_a_database_ledger_is_left_to_its_driver(tmp_path, monkeypatch):
+    home = _ledger_home(tmp_path)
+    monkeypatch.setenv("CAPTAIN_LEDGER_URL", "postgresql://nobody@127.0.0.1:9/none")
+    with pytest.raises(plain.Unsure):
+        captain.work_page(home, **PAGES[0])
