@@ -280,3 +280,22 @@ def test_captain_side_commands_import_only_what_they_use(cli, project: Path):
     assert [m["text"] for m in answered.json["messages"]] == ["T", "this way"], answered.out
     owed = cli("wait", "Bo", "--timeout", "0", "--json")
     assert owed.json["status"] == "timeout", owed.out  # the answer acknowledged the question
+
+
+def test_every_command_builds_only_its_own_parser_and_the_same_one():
+    """``main.COMMANDS`` names every command the whole parser has (a command missing from
+    it would build every parser, slower), and a command's own parser is the whole
+    parser's: the same options, usage and help."""
+    from captain_tui.cli.main import COMMANDS, EXTENSIONS, build_parser
+
+    def commands(parser):
+        (sub,) = [a for a in parser._actions if a.dest == "command"]
+        return sub.choices
+
+    whole = commands(build_parser())
+    assert set(whole) == COMMANDS
+    for name in sorted(COMMANDS):
+        own = commands(build_parser(name))
+        module = EXTENSIONS.get(name)
+        assert set(own) == {name} | {n for n, m in EXTENSIONS.items() if module and m == module}
+        assert own[name].format_help() == whole[name].format_help(), name
