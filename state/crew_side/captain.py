@@ -28,7 +28,6 @@ from state.ids import MESSAGE, WORK, new_id
 from state.inputs import check_text, crew_key
 from state.vocab import HOLDS_SLOT
 from state.work import paging, seen
-from state.work.location import ledger_location
 
 __all__ = ["answer", "last_message", "notifications", "poll", "public", "tell", "work_page"]
 
@@ -180,6 +179,8 @@ def work_page(
     """``ledger.page`` on a home whose ledger is its own files; ``Unsure`` on a database
     ledger, or when an item's cache is behind, missing or unusual (the full path folds,
     repairs and quarantines)."""
+    from state.work.location import ledger_location  # here: the mail and wait need none
+
     paging.check_filters(state, source, limit)
     paging.check_cursor(after)
     if ledger_location(home).postgres:
