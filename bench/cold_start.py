@@ -1,4 +1,5 @@
-"""Cold start of the crew-side commands (budget: median <= 150 ms, docs/design.md).
+"""Cold start of the crew-side commands (budget: median <= 150 ms, docs/design.md) and of
+the captain's (#28 budget 1: median <= 120 ms, <= 6x `python -c pass`, <= 0.4x the anchor).
 
 Runs each command as a fresh process, the way an agent pane runs it, N times against a
 throwaway home, and prints medians as a Markdown table. `ask` is measured on its success
@@ -10,7 +11,17 @@ claude Stop (spend)` the same with a transcript holding one new turn, which it m
 (budget)` is the budget's gate before every tool call (docs/budgets.md): the assignment has
 a budget, its transcript one new turn, which the gate measures and finds under it.
 
-    python bench/cold_start.py [--runs 10] [--smoke] [--json PATH]
+The captain's commands -- `status` with 20 crew, `tell`, `answer`, `wait --timeout 0`
+(nothing waiting) and `work list` -- run the same way against a second throwaway home whose
+crew are recorded only (`--no-launch`: no pane to ring, and no tmux server on the default
+socket) in a project directory that is not a git repository (so `status` runs no git for
+their changes). `answer` answers a question the crew asked (untimed) just before.
+
+The anchor is another program's `--version`: captain-barbossa (a PyPI package), installed
+once into a throwaway venv in the temp directory (its row says why not when it cannot be
+installed here, e.g. offline); --smoke leaves it out.
+
+    python bench/cold_start.py [--runs 10] [--crews 20] [--smoke] [--json PATH]
 
 Two baselines are measured in the same run, so ratios hold on a noisy machine even when
 the milliseconds do not: `python -c pass` on the same interpreter, and the floor of any
@@ -51,6 +62,59 @@ BASELINES = {
 }
 
 
+# The anchor: a comparable program's cold start (issue #28), measured in the same run.
+ANCHOR = "captain-barbossa==0.47.2"
+ANCHOR_ROW = "anchor: captain-barbossa 0.47.2 `captain --version` (a PyPI package; same run)"
+CAPTAIN_BUDGET_MS = 120
+CAPTAIN_BUDGET_X_PASS = 6.0
+CAPTAIN_BUDGET_X_ANCHOR = 0.4
+
+
+def _anchor() -> tuple[list[str] | None, str | None]:
+    """(the anchor's ``--version`` command, None), or (None, why it cannot run here).
+
+    Installed once into a venv of its own under the temp directory and kept for the next
+    run; one without its ``complete`` stamp (an install that was killed) is made again."""
+    name, version = ANCHOR.split("==")
+    where = Path(tempfile.gettempdir()) / (
+        f"captain-bench-anchor-{name}-{version}-py{sys.version_info[0]}{sys.version_info[1]}"
+    )
+    program = where / "bin" / "captain"
+    if not (where / "complete").exists():
+        shutil.rmtree(where, ignore_errors=True)
+        try:
+            subprocess.run(
+                [sys.executable, "-m", "venv", str(where)], check=True, capture_output=True
+            )
+            proc = subprocess.run(
+                [
+                    str(where / "bin" / "python"),
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--disable-pip-version-check",
+                    "--no-input",
+                    ANCHOR,
+                ],
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            return None, f"could not make a venv for {ANCHOR}: {exc}"
+        if proc.returncode != 0:
+            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            return None, f"pip could not install {ANCHOR} (offline?): {last}"
+        if not program.exists():
+            return None, f"{ANCHOR} installed no `captain` program"
+        (where / "complete").touch()
+    proc = subprocess.run([str(program), "--version"], capture_output=True, text=True)
+    if proc.returncode != 0 or version not in proc.stdout:
+        return None, f"{program} --version did not answer {version}: {proc.stderr.strip()[-200:]}"
+    return [str(program), "--version"], None
+
+
 def _captain() -> list[str]:
     found = shutil.which("captain", path=str(Path(sys.executable).parent))
     return [found] if found else [sys.executable, "-m", "captain_tui"]
@@ -65,11 +129,14 @@ def _run(cmd: list[str], env: dict[str, str]) -> tuple[float, subprocess.Complet
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--smoke", action="store_true", help=f"{SMOKE}: --runs 1")
+    parser.add_argument("--crews", type=int, default=20, help="crew in the captain's home")
+    parser.add_argument(
+        "--smoke", action="store_true", help=f"{SMOKE}: --runs 1, --crews 2, no anchor"
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write results here")
     args = parser.parse_args()
     if args.smoke:
-        args.runs = 1
+        args.runs, args.crews = 1, 2
     captain = _captain()
     with tempfile.TemporaryDirectory() as tmp:
         base = {
@@ -191,6 +258,8 @@ def main() -> int:
                 "hook claude PreToolUse (budget)", ["hook", "claude", "PreToolUse"], pre_tool
             )
             assert said == "", said  # under the budget: the call runs
+    anchor_cmd, anchor_why = (None, "left out in --smoke") if args.smoke else _anchor()
+    captain_results = _captain_side(captain, base, args.runs, args.crews, anchor_cmd, results)
     base_ms = statistics.median(results["python -c pass"])
     rows = []
     for name, values in results.items():
@@ -217,13 +286,154 @@ def main() -> int:
                 "ratio": median / base_ms,
             }
         )
+    rows += _captain_rows(captain_results, base_ms, args.crews, anchor_why)
     machine = (
         f"{platform.machine()}, {os.cpu_count()} cores, Python "
         f"{platform.python_version()}, load {os.getloadavg()[0]:.2f}"
     )
     print_report(f"machine: {machine}, {args.runs} runs each", rows)
-    write_json(args.json, {"machine": machine, "runs": args.runs, "raw_ms": results, "rows": rows})
+    write_json(
+        args.json,
+        {
+            "machine": machine,
+            "runs": args.runs,
+            "crews": args.crews,
+            "raw_ms": {**results, **captain_results},
+            "rows": rows,
+        },
+    )
     return 0
+
+
+CAPTAIN_SIDE = ("status", "tell", "answer", "wait --timeout 0", "work list")
+
+
+def _captain_side(
+    captain: list[str],
+    base: dict[str, str],
+    runs: int,
+    crews: int,
+    anchor: list[str] | None,
+    baselines: dict[str, list[float]],
+) -> dict[str, list[float]]:
+    """The captain's commands, each a fresh process, ``runs`` times, interleaved with
+    ``python -c pass`` (into ``baselines``) and the anchor's ``--version``."""
+    results: dict[str, list[float]] = {name: [] for name in CAPTAIN_SIDE}
+    if anchor is not None:
+        results["anchor"] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**base, "CAPTAIN_HOME": str(Path(tmp) / "home")}
+        project = Path(tmp) / "project"  # not a git repository: status runs no git
+        project.mkdir()
+        recruits = []
+        for i in range(crews):
+            _, proc = _run(
+                captain
+                + ["crew", f"Crew{i:02d}", "--task", f"bench {i}", "--owns", f"src/{i}"]
+                + ["--allow", "edit", "--json", "--cwd", str(project), "--no-launch"],
+                env,
+            )
+            assert proc.returncode == 0, proc.stdout + proc.stderr
+            recruits.append(json.loads(proc.stdout))
+        first, second = recruits[0], recruits[-1]
+        asker = {**env, **second["env"]}
+
+        def timed(name: str, argv: list[str], expect: str) -> None:
+            ms, proc = _run(captain + argv, env)
+            assert proc.returncode == 0 and expect in proc.stdout, (argv, proc.stdout, proc.stderr)
+            results[name].append(ms)
+
+        def one_round(n: int, keep: bool) -> None:
+            ask = _run(captain + ["ask", second["crew"], f"Which way {n}?", "--json"], asker)[1]
+            assert ask.returncode == 0, ask.stdout + ask.stderr
+            question = json.loads(ask.stdout)["question_id"]
+            rounds = [
+                ("status", ["status"], first["crew"]),
+                (
+                    "tell",
+                    ["tell", first["crew"], f"note {n}", "--assignment", first["assignment_id"]],
+                    "Queued",
+                ),
+                (
+                    "answer",
+                    ["answer", second["crew"], question, f"This way {n}"]
+                    + ["--assignment", second["assignment_id"]],
+                    "Answered",
+                ),
+                ("wait --timeout 0", ["wait", first["crew"], "--timeout", "0"], "timeout"),
+                ("work list", ["work", "list"], first["work_id"]),
+            ]
+            for name, argv, expect in rounds:
+                if keep:
+                    timed(name, argv, expect)
+                else:
+                    _run(captain + argv, env)
+            if keep:
+                baselines["python -c pass"].append(_run([sys.executable, "-c", "pass"], base)[0])
+                if anchor is not None:
+                    results["anchor"].append(_run(anchor, base)[0])
+
+        one_round(-1, keep=False)  # warm-up: bytecode written, the anchor's too
+        if anchor is not None:
+            _run(anchor, base)
+        for n in range(runs):
+            one_round(n, keep=True)
+    return results
+
+
+def _captain_rows(
+    results: dict[str, list[float]], base_ms: float, crews: int, anchor_why: str | None
+) -> list[dict]:
+    rows = []
+    anchor_ms = statistics.median(results["anchor"]) if results.get("anchor") else None
+    if anchor_ms is not None:
+        rows.append(
+            {
+                "what": ANCHOR_ROW,
+                "measured": f"{anchor_ms:.0f} ms median",
+                "budget": "—",
+                "verdict": "info",
+                "median_ms": anchor_ms,
+            }
+        )
+    elif anchor_why != "left out in --smoke":
+        rows.append(
+            {
+                "what": ANCHOR_ROW,
+                "measured": f"cannot run here: {anchor_why}",
+                "budget": "—",
+                "verdict": "not run",
+            }
+        )
+    for name in CAPTAIN_SIDE:
+        values = results[name]
+        median = statistics.median(values)
+        x_pass = median / base_ms
+        x_anchor = median / anchor_ms if anchor_ms else None
+        said = f"{median:.0f} ms median (x{x_pass:.1f} `python -c pass`"
+        said += f", x{x_anchor:.2f} the anchor" if x_anchor is not None else ", no anchor"
+        said += f"; min {min(values):.0f})"
+        misses = []
+        if median > CAPTAIN_BUDGET_MS:
+            misses.append(f"+{median - CAPTAIN_BUDGET_MS:.0f} ms")
+        if x_pass > CAPTAIN_BUDGET_X_PASS:
+            misses.append(f"x{x_pass:.1f} > x{CAPTAIN_BUDGET_X_PASS:.0f}")
+        if x_anchor is not None and x_anchor > CAPTAIN_BUDGET_X_ANCHOR:
+            misses.append(f"x{x_anchor:.2f} > x{CAPTAIN_BUDGET_X_ANCHOR}")
+        shown = f"status ({crews} crew)" if name == "status" else name
+        rows.append(
+            {
+                "what": f"captain-side `captain {shown}` cold start",
+                "measured": said,
+                "budget": f"median <= {CAPTAIN_BUDGET_MS} ms, <= x{CAPTAIN_BUDGET_X_PASS:.0f} "
+                f"`python -c pass`, <= x{CAPTAIN_BUDGET_X_ANCHOR} the anchor",
+                "verdict": "met" if not misses else f"MISSED ({', '.join(misses)})",
+                "median_ms": median,
+                "ratio": x_pass,
+                "ratio_anchor": x_anchor,
+            }
+        )
+    return rows
 
 
 if __name__ == "__main__":

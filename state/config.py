@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from state.errors import CaptainError
 from state.vocab import BUDGET_MAX_USD, BUDGET_MIN_USD
@@ -42,8 +41,7 @@ MAX_TOOL_NAMES = 100
 Kind = Literal["integer", "number", "boolean", "text", "path", "choice", "texts", "tools", "url"]
 
 
-@dataclass(frozen=True)
-class Setting:
+class Setting(NamedTuple):  # not a dataclass: importing dataclasses costs every command ~9 ms
     kind: Kind
     default: object = None
     low: float | None = None

@@ -261,9 +261,10 @@ class Home:
             data = self.store.read_bytes(path)
             if _stamp(path) != stamp:
                 return self._config  # written while we read: the next call reads it again
-            parsed = {}
-            if data is not None:
-                import tomllib  # only commands that read a config.toml pay for the parser
+            if data is None:
+                parsed: dict[str, Any] = {}  # no file: the defaults, and no parser to import
+            else:
+                import tomllib  # only a home with settings pays for the parser
 
                 parsed = tomllib.loads(data.decode("utf-8"))
         except Quarantined as bad:

@@ -6,6 +6,8 @@ and the text rules use them without paying pydantic's start-up.
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 SUMMARY_MAX = 1600
 MAX_INPUT_BYTES = 256 * 1024  # a work item's accepted input, as stored (state.work.ledger)
 
@@ -77,3 +79,12 @@ def short(text: str, limit: int = QUOTE_MAX) -> str:
     """Someone's words for a sentence: one line, cut with '…' at ``limit`` characters."""
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+# A work item's states and sources (state.work.ledger_records' models use them)
+WorkState = Literal["queued", "running", "succeeded", "failed", "cancelled", "needs_reconciliation"]
+WORK_STATES: tuple[WorkState, ...] = get_args(WorkState)
+Source = Literal["assignment", "chat", "webhook"]
+SOURCES: tuple[Source, ...] = get_args(Source)
+HOLDS_SLOT: frozenset[str] = frozenset({"running", "needs_reconciliation"})
+PAGE_MAX = 100  # items (and deliveries) in one page of a listing

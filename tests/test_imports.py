@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -281,3 +282,108 @@ def test_the_budget_gate_loads_no_pydantic(cli, project: Path, tmp_path: Path):
     assert answer["hookEventName"] == "PreToolUse" and answer["permissionDecision"] == "deny"
     assert "budget" in answer["permissionDecisionReason"]
     assert jack["loaded"] == []
+
+
+# What a captain's everyday command must never load (#28): the cockpit's UI, tmux's
+# library, the watcher, the HTTP API, the database driver (a home on files), and captain's
+# own tmux runtime while no crew has a pane (here they are recorded only). The mail, the
+# one-poll wait and work list run on plain records (state.crew_side.captain), so they load
+# neither pydantic nor importlib.metadata (the version is read only for --version;
+# pydantic's plugin look-up reads it whenever a model is built). status still reads
+# through the models (the README's Performance rows say what that costs it).
+CAPTAIN_SIDE_NEVER = (*HEAVY, "fastapi", "uvicorn", "starlette", "psycopg", "captain_tui.runtime")
+CAPTAIN_SIDE_PLAIN = ("tell", "answer", "wait --timeout 0", "work list")
+PLAIN_NEVER = ("pydantic", "importlib.metadata")
+
+
+def test_captain_side_commands_import_only_what_they_use(cli, project: Path):
+    """status (two crew), tell, answer, wait --timeout 0 and work list, each in a fresh
+    interpreter as ``python -m captain_tui`` runs it: each really ran, and none loaded
+    what it does not use (a later change that imports one at the top of a module fails
+    here, not slowly in the bench)."""
+    crews = []
+    for name, owns in (("Jack", "src/a"), ("Bo", "src/b")):
+        done = cli(
+            "crew", name, "--task", "T", "--owns", owns, "--allow", "edit", "--json", "--no-launch"
+        )
+        assert done.code == 0, done.err
+        crews.append(done.json)
+    jack, bo = crews
+    asked = cli("ask", "Bo", "which way?", "--json", env=bo["env"])
+    assert asked.code == 0, asked.err
+    question = asked.json["question_id"]
+    commands = {
+        "status": ["status"],
+        "tell": ["tell", "Jack", "one more thing", "--assignment", jack["assignment_id"]],
+        "answer": ["answer", "Bo", question, "this way", "--assignment", bo["assignment_id"]],
+        "wait --timeout 0": ["wait", "Jack", "--timeout", "0"],
+        "work list": ["work", "list"],
+    }
+    code = """
+        import contextlib, io, json, runpy, sys
+
+        sys.argv = ["captain", *json.loads(sys.argv[1])]
+        sink = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+                runpy.run_module("captain_tui", run_name="__main__")
+        except SystemExit as exc:
+            code = exc.code
+        print(json.dumps({"code": code, "out": sink.getvalue(), "loaded": sorted(sys.modules)}))
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CAPTAIN_")}
+    env.update(PYTHONPATH=str(REPO), CAPTAIN_HOME=str(cli.home))
+    loaded = {}
+    for name, argv in commands.items():
+        proc = subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(code), json.dumps(argv)],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+        result = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert result["code"] == 0, (name, result["out"])
+        never = CAPTAIN_SIDE_NEVER + (PLAIN_NEVER if name in CAPTAIN_SIDE_PLAIN else ())
+        loaded[name] = [
+            m for m in result["loaded"] if any(m == n or m.startswith(n + ".") for n in never)
+        ]
+        if name == "status":
+            assert "Jack" in result["out"] and "Bo" in result["out"], result["out"]
+        elif name == "tell":
+            assert result["out"].startswith("Queued msg_"), result["out"]
+        elif name == "answer":
+            assert result["out"].startswith(f"Answered {question}"), result["out"]
+        elif name == "wait --timeout 0":
+            assert result["out"].startswith("timeout: nothing from Jack"), result["out"]
+        else:
+            assert jack["work_id"] in result["out"] and bo["work_id"] in result["out"]
+    assert loaded == {name: [] for name in commands}, loaded
+    # and the records they wrote are the models' own: the full path reads them back
+    unread = cli("inbox", "Jack", "--json", env=jack["env"])
+    assert [m["text"] for m in unread.json["messages"]] == ["T", "one more thing"], unread.out
+    answered = cli("inbox", "Bo", "--json", env=bo["env"])
+    assert [m["text"] for m in answered.json["messages"]] == ["T", "this way"], answered.out
+    owed = cli("wait", "Bo", "--timeout", "0", "--json")
+    assert owed.json["status"] == "timeout", owed.out  # the answer acknowledged the question
+
+
+def test_every_command_builds_only_its_own_parser_and_the_same_one():
+    """``main.COMMANDS`` names every command the whole parser has (a command missing from
+    it would build every parser, slower), and a command's own parser is the whole
+    parser's: the same options, usage and help."""
+    from captain_tui.cli.main import COMMANDS, EXTENSIONS, build_parser
+
+    def commands(parser):
+        (sub,) = [a for a in parser._actions if a.dest == "command"]
+        return sub.choices
+
+    whole = commands(build_parser())
+    assert set(whole) == COMMANDS
+    for name in sorted(COMMANDS):
+        own = commands(build_parser(name))
+        module = EXTENSIONS.get(name)
+        assert set(own) == {name} | {n for n, m in EXTENSIONS.items() if module and m == module}
+        assert own[name].format_help() == whole[name].format_help(), name

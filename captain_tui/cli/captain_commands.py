@@ -332,32 +332,36 @@ def _next_step(n, state: str | None = None) -> str:
 
 
 def cmd_wait(args, out: Out) -> int:
-    from captain_tui.runtime.runner import Runner
-    from state.crew import notify
     from state.crew.guards import check_captain
+    from state.crew_side import door
+    from state.inputs import crew_key
 
     home = home_of(args)
     name = None if args.all else args.name
     ctx = caller()
     check_captain(ctx, "wait")  # before a watcher starts: a crew may not wait
-    runner = Runner(home, name)
-    try:
-        n = notify.wait(home, name, timeout=args.timeout, ack=args.ack, ctx=ctx, sleep=runner.sleep)
-    finally:
-        runner.close()
+    if args.timeout == 0 and args.ack is None:  # one poll: no watcher, no sleep
+        n = door.poll(home, name, ctx=ctx)
+    else:
+        from captain_tui.runtime.runner import Runner
+        from state.crew import notify
+
+        runner = Runner(home, name)
+        try:
+            n = notify.wait(
+                home, name, timeout=args.timeout, ack=args.ack, ctx=ctx, sleep=runner.sleep
+            )
+        finally:
+            runner.close()
     assignment_id = None
     if n is None and name is not None:
-        from state.crew import crewlog
-        from state.inputs import crew_key
-
-        snapshot, _ = crewlog.load(home, crew_key(name))
+        snapshot = door.load(home, crew_key(name))
         assignment_id = snapshot.assignment.assignment_id if snapshot else None
     env = with_change(home, envelope(n, name, assignment_id), n)
     if n is None:
         human = f"timeout: nothing from {name or 'any crew'} (no delivery)."
     else:
         from state.crew import protocol
-        from state.inputs import crew_key
 
         summary = "\n".join("  " + line for line in n.summary.splitlines() or [""])
         state = protocol.crew_state(home, crew_key(n.crew))

@@ -30,6 +30,36 @@ from state.errors import CaptainError
 from state.vocab import BUDGET_MAX_USD, BUDGET_MIN_USD
 
 CREW_SIDE = frozenset({"check", "ask", "done", "inbox"})
+# the commands each extension module adds: build_parser imports one only for its own
+EXTENSIONS = {
+    "work": "work_commands",
+    "deliveries": "work_commands",
+    "serve": "serve",
+    "tokens": "serve",
+    "ledger": "ledger_commands",
+    "diff": "review_commands",
+}
+# every command's name: one being run gets only its own parser (a test holds this to the
+# whole parser's; a name missing here would get the whole parser, slower but the same)
+COMMANDS = (
+    CREW_SIDE
+    | EXTENSIONS.keys()
+    | {
+        "crew",
+        "assign",
+        "tell",
+        "answer",
+        "wait",
+        "approvals",
+        "approve",
+        "demo",
+        "watch",
+        "status",
+        "dismiss",
+        "land",
+        "hook",
+    }
+)
 _SINGLE_POSITIONALS = ("name", "message", "question", "question_id", "action")
 
 
@@ -57,7 +87,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         metavar="DIR",
         help="with no command: open the cockpit on this home",
     )
-    parser.add_argument("--version", action="version", version=f"{PROG} {version()}")
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
     def add(name: str, help_text: str, func) -> argparse.ArgumentParser | Skipped:
@@ -315,17 +345,32 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "payload", nargs="?", metavar="PAYLOAD", help="the event's JSON (else read from stdin)"
     )
 
-    if only not in CREW_SIDE:
-        from captain_tui.cli import ledger_commands as cli_ledger
-        from captain_tui.cli import review_commands as cli_review
-        from captain_tui.cli import serve as cli_serve
-        from captain_tui.cli import work_commands as cli_work
+    from importlib import import_module
 
-        cli_work.add_commands(sub, common, Parser)
-        cli_serve.add_commands(sub, common, Parser)
-        cli_ledger.add_commands(sub, common, Parser)
-        cli_review.add_commands(sub, common, Parser)
+    for module in dict.fromkeys(EXTENSIONS.values()):  # in the order --help lists them
+        if only is None or EXTENSIONS.get(only) == module:
+            import_module(f"captain_tui.cli.{module}").add_commands(sub, common, Parser)
     return parser
+
+
+class _Version(argparse.Action):
+    """``--version``: the installed package's version, read only when asked for
+    (``importlib.metadata`` costs every other command ~40 ms of its start)."""
+
+    def __init__(
+        self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None
+    ):
+        super().__init__(
+            option_strings,
+            dest=dest,
+            default=default,
+            nargs=0,
+            help=help or "show program's version number and exit",
+        )
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        parser._print_message(f"{PROG} {version()}\n", sys.stdout)
+        parser.exit()
 
 
 def version() -> str:
@@ -439,8 +484,9 @@ def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["hook"] and not set(argv[1:2]) & {"-h", "--help"}:
         return _hook(argv[1:])  # `captain hook --help` alone goes to argparse: its usage
-    # a crew-side command runs on every tool call: build only its parser
-    parser = build_parser(argv[0] if argv[:1] and argv[0] in CREW_SIDE else None)
+    # a crew's command runs on every tool call, a captain's as often when the captain is an
+    # agent: build only the parser of the command being run (every one costs its start)
+    parser = build_parser(argv[0] if argv[:1] and argv[0] in COMMANDS else None)
     try:
         args = parser.parse_args(argv)
     except UsageError as err:

@@ -136,23 +136,23 @@ def _stdin_text(what: str) -> str:
 
 
 def cmd_list(args, out) -> int:
-    from state.work import ledger
+    from state.crew_side import door  # plain records when it can: no pydantic
 
     home = home_of(args)
     own = viewer(home)  # a crew lists its own items only
-    items, cursor = ledger.page(
+    items, cursor = door.work_page(
         home, state=args.state, source=args.source, limit=args.limit, after=args.after
     )
     if own is not None:
         items = [i for i in items if (i.crew or "").lower() == own]
         while cursor and len(items) < args.limit:  # fill the page from the pages after it
-            more, cursor = ledger.page(
+            more, cursor = door.work_page(
                 home, state=args.state, source=args.source, limit=args.limit, after=cursor
             )
             items += [i for i in more if (i.crew or "").lower() == own]
         if len(items) > args.limit:
             items, cursor = items[: args.limit], items[args.limit - 1].work_id
-    rows = [ledger.public(home, i) for i in items]
+    rows = [door.work_public(home, i) for i in items]
     if not rows:
         human = "No work items" + (
             " match."

@@ -13,8 +13,11 @@ missing git is ``git_failed`` too.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 import subprocess
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from state.errors import CaptainError
@@ -212,9 +215,37 @@ def _kill(proc: subprocess.Popen) -> None:
             f.close()
 
 
+# Directories whose top level was already asked, inside ``one_look_per_directory``: one
+# command's (and one thread's) memory, never the process's, so a long-running cockpit sees a
+# directory that became a repository.
+_tops: contextvars.ContextVar[dict[str, str | None] | None] = contextvars.ContextVar(
+    "captain_git_tops", default=None
+)
+
+
+@contextlib.contextmanager
+def one_look_per_directory() -> Iterator[None]:
+    """Within the block, ``top_level`` runs git once per directory: ``status`` asks it for
+    every crew, and crews share a project (twenty crew were twenty git processes)."""
+    token = _tops.set({} if _tops.get() is None else _tops.get())
+    try:
+        yield
+    finally:
+        _tops.reset(token)
+
+
 def top_level(path: str) -> str | None:
     """The top level of the git work tree ``path`` is in (real path), or None when it is in
     none (not a repository, a bare one, or git missing)."""
+    memo = _tops.get()
+    if memo is not None:
+        if path not in memo:
+            memo[path] = _top_level(path)
+        return memo[path]
+    return _top_level(path)
+
+
+def _top_level(path: str) -> str | None:
     if not os.path.isdir(path):
         return None
     try:

@@ -22,7 +22,7 @@ from captain_tui.runtime import pane_reader as screens
 from captain_tui.runtime import pane_tty
 from captain_tui.runtime.tmux import ALIVE, GONE, PaneInfo, Tmux
 from state.clock import now
-from state.crew import crewlog, mailbox, notify, protocol
+from state.crew import crewlog, guards, mailbox, notify, protocol
 from state.errors import CaptainError
 from state.home import Home
 from state.records import CrewSnapshot, Message, PaneLocator, RingStamp
@@ -111,14 +111,13 @@ def ring_text(snapshot: CrewSnapshot, stamp: RingStamp, unread: list[Message]) -
 
 
 def _stamp(home: Home, key: str, snapshot: CrewSnapshot) -> RingStamp:
-    stamp = home.store.read(home.ring_stamp_path(key), RingStamp)
+    stamp = read_stamp(home, key)
     if stamp is None or stamp.incarnation_id != snapshot.incarnation_id:
         stamp = RingStamp(crew=snapshot.name, incarnation_id=snapshot.incarnation_id)
     return stamp
 
 
-def read_stamp(home: Home, key: str) -> RingStamp | None:
-    return home.store.read(home.ring_stamp_path(key), RingStamp)
+read_stamp = protocol.ring_stamp
 
 
 def _save(home: Home, key: str, stamp: RingStamp) -> None:
@@ -230,7 +229,7 @@ def ring(home: Home, name: str, *, at: datetime | None = None) -> Outcome:
 
 def _ring_locked(home: Home, key: str, at: datetime) -> Outcome:
     snapshot, _ = crewlog.load(home, key)
-    if snapshot is None or snapshot.dismissed_at is not None or snapshot.pane is None:
+    if snapshot is None or snapshot.pane is None or not guards.ringable(snapshot):
         return Outcome(key, "skipped", detail="no live pane")
     stamp = _stamp(home, key, snapshot)
     unread = mailbox.unread(home, key, snapshot)

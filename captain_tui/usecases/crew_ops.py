@@ -1,5 +1,5 @@
-"""The crew's use cases: recruit, assign, tell, answer, acknowledge, dismiss, the doorbell
-right after mail, and the jump to a crew's pane.
+"""The crew's use cases: recruit, assign, acknowledge, dismiss and the jump to a crew's pane
+(``mail_ops``: tell, answer and the doorbell right after mail).
 
 Each function checks the caller's role (``ctx``), writes through ``state`` (the rules live
 there), does the tmux part through ``captain_tui.runtime``, and returns what happened as data.
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from captain_tui.repo import worktree
 from captain_tui.runtime import launch
@@ -20,40 +19,9 @@ from state.errors import CaptainError
 from state.home import Home
 from state.ids import ASSIGNMENT, new_id
 from state.inputs import MAX_COMMAND_BYTES, check_path, check_text, crew_key
-from state.records import Agent, BouncedMail, Message, PaneLocator, Workspace
+from state.records import Agent, BouncedMail, PaneLocator, Workspace
 from state.work import ledger
 from state.work.crash import crash_point
-
-if TYPE_CHECKING:  # the doorbell itself is imported only to ring (ring below)
-    from captain_tui.runtime.doorbell import Gate, Rung
-
-# -- the doorbell -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Bell:
-    """One ring's outcome, when there was something to ring."""
-
-    action: Rung
-    gate: Gate | None = None
-    detail: str = ""
-
-
-def ring(home: Home, name: str, *, ctx: Context = CAPTAIN) -> Bell | None:
-    """One doorbell attempt right after writing mail; the mail is durable whatever happens
-    here. None when the crew had nothing new to ring."""
-    from captain_tui.runtime import doorbell
-
-    guards.check_captain(ctx, "ring the doorbell")
-
-    try:
-        o = doorbell.ring(home, name)
-    except CaptainError as err:
-        return Bell("held", "tmux_unavailable", err.message)
-    if o.action == "skipped":
-        return None
-    return Bell(o.action, o.gate, o.detail)
-
 
 # -- crew -----------------------------------------------------------------------------------
 
@@ -220,64 +188,6 @@ def assign(
         ctx=ctx,
         budget_usd=None if budget_usd is None else budget.check_amount(budget_usd),
     )
-
-
-@dataclass(frozen=True)
-class Told:
-    message: Message | None  # None: only the budget was changed
-    budget_usd: float | None  # the assignment's budget now (None: none)
-    crew: str
-    assignment_id: str
-
-
-def tell(
-    home: Home, name: str, text: str, *, assignment_id: str, ctx: Context = CAPTAIN
-) -> Message:
-    return protocol.tell(home, name, text, assignment_id=assignment_id, ctx=ctx)
-
-
-def tell_with_budget(
-    home: Home,
-    name: str,
-    text: str | None,
-    *,
-    assignment_id: str,
-    ctx: Context = CAPTAIN,
-    budget_usd: float | str | None = None,
-) -> Told:
-    """A follow-up message, a new budget for the assignment (docs/budgets.md), or both:
-    the amount is judged before anything is written, then the message, then the budget."""
-    guards.check_captain(ctx, "tell")
-    amount = None if budget_usd is None else budget.check_amount(budget_usd)
-    if text is None and amount is None:
-        raise CaptainError(
-            "invalid_argument", "tell needs a MESSAGE, --budget-usd AMOUNT, or both."
-        )
-    message = None
-    if text is not None:
-        message = protocol.tell(home, name, text, assignment_id=assignment_id, ctx=ctx)
-    if amount is not None:
-        now_set = protocol.set_budget(home, name, amount, assignment_id=assignment_id, ctx=ctx)
-        return Told(message, now_set.budget_usd, now_set.name, assignment_id)
-    found, _ = crewlog.load(home, crew_key(name))
-    return Told(
-        message,
-        found.budget_usd if found else None,
-        found.name if found else name,
-        assignment_id,
-    )
-
-
-def answer(
-    home: Home,
-    name: str,
-    question_id: str,
-    text: str,
-    *,
-    assignment_id: str,
-    ctx: Context = CAPTAIN,
-) -> Message:
-    return protocol.answer(home, name, question_id, text, assignment_id=assignment_id, ctx=ctx)
 
 
 def acknowledge(home: Home, name: str, delivery_id: str, *, ctx: Context = CAPTAIN) -> None:

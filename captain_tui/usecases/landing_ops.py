@@ -131,7 +131,9 @@ def _tell_conflict(home: Home, snapshot, err: CaptainError) -> dict:
         spec = crew_cases.assign(home, snapshot.name, text, handoff=current)
     except CaptainError as refused:
         return {"kind": None, "refused": refused.as_json()}
-    crew_cases.ring(home, snapshot.name)
+    from captain_tui.usecases.mail_ops import ring
+
+    ring(home, snapshot.name)
     return {"kind": "assignment", "assignment_id": spec.assignment_id}
 
 

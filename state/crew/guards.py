@@ -13,8 +13,8 @@ from typing import Any, Literal, NamedTuple, TypeVar
 
 from state.errors import CaptainError
 from state.home import Home
-from state.inputs import Resolver, check_actions, crew_key, grant_problem, is_within
-from state.vocab import PATH_ACTIONS
+from state.inputs import Resolver, check_actions, crew_key, grant_problem, is_within, summarize
+from state.vocab import PATH_ACTIONS, ended
 
 # A crew snapshot as these rules read it: the models' ``CrewSnapshot``, or the fast path's
 # plain record of it (``state.crew_side.plain.Rec``, attributes of the same names); S keeps
@@ -294,6 +294,120 @@ def crew_turn(
             question_id=pending.question_id,
         )
     return snapshot, assignment_id
+
+
+def tell_turn(
+    home: Home,
+    key: str,
+    name: str,
+    text: str,
+    assignment_id: str,
+    open_locked: Callable[[Home, str], S | None],
+    last_message: Callable[[Home, str, str], Any],
+) -> S:
+    """The captain's ``tell`` may go ahead (caller holds the crew lock): the crew exists, on
+    that assignment, not finished, and the text does not repeat its last message."""
+    snapshot = existing(name, open_locked(home, key))
+    same_assignment(snapshot, assignment_id)
+    not_done(snapshot)
+    last = last_message(home, key, assignment_id)
+    if last is not None and last.text == text:
+        raise CaptainError(
+            "duplicate_message",
+            f"that text repeats the last message on {assignment_id} ({last.message_id}); "
+            "nothing was sent.",
+            message_id=last.message_id,
+        )
+    return snapshot
+
+
+def answer_turn(
+    home: Home,
+    key: str,
+    name: str,
+    question_id: str,
+    assignment_id: str,
+    open_locked: Callable[[Home, str], S | None],
+) -> S:
+    """The captain's ``answer`` may go ahead (caller holds the crew lock): ``question_id``
+    is the crew's question on that assignment, not answered yet."""
+    snapshot = existing(name, open_locked(home, key))
+    same_assignment(snapshot, assignment_id)
+    question = snapshot.question  # type: ignore[attr-defined]
+    if question is None or question.question_id != question_id:
+        pending = pending_question(home, key, snapshot)
+        hint = (
+            f"its pending question is {pending.question_id}"
+            if pending
+            else "it has no pending question"
+        )
+        raise CaptainError(
+            "unknown_question",
+            f"{question_id} is not {snapshot.name}'s question on {assignment_id}; {hint}.",  # type: ignore[attr-defined]
+        )
+    if is_answered(home, key, question_id):
+        raise CaptainError(
+            "question_answered",
+            f"{question_id} was already answered; use captain tell to add more.",
+        )
+    return snapshot
+
+
+def ringable(snapshot: Snapshot | None) -> bool:
+    """Whether the doorbell has a pane to ring for this crew: recorded, not dismissed,
+    launched (a crew recorded with --no-launch, or waiting for a ledger slot, has none)."""
+    return snapshot is not None and snapshot.dismissed_at is None and snapshot.pane is not None
+
+
+# -- wait: each notification handed out once ---------------------------------------------------
+
+
+def scope(home: Home, name: str | None) -> list[str]:
+    """The crew keys a ``wait`` watches: every crew's, or the named one's (it must exist)."""
+    if name is None:
+        return home.crew_keys()
+    key = crew_key(name)
+    if not home.has_crew(key):
+        raise CaptainError("unknown_crew", f"there is no crew named {name}.")
+    return [key]
+
+
+def take(
+    home: Home,
+    keys: list[str],
+    notifications: Callable[[Home, str], list[M]],
+    mark_returned: Callable[[Home, str, M], bool],
+) -> M | None:
+    """Hand out the oldest notification not yet returned, or refuse while one is owed.
+    Every record is read before anything is written (the fast path's ``Unsure`` comes
+    first); ``mark_returned`` writes the returned mark once and says whether it did."""
+    store = home.store
+    candidates: list[tuple[str, Any]] = []
+    for key in keys:
+        acked = set(store.names(home.acks_dir(key)))
+        handed = set(store.names(home.returned_dir(key)))
+        for n in notifications(home, key):
+            n_: Any = n
+            if n_.delivery_id in acked:
+                continue
+            if n_.delivery_id in handed:
+                raise CaptainError(
+                    "unacknowledged",
+                    f"{n_.delivery_id} ({n_.status}) from {n_.crew} was returned and not "
+                    f"acknowledged: {ended(summarize(n_.summary)[:200])} Run captain wait "
+                    f"{n_.crew} --ack {n_.delivery_id}.",
+                    delivery_id=n_.delivery_id,
+                    status=n_.status,
+                    summary=n_.summary,
+                )
+            candidates.append((key, n))
+    candidates.sort(key=lambda kn: (kn[1].created_at, kn[1].delivery_id))
+    for key, n in candidates:
+        with store.lock(f"wait-{key}"):  # the one waiter that marks it returned gets it
+            if not (home.returned_dir(key) / f"{n.delivery_id}.json").exists():
+                mark_returned(home, key, n)
+                return n
+    return None
 
 
 def inbox(

@@ -15,7 +15,6 @@ from state.ids import DELIVERY, new_id
 from state.inputs import crew_key, summarize
 from state.records import Notification, Returned
 from state.store import encode
-from state.vocab import ended
 
 POLL_SECONDS = 0.05
 REPAIR_SECONDS = 1.0  # how often a running wait re-settles the crew it watches
@@ -24,13 +23,7 @@ REPAIR_SECONDS = 1.0  # how often a running wait re-settles the crew it watches
 SIGNALS = frozenset({"working", "idle", "awaiting_approval", "held", "blocked", "error"})
 
 
-def _scope(home: Home, name: str | None) -> list[str]:
-    if name is None:
-        return home.crew_keys()
-    key = crew_key(name)
-    if not home.has_crew(key):
-        raise CaptainError("unknown_crew", f"there is no crew named {name}.")
-    return [key]
+_scope = guards.scope
 
 
 def _find(home: Home, keys: list[str], delivery_id: str) -> tuple[str, Notification]:
@@ -88,38 +81,7 @@ def _mark_returned(home: Home, key: str, notification: Notification) -> bool:
 
 def take(home: Home, keys: list[str]) -> Notification | None:
     """Hand out the oldest notification not yet returned, or refuse while one is owed."""
-    candidates: list[tuple[str, Notification]] = []
-    for key in keys:
-        acked = mailbox.acked(home, key)
-        handed = mailbox.returned(home, key)
-        for n in mailbox.notifications(home, key):
-            if n.delivery_id in acked:
-                continue
-            if n.delivery_id in handed:
-                raise CaptainError(
-                    "unacknowledged",
-                    f"{n.delivery_id} ({n.status}) from {n.crew} was returned and not "
-                    f"acknowledged: {ended(summarize(n.summary)[:200])} Run captain wait "
-                    f"{n.crew} --ack {n.delivery_id}.",
-                    delivery_id=n.delivery_id,
-                    status=n.status,
-                    summary=n.summary,
-                )
-            candidates.append((key, n))
-    candidates.sort(key=lambda kn: (kn[1].created_at, kn[1].delivery_id))
-    for key, n in candidates:
-        with home.store.lock(f"wait-{key}"):
-            if _mark_returned_first(home, key, n):
-                return n
-    return None
-
-
-def _mark_returned_first(home: Home, key: str, n: Notification) -> bool:
-    """True only for the one waiter that marks it returned (under the crew's wait lock)."""
-    if (home.returned_dir(key) / f"{n.delivery_id}.json").exists():
-        return False
-    _mark_returned(home, key, n)
-    return True
+    return guards.take(home, keys, mailbox.notifications, _mark_returned)
 
 
 def wait(

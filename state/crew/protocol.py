@@ -525,17 +525,9 @@ def tell(
     key = crew_key(name)
     check_text(text, "message")
     with _locked(home, key):
-        snapshot = _existing(name, crewlog.open_locked(home, key))
-        _same_assignment(snapshot, assignment_id)
-        _not_done(snapshot)
-        last = mailbox.last_message(home, key, assignment_id)
-        if last is not None and last.text == text:
-            raise CaptainError(
-                "duplicate_message",
-                f"that text repeats the last message on {assignment_id} ({last.message_id}); "
-                "nothing was sent.",
-                message_id=last.message_id,
-            )
+        snapshot = guards.tell_turn(
+            home, key, name, text, assignment_id, crewlog.open_locked, mailbox.last_message
+        )
         return _write_mail(home, key, snapshot, "tell", text, new_id(MESSAGE))
 
 
@@ -552,25 +544,9 @@ def answer(
     key = crew_key(name)
     check_text(text, "answer")
     with _locked(home, key):
-        snapshot = _existing(name, crewlog.open_locked(home, key))
-        _same_assignment(snapshot, assignment_id)
-        question = snapshot.question
-        if question is None or question.question_id != question_id:
-            pending = guards.pending_question(home, key, snapshot)
-            hint = (
-                f"its pending question is {pending.question_id}"
-                if pending
-                else "it has no pending question"
-            )
-            raise CaptainError(
-                "unknown_question",
-                f"{question_id} is not {snapshot.name}'s question on {assignment_id}; {hint}.",
-            )
-        if guards.is_answered(home, key, question_id):
-            raise CaptainError(
-                "question_answered",
-                f"{question_id} was already answered; use captain tell to add more.",
-            )
+        snapshot = guards.answer_turn(
+            home, key, name, question_id, assignment_id, crewlog.open_locked
+        )
         message = _write_mail(
             home,
             key,
@@ -839,10 +815,16 @@ def _actor(ctx: Context) -> str:
     return "crew" if ctx.role == "crew" else "captain"
 
 
+def ring_stamp(home: Home, key: str) -> RingStamp | None:
+    """The doorbell's memory of this crew (``doorbell/<key>.json``), None when it has none;
+    read here so that what shows it (``status``, ``wait``) need not import the doorbell."""
+    return home.store.read(home.ring_stamp_path(key), RingStamp)
+
+
 def dialog_of(home: Home, key: str, snapshot: CrewSnapshot) -> str | None:
     """The start-up dialog the runners' probe last saw on this incarnation's pane (kept in
     the doorbell's stamp), None when none."""
-    stamp = home.store.read(home.ring_stamp_path(key), RingStamp)
+    stamp = ring_stamp(home, key)
     if stamp is None or stamp.incarnation_id != snapshot.incarnation_id:
         return None
     return stamp.dialog

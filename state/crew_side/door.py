@@ -1,4 +1,5 @@
-"""The crew's commands, one function each: the only door the CLI and the hooks call.
+"""The crew's commands, one function each: the only door the CLI and the hooks call; and
+the captain's mail (``tell``, ``answer``) and one-poll ``wait``, the same way.
 
 Each tries ``state.crew_side.fast`` (plain records, no pydantic: a crew command runs on
 every tool call and must start in well under 150 ms) and, when the fast path is ``Unsure``
@@ -18,7 +19,7 @@ from state.crew_side.plain import Rec, Unsure
 from state.home import Home
 
 if TYPE_CHECKING:  # not at run time: the fast path pays no pydantic
-    from state.records import Asked, CrewSnapshot
+    from state.records import Asked, CrewSnapshot, Message, Notification
 
 
 def check(
@@ -92,3 +93,71 @@ def current(home: Home, ctx: Context) -> tuple[str, CrewSnapshot | Rec]:
         return fast.crew(home, ctx)
     except Unsure:
         return current_crew(ctx, lambda key: load(home, key))
+
+
+# -- the captain's side (state.crew_side.captain) ---------------------------------------------
+
+
+def tell(home: Home, name: str, text: str, *, assignment_id: str, ctx: Context) -> Message | Rec:
+    """The captain's follow-up mail on the crew's assignment."""
+    from state.crew_side import captain
+
+    try:
+        return captain.tell(home, name, text, assignment_id=assignment_id, ctx=ctx)
+    except Unsure:
+        from state.crew import protocol
+
+        return protocol.tell(home, name, text, assignment_id=assignment_id, ctx=ctx)
+
+
+def answer(
+    home: Home, name: str, question_id: str, text: str, *, assignment_id: str, ctx: Context
+) -> Message | Rec:
+    """The captain's answer to the crew's pending question (it acknowledges the question's
+    notification)."""
+    from state.crew_side import captain
+
+    try:
+        return captain.answer(home, name, question_id, text, assignment_id=assignment_id, ctx=ctx)
+    except Unsure:
+        from state.crew import protocol
+
+        return protocol.answer(home, name, question_id, text, assignment_id=assignment_id, ctx=ctx)
+
+
+def poll(home: Home, name: str | None, *, ctx: Context) -> Notification | Rec | None:
+    """``wait --timeout 0`` (no ``--ack``): the oldest notification not yet returned, now
+    returned, or None."""
+    from state.crew_side import captain
+
+    try:
+        return captain.poll(home, name, ctx=ctx)
+    except Unsure:
+        from state.crew import notify
+
+        return notify.wait(home, name, timeout=0, ctx=ctx)
+
+
+def work_page(
+    home: Home, *, state: str | None, source: str | None, limit: int, after: str | None
+) -> tuple[list[Any], str | None]:
+    """``work list``'s page of items (``ledger.page``), and the cursor of the next."""
+    from state.crew_side import captain
+
+    try:
+        return captain.work_page(home, state=state, source=source, limit=limit, after=after)
+    except Unsure:
+        from state.work import ledger
+
+        return ledger.page(home, state=state, source=source, limit=limit, after=after)
+
+
+def work_public(home: Home, item: Any) -> dict[str, Any]:
+    """What a listing shows of an item from ``work_page`` (``ledger.public``)."""
+    if isinstance(item, Rec):
+        from state.crew_side import captain
+
+        return captain.public(item)
+    from state.work import ledger
+
+    return ledger.public(home, item)

@@ -77,6 +77,9 @@ def _value(value: Any, kind: Any) -> tuple[Any, Any]:  # JSON in, by a shape's k
     elif kind == "float":  # as pydantic reads it: a whole number too, written back as float
         if type(value) in (int, float) and math.isfinite(value):
             return float(value), float(value)
+    elif kind == "bool":
+        if type(value) is bool:
+            return value, value
     elif kind == "datetime":
         if type(value) is str and _DATETIME.fullmatch(value):
             try:
@@ -150,11 +153,20 @@ def read(store: Store, path: Path, shape: str) -> Rec | None:
 # -- writing ------------------------------------------------------------------------------
 
 
-_TYPES: dict[str, Any] = {"str": str, "int": int, "float": float, "int>=": int, "str<=": str}
+_TYPES: dict[str, Any] = {
+    "str": str,
+    "int": int,
+    "float": float,
+    "bool": bool,
+    "int>=": int,
+    "str<=": str,
+}
 
 
 def _dump(value: Any, kind: Any) -> Any:
     name = kind if isinstance(kind, str) else kind[0]
+    if name == "float":  # read, never written: JSON libraries spell some floats differently
+        raise ValueError("plain writes no float (the models' bytes for one may differ)")
     if name == "datetime":
         return stamp(value)
     if name == "opt":

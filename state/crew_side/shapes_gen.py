@@ -18,8 +18,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-# the records the fast path reads or writes, and every crew event (a union on ``type``)
-ROOTS = ("CrewSnapshot", "Message", "Receipt", "Notification")
+# the records the fast paths (the crew's and the captain's) read or write, and every crew
+# event (a union on ``type``)
+ROOTS = ("CrewSnapshot", "Message", "Receipt", "Notification", "Ack", "Returned", "WorkItem")
 EVENTS = (
     "Recruited",
     "Assigned",
@@ -49,7 +50,7 @@ def _constrained(kind: object, metadata: list[object], where: str) -> object:
 def _kind(annotation: Any, found: dict[str, tuple[Any, ...]]) -> object:
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
-    if annotation in (str, int, float):
+    if annotation in (str, int, float, bool):
         return annotation.__name__
     if annotation is datetime:
         return "datetime"
@@ -68,6 +69,8 @@ def _kind(annotation: Any, found: dict[str, tuple[Any, ...]]) -> object:
 
 def _model(model: type[BaseModel], found: dict[str, tuple[Any, ...]]) -> None:
     if model.__name__ in found:
+        if found[model.__name__] and model is not _named(model.__name__):
+            raise TypeError(f"two models are named {model.__name__}")
         return
     config = model.model_config
     if config.get("extra") != "forbid":
@@ -82,12 +85,19 @@ def _model(model: type[BaseModel], found: dict[str, tuple[Any, ...]]) -> None:
     found[model.__name__] = tuple(fields)
 
 
-def derive(roots: tuple[str, ...] = ROOTS + EVENTS) -> dict[str, tuple[Any, ...]]:
+def _named(name: str) -> type[BaseModel]:
+    """A record's model: the crew's (``state.records``) or the ledger's (``WorkItem``)."""
     from state import records
+    from state.work import ledger_records
 
+    model: type[BaseModel] = getattr(records, name, None) or getattr(ledger_records, name)
+    return model
+
+
+def derive(roots: tuple[str, ...] = ROOTS + EVENTS) -> dict[str, tuple[Any, ...]]:
     found: dict[str, tuple[Any, ...]] = {}
     for name in roots:
-        _model(getattr(records, name), found)
+        _model(_named(name), found)
     return dict(sorted(found.items()))
 
 

@@ -47,13 +47,14 @@ from state.work.ledger_records import (
     NOTES,
     SOURCES,
     TERMINAL,
-    WORK_STATES,
     Attempt,
     CancelOutcome,
     Lease,
     WorkEvent,
     WorkItem,
 )
+from state.work.paging import PAGE_MAX as PAGE_MAX
+from state.work.paging import check_cursor, check_filters
 from state.work.transitions import SPEND_FIELDS
 from state.work.transitions import check_work_id as check_work_id
 from state.work.transitions import fold as fold
@@ -63,7 +64,6 @@ RUN = "run"
 # The holder of an attempt whose process captain did not start and cannot see (a crew
 # recorded with --no-launch): the person who started it answers for it, not a lease.
 EXTERNAL_HOLDER = "external"
-PAGE_MAX = 100
 # Bounds that keep every record of an item readable (store.MAX_RECORD_BYTES): the item's
 # cache holds one attempt per claim, and its input is stored whole.
 MAX_INPUT_BYTES = vocab.MAX_INPUT_BYTES
@@ -896,27 +896,6 @@ def _expire(
 # -- reading for people and programs -----------------------------------------------------------
 
 
-def _cursor_ok(after: str | None) -> None:
-    if after is not None and not (after.startswith(WORK + "_") and after[4:].isalnum()):
-        raise CaptainError(
-            "invalid_filter",
-            f"after={after!r} is not a cursor from a previous page (a wrk_... ID).",
-        )
-
-
-def check_filters(state: str | None, source: str | None, limit: int) -> None:
-    if state is not None and state not in WORK_STATES:
-        raise CaptainError(
-            "invalid_filter", f"state {state!r} is not one of {', '.join(WORK_STATES)}."
-        )
-    if source is not None and source not in SOURCES:
-        raise CaptainError(
-            "invalid_filter", f"source {source!r} is not one of {', '.join(SOURCES)}."
-        )
-    if not 1 <= limit <= PAGE_MAX:
-        raise CaptainError("invalid_filter", f"limit must be between 1 and {PAGE_MAX}.")
-
-
 def page(
     home: Home,
     *,
@@ -928,7 +907,7 @@ def page(
     """Keyset pagination over work IDs (time-ordered): items after ``after``, at most
     ``limit``, and the cursor for the next page when more remain."""
     check_filters(state, source, limit)
-    _cursor_ok(after)
+    check_cursor(after)
     return backend_for(home).page(state=state, source=source, limit=limit, after=after)
 
 

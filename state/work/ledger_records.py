@@ -14,15 +14,18 @@ from pydantic import Field
 
 from state.records import PaneLocator, Record, Strict
 
+# An item's states and sources are in state.vocab: a listing checks its filters without
+# pydantic (state.work.paging). Re-exported here, where the other vocabularies are.
+from state.vocab import HOLDS_SLOT as HOLDS_SLOT
+from state.vocab import SOURCES as SOURCES
+from state.vocab import WORK_STATES as WORK_STATES
+from state.vocab import Source as Source
+from state.vocab import WorkState as WorkState
+
 # Each vocabulary is written once, as a Literal: the checker holds every use to it, the API
 # schema (captain_tui.api.schemas) serves it, and the tuples the refusals list come from it.
-WorkState = Literal["queued", "running", "succeeded", "failed", "cancelled", "needs_reconciliation"]
-WORK_STATES: tuple[WorkState, ...] = get_args(WorkState)
-Source = Literal["assignment", "chat", "webhook"]
-SOURCES: tuple[Source, ...] = get_args(Source)
 Terminal = Literal["succeeded", "failed", "cancelled"]  # what resolve may settle an item as
 TERMINAL: frozenset[str] = frozenset(get_args(Terminal))
-HOLDS_SLOT: frozenset[str] = frozenset({"running", "needs_reconciliation"})
 EventType = Literal[
     "accepted",
     "claimed",

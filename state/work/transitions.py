@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from state.errors import CaptainError
-from state.ids import WORK
 from state.work.ledger_records import (
     NOTES,
     TERMINAL,
@@ -20,19 +19,7 @@ from state.work.ledger_records import (
     WorkEvent,
     WorkItem,
 )
-
-
-def check_work_id(work_id: str) -> str:
-    if not (
-        isinstance(work_id, str)
-        and work_id.startswith(WORK + "_")
-        and len(work_id) <= 64
-        and work_id[4:].isalnum()
-        and work_id.isascii()
-    ):
-        raise CaptainError("unknown_work", f"{work_id!r} is not a work item ID (wrk_...).")
-    return work_id
-
+from state.work.paging import check_work_id as check_work_id
 
 # event type -> states it may follow (None: the first event)
 _FROM: dict[str, set[str | None]] = {

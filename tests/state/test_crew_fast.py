@@ -197,6 +197,8 @@ def _values(kind):
         return st.integers(-(2**40), 2**40)
     if name == "float":  # a budget: any finite amount, whole ones included
         return st.floats(allow_nan=False, allow_infinity=False) | st.integers(0, 10**6).map(float)
+    if name == "bool":
+        return st.booleans()
     if name == "datetime":
         return STAMP
     if name == "int>=":
@@ -215,8 +217,23 @@ def _values(kind):
 def _records(shape: str):
     fields = SHAPES[shape]
     return st.fixed_dictionaries({attr: _values(kind) for _, attr, kind in fields}).map(
-        lambda attrs: getattr(records, shape).model_validate(attrs)
+        lambda attrs: shapes_gen._named(shape).model_validate(attrs)
     )
+
+
+def _writes_floats(shape: str) -> bool:
+    """Whether a shape holds a float anywhere: plain reads those, never writes them (JSON
+    libraries spell some floats differently: ``1e-07`` against ``1e-7``)."""
+    return any(
+        "float" in repr(kind) or ("model" in repr(kind) and _writes_floats(_inner(kind)))
+        for _, _, kind in SHAPES[shape]
+    )
+
+
+def _inner(kind) -> str:
+    while not (isinstance(kind, tuple) and kind[0] == "model"):
+        kind = kind[1]
+    return kind[1]
 
 
 @settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
@@ -229,11 +246,19 @@ def test_plain_writes_the_models_bytes_and_reads_them_back(case):
     """A record does not say which path wrote it: ``plain.encode`` is ``store.encode``."""
     shape, model = case
     written = encode(model)
-    assert plain.encode(model, shape) == written
     back = plain.parse(json.loads(written), shape)
     assert as_plain(back) == as_plain(model)
-    assert plain.encode(back, shape) == written
     assert back.model_dump() == model.model_dump(mode="json", by_alias=True)
+    if _writes_floats(shape):  # read only (the ledger's items: captain work list)
+        try:
+            again = plain.encode(back, shape)
+        except ValueError as refused:
+            assert "float" in str(refused)
+            return
+        assert again == written  # no float in this one: the same bytes
+        return
+    assert plain.encode(model, shape) == written
+    assert plain.encode(back, shape) == written
 
 
 @pytest.mark.parametrize(

@@ -23,9 +23,10 @@ NOT_USE_CASES = {"actor", "change_summary", "dismissal_words", "store_error", "w
 
 
 def _use_cases():
+    exported = {name: getattr(usecases, name) for name in usecases.__all__}  # loaded lazily
     return {
         name: fn
-        for name, fn in vars(usecases).items()
+        for name, fn in exported.items()
         if inspect.isfunction(fn) and name not in NOT_USE_CASES
     }
 

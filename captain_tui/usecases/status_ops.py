@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from captain_tui.repo import git
 from captain_tui.repo import landing as repo_landing
-from captain_tui.runtime import doorbell
 from state.crew import protocol, spend
 from state.crew.guards import CAPTAIN, Context, own_view
 from state.crew.spend import Spend
@@ -66,7 +66,7 @@ def _workspace(home: Home):
 
 
 def _bell(home: Home, row: dict) -> dict:
-    stamp = doorbell.read_stamp(home, row["name"].lower())
+    stamp = protocol.ring_stamp(home, row["name"].lower())
     live = stamp if stamp is not None and stamp.incarnation_id == row["incarnation_id"] else None
     return {
         "gate": live.gate if live else None,
@@ -118,10 +118,11 @@ def status(home: Home, *, ctx: Context = CAPTAIN, include_dismissed: bool = Fals
     if own is not None:
         rows = [r for r in rows if r["name"].lower() == own]
     sums = []
-    for row in rows:
-        row["doorbell"] = _bell(home, row)
-        row["change"] = _change(home, row)
-        sums.append(_spend_of(home, row))
+    with git.one_look_per_directory():  # crews share a project: one git look for all
+        for row in rows:
+            row["doorbell"] = _bell(home, row)
+            row["change"] = _change(home, row)
+            sums.append(_spend_of(home, row))
     spent = spend.as_json(spend.total(sums))
     workspace = None
     if problem is None:
