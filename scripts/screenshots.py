@@ -86,6 +86,7 @@ def _build_home(root: Path, fixed: clock.Fixed) -> Home:
         home,
         "Ada",
         "Tidy the README: fix the broken links.",
+        agent="claude",  # --no-launch: its spend and Brook's request are Claude Code's
         cwd=str(project),
         owns=["README.md", "docs"],
         allow=["read", "edit"],
@@ -103,6 +104,7 @@ def _build_home(root: Path, fixed: clock.Fixed) -> Home:
         home,
         "Brook",
         "Add a --verbose flag to export and test it.",
+        agent="claude",
         cwd=str(project),
         owns=["src/export.py"],
         allow=["edit", "test"],
@@ -114,6 +116,7 @@ def _build_home(root: Path, fixed: clock.Fixed) -> Home:
         home,
         "Cy",
         "Find why the nightly build is slow.",
+        agent="claude",
         cwd=str(project),
         allow=["read", "search", "build"],
     )

@@ -285,12 +285,21 @@ def help_markdown() -> str:
         "## The panels",
         "",
         "- **Crew** — one row per crew: its state (*assigned*, *asked*, *approval*, "
-        "*done*), its task, unread mail, last activity and what holds its doorbell. "
+        "*done*), its task, unread mail, last activity, what holds its doorbell and what "
+        "its agent has spent on the assignment (the header sums every crew's). "
         "*blocked*: its agent sits at a start-up dialog, named in the Doorbell column; "
         f"`{key_label(BY_ID['unblock'])}` answers folder trust, any other is yours to "
-        f"answer in the pane (`{key_label(BY_ID['jump'])}`).",
+        f"answer in the pane (`{key_label(BY_ID['jump'])}`). *held*: it reached its "
+        "budget, its tool calls refused, until the budget is raised (or the notice "
+        "acknowledged).",
         "- **Questions** — pending questions, the one waiting longest first. Press "
         f"`{key_label(BY_ID['answer'])}`.",
+        "- **Approvals** — the permission requests crews' agents hold open for you "
+        "(Claude Code, Codex; pi for the tools `[crew] pi_approval_tools` names), the "
+        "oldest first; highlighted, the preview shows the whole request. "
+        f"`{key_label(BY_ID['allow'])}` allows, `{key_label(BY_ID['allow_session'])}` "
+        f"for the agent's session, `{key_label(BY_ID['deny'])}` denies with a reason; "
+        "undecided, the agent's own prompt takes it in its pane.",
         "- **Doorbells** — mail that could not be rung in yet, and why (a human draft on "
         "the composer, an approval prompt, …). It rings by itself once that clears.",
         "- **Notifications** — what crews reported, newest first; acknowledge each once "

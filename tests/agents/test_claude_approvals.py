@@ -1,6 +1,7 @@
 """Approvals with the REAL Claude Code (docs/approvals.md): a Bash call held by captain's
 ``PermissionRequest`` hook is allowed from the CLI (``captain approve --allow``: the tool
-runs, nobody touches the pane), denied with a reason the model receives (the stand-in sees
+runs, nobody touches the pane) and from the cockpit (``y`` on its row in Approvals, the
+cockpit driven in-process by the Pilot), denied with a reason the model receives (the stand-in sees
 it in the next request's tool result), and, left undecided, handed to Claude Code's own
 prompt once ``[crew] approval_timeout`` has passed (Claude Code 2.1.332 draws its prompt
 while the hook runs; the hook's answer takes it away). One crew for the three, in a
@@ -16,9 +17,12 @@ from pathlib import Path
 import pytest
 from support.agents import STEP
 from support.claude import ToolUse, claude_available, composer_line, start_claude_crew
+from support.cockpit import decide_in_cockpit
 from test_claude_captain import Crew
 
 from state.crew import approvals
+
+pytestmark = pytest.mark.usefixtures("plain_terminal", "private_config")  # the cockpit's
 
 HOLD = 6.0  # [crew] approval_timeout for this crew: time enough to decide under load
 
@@ -82,6 +86,16 @@ def test_held_bash_is_allowed_denied_with_a_reason_and_else_left_to_its_prompt(j
     assert (project / "allowed-marker").exists()
     jack.pane.wait_for(lambda s: "Do you want to proceed?" not in s, STEP)  # answered
 
+    # 1b. allowed from the cockpit (y on its row in Approvals): the same, through the panel
+    asked = ask_for_bash(jack, "touch cockpit-marker")
+    rid = the_request(jack, "touch cockpit-marker")
+    assert not (project / "cockpit-marker").exists()  # held, not run
+    shown = decide_in_cockpit(jack.home, rid, "y")
+    assert any("Allowed Jack to run Bash" in t for t in shown), shown
+    tool_result(jack, asked)
+    assert (project / "cockpit-marker").exists()
+    jack.pane.wait_for(lambda s: "Do you want to proceed?" not in s, STEP)  # answered
+
     # 2. denied with a reason: the model is told it, and the tool never ran
     asked = ask_for_bash(jack, "touch denied-marker")
     rid = the_request(jack, "touch denied-marker")
@@ -110,4 +124,4 @@ def test_held_bash_is_allowed_denied_with_a_reason_and_else_left_to_its_prompt(j
         for e in json.loads(work.stdout)["item"]["events"]
         if e["type"] == "approval_decided"
     ]
-    assert ends == ["allow", "deny", "expired", "late"]
+    assert ends == ["allow", "allow", "deny", "expired", "late"]

@@ -1,6 +1,7 @@
 """Approvals with the REAL Codex (docs/approvals.md): a shell call held by captain's
 ``PermissionRequest`` hook is allowed from the CLI (the command runs, no key pressed in the
-pane), denied with a reason the model receives (the stand-in sees it in the next request's
+pane) and from the cockpit (``y`` on its row in Approvals, the cockpit driven in-process by
+the Pilot), denied with a reason the model receives (the stand-in sees it in the next request's
 tool output), and, left undecided, handed to Codex's own prompt once ``[crew]
 approval_timeout`` has passed. One crew for the three, in a loopback-only jail against the
 stand-in Responses API, as tests/agents/test_codex_captain.py.
@@ -13,11 +14,14 @@ import time
 
 import pytest
 from support.agents import STEP
+from support.cockpit import decide_in_cockpit
 from support.codex import Shell, codex_available, start_codex_crew
 from test_codex_captain import PROMPT, Jack
 
 from captain_tui.runtime.pane_reader import read_screen
 from state.crew import approvals
+
+pytestmark = pytest.mark.usefixtures("plain_terminal", "private_config")  # the cockpit's
 
 HOLD = 6.0
 
@@ -71,6 +75,16 @@ def test_held_shell_call_is_allowed_denied_with_a_reason_and_else_left_to_its_pr
     assert (project / "allowed-marker").exists()
     r = jack.crew.cli("approve", "Jack", rid, "--allow-session", "--json")  # decided once
     assert json.loads(r.stdout)["error"]["code"] in ("approval_decided", "invalid_argument")
+    jack.settle()
+
+    # allowed from the cockpit (y on its row in Approvals): the same, through the panel
+    asked = ask(jack, "touch cockpit-marker")
+    rid = request_for(jack, "touch cockpit-marker")
+    assert not (project / "cockpit-marker").exists()  # held, not run
+    shown = decide_in_cockpit(jack.home, rid, "y")
+    assert any("Allowed Jack to run" in t for t in shown), shown
+    output_after(jack, asked)
+    assert (project / "cockpit-marker").exists()
     jack.settle()
 
     asked = ask(jack, "touch denied-marker")

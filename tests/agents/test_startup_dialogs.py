@@ -7,7 +7,7 @@ composer. A runner ticks as ``captain wait`` ticks it (``Runner.tick`` every 0.1
 
 - the crew is ``blocked: folder trust`` in ``status`` (text and ``--json``) within one
   probe interval of the dialog being drawn, and ``wait`` returns one ``blocked`` notice;
-- the cockpit's answer (``dialogs.answer``, what its ``u`` key runs) chooses the trust
+- ``u`` on the crew in the cockpit (driven in-process by the Pilot) chooses the trust
   option, and the agent reaches its composer; the next probe clears the state;
 - with the dialog gone, the same answer is refused (``no_dialog``), and nothing is typed
   into the composer.
@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 from support.agents import AgentCrew, start_agent_crew
 from support.claude import StandIn, claude_available, claude_binary, claude_env
+from support.cockpit import Cockpit, drive, select_row, toasts, until
 from support.codex import CodexCrew, ResponsesStandIn, codex_available, codex_binary, codex_env
 
 from captain_tui import usecases
@@ -34,6 +35,8 @@ from captain_tui.runtime.runner import Runner
 from state.crew import notify
 from state.crew.guards import CAPTAIN
 from state.errors import CaptainError
+
+pytestmark = pytest.mark.usefixtures("plain_terminal", "private_config")  # the cockpit's
 
 SLACK = 1.5  # a loaded 2-core machine: a capture and a few file writes on top of the interval
 
@@ -78,8 +81,26 @@ def _blocked_then_answered(crew: AgentCrew) -> None:
         assert "folder trust" in n.summary and "press u" in n.summary
         notify.wait(crew.home, crew.name, timeout=0, ack=n.delivery_id)
 
-        done = dialogs.answer(crew.home, crew.name, "folder_trust", ctx=CAPTAIN)
-        assert done.cleared, crew.pane.capture()
+        # the captain presses u on the crew in the cockpit (in-process, the Pilot)
+        app = Cockpit(crew.home, run_doorbell=False)
+
+        async def press_u(pilot) -> None:
+            await select_row(pilot, "crew", crew.key)
+            await until(pilot, lambda: app.view.crew(crew.key).dialog, what="the dialog")
+            await pilot.press("u")
+            await until(
+                pilot,
+                lambda: any("Answered" in t or "still on screen" in t for t in toasts(app)),
+                timeout=30,
+                what="the answer's toast",
+            )
+
+        drive(app, press_u)
+        said = toasts(app)
+        assert any(f"Answered {crew.name}'s folder trust dialog" in t for t in said), (
+            said,
+            crew.pane.capture(),
+        )
         # the agent goes on to its composer: the dialog was answered, not dismissed
         crew.pane.wait_for(lambda s: read_screen(s, crew.agent).composer_readable, timeout=30)
         assert _status_row(crew)["state"] != "blocked"

@@ -13,6 +13,7 @@ from support.cockpit import as_crew, crew, drive, until
 from textual.app import App
 from textual.geometry import Region
 
+from captain_tui.cockpit import command_table
 from captain_tui.cockpit.app import CaptainApp
 from state.clock import now as store_now
 from state.crew import notify, protocol
@@ -292,3 +293,18 @@ def test_an_update_to_notifications_only_leaves_the_other_tables_alone(home: Hom
         assert "questions" not in shown and "doorbells" not in shown and "work" not in shown
 
     drive(app, scenario)
+
+
+def test_the_help_screen_describes_every_panel_the_cockpit_shows(home: Home):
+    """The help screen's "The panels" names each panel the cockpit draws (it once left
+    Approvals out)."""
+    app = CaptainApp(home, run_doorbell=False)
+    shown: list[str] = []
+
+    async def scenario(pilot):
+        shown.extend(p.title for p in app.query(Panel))
+
+    drive(app, scenario)
+    assert {"Crew", "Questions", "Approvals", "Work"} <= set(shown), shown
+    described = command_table.help_markdown().split("## The panels", 1)[1]
+    assert [t for t in shown if f"- **{t}** —" not in described] == []

@@ -106,4 +106,24 @@ async def select_row(pilot, panel_id: str, key: str) -> None:
     assert panel.current_key == key
 
 
+def decide_in_cockpit(home: Home, request_id: str, key: str) -> list[str]:
+    """The captain in the cockpit (in-process, driven by the Pilot): waits for the request
+    ``request_id`` in Approvals, moves the cursor to it with keys, presses ``key`` (``y``
+    allow, ``Y`` allow for the session) and waits for the row to leave. Returns the toasts
+    shown. A live agent's test uses it on the request its real agent holds open."""
+    app = Cockpit(home, run_doorbell=False)
+
+    async def scenario(pilot) -> None:
+        await select_row(pilot, "approvals", request_id)
+        await pilot.press(key)
+        await until(
+            pilot,
+            lambda: app.view.approval(request_id) is None,
+            what=f"request {request_id} to leave Approvals",
+        )
+
+    drive(app, scenario)
+    return toasts(app)
+
+
 Scenario = Callable[..., Awaitable[None]]
