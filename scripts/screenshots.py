@@ -108,6 +108,7 @@ def _build_home(root: Path, fixed: clock.Fixed) -> Home:
         cwd=str(project),
         owns=["src/export.py"],
         allow=["edit", "test"],
+        budget_usd=1.5,  # its spend near it: the Spend column shows the budget, amber
     )
     protocol.tell(home, "Brook", "Also update the changelog.", assignment_id=brook.assignment_id)
     (project / "src/export.py").write_text(EXPORT_VERBOSE)  # Brook's change, uncommitted

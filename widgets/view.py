@@ -50,6 +50,7 @@ class CrewRow:
     # what its agent spent (state/crew/spend.py): on this assignment, and on all of them
     spend: Spend | None = None
     spend_all: Spend | None = None
+    budget_usd: float | None = None  # this assignment's budget (docs/budgets.md); None: none
 
     @property
     def done(self) -> bool:

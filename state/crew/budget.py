@@ -148,6 +148,21 @@ def is_held(home: Home, key: str, snapshot: Any) -> bool:
     return os.path.lexists(marker)
 
 
+def standing(cost: float | None, budget: float | None) -> str | None:
+    """Where a measured cost stands against a budget: ``HELD`` (reached: tool calls are
+    refused), ``WARN`` (80 % or more), ``UNPRICED`` (it cannot be enforced), None (under,
+    or no budget). The one rule the gate and every display follow."""
+    if budget is None:
+        return None
+    if cost is None:
+        return UNPRICED
+    if cost >= budget:
+        return HELD
+    if cost >= BUDGET_WARN_SHARE * budget:
+        return WARN
+    return None
+
+
 def review(home: Home, key: str, snapshot: Any, spend: Measured) -> str | None:
     """The budget rule for the crew's current assignment: says each notice that is due
     (once per budget value) and returns the refusal for a tool call, None when it may run.
@@ -155,16 +170,12 @@ def review(home: Home, key: str, snapshot: Any, spend: Measured) -> str | None:
     budget = getattr(snapshot, "budget_usd", None)
     if budget is None or snapshot.dismissed_at is not None or snapshot.done_at is not None:
         return None
-    assignment_id = snapshot.assignment.assignment_id
     cost = spend.cost_usd
-    if cost is None:
-        _say(home, key, snapshot, UNPRICED, budget, spend)
-        return None
-    if cost >= budget:
-        _say(home, key, snapshot, HELD, budget, spend)
-        return refusal(snapshot.name, assignment_id, budget, cost)
-    if cost >= BUDGET_WARN_SHARE * budget:
-        _say(home, key, snapshot, WARN, budget, spend)
+    kind = standing(cost, budget)
+    if kind is not None:
+        _say(home, key, snapshot, kind, budget, spend)
+    if kind == HELD and cost is not None:
+        return refusal(snapshot.name, snapshot.assignment.assignment_id, budget, cost)
     return None
 
 

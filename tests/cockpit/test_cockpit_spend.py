@@ -76,3 +76,46 @@ def test_spend_reaches_the_crew_column_the_header_and_the_work_foot(
         await until(pilot, lambda: "spend g1 $2.10" in str(work.border_subtitle), what="the foot")
 
     drive(app, scenario)
+
+
+def test_the_spend_column_says_the_budget_and_where_the_spend_stands(
+    home: Home, project: Path, tmp_path: Path
+):
+    """With a budget the cell is spend/budget, coloured by the one rule the gate follows
+    (``budget.standing``): plain under 80 %, amber from 80 %, red once reached (the crew's
+    tool calls are refused); a budget raised by ``tell --budget-usd`` shows at once."""
+    from state.crew import protocol
+
+    jack = crew(home, "Jack", project=project, budget_usd=1.0)
+    app = Cockpit(home, run_doorbell=False)
+    t = tmp_path / "jack.jsonl"
+
+    def cell() -> tuple[str, str]:
+        text = app.query_one("#crew").table.get_cell("jack", "spend")
+        return str(text), str(text.style)
+
+    def colour(name: str) -> str:
+        return str(app.theme_variables[name])
+
+    async def scenario(pilot):
+        await until(pilot, lambda: cell()[0] == "—/$1", what="the budget before any spend")
+        spend.measure(
+            home, "jack", jack.assignment_id, "claude", str(transcript(t, [("m1", 100_000, 0)]))
+        )  # $0.30: under 80 %
+        await until(pilot, lambda: cell()[0] == "$0.30/$1", what="the spend against it")
+        assert colour("warning") not in cell()[1] and colour("error") not in cell()[1]
+        spend.measure(
+            home, "jack", jack.assignment_id, "claude", str(transcript(t, [("m2", 0, 36_000)]))
+        )  # + $0.54 = $0.84: 80 % or more
+        await until(pilot, lambda: cell()[0] == "$0.84/$1", what="near the budget")
+        assert colour("warning") in cell()[1]
+        spend.measure(
+            home, "jack", jack.assignment_id, "claude", str(transcript(t, [("m3", 0, 20_000)]))
+        )  # + $0.30 = $1.14: reached
+        await until(pilot, lambda: cell()[0] == "$1.14/$1", what="past the budget")
+        assert colour("error") in cell()[1]
+        protocol.set_budget(home, "Jack", 2.5, assignment_id=jack.assignment_id)
+        await until(pilot, lambda: cell()[0] == "$1.14/$2.5", what="the raised budget")
+        assert colour("error") not in cell()[1] and colour("warning") not in cell()[1]
+
+    drive(app, scenario)

@@ -6,6 +6,7 @@ from datetime import datetime
 
 from rich.text import Text
 
+from state.crew.budget import HELD, UNPRICED, WARN, standing
 from state.crew.spend import shown
 from state.vocab import dialog_title
 from widgets.cells import age, plain
@@ -34,7 +35,8 @@ class CrewPanel(Panel):
         Column("unread", "Mail", 4),
         Column("activity", "Active", 6),
         Column("gate", "Doorbell", 18),
-        Column("spend", "Spend", 10),  # "$12.34", "$0.0042", "? 1.2M tok" (no price)
+        # "$12.34", "$0.0042", "? 1.2M tok" (no price); with a budget "$4.10/$5"
+        Column("spend", "Spend", 13),
     )
     empty_text = "No crew yet — press {recruit} to recruit one."
 
@@ -63,6 +65,19 @@ class CrewPanel(Panel):
             mail,
             plain(age(row.last_activity, now), self.colour("text-muted")),
             gate,
-            # this assignment's, measured from the agent's own records (state.crew.spend)
-            plain(shown(row.spend), self.colour("text-muted")),
+            self._spend(row),
         )
+
+    def _spend(self, row: CrewRow) -> Text:
+        """This assignment's spend, measured from the agent's own records
+        (state.crew.spend), and its budget when it has one: amber from 80 %, red once
+        reached (tool calls refused), amber with "?" when it cannot be enforced."""
+        text = shown(row.spend)
+        budget = row.budget_usd
+        if budget is None:
+            return plain(text, self.colour("text-muted"))
+        cost = row.spend.cost_usd if row.spend is not None and row.spend.turns else 0.0
+        kind = standing(cost, budget)
+        colour = {HELD: "error", WARN: "warning", UNPRICED: "warning"}.get(kind or "", "")
+        cap = f"{budget / 1000:.0f}k" if budget >= 1000 else f"{budget:.2f}".rstrip("0").rstrip(".")
+        return plain(f"{text}/${cap}", self.colour(colour) if colour else "")

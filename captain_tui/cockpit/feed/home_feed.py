@@ -510,6 +510,7 @@ def _crew_view(key: str, cache: _CrewCache) -> CrewView | None:
         workspace=s.workspace,
         dialog=dialog if state == "blocked" else None,
         spend=cache.spend.get(s.assignment.assignment_id),
+        budget_usd=s.budget_usd,
         spend_all=spend.total(list(cache.spend.values())) if cache.spend else None,
     )
     question = (
