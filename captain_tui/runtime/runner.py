@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from state.home import Home
 
 if TYPE_CHECKING:  # each is imported when first needed
-    from captain_tui.runtime.death_watch import Probe
+    from captain_tui.runtime.death_watch import Probe, Snapshots
     from captain_tui.runtime.upkeep import Purger
     from state.work.backend import LedgerWakeups
 
@@ -57,6 +57,7 @@ class Runner:
         self._next_listen = 0.0  # when to ask for a listener again
         self.woken = 0  # ledger rounds a notification brought forward (tests, benchmarks)
         self._deaths: Probe | None = None  # made on the first round
+        self._snapshots: Snapshots | None = None  # the crews' snapshots, shared by the probes
         self._quiet: dict = {}  # doorbell.ring_all's memory: crews with nothing to ring
         self._purger: Purger | None = None  # expired webhook bodies; made on the first round
         self.changes = 0
@@ -100,7 +101,7 @@ class Runner:
             from captain_tui.runtime import death_watch
 
             if self._deaths is None:
-                self._deaths = death_watch.Probe()
+                self._deaths = death_watch.Probe(self._crews())
             _quietly(self._deaths.round, self.home, [self.crew.lower()] if self.crew else None)
             # a pane or server seen gone is looked at again as soon as it may count
             self._next_deaths = time.monotonic() + (
@@ -119,11 +120,19 @@ class Runner:
 
             self._next_dialogs = clock + dialogs.PROBE_EVERY
             for key in [self.crew.lower()] if self.crew else self.home.crew_keys():
-                _quietly(dialogs.probe, self.home, key)
+                _quietly(dialogs.probe, self.home, key, self._crews())
         if clock >= self._next_approval:
             self._next_approval = clock + APPROVAL_EVERY
             for key in [self.crew.lower()] if self.crew else self.home.crew_keys():
-                _quietly(doorbell.check_approval, self.home, key)
+                _quietly(doorbell.check_approval, self.home, key, self._crews())
+
+    def _crews(self) -> Snapshots:
+        """The crews' snapshots, read again only when a crew's files change."""
+        if self._snapshots is None:
+            from captain_tui.runtime.death_watch import Snapshots
+
+            self._snapshots = Snapshots()
+        return self._snapshots
 
     @property
     def listener(self) -> LedgerWakeups | None:
