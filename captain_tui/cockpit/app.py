@@ -425,6 +425,9 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
 
         worker = get_current_worker()
         runner = Runner(self.home)
+        pump = self._pump
+        if pump is not None:  # rounds skip the crews while the watcher hears nothing
+            runner.heard = pump.heard
         try:
             while not (worker.is_cancelled or self._stopping):
                 try:

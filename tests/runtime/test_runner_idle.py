@@ -63,3 +63,64 @@ def test_an_idle_runners_probes_parse_no_crew_history_again_until_it_changes(
         assert set(loads) == {"kim"}, loads
     finally:
         runner.close()
+
+
+def _ring_settled(home: Home, key: str) -> None:
+    """Backdate every place a doorbell round looks at (``doorbell._signature``)."""
+    old = os.stat(home.root).st_mtime - 60
+    for place in (
+        f"crew/{key}",
+        f"crew/{key}/events",
+        f"crew/{key}/state.json",
+        f"mail/{key}",
+        f"receipts/{key}",
+        f"bounces/{key}",
+        f"doorbell/{key}.json",
+    ):
+        path = home.root / place
+        if path.exists():
+            os.utime(path, (old, old))
+
+
+def test_an_idle_runner_skips_doorbell_rounds_while_its_watcher_hears_nothing(
+    home: Home, project: Path, monkeypatch
+):
+    """The cockpit hands its runner what its watcher heard (``FeedPump.heard``): while it
+    heard nothing and every crew was quiet, a round looks at no crew (it stat'ed seven
+    places of each crew every 0.5 s); a change heard, or a watcher that cannot tell, and
+    the next round looks again."""
+    from captain_tui.runtime import doorbell
+
+    jack = protocol.recruit(home, "Jack", "Fix the bug", cwd=str(project))
+    for name in CREWS[1:]:
+        protocol.recruit(home, name, "Fix the bug", cwd=str(project))
+    for name in CREWS:
+        _ring_settled(home, name.lower())
+    rounds: list[int] = []
+    real = doorbell.ring_all
+
+    def counted(*args, **kwargs):
+        rounds.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(doorbell, "ring_all", counted)
+    heard: list[int | None] = [0]
+    runner = Runner(home)
+    runner.heard = lambda: heard[0]
+
+    def ring_round() -> int:
+        runner._next_ring = 0.0  # the doorbell's 0.5 s clock, brought forward
+        before = len(rounds)
+        runner.tick()
+        return len(rounds) - before
+
+    try:
+        assert ring_round() == 1  # the first round looks at every crew
+        assert [ring_round() for _ in range(3)] == [0, 0, 0]  # nothing heard: none looked at
+        protocol.tell(home, "Jack", "One more thing", assignment_id=jack.assignment_id)
+        heard[0] = 1  # the watcher's batch for the new mail
+        assert ring_round() == 1
+        heard[0] = None  # the watcher is down: nothing says the home is quiet
+        assert [ring_round() for _ in range(2)] == [1, 1]
+    finally:
+        runner.close()

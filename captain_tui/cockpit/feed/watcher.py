@@ -54,13 +54,17 @@ async def watch(root: Path, pump: FeedPump, *, stop: asyncio.Event | None = None
                     # set up: rescan once for what changed while it was being set up
                     up = True
                     pump.request_rescan()
+                    pump.watching = True
                 if batch:
                     retry = RETRY_SECONDS
                     pump.request(path for _, path in batch)
+            pump.watching = False
             return  # only a stop ends the watcher without an error
         except (asyncio.CancelledError, KeyboardInterrupt):
+            pump.watching = False
             raise
         except Exception:  # noqa: BLE001 - any watcher failure: rescan and watch again
+            pump.watching = False  # until it is up again, nothing says the home is quiet
             pump.request_rescan()
             try:
                 await asyncio.wait_for(stop.wait(), retry)
