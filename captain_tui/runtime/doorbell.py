@@ -570,10 +570,16 @@ def _signature(home: Home, key: str) -> tuple[tuple[int, int, int] | None, ...] 
     return tuple(sig)
 
 
-def check_approval(home: Home, name: str, snapshots: Snapshots | None = None) -> bool:
+def check_approval(
+    home: Home, name: str, snapshots: Snapshots | None = None, looked: dict | None = None
+) -> bool:
     """Crews whose hooks report no approvals (all but ``APPROVAL_BY_HOOK``): look for a
     modal on their pane (raised once per appearance as ``awaiting_approval``).
-    ``snapshots``: a runner's cache (its history is not parsed again while unchanged)."""
+    ``snapshots``: a runner's cache (its history is not parsed again while unchanged).
+    ``looked``: a runner's memory of panes seen without a modal; such a pane is not
+    captured again while its window shows no activity since (nothing was drawn on it:
+    its screen is the one read). Activity comes in one-second steps, so a look within
+    ``QUIET_CERTAIN`` seconds of the last activity is not remembered."""
     key = name.lower()
     snapshot = snapshots.get(home, key) if snapshots else crewlog.load(home, key)[0]
     if (
@@ -588,9 +594,18 @@ def check_approval(home: Home, name: str, snapshots: Snapshots | None = None) ->
         info = tmux.pane(_pane(snapshot))
         if info.state != ALIVE:
             return False
+        mark = (snapshot.incarnation_id, snapshot.pane.pane_id, info.activity)
+        if looked is not None and info.activity is not None and looked.get(key) == mark:
+            return False  # nothing drawn since a look that found no modal
         _, seen = _look(tmux, snapshot, info)
     except CaptainError:
         return False
+    if looked is not None:
+        quiet = info.activity is not None and time.time() - info.activity >= QUIET_CERTAIN
+        if quiet and not seen.approval:
+            looked[key] = mark
+        else:
+            looked.pop(key, None)
     with home.store.lock(f"ring-{key}"):
         stamp = _stamp(home, key, snapshot)
         if not seen.approval:

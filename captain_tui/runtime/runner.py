@@ -65,6 +65,7 @@ class Runner:
         # a doorbell round has nothing to look at (``_ring_due``)
         self.heard: Callable[[], int | None] | None = None
         self._heard_at_ring: int | None = None
+        self._looked: dict = {}  # doorbell.check_approval's memory: panes seen without a modal
         self._all_quiet = False
         self._purger: Purger | None = None  # expired webhook bodies; made on the first round
         self.changes = 0
@@ -133,7 +134,7 @@ class Runner:
         if clock >= self._next_approval:
             self._next_approval = clock + APPROVAL_EVERY
             for key in [self.crew.lower()] if self.crew else self.home.crew_keys():
-                _quietly(doorbell.check_approval, self.home, key, self._crews())
+                _quietly(doorbell.check_approval, self.home, key, self._crews(), self._looked)
 
     def _ring_due(self, clock: float) -> bool:
         """Whether a doorbell round of the whole home can find anything to do: always,
