@@ -238,9 +238,11 @@ def _rust_watch(
     top = RustNotify([str(root)], False, False, 300, False, False)  # first: nothing unseen
     watched = _tops(root)
     below = below_of(watched)
+    quiet = 1  # the first yield comes at once: every watch is in place
     try:
         while True:
-            raw = (below or top).watch(debounce, step, rust_timeout, None)
+            raw = (below or top).watch(debounce, step, quiet, None)
+            quiet = rust_timeout
             if raw == "signal":
                 raise KeyboardInterrupt
             if raw == "stop":

@@ -24,7 +24,8 @@ from state.home import Home
 from state.work import ledger
 
 ADDED = homewatch.ADDED
-QUIET_LINES = 2  # the window: this many of the watcher's quiet lines (WAKE_MS apart)
+QUIET_LINES = 2  # the window: this many of the watcher's quiet lines
+QUIET_MS = 1000  # their timeout (the cockpit's, watcher.WAKE_MS, is longer: a longer test)
 
 
 def _wakeups(pid: int) -> int:
@@ -46,7 +47,7 @@ class _Process:
                 str(root),
                 str(watcher.DEBOUNCE_MS),
                 str(watcher.STEP_MS),
-                str(watcher.WAKE_MS),
+                str(QUIET_MS),
             ],
             stdout=subprocess.PIPE,
             text=True,

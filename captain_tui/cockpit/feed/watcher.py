@@ -22,7 +22,10 @@ from captain_tui.cockpit.feed.pump import RESCAN_SECONDS, FeedPump
 DEBOUNCE_MS = 20
 STEP_MS = 5
 RETRY_SECONDS = 1.0  # a watcher that failed is restarted after this long
-WAKE_MS = 1000  # an idle watcher says it is alive this often (the first time: it is up)
+# an idle watcher says it is alive this often (its first line, at once, says it is up); a
+# quiet line wakes the watcher process and the thread reading it, and it is what ends a
+# watcher whose cockpit was killed (its write fails), so it lingers at most this long
+WAKE_MS = 10_000
 
 
 def _interesting(change, path: str) -> bool:
