@@ -97,7 +97,7 @@ from widgets.screens.review_screen import ReviewScreen
 from widgets.screens.settings import SettingsScreen
 from widgets.view import ApprovalRow, CrewRow, CrewView, HomeView, NotificationRow, QuestionRow
 
-DOORBELL_EVERY = 0.25  # the runner keeps its own clocks; this is how often it is asked
+DOORBELL_EVERY = 0.5  # how often the runner is asked (none of its clocks is shorter)
 AGES_EVERY = 5.0  # "4m ago" columns are re-rendered from the view (no I/O) this often,
 AGES_LONGEST = 60.0  # ... or, while no age drawn will read differently sooner, this seldom
 # an action's plain good news. Textual's toast rack stays bottom right: over the pane preview
