@@ -33,6 +33,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -132,7 +133,7 @@ def split(before: Sample, after: Sample) -> dict:
 
     live_cpu = sum(after.live[p][0] - before.live[p][0] for p in before.live if p in after.live)
     live_wakes = sum(after.live[p][1] - before.live[p][1] for p in before.live if p in after.live)
-    out = {
+    out: dict[str, Any] = {
         "wall_s": wall,
         "cockpit_pct": pct(after.cockpit - before.cockpit),
         "cockpit_wakeups_per_s": (after.cockpit_wakeups - before.cockpit_wakeups) / wall,
@@ -149,8 +150,8 @@ def split(before: Sample, after: Sample) -> dict:
             for name, (cpu, wakes) in after.threads.items()
         },
     }
-    out["total_pct"] = (
-        out["cockpit_pct"] + out["watcher_pct"] + out["tmux_clients_pct"] + out["tmux_server_pct"]
+    out["total_pct"] = sum(
+        out[k] for k in ("cockpit_pct", "watcher_pct", "tmux_clients_pct", "tmux_server_pct")
     )
     return out
 
@@ -177,11 +178,11 @@ def driver(root: str, warm: float) -> int:
 
             frames = sys._current_frames()  # noqa: SLF001 - which work each thread runs
             names = {
-                t.native_id: _work_of(frames.get(t.ident), t.name)
+                t.native_id: _work_of(frames.get(t.ident or 0), t.name)
                 for t in threading.enumerate()
                 if t.native_id is not None
             }
-            names[threading.main_thread().native_id] = "main (Textual's event loop)"
+            names[threading.main_thread().native_id or 0] = "main (Textual's event loop)"
             print(json.dumps({"threads": names}), flush=True)
             await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
             os._exit(0)  # the numbers are taken; tearing down is not measured
@@ -257,7 +258,8 @@ def measure(root: Path, panes: Panes, seconds: float, warm: float) -> dict:
         assert proc.stdout is not None and proc.stdin is not None
         line = proc.stdout.readline()
         if not line:
-            raise RuntimeError(f"the cockpit driver failed: {proc.stderr.read()[-2000:]}")
+            why = proc.stderr.read()[-2000:] if proc.stderr is not None else ""
+            raise RuntimeError(f"the cockpit driver failed: {why}")
         threads = {int(k): v for k, v in json.loads(line)["threads"].items()}
         before = Sample(proc.pid, server, threads)
         time.sleep(seconds)
