@@ -125,3 +125,40 @@ def test_a_directory_moved_into_the_home_is_said_whole(tmp_path: Path):
         watching.hear((ADDED, str(arrived / "inner" / "msg_3.json")))
     finally:
         watching.close()
+
+
+def _watches(pid: int) -> int:
+    count = 0
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            text = Path(f"/proc/{pid}/fdinfo/{fd}").read_text()
+        except OSError:
+            continue
+        count += sum(1 for line in text.splitlines() if line.startswith("inotify wd:"))
+    return count
+
+
+def test_a_link_planted_in_the_home_is_not_followed_by_the_watcher(tmp_path: Path):
+    """A crew process can write the home: a symbolic link to a big tree outside it (its
+    own checkout, /usr) must not make the watcher take a watch per directory there (the
+    kernel's limit is per user: the cockpit would lose its watches) nor report its files."""
+    home = _busy_home(tmp_path / "home")
+    outside = tmp_path / "outside"
+    for i in range(60):
+        (outside / f"d{i:02d}" / "deeper").mkdir(parents=True)
+    (outside / "d00" / "secret.json").write_text("{}")
+    (home.root / "mail" / "crew03" / "link").symlink_to(outside, target_is_directory=True)
+    inside = sum(1 for _ in home.root.rglob("*") if _.is_dir() and not _.is_symlink()) + 1
+    watching = _Process(home.root)
+    try:
+        assert watching.batch() == set()  # up
+        assert _watches(watching.proc.pid) <= inside, (_watches(watching.proc.pid), inside)
+        # a link made while it watches is not followed either
+        (home.root / "mail" / "crew04" / "link").symlink_to(outside, target_is_directory=True)
+        target = home.root / "mail" / "crew05" / "msg_1.json"
+        target.write_text("{}")
+        watching.hear((ADDED, str(target)))
+        assert _watches(watching.proc.pid) <= inside, (_watches(watching.proc.pid), inside)
+        assert not any("secret" in path for _, path in watching.heard), watching.heard
+    finally:
+        watching.close()
