@@ -45,6 +45,7 @@ SUITE = (
     ("agent doorbell", "agent_doorbell.py", ["--rounds", "20"], ["--rounds", "5"], ["--smoke"]),
     ("crew death", "crew_death.py", ["--runs", "20"], ["--runs", "5"], ["--smoke"]),
     ("cockpit", "cockpit_budgets.py", ["--events", "500"], ["--quick"], ["--smoke"]),
+    ("cockpit idle", "cockpit_idle.py", ["--seconds", "60"], ["--quick"], ["--smoke"]),
     (
         "ledger claims",
         "ledger_claims.py",

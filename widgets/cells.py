@@ -15,7 +15,7 @@ here.
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from rich.style import Style
 from rich.text import Span, Text
@@ -74,13 +74,40 @@ def plain(text: str, style: str = "", limit: int | None = None) -> Text:
 
 
 def age(then: datetime | None, now: datetime) -> str:
-    """How long ago, in the largest unit that fits: 12s, 4m, 2h, 3d."""
+    """How long ago, in the largest unit that fits: 12s, 4m, 2h, 3d. Notes when this text
+    will next read differently (``soonest_age_change``)."""
     if then is None:
         return "—"
     seconds = int((now - then).total_seconds())
     if seconds < 0:
+        _note(then)  # "now" until the other host's clock is reached
         return "now"  # another host's clock runs a little ahead: say so, do not go negative
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if seconds >= size or size == 1:
+            _note(then + timedelta(seconds=(seconds // size + 1) * size))
             return f"{seconds // size}{unit}"
-    return f"{seconds}s"
+    raise AssertionError("unreachable")  # the last unit fits every non-negative age
+
+
+# When the soonest age drawn since ``watch_ages`` reads differently: the cockpit redraws
+# ages when one will have changed, not on a clock that mostly finds none did ("4m" is
+# "4m" for a minute). The panels draw on the UI thread only.
+_soonest: list[datetime] = []
+
+
+def _note(when: datetime) -> None:
+    if not _soonest:
+        _soonest.append(when)
+    elif when < _soonest[0]:
+        _soonest[0] = when
+
+
+def watch_ages() -> None:
+    """Start noting: ``soonest_age_change`` answers for the ages drawn from now on."""
+    _soonest.clear()
+
+
+def soonest_age_change() -> datetime | None:
+    """When the first of the ages drawn since ``watch_ages`` will read differently (None:
+    no age was drawn)."""
+    return _soonest[0] if _soonest else None

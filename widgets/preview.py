@@ -4,7 +4,8 @@ The app says what to show (``follow``: a crew's pane, or a sentence when there i
 the preview keeps its own clock. It captures the pane through the function the app gave it
 (``tmux capture-pane -e``; this module never imports tmux), in a thread worker that posts
 ``Captured`` back to it, every ``every`` seconds while the pane changes, backing off to
-``idle_every`` while captures come back the same. A pane shows whatever its program
+``idle_every`` while captures come back the same: one timer, set for the next capture due
+(none while a message shows). A pane shows whatever its program
 printed: the capture is drawn through ``widgets.cells.from_pane`` (colours kept, nothing a
 terminal would obey).
 """
@@ -19,6 +20,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
+from textual.timer import Timer
 from textual.widgets import Static
 
 from state.errors import CaptainError
@@ -111,6 +113,7 @@ class PanePreview(Vertical):
         self._due = 0.0  # time.monotonic() of the next timed capture
         self._last_capture: tuple[str, str] | None = None  # (crew key, text) last captured
         self._shown: tuple | None = None  # on show: (crew, capture, size) or (title, message)
+        self._timer: Timer | None = None  # the next timed capture (one, moved: never two)
 
     def compose(self) -> ComposeResult:
         yield Static("", id="screen", markup=False)
@@ -119,7 +122,6 @@ class PanePreview(Vertical):
     def on_mount(self) -> None:
         self.border_title = "Pane"
         self.query_one("#screen").display = False
-        self.set_interval(self.every, self._tick)
 
     # -- what to show, and when ----------------------------------------------------------
 
@@ -138,11 +140,25 @@ class PanePreview(Vertical):
         """Capture again when due. A pane whose captures come back the same is asked less
         and less often (up to ``idle_every``); a change, or another crew selected, and it
         is followed every ``every`` seconds again."""
+        self._timer = None
         if time.monotonic() >= self._due:
             self._refresh()
+        else:
+            self._again()
+
+    def _again(self) -> None:
+        """Set the one timer for the next timed capture, due at ``_due``. Only a pane is
+        captured on a clock: a message, or a hidden preview, sets none (``follow`` and
+        ``toggle`` show what changes), so nothing wakes for them."""
+        if self._timer is not None:
+            self._timer.stop()
+        self._timer = self.set_timer(max(self._due - time.monotonic(), 0.0), self._tick)
 
     def _refresh(self) -> None:
         self._due = time.monotonic() + self.pause
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
         subject = self.subject
         if subject is None or not self.is_attached:
             return
@@ -154,6 +170,7 @@ class PanePreview(Vertical):
             self.show_message(subject.title, subject.message)
         else:
             self._capture(self.capture, subject.key, subject.name, subject.pane)
+            self._again()
 
     @work(thread=True, group="preview", exclusive=True, exit_on_error=False)
     def _capture(self, capture: Capture, key: str, name: str, pane: PaneLocator) -> None:
@@ -180,6 +197,7 @@ class PanePreview(Vertical):
         else:
             self.pause = self.every
         self._due = min(self._due, time.monotonic() + self.pause)
+        self._again()
         self._last_capture = captured
         self.show_capture(subject.name, message.capture)
 

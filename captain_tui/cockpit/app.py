@@ -40,6 +40,7 @@ from textual.dom import DOMNode
 from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.worker import get_current_worker
 
 from captain_tui import usecases as ops
@@ -71,7 +72,7 @@ from state.errors import CaptainError
 from state.home import Home
 from state.records import PaneLocator
 from state.vocab import counted, dialog_title, ended, quoted, short
-from widgets.cells import age, as_markup, clean, one_line
+from widgets.cells import age, as_markup, clean, one_line, soonest_age_change, watch_ages
 from widgets.chrome import CockpitFooter, CockpitHeader
 from widgets.panels.approvals_panel import ApprovalsPanel
 from widgets.panels.base import Panel
@@ -97,8 +98,9 @@ from widgets.screens.review_screen import ReviewScreen
 from widgets.screens.settings import SettingsScreen
 from widgets.view import ApprovalRow, CrewRow, CrewView, HomeView, NotificationRow, QuestionRow
 
-DOORBELL_EVERY = 0.25  # the runner keeps its own clocks; this is how often it is asked
-AGES_EVERY = 5.0  # "4m ago" columns are re-rendered from the view (no I/O) this often
+DOORBELL_EVERY = 0.5  # how often the runner is asked (none of its clocks is shorter)
+AGES_EVERY = 5.0  # "4m ago" columns are re-rendered from the view (no I/O) this often,
+AGES_LONGEST = 60.0  # ... or, while no age drawn will read differently sooner, this seldom
 # an action's plain good news. Textual's toast rack stays bottom right: over the pane preview
 # (the least needed while a toast is fresh), below the Work panel, which a stack of toasts
 # reaches; so routine ones leave soon, and only what needs the captain stays ALERT_TIMEOUT
@@ -183,6 +185,8 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
         # time.monotonic() of the last feed update or key: a due full collection waits
         # until neither came for a moment (cockpit.heap)
         self._active_at = 0.0
+        self._ages_timer: Timer | None = None  # the next ages redraw (_show_ages)
+        self._ages_due = 0.0  # ... at this time.monotonic()
         self.alert_batch = AlertBatch(self, closing=lambda: self._closing_down)
 
     # -- layout ------------------------------------------------------------------------
@@ -225,7 +229,7 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
                 group="doorbell",
                 exit_on_error=False,
             )
-        self.set_interval(self.ages_every, self._show_ages)
+        self._ages_in(self.ages_every)
         self._heap.start()
         self.set_interval(1.0, lambda: self._heap.tick(time.monotonic() - self._active_at))
 
@@ -260,6 +264,8 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
         self._active_at = time.monotonic()
         if self.last_change is None or update.view != self.view:
             self.last_change = self.clock()  # a rescan that found nothing new is not news
+            if self._ages_timer is not None:
+                self._ages_soon()
         self.view = update.view
         self.scanned = self.scanned or update.scanned
         self.last_refresh = self.clock()
@@ -323,17 +329,44 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
             f"{count} crew{spent} · watching · last change {changed:%H:%M:%S}{since}{reading}{loud}"
         )
 
+    def _ages_in(self, seconds: float) -> None:
+        """Redraw the ages ``seconds`` from now (one timer, moved: never two)."""
+        if self._ages_timer is not None:
+            self._ages_timer.stop()
+        self._ages_due = time.monotonic() + seconds
+        self._ages_timer = self.set_timer(seconds, self._show_ages, name="ages")
+
     def _show_ages(self) -> None:
         """The clock moved: "4m" may now be "5m". Rows are the same, so only the age cells
-        that read differently are rendered again."""
-        if self.last_refresh is None or self._closing_down:
+        that read differently are rendered again. The next redraw is when the first age
+        drawn will read differently (at least ``ages_every``, at most ``AGES_LONGEST``
+        seconds away): an idle cockpit whose ages read in minutes wakes for them once a
+        minute, not every ``ages_every`` seconds to find nothing changed."""
+        self._ages_timer = None
+        if self._closing_down:
+            return
+        if self.last_refresh is None:
+            self._ages_in(self.ages_every)
             return
         now = self.clock()
+        watch_ages()
         for panel in self.query(Panel):
             if panel.loaded:
                 panel.show(panel.rows(), now)
         self._show_status(now)
         self._refresh_footer()  # a webhook body's expiry dims Replay with no event
+        soonest = soonest_age_change()
+        wait = AGES_LONGEST if soonest is None else (soonest - now).total_seconds()
+        if self.last_change is not None:  # the header says "N ago" from a minute on
+            quiet = (now - self.last_change).total_seconds()
+            if quiet < 60:
+                wait = min(wait, 60 - quiet)
+        self._ages_in(min(max(wait, self.ages_every), AGES_LONGEST))
+
+    def _ages_soon(self) -> None:
+        """The rows changed: a new row's age ("0s") reads differently soon."""
+        if self._ages_due > time.monotonic() + self.ages_every:
+            self._ages_in(self.ages_every)
 
     def _refresh_footer(self) -> None:
         """Tell the footer only when a key's dimming changes: working out the keys asks
@@ -405,6 +438,9 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
 
         worker = get_current_worker()
         runner = Runner(self.home)
+        pump = self._pump
+        if pump is not None:  # rounds skip the crews while the watcher hears nothing
+            runner.heard = pump.heard
         try:
             while not (worker.is_cancelled or self._stopping):
                 try:

@@ -203,10 +203,10 @@ class Probe:
     the moment it does, through a pidfd per live pane (Linux), and makes sure tmux has
     reaped it (``nudge``), so a death the hook misses is still reported within a second."""
 
-    def __init__(self) -> None:
+    def __init__(self, snapshots: Snapshots | None = None) -> None:
         # (crew key, incarnation) -> (gone | dead, first seen so)
         self._seen: dict[tuple[str, str], tuple[str, float]] = {}
-        self._snapshots: dict[str, tuple[tuple, CrewSnapshot | None]] = {}
+        self._snapshots = snapshots or Snapshots()
         self._pidfds: dict[tuple[str, str], tuple[int, int]] = {}  # ident -> (pid, fd)
         self._ended: dict[tuple[str, str], tuple[CrewSnapshot, PaneLocator, float]] = {}
 
@@ -229,7 +229,7 @@ class Probe:
         by_socket: dict[str, list[tuple[CrewSnapshot, PaneLocator]]] = {}
         for key in home.crew_keys() if keys is None else keys:
             try:
-                snapshot = self._snapshot(home, key)
+                snapshot = self._snapshots.get(home, key)
             except CaptainError:
                 continue
             pane = crew_deaths.mortal_pane(snapshot)
@@ -338,7 +338,7 @@ class Probe:
                 if fd in ready:
                     os.close(fd)
                     del self._pidfds[ident]
-                    snapshot = self._snapshots.get(ident[0], (None, None))[1]
+                    snapshot = self._snapshots.seen(ident[0])
                     pane = snapshot.pane if snapshot is not None else None
                     if (
                         snapshot is not None
@@ -379,9 +379,19 @@ class Probe:
             os.close(fd)
         self._pidfds.clear()
 
-    def _snapshot(self, home: Home, key: str) -> CrewSnapshot | None:
-        """The crew's snapshot, parsed again only when its history or cache changed: a
-        probe every few seconds must not re-read a hundred idle crews."""
+
+class Snapshots:
+    """Crew snapshots as the runner's clocks read them: a crew's history is parsed again
+    only when its files changed (``events`` and ``state.json``, by mtime, inode and size).
+    The probes run every few seconds on every crew (deaths, start-up dialogs, approval
+    prompts): re-reading twenty idle crews' histories each time was most of an idle
+    runner's work. A file changed within the last second is always read again (a second
+    change in the same tick may share its mtime)."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, tuple[tuple, CrewSnapshot | None]] = {}
+
+    def get(self, home: Home, key: str) -> CrewSnapshot | None:
         root = f"{home.root}/crew/{key}"
         try:
             events, cached = os.stat(f"{root}/events"), os.stat(f"{root}/state.json")
@@ -391,9 +401,14 @@ class Probe:
             sig = (events.st_mtime_ns, cached.st_ino, cached.st_mtime_ns, cached.st_size)
             if max(events.st_mtime_ns, cached.st_mtime_ns) >= time.time_ns() - 1_000_000_000:
                 sig = None  # changed this very second: a second change may share its mtime
-        seen = self._snapshots.get(key)
+        seen = self._cache.get(key)
         if sig is not None and seen is not None and seen[0] == sig:
             return seen[1]
         snapshot, _ = crewlog.load(home, key)
-        self._snapshots[key] = (sig if sig is not None else (), snapshot)
+        self._cache[key] = (sig if sig is not None else (), snapshot)
         return snapshot
+
+    def seen(self, key: str) -> CrewSnapshot | None:
+        """The snapshot last read for ``key`` (None: never read, or no crew)."""
+        was = self._cache.get(key)
+        return was[1] if was is not None else None

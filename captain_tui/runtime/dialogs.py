@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from captain_tui.runtime import doorbell
 from captain_tui.runtime import pane_reader as screens
-from captain_tui.runtime.death_watch import PROBE_EVERY
+from captain_tui.runtime.death_watch import PROBE_EVERY, Snapshots
 from captain_tui.runtime.tmux import ALIVE, Tmux
 from state.clock import now
 from state.crew import crewlog, notify
@@ -100,11 +100,12 @@ def _watched(snapshot: CrewSnapshot | None) -> bool:
     )
 
 
-def probe(home: Home, key: str) -> str | None:
+def probe(home: Home, key: str, snapshots: Snapshots | None = None) -> str | None:
     """Read one crew's pane and record the start-up dialog on it (None: none). A pane tmux
     cannot be asked about changes nothing; a dead one shows no dialog. A crew whose agent
-    was seen at its composer, and at no dialog since, is past start-up: not read again."""
-    snapshot, _ = crewlog.load(home, key)
+    was seen at its composer, and at no dialog since, is past start-up: not read again.
+    ``snapshots``: a runner's cache (its history is not parsed again while unchanged)."""
+    snapshot = snapshots.get(home, key) if snapshots else crewlog.load(home, key)[0]
     if not _watched(snapshot):
         return None
     assert snapshot is not None and snapshot.pane is not None  # _watched said so

@@ -15,7 +15,7 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
 from captain_tui.agents.kinds import APPROVAL_BY_HOOK, COMPOSERS, HOOKED, WAKE_LINE
 from captain_tui.runtime import pane_reader as screens
@@ -28,6 +28,9 @@ from state.home import Home
 from state.records import CrewSnapshot, Message, PaneLocator, RingStamp
 from state.store import encode
 from state.vocab import counted
+
+if TYPE_CHECKING:
+    from captain_tui.runtime.death_watch import Snapshots
 
 Gate = Literal[  # what holds a ring back
     "approval_prompt",
@@ -566,11 +569,18 @@ def _signature(home: Home, key: str) -> tuple[tuple[int, int, int] | None, ...] 
     return tuple(sig)
 
 
-def check_approval(home: Home, name: str) -> bool:
+def check_approval(
+    home: Home, name: str, snapshots: Snapshots | None = None, looked: dict | None = None
+) -> bool:
     """Crews whose hooks report no approvals (all but ``APPROVAL_BY_HOOK``): look for a
-    modal on their pane (raised once per appearance as ``awaiting_approval``)."""
+    modal on their pane (raised once per appearance as ``awaiting_approval``).
+    ``snapshots``: a runner's cache (its history is not parsed again while unchanged).
+    ``looked``: a runner's memory of panes seen without a modal; such a pane is not
+    captured again while its window shows no activity since (nothing was drawn on it:
+    its screen is the one read). Activity comes in one-second steps, so a look within
+    ``QUIET_CERTAIN`` seconds of the last activity is not remembered."""
     key = name.lower()
-    snapshot, _ = crewlog.load(home, key)
+    snapshot = snapshots.get(home, key) if snapshots else crewlog.load(home, key)[0]
     if (
         snapshot is None
         or snapshot.dismissed_at
@@ -583,9 +593,18 @@ def check_approval(home: Home, name: str) -> bool:
         info = tmux.pane(_pane(snapshot))
         if info.state != ALIVE:
             return False
+        mark = (snapshot.incarnation_id, snapshot.pane.pane_id, info.activity)
+        if looked is not None and info.activity is not None and looked.get(key) == mark:
+            return False  # nothing drawn since a look that found no modal
         _, seen = _look(tmux, snapshot, info)
     except CaptainError:
         return False
+    if looked is not None:
+        quiet = info.activity is not None and time.time() - info.activity >= QUIET_CERTAIN
+        if quiet and not seen.approval:
+            looked[key] = mark
+        else:
+            looked.pop(key, None)
     with home.store.lock(f"ring-{key}"):
         stamp = _stamp(home, key, snapshot)
         if not seen.approval:

@@ -14,12 +14,13 @@ on at once, not on the round's 5 s clock; that clock stays, and covers a lost no
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from state.home import Home
 
 if TYPE_CHECKING:  # each is imported when first needed
-    from captain_tui.runtime.death_watch import Probe
+    from captain_tui.runtime.death_watch import Probe, Snapshots
     from captain_tui.runtime.upkeep import Purger
     from state.work.backend import LedgerWakeups
 
@@ -57,7 +58,15 @@ class Runner:
         self._next_listen = 0.0  # when to ask for a listener again
         self.woken = 0  # ledger rounds a notification brought forward (tests, benchmarks)
         self._deaths: Probe | None = None  # made on the first round
+        self._snapshots: Snapshots | None = None  # the crews' snapshots, shared by the probes
         self._quiet: dict = {}  # doorbell.ring_all's memory: crews with nothing to ring
+        # what a watcher of the home has heard so far (the cockpit's: its batches, counted;
+        # None: it cannot tell); while it hears nothing and every crew is remembered quiet,
+        # a doorbell round has nothing to look at (``_ring_due``)
+        self.heard: Callable[[], int | None] | None = None
+        self._heard_at_ring: int | None = None
+        self._looked: dict = {}  # doorbell.check_approval's memory: panes seen without a modal
+        self._all_quiet = False
         self._purger: Purger | None = None  # expired webhook bodies; made on the first round
         self.changes = 0
 
@@ -79,7 +88,9 @@ class Runner:
         if clock >= self._next_ring:
             self._next_ring = clock + RING_EVERY
             if self.crew is None:
-                doorbell.ring_all(self.home, self._quiet)
+                if self._ring_due(clock):
+                    rung = doorbell.ring_all(self.home, self._quiet)
+                    self._all_quiet = len(self._quiet) == len(rung)
             else:
                 _quietly(doorbell.ring, self.home, self.crew)
         if self._heard(clock) and clock < self._next_ledger:
@@ -100,7 +111,7 @@ class Runner:
             from captain_tui.runtime import death_watch
 
             if self._deaths is None:
-                self._deaths = death_watch.Probe()
+                self._deaths = death_watch.Probe(self._crews())
             _quietly(self._deaths.round, self.home, [self.crew.lower()] if self.crew else None)
             # a pane or server seen gone is looked at again as soon as it may count
             self._next_deaths = time.monotonic() + (
@@ -119,11 +130,32 @@ class Runner:
 
             self._next_dialogs = clock + dialogs.PROBE_EVERY
             for key in [self.crew.lower()] if self.crew else self.home.crew_keys():
-                _quietly(dialogs.probe, self.home, key)
+                _quietly(dialogs.probe, self.home, key, self._crews())
         if clock >= self._next_approval:
             self._next_approval = clock + APPROVAL_EVERY
             for key in [self.crew.lower()] if self.crew else self.home.crew_keys():
-                _quietly(doorbell.check_approval, self.home, key)
+                _quietly(doorbell.check_approval, self.home, key, self._crews(), self._looked)
+
+    def _ring_due(self, clock: float) -> bool:
+        """Whether a doorbell round of the whole home can find anything to do: always,
+        unless a watcher says nothing changed under the home since the last round, every
+        crew was remembered quiet then (a held ring is retried every round) and none of
+        those memories has run out (``doorbell.QUIET_RECHECK``)."""
+        heard = self.heard() if self.heard is not None else None
+        if heard is None or heard != self._heard_at_ring or not self._all_quiet:
+            self._heard_at_ring = heard
+            return True
+        if clock >= min((seen[1] for seen in self._quiet.values()), default=0.0):
+            return True
+        return False
+
+    def _crews(self) -> Snapshots:
+        """The crews' snapshots, read again only when a crew's files change."""
+        if self._snapshots is None:
+            from captain_tui.runtime.death_watch import Snapshots
+
+            self._snapshots = Snapshots()
+        return self._snapshots
 
     @property
     def listener(self) -> LedgerWakeups | None:

@@ -55,8 +55,18 @@ class FeedPump:
         self._stopped = False
         feed.pending = self._pending  # events are applied between two crews of a rescan
         self.listening = False  # a listener is connected to the shared ledger (set_listening)
+        # the watcher is up (its watches in place), and how many batches it has handed over:
+        # a change under the home shows as a new count (``heard``)
+        self.watching = False
+        self._batches = 0
+
+    def heard(self) -> int | None:
+        """How many watcher batches came so far; None while no watcher is up (then nothing
+        can say that the home did not change)."""
+        return self._batches if self.watching else None
 
     def request(self, paths: Iterable[str]) -> None:
+        self._batches += 1
         self._queue.put(list(paths))
 
     def request_rescan(self) -> None:

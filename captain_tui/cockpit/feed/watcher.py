@@ -22,7 +22,10 @@ from captain_tui.cockpit.feed.pump import RESCAN_SECONDS, FeedPump
 DEBOUNCE_MS = 20
 STEP_MS = 5
 RETRY_SECONDS = 1.0  # a watcher that failed is restarted after this long
-WAKE_MS = 1000  # an idle watcher says it is alive this often (the first time: it is up)
+# an idle watcher says it is alive this often (its first line, at once, says it is up); a
+# quiet line wakes the watcher process and the thread reading it, and it is what ends a
+# watcher whose cockpit was killed (its write fails), so it lingers at most this long
+WAKE_MS = 10_000
 
 
 def _interesting(change, path: str) -> bool:
@@ -54,13 +57,17 @@ async def watch(root: Path, pump: FeedPump, *, stop: asyncio.Event | None = None
                     # set up: rescan once for what changed while it was being set up
                     up = True
                     pump.request_rescan()
+                    pump.watching = True
                 if batch:
                     retry = RETRY_SECONDS
                     pump.request(path for _, path in batch)
+            pump.watching = False
             return  # only a stop ends the watcher without an error
         except (asyncio.CancelledError, KeyboardInterrupt):
+            pump.watching = False
             raise
         except Exception:  # noqa: BLE001 - any watcher failure: rescan and watch again
+            pump.watching = False  # until it is up again, nothing says the home is quiet
             pump.request_rescan()
             try:
                 await asyncio.wait_for(stop.wait(), retry)
