@@ -44,8 +44,9 @@ def test_a_claim_and_its_report_are_a_few_round_trips_not_one_per_statement(rela
         ledger.accept(home, source="chat", input={"text": f"job {n}"}, requester="alice")
     ledger.open_ids(home)  # connected: the connection's own round trips are not counted
     # The relay sees TCP, not the protocol: on a loaded machine the server may start
-    # answering a pipeline before the client has finished writing it, which reads as one
-    # more turn. That only ever adds, so the fewest of several is the transaction's count.
+    # answering a pipeline before the client has finished writing it (one more turn), or a
+    # write sent without waiting may go out before the last answer came (one fewer). The
+    # fewest of several is at most the transaction's count: one per statement was 12 and 10.
     claims, reports = [], []
     for _ in range(3):
         relay.take()
@@ -55,7 +56,7 @@ def test_a_claim_and_its_report_are_a_few_round_trips_not_one_per_statement(rela
         done = ledger.report(home, item.work_id, item.generation, "succeeded", actor="worker")
         reports.append(relay.take())
         assert done.state == "succeeded"
-    assert min(claims) == CLAIM_TRIPS and min(reports) == REPORT_TRIPS, (claims, reports)
+    assert min(claims) <= CLAIM_TRIPS and min(reports) <= REPORT_TRIPS, (claims, reports)
     assert ledger.get(home, item.work_id).state == "succeeded"  # committed, read back
 
 
