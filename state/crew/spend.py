@@ -178,6 +178,10 @@ READ_MAX = 8 * 1024 * 1024
 # lines carry the same ID and usage). Below READ_MAX, or such a line could never be read.
 LINE_MAX = 4 * 1024 * 1024
 HEAD = 256  # bytes of a transcript's start that say it is the same file
+# Lines parsed per call (the rest next time): a line naming a usage word costs json.loads;
+# a turn writes a few such lines, so a hook catches up within a call or two, and a file of
+# a million lines that merely name the words costs each call ~10-30 ms, not seconds.
+PARSE_MAX = 2_000
 
 
 def _path(home: Home, key: str, *, create: bool) -> Path:
@@ -283,10 +287,15 @@ def _read_source(record: dict[str, Any], path: Path, reader: Reader, assignment_
         skipping = state.get("skipping") is True
         counted = _Counter(record, assignment_id)
         end = offset
+        parsed = 0
         for line, end, skipping in _lines(fd, offset, st.st_size, skipping):
             if line is not None:
                 for turn in _turns(reader, line, carry):
                     counted.add(turn)
+                parsed += 1
+                if parsed >= PARSE_MAX:
+                    break  # the rest next call, from just after this line
+        counted.trim()
         state.update(
             offset=end,
             inode=st.st_ino,
@@ -306,9 +315,12 @@ def _read_source(record: dict[str, Any], path: Path, reader: Reader, assignment_
 def _lines(
     fd: int, offset: int, size: int, skipping: bool
 ) -> Iterator[tuple[bytes | None, int, bool]]:
-    """The lines from ``offset``, at most READ_MAX bytes of them: each line (None for one too
-    long to be a usage record, never kept whole), the offset to resume from after it, and
-    whether that offset is inside such a line (``skipping``: its rest is skipped too)."""
+    """The lines from ``offset`` worth parsing (``_WORDS``), at most READ_MAX bytes read:
+    each such line (None for one too long to be a usage record, never kept whole), the
+    offset to resume from after it, and whether that offset is inside such a line
+    (``skipping``: its rest is skipped too). Lines naming none of the words are passed over
+    by a regular expression, never visited one by one in Python: a transcript of millions of
+    tiny lines costs a hook a scan, not a loop (``None`` items say how far it got)."""
     limit = min(size, offset + READ_MAX)
     pos = offset
     buf = bytearray()
@@ -320,13 +332,26 @@ def _lines(
         buf += chunk
         base = pos - len(buf)  # the file offset of buf[0]
         begin = 0
-        while (nl := buf.find(b"\n", begin)) >= 0:
-            whole = not skipping and nl - begin <= LINE_MAX
-            yield (bytes(buf[begin:nl]) if whole else None), base + nl + 1, False
-            skipping = False
+        if skipping:  # the rest of an overlong line, up to its newline
+            nl = buf.find(b"\n")
+            if nl < 0:
+                buf.clear()
+                yield None, pos, True
+                continue
+            begin, skipping = nl + 1, False
+            yield None, base + begin, False
+        last = buf.rfind(b"\n")  # lines after it are not whole yet
+        while begin <= last and (found := _WORDS.search(buf, begin, last)) is not None:
+            start = buf.rfind(b"\n", begin, found.start()) + 1 or begin
+            nl = buf.find(b"\n", found.end())
+            line = bytes(buf[start:nl]) if nl - start <= LINE_MAX else None
             begin = nl + 1
+            yield line, base + begin, False
+        if begin <= last:
+            begin = last + 1  # whole lines naming no word: passed over
+            yield None, base + begin, False
         del buf[:begin]
-        if buf and (skipping or len(buf) > LINE_MAX):
+        if len(buf) > LINE_MAX:
             skipping = True
             buf.clear()
             yield None, pos, True
@@ -339,6 +364,7 @@ def _lines(
 
 # a line holding none of these carries no figure and no model for any reader
 _WORTH_PARSING = (b'"usage"', b'"token_count"', b'"turn_context"', b'"session_meta"')
+_WORDS = re.compile(b"|".join(re.escape(w) for w in _WORTH_PARSING))
 
 
 def _turns(reader: Reader, line: bytes, carry: dict[str, Any]) -> list[Turn]:
@@ -416,14 +442,16 @@ class _Counter:
             row[k] = _count(row.get(k)) + c
         row["turns"] = _count(row.get("turns")) + 1
         self.known.add(mark)
-        self.seen.append(mark)
-        if len(self.seen) > SEEN_MAX:
-            dropped = self.seen[: len(self.seen) - SEEN_MAX]
-            del self.seen[: len(dropped)]
-            self.known.difference_update(dropped)
+        self.seen.append(mark)  # trimmed to SEEN_MAX once per call (``trim``)
         self.recent[mark] = [self.assignment_id, model, *counts]
         while len(self.recent) > RECENT_MAX:
             self.recent.pop(next(iter(self.recent)))
+
+    def trim(self) -> None:
+        """The oldest turn hashes past SEEN_MAX forgotten: once per call, not per turn (a
+        slice of the list per turn made a call reading many turns quadratic)."""
+        if len(self.seen) > SEEN_MAX:
+            del self.seen[: len(self.seen) - SEEN_MAX]
 
 
 # -- the agents' records -------------------------------------------------------------------
