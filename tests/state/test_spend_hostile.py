@@ -93,3 +93,25 @@ def _record(home: Home) -> dict:
 
 def _offset(home: Home, t: Path) -> int:
     return _record(home).get("sources", {}).get(str(t), {}).get("offset", 0)
+
+
+def test_a_recorder_that_read_an_older_figure_never_lowers_the_attempts(home: Home, project: Path):
+    """Two turns' detached recorders racing: the one started by the first Stop read its
+    figure, the one started by the second wrote the larger figure, then the first wrote.
+    The attempt keeps the larger figure (a figure only grows), both ledger events stay
+    true, and a figure that did grow (a streamed turn raised, a new turn) is still put."""
+    from support.crew import hire
+
+    from state.crew.spend import Spend
+    from state.work import ledger, spent
+
+    jack = hire(home, project, "Jack", "Write the docs")
+    older = Spend(100, 10, 0, 0, 1, 0.00045, ())
+    newer = Spend(300, 30, 0, 0, 2, 0.00135, ())
+    assert spent.record(home, jack.assignment_id, newer, actor="Jack")
+    assert not spent.record(home, jack.assignment_id, older, actor="Jack")  # the stale one
+    attempt = ledger.get(home, jack.work_id).attempts[-1]
+    assert (attempt.turns, attempt.input_tokens, attempt.cost_usd) == (2, 300, 0.00135)
+    raised = Spend(300, 45, 0, 0, 2, 0.00158, ())  # the same turns, one raised
+    assert spent.record(home, jack.assignment_id, raised, actor="Jack")
+    assert ledger.get(home, jack.work_id).attempts[-1].output_tokens == 45
