@@ -32,6 +32,7 @@ import re
 import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -208,17 +209,30 @@ def assignment_spend(home: Home, key: str, assignment_id: str) -> Spend:
     return _spend(home, entry.get("models") if isinstance(entry, dict) else None)
 
 
-def measure(home: Home, key: str, assignment_id: str, agent: str, source: str | None) -> Spend:
+def measure(
+    home: Home,
+    key: str,
+    assignment_id: str,
+    agent: str,
+    source: str | None,
+    *,
+    previous: tuple[str, datetime] | None = None,
+) -> Spend:
     """Read what the agent recorded in ``source`` since the last call, count each new turn
     once (by its ID) for ``assignment_id``, and return the assignment's total. Never raises
-    on what the transcript holds: it counts what it can and moves on."""
+    on what the transcript holds: it counts what it can and moves on.
+
+    ``previous``: the assignment this one was handed off from and when this one began. A
+    turn the agent stamped before that moment is the previous assignment's (the last model
+    call of a turn in which the crew said ``done``, measured only after the next assignment
+    was given): it is never charged to this one or its budget."""
     reader = READERS.get(agent)
     if source and reader is not None:
         try:
             with home.store.lock(f"spend-{key}"):
                 record = _load(home, key, create=True)
                 record["schema"] = 1
-                if _read_source(record, Path(source), reader, assignment_id):
+                if _read_source(record, Path(source), reader, assignment_id, previous):
                     home.store.publish(
                         _path(home, key, create=True),
                         json.dumps(record, separators=(",", ":")).encode(),
@@ -228,16 +242,29 @@ def measure(home: Home, key: str, assignment_id: str, agent: str, source: str | 
     return assignment_spend(home, key, assignment_id)
 
 
+def measure_current(home: Home, key: str, snapshot: Any, agent: str, source: str | None) -> Spend:
+    """``measure`` for the crew's current assignment (``snapshot``: the crew's, a model or
+    the fast path's plain record), a turn stamped before it began going to the one it was
+    handed off from. The hooks' one way in."""
+    current = snapshot.assignment
+    handoff = getattr(current, "handoff_of", None)
+    began = getattr(snapshot, "assigned_at", None)
+    previous = (handoff, began) if handoff and isinstance(began, datetime) else None
+    return measure(home, key, current.assignment_id, agent, source, previous=previous)
+
+
 # -- reading a transcript ------------------------------------------------------------------
 
 
 @dataclass
 class Turn:
-    """One model call: its ID, model and figures (input, output, cache read, cache write)."""
+    """One model call: its ID, model and figures (input, output, cache read, cache write),
+    and when the agent stamped it (its line's ``timestamp``, None when it has none)."""
 
     turn_id: str
     model: str
     counts: tuple[int, int, int, int]
+    at: object = None
 
 
 # an agent's reader: one parsed line (and what it carries between lines) -> its turns
@@ -252,7 +279,13 @@ def _fingerprint(data: bytes) -> str:
     return blake2b(data, digest_size=8).hexdigest()
 
 
-def _read_source(record: dict[str, Any], path: Path, reader: Reader, assignment_id: str) -> bool:
+def _read_source(
+    record: dict[str, Any],
+    path: Path,
+    reader: Reader,
+    assignment_id: str,
+    previous: tuple[str, datetime] | None = None,
+) -> bool:
     """Read ``path`` from where this crew left it into ``record``; True when it changed."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
@@ -285,7 +318,7 @@ def _read_source(record: dict[str, Any], path: Path, reader: Reader, assignment_
         kept = state.get("carry")
         carry: dict[str, Any] = kept if isinstance(kept, dict) else {}
         skipping = state.get("skipping") is True
-        counted = _Counter(record, assignment_id)
+        counted = _Counter(record, assignment_id, previous)
         end = offset
         parsed = 0
         for line, end, skipping in _lines(fd, offset, st.st_size, skipping):
@@ -385,7 +418,13 @@ def _turns(reader: Reader, line: bytes, carry: dict[str, Any]) -> list[Turn]:
 class _Counter:
     """Adds turns to one assignment of a crew's record, each turn ID once."""
 
-    def __init__(self, record: dict[str, Any], assignment_id: str) -> None:
+    def __init__(
+        self,
+        record: dict[str, Any],
+        assignment_id: str,
+        previous: tuple[str, datetime] | None = None,
+    ) -> None:
+        self.previous = previous
         seen = record.get("seen")
         self.seen: list[str] = (
             [s for s in seen if isinstance(s, str)] if isinstance(seen, list) else []
@@ -396,18 +435,34 @@ class _Counter:
         assignments = record.get("assignments")
         if not isinstance(assignments, dict):
             assignments = {}
-        entry = assignments.get(assignment_id)
-        if not isinstance(entry, dict) or not isinstance(entry.get("models"), dict):
-            entry = {"models": {}}
-        assignments[assignment_id] = entry
-        self.models: dict[str, Any] = entry["models"]
         self.assignments = assignments
+        self._models(assignment_id)
         self.assignment_id = assignment_id
         record["seen"], record["recent"], record["assignments"] = (
             self.seen,
             self.recent,
             assignments,
         )
+
+    def _models(self, assignment_id: str) -> dict[str, Any]:
+        entry = self.assignments.get(assignment_id)
+        if not isinstance(entry, dict) or not isinstance(entry.get("models"), dict):
+            entry = self.assignments[assignment_id] = {"models": {}}
+        return entry["models"]
+
+    def _owner(self, turn: Turn) -> str:
+        """The assignment a turn is charged to: the previous one when the agent stamped it
+        before this one began, else this one."""
+        if self.previous is None or not isinstance(turn.at, str):
+            return self.assignment_id
+        try:
+            at = datetime.fromisoformat(turn.at[:40])
+        except ValueError:
+            return self.assignment_id
+        if at.tzinfo is None:
+            return self.assignment_id  # no zone: no moment to compare
+        previous_id, began = self.previous
+        return previous_id if at < began else self.assignment_id
 
     def add(self, turn: Turn) -> None:
         counts = tuple(_count(c) for c in turn.counts)
@@ -433,17 +488,19 @@ class _Counter:
                     row[k] = _count(row.get(k)) + g - o
             self.recent[mark] = [aid, was_model, *grown]
             return
-        row = self.models.get(model)
+        owner = self._owner(turn)
+        models = self._models(owner)
+        row = models.get(model)
         if not isinstance(row, dict):
-            if len(self.models) >= MODELS_MAX:
+            if len(models) >= MODELS_MAX:
                 return
-            row = self.models[model] = {k: 0 for k in (*_COUNTS, "turns")}
+            row = models[model] = {k: 0 for k in (*_COUNTS, "turns")}
         for k, c in zip(_COUNTS, counts, strict=True):
             row[k] = _count(row.get(k)) + c
         row["turns"] = _count(row.get("turns")) + 1
         self.known.add(mark)
         self.seen.append(mark)  # trimmed to SEEN_MAX once per call (``trim``)
-        self.recent[mark] = [self.assignment_id, model, *counts]
+        self.recent[mark] = [owner, model, *counts]
         while len(self.recent) > RECENT_MAX:
             self.recent.pop(next(iter(self.recent)))
 
@@ -481,6 +538,7 @@ def claude_turns(data: dict[str, Any], carry: dict[str, Any]) -> Iterator[Turn]:
             _count(usage.get("cache_read_input_tokens")),
             _count(usage.get("cache_creation_input_tokens")),
         ),
+        data.get("timestamp"),
     )
 
 
@@ -522,6 +580,7 @@ def codex_turns(data: dict[str, Any], carry: dict[str, Any]) -> Iterator[Turn]:
             cached,
             0,
         ),
+        data.get("timestamp"),
     )
 
 
@@ -547,6 +606,7 @@ def pi_turns(data: dict[str, Any], carry: dict[str, Any]) -> Iterator[Turn]:
             _count(usage.get("cacheRead")),
             _count(usage.get("cacheWrite")),
         ),
+        data.get("timestamp"),
     )
 
 
