@@ -179,6 +179,9 @@ READ_MAX = 8 * 1024 * 1024
 # lines carry the same ID and usage). Below READ_MAX, or such a line could never be read.
 LINE_MAX = 4 * 1024 * 1024
 HEAD = 256  # bytes of a transcript's start that say it is the same file
+# The record's size at most, as a share of what the store reads back (MAX_RECORD_BYTES,
+# 1 MiB): the turn hashes take ~400 KB of it, each assignment ~150 bytes a model.
+RECORD_SHARE = 0.75
 # Lines parsed per call (the rest next time): a line naming a usage word costs json.loads;
 # a turn writes a few such lines, so a hook catches up within a call or two, and a file of
 # a million lines that merely name the words costs each call ~10-30 ms, not seconds.
@@ -234,12 +237,41 @@ def measure(
                 record["schema"] = 1
                 if _read_source(record, Path(source), reader, assignment_id, previous):
                     home.store.publish(
-                        _path(home, key, create=True),
-                        json.dumps(record, separators=(",", ":")).encode(),
+                        _path(home, key, create=True), _encoded(record, assignment_id)
                     )
         except Exception:  # noqa: BLE001 - a figure is never worth failing a hook
             pass  # nothing published: the record is as it was, the next call tries again
     return assignment_spend(home, key, assignment_id)
+
+
+def _encoded(record: dict[str, Any], keep: str) -> bytes:
+    """The record as published, at most RECORD_SHARE of MAX_RECORD_BYTES: past it, the
+    oldest assignments' figures are dropped (never ``keep``'s, the one being measured; each
+    is on its attempt in the ledger), then the oldest turn hashes. A record the store would
+    not read back would be quarantined, and every transcript read again from its start,
+    its turns counted twice."""
+
+    def dump() -> bytes:
+        return json.dumps(record, separators=(",", ":")).encode()
+
+    from state import store
+
+    limit = int(store.MAX_RECORD_BYTES * RECORD_SHARE)
+    data = dump()
+    assignments = record.get("assignments")
+    if len(data) > limit and isinstance(assignments, dict):
+        excess = len(data) - limit
+        for aid in list(assignments):
+            if excess <= 0:
+                break
+            if aid != keep:
+                excess -= len(json.dumps({aid: assignments.pop(aid)}, separators=(",", ":")))
+        data = dump()
+    seen = record.get("seen")
+    while len(data) > limit and isinstance(seen, list) and seen:
+        del seen[: max(1, len(seen) // 2)]
+        data = dump()
+    return data
 
 
 def measure_current(home: Home, key: str, snapshot: Any, agent: str, source: str | None) -> Spend:

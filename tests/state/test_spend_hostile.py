@@ -115,3 +115,42 @@ def test_a_recorder_that_read_an_older_figure_never_lowers_the_attempts(home: Ho
     raised = Spend(300, 45, 0, 0, 2, 0.00158, ())  # the same turns, one raised
     assert spent.record(home, jack.assignment_id, raised, actor="Jack")
     assert ledger.get(home, jack.work_id).attempts[-1].output_tokens == 45
+
+
+def test_the_crews_record_never_outgrows_what_the_store_reads(
+    home: Home, tmp_path: Path, monkeypatch
+):
+    """A long-lived crew, or one whose transcripts name many models, grows its spend record
+    one assignment at a time. Past what the store reads (1 MiB) the record would be
+    quarantined and measuring would start again: every transcript read from its start, its
+    turns counted a second time for the assignment at hand. The record is kept under that
+    size (the oldest assignments' figures dropped: the ledger keeps each on its attempt),
+    and the current assignment's figure is never counted twice."""
+    from state import store
+
+    monkeypatch.setattr(store, "MAX_RECORD_BYTES", 128 * 1024)  # 1 MiB: the same, 8x slower
+    t = tmp_path / "t.jsonl"
+    for a in range(40):
+        lines = [
+            json.dumps(
+                {
+                    "type": "assistant",
+                    "message": {
+                        "id": f"m{a}.{m}",
+                        "model": f"model-{m:02d}-" + "x" * 88,
+                        "usage": {"input_tokens": 1},
+                    },
+                }
+            ).encode()
+            + b"\n"
+            for m in range(spend.MODELS_MAX)
+        ]
+        with t.open("ab") as f:
+            f.write(b"".join(lines))
+        got = spend.measure(home, KEY, f"asg_{a}", "claude", str(t))
+        assert got.turns == spend.MODELS_MAX, (a, got.turns)
+    path = home.store.dir("spend", create=False) / f"{KEY}.json"
+    assert path.stat().st_size <= store.MAX_RECORD_BYTES
+    # read again: nothing counted twice, the newest assignments' figures kept
+    assert spend.measure(home, KEY, "asg_39", "claude", str(t)).turns == spend.MODELS_MAX
+    assert spend.assignment_spend(home, KEY, "asg_38").turns == spend.MODELS_MAX
