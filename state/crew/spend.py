@@ -235,7 +235,7 @@ def measure(
             with home.store.lock(f"spend-{key}"):
                 record = _load(home, key, create=True)
                 record["schema"] = 1
-                if _read_source(record, Path(source), reader, assignment_id, previous):
+                if _read_source(record, Path(source), reader, assignment_id, previous, agent):
                     home.store.publish(
                         _path(home, key, create=True), _encoded(record, assignment_id)
                     )
@@ -285,6 +285,35 @@ def measure_current(home: Home, key: str, snapshot: Any, agent: str, source: str
     return measure(home, key, current.assignment_id, agent, source, previous=previous)
 
 
+def catch_up(home: Home, key: str, snapshot: Any) -> Spend:
+    """Every transcript the crew's hooks have named, read to its end for its current
+    assignment (``measure_current``): called by the captain once the crew's pane is closed
+    at dismissal, so the turn its Stop hook never measured (a crew dismissed mid-turn) is
+    counted. Returns the assignment's figure; never raises."""
+    try:
+        sources = _load(home, key).get("sources")
+    except Exception:  # noqa: BLE001 - a figure is never worth a refusal
+        sources = None
+    for path, state in (sources if isinstance(sources, dict) else {}).items():
+        agent = state.get("agent") if isinstance(state, dict) else None
+        if isinstance(path, str) and isinstance(agent, str) and agent in READERS:
+            for _ in range(64):  # bounded: each call reads READ_MAX / PARSE_MAX at most
+                before = _offset_of(home, key, path)
+                measure_current(home, key, snapshot, agent, path)
+                if _offset_of(home, key, path) == before:
+                    break
+    return assignment_spend(home, key, snapshot.assignment.assignment_id)
+
+
+def _offset_of(home: Home, key: str, path: str) -> object:
+    try:
+        sources = _load(home, key).get("sources")
+    except Exception:  # noqa: BLE001
+        return None
+    state = sources.get(path) if isinstance(sources, dict) else None
+    return state.get("offset") if isinstance(state, dict) else None
+
+
 # -- reading a transcript ------------------------------------------------------------------
 
 
@@ -317,6 +346,7 @@ def _read_source(
     reader: Reader,
     assignment_id: str,
     previous: tuple[str, datetime] | None = None,
+    agent: str = "",
 ) -> bool:
     """Read ``path`` from where this crew left it into ``record``; True when it changed."""
     try:
@@ -367,6 +397,7 @@ def _read_source(
             head=_fingerprint(os.pread(fd, min(HEAD, end), 0)),
             carry=carry,
             skipping=skipping,
+            agent=agent,  # whose record it is: read again at dismissal (``catch_up``)
         )
         sources.pop(name, None)
         sources[name] = state  # newest last

@@ -268,3 +268,19 @@ def test_the_last_turn_of_an_assignment_is_never_charged_to_the_next(home: Home,
     assert gate() == ""
     assert spend.assignment_spend(home, "jack", second).input_tokens == 100_000
     assert spend.assignment_spend(home, "jack", first).input_tokens == 300_000
+
+
+def test_a_crew_dismissed_mid_turn_has_its_last_turn_counted(home: Home, jack, gate: Gate):
+    """Dismissed mid-turn, the crew's Stop hook never runs: what its agent recorded after
+    the last hook is read from the transcripts its hooks named once its pane is closed, and
+    put on its attempt (the ledger) and its figure (status)."""
+    from state.work import ledger
+
+    gate.add(turn("m1", 100_000))
+    assert gate() == ""  # the hooks have named the transcript
+    gate.add(turn("m2", 200_000))  # the turn in flight: no hook measures it
+    code, _, err = invoke("dismiss", "Jack", "--home", str(home.root), "--json")
+    assert code == 0, err
+    assert spend.assignment_spend(home, "jack", jack.assignment_id).input_tokens == 300_000
+    attempt = ledger.get(home, jack.work_id).attempts[-1]
+    assert (attempt.input_tokens, attempt.turns) == (300_000, 2)
