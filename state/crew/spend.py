@@ -285,6 +285,9 @@ def measure_current(home: Home, key: str, snapshot: Any, agent: str, source: str
     return measure(home, key, current.assignment_id, agent, source, previous=previous)
 
 
+CATCH_UP_CALLS = 32  # measure calls at dismissal, each bounded by READ_MAX and PARSE_MAX
+
+
 def catch_up(home: Home, key: str, snapshot: Any) -> Spend:
     """Every transcript the crew's hooks have named, read to its end for its current
     assignment (``measure_current``): called by the captain once the crew's pane is closed
@@ -294,10 +297,12 @@ def catch_up(home: Home, key: str, snapshot: Any) -> Spend:
         sources = _load(home, key).get("sources")
     except Exception:  # noqa: BLE001 - a figure is never worth a refusal
         sources = None
+    calls = CATCH_UP_CALLS  # in all: a record naming many huge files costs a bounded time
     for path, state in (sources if isinstance(sources, dict) else {}).items():
         agent = state.get("agent") if isinstance(state, dict) else None
         if isinstance(path, str) and isinstance(agent, str) and agent in READERS:
-            for _ in range(64):  # bounded: each call reads READ_MAX / PARSE_MAX at most
+            while calls > 0:
+                calls -= 1
                 before = _offset_of(home, key, path)
                 measure_current(home, key, snapshot, agent, path)
                 if _offset_of(home, key, path) == before:
