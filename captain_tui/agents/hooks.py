@@ -665,8 +665,8 @@ def _measure_spend(call: Call, data: dict) -> None:
         key, snapshot = _current(home, ctx)
         # the current assignment, and the one it was handed off from (a turn stamped
         # before this one began is that one's: spend.measure_current)
-        ids = [snapshot.assignment.assignment_id, snapshot.assignment.handoff_of]
-        ids = [a for a in ids if a]
+        found = [snapshot.assignment.assignment_id, snapshot.assignment.handoff_of]
+        ids: list[str] = [a for a in found if isinstance(a, str) and a]
         before = [spend.assignment_spend(home, key, a) for a in ids]
         spend.measure_current(home, key, snapshot, call.agent, source)
         for assignment_id, was in zip(ids, before, strict=True):

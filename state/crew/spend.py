@@ -516,7 +516,8 @@ class _Counter:
         entry = self.assignments.get(assignment_id)
         if not isinstance(entry, dict) or not isinstance(entry.get("models"), dict):
             entry = self.assignments[assignment_id] = {"models": {}}
-        return entry["models"]
+        models: dict[str, Any] = entry["models"]
+        return models
 
     def _owner(self, turn: Turn) -> str:
         """The assignment a turn is charged to: the previous one when the agent stamped it
