@@ -614,7 +614,7 @@ def _over_budget(call: Call, source: object) -> str | None:
     from state.crew import budget, spend
 
     path = source if isinstance(source, str) and source else None
-    measured = spend.measure(home, key, snapshot.assignment.assignment_id, call.agent, path)
+    measured = spend.measure_current(home, key, snapshot, call.agent, path)
     return budget.review(home, key, snapshot, measured)
 
 
@@ -663,11 +663,16 @@ def _measure_spend(call: Call, data: dict) -> None:
 
         home, ctx = _crew(call.env)
         key, snapshot = _current(home, ctx)
-        assignment_id = snapshot.assignment.assignment_id
-        before = spend.assignment_spend(home, key, assignment_id)
-        after = spend.measure(home, key, assignment_id, call.agent, source)
-        if after != before and after.turns:
-            _detach([call.agent, SPEND_EVENT, assignment_id], call.env)
+        # the current assignment, and the one it was handed off from (a turn stamped
+        # before this one began is that one's: spend.measure_current)
+        found = [snapshot.assignment.assignment_id, snapshot.assignment.handoff_of]
+        ids: list[str] = [a for a in found if isinstance(a, str) and a]
+        before = [spend.assignment_spend(home, key, a) for a in ids]
+        spend.measure_current(home, key, snapshot, call.agent, source)
+        for assignment_id, was in zip(ids, before, strict=True):
+            now = spend.assignment_spend(home, key, assignment_id)
+            if now != was and now.turns:
+                _detach([call.agent, SPEND_EVENT, assignment_id], call.env)
     except (FailOpen, CaptainError):
         return  # not a live crew's hook (the hook's own answer says why): nothing to measure
     except Exception as exc:  # noqa: BLE001

@@ -218,6 +218,24 @@ class Dismissal:
         }
 
 
+def _last_spend(home: Home, snapshot) -> None:
+    """The crew's pane is closed: what its agent recorded since its last Stop hook (a crew
+    dismissed mid-turn) is measured and put on its attempt, before the dismissal settles
+    it. Never refuses: a figure is never worth a failed dismissal."""
+    from state.crew import spend
+    from state.work import spent
+
+    try:
+        key = crew_key(snapshot.name)
+        assignment_id = snapshot.assignment.assignment_id
+        before = spend.assignment_spend(home, key, assignment_id)
+        after = spend.catch_up(home, key, snapshot)
+        if after != before:
+            spent.record(home, assignment_id, after, actor="captain")
+    except Exception:  # noqa: BLE001
+        pass
+
+
 def dismiss(
     home: Home,
     name: str,
@@ -244,6 +262,7 @@ def dismiss(
     stopped = None
     if snapshot is not None and snapshot.dismissed_at is None:
         stopped = launch.close_pane(snapshot.pane)
+        _last_spend(home, snapshot)
     shown = snapshot.name if snapshot else name
     fate = _judged(space, discard, shown) if space is not None else None
     bounced = protocol.dismiss(

@@ -163,29 +163,63 @@ def standing(cost: float | None, budget: float | None) -> str | None:
     return None
 
 
-def review(home: Home, key: str, snapshot: Any, spend: Measured) -> str | None:
+def review(
+    home: Home, key: str, snapshot: Any, spend: Measured, *, locked: bool = False
+) -> str | None:
     """The budget rule for the crew's current assignment: says each notice that is due
     (once per budget value) and returns the refusal for a tool call, None when it may run.
-    ``snapshot``: the crew's (a model or the fast path's plain record)."""
+    ``snapshot``: the crew's (a model or the fast path's plain record), as the caller read
+    it; ``locked``: the caller holds the crew lock and read it under that lock (else a
+    notice is said only if the budget is still the one read: ``_say``)."""
     budget = getattr(snapshot, "budget_usd", None)
     if budget is None or snapshot.dismissed_at is not None or snapshot.done_at is not None:
         return None
     cost = spend.cost_usd
     kind = standing(cost, budget)
     if kind is not None:
-        _say(home, key, snapshot, kind, budget, spend)
+        _say(home, key, snapshot, kind, budget, spend, locked)
     if kind == HELD and cost is not None:
         return refusal(snapshot.name, snapshot.assignment.assignment_id, budget, cost)
     return None
 
 
-def _say(home: Home, key: str, snapshot: Any, kind: str, budget: float, spend: Measured) -> None:
+def _say(
+    home: Home,
+    key: str,
+    snapshot: Any,
+    kind: str,
+    budget: float,
+    spend: Measured,
+    locked: bool,
+) -> None:
     """The notice ``kind`` for this budget value, once: claimed by its marker, then written
     (again when a killed review left it unwritten). A notice that cannot be written now (a
     full disk; something planted where its marker goes) is tried again by the next call:
-    it never turns a refusal into an allow, so nothing here raises."""
+    it never turns a refusal into an allow, so nothing here raises.
+
+    Said under the crew lock, and only while the crew's budget is still the one the hook
+    read: ``tell --budget-usd`` changes the budget and settles the ``held`` notices under
+    that lock, so a hook that read the old budget just before it either said its notice
+    first (and it is settled) or says nothing after (no crew shown held by a budget it no
+    longer has). Once per budget value, so the crew-side fast path pays for this rarely."""
     try:
-        _claim_and_write(home, key, snapshot, kind, budget, spend)
+        if locked:
+            _claim_and_write(home, key, snapshot, kind, budget, spend)
+            return
+        from state.crew import crewlog
+        from state.crew.guards import lock_name
+
+        with home.store.lock(lock_name(key)):
+            now, _ = crewlog.load(home, key)
+            if (
+                now is None
+                or now.budget_usd != budget
+                or now.assignment.assignment_id != snapshot.assignment.assignment_id
+                or now.dismissed_at is not None
+                or now.done_at is not None
+            ):
+                return  # the budget read is no longer the crew's: nothing to say of it
+            _claim_and_write(home, key, snapshot, kind, budget, spend)
     except Exception:  # noqa: BLE001 - the rule's answer stands without its notice
         pass
 

@@ -487,7 +487,7 @@ def set_budget(
         from state.crew import spend
 
         measured = spend.assignment_spend(home, key, assignment_id)
-        if budget.review(home, key, snapshot, measured) is None:
+        if budget.review(home, key, snapshot, measured, locked=True) is None:
             held = set(budget.held_notices(home, key, assignment_id))
             for n in mailbox.unacknowledged(home, key, assignment_id):
                 if n.delivery_id in held:

@@ -32,6 +32,7 @@ import re
 import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -178,6 +179,13 @@ READ_MAX = 8 * 1024 * 1024
 # lines carry the same ID and usage). Below READ_MAX, or such a line could never be read.
 LINE_MAX = 4 * 1024 * 1024
 HEAD = 256  # bytes of a transcript's start that say it is the same file
+# The record's size at most, as a share of what the store reads back (MAX_RECORD_BYTES,
+# 1 MiB): the turn hashes take ~400 KB of it, each assignment ~150 bytes a model.
+RECORD_SHARE = 0.75
+# Lines parsed per call (the rest next time): a line naming a usage word costs json.loads;
+# a turn writes a few such lines, so a hook catches up within a call or two, and a file of
+# a million lines that merely name the words costs each call ~10-30 ms, not seconds.
+PARSE_MAX = 2_000
 
 
 def _path(home: Home, key: str, *, create: bool) -> Path:
@@ -204,24 +212,111 @@ def assignment_spend(home: Home, key: str, assignment_id: str) -> Spend:
     return _spend(home, entry.get("models") if isinstance(entry, dict) else None)
 
 
-def measure(home: Home, key: str, assignment_id: str, agent: str, source: str | None) -> Spend:
+def measure(
+    home: Home,
+    key: str,
+    assignment_id: str,
+    agent: str,
+    source: str | None,
+    *,
+    previous: tuple[str, datetime] | None = None,
+) -> Spend:
     """Read what the agent recorded in ``source`` since the last call, count each new turn
     once (by its ID) for ``assignment_id``, and return the assignment's total. Never raises
-    on what the transcript holds: it counts what it can and moves on."""
+    on what the transcript holds: it counts what it can and moves on.
+
+    ``previous``: the assignment this one was handed off from and when this one began. A
+    turn the agent stamped before that moment is the previous assignment's (the last model
+    call of a turn in which the crew said ``done``, measured only after the next assignment
+    was given): it is never charged to this one or its budget."""
     reader = READERS.get(agent)
     if source and reader is not None:
         try:
             with home.store.lock(f"spend-{key}"):
                 record = _load(home, key, create=True)
                 record["schema"] = 1
-                if _read_source(record, Path(source), reader, assignment_id):
+                if _read_source(record, Path(source), reader, assignment_id, previous, agent):
                     home.store.publish(
-                        _path(home, key, create=True),
-                        json.dumps(record, separators=(",", ":")).encode(),
+                        _path(home, key, create=True), _encoded(record, assignment_id)
                     )
         except Exception:  # noqa: BLE001 - a figure is never worth failing a hook
             pass  # nothing published: the record is as it was, the next call tries again
     return assignment_spend(home, key, assignment_id)
+
+
+def _encoded(record: dict[str, Any], keep: str) -> bytes:
+    """The record as published, at most RECORD_SHARE of MAX_RECORD_BYTES: past it, the
+    oldest assignments' figures are dropped (never ``keep``'s, the one being measured; each
+    is on its attempt in the ledger), then the oldest turn hashes. A record the store would
+    not read back would be quarantined, and every transcript read again from its start,
+    its turns counted twice."""
+
+    def dump() -> bytes:
+        return json.dumps(record, separators=(",", ":")).encode()
+
+    from state import store
+
+    limit = int(store.MAX_RECORD_BYTES * RECORD_SHARE)
+    data = dump()
+    assignments = record.get("assignments")
+    if len(data) > limit and isinstance(assignments, dict):
+        excess = len(data) - limit
+        for aid in list(assignments):
+            if excess <= 0:
+                break
+            if aid != keep:
+                excess -= len(json.dumps({aid: assignments.pop(aid)}, separators=(",", ":")))
+        data = dump()
+    seen = record.get("seen")
+    while len(data) > limit and isinstance(seen, list) and seen:
+        del seen[: max(1, len(seen) // 2)]
+        data = dump()
+    return data
+
+
+def measure_current(home: Home, key: str, snapshot: Any, agent: str, source: str | None) -> Spend:
+    """``measure`` for the crew's current assignment (``snapshot``: the crew's, a model or
+    the fast path's plain record), a turn stamped before it began going to the one it was
+    handed off from. The hooks' one way in."""
+    current = snapshot.assignment
+    handoff = getattr(current, "handoff_of", None)
+    began = getattr(snapshot, "assigned_at", None)
+    previous = (handoff, began) if handoff and isinstance(began, datetime) else None
+    return measure(home, key, current.assignment_id, agent, source, previous=previous)
+
+
+CATCH_UP_CALLS = 32  # measure calls at dismissal, each bounded by READ_MAX and PARSE_MAX
+
+
+def catch_up(home: Home, key: str, snapshot: Any) -> Spend:
+    """Every transcript the crew's hooks have named, read to its end for its current
+    assignment (``measure_current``): called by the captain once the crew's pane is closed
+    at dismissal, so the turn its Stop hook never measured (a crew dismissed mid-turn) is
+    counted. Returns the assignment's figure; never raises."""
+    try:
+        sources = _load(home, key).get("sources")
+    except Exception:  # noqa: BLE001 - a figure is never worth a refusal
+        sources = None
+    calls = CATCH_UP_CALLS  # in all: a record naming many huge files costs a bounded time
+    for path, state in (sources if isinstance(sources, dict) else {}).items():
+        agent = state.get("agent") if isinstance(state, dict) else None
+        if isinstance(path, str) and isinstance(agent, str) and agent in READERS:
+            while calls > 0:
+                calls -= 1
+                before = _offset_of(home, key, path)
+                measure_current(home, key, snapshot, agent, path)
+                if _offset_of(home, key, path) == before:
+                    break
+    return assignment_spend(home, key, snapshot.assignment.assignment_id)
+
+
+def _offset_of(home: Home, key: str, path: str) -> object:
+    try:
+        sources = _load(home, key).get("sources")
+    except Exception:  # noqa: BLE001
+        return None
+    state = sources.get(path) if isinstance(sources, dict) else None
+    return state.get("offset") if isinstance(state, dict) else None
 
 
 # -- reading a transcript ------------------------------------------------------------------
@@ -229,11 +324,13 @@ def measure(home: Home, key: str, assignment_id: str, agent: str, source: str | 
 
 @dataclass
 class Turn:
-    """One model call: its ID, model and figures (input, output, cache read, cache write)."""
+    """One model call: its ID, model and figures (input, output, cache read, cache write),
+    and when the agent stamped it (its line's ``timestamp``, None when it has none)."""
 
     turn_id: str
     model: str
     counts: tuple[int, int, int, int]
+    at: object = None
 
 
 # an agent's reader: one parsed line (and what it carries between lines) -> its turns
@@ -248,7 +345,14 @@ def _fingerprint(data: bytes) -> str:
     return blake2b(data, digest_size=8).hexdigest()
 
 
-def _read_source(record: dict[str, Any], path: Path, reader: Reader, assignment_id: str) -> bool:
+def _read_source(
+    record: dict[str, Any],
+    path: Path,
+    reader: Reader,
+    assignment_id: str,
+    previous: tuple[str, datetime] | None = None,
+    agent: str = "",
+) -> bool:
     """Read ``path`` from where this crew left it into ``record``; True when it changed."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
@@ -281,18 +385,24 @@ def _read_source(record: dict[str, Any], path: Path, reader: Reader, assignment_
         kept = state.get("carry")
         carry: dict[str, Any] = kept if isinstance(kept, dict) else {}
         skipping = state.get("skipping") is True
-        counted = _Counter(record, assignment_id)
+        counted = _Counter(record, assignment_id, previous)
         end = offset
+        parsed = 0
         for line, end, skipping in _lines(fd, offset, st.st_size, skipping):
             if line is not None:
                 for turn in _turns(reader, line, carry):
                     counted.add(turn)
+                parsed += 1
+                if parsed >= PARSE_MAX:
+                    break  # the rest next call, from just after this line
+        counted.trim()
         state.update(
             offset=end,
             inode=st.st_ino,
             head=_fingerprint(os.pread(fd, min(HEAD, end), 0)),
             carry=carry,
             skipping=skipping,
+            agent=agent,  # whose record it is: read again at dismissal (``catch_up``)
         )
         sources.pop(name, None)
         sources[name] = state  # newest last
@@ -306,9 +416,12 @@ def _read_source(record: dict[str, Any], path: Path, reader: Reader, assignment_
 def _lines(
     fd: int, offset: int, size: int, skipping: bool
 ) -> Iterator[tuple[bytes | None, int, bool]]:
-    """The lines from ``offset``, at most READ_MAX bytes of them: each line (None for one too
-    long to be a usage record, never kept whole), the offset to resume from after it, and
-    whether that offset is inside such a line (``skipping``: its rest is skipped too)."""
+    """The lines from ``offset`` worth parsing (``_WORDS``), at most READ_MAX bytes read:
+    each such line (None for one too long to be a usage record, never kept whole), the
+    offset to resume from after it, and whether that offset is inside such a line
+    (``skipping``: its rest is skipped too). Lines naming none of the words are passed over
+    by a regular expression, never visited one by one in Python: a transcript of millions of
+    tiny lines costs a hook a scan, not a loop (``None`` items say how far it got)."""
     limit = min(size, offset + READ_MAX)
     pos = offset
     buf = bytearray()
@@ -320,13 +433,26 @@ def _lines(
         buf += chunk
         base = pos - len(buf)  # the file offset of buf[0]
         begin = 0
-        while (nl := buf.find(b"\n", begin)) >= 0:
-            whole = not skipping and nl - begin <= LINE_MAX
-            yield (bytes(buf[begin:nl]) if whole else None), base + nl + 1, False
-            skipping = False
+        if skipping:  # the rest of an overlong line, up to its newline
+            nl = buf.find(b"\n")
+            if nl < 0:
+                buf.clear()
+                yield None, pos, True
+                continue
+            begin, skipping = nl + 1, False
+            yield None, base + begin, False
+        last = buf.rfind(b"\n")  # lines after it are not whole yet
+        while begin <= last and (found := _WORDS.search(buf, begin, last)) is not None:
+            start = buf.rfind(b"\n", begin, found.start()) + 1 or begin
+            nl = buf.find(b"\n", found.end())
+            line = bytes(buf[start:nl]) if nl - start <= LINE_MAX else None
             begin = nl + 1
+            yield line, base + begin, False
+        if begin <= last:
+            begin = last + 1  # whole lines naming no word: passed over
+            yield None, base + begin, False
         del buf[:begin]
-        if buf and (skipping or len(buf) > LINE_MAX):
+        if len(buf) > LINE_MAX:
             skipping = True
             buf.clear()
             yield None, pos, True
@@ -339,6 +465,7 @@ def _lines(
 
 # a line holding none of these carries no figure and no model for any reader
 _WORTH_PARSING = (b'"usage"', b'"token_count"', b'"turn_context"', b'"session_meta"')
+_WORDS = re.compile(b"|".join(re.escape(w) for w in _WORTH_PARSING))
 
 
 def _turns(reader: Reader, line: bytes, carry: dict[str, Any]) -> list[Turn]:
@@ -359,7 +486,13 @@ def _turns(reader: Reader, line: bytes, carry: dict[str, Any]) -> list[Turn]:
 class _Counter:
     """Adds turns to one assignment of a crew's record, each turn ID once."""
 
-    def __init__(self, record: dict[str, Any], assignment_id: str) -> None:
+    def __init__(
+        self,
+        record: dict[str, Any],
+        assignment_id: str,
+        previous: tuple[str, datetime] | None = None,
+    ) -> None:
+        self.previous = previous
         seen = record.get("seen")
         self.seen: list[str] = (
             [s for s in seen if isinstance(s, str)] if isinstance(seen, list) else []
@@ -370,18 +503,35 @@ class _Counter:
         assignments = record.get("assignments")
         if not isinstance(assignments, dict):
             assignments = {}
-        entry = assignments.get(assignment_id)
-        if not isinstance(entry, dict) or not isinstance(entry.get("models"), dict):
-            entry = {"models": {}}
-        assignments[assignment_id] = entry
-        self.models: dict[str, Any] = entry["models"]
         self.assignments = assignments
+        self._models(assignment_id)
         self.assignment_id = assignment_id
         record["seen"], record["recent"], record["assignments"] = (
             self.seen,
             self.recent,
             assignments,
         )
+
+    def _models(self, assignment_id: str) -> dict[str, Any]:
+        entry = self.assignments.get(assignment_id)
+        if not isinstance(entry, dict) or not isinstance(entry.get("models"), dict):
+            entry = self.assignments[assignment_id] = {"models": {}}
+        models: dict[str, Any] = entry["models"]
+        return models
+
+    def _owner(self, turn: Turn) -> str:
+        """The assignment a turn is charged to: the previous one when the agent stamped it
+        before this one began, else this one."""
+        if self.previous is None or not isinstance(turn.at, str):
+            return self.assignment_id
+        try:
+            at = datetime.fromisoformat(turn.at[:40])
+        except ValueError:
+            return self.assignment_id
+        if at.tzinfo is None:
+            return self.assignment_id  # no zone: no moment to compare
+        previous_id, began = self.previous
+        return previous_id if at < began else self.assignment_id
 
     def add(self, turn: Turn) -> None:
         counts = tuple(_count(c) for c in turn.counts)
@@ -407,23 +557,27 @@ class _Counter:
                     row[k] = _count(row.get(k)) + g - o
             self.recent[mark] = [aid, was_model, *grown]
             return
-        row = self.models.get(model)
+        owner = self._owner(turn)
+        models = self._models(owner)
+        row = models.get(model)
         if not isinstance(row, dict):
-            if len(self.models) >= MODELS_MAX:
+            if len(models) >= MODELS_MAX:
                 return
-            row = self.models[model] = {k: 0 for k in (*_COUNTS, "turns")}
+            row = models[model] = {k: 0 for k in (*_COUNTS, "turns")}
         for k, c in zip(_COUNTS, counts, strict=True):
             row[k] = _count(row.get(k)) + c
         row["turns"] = _count(row.get("turns")) + 1
         self.known.add(mark)
-        self.seen.append(mark)
-        if len(self.seen) > SEEN_MAX:
-            dropped = self.seen[: len(self.seen) - SEEN_MAX]
-            del self.seen[: len(dropped)]
-            self.known.difference_update(dropped)
-        self.recent[mark] = [self.assignment_id, model, *counts]
+        self.seen.append(mark)  # trimmed to SEEN_MAX once per call (``trim``)
+        self.recent[mark] = [owner, model, *counts]
         while len(self.recent) > RECENT_MAX:
             self.recent.pop(next(iter(self.recent)))
+
+    def trim(self) -> None:
+        """The oldest turn hashes past SEEN_MAX forgotten: once per call, not per turn (a
+        slice of the list per turn made a call reading many turns quadratic)."""
+        if len(self.seen) > SEEN_MAX:
+            del self.seen[: len(self.seen) - SEEN_MAX]
 
 
 # -- the agents' records -------------------------------------------------------------------
@@ -453,6 +607,7 @@ def claude_turns(data: dict[str, Any], carry: dict[str, Any]) -> Iterator[Turn]:
             _count(usage.get("cache_read_input_tokens")),
             _count(usage.get("cache_creation_input_tokens")),
         ),
+        data.get("timestamp"),
     )
 
 
@@ -494,6 +649,7 @@ def codex_turns(data: dict[str, Any], carry: dict[str, Any]) -> Iterator[Turn]:
             cached,
             0,
         ),
+        data.get("timestamp"),
     )
 
 
@@ -519,6 +675,7 @@ def pi_turns(data: dict[str, Any], carry: dict[str, Any]) -> Iterator[Turn]:
             _count(usage.get("cacheRead")),
             _count(usage.get("cacheWrite")),
         ),
+        data.get("timestamp"),
     )
 
 

@@ -273,15 +273,33 @@ def note(home: Home, work_id: str, type_: str, *, actor: str, **fields: object) 
             # only when the figure changed; on the attempt it names (the current one)
             generation = fields.setdefault("generation", item.generation)
             attempt = next((a for a in item.attempts if a.generation == generation), None)
-            if attempt is None or all(
-                getattr(attempt, name) == fields.get(name) for name in SPEND_FIELDS
-            ):
+            if attempt is None or _not_newer(attempt, fields):
                 return item
         else:
             same = (type_, fields.get("request_id"), fields.get("decision"))
             if any((e.type, e.request_id, e.decision) == same for e in tx.events(work_id)):
                 return item
         return _append(tx, item, _next(tx, item, type_, actor, item.state, None, **fields), work_id)
+
+
+_SPEND_COUNTS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+
+
+def _not_newer(attempt: Any, fields: dict[str, object]) -> bool:
+    """Whether a ``spend`` figure says nothing new of the attempt: the same figure, or an
+    older one. A measured figure only grows (each count and the turns), so one no larger in
+    any of them than what the attempt says was read before it: a detached recorder that
+    read its figure before a later turn's recorder wrote a larger one (docs/ledger.md
+    "Spend"). Putting it would lower the attempt's figure."""
+    if all(getattr(attempt, name) == fields.get(name) for name in SPEND_FIELDS):
+        return True
+    names = (*_SPEND_COUNTS, "turns")  # the counts; the cost follows the prices
+    was = [getattr(attempt, name) for name in names]
+    got = [fields.get(name) for name in names]
+    if not all(isinstance(v, int) for v in (*was, *got)):
+        return False  # an attempt with no figure yet (or a figure in another shape)
+    # the same counts with another cost (a price changed) is put, as before
+    return got != was and all(g <= w for g, w in zip(got, was, strict=True))
 
 
 def _next(

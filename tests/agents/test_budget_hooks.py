@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,8 @@ from support.cli import invoke
 from support.crew import hire
 
 from captain_tui.agents.hooks import run_hook
-from state.crew import mailbox, notify, protocol
+from state.clock import now
+from state.crew import mailbox, notify, protocol, spend
 from state.home import Home
 
 # a priced model (state/crew/spend.py's table): $3 per million input tokens
@@ -235,3 +237,50 @@ def test_something_planted_where_the_notice_is_claimed_never_lets_a_call_through
     assert sorted(p.name for p in elsewhere.iterdir()) == (
         ["x.json"] if planted == "marker symlink" else []
     )  # nothing written through a link
+
+
+def stamped(line: str, at: datetime) -> str:
+    """A transcript line as the agent stamps it (Claude Code, Codex and pi each write an
+    ISO ``timestamp`` on every line/entry)."""
+    return json.dumps({**json.loads(line), "timestamp": at.isoformat().replace("+00:00", "Z")})
+
+
+def test_the_last_turn_of_an_assignment_is_never_charged_to_the_next(home: Home, jack, gate):
+    """Two assignments in a row: the crew said ``done`` mid-turn, the captain assigned the
+    next (with its own budget) before that turn's last model call was measured. That call
+    belongs to the assignment it was made for: the next one starts at nothing, and its
+    budget is not reached by spend made before it began."""
+    first = jack.assignment_id
+    gate.add(stamped(turn("m1", 100_000), now()))  # $0.30 on the first
+    assert gate() == ""
+    protocol.inbox(home, "Jack", deliver=lambda b: None, ctx=_ctx(jack))
+    protocol.done(home, "Jack", "wrote them", ctx=_ctx(jack))
+    gate.add(stamped(turn("m2", 200_000), now()))  # $0.60: the turn after done, unmeasured
+    notify.acknowledge(home, "Jack", notify.wait(home, "Jack", timeout=0).delivery_id)
+    second = protocol.assign(
+        home, "Jack", "Now the tutorial", handoff=first, budget_usd=0.5
+    ).assignment_id
+    # the next tool call (the pane's env still names the first: the hook follows the crew)
+    assert gate() == ""  # $0.60 of the first's is not the second's: under its $0.50
+    assert spend.assignment_spend(home, "jack", first).input_tokens == 300_000
+    assert spend.assignment_spend(home, "jack", second).turns == 0
+    gate.add(stamped(turn("m3", 100_000), now()))  # $0.30 on the second
+    assert gate() == ""
+    assert spend.assignment_spend(home, "jack", second).input_tokens == 100_000
+    assert spend.assignment_spend(home, "jack", first).input_tokens == 300_000
+
+
+def test_a_crew_dismissed_mid_turn_has_its_last_turn_counted(home: Home, jack, gate: Gate):
+    """Dismissed mid-turn, the crew's Stop hook never runs: what its agent recorded after
+    the last hook is read from the transcripts its hooks named once its pane is closed, and
+    put on its attempt (the ledger) and its figure (status)."""
+    from state.work import ledger
+
+    gate.add(turn("m1", 100_000))
+    assert gate() == ""  # the hooks have named the transcript
+    gate.add(turn("m2", 200_000))  # the turn in flight: no hook measures it
+    code, _, err = invoke("dismiss", "Jack", "--home", str(home.root), "--json")
+    assert code == 0, err
+    assert spend.assignment_spend(home, "jack", jack.assignment_id).input_tokens == 300_000
+    attempt = ledger.get(home, jack.work_id).attempts[-1]
+    assert (attempt.input_tokens, attempt.turns) == (300_000, 2)

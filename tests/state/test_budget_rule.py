@@ -145,3 +145,22 @@ def test_a_claim_whose_notice_was_never_written_is_written_by_the_next_call(home
     assert budget.review(home, "jack", crew(home), spent(1.0)) is not None
     (again,) = notices(home)
     assert again.delivery_id == held.delivery_id and again.status == "held"
+
+
+def test_a_hook_that_read_the_budget_before_it_was_raised_says_no_stale_notice(home: Home, jack):
+    """The race: a tool call's hook read the crew's budget ($1), then the captain raised it
+    to $5 (releasing the crew), then the hook reviewed its $1.10 against the $1 it read.
+    The call itself may be refused (its next runs), but no ``held`` or 80 % notice of the
+    old amount is said after the raise: the crew is not shown held by a budget it no
+    longer has, and ``wait`` returns nothing stale."""
+    before = crew(home)
+    protocol.set_budget(home, "Jack", 5.0, assignment_id=jack.assignment_id)
+    budget.review(home, "jack", before, spent(1.1))  # the stale hook: $1 read, $5 now
+    budget.review(home, "jack", before, spent(0.9))  # and a stale 80 %
+    assert notices(home) == []
+    assert protocol.crew_state(home, "jack") == "assigned"
+    assert budget.review(home, "jack", crew(home), spent(1.1)) is None  # the next call runs
+    # the budget as it stands still holds: 80 % told, reached held
+    assert budget.review(home, "jack", crew(home), spent(4.1)) is None
+    assert budget.review(home, "jack", crew(home), spent(5.2)) is not None
+    assert [n.status for n in notices(home)] == ["working", "held"]
