@@ -203,6 +203,8 @@ def _say(
     first (and it is settled) or says nothing after (no crew shown held by a budget it no
     longer has). Once per budget value, so the crew-side fast path pays for this rarely."""
     try:
+        if _said(home, key, snapshot.assignment.assignment_id, kind, budget):
+            return  # every call past the budget comes here: no lock, no models
         if locked:
             _claim_and_write(home, key, snapshot, kind, budget, spend)
             return
@@ -222,6 +224,14 @@ def _say(
             _claim_and_write(home, key, snapshot, kind, budget, spend)
     except Exception:  # noqa: BLE001 - the rule's answer stands without its notice
         pass
+
+
+def _said(home: Home, key: str, assignment_id: str, kind: str, budget: float) -> bool:
+    """This notice for this budget value is claimed and written already."""
+    delivery_id = _claimed(home, _marker(home, key, assignment_id, kind, budget))
+    if delivery_id is None:
+        return False
+    return os.path.lexists(home.notifications_dir(key) / f"{delivery_id}.json")
 
 
 def _claim_and_write(
