@@ -56,12 +56,55 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+PREFIX = "captain-pg-"
+OWNER = "owner"  # in a cluster's directory: the pid and start time of the run that made it
+
+
+def _started(pid: int) -> str | None:
+    """When process ``pid`` started (its clock ticks since boot), or None when it is gone:
+    a pid alone could be a newer process's."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def reap_orphans(bindir: Path, tmp: str | None = None) -> list[Path]:
+    """Stop and remove the clusters whose run is gone: a run killed (SIGKILL, a CI
+    timeout) never reached its atexit, and its server would run on. Only a cluster that
+    names its run (``owner``) and whose run is not alive is touched; another live run's
+    never is. Returns what was reaped."""
+    reaped = []
+    for root in Path(tmp or tempfile.gettempdir()).glob(PREFIX + "*"):
+        try:
+            pid, started = (root / OWNER).read_text().split()
+        except (OSError, ValueError):
+            continue  # not ours to judge (no owner written)
+        if _started(int(pid)) == started:
+            continue  # its run is alive
+        if (root / "data" / "postmaster.pid").exists():
+            as_server = ["runuser", "-u", SERVER_USER, "--"] if os.geteuid() == 0 else []
+            subprocess.run(
+                [*as_server, str(bindir / "pg_ctl"), "-D", str(root / "data")]
+                + ["-m", "immediate", "-w", "-t", "30", "stop"],
+                capture_output=True,
+                timeout=60,
+                cwd="/",
+            )
+        shutil.rmtree(root, ignore_errors=True)
+        reaped.append(root)
+    return reaped
+
+
 class Cluster:
-    """A throwaway cluster in its own temporary directory."""
+    """A throwaway cluster in its own temporary directory, naming the run that made it
+    (``reap_orphans`` stops it if that run is killed)."""
 
     def __init__(self, bindir: Path) -> None:
         self.bindir = bindir
-        self.root = Path(tempfile.mkdtemp(prefix="captain-pg-"))
+        self.root = Path(tempfile.mkdtemp(prefix=PREFIX))
+        (self.root / OWNER).write_text(f"{os.getpid()} {_started(os.getpid())}\n")
         self.data = self.root / "data"
         self.socket_dir = self.root / "socket"
         self.log = self.root / "server.log"
@@ -240,6 +283,7 @@ def server(config=None) -> Server:
         if os.environ.get(ENV_URL):
             _SERVER = Server(os.environ[ENV_URL])
             return _SERVER
+        reap_orphans(server_bindir())  # a killed run's cluster would run on for ever
         cluster = Cluster(server_bindir())
         try:
             cluster.start()
