@@ -647,6 +647,7 @@ def _pi_budget(call: Call) -> None:
 # -- spend (state/crew/spend.py) -------------------------------------------------------------
 
 SPEND_EVENT = "spend"  # captain hook AGENT spend ASSIGNMENT: the figure onto the ledger
+RECORD_SETTLE = 0.5  # seconds the detached recorder lets the agent finish writing its turn
 
 
 def _measure_spend(call: Call, data: dict) -> None:
@@ -671,7 +672,10 @@ def _measure_spend(call: Call, data: dict) -> None:
         spend.measure_current(home, key, snapshot, call.agent, source)
         for assignment_id, was in zip(ids, before, strict=True):
             now = spend.assignment_spend(home, key, assignment_id)
-            if now != was and now.turns:
+            if now != was and now.turns or assignment_id == snapshot.assignment.assignment_id:
+                # the current one always: the agent may write the turn's last line just
+                # after its hook ran (Claude Code did, under load), so the recorder reads
+                # the transcript again itself before it records (_record_spend)
                 _detach([call.agent, SPEND_EVENT, assignment_id], call.env)
     except (FailOpen, CaptainError):
         return  # not a live crew's hook (the hook's own answer says why): nothing to measure
@@ -712,6 +716,14 @@ def _record_spend(call: Call) -> None:
     home, ctx = _crew(call.env)
     key, snapshot = _current(home, ctx)
     assignment_id = call.payload or snapshot.assignment.assignment_id
+    if assignment_id == snapshot.assignment.assignment_id:
+        # a turn's end: what the agent wrote after its hook measured is counted too. Twice,
+        # a moment apart: this process is detached, so the wait costs the agent nothing
+        import time
+
+        spend.catch_up(home, key, snapshot)
+        time.sleep(RECORD_SETTLE)
+        spend.catch_up(home, key, snapshot)
     figure = spend.assignment_spend(home, key, assignment_id)
     spent.record(home, assignment_id, figure, actor=snapshot.name)
 

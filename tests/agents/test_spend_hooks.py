@@ -169,3 +169,24 @@ def test_codex_stop_and_pi_agent_end_measure_their_own_records(tmp_path: Path, p
     stop(ann.env, "pi", "agent_end", session_file=str(session), last_assistant_text="ok")
     attempt = attempt_when(home, ledger.work_id_for_assignment(ann.assignment_id), 1)
     assert (attempt.input_tokens, attempt.output_tokens, attempt.cost_usd) == (70, 9, None)
+
+
+def test_a_turn_the_agent_writes_just_after_its_stop_hook_is_still_recorded(
+    tmp_path: Path, project: Path
+):
+    """Claude Code may append a turn's last line just after its Stop hook ran (seen under
+    load): the hook then measures nothing new, and the figure must still reach the ledger
+    — the detached recorder reads the transcript again itself before it records."""
+    home = Home(tmp_path / "h")
+    jack = hire(home, project)
+    work_id = ledger.work_id_for_assignment(jack.assignment_id)
+    transcript = tmp_path / "session.jsonl"
+    transcript.write_text(claude_line("msg_1", 1000, 10))
+    stop(jack.env, "claude", "Stop", transcript_path=str(transcript), stop_hook_active=True)
+    attempt_when(home, work_id, 1)
+    # the next turn's Stop hook runs before the agent has written that turn's line
+    stop(jack.env, "claude", "Stop", transcript_path=str(transcript), stop_hook_active=True)
+    with transcript.open("a") as f:
+        f.write(claude_line("msg_2", 2000, 20))
+    attempt = attempt_when(home, work_id, 2)
+    assert (attempt.input_tokens, attempt.output_tokens) == (3000, 30)
