@@ -30,6 +30,7 @@ from support.api import Reply, Server, captain, cli_env, ok, refused, sign_capta
 from support.ledger_backends import BACKENDS, open_ledgers, stored_input_and_details
 
 from state.home import Home
+from state.vocab import WORK_STATES
 from state.work import deliveries, ledger, tokens
 from state.work.location import ledger_location
 
@@ -1192,7 +1193,7 @@ def test_no_response_ever_contains_input_detail_bodies_or_credentials(dep):
             work_ids += [i["work_id"] for i in page["items"]]
             if not (cursor := page["next_cursor"]):
                 break
-        for state in ledger.WORK_STATES:
+        for state in WORK_STATES:
             call("GET", "/api/workspaces/{ws}/work?state=" + state, token)
         for source in ("chat", "webhook", "assignment"):
             call("GET", "/api/workspaces/{ws}/work?source=" + source, token)

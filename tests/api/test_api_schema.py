@@ -26,6 +26,7 @@ from schemathesis.specs.openapi import checks as openapi_checks
 from support.api import Server, sign_github
 
 from state.home import Home
+from state.vocab import WORK_STATES
 from state.work import deliveries, ledger, replay, tokens
 
 load_all_checks()
@@ -162,7 +163,7 @@ def api(served):
         if not query:
             return st.just(query)
         steer = {
-            "state": st.sampled_from(list(ledger.WORK_STATES)),
+            "state": st.sampled_from(list(WORK_STATES)),
             "source": st.sampled_from(["chat", "webhook", "assignment"]),
             "endpoint_id": st.sampled_from(real["endpoint_id"]),
             "source_delivery_id": st.sampled_from(["gh-1", "gh-2", "s-1", "nope"]),

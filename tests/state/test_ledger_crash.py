@@ -147,6 +147,19 @@ def op_land(home: Home, work_id: str):
 
 
 def op_note(home: Home, work_id: str, type: str):
+    if type == "spend":  # a crew's measured figure (state.work.spent): once, however retried
+        return ledger.note(
+            home,
+            work_id,
+            type,
+            actor="Jack",
+            cost_usd=0.25,
+            input_tokens=1000,
+            output_tokens=20,
+            cache_read_tokens=300,
+            cache_write_tokens=0,
+            turns=1,
+        )
     return ledger.note(
         home,
         work_id,
@@ -370,7 +383,7 @@ def _ledger_scenarios() -> list[Scenario]:
                     "running",
                     [A, C, note],
                 )
-                for note in ("approval_requested", "approval_decided")
+                for note in ("approval_requested", "approval_decided", "spend")
             ),
             Scenario(
                 f"cancelled:{when}",
