@@ -186,7 +186,7 @@ def main() -> int:
                 captain + argv, env=crew_env, input=stdin, capture_output=True, text=True
             )
             results[name].append((time.perf_counter() - start) * 1000)
-            assert proc.returncode == 0, proc.stderr
+            assert proc.returncode == 0, f"{name}: {proc.stdout[-500:]} {proc.stderr[-500:]}"
             return json.loads(proc.stdout) if "--json" in argv else proc.stdout
 
         # the Stop hook with spend accounting: one new turn in the transcript each run, so

@@ -165,8 +165,13 @@ _TYPES: dict[str, Any] = {
 
 def _dump(value: Any, kind: Any) -> Any:
     name = kind if isinstance(kind, str) else kind[0]
-    if name == "float":  # read, never written: JSON libraries spell some floats differently
-        raise ValueError("plain writes no float (the models' bytes for one may differ)")
+    if name == "float":
+        # JSON libraries spell some floats differently (pydantic 0.00001, json 1e-05): only
+        # those both spell alike are written here — 0 and 1e-4 <= |x| < 1e16 (a budget's
+        # amount, a price); any other is a bug in the caller, never a different byte
+        if type(value) is not float or not (value == 0 or 1e-4 <= abs(value) < 1e16):
+            raise ValueError(f"plain writes no float {value!r} (the models' bytes may differ)")
+        return value
     if name == "datetime":
         return stamp(value)
     if name == "opt":

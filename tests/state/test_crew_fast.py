@@ -595,3 +595,32 @@ def test_the_fast_inbox_refuses_as_the_protocol_does(home, project):
         full = outcome(lambda: protocol.inbox(home, name, deliver=lambda b: None, ctx=ctx))
         fast = outcome(lambda: crew_fast.inbox(home, name, deliver=lambda b: None, ctx=ctx))
         assert fast == full and fast[0] == "refused"
+
+
+@settings(max_examples=300, derandomize=True)
+@given(st.floats(min_value=1e-4, max_value=1e16, exclude_max=True) | st.just(0.0))
+def test_a_float_plain_writes_is_spelled_as_the_models_spell_it(value):
+    """The one float the crew side writes (a budget's amount in the crew's snapshot) has
+    the models' bytes; outside the range where every JSON writer agrees it is refused."""
+    from pydantic import TypeAdapter
+
+    assert json.dumps(plain._dump(value, "float")) == TypeAdapter(float).dump_json(value).decode()
+
+
+def test_a_float_outside_the_agreed_spelling_is_never_written_plainly():
+    for value in (1e-5, 1e16, float("inf"), float("nan"), 3):
+        with pytest.raises(ValueError):
+            plain._dump(value, "float")
+
+
+def test_a_crew_with_a_budget_asks_and_checks_on_the_fast_path(tmp_path, project):
+    """A budget puts a float in the crew's snapshot, which the crew side writes back when it
+    asks: it used to refuse with an internal error ("plain writes no float")."""
+    home = Home(tmp_path / "home")
+    jack = hire(home, project, budget_usd=2.5)
+    ctx = Context.from_env(jack.env)
+    asked = crew_fast.ask(home, "Jack", "Which way?", assignment_id=None, ctx=ctx)
+    assert asked is not None
+    snapshot, _ = crewlog.load(home, "jack")
+    assert snapshot is not None and snapshot.budget_usd == 2.5
+    assert snapshot.question is not None and snapshot.question.text == "Which way?"
