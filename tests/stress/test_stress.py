@@ -46,7 +46,8 @@ from state.store import encode
 from state.work import ledger
 from state.work.ledger_records import TERMINAL, Lease, WorkEvent
 
-DEFAULT_SECONDS = {"files": 60.0, "postgresql": 45.0}
+DEFAULT_SECONDS = {"files": 45.0, "postgresql": 35.0}  # CI's whole run stays under 15 min
+MEASURED_SECONDS = {"files": 60.0, "postgresql": 45.0}  # what MINIMUMS were measured over
 CONTROL_SECONDS = 7.0
 DAMAGE_SECONDS = 6.0
 
@@ -55,7 +56,7 @@ DAMAGE_SECONDS = 6.0
 # About 40 % of what the default run does on a loaded 2-core machine (measured 2026-12-01,
 # the lower of two runs each, with other test runs sharing the two cores).
 MINIMUMS = {
-    "files": {  # 60 s, one home
+    "files": {  # over 60 s, one home
         "recruit": 18,
         "tell": 110,
         "ask": 50,
@@ -148,7 +149,7 @@ def test_stress_suite(request, tmp_path: Path, kind: str) -> None:
         path.write_text(json.dumps(report, indent=2) + "\n")
     assert not run.violations, run.explain()
 
-    scale = min(1.0, seconds / DEFAULT_SECONDS[kind])
+    scale = min(1.0, seconds / MEASURED_SECONDS[kind])
     assert run.kills >= MIN_KILLS_PER_SECOND * seconds, run.summary()
     short = {
         op: (report["ops"].get(op, 0), need)
