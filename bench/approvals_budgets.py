@@ -6,7 +6,7 @@ throwaway home, then:
 
 1. **Request raised -> listed.** From starting the hook's process to the request being in
    ``state.crew.approvals.open_requests`` (what ``captain approvals`` lists): the hook's
-   cold start included. Info: the cockpit's panel is not built yet.
+   cold start included. Info: the cockpit's Approvals row is timed by cockpit_budgets.py.
 2. **Decision -> the hook returns.** From the call that writes the decision
    (``usecases.approve``, its own time included) to the hook's process having printed its
    answer and exited. Budget: p95 <= 200 ms (the hook polls every 20 ms).
@@ -102,7 +102,7 @@ def main() -> int:
             "agent runs its PermissionRequest hook -> the request is listed (the hook's "
             "cold start included)",
             listed,
-            "info (the cockpit's panel: not built yet)",
+            "info (the cockpit's row: the cockpit part)",
         ),
         latency_row(
             "captain approve -> the held hook has answered and exited",
