@@ -73,41 +73,35 @@ def plain(text: str, style: str = "", limit: int | None = None) -> Text:
     return Text(one_line(text, limit), style=style, no_wrap=True, overflow="ellipsis")
 
 
-def age(then: datetime | None, now: datetime) -> str:
-    """How long ago, in the largest unit that fits: 12s, 4m, 2h, 3d. Notes when this text
-    will next read differently (``soonest_age_change``)."""
+class AgeWatch:
+    """When the soonest age drawn since ``clear`` reads differently: the cockpit redraws
+    ages when one will have changed, not on a clock that mostly finds none did ("4m" is
+    "4m" for a minute). One per app (its panels draw on its UI thread only)."""
+
+    def __init__(self) -> None:
+        self.soonest: datetime | None = None
+
+    def clear(self) -> None:
+        self.soonest = None
+
+    def note(self, when: datetime) -> None:
+        if self.soonest is None or when < self.soonest:
+            self.soonest = when
+
+
+def age(then: datetime | None, now: datetime, watch: AgeWatch | None = None) -> str:
+    """How long ago, in the largest unit that fits: 12s, 4m, 2h, 3d. Tells ``watch`` when
+    this text will next read differently."""
     if then is None:
         return "—"
     seconds = int((now - then).total_seconds())
     if seconds < 0:
-        _note(then)  # "now" until the other host's clock is reached
+        if watch is not None:
+            watch.note(then)  # "now" until the other host's clock is reached
         return "now"  # another host's clock runs a little ahead: say so, do not go negative
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
         if seconds >= size or size == 1:
-            _note(then + timedelta(seconds=(seconds // size + 1) * size))
+            if watch is not None:
+                watch.note(then + timedelta(seconds=(seconds // size + 1) * size))
             return f"{seconds // size}{unit}"
     raise AssertionError("unreachable")  # the last unit fits every non-negative age
-
-
-# When the soonest age drawn since ``watch_ages`` reads differently: the cockpit redraws
-# ages when one will have changed, not on a clock that mostly finds none did ("4m" is
-# "4m" for a minute). The panels draw on the UI thread only.
-_soonest: list[datetime] = []
-
-
-def _note(when: datetime) -> None:
-    if not _soonest:
-        _soonest.append(when)
-    elif when < _soonest[0]:
-        _soonest[0] = when
-
-
-def watch_ages() -> None:
-    """Start noting: ``soonest_age_change`` answers for the ages drawn from now on."""
-    _soonest.clear()
-
-
-def soonest_age_change() -> datetime | None:
-    """When the first of the ages drawn since ``watch_ages`` will read differently (None:
-    no age was drawn)."""
-    return _soonest[0] if _soonest else None

@@ -136,7 +136,7 @@ class PanePreview(Vertical):
         self.display = not self.display
         self._refresh()
 
-    def _tick(self) -> None:
+    def wake(self) -> None:
         """Capture again when due. A pane whose captures come back the same is asked less
         and less often (up to ``idle_every``); a change, or another crew selected, and it
         is followed every ``every`` seconds again."""
@@ -152,7 +152,7 @@ class PanePreview(Vertical):
         ``toggle`` show what changes), so nothing wakes for them."""
         if self._timer is not None:
             self._timer.stop()
-        self._timer = self.set_timer(max(self._due - time.monotonic(), 0.0), self._tick)
+        self._timer = self.set_timer(max(self._due - time.monotonic(), 0.0), self.wake)
 
     def _refresh(self) -> None:
         self._due = time.monotonic() + self.pause

@@ -72,7 +72,7 @@ from state.errors import CaptainError
 from state.home import Home
 from state.records import PaneLocator
 from state.vocab import counted, dialog_title, ended, quoted, short
-from widgets.cells import age, as_markup, clean, one_line, soonest_age_change, watch_ages
+from widgets.cells import AgeWatch, age, as_markup, clean, one_line
 from widgets.chrome import CockpitFooter, CockpitHeader
 from widgets.panels.approvals_panel import ApprovalsPanel
 from widgets.panels.base import Panel
@@ -187,6 +187,7 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
         self._active_at = 0.0
         self._ages_timer: Timer | None = None  # the next ages redraw (_show_ages)
         self._ages_due = 0.0  # ... at this time.monotonic()
+        self._ages_watch = AgeWatch()  # when the soonest age on screen reads differently
         self.alert_batch = AlertBatch(self, closing=lambda: self._closing_down)
 
     # -- layout ------------------------------------------------------------------------
@@ -194,15 +195,16 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
     def compose(self) -> ComposeResult:
         yield CockpitHeader(icon="⚓")
         keys = {c.id: command_table.key_label(c) for c in COMMANDS}
-        yield CrewPanel(id="crew", keys=keys)
+        ages = self._ages_watch
+        yield CrewPanel(id="crew", keys=keys, ages=ages)
         with Horizontal(id="lower"):
             with Vertical(id="inbox"):
-                yield QuestionsPanel(id="questions", keys=keys)
-                yield ApprovalsPanel(id="approvals", keys=keys)
-                yield NotificationsPanel(id="notifications", keys=keys)
-                yield DoorbellsPanel(id="doorbells", keys=keys)
+                yield QuestionsPanel(id="questions", keys=keys, ages=ages)
+                yield ApprovalsPanel(id="approvals", keys=keys, ages=ages)
+                yield NotificationsPanel(id="notifications", keys=keys, ages=ages)
+                yield DoorbellsPanel(id="doorbells", keys=keys, ages=ages)
             with Vertical(id="side"):
-                yield WorkPanel(id="work", keys=keys)
+                yield WorkPanel(id="work", keys=keys, ages=ages)
                 yield PanePreview(_capture_pane, every=self.preview_every, id="preview")
         yield CockpitFooter()
 
@@ -349,13 +351,13 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
             self._ages_in(self.ages_every)
             return
         now = self.clock()
-        watch_ages()
+        self._ages_watch.clear()
         for panel in self.query(Panel):
             if panel.loaded:
                 panel.show(panel.rows(), now)
         self._show_status(now)
         self._refresh_footer()  # a webhook body's expiry dims Replay with no event
-        soonest = soonest_age_change()
+        soonest = self._ages_watch.soonest
         wait = AGES_LONGEST if soonest is None else (soonest - now).total_seconds()
         if self.last_change is not None:  # the header says "N ago" from a minute on
             quiet = (now - self.last_change).total_seconds()

@@ -49,9 +49,9 @@ def test_an_idle_panes_preview_wakes_once_a_capture_and_not_for_a_message(tmp_pa
         return text
 
     class Preview(PanePreview):
-        def _tick(self) -> None:
+        def wake(self) -> None:
             ticks[str(self.id)] += 1  # counted on the way through
-            super()._tick()
+            super().wake()
 
     class Host(App):
         def compose(self):

@@ -136,6 +136,13 @@ def world(tmp_path_factory):
             trap = shared / name
             trap.mkdir()
             trap.chmod(0o777)
+            # fish's first interactive start in a new $HOME otherwise runs its man-page
+            # completion generator in the background: a python process per shell, ~30 s of
+            # a core each, which outlives the test and slowed the whole CI run
+            made = trap / ".local/share/fish/generated_completions"
+            made.mkdir(parents=True)
+            for part in (made, made.parent, made.parent.parent, made.parent.parent.parent):
+                part.chmod(0o777)
             env = (
                 f"env PATH={words}:$PATH HOME={trap} XDG_CONFIG_HOME={trap}/.config "
                 f"EDITOR={editor} VISUAL={editor} FCEDIT={editor}"

@@ -40,6 +40,6 @@ class ApprovalsPanel(Panel):
         decided = f" (decided: {row.decided})" if row.decided else ""
         return (
             plain(row.crew, f"bold {self.colour('warning')}"),
-            plain(age(row.created_at, now)),
+            plain(age(row.created_at, now, self.ages)),
             plain(f"{row.tool}: {row.excerpt}{decided}", limit=flex),
         )

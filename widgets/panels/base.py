@@ -16,7 +16,7 @@ from rich.text import Text
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from widgets.cells import inert
+from widgets.cells import AgeWatch, inert
 from widgets.panels.row_list import PanelTable
 
 __all__ = ["Column", "Panel"]
@@ -69,10 +69,13 @@ class Panel(Vertical):
     empty_text: str = ""  # may name keys by command id: "press {recruit}"; a panel may set its own
     LOADING_TEXT: ClassVar[str] = "Reading the home…"
 
-    def __init__(self, *, keys: dict[str, str] | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, *, keys: dict[str, str] | None = None, ages: AgeWatch | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         # command id -> key, from the app's registry: empty texts name the real keys
         self.keys = keys or {}
+        self.ages = ages  # the app's: told when each age drawn next reads differently
         self._rows: dict[str, Any] = {}
         self._keys: list[str] = []
         self._cells: dict[str, tuple] = {}  # the cells the table holds, by row key

@@ -63,7 +63,7 @@ class CrewPanel(Panel):
             state,
             plain(row.task, limit=flex),
             mail,
-            plain(age(row.last_activity, now), self.colour("text-muted")),
+            plain(age(row.last_activity, now, self.ages), self.colour("text-muted")),
             gate,
             self._spend(row),
         )

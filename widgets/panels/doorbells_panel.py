@@ -39,5 +39,5 @@ class DoorbellsPanel(Panel):
         return (
             plain(row.crew, "bold"),
             plain(words, self.colour("warning"), limit=flex),
-            plain(age(row.held_since, now)),
+            plain(age(row.held_since, now, self.ages)),
         )

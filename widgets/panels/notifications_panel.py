@@ -42,7 +42,7 @@ class NotificationsPanel(Panel):
     def row_cells(self, row: NotificationRow, now: datetime, flex: int) -> tuple[Text, ...]:
         colour = self.colour(STATUS_COLOURS.get(row.status, "foreground"))
         return (
-            plain(age(row.created_at, now)),
+            plain(age(row.created_at, now, self.ages)),
             plain(row.crew, "bold"),
             plain(STATUS_WORDS.get(row.status, row.status), f"bold {colour}"),
             plain(row.summary, limit=flex),

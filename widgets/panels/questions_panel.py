@@ -26,6 +26,6 @@ class QuestionsPanel(Panel):
     def row_cells(self, row: QuestionRow, now: datetime, flex: int) -> tuple[Text, ...]:
         return (
             plain(row.crew, f"bold {self.colour('warning')}"),
-            plain(age(row.asked_at, now)),
+            plain(age(row.asked_at, now, self.ages)),
             plain(row.text, limit=flex),
         )

@@ -161,7 +161,7 @@ class WorkPanel(Panel):
                 plain(row.crew or "—", loud),
                 plain(str(row.generation), loud),
                 plain(source_word(row), loud),
-                plain(age(row.updated_at, now), loud),
+                plain(age(row.updated_at, now, self.ages), loud),
             )
         colour = self.colour(STATE_COLOURS.get(row.state, "foreground"))
         muted = self.colour("text-muted")
@@ -171,7 +171,7 @@ class WorkPanel(Panel):
             plain(row.crew or "—", "bold"),
             plain(str(row.generation), muted),
             plain(source_word(row), muted),
-            plain(age(row.updated_at, now), muted),
+            plain(age(row.updated_at, now, self.ages), muted),
         )
 
 
