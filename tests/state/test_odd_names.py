@@ -57,6 +57,8 @@ KNOWN_ODD = [
     "x" * 129,
     "a.b",
     "a\nb",
+    "x\nmsg_01JPLANTED0000000000000000",  # its last line alone would be a record's name
+    "00000009.json\n00000010",
     "tab\tx",
     "nul\x01",
     "é",

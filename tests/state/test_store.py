@@ -752,6 +752,26 @@ def test_names_skips_dot_files_and_sweeps_stale_temps_in_its_directory(store: St
     assert store.names(store.root / "nope") == []
 
 
+@pytest.mark.parametrize(
+    "odd",
+    [
+        "x\nmsg_9.json",  # its last line alone is a record's name
+        "msg_8.json\nmsg_9.json",  # each line alone is one
+        "msg_8\n.json",
+        "bad name.json",
+    ],
+)
+def test_names_lists_no_record_that_a_name_with_a_newline_forges(store: Store, odd) -> None:
+    """``names`` matches a folder's stems in one pass over its listing joined by newlines;
+    a name holding a newline must not read as records (nor hide an odd name): it takes
+    the per-name rule, so it is quarantined, and only the real records are listed."""
+    mail = store.dir("mail", "ada")
+    for name in ("msg_1.json", "msg_2.json", odd):
+        (mail / name).write_text("{}")
+    assert store.names(mail) == ["msg_1", "msg_2"]
+    assert sorted(os.listdir(mail)) == ["msg_1.json", "msg_2.json"], "not quarantined"
+
+
 def test_records_never_read_a_temp_file(store: Store) -> None:
     mail = store.dir("mail", "ada")
     good = message("msg_1")
