@@ -8,10 +8,10 @@ once those are frozen, on an event budget of 100 ms. So, while the cockpit runs:
 - what start-up built (Textual, the widgets, the modules, the first read of the home) is
   frozen: moved where no collection looks (``gc.freeze``);
 - allocation no longer starts full collections; ``tick`` (the app calls it every second)
-  starts one once Python would have (as many young collections since the last), when no
-  update came and no key was pressed for ``QUIET`` seconds, or after ``LATEST`` seconds of
-  waiting for a quiet moment. Young collections stay Python's: they take a millisecond or
-  two.
+  starts one once Python would have (as many young collections since the last), when
+  start-up is over (frozen) and no update came and no key was pressed for ``QUIET``
+  seconds, or after ``LATEST`` seconds of waiting for a quiet moment. Young collections
+  stay Python's: they take a millisecond or two.
 
 ``stop`` puts Python's own rule back and unfreezes, so another app in the same process (the
 tests) starts from the usual state.
@@ -55,7 +55,10 @@ class Collector:
         now = time.monotonic()
         if self._due_since is None:
             self._due_since = now
-        if quiet_for < QUIET and now - self._due_since < LATEST:
+        # start-up (the home's first scan) is not a quiet moment, however long between its
+        # updates: a full collection there walked the objects the scan was building and
+        # held it up by 200-300 ms on the big home
+        if (quiet_for < QUIET or not self._frozen) and now - self._due_since < LATEST:
             return False
         self._due_since = None
         gc.collect()

@@ -441,6 +441,11 @@ def test_a_due_full_collection_waits_for_a_quiet_moment_and_stop_restores_python
         while gc.get_count()[2] < before[2]:  # as many young collections as Python waits for
             gc.collect(1)
         assert not collector.tick(quiet_for=0.0)  # an update just came: not now
+        assert not collector.tick(quiet_for=heap.QUIET)  # start-up (the first scan) runs
+        collector.freeze()  # start-up is over
+        while gc.get_count()[2] < before[2]:  # (freezing counts afresh)
+            gc.collect(1)
+        assert not collector.tick(quiet_for=0.0)  # an update just came: not now
         assert collector.tick(quiet_for=heap.QUIET)  # a quiet moment: now
         assert gc.get_count()[2] == 0
         assert not collector.tick(quiet_for=heap.QUIET)  # and not again until due again
