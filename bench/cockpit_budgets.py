@@ -341,6 +341,17 @@ def big_home(path: Path, crews: int, messages: int, notifications: int, rebuild:
         except ValueError:
             have = {}
         if not rebuild and {k: have.get(k) for k in spec} == spec and (root / "home.json").exists():
+            # a cockpit or command that refused its records (an older checkout's, which
+            # does not know a newer record's fields) quarantined them: the home left has
+            # fewer crews and messages than its spec, and every figure on it would lie
+            quarantined = list((root / "quarantine").glob("*.reason"))
+            if quarantined:
+                raise SystemExit(
+                    f"the big home at {root} was damaged since it was built: "
+                    f"{len(quarantined)} of its files were quarantined (one reason: "
+                    f"{quarantined[0].read_text(errors='replace')[:300]}); build it afresh "
+                    "with --rebuild, or give another --big-home."
+                )
             _log(f"reusing the big home at {root}")
             return root
         shutil.rmtree(path / "home", ignore_errors=True)

@@ -18,11 +18,13 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench.cockpit_budgets import build_home  # noqa: E402
+from bench.cockpit_budgets import big_home, build_home  # noqa: E402
 
 DEADLINE = 90  # seconds: a loaded 2-core machine starts a cockpit in a few
 
@@ -86,3 +88,20 @@ def test_the_first_scan_mark_comes_from_the_scan_not_from_a_later_redraw(tmp_pat
     marks = json.loads(proc.stdout.strip().splitlines()[-1])
     assert marks["rows"] == 3  # the whole scan: every crew on the panel
     assert started < marks["t_rows"] <= marks["t_scan"] <= marks["t_watch"]
+
+
+def test_a_cached_big_home_whose_records_were_quarantined_is_not_measured(tmp_path):
+    """The bench reuses its big home while its spec matches. One whose records a cockpit
+    quarantined since (an older checkout's, refusing a newer record's fields: the shared
+    one in /tmp lost all 100 crews so, and a run on it timed an empty home) is refused
+    with a sentence that says how to build it afresh."""
+    root = big_home(tmp_path / "big", 2, 10, 10, rebuild=False)
+    assert big_home(tmp_path / "big", 2, 10, 10, rebuild=False) == root  # reused as it is
+    (root / "quarantine").mkdir(exist_ok=True)
+    bad = root / "quarantine" / "20261201T225334-015559-crew__crew001__state.json"
+    bad.write_text("{}")
+    bad.with_name(bad.name + ".reason").write_text('{"reason": "does not validate"}')
+    with pytest.raises(SystemExit, match="was damaged since it was built.*--rebuild"):
+        big_home(tmp_path / "big", 2, 10, 10, rebuild=False)
+    assert big_home(tmp_path / "big", 2, 10, 10, rebuild=True) == root  # built afresh
+    assert not list((root / "quarantine").glob("*"))
