@@ -1403,12 +1403,12 @@ def paint_driver(root: str, settle: float) -> int:
         # next one timed the first ages redraw (5 s after mount), not the scan.
         real_show_view = CaptainApp._show
 
-        def show_view(app_self) -> None:
+        def show_view(app_self: CaptainApp) -> None:
             real_show_view(app_self)
             if app_self is app and "scan" in shown.checks:
                 shown.check(app.query_one(CrewPanel))
 
-        CaptainApp._show = show_view  # type: ignore[method-assign]  # timed: the bench wraps it
+        CaptainApp._show = show_view  # type: ignore[method-assign, assignment]  # the bench times it
         async with app.run_test(size=SIZE, notifications=True):
             if not (await shown.wait("rows", 300) and await shown.wait("scan", 300)):
                 raise TimeoutError("the crew rows did not come")
