@@ -6,10 +6,11 @@ Read-only: a home that does not exist yet is said, never created.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from captain_tui.repo import discovery
 from state.crew.guards import CAPTAIN, Context, own_view
 from state.errors import CaptainError
 from state.home import Home
@@ -18,8 +19,7 @@ if TYPE_CHECKING:
     from state.crew.spend import Spend
 
 
-@dataclass(frozen=True)
-class Status:
+class Status(NamedTuple):  # not a dataclass: importing dataclasses costs status ~5-10 ms
     root: Path
     home_exists: bool
     ledger: dict  # the location as JSON, with "error" when it cannot be used
@@ -75,13 +75,16 @@ def _bell(stamp: Any, row: dict) -> dict:
     }
 
 
-def _change(snapshot: Any) -> dict | None:
+def _change(snapshot: Any, looks: ExitStack, repos: dict[str, bool]) -> dict | None:
     """The crew's change now (``captain_tui.repo.change``): None for a dismissed crew or
-    one whose project is not a git repository."""
-    if snapshot.dismissed_at is not None:
-        return None
-    from captain_tui.repo import change
+    one whose project is not a git repository. ``looks`` holds git's memo of directories
+    for the whole ``status`` (entered at the first crew that needs git), ``repos`` the
+    projects known to be outside any repository."""
+    if snapshot.dismissed_at is not None or not discovery.may_have_change(snapshot, repos):
+        return None  # git and its module not even loaded (a project outside any repository)
+    from captain_tui.repo import change, git
 
+    looks.enter_context(git.one_look_per_directory())  # nested: the same memo for all
     return change.summary_of(snapshot)
 
 
@@ -110,7 +113,7 @@ def status(home: Home, *, ctx: Context = CAPTAIN, include_dismissed: bool = Fals
     Read on plain records, or through the models when any is unusual
     (``state.crew_side.door``); git is asked once per project directory, however many crew
     share it, and not at all for a project outside any repository."""
-    from captain_tui.repo import git, landing_queue
+    from captain_tui.repo import landing_queue
     from state.crew import spend
     from state.crew_side import door
 
@@ -125,10 +128,11 @@ def status(home: Home, *, ctx: Context = CAPTAIN, include_dismissed: bool = Fals
         found = [f for f in found if f.row["name"].lower() == own]
     rows = []
     sums = []
-    with git.one_look_per_directory():  # crews share a project: one git look for all
+    repos: dict[str, bool] = {}
+    with ExitStack() as looks:  # crews share a project: one look (and git process) for all
         for row, snapshot, stamp in found:
             row["doorbell"] = _bell(stamp, row)
-            row["change"] = _change(snapshot)
+            row["change"] = _change(snapshot, looks, repos)
             sums.append(_spend_of(home, row))
             rows.append(row)
     spent = spend.as_json(spend.total(sums))
