@@ -23,10 +23,7 @@ import pytest
 from support.cli import InProcess
 from support.repos import repository
 
-from state.crew import crewlog, guards, roster, spend
-from state.crew_side import door
-from state.crew_side import status as plain_status
-from state.crew_side.plain import Unsure
+from state.crew import crewlog, death_notice, guards, spend
 from state.home import Home
 from state.ids import new_id
 from state.records import Launched, Notification, PaneLocator, RingStamp
@@ -89,7 +86,7 @@ def _every_state(cli, tmp_path: Path) -> dict[str, dict]:
     _stamp(home, crews["Dee"], dialog="trust_folder", composer_seen=False)
     _note(home, crews["Eve"], "held")
     _note(home, crews["Jack"], "idle")
-    _note(home, crews["Gus"], "error", roster.death_delivery_id(crews["Gus"]["incarnation_id"]))
+    _note(home, crews["Gus"], "error", death_notice.delivery_id(crews["Gus"]["incarnation_id"]))
     # a pane on record (status shows its ID) and spend measured from a transcript
     key = "jack"
     with home.store.lock(guards.lock_name(key)):
@@ -147,6 +144,10 @@ def _views(cli) -> dict[str, tuple[int, str, str]]:
 
 
 def test_status_on_plain_records_says_what_the_models_say(cli, tmp_path: Path):
+    from state.crew_side import door
+    from state.crew_side import status as plain_status
+    from state.crew_side.plain import Unsure
+
     _every_state(cli, tmp_path)
     cli = InProcess(cli)
     home = Home(cli.home, read_only=True)
