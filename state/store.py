@@ -162,6 +162,7 @@ class Store:
         self, root: Path, *, writable: bool = True, reports: Reports | None = None
     ) -> None:
         self.root = root
+        self._root = str(root)
         self.reports = reports if reports is not None else Reports()
         # a read-only store (read-only commands) creates, sweeps and moves nothing
         self.writable = writable
@@ -176,11 +177,13 @@ class Store:
         if create is None:
             create = self.writable
         # Checked on every call, not cached: a long-lived process (the cockpit) must notice
-        # a directory swapped for a link after its first use. A few lstats are cheap.
+        # a directory swapped for a link after its first use. A few lstats are cheap; the
+        # walk joins strings, not Paths (status asks ~10 directories per crew, and building
+        # a Path per component was most of what reading a crew cost it).
         path = self.root.joinpath(*parts)
-        current = self.root
+        current = self._root
         for part in parts:
-            current = current / part
+            current = os.path.join(current, part)
             try:
                 st = os.lstat(current)
             except FileNotFoundError:

@@ -287,13 +287,24 @@ def test_the_budget_gate_loads_no_pydantic(cli, project: Path, tmp_path: Path):
 # What a captain's everyday command must never load (#28): the cockpit's UI, tmux's
 # library, the watcher, the HTTP API, the database driver (a home on files), and captain's
 # own tmux runtime while no crew has a pane (here they are recorded only). The mail, the
-# one-poll wait and work list run on plain records (state.crew_side.captain), so they load
-# neither pydantic nor importlib.metadata (the version is read only for --version;
-# pydantic's plugin look-up reads it whenever a model is built). status still reads
-# through the models (the README's Performance rows say what that costs it).
+# one-poll wait, work list and status run on plain records (state.crew_side.captain and
+# .status), so they load neither pydantic nor importlib.metadata (the version is read only
+# for --version; pydantic's plugin look-up reads it whenever a model is built). status
+# reads the landing queue without the land's machinery and, for crew whose project is
+# outside any repository (here), neither git's module nor a git process; nor dataclasses
+# (inspect, ast and dis behind it: ~5-10 ms of a cold start).
 CAPTAIN_SIDE_NEVER = (*HEAVY, "fastapi", "uvicorn", "starlette", "psycopg", "captain_tui.runtime")
-CAPTAIN_SIDE_PLAIN = ("tell", "answer", "wait --timeout 0", "work list")
+CAPTAIN_SIDE_PLAIN = ("tell", "answer", "wait --timeout 0", "work list", "status")
 PLAIN_NEVER = ("pydantic", "importlib.metadata")
+STATUS_NEVER = (
+    "captain_tui.repo.landing",
+    "captain_tui.repo.git",
+    "captain_tui.repo.change",
+    "state.work.ledger",
+    "state.records",
+    "subprocess",
+    "dataclasses",
+)
 
 
 def test_captain_side_commands_import_only_what_they_use(cli, project: Path):
@@ -347,6 +358,7 @@ def test_captain_side_commands_import_only_what_they_use(cli, project: Path):
         result = json.loads(proc.stdout.strip().splitlines()[-1])
         assert result["code"] == 0, (name, result["out"])
         never = CAPTAIN_SIDE_NEVER + (PLAIN_NEVER if name in CAPTAIN_SIDE_PLAIN else ())
+        never += STATUS_NEVER if name == "status" else ()
         loaded[name] = [
             m for m in result["loaded"] if any(m == n or m.startswith(n + ".") for n in never)
         ]

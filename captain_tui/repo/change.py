@@ -18,7 +18,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 
-from captain_tui.repo import git
+from captain_tui.repo import discovery, git
 from state.crew.guards import outside_grant
 from state.errors import CaptainError
 
@@ -203,6 +203,8 @@ def where_of(snapshot) -> Where | None:
     """Where ``snapshot``'s change is: its worktree since its base commit; without one (a
     crew recruited with --no-worktree) the shared checkout's uncommitted work against its
     HEAD; None when its project is not a git repository."""
+    if not discovery.may_have_change(snapshot):  # status asks this first, without git
+        return None
     workspace = getattr(snapshot, "workspace", None)
     if workspace is not None:
         return Where(

@@ -20,6 +20,7 @@ import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from captain_tui.repo import discovery
 from state.errors import CaptainError
 
 TIMEOUT = 30.0  # seconds: a local git command that takes longer is stuck
@@ -246,8 +247,8 @@ def top_level(path: str) -> str | None:
 
 
 def _top_level(path: str) -> str | None:
-    if not os.path.isdir(path):
-        return None
+    if not os.path.isdir(path) or discovery.outside_any_repository(path):
+        return None  # git would find no repository: not started
     try:
         r = run(["rev-parse", "--show-toplevel"], cwd=path, ok=(0, 128))
     except CaptainError:

@@ -6,20 +6,20 @@ Read-only: a home that does not exist yet is said, never created.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from contextlib import ExitStack
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from captain_tui.repo import git
-from captain_tui.repo import landing as repo_landing
-from state.crew import protocol, spend
+from captain_tui.repo import discovery
 from state.crew.guards import CAPTAIN, Context, own_view
-from state.crew.spend import Spend
 from state.errors import CaptainError
 from state.home import Home
 
+if TYPE_CHECKING:
+    from state.crew.spend import Spend
 
-@dataclass(frozen=True)
-class Status:
+
+class Status(NamedTuple):  # not a dataclass: importing dataclasses costs status ~5-10 ms
     root: Path
     home_exists: bool
     ledger: dict  # the location as JSON, with "error" when it cannot be used
@@ -28,7 +28,7 @@ class Status:
     problem: CaptainError | None  # what keeps the ledger from being used: status fails
     workspace_id: str | None
     crew: list[dict]  # protocol.crew_status's rows, each with its "doorbell"
-    landing: tuple[dict, ...] = ()  # lands running, queued or interrupted (repo.landing.queue)
+    landing: tuple[dict, ...] = ()  # lands running, queued or interrupted (repo.landing_queue)
     spend: dict | None = None  # every listed crew's spend summed (_spend_of)
 
     def as_json(self) -> dict:
@@ -57,16 +57,16 @@ def _workspace(home: Home):
     """The workspace ID and what stopped the ledger from saying it (a database that is
     unreachable, not migrated, or whose driver is missing); None, None in a read-only look
     at a home that has none minted yet."""
-    from state.work import tokens
+    from state.crew_side import door
 
     try:
-        return tokens.workspace_id(home), None
+        return door.workspace_id(home), None
     except CaptainError as err:
         return None, err
 
 
-def _bell(home: Home, row: dict) -> dict:
-    stamp = protocol.ring_stamp(home, row["name"].lower())
+def _bell(stamp: Any, row: dict) -> dict:
+    """The doorbell's stamp of the crew's current incarnation, as status --json says it."""
     live = stamp if stamp is not None and stamp.incarnation_id == row["incarnation_id"] else None
     return {
         "gate": live.gate if live else None,
@@ -75,21 +75,24 @@ def _bell(home: Home, row: dict) -> dict:
     }
 
 
-def _change(home: Home, row: dict) -> dict | None:
+def _change(snapshot: Any, looks: ExitStack, repos: dict[str, bool]) -> dict | None:
     """The crew's change now (``captain_tui.repo.change``): None for a dismissed crew or
-    one whose project is not a git repository."""
-    from captain_tui.usecases.review_ops import change_summary
-    from state.crew import crewlog
+    one whose project is not a git repository. ``looks`` holds git's memo of directories
+    for the whole ``status`` (entered at the first crew that needs git), ``repos`` the
+    projects known to be outside any repository."""
+    if snapshot.dismissed_at is not None or not discovery.may_have_change(snapshot, repos):
+        return None  # git and its module not even loaded (a project outside any repository)
+    from captain_tui.repo import change, git
 
-    snapshot, _ = crewlog.load(home, row["name"].lower())
-    if snapshot is None or snapshot.dismissed_at is not None:
-        return None
-    return change_summary(snapshot)
+    looks.enter_context(git.one_look_per_directory())  # nested: the same memo for all
+    return change.summary_of(snapshot)
 
 
 def _spend_of(home: Home, row: dict) -> Spend:
     """The crew's spend (``state.crew.spend``): its current assignment's and every
     assignment's sum, as status --json says them; the sum is returned for the home's."""
+    from state.crew import spend
+
     figures = spend.crew_spend(home, row["name"].lower())
     current = figures.get(row["assignment_id"], spend.NOTHING)
     whole = spend.total(list(figures.values()))
@@ -105,7 +108,13 @@ def _spend_of(home: Home, row: dict) -> Spend:
 
 def status(home: Home, *, ctx: Context = CAPTAIN, include_dismissed: bool = False) -> Status:
     """The crew (dismissed ones too with ``include_dismissed``) and the ledger. A ledger
-    that cannot be used is reported in ``problem``, not raised, so the crew still shows."""
+    that cannot be used is reported in ``problem``, not raised, so the crew still shows.
+
+    Read on plain records, or through the models when any is unusual
+    (``state.crew_side.door``); git is asked once per project directory, however many crew
+    share it, and not at all for a project outside any repository."""
+    from captain_tui.repo import landing_queue
+    from state.crew import spend
     from state.crew_side import door
 
     ledger, postgres, described, problem = _location(home)
@@ -114,22 +123,25 @@ def status(home: Home, *, ctx: Context = CAPTAIN, include_dismissed: bool = Fals
     # a crew sees itself only, and only as itself: another crew's incarnation ID is all it
     # would need to read that crew's mail and write its receipts
     own = own_view(ctx, lambda key: door.load(home, key))
-    rows = protocol.crew_status(home, include_dismissed=include_dismissed)
+    found = door.status_rows(home, include_dismissed)
     if own is not None:
-        rows = [r for r in rows if r["name"].lower() == own]
+        found = [f for f in found if f.row["name"].lower() == own]
+    rows = []
     sums = []
-    with git.one_look_per_directory():  # crews share a project: one git look for all
-        for row in rows:
-            row["doorbell"] = _bell(home, row)
-            row["change"] = _change(home, row)
+    repos: dict[str, bool] = {}
+    with ExitStack() as looks:  # crews share a project: one look (and git process) for all
+        for row, snapshot, stamp in found:
+            row["doorbell"] = _bell(stamp, row)
+            row["change"] = _change(snapshot, looks, repos)
             sums.append(_spend_of(home, row))
+            rows.append(row)
     spent = spend.as_json(spend.total(sums))
     workspace = None
     if problem is None:
         workspace, problem = _workspace(home)
         if problem is not None:
             ledger = {**ledger, "error": problem.as_json()}
-    landing = () if own is not None else tuple(repo_landing.queue(home))
+    landing = () if own is not None else tuple(landing_queue.queue(home))
     return Status(
         home.root, True, ledger, postgres, described, problem, workspace, rows, landing, spent
     )

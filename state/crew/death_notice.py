@@ -20,16 +20,14 @@ death means is decided here, under the crew lock:
 from __future__ import annotations
 
 import contextlib
-import os
 import signal as signals
 from dataclasses import dataclass
 from datetime import datetime
 
 from state.clock import now
-from state.crew import crewlog, guards, mailbox
+from state.crew import crewlog, guards, mailbox, roster
 from state.errors import CaptainError
 from state.home import Home
-from state.ids import DELIVERY, derive
 from state.inputs import crew_key, for_terminal, summarize
 from state.records import CrewSnapshot, Notification, PaneLocator
 from state.store import encode
@@ -74,13 +72,14 @@ class Death:
 
 
 def delivery_id(incarnation_id: str) -> str:
-    """The one ``error`` delivery an incarnation can have."""
-    return derive(DELIVERY, incarnation_id)
+    """The one ``error`` delivery an incarnation can have (``state.crew.roster``, where
+    ``status`` reads it without the models)."""
+    return roster.death_delivery_id(incarnation_id)
 
 
 def reported(home: Home, key: str, incarnation_id: str) -> bool:
     """Whether the death is recorded: one stat, creating nothing (probes ask often)."""
-    return os.path.exists(f"{home.root}/notifications/{key}/{delivery_id(incarnation_id)}.json")
+    return roster.death_reported(home, key, incarnation_id)
 
 
 def mortal_pane(

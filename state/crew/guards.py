@@ -447,6 +447,19 @@ def unread_names(home: Home, key: str) -> list[str]:
     return [name for name in store.names(home.mail_dir(key)) if name not in done]
 
 
+def unacknowledged(
+    home: Home, key: str, notifications: list[Any], assignment_id: str | None = None
+) -> list[Any]:
+    """Of a crew's ``notifications`` (models or plain records), those without an ack (on
+    ``assignment_id`` only, when given): acks are named after their delivery."""
+    done = set(home.store.names(home.acks_dir(key)))
+    return [
+        n
+        for n in notifications
+        if n.delivery_id not in done and (assignment_id is None or n.assignment_id == assignment_id)
+    ]
+
+
 def answer_id(question_id: str) -> str:
     """An answer's message ID is derived from its question: one answer, exactly once."""
     return f"msg_{question_id}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from state.clock import now
+from state.crew import guards
 from state.crew.guards import unread_names
 from state.home import Home
 from state.records import Ack, CrewSnapshot, Message, Notification, Receipt
@@ -68,12 +69,7 @@ def returned(home: Home, key: str) -> set[str]:
 
 
 def unacknowledged(home: Home, key: str, assignment_id: str | None = None) -> list[Notification]:
-    done = acked(home, key)
-    return [
-        n
-        for n in notifications(home, key)
-        if n.delivery_id not in done and (assignment_id is None or n.assignment_id == assignment_id)
-    ]
+    return guards.unacknowledged(home, key, notifications(home, key), assignment_id)
 
 
 def write_ack(home: Home, key: str, notification: Notification) -> bool:

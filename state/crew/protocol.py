@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from state.clock import now
-from state.crew import budget, crewlog, death_notice, guards, mailbox, standing
+from state.crew import budget, crewlog, guards, mailbox, roster, standing
 from state.crew.guards import CAPTAIN, Context, Verdict, check_captain
 from state.errors import CaptainError
 from state.home import Home
@@ -49,7 +49,6 @@ from state.records import (
     Message,
     Notification,
     PaneLocator,
-    Question,
     Recruited,
     RingStamp,
     Workspace,
@@ -821,77 +820,25 @@ def ring_stamp(home: Home, key: str) -> RingStamp | None:
     return home.store.read(home.ring_stamp_path(key), RingStamp)
 
 
-def dialog_of(home: Home, key: str, snapshot: CrewSnapshot) -> str | None:
-    """The start-up dialog the runners' probe last saw on this incarnation's pane (kept in
-    the doorbell's stamp), None when none."""
-    stamp = ring_stamp(home, key)
-    if stamp is None or stamp.incarnation_id != snapshot.incarnation_id:
-        return None
-    return stamp.dialog
+def _snapshot(home: Home, key: str) -> CrewSnapshot | None:
+    return crewlog.load(home, key)[0]
 
 
-def _state(
-    home: Home,
-    key: str,
-    snapshot: CrewSnapshot,
-    pending: Question | None,
-    unacked: list[Notification],
-    dialog: str | None,
-) -> standing.CrewState:
-    """``standing.crew_state`` from the home's files (the cockpit feeds it from its cache)."""
-    return standing.crew_state(
-        dialog=dialog,
-        dismissed=snapshot.dismissed_at is not None,
-        done=snapshot.done_at is not None,
-        died=death_notice.reported(home, key, snapshot.incarnation_id),
-        question_pending=pending is not None,
-        unacknowledged=unacked,
-        assignment_id=snapshot.assignment.assignment_id,
-    )
+# how ``status`` and ``wait``'s hints read a crew through the models (state.crew.roster; the
+# plain readers are state.crew_side.status's)
+READERS = roster.Readers(
+    snapshot=_snapshot,
+    unread=mailbox.unread,
+    notifications=mailbox.notifications,
+    ring_stamp=ring_stamp,
+)
 
 
 def crew_state(home: Home, key: str) -> standing.CrewState | None:
     """One crew's state now (None: no such crew), as ``status`` shows it."""
-    snapshot, _ = crewlog.load(home, key)
-    if snapshot is None:
-        return None
-    return _state(
-        home,
-        key,
-        snapshot,
-        guards.pending_question(home, key, snapshot),
-        mailbox.unacknowledged(home, key),
-        dialog_of(home, key, snapshot),
-    )
+    return roster.crew_state(home, key, READERS)
 
 
 def crew_status(home: Home, include_dismissed: bool = False) -> list[dict[str, Any]]:
     """One row per crew for ``status``: who, on what, and what it waits on."""
-    rows = []
-    for key in home.crew_keys():
-        snapshot, _ = crewlog.load(home, key)
-        if snapshot is None or (snapshot.dismissed_at and not include_dismissed):
-            continue
-        pending = guards.pending_question(home, key, snapshot)
-        queued = [] if snapshot.dismissed_at else mailbox.unread(home, key, snapshot)
-        unacked = mailbox.unacknowledged(home, key)
-        dialog = dialog_of(home, key, snapshot)
-        state = _state(home, key, snapshot, pending, unacked, dialog)
-        rows.append(
-            {
-                "name": snapshot.name,
-                "agent": snapshot.agent,
-                "state": state,
-                "dialog": dialog if state == "blocked" else None,
-                "incarnation_id": snapshot.incarnation_id,
-                "assignment_id": snapshot.assignment.assignment_id,
-                "unread": len(queued),
-                "question_id": pending.question_id if pending else None,
-                "unacknowledged": len(unacked),
-                "owns": snapshot.assignment.owns,
-                "allow": snapshot.assignment.allow,
-                "pane": snapshot.pane.model_dump() if snapshot.pane else None,
-                "budget_usd": snapshot.budget_usd,  # the assignment's (docs/budgets.md)
-            }
-        )
-    return rows
+    return [found.row for found in roster.rows(home, include_dismissed, READERS)]

@@ -31,10 +31,9 @@ import os
 import re
 import stat
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from state.home import Home
 
@@ -112,8 +111,7 @@ def price_of(home: Home | None, model: str) -> tuple[float, float, float, float]
 _COUNTS = ("input", "output", "cache_read", "cache_write")
 
 
-@dataclass(frozen=True)
-class Spend:
+class Spend(NamedTuple):  # not a dataclass: importing dataclasses costs a cold start ~5-10 ms
     """What was measured for one assignment. ``cost_usd`` is None when any counted turn's
     model has no price; 0.0 only when no turn was measured."""
 
@@ -322,8 +320,7 @@ def _offset_of(home: Home, key: str, path: str) -> object:
 # -- reading a transcript ------------------------------------------------------------------
 
 
-@dataclass
-class Turn:
+class Turn(NamedTuple):
     """One model call: its ID, model and figures (input, output, cache read, cache write),
     and when the agent stamped it (its line's ``timestamp``, None when it has none)."""
 

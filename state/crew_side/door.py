@@ -161,3 +161,30 @@ def work_public(home: Home, item: Any) -> dict[str, Any]:
     from state.work import ledger
 
     return ledger.public(home, item)
+
+
+def status_rows(home: Home, include_dismissed: bool) -> list[Any]:
+    """``status``'s crew rows (``state.crew.roster.Row``: each row with the snapshot and
+    the doorbell's stamp it was made from), from plain records or else the models."""
+    from state.crew import roster
+    from state.crew_side import status
+
+    try:
+        return status.rows(home, include_dismissed)
+    except Unsure:
+        from state.crew import protocol
+
+        return roster.rows(home, include_dismissed, protocol.READERS)
+
+
+def workspace_id(home: Home) -> str | None:
+    """The home's workspace ID (``state.work.tokens.workspace_id``: minted on first use,
+    None in a read-only look at a home that has none yet)."""
+    from state.crew_side import status
+
+    try:
+        return status.workspace_id(home)
+    except Unsure:
+        from state.work import tokens
+
+        return tokens.workspace_id(home)

@@ -20,7 +20,20 @@ from pydantic import BaseModel
 
 # the records the fast paths (the crew's and the captain's) read or write, and every crew
 # event (a union on ``type``)
-ROOTS = ("CrewSnapshot", "Message", "Receipt", "Notification", "Ack", "Returned", "WorkItem")
+ROOTS = (
+    "CrewSnapshot",
+    "Message",
+    "Receipt",
+    "Notification",
+    "Ack",
+    "Returned",
+    "WorkItem",
+    "RingStamp",
+    "HomeWorkspace",
+)
+# shapes named otherwise than their model: two models are called Workspace (a crew's
+# worktree, ``state.records``; the workspace a home is, ``state.work.token_store``)
+RENAMED = {"HomeWorkspace": ("state.work.token_store", "Workspace")}
 EVENTS = (
     "Recruited",
     "Assigned",
@@ -67,37 +80,48 @@ def _kind(annotation: Any, found: dict[str, tuple[Any, ...]]) -> object:
     raise TypeError(f"no plain shape for {annotation!r}")
 
 
-def _model(model: type[BaseModel], found: dict[str, tuple[Any, ...]]) -> None:
-    if model.__name__ in found:
-        if found[model.__name__] and model is not _named(model.__name__):
-            raise TypeError(f"two models are named {model.__name__}")
+def _model(
+    model: type[BaseModel], found: dict[str, tuple[Any, ...]], name: str | None = None
+) -> None:
+    name = name or model.__name__
+    if name in found:
+        if found[name] and model is not _named(name):
+            raise TypeError(f"two models are named {name}")
         return
     config = model.model_config
     if config.get("extra") != "forbid":
         raise TypeError(f"{model.__name__} does not forbid extra fields")
-    found[model.__name__] = ()  # placeholder: models may nest
+    found[name] = ()  # placeholder: models may nest
     fields = []
     for attr, info in model.model_fields.items():
         kind = _constrained(
             _kind(info.annotation, found), info.metadata, f"{model.__name__}.{attr}"
         )
         fields.append((info.alias or attr, attr, kind))
-    found[model.__name__] = tuple(fields)
+    found[name] = tuple(fields)
 
 
 def _named(name: str) -> type[BaseModel]:
-    """A record's model: the crew's (``state.records``) or the ledger's (``WorkItem``)."""
+    """A shape's model: the crew's (``state.records``), the ledger's (``WorkItem``), or one
+    ``RENAMED`` says."""
+    from importlib import import_module
+
     from state import records
     from state.work import ledger_records
 
-    model: type[BaseModel] = getattr(records, name, None) or getattr(ledger_records, name)
+    model: type[BaseModel]
+    if name in RENAMED:
+        module, attr = RENAMED[name]
+        model = getattr(import_module(module), attr)
+    else:
+        model = getattr(records, name, None) or getattr(ledger_records, name)
     return model
 
 
 def derive(roots: tuple[str, ...] = ROOTS + EVENTS) -> dict[str, tuple[Any, ...]]:
     found: dict[str, tuple[Any, ...]] = {}
     for name in roots:
-        _model(_named(name), found)
+        _model(_named(name), found, name)
     return dict(sorted(found.items()))
 
 

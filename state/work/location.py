@@ -15,8 +15,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import unquote_to_bytes
 
 from state.errors import CaptainError
@@ -46,8 +45,7 @@ _PARAM = re.compile(r"[a-z_]{1,64}")
 _SECRET_PARAMS = frozenset({"password", "sslpassword"})
 
 
-@dataclass(frozen=True)
-class LedgerLocation:
+class LedgerLocation(NamedTuple):  # not a dataclass: status pays no dataclasses import
     """Where the ledger is. ``url`` is the secret form (never print it); ``shown`` is what
     people and programs see: the home's path, or the URL with its password redacted."""
 
@@ -55,10 +53,16 @@ class LedgerLocation:
     home: str
     origin: str  # "default" | "CAPTAIN_LEDGER_URL" | "config.toml"
     shown: str
-    url: str | None = field(default=None, repr=False)
+    url: str | None = None  # secret: not in the repr
     targets: tuple[str, ...] = ()  # "host:port" or "/socket/dir (unix socket)"
-    password: str | None = field(default=None, repr=False)  # the one libpq sends
-    secrets: tuple[str, ...] = field(default=(), repr=False)  # every secret, decoded and raw
+    password: str | None = None  # the one libpq sends; secret: not in the repr
+    secrets: tuple[str, ...] = ()  # every secret, decoded and raw; not in the repr
+
+    def __repr__(self) -> str:
+        return (
+            f"LedgerLocation(kind={self.kind!r}, home={self.home!r}, origin={self.origin!r}, "
+            f"shown={self.shown!r}, targets={self.targets!r})"
+        )
 
     @property
     def postgres(self) -> bool:
