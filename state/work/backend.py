@@ -49,9 +49,10 @@ What a backend must guarantee (docs/ledger.md, "Storage: one interface, two back
 from __future__ import annotations
 
 import os
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from contextlib import AbstractContextManager
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from state.errors import CaptainError
@@ -59,7 +60,7 @@ from state.home import Home
 from state.work.delivery_files import FileDeliveries
 from state.work.delivery_store import DeliveryStore
 from state.work.files import FileBackend
-from state.work.ledger_records import Lease, WorkEvent, WorkItem
+from state.work.ledger_records import Attempt, Lease, WorkEvent, WorkItem
 from state.work.location import ENV, LedgerLocation, ledger_section, locate
 from state.work.token_store import FileTokens, TokenStore
 
@@ -181,6 +182,25 @@ class LedgerWriter(LedgerReader, Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class AtOnce:
+    """What a backend's claim or report in one statement decided (``claim_at_once``,
+    ``report_at_once``): written (``item`` and ``event`` set; ``outcome`` is the event's
+    type), or refused (``outcome`` is the refusal's code, with the facts its sentence
+    names), in which case nothing was written."""
+
+    outcome: str
+    item: WorkItem | None = None
+    event: WorkEvent | None = None
+    work_id: str | None = None
+    state: str | None = None
+    crew: str | None = None
+    generation: int | None = None
+
+
+BeforeCommit = Callable[[AtOnce], None]  # the crash tests' hook: the writes made, not committed
+
+
 class LedgerBackend(LedgerReader, Protocol):
     """A ledger's storage: reads, and transactions to write in."""
 
@@ -194,6 +214,43 @@ class LedgerBackend(LedgerReader, Protocol):
     def discard_unrecorded(self, work_id: str) -> None:
         """Remove an item made by a step that failed before it was recorded anywhere else
         (``ledger.discard_unrecorded``); PostgreSQL: nothing, its transaction rolled back."""
+        ...
+
+    def claim_at_once(
+        self,
+        *,
+        work_id: str | None,
+        source: str | None,
+        at: datetime | None,
+        lease: timedelta,
+        slots: int,
+        event: WorkEvent,
+        attempt: Attempt,
+        before_commit: BeforeCommit | None,
+    ) -> AtOnce | None:
+        """``ledger.claim`` (without ``start``) in one statement, one round trip, when the
+        backend has one: the same choice, refusals and writes. ``event`` and ``attempt`` are
+        the claim's event and new attempt but for what the item decides (the sequence
+        number, the generation; the times, unless ``at`` names them: then they are the
+        event's, ``at`` and its lease's end). None: not here (files; a transaction open on
+        this thread; a row not as captain wrote it): the caller takes the general path."""
+        ...
+
+    def report_at_once(
+        self,
+        *,
+        work_id: str,
+        generation: int,
+        outcome: str,
+        repeatable: bool,
+        at: datetime | None,
+        max_attempts: int,
+        event: WorkEvent,
+        before_commit: BeforeCommit | None,
+    ) -> AtOnce | None:
+        """``ledger.report`` in one statement, as ``claim_at_once``: ``event`` is the report's
+        event but for its sequence number, generation, type, state (and time, unless
+        ``at`` names it)."""
         ...
 
 
