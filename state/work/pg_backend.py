@@ -28,12 +28,15 @@ backends"):
   and the count of slot holders in the same statement (``claim_view``); **pages** are
   keyset over ``work_id`` with the files' cursor (the last ID of a full page, when more
   remain).
-- **Round trips.** A transaction's statements go down one pipeline (psycopg's pipeline
-  mode): ``BEGIN`` and the locks are answered together (the block starts once they are
-  held), the item's row comes with its lock (``FOR UPDATE``, kept for ``item``), and the
-  writes nobody reads an answer from (the item's row, an input, a lease, the
-  notifications) travel with the ``COMMIT``; an error among them fails the COMMIT and
-  rolls everything back. A claim is 5 round trips, a report 4 (docs/ledger.md).
+- **Round trips.** A claim and a report are one statement each (``claim_at_once``,
+  ``report_at_once``: pg_schema's ``captain_claim`` and ``captain_report``), one round trip,
+  on a row as captain wrote it (``item_md5``); the general path, and every other
+  transaction, sends its statements down one pipeline (psycopg's pipeline mode): ``BEGIN``
+  and the locks are answered together (the block starts once they are held), the item's
+  row comes with its lock (``FOR UPDATE``, kept for ``item``), and the writes nobody reads
+  an answer from (the item's row, an input, a lease, the notifications) travel with the
+  ``COMMIT``; an error among them fails the COMMIT and rolls everything back. There a
+  claim is 5 round trips, a report 4 (docs/ledger.md, "Round trips").
 
 Wake-ups (what watchfiles on the home is to the file backend): every committed transaction
 that appended an event or stored an item notifies ``CHANNEL`` once per item it wrote, the

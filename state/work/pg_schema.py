@@ -30,6 +30,9 @@ in a database:
   ``delivery_rejections``.
 - ``api_tokens`` (the SHA-256 only), ``ledger_meta`` (the one workspace ID).
 - ``schema_version``: one row per applied step.
+- step 2: ``work_items.item_md5`` (the MD5 of the document captain wrote) and the functions
+  ``captain_claim`` and ``captain_report``: a claim and a report in one statement
+  (``pg_backend.claim_at_once``/``report_at_once``; docs/ledger.md, "Round trips").
 
 Nothing here imports a driver: ``migrate`` takes an open DB-API style connection
 (psycopg 3), which ``state.work.postgres`` makes.
