@@ -640,7 +640,7 @@ class _Counted:
             finally:
                 counter.seconds += time.perf_counter() - t0
 
-        PostgresBackend.run = run  # type: ignore[method-assign]  # restored on exit
+        PostgresBackend.run = run  # type: ignore[method-assign, assignment]  # restored on exit
         PostgresBackend._end = end  # type: ignore[method-assign]  # restored on exit
         return self
 
