@@ -49,9 +49,8 @@ What a backend must guarantee (docs/ledger.md, "Storage: one interface, two back
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -60,7 +59,7 @@ from state.home import Home
 from state.work.delivery_files import FileDeliveries
 from state.work.delivery_store import DeliveryStore
 from state.work.files import FileBackend
-from state.work.ledger_records import Attempt, Lease, WorkEvent, WorkItem
+from state.work.ledger_records import AtOnce, Attempt, BeforeCommit, Lease, WorkEvent, WorkItem
 from state.work.location import ENV, LedgerLocation, ledger_section, locate
 from state.work.token_store import FileTokens, TokenStore
 
@@ -180,25 +179,6 @@ class LedgerWriter(LedgerReader, Protocol):
     def put_lease(self, lease: Lease) -> None:
         """Replace the item's lease record (a heartbeat; never part of the history)."""
         ...
-
-
-@dataclass(frozen=True)
-class AtOnce:
-    """What a backend's claim or report in one statement decided (``claim_at_once``,
-    ``report_at_once``): written (``item`` and ``event`` set; ``outcome`` is the event's
-    type), or refused (``outcome`` is the refusal's code, with the facts its sentence
-    names), in which case nothing was written."""
-
-    outcome: str
-    item: WorkItem | None = None
-    event: WorkEvent | None = None
-    work_id: str | None = None
-    state: str | None = None
-    crew: str | None = None
-    generation: int | None = None
-
-
-BeforeCommit = Callable[[AtOnce], None]  # the crash tests' hook: the writes made, not committed
 
 
 class LedgerBackend(LedgerReader, Protocol):

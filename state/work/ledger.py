@@ -40,14 +40,16 @@ from state.home import Home
 from state.ids import WORK, derive, new_id
 from state.inputs import check_size, check_stored, check_text
 from state.records import Liveness, PaneLocator
-from state.work.backend import AtOnce, BeforeCommit, LedgerReader, LedgerWriter, backend_for
+from state.work.backend import LedgerReader, LedgerWriter, backend_for
 from state.work.crash import crash_armed, crash_point
 from state.work.ledger_records import (
     HOLDS_SLOT,
     NOTES,
     SOURCES,
     TERMINAL,
+    AtOnce,
     Attempt,
+    BeforeCommit,
     CancelOutcome,
     Lease,
     WorkEvent,

@@ -63,8 +63,16 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 from state.errors import CaptainError
 from state.store import Reports
 from state.work import corrupt, pg_schema, postgres
-from state.work.backend import AtOnce, BeforeCommit
-from state.work.ledger_records import HOLDS_SLOT, TERMINAL, Attempt, Lease, WorkEvent, WorkItem
+from state.work.ledger_records import (
+    HOLDS_SLOT,
+    TERMINAL,
+    AtOnce,
+    Attempt,
+    BeforeCommit,
+    Lease,
+    WorkEvent,
+    WorkItem,
+)
 from state.work.location import LedgerLocation
 
 if TYPE_CHECKING:
