@@ -360,7 +360,7 @@ class _Recorder:
         calls: list[tuple[str, tuple]] = []
 
         class Recording(PostgresBackend):
-            def run(self, sql, params=(), *, fetch=None, wait=True):
+            def run(self, sql, params=(), *, fetch=None, wait=True, prepare=None):
                 calls.append((sql, tuple(params)))
                 return (1,) if fetch == "one" else None
 
@@ -625,10 +625,10 @@ class _Counted:
         self.real_end = real_end = PostgresBackend._end
         counter = self
 
-        def run(backend, sql, params=(), *, fetch=None, wait=True):  # the bench's wrapper
+        def run(backend, sql, params=(), **how):  # the bench's wrapper
             t0 = time.perf_counter()
             try:
-                return real(backend, sql, params, fetch=fetch, wait=wait)
+                return real(backend, sql, params, **how)
             finally:
                 counter.seconds += time.perf_counter() - t0
                 counter.statements += 1
@@ -640,7 +640,7 @@ class _Counted:
             finally:
                 counter.seconds += time.perf_counter() - t0
 
-        PostgresBackend.run = run  # type: ignore[method-assign]  # restored on exit
+        PostgresBackend.run = run  # type: ignore[method-assign, assignment]  # restored on exit
         PostgresBackend._end = end  # type: ignore[method-assign]  # restored on exit
         return self
 
@@ -907,8 +907,8 @@ def _cli_rows(c: dict) -> list[dict]:
                 "measured": f"p50 {call:.0f} / p95 {pct(calls, 95):.0f} ms (x{call / base:.1f} "
                 f"`python -c pass`, {base:.0f} ms, same run): Python's start {base:.0f}, "
                 f"imports {med(imports):.0f} ({modules} modules), connect {connect:.1f}, "
-                f"the {what} transaction {tx_ms:.1f} ({c['round_trips'][what]} round trips, "
-                f"{statements:.0f} statements + BEGIN/COMMIT; {in_db:.1f} ms of it waiting on "
+                f"the {what} transaction {tx_ms:.1f} ({_trips(c['round_trips'][what])}, "
+                f"{_statements(statements)}; {in_db:.1f} ms of it waiting on "
                 "the database), the rest "
                 f"{rest:.0f} (parser, home, config, output, exit)",
                 "budget": "—",
@@ -925,6 +925,16 @@ def _cli_rows(c: dict) -> list[dict]:
             }
         )
     return rows
+
+
+def _trips(n: int) -> str:
+    return "1 round trip" if n == 1 else f"{n} round trips"
+
+
+def _statements(n: float) -> str:
+    """A transaction's statements: one is its own transaction (pg_schema's captain_claim
+    and captain_report); more are sent between a BEGIN and a COMMIT."""
+    return "1 statement, its own transaction" if n == 1 else f"{n:.0f} statements + BEGIN/COMMIT"
 
 
 def rows_for(tp: list[dict], gr: list[dict], cl: dict | None = None) -> list[dict]:

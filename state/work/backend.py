@@ -51,7 +51,7 @@ from __future__ import annotations
 import os
 from collections.abc import Collection
 from contextlib import AbstractContextManager
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from state.errors import CaptainError
@@ -59,7 +59,7 @@ from state.home import Home
 from state.work.delivery_files import FileDeliveries
 from state.work.delivery_store import DeliveryStore
 from state.work.files import FileBackend
-from state.work.ledger_records import Lease, WorkEvent, WorkItem
+from state.work.ledger_records import AtOnce, Attempt, BeforeCommit, Lease, WorkEvent, WorkItem
 from state.work.location import ENV, LedgerLocation, ledger_section, locate
 from state.work.token_store import FileTokens, TokenStore
 
@@ -194,6 +194,43 @@ class LedgerBackend(LedgerReader, Protocol):
     def discard_unrecorded(self, work_id: str) -> None:
         """Remove an item made by a step that failed before it was recorded anywhere else
         (``ledger.discard_unrecorded``); PostgreSQL: nothing, its transaction rolled back."""
+        ...
+
+    def claim_at_once(
+        self,
+        *,
+        work_id: str | None,
+        source: str | None,
+        at: datetime | None,
+        lease: timedelta,
+        slots: int,
+        event: WorkEvent,
+        attempt: Attempt,
+        before_commit: BeforeCommit | None,
+    ) -> AtOnce | None:
+        """``ledger.claim`` (without ``start``) in one statement, one round trip, when the
+        backend has one: the same choice, refusals and writes. ``event`` and ``attempt`` are
+        the claim's event and new attempt but for what the item decides (the sequence
+        number, the generation; the times, unless ``at`` names them: then they are the
+        event's, ``at`` and its lease's end). None: not here (files; a transaction open on
+        this thread; a row not as captain wrote it): the caller takes the general path."""
+        ...
+
+    def report_at_once(
+        self,
+        *,
+        work_id: str,
+        generation: int,
+        outcome: str,
+        repeatable: bool,
+        at: datetime | None,
+        max_attempts: int,
+        event: WorkEvent,
+        before_commit: BeforeCommit | None,
+    ) -> AtOnce | None:
+        """``ledger.report`` in one statement, as ``claim_at_once``: ``event`` is the report's
+        event but for its sequence number, generation, type, state (and time, unless
+        ``at`` names it)."""
         ...
 
 

@@ -18,3 +18,9 @@ def crash_point(step: str) -> None:
     """Die between two writes of a mutation when the crash tests select this step."""
     if os.environ.get(CRASH_ENV) == step:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def crash_armed() -> bool:
+    """Whether a crash test selected a step in this process (a write made in one statement
+    then passes its crash points before its COMMIT: ``state.work.ledger``)."""
+    return bool(os.environ.get(CRASH_ENV))

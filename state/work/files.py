@@ -32,8 +32,8 @@ import contextlib
 import os
 import shutil
 import threading
-from collections.abc import Collection, Iterator
-from datetime import datetime
+from collections.abc import Callable, Collection, Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,7 @@ from state.home import Home
 from state.ids import WORK
 from state.store import encode
 from state.work import corrupt, seen
-from state.work.ledger_records import HOLDS_SLOT, TERMINAL, Lease, WorkEvent, WorkItem
+from state.work.ledger_records import HOLDS_SLOT, TERMINAL, Attempt, Lease, WorkEvent, WorkItem
 from state.work.transitions import check_work_id, fold
 
 EVENT_NAME = "{:08d}"
@@ -345,6 +345,35 @@ class FileBackend:
             shutil.rmtree(item_dir)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self._open_dir(create=False) / work_id)
+
+    # a claim or a report on files is the general path (its writes are several files)
+    def claim_at_once(
+        self,
+        *,
+        work_id: str | None,
+        source: str | None,
+        at: datetime | None,
+        lease: timedelta,
+        slots: int,
+        event: WorkEvent,
+        attempt: Attempt,
+        before_commit: Callable[..., None] | None,
+    ) -> None:
+        return None
+
+    def report_at_once(
+        self,
+        *,
+        work_id: str,
+        generation: int,
+        outcome: str,
+        repeatable: bool,
+        at: datetime | None,
+        max_attempts: int,
+        event: WorkEvent,
+        before_commit: Callable[..., None] | None,
+    ) -> None:
+        return None
 
     def put_lease(self, lease: Lease) -> None:
         self.store.publish(self._item_dir(lease.work_id) / "lease.json", encode(lease))

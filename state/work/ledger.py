@@ -28,8 +28,8 @@ import math
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import Any
+from datetime import datetime, timedelta, timezone
+from typing import Any, NoReturn
 
 from state import vocab
 from state.config import DEFAULT_LEASE_SECONDS as DEFAULT_LEASE_SECONDS
@@ -41,13 +41,15 @@ from state.ids import WORK, derive, new_id
 from state.inputs import check_size, check_stored, check_text
 from state.records import Liveness, PaneLocator
 from state.work.backend import LedgerReader, LedgerWriter, backend_for
-from state.work.crash import crash_point
+from state.work.crash import crash_armed, crash_point
 from state.work.ledger_records import (
     HOLDS_SLOT,
     NOTES,
     SOURCES,
     TERMINAL,
+    AtOnce,
     Attempt,
+    BeforeCommit,
     CancelOutcome,
     Lease,
     WorkEvent,
@@ -325,7 +327,7 @@ def _next(
 def _locked_item(tx: LedgerWriter, work_id: str) -> WorkItem:
     item = tx.item(work_id, repair=True)
     if item is None:
-        raise CaptainError("unknown_work", f"there is no work item {work_id}.")
+        raise _unknown(work_id)
     return item
 
 
@@ -427,6 +429,12 @@ def claim(
             f"holder {EXTERNAL_HOLDER!r} is reserved for crews recorded with "
             "--no-launch (the reconciler never expires it); name the worker.",
         )
+    if work_id is not None:
+        check_work_id(work_id)
+    if start is None:  # one statement where the backend has one (PostgreSQL)
+        done = _claim_at_once(home, work_id, holder, locator, source, run_id, at)
+        if done is not None:
+            return done
     with capacity_transaction(home) as tx:
         if work_id is None:
             # a crew's assignment is started by a runner's dispatch (its pane is launched),
@@ -434,25 +442,143 @@ def claim(
             # and the oldest queued item come in one read (one round trip on PostgreSQL)
             now, holding, waiting = tx.claim_view(source=source)
             if waiting is None:
-                raise CaptainError(
-                    "not_queued",
-                    "no work item is queued"
-                    + (f" from source {source}" if source else "")
-                    + " for a worker (crew assignments start when a runner "
-                    "launches their pane).",
-                )
+                raise _nothing_queued(source)
             _check_capacity(home, holding)
             return _claim_free(home, waiting.work_id, holder, locator, run_id, at or now, start)
-        item = tx.item(check_work_id(work_id))
+        item = tx.item(work_id)
         if item is not None and item.crew is not None and start is None:
-            raise CaptainError(
-                "invalid_argument",
-                f"{work_id} is crew {item.crew}'s assignment; a runner (the cockpit, "
-                "captain watch or wait) launches its pane when a slot frees.",
-            )
+            raise _crew_item(work_id, item.crew)
         return claim_held(
             home, work_id, holder=holder, locator=locator, run_id=run_id, at=at, start=start
         )
+
+
+# Refusals a claim or a report says on either path (the general one here, or the backend's
+# one statement: ``_claim_at_once``, ``_report_at_once``): each sentence in one place.
+
+
+def _nothing_queued(source: str | None) -> CaptainError:
+    return CaptainError(
+        "not_queued",
+        "no work item is queued"
+        + (f" from source {source}" if source else "")
+        + " for a worker (crew assignments start when a runner launches their pane).",
+    )
+
+
+def _crew_item(work_id: str, crew: str | None) -> CaptainError:
+    return CaptainError(
+        "invalid_argument",
+        f"{work_id} is crew {crew}'s assignment; a runner (the cockpit, "
+        "captain watch or wait) launches its pane when a slot frees.",
+    )
+
+
+def _unknown(work_id: str) -> CaptainError:
+    return CaptainError("unknown_work", f"there is no work item {work_id}.")
+
+
+def _not_queued(work_id: str, state: str | None) -> CaptainError:
+    return CaptainError(
+        "not_queued",
+        f"{work_id} is {state}, not queued; only a queued item can be claimed.",
+        state=state,
+    )
+
+
+def _stale(
+    work_id: str, current: int, state: str | None, generation: int, what: str
+) -> CaptainError:
+    return CaptainError(
+        "stale_generation",
+        f"generation {generation} is not {work_id}'s current one ({current}); "
+        f"the attempt that {what} was taken over and may not act for its replacement.",
+        generation=current,
+        state=state,
+    )
+
+
+def _nothing_to_report(work_id: str, state: str | None) -> CaptainError:
+    return CaptainError(
+        "not_running",
+        f"{work_id} is {state}; there is no live attempt to report for.",
+        state=state,
+    )
+
+
+_SOMETIME = datetime(2000, 1, 1, tzinfo=timezone.utc)  # a template's unnamed times
+
+
+def _before_commit() -> BeforeCommit | None:
+    """The crash tests' hook for a write made in one statement: the crash points its
+    general path passes, reached between the statement's writes and its COMMIT (a kill
+    there leaves nothing, as anywhere inside a transaction); None when no test asks."""
+    if not crash_armed():
+        return None
+
+    def hook(done: AtOnce) -> None:
+        event = done.event
+        assert event is not None  # called only once written
+        crash_point(f"{event.type}:after-event")
+        crash_point(f"{event.type}:after-snapshot")
+
+    return hook
+
+
+def _claim_at_once(
+    home: Home,
+    work_id: str | None,
+    holder: str,
+    locator: PaneLocator | None,
+    source: str | None,
+    run_id: str | None,
+    at: datetime | None,
+) -> WorkItem | None:
+    """``claim`` in one statement when the backend has one (None: it has not, or left it
+    to the general path): the claim's event and attempt but for what the item decides."""
+    run_id = run_id or new_id(RUN)
+    lease = timedelta(seconds=lease_seconds(home))
+    when = at or _SOMETIME
+    done = backend_for(home).claim_at_once(
+        work_id=work_id,
+        source=source,
+        at=at,
+        lease=lease,
+        slots=slots(home),
+        event=WorkEvent(
+            seq=1,
+            at=when,
+            type="claimed",
+            generation=1,
+            actor=holder,
+            state="running",
+            run_id=run_id,
+            lease_holder=holder,
+            runtime_locator=locator,
+            lease_expires_at=when + lease,
+        ),
+        attempt=Attempt(
+            run_id=run_id,
+            generation=1,
+            started_at=when,
+            lease_holder=holder,
+            lease_expires_at=when + lease,
+            runtime_locator=locator,
+        ),
+        before_commit=_before_commit(),
+    )
+    if done is None or done.item is not None:
+        return done.item if done else None
+    wid = done.work_id or work_id or ""
+    if done.outcome == "not_queued":
+        raise _not_queued(wid, done.state) if done.state else _nothing_queued(source)
+    if done.outcome == "crew_item":
+        raise _crew_item(wid, done.crew)
+    if done.outcome == "no_capacity":
+        _refuse_capacity(home)
+    if done.outcome == "unknown_work":
+        raise _unknown(wid)
+    raise CaptainError("store_error", f"the ledger's claim answered {done.outcome!r}.")
 
 
 def claim_held(
@@ -476,6 +602,10 @@ def _check_capacity(home: Home, holding: int) -> None:
     ``_free``)."""
     if _free(home, holding):
         return
+    _refuse_capacity(home)
+
+
+def _refuse_capacity(home: Home) -> NoReturn:
     holding_items, limit = held(home), slots(home)
     raise CaptainError(
         "no_capacity",
@@ -499,11 +629,7 @@ def _claim_free(
     with _item_transaction(home, check_work_id(work_id)) as tx:
         item = _locked_item(tx, work_id)
         if item.state != "queued":
-            raise CaptainError(
-                "not_queued",
-                f"{work_id} is {item.state}, not queued; only a queued item can be claimed.",
-                state=item.state,
-            )
+            raise _not_queued(work_id, item.state)
         if start is not None:
             locator = start(item)
         event = _next(
@@ -530,13 +656,7 @@ def _attempts_left(item: WorkItem) -> bool:
 
 def _fenced(item: WorkItem, generation: int, what: str) -> None:
     if generation != item.generation:
-        raise CaptainError(
-            "stale_generation",
-            f"generation {generation} is not {item.work_id}'s current one ({item.generation}); "
-            f"the attempt that {what} was taken over and may not act for its replacement.",
-            generation=item.generation,
-            state=item.state,
-        )
+        raise _stale(item.work_id, item.generation, item.state, generation, what)
 
 
 def heartbeat(
@@ -599,15 +719,42 @@ def report(
         raise CaptainError(
             "invalid_argument", f"a cost must be a number from 0 to below {MAX_COST_USD:.0f} USD."
         )
-    with backend_for(home).transaction(check_work_id(work_id), ledger=True) as tx:
+    check_work_id(work_id)
+    done = backend_for(home).report_at_once(  # one statement where the backend has one
+        work_id=work_id,
+        generation=generation,
+        outcome=outcome,
+        repeatable=repeatable,
+        at=at,
+        max_attempts=MAX_ATTEMPTS,
+        event=WorkEvent(
+            seq=1,
+            at=at or _SOMETIME,
+            type=outcome,
+            generation=generation,
+            actor=actor,
+            state=outcome,
+            cost_usd=cost_usd,
+            detail=detail,
+            reason=reason,
+        ),
+        before_commit=_before_commit(),
+    )
+    if done is not None:
+        if done.item is not None:
+            return done.item
+        if done.outcome == "unknown_work":
+            raise _unknown(work_id)
+        if done.outcome == "stale_generation" and done.generation is not None:
+            raise _stale(work_id, done.generation, done.state, generation, "reports")
+        if done.outcome == "not_running":
+            raise _nothing_to_report(work_id, done.state)
+        raise CaptainError("store_error", f"the ledger's report answered {done.outcome!r}.")
+    with backend_for(home).transaction(work_id, ledger=True) as tx:
         item = _locked_item(tx, work_id)
         _fenced(item, generation, "reports")
         if item.state not in ("running", "needs_reconciliation"):
-            raise CaptainError(
-                "not_running",
-                f"{work_id} is {item.state}; there is no live attempt to report for.",
-                state=item.state,
-            )
+            raise _nothing_to_report(work_id, item.state)
         retry = (
             outcome == "failed" and repeatable and item.state == "running" and _attempts_left(item)
         )

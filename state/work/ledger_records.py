@@ -7,6 +7,8 @@ A work item is event-sourced like a crew: ``work/<id>/events/*`` is the truth,
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, get_args
 
@@ -194,3 +196,22 @@ class Delivery(Record):
     # received on a ``routine = true`` endpoint: its work item offers no cancel or replay
     # (state/work/controls.py); fixed when recorded, whatever config.toml says later
     routine: bool = False
+
+
+@dataclass(frozen=True)
+class AtOnce:
+    """What a backend's claim or report in one statement decided (``claim_at_once``,
+    ``report_at_once``): written (``item`` and ``event`` set; ``outcome`` is the event's
+    type), or refused (``outcome`` is the refusal's code, with the facts its sentence
+    names), in which case nothing was written."""
+
+    outcome: str
+    item: WorkItem | None = None
+    event: WorkEvent | None = None
+    work_id: str | None = None
+    state: str | None = None
+    crew: str | None = None
+    generation: int | None = None
+
+
+BeforeCommit = Callable[[AtOnce], None]  # the crash tests' hook: the writes made, not committed

@@ -28,12 +28,15 @@ backends"):
   and the count of slot holders in the same statement (``claim_view``); **pages** are
   keyset over ``work_id`` with the files' cursor (the last ID of a full page, when more
   remain).
-- **Round trips.** A transaction's statements go down one pipeline (psycopg's pipeline
-  mode): ``BEGIN`` and the locks are answered together (the block starts once they are
-  held), the item's row comes with its lock (``FOR UPDATE``, kept for ``item``), and the
-  writes nobody reads an answer from (the item's row, an input, a lease, the
-  notifications) travel with the ``COMMIT``; an error among them fails the COMMIT and
-  rolls everything back. A claim is 5 round trips, a report 4 (docs/ledger.md).
+- **Round trips.** A claim and a report are one statement each (``claim_at_once``,
+  ``report_at_once``: pg_schema's ``captain_claim`` and ``captain_report``), one round trip,
+  on a row as captain wrote it (``item_md5``); the general path, and every other
+  transaction, sends its statements down one pipeline (psycopg's pipeline mode): ``BEGIN``
+  and the locks are answered together (the block starts once they are held), the item's
+  row comes with its lock (``FOR UPDATE``, kept for ``item``), and the writes nobody reads
+  an answer from (the item's row, an input, a lease, the notifications) travel with the
+  ``COMMIT``; an error among them fails the COMMIT and rolls everything back. There a
+  claim is 5 round trips, a report 4 (docs/ledger.md, "Round trips").
 
 Wake-ups (what watchfiles on the home is to the file backend): every committed transaction
 that appended an event or stored an item notifies ``CHANNEL`` once per item it wrote, the
@@ -53,14 +56,23 @@ import contextlib
 import threading
 import time
 from collections.abc import Collection, Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from state.errors import CaptainError
 from state.store import Reports
 from state.work import corrupt, pg_schema, postgres
-from state.work.ledger_records import HOLDS_SLOT, TERMINAL, Lease, WorkEvent, WorkItem
+from state.work.ledger_records import (
+    HOLDS_SLOT,
+    TERMINAL,
+    AtOnce,
+    Attempt,
+    BeforeCommit,
+    Lease,
+    WorkEvent,
+    WorkItem,
+)
 from state.work.location import LedgerLocation
 
 if TYPE_CHECKING:
@@ -102,11 +114,26 @@ _ITEM_COLUMNS = (
 
 _ITEM = corrupt.stored("item")  # the item's document, unless larger than any record
 _EVENT = corrupt.stored("event")
+# every write of an item's row says the MD5 of the document it wrote (``item_md5``): the
+# one-statement claim and report act only on a row whose document still has it
+# (pg_schema's step 2, ``captain_as_written``)
 _UPSERT_ITEM = (
-    f"INSERT INTO work_items ({', '.join(_ITEM_COLUMNS)}) "
-    f"VALUES ({', '.join(['%s'] * len(_ITEM_COLUMNS))}) "
+    f"INSERT INTO work_items ({', '.join(_ITEM_COLUMNS)}, item_md5) "
+    f"SELECT v.*, md5(v.item::text) FROM (VALUES "
+    f"({', '.join(['%s'] * (len(_ITEM_COLUMNS) - 1))}, %s::jsonb)) "
+    f"AS v ({', '.join(_ITEM_COLUMNS)}) "
     "ON CONFLICT (work_id) DO UPDATE SET "
-    + ", ".join(f"{c} = excluded.{c}" for c in _ITEM_COLUMNS if c != "work_id")
+    + ", ".join(f"{c} = excluded.{c}" for c in (*_ITEM_COLUMNS, "item_md5") if c != "work_id")
+)
+_CLAIM = (
+    "SELECT * FROM captain_claim(%s::text, %s::text, %s::timestamptz, %s::interval, "
+    "%s::integer, %s::bigint, %s::integer, %s::integer, %s::text, %s::jsonb, %s::jsonb, "
+    "%s::text, %s::text)"
+)
+_REPORT = (
+    "SELECT * FROM captain_report(%s::text, %s::integer, %s::text, %s::boolean, "
+    "%s::timestamptz, %s::integer, %s::bigint, %s::integer, %s::integer, %s::text, "
+    "%s::jsonb, %s::bytea, %s::text)"
 )
 
 
@@ -195,18 +222,42 @@ class PostgresBackend:
 
     @overload
     def run(
-        self, sql: str, params: Any = (), *, fetch: Literal["one"], wait: bool = True
+        self,
+        sql: str,
+        params: Any = (),
+        *,
+        fetch: Literal["one"],
+        wait: bool = True,
+        prepare: bool | None = None,
     ) -> Row | None: ...
     @overload
     def run(
-        self, sql: str, params: Any = (), *, fetch: Literal["all"], wait: bool = True
+        self,
+        sql: str,
+        params: Any = (),
+        *,
+        fetch: Literal["all"],
+        wait: bool = True,
+        prepare: bool | None = None,
     ) -> list[Row]: ...
     @overload
     def run(
-        self, sql: str, params: Any = (), *, fetch: None = None, wait: bool = True
+        self,
+        sql: str,
+        params: Any = (),
+        *,
+        fetch: None = None,
+        wait: bool = True,
+        prepare: bool | None = None,
     ) -> Cursor: ...
     def run(
-        self, sql: str, params: Any = (), *, fetch: str | None = None, wait: bool = True
+        self,
+        sql: str,
+        params: Any = (),
+        *,
+        fetch: str | None = None,
+        wait: bool = True,
+        prepare: bool | None = None,
     ) -> Any:
         """Execute on this thread's connection (inside its open transaction, if any: the
         deliveries' and tokens' stores write through this too, so one commit covers them and
@@ -216,11 +267,13 @@ class PostgresBackend:
         answer nobody reads (``wait=False``: a lock, a write that cannot be refused but by
         an error) is sent with the next that is waited for, or with the COMMIT, so it
         costs no round trip of its own; its error, if any, is raised there and rolls the
-        whole transaction back. Every other statement waits for its answer, as outside."""
+        whole transaction back. Every other statement waits for its answer, as outside.
+        ``prepare``: psycopg's (None: prepared once run often; a prepare costs a round trip
+        of its own)."""
         psycopg = postgres.driver()
         conn = self._conn()
         try:
-            cur = conn.execute(sql, params)
+            cur = conn.execute(sql, params, prepare=prepare)
             if fetch == "one":
                 return cur.fetchone()
             if fetch == "all":
@@ -588,8 +641,13 @@ class PostgresBackend:
     def mark_open(self, work_id: str) -> None:
         """Nothing to do: the row's state says whether the item is open."""
 
+    @staticmethod
+    def _event_doc(event: WorkEvent) -> dict[str, Any]:
+        """An event's stored document (its detail is a column of its own)."""
+        return event.model_dump(mode="json", by_alias=True, exclude_none=False, exclude={"detail"})
+
     def append(self, work_id: str, event: WorkEvent) -> None:
-        doc = event.model_dump(mode="json", by_alias=True, exclude_none=False, exclude={"detail"})
+        doc = self._event_doc(event)
         detail = event.detail.encode() if event.detail is not None else None
         Jsonb = postgres.driver().types.json.Jsonb
         row = self.run(
@@ -676,6 +734,88 @@ class PostgresBackend:
             ),
             wait=False,
         )
+
+    # -- a claim and a report in one statement (pg_schema's captain_claim, captain_report) -------
+
+    def claim_at_once(
+        self,
+        *,
+        work_id: str | None,
+        source: str | None,
+        at: datetime | None,
+        lease: timedelta,
+        slots: int,
+        event: WorkEvent,
+        attempt: Attempt,
+        before_commit: BeforeCommit | None,
+    ) -> AtOnce | None:
+        Jsonb = postgres.driver().types.json.Jsonb
+        doc = attempt.model_dump(mode="json", by_alias=True, exclude_none=False)
+        told = self._event_doc(event)  # a time the caller named: written as the caller's
+        named = (told["at"], told["lease_expires_at"]) if at is not None else (None, None)
+        params = (
+            *(work_id, source, at, lease, slots),
+            *(LEDGER_KEY, ITEM_CLASS, corrupt.MAX_BYTES, CHANNEL),
+            *(Jsonb(told), Jsonb(doc), *named),
+        )
+        return self._at_once(_CLAIM, params, None, before_commit)
+
+    def report_at_once(
+        self,
+        *,
+        work_id: str,
+        generation: int,
+        outcome: str,
+        repeatable: bool,
+        at: datetime | None,
+        max_attempts: int,
+        event: WorkEvent,
+        before_commit: BeforeCommit | None,
+    ) -> AtOnce | None:
+        Jsonb = postgres.driver().types.json.Jsonb
+        detail = event.detail.encode() if event.detail is not None else None
+        told = self._event_doc(event)
+        params = (
+            *(work_id, generation, outcome, repeatable, at, max_attempts),
+            *(LEDGER_KEY, ITEM_CLASS, corrupt.MAX_BYTES, CHANNEL),
+            *(Jsonb(told), detail, told["at"] if at is not None else None),
+        )
+        return self._at_once(_REPORT, params, event.detail, before_commit)
+
+    def _at_once(
+        self, sql: str, params: tuple[Any, ...], detail: str | None, hook: BeforeCommit | None
+    ) -> AtOnce | None:
+        """One statement on this thread's connection, outside any transaction: its own
+        transaction, one round trip. With ``hook`` (the crash tests) it runs inside
+        BEGIN … COMMIT instead, and ``hook`` is called between the statement's writes and
+        the COMMIT. None: the function left it to the general path (nothing written), or
+        a transaction is open on this thread (the statement would join it: its own steps
+        are the general path's)."""
+        if self._local.depth:
+            return None
+        # never prepared: preparing is a round trip more, and saves next to nothing here
+        if hook is None:
+            return self._answer(self.run(sql, params, fetch="one", prepare=False), detail)
+        with self.transaction():
+            answer = self._answer(self.run(sql, params, fetch="one", prepare=False), detail)
+            if answer is not None and answer.item is not None:
+                hook(answer)
+            return answer
+
+    def _answer(self, row: Row | None, detail: str | None) -> AtOnce | None:
+        assert row is not None  # the functions return one row, always
+        outcome, state, third, work_id, item_doc, event_doc = row
+        if outcome == "general":
+            return None
+        facts: dict[str, Any] = {"work_id": work_id, "state": state}
+        facts["generation" if isinstance(third, int) else "crew"] = third
+        if item_doc is None:
+            return AtOnce(outcome, **facts)
+        item = self._item_of(work_id, item_doc, len(item_doc))
+        event = corrupt.parse(WorkEvent, event_doc, what="event", ident=f"{work_id} #{item.seq}")
+        if detail is not None:
+            event = event.model_copy(update={"detail": detail})
+        return AtOnce(outcome, item=item, event=event, **facts)
 
 
 # -- wake-ups -----------------------------------------------------------------------------------

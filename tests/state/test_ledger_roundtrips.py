@@ -1,9 +1,9 @@
 """Round trips to PostgreSQL per ledger transaction, counted on the wire (a relay between
-the backend and the real server: tests/support/roundtrips.py): a claim and a report send
-their statements down one pipeline per transaction, waiting only where an answer is read
-(docs/ledger.md, "Round trips"), so their cost on a distant database is a few round trips,
-not one per statement. And a statement sent without waiting that the database refuses
-still refuses the whole transaction, with its code, and leaves nothing of it."""
+the backend and the real server: tests/support/roundtrips.py): a claim and a report are one
+statement each (pg_schema's ``captain_claim``, ``captain_report``), one round trip
+(docs/ledger.md, "Round trips"), so their cost on a distant database is one round trip,
+not one per statement. And a write the database refuses (a trigger on the item's row)
+still refuses the whole claim, with its code, and leaves nothing of it."""
 
 from __future__ import annotations
 
@@ -18,9 +18,10 @@ from state.errors import CaptainError
 from state.home import Home
 from state.work import ledger
 
-CLAIM_TRIPS = 5  # BEGIN + the ledger's lock; the choice; the item's lock + row; the event;
-# the item's row, the notification + COMMIT (was 12: one per statement)
-REPORT_TRIPS = 4  # BEGIN + both locks + the row; the clock; the event; the row + COMMIT (was 10)
+# one statement each (pg_schema's captain_claim and captain_report), its own transaction:
+# was 5 and 4 (one pipeline per transaction), and 12 and 10 before that (one per statement)
+CLAIM_TRIPS = 1
+REPORT_TRIPS = 1
 
 
 @pytest.fixture
@@ -38,15 +39,14 @@ def relayed(request, tmp_path: Path):
             relay.close()
 
 
-def test_a_claim_and_its_report_are_a_few_round_trips_not_one_per_statement(relayed) -> None:
+def test_a_claim_and_its_report_are_one_round_trip_each(relayed) -> None:
     home, relay = relayed
     for n in range(4):
         ledger.accept(home, source="chat", input={"text": f"job {n}"}, requester="alice")
     ledger.open_ids(home)  # connected: the connection's own round trips are not counted
-    # The relay sees TCP, not the protocol: on a loaded machine the server may start
-    # answering a pipeline before the client has finished writing it (one more turn), or a
-    # write sent without waiting may go out before the last answer came (one fewer). The
-    # fewest of several is at most the transaction's count: one per statement was 12 and 10.
+    # The relay sees TCP, not the protocol: one statement is one message (never prepared:
+    # a prepare is a turn of its own), and the server answers once it has all of it, so
+    # each claim and each report is exactly one turn, however loaded the machine.
     claims, reports = [], []
     for _ in range(3):
         relay.take()
@@ -56,7 +56,7 @@ def test_a_claim_and_its_report_are_a_few_round_trips_not_one_per_statement(rela
         done = ledger.report(home, item.work_id, item.generation, "succeeded", actor="worker")
         reports.append(relay.take())
         assert done.state == "succeeded"
-    assert min(claims) <= CLAIM_TRIPS and min(reports) <= REPORT_TRIPS, (claims, reports)
+    assert claims == [CLAIM_TRIPS] * 3 and reports == [REPORT_TRIPS] * 3, (claims, reports)
     assert ledger.get(home, item.work_id).state == "succeeded"  # committed, read back
 
 

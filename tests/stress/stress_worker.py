@@ -28,7 +28,9 @@ fence must refuse whichever host holds the attempt.
   rest; no temp file, no fsync, no rename), so readers can see torn records and a kill in
   the pause leaves one behind;
 - ``no-fence``: the ledger's generation check is a no-op, so the stale reports and
-  heartbeats workers deliberately attempt now and then succeed.
+  heartbeats workers deliberately attempt now and then succeed (on PostgreSQL a report
+  then takes the general path, where that check is: the one statement's is SQL's, held to
+  the general path's by tests/state/test_ledger_one_trip.py).
 """
 
 from __future__ import annotations
@@ -138,7 +140,10 @@ def apply_break(mode: str) -> None:
         Store.publish = _publish_in_place
         Store.create_once = _create_once_in_place
     elif mode == "no-fence":
+        from state.work.pg_backend import PostgresBackend
+
         ledger._fenced = lambda item, generation, what: None
+        PostgresBackend.report_at_once = lambda self, **ask: None  # the general path
         global STALE_FROM
         STALE_FROM = 1  # the first claim's item is a target too: caught in a short run
     else:
