@@ -1655,6 +1655,8 @@ def report(results: dict) -> str:
     lines += ["| what | measured | budget | verdict |", "|---|---|---|---|"]
     if "small" in results:
         lines += _home_rows(results)
+    elif "keys" in results:  # --keys-only
+        lines.append(_keys_row(results["keys"]))
     for w in results.get("work", []):
         lines += _work_rows(w)
     results["rows"] = [
@@ -1668,6 +1670,19 @@ def report(results: dict) -> str:
         if line.startswith("| ") and not line.startswith("| what |")
     ]
     return "\n".join(lines)
+
+
+def _keys_row(k: dict) -> str:
+    parts = "; ".join(
+        f"{what}: p50 {v['p50_ms']:.1f}, p95 {v['p95_ms']:.1f}" for what, v in k["by_key"].items()
+    )
+    return (
+        f"| big home ({k['crews']} crew): a keystroke -> the frame with its result "
+        f"(Pilot; {k['keys']} keys: {parts}) | p50 {k['p50_ms']:.1f} ms, p95 "
+        f"{k['p95_ms']:.1f} ms, max {k['max_ms']:.0f} ms ({k['slowest']}, "
+        f"{k['slowest_cause']}) | p95 <= {KEY_BUDGET_MS:.0f} ms | "
+        f"{_verdict(k['p95_ms'] <= KEY_BUDGET_MS)} |"
+    )
 
 
 def _approval_rows_md(a: dict) -> list[str]:
@@ -1767,18 +1782,7 @@ def _home_rows(results: dict) -> list[str]:
             f"{_verdict(ec['max_ms'] <= MAX_EVENT_MS and not ec['missed'])} |"
         )
     if "keys" in results:
-        k = results["keys"]
-        parts = "; ".join(
-            f"{what}: p50 {v['p50_ms']:.1f}, p95 {v['p95_ms']:.1f}"
-            for what, v in k["by_key"].items()
-        )
-        lines.append(
-            f"| big home ({k['crews']} crew): a keystroke -> the frame with its result "
-            f"(Pilot; {k['keys']} keys: {parts}) | p50 {k['p50_ms']:.1f} ms, p95 "
-            f"{k['p95_ms']:.1f} ms, max {k['max_ms']:.0f} ms ({k['slowest']}, "
-            f"{k['slowest_cause']}) | p95 <= {KEY_BUDGET_MS:.0f} ms | "
-            f"{_verdict(k['p95_ms'] <= KEY_BUDGET_MS)} |"
-        )
+        lines.append(_keys_row(results["keys"]))
     r50, r95 = eb["p50_ms"] / ev["p50_ms"], eb["p95_ms"] / ev["p95_ms"]
     periodic = eb["seconds"] / 30.0
     lines.append(
@@ -1876,6 +1880,11 @@ def main() -> int:
     )
     parser.add_argument("--no-work", action="store_true", help="skip the Work panel part")
     parser.add_argument("--work-only", action="store_true", help="only the Work panel part")
+    parser.add_argument(
+        "--keys-only",
+        action="store_true",
+        help="only the keystroke part, on the big home (built or reused as without it)",
+    )
     # internal: the processes the bench starts
     parser.add_argument("--writer", help=argparse.SUPPRESS)
     parser.add_argument("--paint-driver", help=argparse.SUPPRESS)
@@ -1954,6 +1963,12 @@ def main() -> int:
                     settle,
                     min(idle_seconds, WORK_IDLE_MAX),
                 ),
+            )
+            return _finish(results, args)
+        if args.keys_only:
+            big_root = big_home(big_path, args.big_crew, big_messages, big_notes, args.rebuild)
+            results["keys"] = _phase(
+                results, "keys", lambda: keys_phase(big_root, key_rounds, settle)
             )
             return _finish(results, args)
         small_root = tmp / "small" / "home"
