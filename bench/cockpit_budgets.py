@@ -1195,9 +1195,13 @@ def approvals_phase(
 # -- 5: a keystroke -> the frame with its result, on the big home ---------------------------
 
 # (key, what it does, how to know it was done): the Crew panel's cursor down and up, the
-# Tell form opened and closed, the Recruit form opened and closed
+# Tell form opened and closed after each (so each Tell is about another crew than the last
+# one: its text is new), the Recruit form opened and closed. A form is built at its first
+# open and shown again after (widgets/screens/forms.py): the first round's opens build them.
 KEYSTROKES = (
     ("j", "move the selection down (Crew panel)", "moved"),
+    ("t", "open the Tell form", "TellScreen"),
+    ("escape", "close a form", "closed"),
     ("k", "move the selection up (Crew panel)", "moved"),
     ("t", "open the Tell form", "TellScreen"),
     ("escape", "close a form", "closed"),
@@ -1257,6 +1261,7 @@ async def _keys(root: Path, rounds: int, settle: float) -> dict:
             table.focus()
             await pilot.pause()
             crews = len(app.view.crew_rows())
+            built: set[str] = set()
             for _ in range(rounds):
                 for key, what, done in KEYSTROKES:
                     before = (type(app.screen).__name__, table.cursor_row)
@@ -1272,8 +1277,12 @@ async def _keys(root: Path, rounds: int, settle: float) -> dict:
                         or (done not in ("moved", "closed") and now[0] != done)
                     ):
                         raise RuntimeError(f"{key!r} did not {what}: {before} -> {now}")
-                    by_key.setdefault(what, []).append(ms)
-                    spans.append((t0, app.bench_frame_at, ms, what))
+                    label = what
+                    if done.endswith("Screen") and done not in built:
+                        built.add(done)
+                        label = f"{what}, the first (it is built)"
+                    by_key.setdefault(label, []).append(ms)
+                    spans.append((t0, app.bench_frame_at, ms, label))
                     await asyncio.sleep(rng.uniform(0.03, 0.08))  # a person types slower
     finally:
         rescans.restore()
