@@ -694,14 +694,15 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
         opens compose, style and lay out nothing: the form is filled and shown (#28: a
         keystroke -> its frame within 16 ms). One already on the screen stack is never
         refilled under the person: a fresh one, not kept, opens above it."""
-        form = self._forms.get(kind)
-        if form is not None and form in self.screen_stack:
-            return kind(*subject, draft_key=key, draft=self.drafts.get(key))
-        if form is None:
-            form = self._forms[kind] = kind(*subject, draft_key=key, draft=self.drafts.get(key))
+        kept = self._forms.get(kind)
+        draft = self.drafts.get(key)
+        if isinstance(kept, kind) and kept not in self.screen_stack:
+            kept.prepare(*subject, draft_key=key, draft=draft)
+            return kept
+        form = kind(*subject, draft_key=key, draft=draft)
+        if kept is None:
+            self._forms[kind] = form
             self.install_screen(form, f"form-{kind.__name__}")
-            return form
-        form.prepare(*subject, draft_key=key, draft=self.drafts.get(key))
         return form
 
     def action_answer(self) -> None:
