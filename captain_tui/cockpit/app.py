@@ -106,6 +106,7 @@ AGES_LONGEST = 60.0  # ... or, while no age drawn will read differently sooner, 
 # reaches; so routine ones leave soon, and only what needs the captain stays ALERT_TIMEOUT
 OUTCOME_TIMEOUT = 3
 T = TypeVar("T")  # what a job returns (_attempt)
+F = TypeVar("F", bound=FormScreen)  # a kind of form (_form)
 
 
 class FeedUpdated(Message):
@@ -171,6 +172,7 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
         self.ages_every = AGES_EVERY
         self.alert_window = ALERT_WINDOW
         self.drafts: dict[str, dict[str, Any]] = {}  # cancelled forms' text, by draft key
+        self._forms: dict[type[FormScreen], FormScreen] = {}  # each form, built once (_form)
         self._jobs: dict[FormScreen, tuple[Callable[[dict], str], str | None]] = {}
         # each open review screen's change: it goes with its screen
         self._reviews: weakref.WeakKeyDictionary[ReviewScreen, Change] = weakref.WeakKeyDictionary()
@@ -686,15 +688,29 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
         self._jobs[form] = (perform, ring)
         self.push_screen(form)
 
-    def _draft(self, key: str) -> dict[str, Any]:
-        return {"draft_key": key, "draft": self.drafts.get(key)}
+    def _form(self, kind: type[F], *subject: Any, key: str) -> F:
+        """The cockpit's ``kind`` form, about ``subject``, offering the draft kept under
+        ``key``. Each kind is built at its first open and kept (installed), so the next
+        opens compose, style and lay out nothing: the form is filled and shown (#28: a
+        keystroke -> its frame within 16 ms). One already on the screen stack is never
+        refilled under the person: a fresh one, not kept, opens above it."""
+        kept = self._forms.get(kind)
+        draft = self.drafts.get(key)
+        if isinstance(kept, kind) and kept not in self.screen_stack:
+            kept.prepare(*subject, draft_key=key, draft=draft)
+            return kept
+        form = kind(*subject, draft_key=key, draft=draft)
+        if kept is None:
+            self._forms[kind] = form
+            self.install_screen(form, f"form-{kind.__name__}")
+        return form
 
     def action_answer(self) -> None:
         q = self.selected_question()
         if q is None:
             return
         asked = f"{age(q.asked_at, self.clock())} ago"
-        form = AnswerScreen(q.crew, q.text, asked, **self._draft(f"answer:{q.question_id}"))
+        form = self._form(AnswerScreen, q.crew, q.text, asked, key=f"answer:{q.question_id}")
         self._open(
             form,
             lambda v: jobs.answer(self.home, q.crew, q.question_id, q.assignment_id, v["text"]),
@@ -717,7 +733,7 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
         a = self.selected_approval()
         if a is None:
             return
-        form = DenyScreen(a.crew, a.tool, a.excerpt, **self._draft(f"deny:{a.request_id}"))
+        form = self._form(DenyScreen, a.crew, a.tool, a.excerpt, key=f"deny:{a.request_id}")
         self._open(
             form,
             lambda v: jobs.approve(self.home, a.crew, a.request_id, a.tool, "deny", v["reason"]),
@@ -727,8 +743,8 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
         crew = self.selected_crew()
         if crew is None or crew.done:
             return
-        form = TellScreen(
-            crew.name, crew.task, crew.assignment_id, **self._draft(f"tell:{crew.assignment_id}")
+        form = self._form(
+            TellScreen, crew.name, crew.task, crew.assignment_id, key=f"tell:{crew.assignment_id}"
         )
         self._open(
             form,
@@ -754,14 +770,15 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
                 f"{'it is' if len(owed) == 1 else 'they are'}. Press escape, then "
                 f"{_key('acknowledge')} on {crew.name} in Crew."
             )
-        form = AssignScreen(
+        form = self._form(
+            AssignScreen,
             crew.name,
             crew.assignment_id,
             crew.task,
             list(crew.owns),
             list(crew.allow),
             warning,
-            **self._draft(f"assign:{crew.assignment_id}"),
+            key=f"assign:{crew.assignment_id}",
         )
         self._open(
             form,
@@ -772,7 +789,7 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
         )
 
     def action_recruit(self) -> None:
-        form = RecruitScreen(**self._draft("recruit"))
+        form = self._form(RecruitScreen, key="recruit")
         self._open(form, lambda v: jobs.recruit(self.home, v, socket=self.tmux_socket))
 
     def action_acknowledge(self) -> None:
@@ -1000,7 +1017,7 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
     def _refused(self, err: CaptainError, form: FormScreen | None = None) -> None:
         in_crew = self.view.crew(str(err.extra.get("crew", "")).lower()) is not None
         text = f"[{err.code}] {_said_here(err, in_crew)}"
-        if form is not None and form.is_attached:
+        if form is not None and form in self.screen_stack:
             form.refused(text)
             if (
                 err.code == "crew_dismissed"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from textual import work
 from textual.message import Message
@@ -29,6 +29,8 @@ from widgets.diffview import render
 from widgets.screens.forms import FormScreen
 from widgets.screens.review_screen import CommentScreen, FileEntry, ReviewScreen
 from widgets.view import CrewRow
+
+F = TypeVar("F", bound=FormScreen)  # a kind of form (CaptainApp._form)
 
 
 def headline(s: dict) -> str:
@@ -64,7 +66,7 @@ class ReviewHost(Protocol):
         self, form: FormScreen, perform: Callable[[dict[str, Any]], str], ring: str | None = None
     ) -> None: ...
 
-    def _draft(self, key: str) -> dict[str, Any]: ...
+    def _form(self, kind: type[F], *subject: Any, key: str) -> F: ...
 
     # the mixin's own (ReviewCommands)
     def _read_change(self, screen: ReviewScreen, name: str) -> object: ...
@@ -145,12 +147,13 @@ class ReviewCommands:
         self: ReviewHost, event: ReviewScreen.CommentWanted
     ) -> None:
         name = event.screen.crew
-        form = CommentScreen(
+        form = self._form(
+            CommentScreen,
             name,
             event.path,
             event.line,
             event.lines,
-            **self._draft(f"comment:{name}:{event.path}:{event.line}"),
+            key=f"comment:{name}:{event.path}:{event.line}",
         )
         self._open(
             form,

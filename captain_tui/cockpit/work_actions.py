@@ -26,6 +26,7 @@ from widgets.screens.work_forms import ReplayScreen, ResolveScreen
 from widgets.view import RECONCILE, HomeView, WorkRow
 
 _Node = TypeVar("_Node", bound=Widget)
+F = TypeVar("F", bound=FormScreen)  # a kind of form (CaptainApp._form)
 
 
 class WorkHost(Protocol):
@@ -60,7 +61,7 @@ class WorkHost(Protocol):
 
     def _in_worker(self, job: Callable[[], str | jobs.Said]) -> object: ...
 
-    def _draft(self, key: str) -> dict[str, Any]: ...
+    def _form(self, kind: type[F], *subject: Any, key: str) -> F: ...
 
     def _show(self) -> None: ...
 
@@ -158,7 +159,7 @@ class WorkCommands:
         item = self.selected_work()
         if item is None or self._work_refused("finished_work"):
             return
-        form = ReplayScreen(item, **self._draft(f"replay:{item.work_id}"))
+        form = self._form(ReplayScreen, item, key=f"replay:{item.work_id}")
         self._open(
             form,
             lambda v: jobs.replay_work(self.home, item.work_id, v["reason"], v["target_revision"]),
@@ -168,7 +169,7 @@ class WorkCommands:
         item = self.selected_work()
         if item is None or not item.reconciling:
             return
-        form = ResolveScreen(item, **self._draft(f"resolve:{item.work_id}:{item.generation}"))
+        form = self._form(ResolveScreen, item, key=f"resolve:{item.work_id}:{item.generation}")
         self._open(
             form,
             lambda v: jobs.resolve_work(

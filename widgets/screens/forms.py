@@ -5,6 +5,13 @@ A form never writes anything. ``ctrl+s`` (or Enter in a one-line field) posts
 closes the form (``done``) or shows the refusal inside it (``refused``), so nothing typed is
 lost to a refusal. ``escape`` cancels and hands the draft back (``FormScreen.Cancelled``)
 so the app can offer it again next time.
+
+A form is built once and shown again (#28: a keystroke opens or closes one within a frame).
+Its widgets are composed empty; ``prepare`` gives it what it is about (a crew, a question)
+and the draft to offer before each open, and ``fill`` — the one place a form's fields get
+their text — puts them in, clears what the last open left (a refusal, a hidden box, the
+undo history) and puts the focus on the first field. Forms are opaque: the cockpit beneath
+is not drawn again through a tint for each of the form's frames.
 """
 
 from __future__ import annotations
@@ -35,7 +42,7 @@ class FormError(Exception):
 FORM_CSS = """
 FormScreen, ConfirmScreen {
     align: center middle;
-    background: $background 60%;
+    background: $background;
 }
 FormScreen > #dialog, ConfirmScreen > #dialog {
     width: 84;
@@ -140,11 +147,53 @@ class FormScreen(ModalScreen[Any]):
             self.form = form
             self.draft = draft
 
-    def __init__(self, *, draft_key: str, draft: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, *subject: Any, draft_key: str = "", draft: dict[str, Any] | None = None
+    ) -> None:
         super().__init__()
-        self.draft_key = draft_key  # the app keeps a cancelled form's text under this
+        self.draft_key = ""  # the app keeps a cancelled form's text under this
+        self.initial: dict[str, Any] = {}
+        self.busy = False
+        self.styled_under: tuple[Any, ...] | None = None  # see update_node_styles
+        self.shown: dict[str, str] = {}  # what each text widget says (show_text), by its id
+        self.prepare(*subject, draft_key=draft_key, draft=draft)
+
+    def prepare(self, *subject: Any, draft_key: str, draft: dict[str, Any] | None = None) -> None:
+        """Before each open: what the form is about (``about``'s arguments) and the draft
+        kept under ``draft_key``. A form already built is filled now; a new one when it is
+        mounted."""
+        self.draft_key = draft_key
         self.initial = draft or {}
         self.busy = False
+        self.about(*subject)
+        if self.is_mounted:
+            self.fill_all()
+
+    def about(self, *subject: Any) -> None:
+        """Keep what this open of the form is about (a form about nothing: nothing)."""
+
+    def update_node_styles(self, animate: bool = True) -> None:
+        """Textual restyles a screen and everything on it each time it is shown; a form
+        shown again under the same theme, focus and classes would get the styles it has
+        (restyling its widgets was most of opening the Recruit form again). Anything that
+        changed meanwhile — the theme, the app's focus, a class of the form's or the app's
+        — restyles it as before; each widget's own changes (focus, hover, its classes)
+        restyle that widget, not the screen, and are untouched."""
+        if not self.is_mounted:
+            super().update_node_styles(animate)
+            return
+        app = self.app
+        under = (
+            app.theme,
+            app.ansi_color,
+            app.app_focus,
+            frozenset(app.classes),
+            frozenset(self.classes),
+        )
+        if under == self.styled_under:
+            return
+        super().update_node_styles(animate)
+        self.styled_under = under
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog") as dialog:
@@ -152,10 +201,29 @@ class FormScreen(ModalScreen[Any]):
             with VerticalScroll(id="fields"):
                 yield from self.fields()
             yield Static("", id="error", markup=False, disabled=True)
-            yield Static(self.HINT, classes="hint", markup=False)
+            yield Static(self.HINT, id="hint", classes="hint", markup=False)
+
+    def on_mount(self) -> None:
+        self.fill_all()
 
     def fields(self) -> ComposeResult:
+        """The form's widgets, composed once and empty (``fill`` gives them their text)."""
         raise NotImplementedError
+
+    def fill(self) -> None:
+        """Put this open's subject and draft (``initial_text``) in the fields."""
+        raise NotImplementedError
+
+    def fill_all(self) -> None:
+        """The form as a fresh one: filled, no refusal, the hint, scrolled to its top, the
+        focus on its first field."""
+        self.fill()
+        self.show_error("")
+        self.show_text("hint", self.HINT)
+        self.query_one("#fields", VerticalScroll).scroll_home(animate=False)
+        first = next((w for w in self.query(self.AUTO_FOCUS) if w.focusable), None)
+        if first is not None:
+            self.set_focus(first)
 
     def values(self) -> dict[str, Any]:
         """What is sent; raise FormError for what the form can refuse by itself."""
@@ -186,7 +254,7 @@ class FormScreen(ModalScreen[Any]):
             return
         self.busy = True
         self.show_error("")
-        self.query_one(".hint", Static).update("sending…")
+        self.show_text("hint", "sending…")
         self.post_message(self.Submitted(self, values))
 
     def action_cancel(self) -> None:
@@ -205,26 +273,55 @@ class FormScreen(ModalScreen[Any]):
 
     def refused(self, text: str) -> None:
         self.busy = False
-        self.query_one(".hint", Static).update(self.HINT)
+        self.show_text("hint", self.HINT)
         self.show_error(text)
 
     def show_error(self, text: str) -> None:
-        error = self.query_one("#error", Static)
-        error.update(inert(text))
-        error.disabled = not text
+        self.show_text("error", text)
+        self.query_one("#error", Static).disabled = not text
+
+    def show_text(self, widget_id: str, text: str) -> None:
+        """What the text widget ``widget_id`` says, drawn inert. The same text again touches
+        nothing, and a new one as tall as the last is drawn in place: only a change of
+        height lays the form out again (Textual lays out the whole screen for each new
+        text otherwise, the most of opening a form built before)."""
+        if self.shown.get(widget_id) == text:
+            return
+        self.shown[widget_id] = text
+        widget = self.query_one(f"#{widget_id}", Static)
+        width = widget.content_size.width
+        if not width:  # not laid out yet: its first layout sizes it
+            widget.update(inert(text))
+            return
+        before = widget.get_content_height(widget.container_size, self.size, width)
+        widget.update(inert(text), layout=False)
+        if widget.get_content_height(widget.container_size, self.size, width) != before:
+            widget.refresh(layout=True)
 
 
-def _text_area(field_id: str, text: str, classes: str = "") -> TextArea:
-    area = TextArea(
-        text,
+def _text_area(field_id: str, classes: str = "") -> TextArea:
+    return TextArea(
         id=field_id,
         soft_wrap=True,
         show_line_numbers=False,
         tab_behavior="focus",
         classes=classes,
     )
+
+
+def _put_text(area: TextArea, text: str) -> None:
+    """A text field's text for this open: no undo back to an earlier open's, the cursor at
+    its end (the same text is not loaded again: that would lay the form out again)."""
+    if area.text == text:
+        area.history.clear()
+    else:
+        area.load_text(text)
     area.move_cursor(area.document.end)
-    return area
+
+
+def _put_value(field: Input, text: str) -> None:
+    field.value = text
+    field.cursor_position = len(text)
 
 
 def _words(text: str, what: str) -> list[str]:
@@ -243,17 +340,21 @@ def _required(text: str, what: str) -> str:
 class AnswerScreen(FormScreen):
     title_text = "Answer"
 
-    def __init__(self, crew: str, question: str, asked: str, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+    def about(self, crew: str, question: str, asked: str) -> None:
         self.crew = crew
         self.question = question
         self.asked = asked
 
     def fields(self) -> ComposeResult:
-        yield Static(inert(f"{self.crew} asked {self.asked}:"), classes="context")
-        yield Static(inert(self.question), classes="quote")
+        yield Static(classes="context", id="context")
+        yield Static(classes="quote", id="quote")
         yield Label("Your answer")
-        yield _text_area("answer", self.initial_text("answer"))
+        yield _text_area("answer")
+
+    def fill(self) -> None:
+        self.show_text("context", f"{self.crew} asked {self.asked}:")
+        self.show_text("quote", self.question)
+        _put_text(self.query_one("#answer", TextArea), self.initial_text("answer"))
 
     def values(self) -> dict[str, Any]:
         return {"text": _required(self.query_one("#answer", TextArea).text, "answer")}
@@ -262,19 +363,22 @@ class AnswerScreen(FormScreen):
 class TellScreen(FormScreen):
     title_text = "Tell"
 
-    def __init__(self, crew: str, task: str, assignment_id: str, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+    def about(self, crew: str, task: str, assignment_id: str) -> None:
         self.crew = crew
         self.crew_task = task
         self.assignment_id = assignment_id
 
     def fields(self) -> ComposeResult:
-        yield Static(
-            inert(ended(f"A follow-up for {self.crew} on its task {quoted(self.crew_task)}")),
-            classes="context",
-        )
+        yield Static(classes="context", id="context")
         yield Label("Message")
-        yield _text_area("message", self.initial_text("message"))
+        yield _text_area("message")
+
+    def fill(self) -> None:
+        self.show_text(
+            "context",
+            ended(f"A follow-up for {self.crew} on its task {quoted(self.crew_task)}"),
+        )
+        _put_text(self.query_one("#message", TextArea), self.initial_text("message"))
 
     def values(self) -> dict[str, Any]:
         return {"text": _required(self.query_one("#message", TextArea).text, "message")}
@@ -285,18 +389,22 @@ class DenyScreen(FormScreen):
 
     title_text = "Deny"
 
-    def __init__(self, crew: str, tool: str, excerpt: str, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+    def about(self, crew: str, tool: str, excerpt: str) -> None:
         self.crew = crew
         self.tool = tool
         self.excerpt = excerpt
 
     def fields(self) -> ComposeResult:
-        yield Static(
-            inert(f"{self.crew} asks to run {self.tool}: {self.excerpt}"), classes="context"
-        )
+        yield Static(classes="context", id="context")
         yield Label("Reason (the agent is told it)")
-        yield _text_area("reason", self.initial_text("reason"))
+        yield _text_area("reason")
+
+    def fill(self) -> None:
+        self.show_text(
+            "context",
+            f"{self.crew} asks to run {self.tool}: {self.excerpt}",
+        )
+        _put_text(self.query_one("#reason", TextArea), self.initial_text("reason"))
 
     def values(self) -> dict[str, Any]:
         return {"reason": _required(self.query_one("#reason", TextArea).text, "reason")}
@@ -305,7 +413,7 @@ class DenyScreen(FormScreen):
 class AssignScreen(FormScreen):
     title_text = "Next assignment"
 
-    def __init__(
+    def about(
         self,
         crew: str,
         handoff: str,
@@ -313,9 +421,7 @@ class AssignScreen(FormScreen):
         owns: list[str],
         allow: list[str],
         warning: str = "",
-        **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
         self.crew = crew
         self.handoff = handoff
         self.previous_task = previous_task
@@ -324,22 +430,30 @@ class AssignScreen(FormScreen):
         self.warning = warning
 
     def fields(self) -> ComposeResult:
-        finished = ended(f"{self.crew} finished its task {quoted(self.previous_task)}")
-        yield Static(
-            inert(
-                f"{finished}\nThe next task carries on from it (a handoff): its "
-                "grants are offered again below."
-            ),
-            classes="context",
-        )
-        if self.warning:
-            yield Static(inert(self.warning), classes="quote")
+        yield Static(classes="context", id="context")
+        yield Static(classes="quote", id="quote")
         yield Label("Task")
-        yield _text_area("task", self.initial_text("task"))
+        yield _text_area("task")
         yield Label("Owns (paths, space-separated; kept from the last assignment)")
-        yield Input(self.initial_text("owns", shlex.join(self.owns)), id="owns", compact=True)
+        yield Input(id="owns", compact=True)
         yield Label("Allow (read search edit test build format commit version delete)")
-        yield Input(self.initial_text("allow", " ".join(self.allow)), id="allow", compact=True)
+        yield Input(id="allow", compact=True)
+
+    def fill(self) -> None:
+        finished = ended(f"{self.crew} finished its task {quoted(self.previous_task)}")
+        self.show_text(
+            "context",
+            f"{finished}\nThe next task carries on from it (a handoff): its "
+            "grants are offered again below.",
+        )
+        quote = self.query_one("#quote", Static)
+        self.show_text("quote", self.warning)
+        quote.display = bool(self.warning)
+        _put_text(self.query_one("#task", TextArea), self.initial_text("task"))
+        _put_value(self.query_one("#owns", Input), self.initial_text("owns", shlex.join(self.owns)))
+        _put_value(
+            self.query_one("#allow", Input), self.initial_text("allow", " ".join(self.allow))
+        )
 
     def values(self) -> dict[str, Any]:
         task = _required(self.query_one("#task", TextArea).text, "task")
@@ -365,13 +479,17 @@ AGENTS = (
 
 class RecruitScreen(FormScreen):
     title_text = "Recruit"
+    HANDOFF = "Carry on from the name's last task"
+
+    def about(self) -> None:
+        # (crew key, assignment ID) once a refusal offered the name's last task (offer_handoff)
+        self.handoff: tuple[str, str] | None = None
 
     def fields(self) -> ComposeResult:
         with Horizontal(classes="pair"):
             with Vertical():
                 yield Label("Name")
                 yield Input(
-                    self.initial_text("name"),
                     id="name",
                     max_length=32,
                     compact=True,
@@ -379,63 +497,42 @@ class RecruitScreen(FormScreen):
                 )
             with Vertical():
                 yield Label("Agent")
-                yield Select(
-                    AGENTS,
-                    value=self.initial.get("agent", "shell"),
-                    allow_blank=False,
-                    id="agent",
-                    compact=True,
-                )
+                yield Select(AGENTS, value="shell", allow_blank=False, id="agent", compact=True)
         yield Label("Task (the first assignment)")
-        yield _text_area("task", self.initial_text("task"), classes="short")
+        yield _text_area("task", classes="short")
         with Horizontal(classes="pair"):
             with Vertical():
                 yield Label("Owns (paths)")
-                yield Input(
-                    self.initial_text("owns"),
-                    id="owns",
-                    compact=True,
-                    placeholder="src/auth tests/auth",
-                )
+                yield Input(id="owns", compact=True, placeholder="src/auth tests/auth")
             with Vertical():
                 yield Label("Allow (actions)")
-                yield Input(
-                    self.initial_text("allow"),
-                    id="allow",
-                    compact=True,
-                    placeholder="read edit test",
-                )
+                yield Input(id="allow", compact=True, placeholder="read edit test")
         with Horizontal(classes="pair"):
             with Vertical():
                 yield Label("Command (agent program)")
-                yield Input(
-                    self.initial_text("command"),
-                    id="command",
-                    compact=True,
-                    placeholder="what runs in the pane",
-                )
+                yield Input(id="command", compact=True, placeholder="what runs in the pane")
             with Vertical():
                 yield Label("Project directory")
-                yield Input(
-                    self.initial_text("cwd"),
-                    id="cwd",
-                    compact=True,
-                    placeholder="where captain runs",
-                )
+                yield Input(id="cwd", compact=True, placeholder="where captain runs")
         yield Checkbox(
-            "Record only — I start its process myself (--no-launch)",
-            self.initial.get("no_launch", False),
-            id="no_launch",
-            compact=True,
+            "Record only — I start its process myself (--no-launch)", id="no_launch", compact=True
         )
         # offered once a recruit is refused because the name was dismissed (offer_handoff)
-        yield Checkbox(
-            "Carry on from the name's last task",
-            False,
-            id="handoff",
-            compact=True,
-            classes="-hidden",
-        )
+        yield Checkbox(self.HANDOFF, id="handoff", compact=True, classes="-hidden")
+
+    def fill(self) -> None:
+        for field in ("name", "owns", "allow", "command", "cwd"):
+            _put_value(self.query_one(f"#{field}", Input), self.initial_text(field))
+        agent = self.query_one("#agent", Select)
+        agent.expanded = False
+        agent.value = self.initial.get("agent", "shell")
+        _put_text(self.query_one("#task", TextArea), self.initial_text("task"))
+        self.query_one("#no_launch", Checkbox).value = self.initial.get("no_launch", False)
+        box = self.query_one("#handoff", Checkbox)
+        if not box.has_class("-hidden"):  # offered in the last open: not in this one
+            box.label = self.HANDOFF
+            box.add_class("-hidden")
+        box.value = False
 
     def offer_handoff(self, crew: str, assignment_id: str, task: str) -> None:
         """The name was used before: recruiting it again carries on from its last task (a
@@ -477,7 +574,7 @@ class RecruitScreen(FormScreen):
         }
 
     def _handoff_for(self, name: str) -> str | None:
-        offered = getattr(self, "handoff", None)
+        offered = self.handoff
         if offered is None or offered[0] != crew_key_of(name):
             return None  # another name than the one the offer was for
         return offered[1] if self.query_one("#handoff", Checkbox).value else None

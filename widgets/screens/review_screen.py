@@ -27,7 +27,7 @@ from textual.widgets import Label, Static, TextArea
 from state.vocab import ended
 from widgets.cells import clean, inert
 from widgets.diffview import FileDiff, Hunk, line_of, shown_path
-from widgets.screens.forms import FormScreen, _required, _text_area
+from widgets.screens.forms import FormScreen, _put_text, _required, _text_area
 
 
 @dataclass(frozen=True)
@@ -306,26 +306,28 @@ class CommentScreen(FormScreen):
 
     title_text = "Review comment"
 
-    def __init__(self, crew: str, path: str, line: int, lines: list[str], **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+    def about(self, crew: str, path: str, line: int, lines: list[str]) -> None:
         self.crew = crew
         self.path = path
         self.line = line
         self.lines = lines
 
     def fields(self) -> ComposeResult:
-        yield Static(
-            inert(
-                ended(
-                    f"To {self.crew}, as a follow-up on its assignment (which stays open), "
-                    f"quoting {shown_path(self.path)}:{self.line}"
-                )
-            ),
-            classes="context",
-        )
-        yield Static(inert("\n".join(self.lines[:8])), classes="quote")
+        yield Static(classes="context", id="context")
+        yield Static(classes="quote", id="quote")
         yield Label("Comment")
-        yield _text_area("message", self.initial_text("message"))
+        yield _text_area("message")
+
+    def fill(self) -> None:
+        self.show_text(
+            "context",
+            ended(
+                f"To {self.crew}, as a follow-up on its assignment (which stays open), "
+                f"quoting {shown_path(self.path)}:{self.line}"
+            ),
+        )
+        self.show_text("quote", "\n".join(self.lines[:8]))
+        _put_text(self.query_one("#message", TextArea), self.initial_text("message"))
 
     def values(self) -> dict[str, Any]:
         return {"text": _required(self.query_one("#message", TextArea).text, "comment")}
