@@ -289,11 +289,13 @@ def test_the_budget_gate_loads_no_pydantic(cli, project: Path, tmp_path: Path):
 # own tmux runtime while no crew has a pane (here they are recorded only). The mail, the
 # one-poll wait and work list run on plain records (state.crew_side.captain), so they load
 # neither pydantic nor importlib.metadata (the version is read only for --version;
-# pydantic's plugin look-up reads it whenever a model is built). status still reads
-# through the models (the README's Performance rows say what that costs it).
+# pydantic's plugin look-up reads it whenever a model is built), nor dataclasses (with
+# inspect, ast and dis behind it) and the ledger URL's parser that needs it: work list asks
+# only whether anything names a database (state.work.naming). status still reads through
+# the models (the README's Performance rows say what that costs it).
 CAPTAIN_SIDE_NEVER = (*HEAVY, "fastapi", "uvicorn", "starlette", "psycopg", "captain_tui.runtime")
 CAPTAIN_SIDE_PLAIN = ("tell", "answer", "wait --timeout 0", "work list")
-PLAIN_NEVER = ("pydantic", "importlib.metadata")
+PLAIN_NEVER = ("pydantic", "importlib.metadata", "dataclasses", "inspect", "state.work.location")
 
 
 def test_captain_side_commands_import_only_what_they_use(cli, project: Path):
@@ -375,6 +377,7 @@ def test_every_command_builds_only_its_own_parser_and_the_same_one():
     it would build every parser, slower), and a command's own parser is the whole
     parser's: the same options, usage and help."""
     from captain_tui.cli.main import COMMANDS, EXTENSIONS, build_parser
+    from captain_tui.cli.work_commands import GROUPS  # built one command at a time (below)
 
     def commands(parser):
         (sub,) = [a for a in parser._actions if a.dest == "command"]
@@ -385,5 +388,37 @@ def test_every_command_builds_only_its_own_parser_and_the_same_one():
     for name in sorted(COMMANDS):
         own = commands(build_parser(name))
         module = EXTENSIONS.get(name)
-        assert set(own) == {name} | {n for n, m in EXTENSIONS.items() if module and m == module}
+        beside = {n for n, m in EXTENSIONS.items() if module and m == module}
+        assert set(own) == ({name} if name in GROUPS else {name} | beside), name
         assert own[name].format_help() == whole[name].format_help(), name
+
+
+def test_a_work_command_builds_only_its_own_parser_and_the_same_one():
+    """``captain work list`` (and each work and deliveries command) builds only its own
+    parser, not the dozen beside it; ``work_commands.GROUPS`` names every one the whole
+    parser has, and each is the whole parser's: the same options, usage and help. A word
+    that is none of them (a typo, ``-h``) gets them all, so its error lists them."""
+    from captain_tui.cli.main import build_parser
+    from captain_tui.cli.work_commands import GROUPS
+
+    def commands(parser, dest):
+        (sub,) = [a for a in parser._actions if a.dest == dest]
+        return sub.choices
+
+    whole = commands(build_parser(), "command")
+    for group, names in GROUPS.items():
+        assert tuple(commands(whole[group], f"{group}_command")) == names, group
+        for name in names:
+            own = commands(build_parser(group, name), "command")
+            assert set(own) == {group}, (group, name)  # not the other group either
+            inner = commands(own[group], f"{group}_command")
+            assert set(inner) == {name}, (group, name)
+            assert (
+                inner[name].format_help()
+                == commands(whole[group], f"{group}_command")[name].format_help()
+            ), (group, name)
+        for word in ("bogus", "-h", None):
+            inner = commands(
+                commands(build_parser(group, word), "command")[group], f"{group}_command"
+            )
+            assert tuple(inner) == names, (group, word)

@@ -22,6 +22,7 @@ from captain_tui.cli.args import (
     UsageError,
     check_home,
     check_named,
+    left_out,
     seconds,
     wants_json,
 )
@@ -63,9 +64,11 @@ COMMANDS = (
 _SINGLE_POSITIONALS = ("name", "message", "question", "question_id", "action")
 
 
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+def build_parser(only: str | None = None, inner: str | None = None) -> argparse.ArgumentParser:
     """The whole parser, or with ``only`` the parser that can run that one command (the
-    others are left out: their names are then unknown, so pass only a command's name)."""
+    others are left out: their names are then unknown, so pass only a command's name); of
+    a command with commands of its own (``work``), ``inner`` names the one being run, the
+    word after it (``list``), and only its parser is built when it is one of them."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--home",
@@ -91,7 +94,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
     def add(name: str, help_text: str, func) -> argparse.ArgumentParser | Skipped:
-        if only is not None and name != only:
+        if left_out(name, only, COMMANDS):
             return Skipped()
         # typeshed wants parents of the subparsers' class (Parser); argparse takes any parser
         p = sub.add_parser(name, parents=[common], help=help_text, description=help_text)  # type: ignore[list-item]
@@ -349,7 +352,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     for module in dict.fromkeys(EXTENSIONS.values()):  # in the order --help lists them
         if only is None or EXTENSIONS.get(only) == module:
-            import_module(f"captain_tui.cli.{module}").add_commands(sub, common, Parser)
+            import_module(f"captain_tui.cli.{module}").add_commands(
+                sub, common, Parser, only=only, inner=inner
+            )
     return parser
 
 
@@ -486,7 +491,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return _hook(argv[1:])  # `captain hook --help` alone goes to argparse: its usage
     # a crew's command runs on every tool call, a captain's as often when the captain is an
     # agent: build only the parser of the command being run (every one costs its start)
-    parser = build_parser(argv[0] if argv[:1] and argv[0] in COMMANDS else None)
+    only = argv[0] if argv[:1] and argv[0] in COMMANDS else None
+    parser = build_parser(only, argv[1] if only in EXTENSIONS and argv[1:2] else None)
     try:
         args = parser.parse_args(argv)
     except UsageError as err:
