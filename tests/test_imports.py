@@ -422,3 +422,56 @@ def test_a_work_command_builds_only_its_own_parser_and_the_same_one():
                 commands(build_parser(group, word), "command")[group], f"{group}_command"
             )
             assert tuple(inner) == names, (group, word)
+
+
+# What the budget's gate must not load before a tool call when the crew has no budget: it
+# decides from the crew's events listing and snapshot alone (state.crew_side.gate), before
+# the parser, the hooks, the home's classes, typing or pathlib are imported.
+NO_BUDGET_GATE_NEVER = (
+    "argparse",
+    "typing",
+    "pathlib",
+    "pydantic",
+    "captain_tui.agents",
+    "captain_tui.cli.args",
+    "captain_tui.cli.captain_commands",
+    "state.home",
+    "state.store",
+    "state.crew",
+)
+
+
+def test_the_gate_of_a_crew_without_a_budget_imports_nothing_else(cli, project: Path):
+    """``captain hook claude PreToolUse`` (and Codex's) runs before every tool call; with no
+    budget it answers (nothing) having imported none of ``NO_BUDGET_GATE_NEVER``, in a
+    fresh interpreter as ``python -m captain_tui`` runs it. With a budget the full gate
+    runs (and imports what it needs), so this tells the two apart."""
+    envs = {}
+    for name, owns, budget in (("Jack", "src/a", []), ("Kim", "src/b", ["--budget-usd", "9"])):
+        done = cli("crew", name, "--task", "T", "--owns", owns, "--json", "--no-launch", *budget)
+        assert done.code == 0, done.err
+        envs[name] = done.json["env"]
+    code = """
+        import contextlib, io, json, runpy, sys
+
+        sys.argv = ["captain", "hook", "claude", "PreToolUse"]
+        sys.stdin = io.TextIOWrapper(io.BytesIO(b'{"tool_name": "Bash"}'))
+        sink = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(sink):
+                runpy.run_module("captain_tui", run_name="__main__")
+        except SystemExit as exc:
+            code = exc.code
+        print(json.dumps({"code": code, "out": sink.getvalue(), "loaded": sorted(sys.modules)}))
+    """
+    loaded = {}
+    for name, env in envs.items():
+        result = run_python(code, cwd=project, env=env)
+        assert result["code"] == 0 and result["out"] == "", result
+        loaded[name] = [
+            m
+            for m in result["loaded"]
+            if any(m == n or m.startswith(n + ".") for n in NO_BUDGET_GATE_NEVER)
+        ]
+    assert loaded["Jack"] == [], loaded["Jack"]
+    assert "captain_tui.agents.hooks" in loaded["Kim"]  # a budget: the full gate decided
