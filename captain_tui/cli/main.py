@@ -421,7 +421,9 @@ def _hook(argv: list[str]) -> int:
         return run_hook(agent, event, payload, sys.stdin, sys.stdout, os.environ)
     except BaseException as exc:  # noqa: BLE001 - fail open, always
         try:
-            print(f"captain: hook failed open: {type(exc).__name__}: {exc}", file=sys.stderr)
+            from captain_tui.cli.out import PROG
+
+            print(f"{PROG}: hook failed open: {type(exc).__name__}: {exc}", file=sys.stderr)
         except Exception:  # noqa: BLE001
             pass
         return 0
