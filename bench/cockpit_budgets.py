@@ -18,10 +18,8 @@
    slowest single event and what it overlapped (a full rescan, a full garbage collection,
    or neither); and events each written 0-50 ms after a full rescan started (the periodic
    one made due every second): the worst moment, budget max <= 250 ms.
-3. idle CPU with 20 crew (the doorbell running, as in ``captain``): CPU time of a fresh
-   cockpit process over ``--idle-seconds``, as % of one core; once with crew recorded
-   without panes (``--no-launch``) and, when tmux is installed, once with every crew in a
-   live tmux pane (the doorbell then reads each crew's mail).
+3. (the idle cockpit is measured once, by ``bench/cockpit_idle.py``: its ``measure``, by
+   process and by thread, against its ``BUDGET``; part 6 uses both)
 
 4. the Work panel on a ledger of ``--work-finished`` finished items (default 100k), on the
    files and on PostgreSQL (bench/ledger_claims.py's server and bulk fill): work event ->
@@ -43,7 +41,8 @@
 6. approvals (#26), 20 crew: a real ``PermissionRequest`` hook raises a request -> its row
    in the Approvals panel (from the request file's publication, its ctime; and from the
    hook's start), budget p95 <= 200 ms; then, with every crew holding a request open (its
-   hook waiting), event -> row and idle CPU again, within their budgets.
+   hook waiting), event -> row and the idle cockpit again (``bench/cockpit_idle.py``'s
+   measurement over ``--idle-seconds``, at most 15 s), within their budgets.
 
 Prints one Markdown table and the machine; ``--json PATH`` also writes every number (and
 the table's rows, under ``rows``).
@@ -1202,7 +1201,10 @@ def approvals_phase(
             time.sleep(0.1)
         out["held"] = len(keys)
         out["events"] = event_phase(root, n_events, "held requests", settle)
-        out["idle"] = idle_phase(root, idle_seconds, "held requests", warm)
+        from bench.cockpit_idle import measure  # the one idle measurement (and budget)
+
+        _log(f"approvals: the cockpit idle for {idle_seconds:.0f} s, requests held open")
+        out["idle"] = measure(root, None, idle_seconds, warm)["idle"]
     finally:
         hooks.stop()
     return out
@@ -1357,15 +1359,6 @@ def _children() -> list[int]:
     return out
 
 
-def _cpu_of(pid: int) -> float:
-    """utime + stime of a live process, in seconds (0 when it is gone)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _hwm_of(pid: int) -> int:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -1483,106 +1476,6 @@ def paint_phase(root: Path, runs: int, settle: float) -> dict:
         "watcher_rss_mb": max(r["watcher_hwm_mb"] for r in out),
         "median_rss_mb": statistics.median(r["vmhwm_mb"] for r in out),
     }
-
-
-# -- 3: idle CPU ----------------------------------------------------------------------------
-
-
-def idle_driver(root: str, seconds: float, doorbell: bool, warm: float = 3.0) -> int:
-    """A cockpit as ``captain`` runs it, left alone: CPU time over ``seconds`` (this
-    process's threads, plus the tmux clients it ran and waited for)."""
-    from captain_tui.cockpit.app import CaptainApp
-    from state.home import Home
-
-    rescans = _RescanCounter()
-
-    async def main() -> None:
-        app = CaptainApp(Home(Path(root)), run_doorbell=doorbell)
-        async with app.run_test(size=SIZE, notifications=True):
-            await _wait(
-                lambda: app.scanned and len(rescans.runs) >= 2,
-                300,
-                "the first scan and the watcher's",
-            )
-            await asyncio.sleep(warm)  # start-up work done: now it is idle
-            live = {pid: _cpu_of(pid) for pid in _children()}  # the watcher process
-            t0, c0, w0 = os.times(), time.process_time(), time.monotonic()
-            await asyncio.sleep(seconds)
-            t1, c1, w1 = os.times(), time.process_time(), time.monotonic()
-            own = c1 - c0  # every thread of this process, in ns steps
-            watcher = sum(_cpu_of(pid) - before for pid, before in live.items())
-            waited = (t1.children_user - t0.children_user) + (
-                t1.children_system - t0.children_system
-            )  # tmux clients run and reaped
-            print(
-                json.dumps(
-                    {
-                        "wall_s": w1 - w0,
-                        "cpu_s": own,
-                        "watcher_cpu_s": watcher,
-                        "children_cpu_s": waited,
-                        "pct": 100 * (own + watcher + waited) / (w1 - w0),
-                    }
-                ),
-                flush=True,
-            )
-            os._exit(0)
-
-    asyncio.run(main())
-    return 0
-
-
-def idle_phase(root: Path, seconds: float, label: str, warm: float = 3.0) -> dict:
-    _log(f"idle CPU, {label}: {seconds:.0f} s")
-    proc = subprocess.run(
-        [
-            sys.executable,
-            __file__,
-            "--idle-driver",
-            str(root),
-            "--seconds",
-            str(seconds),
-            "--warm",
-            str(warm),
-        ],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        timeout=seconds + 600,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"idle driver failed: {proc.stderr[-2000:]}")
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
-    _log(f"  {out['pct']:.2f} % of one core")
-    return out
-
-
-class _TmuxPanes:
-    """A private tmux server; ``launch`` opens each crew's window on it (the real launcher,
-    running a program that just sleeps)."""
-
-    def __init__(self) -> None:
-        from captain_tui.runtime.tmux import socket_path_for
-
-        self.socket = socket_path_for(f"captain-bench-{os.getpid()}")
-
-    def launch(self, home, name: str, key: str):
-        from captain_tui.runtime.launch import launcher
-
-        return launcher(
-            home,
-            name=name,
-            key=key,
-            agent="program",
-            program="sleep 1000000",
-            socket=self.socket,
-            session="bench",
-            cwd=str(home.root.parent),
-        )
-
-    def kill(self) -> None:
-        subprocess.run(["tmux", "-S", self.socket, "kill-server"], capture_output=True)
-        Path(self.socket).unlink(missing_ok=True)
 
 
 # -- the report -----------------------------------------------------------------------------
@@ -1747,13 +1640,16 @@ def _approval_rows_md(a: dict) -> list[str]:
             f"request open (its hook waiting); {ev['events']} events | {_latency(ev)} | p95 "
             f"<= 100 ms | {_verdict(ev['p95_ms'] <= 100 and not ev['missed'])} |"
         )
-        part = {k: 100 * idle[k] / idle["wall_s"] for k in ("cpu_s", "watcher_cpu_s")}
+        from bench.cockpit_idle import BUDGET as IDLE_BUDGET  # the one idle budget
+
         lines.append(
-            f"| cockpit idle, {a['held']} crew each holding an approval request open, "
-            f"doorbell on, over {idle['wall_s']:.0f} s | {idle['pct']:.2f} % of one core "
-            f"(cockpit {part['cpu_s']:.2f}, watcher process {part['watcher_cpu_s']:.2f}; the "
-            f"held hooks' own polling is the crews', not counted) | <= 3 % | "
-            f"{_verdict(idle['pct'] <= 3)} |"
+            f"| cockpit idle, {a['held']} crew each holding an approval request open (no "
+            f"panes), doorbell on, over {idle['wall_s']:.0f} s (bench/cockpit_idle.py's "
+            f"measurement) | {idle['total_pct']:.2f} % of one core (cockpit "
+            f"{idle['cockpit_pct']:.2f}, watcher process {idle['watcher_pct']:.2f}, tmux "
+            f"clients {idle['tmux_clients_pct']:.2f}; the held hooks' own polling is the "
+            f"crews', not counted) | <= {IDLE_BUDGET:g} % | "
+            f"{_verdict(idle['total_pct'] <= IDLE_BUDGET)} |"
         )
     return lines
 
@@ -1831,16 +1727,6 @@ def _home_rows(results: dict) -> list[str]:
     )
     if "approvals" in results:
         lines += _approval_rows_md(results["approvals"])
-    for item in results["idle"]:
-        part = {
-            k: 100 * item[k] / item["wall_s"] for k in ("cpu_s", "watcher_cpu_s", "children_cpu_s")
-        }
-        lines.append(
-            f"| cockpit idle, {item['label']}, over {item['wall_s']:.0f} s | "
-            f"{item['pct']:.2f} % of one core (cockpit {part['cpu_s']:.2f}, watcher "
-            f"process {part['watcher_cpu_s']:.2f}, tmux clients "
-            f"{part['children_cpu_s']:.2f}) | <= 3 % | {_verdict(item['pct'] <= 3)} |"
-        )
     return lines
 
 
@@ -1879,7 +1765,11 @@ def main() -> int:
         help="fresh cockpit processes for first paint (default 3; --quick 1)",
     )
     parser.add_argument(
-        "--idle-seconds", type=float, default=None, help="idle CPU window (default 30; --quick 6)"
+        "--idle-seconds",
+        type=float,
+        default=None,
+        help="idle windows: the Work panel's and, at most 15 s, the approvals' (default 30; "
+        "--quick 6); the idle cockpit's own budget is bench/cockpit_idle.py's",
     )
     parser.add_argument(
         "--big-home",
@@ -1896,9 +1786,6 @@ def main() -> int:
         "--big-notifications", type=int, default=None, help="default 50000 (--quick: 10000)"
     )
     parser.add_argument("--rebuild", action="store_true", help="build the big home afresh")
-    parser.add_argument(
-        "--no-tmux", action="store_true", help="skip the idle run with crew in live tmux panes"
-    )
     parser.add_argument("--quick", action="store_true", help="a short run")
     parser.add_argument(
         "--smoke",
@@ -1925,12 +1812,8 @@ def main() -> int:
     # internal: the processes the bench starts
     parser.add_argument("--writer", help=argparse.SUPPRESS)
     parser.add_argument("--paint-driver", help=argparse.SUPPRESS)
-    parser.add_argument("--idle-driver", help=argparse.SUPPRESS)
     parser.add_argument("--work-writer", help=argparse.SUPPRESS)
     parser.add_argument("--settle", type=float, default=2.0, help=argparse.SUPPRESS)
-    parser.add_argument("--seconds", type=float, default=30.0, help=argparse.SUPPRESS)
-    parser.add_argument("--no-doorbell", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--warm", type=float, default=3.0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.writer:
         return writer_main(args.writer)
@@ -1938,12 +1821,10 @@ def main() -> int:
         return paint_driver(args.paint_driver, args.settle)
     if args.work_writer:
         return work_writer_main(args.work_writer)
-    if args.idle_driver:
-        return idle_driver(args.idle_driver, args.seconds, not args.no_doorbell, args.warm)
 
     quick = args.quick
     warm, settle = 3.0, 1.0  # seconds: before idle is measured, before the first event
-    small = (20, 500, 500)  # crew, messages, notifications: the small home, the idle ones
+    small = (20, 500, 500)  # crew, messages, notifications: the small home, the approvals one
     if args.smoke:  # one event of each kind, every phase once, on tiny homes, briefly
         args.events, args.paint_runs, args.idle_seconds = len(KINDS), 1, 0.5
         args.big_crew, args.big_messages, args.big_notifications = 4, 60, 60
@@ -1986,7 +1867,6 @@ def main() -> int:
     # the cockpit's own settings (theme, alerts) stay out of the person's config
     os.environ["CAPTAIN_CONFIG_DIR"] = str(tmp / "config")
     os.environ.pop("CAPTAIN_HOME", None)
-    panes = None
     try:
         if args.work_only:
             results["work"] = _phase(
@@ -2031,16 +1911,6 @@ def main() -> int:
             lambda: event_phase(big_root, collide_events, "big", settle, collide=True),
         )
 
-        results["idle"] = []
-        idle_root = tmp / "idle" / "home"
-        idle_root.parent.mkdir()
-        build_home(idle_root, *small)
-        idle = _phase(
-            results, "idle_no_panes", lambda: idle_phase(idle_root, idle_seconds, "no panes", warm)
-        )
-        results["idle"].append(
-            {"label": f"{small[0]} crew without panes (--no-launch), doorbell on", **idle}
-        )
         appr_root = tmp / "approvals" / "home"
         appr_root.parent.mkdir()
         build_home(appr_root, *small)
@@ -2056,23 +1926,6 @@ def main() -> int:
                 warm,
             ),
         )
-        if shutil.which("tmux") and not args.no_tmux:
-            panes = _TmuxPanes()
-            panes_root = tmp / "panes" / "home"
-            panes_root.parent.mkdir()
-            build_home(panes_root, *small, launch=panes.launch, unread_frac=0.0)
-            idle = _phase(
-                results,
-                "idle_tmux",
-                lambda: idle_phase(panes_root, idle_seconds, "tmux panes", warm),
-            )
-            results["idle"].append(
-                {
-                    "label": f"{small[0]} crew in live tmux panes ({small[1]} messages, all "
-                    "read), doorbell on",
-                    **idle,
-                }
-            )
         if not args.no_work:
             results["work"] = _phase(
                 results,
@@ -2087,8 +1940,6 @@ def main() -> int:
                 ),
             )
     finally:
-        if panes is not None:
-            panes.kill()
         shutil.rmtree(tmp, ignore_errors=True)
 
     return _finish(results, args)

@@ -17,6 +17,10 @@ wake-ups) before and after ``--seconds`` of idling, for:
 The baseline, from the same run: the same tmux server with the same panes and no cockpit,
 over the same window, measured first (what the panes cost on their own).
 
+This is the one measurement of the idle cockpit and ``BUDGET`` its one budget: the cockpit
+part's idle row with every crew holding an approval request open
+(``bench/cockpit_budgets.py``, ``approvals_phase``) is ``measure`` too, on its own home.
+
     python bench/cockpit_idle.py [--crews 20] [--seconds 60] [--quick] [--smoke] [--json PATH]
 """
 
@@ -41,6 +45,7 @@ sys.path.insert(0, str(REPO))
 from bench.report import SMOKE, need_tmux, print_report, run_script, write_json  # noqa: E402
 
 BUDGET = 1.0  # % of one core, everything the idle cockpit costs (tmux server included)
+# (docs/design.md's "Budgets" table; every idle row of the bench is judged against this)
 SIZE = (160, 50)
 TICK = os.sysconf("SC_CLK_TCK")
 OURS = ("captain_tui", "state", "widgets")  # captain's own packages
@@ -94,7 +99,7 @@ class Sample:
     """CPU seconds and wake-ups of the cockpit (per thread), its reaped and live children,
     and the tmux server, at one moment."""
 
-    def __init__(self, cockpit: int | None, server: int, threads: dict[int, str]) -> None:
+    def __init__(self, cockpit: int | None, server: int | None, threads: dict[int, str]) -> None:
         self.at = time.monotonic()
         self.threads: dict[str, tuple[float, int]] = {}
         self.live: dict[int, tuple[float, int]] = {}
@@ -120,8 +125,8 @@ class Sample:
                         for t in os.listdir(f"/proc/{child}/task")
                     ),
                 )
-        self.server = _cpu(f"/proc/{server}/stat")
-        self.server_wakeups = _wakeups(f"/proc/{server}/status")
+        self.server = _cpu(f"/proc/{server}/stat") if server else 0.0  # no tmux server
+        self.server_wakeups = _wakeups(f"/proc/{server}/status") if server else 0
 
 
 def split(before: Sample, after: Sample) -> dict:
@@ -239,12 +244,17 @@ class Panes:
         Path(self.socket).unlink(missing_ok=True)
 
 
-def measure(root: Path, panes: Panes, seconds: float, warm: float) -> dict:
-    server = panes.server_pid()
-    _log(f"baseline: the tmux server with {seconds:.0f} s of no cockpit")
-    before = Sample(None, server, {})
-    time.sleep(seconds)
-    baseline = split(before, Sample(None, server, {}))
+def measure(root: Path, panes: Panes | None, seconds: float, warm: float) -> dict:
+    """The cockpit on ``root``, idle for ``seconds`` once warm, by process and by thread
+    (``split``); with ``panes``, its tmux server too, and first the same server alone over
+    the same window (``baseline``; None without panes)."""
+    server = panes.server_pid() if panes is not None else None
+    baseline = None
+    if server is not None:
+        _log(f"baseline: the tmux server with {seconds:.0f} s of no cockpit")
+        before = Sample(None, server, {})
+        time.sleep(seconds)
+        baseline = split(before, Sample(None, server, {}))
     _log(f"the cockpit, idle for {seconds:.0f} s")
     proc = subprocess.Popen(
         [sys.executable, __file__, "--driver", str(root), "--warm", str(warm)],

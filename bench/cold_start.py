@@ -9,7 +9,10 @@ no mail waiting on an unfinished assignment (it blocks the stop), the common cas
 claude Stop (spend)` the same with a transcript holding one new turn, which it measures
 (docs/ledger.md "Spend") and hands to the detached recorder. `hook claude PreToolUse
 (budget)` is the budget's gate before every tool call (docs/budgets.md): the assignment has
-a budget, its transcript one new turn, which the gate measures and finds under it.
+a budget, its transcript one new turn, which the gate measures and finds under it; `(no
+budget)` the same hook of a second crew, recorded only, whose assignment has none (the
+common case: the hook runs before every tool call all the same, since a budget can be set
+at any time).
 
 The captain's commands -- `status` with 20 crew, `tell`, `answer`, `wait --timeout 0`
 (nothing waiting) and `work list` -- run the same way against a second throwaway home whose
@@ -177,13 +180,16 @@ def main() -> int:
             "hook claude Stop": [],
             "hook claude Stop (spend)": [],
             "hook claude PreToolUse (budget)": [],
+            "hook claude PreToolUse (no budget)": [],
         }
         stop = json.dumps({"session_id": "bench", "stop_hook_active": False})
 
-        def timed(name: str, argv: list[str], stdin: str | None = None) -> Any:
+        def timed(
+            name: str, argv: list[str], stdin: str | None = None, env: dict | None = None
+        ) -> Any:
             start = time.perf_counter()
             proc = subprocess.run(
-                captain + argv, env=crew_env, input=stdin, capture_output=True, text=True
+                captain + argv, env=env or crew_env, input=stdin, capture_output=True, text=True
             )
             results[name].append((time.perf_counter() - start) * 1000)
             assert proc.returncode == 0, f"{name}: {proc.stdout[-500:]} {proc.stderr[-500:]}"
@@ -226,6 +232,16 @@ def main() -> int:
             base,
         )
 
+        # a crew with no budget: the same gate, with nothing to measure against
+        _, proc = _run(
+            captain
+            + ["crew", "Nob", "--task", "bench", "--owns", "lib", "--allow", "edit", "--json"]
+            + ["--cwd", tmp, "--no-launch"],
+            base,
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        unbudgeted_env = {**base, **json.loads(proc.stdout)["env"]}
+
         def gated_turn(n: int) -> None:
             usage = {"input_tokens": 700 + n, "output_tokens": 30 + n}
             line = {
@@ -258,6 +274,13 @@ def main() -> int:
                 "hook claude PreToolUse (budget)", ["hook", "claude", "PreToolUse"], pre_tool
             )
             assert said == "", said  # under the budget: the call runs
+            said = timed(
+                "hook claude PreToolUse (no budget)",
+                ["hook", "claude", "PreToolUse"],
+                pre_tool,
+                unbudgeted_env,
+            )
+            assert said == "", said  # no budget: the call runs
     anchor_cmd, anchor_why = (None, "left out in --smoke") if args.smoke else _anchor()
     captain_results = _captain_side(captain, base, args.runs, args.crews, anchor_cmd, results)
     base_ms = statistics.median(results["python -c pass"])

@@ -118,6 +118,35 @@ def test_each_bench_part_runs_in_smoke_mode_and_produces_finite_numbers(smoke_ru
         assert numbers and all(math.isfinite(x) for x in numbers), detail
 
 
+def _finished_rows(smoke_runs, part: str) -> list[dict]:
+    """A part's rows from its JSON, once its smoke run has ended (the test above reads its
+    output; here the process is only waited for)."""
+    proc, out = smoke_runs[part]
+    if proc.poll() is None:
+        proc.communicate(timeout=TIMEOUT)
+    (section,) = json.loads(out.read_text())["sections"]
+    return section["rows"]
+
+
+def test_the_idle_cockpit_is_one_measurement_judged_against_one_budget(smoke_runs):
+    """One fact, one measurement: the idle cockpit's rows come from bench/cockpit_idle.py
+    (by process and by thread) and from nowhere else, but the cockpit part's row with every
+    crew holding an approval request open (which no other row measures), and every one is
+    judged against the same budget, cockpit_idle.BUDGET (docs/design.md: <= 1 %)."""
+    from bench.cockpit_idle import BUDGET
+
+    idle_rows = {
+        part: [r for r in _finished_rows(smoke_runs, part) if r["what"].startswith("cockpit idle")]
+        for part in ("cockpit", "cockpit idle")
+    }
+    (held,) = idle_rows["cockpit"]  # the no-panes and live-panes rows are cockpit_idle's now
+    assert "holding an approval request open" in held["what"], held
+    assert "by thread" in idle_rows["cockpit idle"][1]["measured"], idle_rows["cockpit idle"]
+    for row in (held, idle_rows["cockpit idle"][0]):
+        assert row["budget"] == f"<= {BUDGET:g} %", row
+        assert "watcher process" in row["measured"] and "tmux clients" in row["measured"], row
+
+
 def test_a_part_that_cannot_run_or_crashes_says_why_in_its_row_and_the_next_still_runs(tmp_path):
     """No tmux on PATH: the doorbell part cannot run; a PostgreSQL URL nobody listens on:
     the wake-ups part crashes. Each gets one row with one sentence, no traceback; the

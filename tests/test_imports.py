@@ -289,13 +289,16 @@ def test_the_budget_gate_loads_no_pydantic(cli, project: Path, tmp_path: Path):
 # own tmux runtime while no crew has a pane (here they are recorded only). The mail, the
 # one-poll wait, work list and status run on plain records (state.crew_side.captain and
 # .status), so they load neither pydantic nor importlib.metadata (the version is read only
-# for --version; pydantic's plugin look-up reads it whenever a model is built). status
-# reads the landing queue without the land's machinery and, for crew whose project is
-# outside any repository (here), neither git's module nor a git process; nor dataclasses
-# (inspect, ast and dis behind it: ~5-10 ms of a cold start).
+# for --version; pydantic's plugin look-up reads it whenever a model is built), nor
+# dataclasses (inspect, ast and dis behind it: ~5-10 ms of a cold start). The four besides
+# status never parse the ledger's URL either: work list asks only whether anything names a
+# database (state.work.naming); status describes the ledger, so it may. status reads the
+# landing queue without the land's machinery and, for crew whose project is outside any
+# repository (here), neither git's module nor a git process.
 CAPTAIN_SIDE_NEVER = (*HEAVY, "fastapi", "uvicorn", "starlette", "psycopg", "captain_tui.runtime")
 CAPTAIN_SIDE_PLAIN = ("tell", "answer", "wait --timeout 0", "work list", "status")
-PLAIN_NEVER = ("pydantic", "importlib.metadata")
+PLAIN_NEVER = ("pydantic", "importlib.metadata", "dataclasses", "inspect")
+NOT_STATUS_NEVER = ("state.work.location",)
 STATUS_NEVER = (
     "captain_tui.repo.landing",
     "captain_tui.repo.git",
@@ -303,7 +306,6 @@ STATUS_NEVER = (
     "state.work.ledger",
     "state.records",
     "subprocess",
-    "dataclasses",
 )
 
 
@@ -358,7 +360,7 @@ def test_captain_side_commands_import_only_what_they_use(cli, project: Path):
         result = json.loads(proc.stdout.strip().splitlines()[-1])
         assert result["code"] == 0, (name, result["out"])
         never = CAPTAIN_SIDE_NEVER + (PLAIN_NEVER if name in CAPTAIN_SIDE_PLAIN else ())
-        never += STATUS_NEVER if name == "status" else ()
+        never += STATUS_NEVER if name == "status" else NOT_STATUS_NEVER
         loaded[name] = [
             m for m in result["loaded"] if any(m == n or m.startswith(n + ".") for n in never)
         ]
@@ -387,6 +389,7 @@ def test_every_command_builds_only_its_own_parser_and_the_same_one():
     it would build every parser, slower), and a command's own parser is the whole
     parser's: the same options, usage and help."""
     from captain_tui.cli.main import COMMANDS, EXTENSIONS, build_parser
+    from captain_tui.cli.work_commands import GROUPS  # built one command at a time (below)
 
     def commands(parser):
         (sub,) = [a for a in parser._actions if a.dest == "command"]
@@ -397,5 +400,90 @@ def test_every_command_builds_only_its_own_parser_and_the_same_one():
     for name in sorted(COMMANDS):
         own = commands(build_parser(name))
         module = EXTENSIONS.get(name)
-        assert set(own) == {name} | {n for n, m in EXTENSIONS.items() if module and m == module}
+        beside = {n for n, m in EXTENSIONS.items() if module and m == module}
+        assert set(own) == ({name} if name in GROUPS else {name} | beside), name
         assert own[name].format_help() == whole[name].format_help(), name
+
+
+def test_a_work_command_builds_only_its_own_parser_and_the_same_one():
+    """``captain work list`` (and each work and deliveries command) builds only its own
+    parser, not the dozen beside it; ``work_commands.GROUPS`` names every one the whole
+    parser has, and each is the whole parser's: the same options, usage and help. A word
+    that is none of them (a typo, ``-h``) gets them all, so its error lists them."""
+    from captain_tui.cli.main import build_parser
+    from captain_tui.cli.work_commands import GROUPS
+
+    def commands(parser, dest):
+        (sub,) = [a for a in parser._actions if a.dest == dest]
+        return sub.choices
+
+    whole = commands(build_parser(), "command")
+    for group, names in GROUPS.items():
+        assert tuple(commands(whole[group], f"{group}_command")) == names, group
+        for name in names:
+            own = commands(build_parser(group, name), "command")
+            assert set(own) == {group}, (group, name)  # not the other group either
+            inner = commands(own[group], f"{group}_command")
+            assert set(inner) == {name}, (group, name)
+            assert (
+                inner[name].format_help()
+                == commands(whole[group], f"{group}_command")[name].format_help()
+            ), (group, name)
+        for word in ("bogus", "-h", None):
+            inner = commands(
+                commands(build_parser(group, word), "command")[group], f"{group}_command"
+            )
+            assert tuple(inner) == names, (group, word)
+
+
+# What the budget's gate must not load before a tool call when the crew has no budget: it
+# decides from the crew's events listing and snapshot alone (state.crew_side.gate), before
+# the parser, the hooks, the home's classes, typing or pathlib are imported.
+NO_BUDGET_GATE_NEVER = (
+    "argparse",
+    "typing",
+    "pathlib",
+    "pydantic",
+    "captain_tui.agents",
+    "captain_tui.cli.args",
+    "captain_tui.cli.captain_commands",
+    "state.home",
+    "state.store",
+    "state.crew",
+)
+
+
+def test_the_gate_of_a_crew_without_a_budget_imports_nothing_else(cli, project: Path):
+    """``captain hook claude PreToolUse`` (and Codex's) runs before every tool call; with no
+    budget it answers (nothing) having imported none of ``NO_BUDGET_GATE_NEVER``, in a
+    fresh interpreter as ``python -m captain_tui`` runs it. With a budget the full gate
+    runs (and imports what it needs), so this tells the two apart."""
+    envs = {}
+    for name, owns, budget in (("Jack", "src/a", []), ("Kim", "src/b", ["--budget-usd", "9"])):
+        done = cli("crew", name, "--task", "T", "--owns", owns, "--json", "--no-launch", *budget)
+        assert done.code == 0, done.err
+        envs[name] = done.json["env"]
+    code = """
+        import contextlib, io, json, runpy, sys
+
+        sys.argv = ["captain", "hook", "claude", "PreToolUse"]
+        sys.stdin = io.TextIOWrapper(io.BytesIO(b'{"tool_name": "Bash"}'))
+        sink = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(sink):
+                runpy.run_module("captain_tui", run_name="__main__")
+        except SystemExit as exc:
+            code = exc.code
+        print(json.dumps({"code": code, "out": sink.getvalue(), "loaded": sorted(sys.modules)}))
+    """
+    loaded = {}
+    for name, env in envs.items():
+        result = run_python(code, cwd=project, env=env)
+        assert result["code"] == 0 and result["out"] == "", result
+        loaded[name] = [
+            m
+            for m in result["loaded"]
+            if any(m == n or m.startswith(n + ".") for n in NO_BUDGET_GATE_NEVER)
+        ]
+    assert loaded["Jack"] == [], loaded["Jack"]
+    assert "captain_tui.agents.hooks" in loaded["Kim"]  # a budget: the full gate decided

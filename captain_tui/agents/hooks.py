@@ -76,6 +76,7 @@ from typing import IO, TYPE_CHECKING, NamedTuple
 from state.clock import now
 from state.crew import guards
 from state.crew.guards import Context
+from state.crew_side import gate
 from state.errors import CaptainError
 from state.home import Home
 from state.vocab import counted
@@ -93,7 +94,8 @@ CLAUDE_EVENTS = (
     "PreToolUse",
 )
 CODEX_TURN_COMPLETE = "agent-turn-complete"
-MAX_INPUT = 16 * 1024 * 1024  # characters of hook JSON read from stdin; more fails open
+# characters of hook JSON read from stdin; more fails open (the no-budget gate reads as much)
+MAX_INPUT = gate.MAX_INPUT
 # What pi's extension reads of a hook's output (MAX_OUTPUT in pi_extension.ts is 4 MiB):
 # a longer line would be cut, fail to parse, and its mail be lost though marked read.
 PI_MAX_LINE = 1024 * 1024

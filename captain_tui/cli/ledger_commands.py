@@ -87,8 +87,9 @@ def _import(args, location):
         backend.close()
 
 
-def add_commands(sub, common, parser_class) -> None:
+def add_commands(sub, common, parser_class, **wanted) -> None:
     """Register ``ledger`` (with its own subcommands) on ``sub``."""
+    # wanted (main's only, inner): few parsers here, all built
     text = (
         "The work ledger's storage: the file home by default, or a PostgreSQL database "
         "([ledger] url in config.toml, or CAPTAIN_LEDGER_URL)."

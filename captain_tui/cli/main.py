@@ -5,29 +5,24 @@ Captain-side commands are ``captain_tui.cli.captain_commands`` (and ``work_comma
 crew-side path (check, ask, done, inbox) builds only its own parser and imports only
 ``state``: it runs inside agent panes on every tool call, so it must start fast and never
 pull in textual or libtmux.
+
+Nothing is imported here at the top but ``os`` and ``sys``: the budget's gate before each
+of an agent's tool calls starts here too, and with no budget it answers before anything
+else is imported (``state.crew_side.gate``); each path imports what it uses.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-from collections.abc import Sequence
-from pathlib import Path
 
-from captain_tui.cli import captain_commands, crew_commands
-from captain_tui.cli.args import (
-    Parser,
-    Skipped,
-    UsageError,
-    check_home,
-    check_named,
-    seconds,
-    wants_json,
-)
-from captain_tui.cli.out import PROG, Out, printable
-from state.errors import CaptainError
-from state.vocab import BUDGET_MAX_USD, BUDGET_MIN_USD
+TYPE_CHECKING = False  # typing's own import costs every command a few ms (it loads re)
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Sequence
+
+    from captain_tui.cli.args import Skipped
+    from captain_tui.cli.out import Out
 
 CREW_SIDE = frozenset({"check", "ask", "done", "inbox"})
 # the commands each extension module adds: build_parser imports one only for its own
@@ -63,9 +58,18 @@ COMMANDS = (
 _SINGLE_POSITIONALS = ("name", "message", "question", "question_id", "action")
 
 
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+def build_parser(only: str | None = None, inner: str | None = None) -> argparse.ArgumentParser:
     """The whole parser, or with ``only`` the parser that can run that one command (the
-    others are left out: their names are then unknown, so pass only a command's name)."""
+    others are left out: their names are then unknown, so pass only a command's name); of
+    a command with commands of its own (``work``), ``inner`` names the one being run, the
+    word after it (``list``), and only its parser is built when it is one of them."""
+    import argparse
+
+    from captain_tui.cli import captain_commands, crew_commands
+    from captain_tui.cli.args import Parser, Skipped, Version, left_out, seconds
+    from captain_tui.cli.out import PROG
+    from state.vocab import BUDGET_MAX_USD, BUDGET_MIN_USD
+
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--home",
@@ -87,11 +91,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         metavar="DIR",
         help="with no command: open the cockpit on this home",
     )
-    parser.add_argument("--version", action=_Version)
+    parser.add_argument("--version", action=Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
     def add(name: str, help_text: str, func) -> argparse.ArgumentParser | Skipped:
-        if only is not None and name != only:
+        if left_out(name, only, COMMANDS):
             return Skipped()
         # typeshed wants parents of the subparsers' class (Parser); argparse takes any parser
         p = sub.add_parser(name, parents=[common], help=help_text, description=help_text)  # type: ignore[list-item]
@@ -349,43 +353,17 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     for module in dict.fromkeys(EXTENSIONS.values()):  # in the order --help lists them
         if only is None or EXTENSIONS.get(only) == module:
-            import_module(f"captain_tui.cli.{module}").add_commands(sub, common, Parser)
+            import_module(f"captain_tui.cli.{module}").add_commands(
+                sub, common, Parser, only=only, inner=inner
+            )
     return parser
-
-
-class _Version(argparse.Action):
-    """``--version``: the installed package's version, read only when asked for
-    (``importlib.metadata`` costs every other command ~40 ms of its start)."""
-
-    def __init__(
-        self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None
-    ):
-        super().__init__(
-            option_strings,
-            dest=dest,
-            default=default,
-            nargs=0,
-            help=help or "show program's version number and exit",
-        )
-
-    def __call__(self, parser, namespace, values, option_string=None) -> None:
-        parser._print_message(f"{PROG} {version()}\n", sys.stdout)
-        parser.exit()
-
-
-def version() -> str:
-    """The installed package's version; said plainly when captain runs uninstalled."""
-    from importlib import metadata
-
-    try:
-        return metadata.version("captain-tui")
-    except metadata.PackageNotFoundError:
-        return "(version unknown: not installed as a package)"
 
 
 def _warn(path: str, reason: str, moved: bool) -> None:
     """A file in the home the store moved to quarantine, or reports and leaves alone (a
     broken config.toml); said as it happens, so a long-running ``serve`` says it too."""
+    from captain_tui.cli.out import PROG, printable
+
     line = (
         (
             f"{PROG}: warning: quarantined {printable(path)}: {printable(reason)} "
@@ -402,8 +380,12 @@ def _warn(path: str, reason: str, moved: bool) -> None:
 
 def _cockpit(home_arg: str | None) -> int:
     """``captain`` alone: the cockpit on the home."""
-    from captain_tui.cli.args import caller
+    from pathlib import Path
+
+    from captain_tui.cli.args import caller, check_home
+    from captain_tui.cli.out import Out
     from state.crew.guards import check_captain
+    from state.errors import CaptainError
     from state.home import Home, default_home
 
     try:
@@ -425,6 +407,8 @@ def _hook(argv: list[str]) -> int:
     exit 0 (for Claude Code, exit 2 would block it) and a line on stderr.
     """
     try:
+        if _gate_open(argv):
+            return 0
         if argv[:1] == ["tmux"]:  # a crew window's pane-died hook (runtime/death_watch.py)
             from captain_tui.runtime.death_watch import run_hook as tmux_hook
 
@@ -437,10 +421,34 @@ def _hook(argv: list[str]) -> int:
         return run_hook(agent, event, payload, sys.stdin, sys.stdout, os.environ)
     except BaseException as exc:  # noqa: BLE001 - fail open, always
         try:
+            from captain_tui.cli.out import PROG
+
             print(f"{PROG}: hook failed open: {type(exc).__name__}: {exc}", file=sys.stderr)
         except Exception:  # noqa: BLE001
             pass
         return 0
+
+
+def _gate_open(argv: list[str]) -> bool:
+    """The budget's gate before a tool call (``captain hook claude PreToolUse``...) when
+    the crew surely has no budget: nothing to say, decided from the smallest read before
+    anything else is imported (``state.crew_side.gate``). What the agent sent on stdin is
+    read first all the same (the full gate reads at most ``MAX_HOOK_INPUT``), so its write
+    never meets a closed pipe. False (whatever went wrong here too): the full hook decides."""
+    try:
+        from state.crew_side.gate import GATES, MAX_INPUT, unbudgeted
+
+        if tuple(argv[:2]) not in GATES or not unbudgeted(os.environ):
+            return False
+    except Exception:  # noqa: BLE001 - never a reason to skip the full gate
+        return False
+    try:
+        stream = getattr(sys.stdin, "buffer", None)
+        if len(argv) < 3 and stream is not None and not stream.isatty():
+            stream.read(MAX_INPUT + 1)
+    except (OSError, ValueError):
+        pass  # nothing to read: nothing was owed
+    return True
 
 
 # A reader that closed its end of our stdout (``captain status --json | head -c 300``):
@@ -486,7 +494,11 @@ def _main(argv: Sequence[str] | None) -> int:
         return _hook(argv[1:])  # `captain hook --help` alone goes to argparse: its usage
     # a crew's command runs on every tool call, a captain's as often when the captain is an
     # agent: build only the parser of the command being run (every one costs its start)
-    parser = build_parser(argv[0] if argv[:1] and argv[0] in COMMANDS else None)
+    only = argv[0] if argv[:1] and argv[0] in COMMANDS else None
+    parser = build_parser(only, argv[1] if only in EXTENSIONS and argv[1:2] else None)
+    from captain_tui.cli.args import UsageError, wants_json
+    from captain_tui.cli.out import Out
+
     try:
         args = parser.parse_args(argv)
     except UsageError as err:
@@ -509,6 +521,8 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def _run(args, out: Out) -> int:
+    from captain_tui.cli.args import check_named
+    from state.errors import CaptainError
     from state.store import Reports
 
     args.reports = Reports(_warn)  # the command's home's (home_of): each said as it happens

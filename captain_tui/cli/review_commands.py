@@ -12,7 +12,8 @@ from captain_tui.cli.args import caller, home_of
 from captain_tui.cli.out import Out, printable, shown
 
 
-def add_commands(sub, common, parser_class) -> None:
+def add_commands(sub, common, parser_class, **wanted) -> None:
+    # wanted (main's only, inner): few parsers here, all built
     text = (
         "Show a crew's change: everything in its worktree since its base commit — its "
         "commits and what it has not committed yet — as a unified diff (--stat: the files "

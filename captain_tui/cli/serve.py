@@ -153,7 +153,8 @@ def _seconds(text: str) -> float:
     return value
 
 
-def add_commands(sub, common, parser_class) -> None:
+def add_commands(sub, common, parser_class, **wanted) -> None:
+    # wanted (main's only, inner): few parsers here, all built
     from captain_tui.api import limits
 
     p = sub.add_parser(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from captain_tui.cli.args import caller, captain_only, home_of, viewer
+from captain_tui.cli.args import Skipped, caller, captain_only, home_of, left_out, viewer
 from captain_tui.cli.out import table, when
 
 
@@ -510,17 +510,42 @@ def _cost(text: str) -> float:
     return value
 
 
-def add_commands(sub, common, parser_class) -> None:
-    """Register ``work`` and ``deliveries`` (with their own subcommands) on ``sub``."""
+# each group's commands: the one being run is the only one whose parser is built
+# (``left_out``; a test holds these to the whole parser's)
+GROUPS = {
+    "work": (
+        "list",
+        "show",
+        "cancel",
+        "replay",
+        "resolve",
+        "submit",
+        "claim",
+        "heartbeat",
+        "report",
+    ),
+    "deliveries": ("ingest", "list", "show", "purge"),
+}
+
+
+def add_commands(
+    sub, common, parser_class, only: str | None = None, inner: str | None = None
+) -> None:
+    """Register ``work`` and ``deliveries`` (with their own subcommands) on ``sub``; with
+    ``only`` (main's) and ``inner``, only the parser of the command being run."""
 
     def group(name: str, help_text: str):
+        if left_out(name, only, GROUPS):
+            return lambda cmd, text, func: Skipped()
         p = sub.add_parser(name, help=help_text, description=help_text)
-        inner = p.add_subparsers(
+        commands = p.add_subparsers(
             dest=f"{name}_command", metavar="COMMAND", required=True, parser_class=parser_class
         )
 
         def add(cmd: str, text: str, func):
-            q = inner.add_parser(cmd, parents=[common], help=text, description=text)
+            if left_out(cmd, inner, GROUPS[name]):
+                return Skipped()
+            q = commands.add_parser(cmd, parents=[common], help=text, description=text)
             q.set_defaults(func=func)
             return q
 

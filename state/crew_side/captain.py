@@ -179,12 +179,12 @@ def work_page(
     """``ledger.page`` on a home whose ledger is its own files; ``Unsure`` on a database
     ledger, or when an item's cache is behind, missing or unusual (the full path folds,
     repairs and quarantines)."""
-    from state.work.location import ledger_location  # here: the mail and wait need none
+    from state.work import naming  # here: the mail and wait need none
 
     paging.check_filters(state, source, limit)
     paging.check_cursor(after)
-    if ledger_location(home).postgres:
-        raise plain.Unsure("a database ledger: its driver answers")
+    if not naming.in_files(*naming.named(home)):  # not its URL's parser: what it costs
+        raise plain.Unsure("a ledger named elsewhere (a database): its driver answers")
     try:
         entries = os.scandir(home.store.dir("work", create=False))
     except FileNotFoundError:

@@ -1,18 +1,18 @@
 """Which ledger a home uses: the file home (the default) or a PostgreSQL database.
 
 ``CAPTAIN_LEDGER_URL`` wins; else ``[ledger] url`` in the home's ``config.toml``; else the
-file home. A URL must be a ``postgresql://`` (or ``postgres://``) URL libpq can read;
-anything else is refused (``invalid_ledger_url``) with a sentence that never repeats the
-password. The URL is read once, split exactly where libpq splits it (``_LibpqUri``), and
-everything shown comes from that reading. A password in a URL — the user information's,
-``?password=``, ``?sslpassword=`` — is secret everywhere: ``LedgerLocation.shown`` is the
-URL with each replaced by ``***``, and only ``LedgerLocation.url`` (never printed, never in
-a repr) holds them. Nothing here connects or imports a driver: ``state.work.postgres`` does that.
+file home (that rule: ``state.work.naming``). A URL must be a ``postgresql://`` (or
+``postgres://``) URL libpq can read; anything else is refused (``invalid_ledger_url``) with
+a sentence that never repeats the password. The URL is read once, split exactly where
+libpq splits it (``_LibpqUri``), and everything shown comes from that reading. A password
+in a URL — the user information's, ``?password=``, ``?sslpassword=`` — is secret
+everywhere: ``LedgerLocation.shown`` is the URL with each replaced by ``***``, and only
+``LedgerLocation.url`` (never printed, never in a repr) holds them. Nothing here connects
+or imports a driver: ``state.work.postgres`` does that.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
@@ -20,8 +20,9 @@ from urllib.parse import unquote_to_bytes
 
 from state.errors import CaptainError
 from state.home import Home
+from state.work.naming import ENV, in_files, ledger_section, named
 
-ENV = "CAPTAIN_LEDGER_URL"
+__all__ = ["ENV", "LedgerLocation", "ledger_location", "ledger_section", "locate", "parse_url"]
 SCHEMES = ("postgresql", "postgres")
 REDACTED = "***"
 # What of the ledger a PostgreSQL URL moves there today (state/work/pg_backend.py); the
@@ -107,43 +108,26 @@ class LedgerLocation(NamedTuple):  # not a dataclass: status pays no dataclasses
 def ledger_location(home: Home, environ: Mapping[str, str] | None = None) -> LedgerLocation:
     """Which ledger ``home`` uses (see the module's docstring). Refuses a URL that is set
     but is not one (``invalid_ledger_url``); an empty ``CAPTAIN_LEDGER_URL`` is unset."""
-    env = os.environ if environ is None else environ
-    variable = env.get(ENV) or None
-    return locate(str(home.root), variable, ledger_section(home, variable))
-
-
-def ledger_section(home: Home, variable: str | None) -> object:
-    """config.toml's ``[ledger]`` section, where it decides the ledger (no
-    ``CAPTAIN_LEDGER_URL``). A config.toml that exists but could not be read is refused
-    (``invalid_config``) rather than read as "no url": its ``[ledger] url`` may name a
-    database, and work written to the file home meanwhile would be missing from it."""
-    if variable is None:
-        problem = home.config_unusable()
-        if problem is not None:
-            raise CaptainError(
-                "invalid_config",
-                f"config.toml {problem}. Captain cannot tell which ledger this home uses (its "
-                "[ledger] url may name a database), so it reads and writes no work items "
-                f"until the file is fixed (or {ENV} names the ledger).",
-            )
-    return home.config().get("ledger")
+    variable, section = named(home, environ)
+    return locate(str(home.root), variable, section)
 
 
 def locate(root: str, variable: str | None, section: object) -> LedgerLocation:
     """``ledger_location`` from what decides it: the home's root, ``CAPTAIN_LEDGER_URL``'s
     value and the config's ``[ledger]`` section."""
+    if in_files(variable, section):  # the one rule of what names a ledger (naming.py)
+        return LedgerLocation(kind="file", home=root, origin="default", shown=root)
     if variable:
         return parse_url(variable, home=root, origin=ENV)
-    if isinstance(section, dict) and "url" in section:
-        url = section["url"]
-        if not isinstance(url, str) or not url:
-            raise CaptainError(
-                "invalid_ledger_url",
-                "[ledger] url in config.toml must be a postgresql:// URL in quotes; remove the "
-                "line to keep the ledger in the file home.",
-            )
-        return parse_url(url, home=root, origin="config.toml")
-    return LedgerLocation(kind="file", home=root, origin="default", shown=root)
+    assert isinstance(section, dict)  # in_files: its url names the ledger
+    url = section["url"]
+    if not isinstance(url, str) or not url:
+        raise CaptainError(
+            "invalid_ledger_url",
+            "[ledger] url in config.toml must be a postgresql:// URL in quotes; remove the "
+            "line to keep the ledger in the file home.",
+        )
+    return parse_url(url, home=root, origin="config.toml")
 
 
 def _refuse(origin: str, why: str) -> CaptainError:
