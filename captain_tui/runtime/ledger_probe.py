@@ -200,14 +200,14 @@ class Dispatcher:
 def _crew_stamp(home: Home, keys: tuple[str, ...]) -> tuple | None:
     """The times of these crews' histories and snapshots; None when one changed within the
     last second (a second change may share its time)."""
-    out = []
+    out: list[tuple[str, int | None, int | None, int | None]] = []
     racy = time.time_ns() - 1_000_000_000
     for key in keys:
         try:
             events = os.stat(home.root / "crew" / key / "events")
             cached = os.stat(home.root / "crew" / key / "state.json")
         except FileNotFoundError:
-            out.append((key, None))
+            out.append((key, None, None, None))
             continue
         if max(events.st_mtime_ns, cached.st_mtime_ns) >= racy:
             return None

@@ -185,7 +185,7 @@ class FileBackend:
         # reading never creates: a home with no work yet stays as it is (readers, the cockpit)
         return self.store.names(self._open_dir(create=False), suffix="")
 
-    def change_stamp(self) -> tuple | None:
+    def change_stamp(self) -> tuple[Any, ...] | None:
         """What differs whenever an open item changes (``ledger.change_stamp``): the open
         markers' names and times (an item is opened and closed by its marker, and each
         stored item touches it) and the folder's own. None: cannot tell now (a marker or

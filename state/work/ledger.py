@@ -233,7 +233,7 @@ def queued(home: Home) -> list[WorkItem]:
     return backend_for(home).open_items(("queued",))
 
 
-def change_stamp(home: Home) -> tuple | None:
+def change_stamp(home: Home) -> tuple[Any, ...] | None:
     """A stamp of what ``queued``, ``held`` and ``has_free_slot`` read: equal stamps mean
     none of it changed in between (the slots setting and every open item). None: the
     ledger cannot say (a shared database, whose writes its notifications tell; or a change
