@@ -158,7 +158,7 @@ class Runner:
         elif self.heard() is None or self.heard() != self._heard_at_ring:
             ring = self._next_ring
         else:
-            recheck = min((seen[1] for seen in self._quiet.values()), default=0.0)
+            recheck = min((seen[1] for seen in self._quiet.values()), default=float("inf"))
             ring = max(self._next_ring, recheck)
         clocks = [ring, self._next_ledger, self._next_deaths, self._next_dialogs]
         clocks.append(self._next_approval)
