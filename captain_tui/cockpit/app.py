@@ -98,7 +98,9 @@ from widgets.screens.review_screen import ReviewScreen
 from widgets.screens.settings import SettingsScreen
 from widgets.view import ApprovalRow, CrewRow, CrewView, HomeView, NotificationRow, QuestionRow
 
-DOORBELL_EVERY = 0.5  # how often the runner is asked (none of its clocks is shorter)
+# the runner is asked when one of its clocks is due (Runner.due), a change is heard under
+# the home, or a crew's process ends; never less often than this (a safety net)
+DOORBELL_LONGEST = 5.0
 AGES_EVERY = 5.0  # "4m ago" columns are re-rendered from the view (no I/O) this often,
 AGES_LONGEST = 60.0  # ... or, while no age drawn will read differently sooner, this seldom
 # an action's plain good news. Textual's toast rack stays bottom right: over the pane preview
@@ -191,6 +193,8 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
         self._ages_due = 0.0  # ... at this time.monotonic()
         self._ages_watch = AgeWatch()  # when the soonest age on screen reads differently
         self.alert_batch = AlertBatch(self, closing=lambda: self._closing_down)
+        self._doorbell_wake: Any = None  # what the doorbell worker sleeps on (runner.Wake)
+        self.doorbell_ticks = 0  # rounds the doorbell worker ran (tests, benchmarks)
 
     # -- layout ------------------------------------------------------------------------
 
@@ -246,6 +250,8 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
 
     def on_unmount(self) -> None:
         self._stopping = True
+        if self._doorbell_wake is not None:
+            self._doorbell_wake.set()  # its loop ends now, not at its next clock
         self._heap.stop()
         if self._pump is not None:
             self._pump.stop()
@@ -438,13 +444,15 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
 
     def _doorbell_loop(self) -> None:
         """The cockpit is one of the runners: held doorbells ring while it is open."""
-        from captain_tui.runtime.runner import Runner
+        from captain_tui.runtime.runner import Runner, Wake
 
         worker = get_current_worker()
         runner = Runner(self.home)
+        wake = self._doorbell_wake = Wake()
         pump = self._pump
         if pump is not None:  # rounds skip the crews while the watcher hears nothing
             runner.heard = pump.heard
+            pump.on_heard = wake.set  # ... and the loop sleeps until it hears something
         try:
             while not (worker.is_cancelled or self._stopping):
                 try:
@@ -452,9 +460,13 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
                 except Exception as exc:  # noqa: BLE001 - a doorbell problem must not stop it
                     self.log.warning(f"doorbell: {type(exc).__name__}: {exc}")
                 self._store_warnings()
-                worker.cancelled_event.wait(DOORBELL_EVERY)
+                self.doorbell_ticks += 1
+                wake.wait(min(runner.due(), DOORBELL_LONGEST), runner.fds())
         finally:
+            if pump is not None:
+                pump.on_heard = None
             runner.close()  # its watches on crews' processes (pidfds)
+            wake.close()
 
     def _store_warnings(self) -> None:
         """What the store reports and leaves in place (a broken config.toml, a file it could

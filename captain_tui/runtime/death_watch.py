@@ -53,6 +53,10 @@ from state.records import CrewSnapshot, Notification, PaneLocator
 
 HOOK = "pane-died"
 PROBE_EVERY = 3.0  # seconds between probes (a process's end comes by the hook, the pidfd)
+# ... while every live crew's process is watched by a pidfd: a window or server killed
+# hangs its processes up, their pidfds fire and the probe runs at once (``Probe.fired``);
+# this clock is left for a process that outlives its hang-up
+PROBE_COVERED = 15.0
 CONFIRM_AFTER = 1.0  # a vanished pane or server counts once seen gone this long
 # tmux marks a pane dead when its terminal closes and takes the exit status when it reaps
 # the process (then pane-died fires). A dead pane still without a status after a nudge is
@@ -209,11 +213,29 @@ class Probe:
         self._snapshots = snapshots or Snapshots()
         self._pidfds: dict[tuple[str, str], tuple[int, int]] = {}  # ident -> (pid, fd)
         self._ended: dict[tuple[str, str], tuple[CrewSnapshot, PaneLocator, float]] = {}
+        self._covered = False  # the last round found every live crew's process watched
+        self.fired = False  # a watched process ended since the runner last looked
+
+    @property
+    def every(self) -> float:
+        """Seconds until the next round: PROBE_COVERED while every live crew's process is
+        held by a pidfd (its end wakes the runner), else PROBE_EVERY."""
+        return PROBE_COVERED if self._covered else PROBE_EVERY
 
     @property
     def pending(self) -> bool:
         """A pane or server was seen gone and awaits its second look (due in CONFIRM_AFTER)."""
         return any(kind == "gone" for kind, _ in self._seen.values())
+
+    @property
+    def pending_quick(self) -> bool:
+        """A process seen ending whose pane tmux has not yet given a status for: ``quick``
+        looks again at each call until it has."""
+        return bool(self._ended)
+
+    def fds(self) -> list[int]:
+        """The pidfds held (each readable once its process ended: ``quick`` is due)."""
+        return [fd for _, fd in self._pidfds.values()]
 
     def round(self, home: Home, keys: list[str] | None = None) -> list[Notification]:
         """One look at every live crew's pane (``keys``: only these crews); returns the
@@ -293,8 +315,10 @@ class Probe:
                 if n is not None:
                     out.append(n)
         self._seen = seen
+        watched = sum(len(crews) for crews in by_socket.values())
         if keys is None:
             self._watch(alive)
+            self._covered = len(alive) == watched and all(i in self._pidfds for i in alive)
         else:
             self._watch({**{i: v[0] for i, v in self._pidfds.items() if i[0] not in keys}, **alive})
         return out
@@ -336,6 +360,8 @@ class Probe:
             ready = {fd for fd, _ in poller.poll(0)}
             for ident, (_, fd) in list(self._pidfds.items()):
                 if fd in ready:
+                    self.fired = True  # a window or server killed: the round looks at once
+                    self._covered = False
                     os.close(fd)
                     del self._pidfds[ident]
                     snapshot = self._snapshots.seen(ident[0])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 
 from state.clock import now
 from state.crew import crewlog, guards
@@ -85,13 +86,20 @@ def dispatch(home: Home) -> list[str]:
     Webhook and chat items are claimed by their workers (``captain work claim``); an
     assignment is started here: its crew's pane is launched if it waited for a slot.
     """
+    return _dispatch(home)[0]
+
+
+def _dispatch(home: Home) -> tuple[list[str], list[str]]:
+    """``dispatch``, and the crews whose assignments it found queued."""
     from state.crew import protocol
 
     claimed = []
+    waiting: list[str] = []
     for item in ledger.queued(home):
         if item.source != "assignment" or not item.crew:
             continue
         key = crew_key(item.crew)
+        waiting.append(key)
         with home.store.lock(guards.lock_name(key)):
             snapshot = crewlog.open_locked(home, key)
             if snapshot is None or snapshot.assignment.assignment_id != item.assignment_id:
@@ -149,11 +157,69 @@ def dispatch(home: Home) -> list[str]:
                     break
                 ledger.claim_held(home, item.work_id, holder=holder, start=start)
                 claimed.append(item.work_id)
-    return claimed
+    return claimed, waiting
 
 
-def round(home: Home, *, examine: bool = True) -> list[str]:  # noqa: A001 - one round
-    """Heartbeats and lease verdicts (``examine``), then dispatch. Never raises a refusal."""
+class Dispatcher:
+    """``dispatch`` for a runner's rounds, skipped while nothing it reads can have changed:
+    the ledger's change stamp (``ledger.change_stamp``: the open items and the slots) and,
+    for each assignment left queued last time, its crew's files (events and snapshot, by
+    time) are as they were when it last claimed nothing. An idle home with twenty running
+    items read all twenty every round (5 s) to find nothing to start. Every ``RECHECK``
+    seconds it reads anyway (a writer killed between storing an item and touching its
+    marker changes no stamp); a ledger that cannot give a stamp (PostgreSQL, whose writes
+    its notifications tell) is read every round, as before."""
+
+    RECHECK = 60.0
+
+    def __init__(self) -> None:
+        self._seen: tuple | None = None  # the stamps when it last claimed nothing
+        self._waiting: tuple[str, ...] = ()  # crews whose assignments were left queued
+        self._next_full = 0.0
+        self.skipped = 0  # rounds that read nothing (tests, benchmarks)
+
+    def __call__(self, home: Home) -> list[str]:
+        clock = time.monotonic()
+        stamp = ledger.change_stamp(home)
+        crews = _crew_stamp(home, self._waiting) if stamp is not None else None
+        seen = None if stamp is None or crews is None else (stamp, crews)
+        if seen is not None and seen == self._seen and clock < self._next_full:
+            self.skipped += 1
+            return []
+        if clock >= self._next_full:
+            self._next_full = clock + self.RECHECK
+        claimed, waiting = _dispatch(home)
+        self._waiting = tuple(waiting)
+        # what it read is what the stamps stand for, unless it wrote; the waiting crews'
+        # are taken after the read (a change since is under a second old: no stamp)
+        crews = _crew_stamp(home, self._waiting) if stamp is not None and not claimed else None
+        self._seen = None if crews is None else (stamp, crews)
+        return claimed
+
+
+def _crew_stamp(home: Home, keys: tuple[str, ...]) -> tuple | None:
+    """The times of these crews' histories and snapshots; None when one changed within the
+    last second (a second change may share its time)."""
+    out: list[tuple[str, int | None, int | None, int | None]] = []
+    racy = time.time_ns() - 1_000_000_000
+    for key in keys:
+        try:
+            events = os.stat(home.root / "crew" / key / "events")
+            cached = os.stat(home.root / "crew" / key / "state.json")
+        except FileNotFoundError:
+            out.append((key, None, None, None))
+            continue
+        if max(events.st_mtime_ns, cached.st_mtime_ns) >= racy:
+            return None
+        out.append((key, events.st_mtime_ns, cached.st_ino, cached.st_mtime_ns))
+    return tuple(out)
+
+
+def round(  # noqa: A001 - one round
+    home: Home, *, examine: bool = True, dispatcher: Dispatcher | None = None
+) -> list[str]:
+    """Heartbeats and lease verdicts (``examine``), then dispatch (through ``dispatcher``,
+    a runner's, which skips it while the ledger is unchanged). Never raises a refusal."""
     changes: list[str] = []
     try:
         from state.work import deliveries
@@ -168,7 +234,7 @@ def round(home: Home, *, examine: bool = True) -> list[str]:  # noqa: A001 - one
     except CaptainError:
         pass
     try:
-        changes += [f"{w}: started" for w in dispatch(home)]
+        changes += [f"{w}: started" for w in (dispatcher or dispatch)(home)]
     except CaptainError:
         pass
     return changes

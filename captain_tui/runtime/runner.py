@@ -13,6 +13,7 @@ on at once, not on the round's 5 s clock; that clock stays, and covers a lost no
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -21,6 +22,7 @@ from state.home import Home
 
 if TYPE_CHECKING:  # each is imported when first needed
     from captain_tui.runtime.death_watch import Probe, Snapshots
+    from captain_tui.runtime.ledger_probe import Dispatcher
     from captain_tui.runtime.upkeep import Purger
     from state.work.backend import LedgerWakeups
 
@@ -68,6 +70,7 @@ class Runner:
         self._looked: dict = {}  # doorbell.check_approval's memory: panes seen without a modal
         self._all_quiet = False
         self._purger: Purger | None = None  # expired webhook bodies; made on the first round
+        self._dispatcher: Dispatcher | None = None  # made on the first ledger round
         self.changes = 0
 
     def _watcher(self):
@@ -106,7 +109,9 @@ class Runner:
             examine = clock >= self._next_examine
             if examine:
                 self._next_examine = clock + examine_every(self.home)
-            ledger_runtime.round(self.home, examine=examine)
+            if self._dispatcher is None:
+                self._dispatcher = ledger_runtime.Dispatcher()
+            ledger_runtime.round(self.home, examine=examine, dispatcher=self._dispatcher)
         if clock >= self._next_deaths:
             from captain_tui.runtime import death_watch
 
@@ -115,10 +120,13 @@ class Runner:
             _quietly(self._deaths.round, self.home, [self.crew.lower()] if self.crew else None)
             # a pane or server seen gone is looked at again as soon as it may count
             self._next_deaths = time.monotonic() + (
-                death_watch.CONFIRM_AFTER if self._deaths.pending else death_watch.PROBE_EVERY
+                death_watch.CONFIRM_AFTER if self._deaths.pending else self._deaths.every
             )
         if self._deaths is not None:
             _quietly(self._deaths.quick, self.home)  # a crew's process ending: at once
+            if self._deaths.fired:  # ... and the round after it (a window or server gone)
+                self._deaths.fired = False
+                self._next_deaths = 0.0
         if self.crew is None:  # a runner of the whole home: watch, wait --all, the cockpit
             if self._purger is None:
                 from captain_tui.runtime.upkeep import Purger
@@ -135,6 +143,39 @@ class Runner:
             self._next_approval = clock + APPROVAL_EVERY
             for key in [self.crew.lower()] if self.crew else self.home.crew_keys():
                 _quietly(doorbell.check_approval, self.home, key, self._crews(), self._looked)
+
+    def due(self) -> float:
+        """Seconds until a ``tick`` can next find something to do without being told: the
+        soonest of its clocks. A doorbell round is due on its own clock only while a crew
+        is not remembered quiet (a held ring is retried every RING_EVERY) or no watcher
+        can say the home did not change; else when the first quiet memory runs out, or
+        when the watcher hears a change (the caller wakes on that: ``_ring_due``). A
+        crew's process ending comes by ``fds``. The caller waits for the sooner of this,
+        a change under the home and ``fds``."""
+        clock = time.monotonic()
+        if self.crew is not None or not self._all_quiet or self.heard is None:
+            ring = self._next_ring
+        elif self.heard() is None or self.heard() != self._heard_at_ring:
+            ring = self._next_ring
+        else:
+            recheck = min((seen[1] for seen in self._quiet.values()), default=float("inf"))
+            ring = max(self._next_ring, recheck)
+        clocks = [ring, self._next_ledger, self._next_deaths, self._next_dialogs]
+        clocks.append(self._next_approval)
+        if self._listener is not None:
+            clocks.append(clock + RING_EVERY)  # its notifications are read by the tick
+        else:
+            clocks.append(self._next_listen)
+        if self._purger is not None:
+            clocks.append(self._purger.due)
+        if self._deaths is not None and self._deaths.pending_quick:
+            clocks.append(clock + RING_EVERY)  # an ended process tmux has no status for yet
+        return max(0.0, min(clocks) - clock)
+
+    def fds(self) -> list[int]:
+        """File descriptors that become readable when a tick has something to do at once:
+        a pidfd per live crew pane's process (``death_watch.Probe.quick``)."""
+        return self._deaths.fds() if self._deaths is not None else []
 
     def _ring_due(self, clock: float) -> bool:
         """Whether a doorbell round of the whole home can find anything to do: always,
@@ -200,6 +241,57 @@ class Runner:
         if self._listener is not None:
             self._listener.close()
             self._listener = None
+
+
+class Wake:
+    """What a runner's thread sleeps on between ticks: ``wait`` returns when ``set`` is
+    called (from any thread: a watcher's batch, closing down), when one of ``fds`` becomes
+    readable (a pidfd: a crew's process ended) or after ``seconds``: never on a clock
+    shorter than the runner's own (``Runner.due``)."""
+
+    SOONEST = 0.05  # two waits never end closer together (a readable fd left unread)
+
+    def __init__(self) -> None:
+        import threading
+
+        self._read, self._write = os.pipe()
+        os.set_blocking(self._read, False)
+        os.set_blocking(self._write, False)
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def set(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            try:
+                os.write(self._write, b"!")
+            except BlockingIOError:
+                pass  # full: a wake is pending already
+
+    def wait(self, seconds: float, fds: list[int] | None = None) -> bool:
+        """Sleep until woken, an fd is readable or ``seconds`` passed; True when woken or
+        an fd is readable. Consumes the wake."""
+        import select
+
+        poller = select.poll()
+        poller.register(self._read, select.POLLIN)
+        for fd in fds or ():
+            poller.register(fd, select.POLLIN)
+        ready = poller.poll(int(max(seconds, self.SOONEST) * 1000))
+        try:
+            while os.read(self._read, 512):
+                pass
+        except BlockingIOError:
+            pass
+        return bool(ready)
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                os.close(self._read)
+                os.close(self._write)
 
 
 def examine_every(home: Home) -> float:

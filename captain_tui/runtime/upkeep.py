@@ -27,6 +27,11 @@ class Purger:
         self.every = every
         self._next = 0.0  # the first tick purges
 
+    @property
+    def due(self) -> float:
+        """The time.monotonic() of the next purge."""
+        return self._next
+
     def tick(self, clock: float | None = None) -> deliveries.Purged | None:
         """Purge when due; what was removed, or None (not due, or the home said no)."""
         clock = time.monotonic() if clock is None else clock

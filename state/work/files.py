@@ -32,6 +32,7 @@ import contextlib
 import os
 import shutil
 import threading
+import time
 from collections.abc import Callable, Collection, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -48,6 +49,7 @@ from state.work.transitions import check_work_id, fold
 
 EVENT_NAME = "{:08d}"
 LEDGER_LOCK = "ledger"
+RACY_NS = 1_000_000_000  # an mtime this recent may hide a second change in the same tick
 # the finished index's size: the most ``recent_finished_ids`` answers from it (the cockpit's
 # Work panel asks for 100); more is answered by walking the ``work/`` listing
 FINISHED_KEPT = 128
@@ -182,6 +184,23 @@ class FileBackend:
     def open_ids(self) -> list[str]:
         # reading never creates: a home with no work yet stays as it is (readers, the cockpit)
         return self.store.names(self._open_dir(create=False), suffix="")
+
+    def change_stamp(self) -> tuple[Any, ...] | None:
+        """What differs whenever an open item changes (``ledger.change_stamp``): the open
+        markers' names and times (an item is opened and closed by its marker, and each
+        stored item touches it) and the folder's own. None: cannot tell now (a marker or
+        the folder changed within the last second: a second change may share its time)."""
+        directory = self._open_dir(create=False)
+        try:
+            top = os.stat(directory)
+            with os.scandir(directory) as entries:
+                marks = sorted((e.name, e.stat(follow_symlinks=False).st_mtime_ns) for e in entries)
+        except FileNotFoundError:
+            return ()  # no work yet: a first item makes the folder
+        racy = time.time_ns() - RACY_NS
+        if top.st_mtime_ns >= racy or any(at >= racy for _, at in marks):
+            return None
+        return (top.st_ino, top.st_mtime_ns, tuple(marks))
 
     def all_ids(self) -> list[str]:
         try:

@@ -235,6 +235,16 @@ def queued(home: Home) -> list[WorkItem]:
     return backend_for(home).open_items(("queued",))
 
 
+def change_stamp(home: Home) -> tuple[Any, ...] | None:
+    """A stamp of what ``queued``, ``held`` and ``has_free_slot`` read: equal stamps mean
+    none of it changed in between (the slots setting and every open item). None: the
+    ledger cannot say (a shared database, whose writes its notifications tell; or a change
+    too recent to tell apart from the next): read it."""
+    stamp = getattr(backend_for(home), "change_stamp", None)
+    items = stamp() if stamp is not None else None
+    return None if items is None else (slots(home), items)
+
+
 def _free(home: Home, holding: int) -> bool:
     """The capacity rule, in one place: a slot is free while fewer than ``slots`` items
     hold one."""

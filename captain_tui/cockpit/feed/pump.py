@@ -59,6 +59,7 @@ class FeedPump:
         # a change under the home shows as a new count (``heard``)
         self.watching = False
         self._batches = 0
+        self.on_heard: Callable[[], object] | None = None  # told of each batch (any thread)
 
     def heard(self) -> int | None:
         """How many watcher batches came so far; None while no watcher is up (then nothing
@@ -68,6 +69,8 @@ class FeedPump:
     def request(self, paths: Iterable[str]) -> None:
         self._batches += 1
         self._queue.put(list(paths))
+        if self.on_heard is not None:
+            self.on_heard()  # the doorbell's runner wakes (it sleeps until something can change)
 
     def request_rescan(self) -> None:
         self._queue.put(_RESCAN)
