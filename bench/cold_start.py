@@ -361,7 +361,7 @@ def _worktree_crews(captain: list[str], env: dict[str, str], tmp: Path, crews: i
         mine = top / "src" / f"m{i % 40:02d}" / "code.py"
         mine.write_text(mine.read_text() + f"committed_{i} = {i}\n")
         _git(top, "commit", "-q", "-am", f"crew {i}'s change")
-        mine.write_text(mine.read_text().replace("line_3 = 3", f"line_3 = {i}"))
+        mine.write_text(mine.read_text().replace("line_3 = 3", f"line_3 = {100 + i}"))
         (mine.parent / "new.py").write_text(f"new_{i} = {i}\n")
 
 
