@@ -13,9 +13,11 @@ captain's side when it is read (``wait``, ``status``, ``diff``, the cockpit), so
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from captain_tui.repo import discovery, git
@@ -111,9 +113,18 @@ class Change:
         return self.summary() | {"files": [f.as_json() for f in self.files]}
 
 
-def _working_tree(top: str, index: str) -> str:
-    """The working tree as a tree object, staged into a temporary copy of the index."""
-    index = index if os.path.isabs(index) else os.path.join(top, index)
+def _head(top: str) -> tuple[str, str]:
+    """The worktree's index file (absolute) and its branch's last commit: one git process."""
+    index, head = git.run(
+        ["rev-parse", "--git-path", "index", "--verify", "HEAD^{commit}"], cwd=top
+    ).lines()
+    return (index if os.path.isabs(index) else os.path.join(top, index)), head
+
+
+@contextlib.contextmanager
+def _staged(top: str, index: str) -> Iterator[dict[str, str]]:
+    """The working tree staged into a temporary copy of the crew's index: yields the
+    environment (``GIT_INDEX_FILE``) that names it, for as long as the block runs."""
     with tempfile.TemporaryDirectory(prefix="captain-change-") as tmp:
         temp_index = os.path.join(tmp, "index")
         env = {"GIT_INDEX_FILE": temp_index}
@@ -124,28 +135,25 @@ def _working_tree(top: str, index: str) -> str:
         except OSError:  # no index yet (a fresh worktree): start from the branch's commit
             git.run(["read-tree", "HEAD"], cwd=top, env=env)
         git.run(["add", "--all", "--", "."], cwd=top, env=env)
-        return git.run(["write-tree"], cwd=top, env=env).text.strip()
+        yield env
 
 
-def compute(where: Where, snapshot) -> Change:
-    """The change in ``where`` of the crew ``snapshot`` (its assignment's grant). Six git
-    processes whatever the change's size: what ``done`` -> diff on screen waits for."""
-    top = where.top
-    index, head = git.run(
-        ["rev-parse", "--git-path", "index", "--verify", "HEAD^{commit}"], cwd=top
-    ).lines()
-    tree = _working_tree(top, index)
-    # base...head: commits only the base has (the branch was rewritten under it), and the
-    # branch's own commits
+def _rev_counts(top: str, base: str, head: str) -> tuple[int, int]:
+    """(commits only the base has: the branch was rewritten under it, the branch's own
+    commits), from ``base...head``; no git at all when the branch is still at its base."""
+    if head == base:
+        return 0, 0
     lost, commits = map(
         int,
-        git.run(
-            ["rev-list", "--count", "--left-right", f"{where.base}...{head}"], cwd=top
-        ).text.split(),
+        git.run(["rev-list", "--count", "--left-right", f"{base}...{head}"], cwd=top).text.split(),
     )
-    listing = ["diff-tree", "-r", "-z", "--no-renames"]
-    fields = git.run([*listing, "--raw", "--numstat", where.base, tree], cwd=top).fields()
-    dirty = set(git.run([*listing, "--name-only", head, tree], cwd=top).fields())
+    return lost, commits
+
+
+def _files(snapshot, top: str, fields: list[str], dirty: set[str] | None) -> tuple[FileChange, ...]:
+    """The files of a change from git's ``-z --raw --numstat`` listing of base -> working
+    tree (``fields``), each marked uncommitted when it is in ``dirty`` (None: all are, the
+    branch being at its base) and judged against the assignment's grant."""
     pairs: list[tuple[str, str]] = []
     counts: dict[str, tuple[int | None, int | None]] = {}
     i = 0
@@ -172,12 +180,52 @@ def compute(where: Where, snapshot) -> Change:
                 status=_STATUS.get(letter[:1], "modified"),
                 added=added,
                 removed=removed,
-                uncommitted=path in dirty,
+                uncommitted=dirty is None or path in dirty,
                 outside=outside.get(path),
                 symlink="120000" in (old_mode, new_mode),
             )
         )
-    return Change(where, head, tree, commits, lost > 0, tuple(files))
+    return tuple(files)
+
+
+_LISTING = ("-r", "-z", "--no-renames")
+
+
+def compute(where: Where, snapshot) -> Change:
+    """The change in ``where`` of the crew ``snapshot`` (its assignment's grant), with the
+    working tree written as a tree for its diff (``diff_bytes``). Six git processes
+    whatever the change's size (four when the branch is at its base): what ``done`` ->
+    diff on screen waits for."""
+    top = where.top
+    index, head = _head(top)
+    with _staged(top, index) as env:
+        tree = git.run(["write-tree"], cwd=top, env=env).text.strip()
+    lost, commits = _rev_counts(top, where.base, head)
+    listing = ["diff-tree", *_LISTING]
+    fields = git.run([*listing, "--raw", "--numstat", where.base, tree], cwd=top).fields()
+    dirty = None
+    if head != where.base:
+        dirty = set(git.run([*listing, "--name-only", head, tree], cwd=top).fields())
+    files = _files(snapshot, top, fields, dirty)
+    return Change(where, head, tree, commits, lost > 0, files)
+
+
+def summarize(where: Where, snapshot) -> dict:
+    """``compute(where, snapshot).summary()``, with fewer git processes (tests hold them
+    equal): no tree is written, the staged index itself is compared with the base and
+    with the branch's last commit (``diff-index --cached``, plumbing like ``diff-tree``:
+    no user's diff settings). Five git processes, three when the branch is at its base."""
+    top = where.top
+    index, head = _head(top)
+    listing = ["diff-index", "--cached", *_LISTING]
+    with _staged(top, index) as env:
+        fields = git.run([*listing, "--raw", "--numstat", where.base], cwd=top, env=env).fields()
+        dirty = None
+        if head != where.base:
+            dirty = set(git.run([*listing, "--name-only", head], cwd=top, env=env).fields())
+    lost, commits = _rev_counts(top, where.base, head)
+    files = _files(snapshot, top, fields, dirty)
+    return Change(where, head, "", commits, lost > 0, files).summary()
 
 
 def diff_bytes(change: Change, paths: list[str] | None = None, *, limit: int = DIFF_MAX) -> bytes:
@@ -241,6 +289,43 @@ def summary_of(snapshot) -> dict | None:
     if where is None:
         return None
     try:
-        return compute(where, snapshot).summary()
+        return summarize(where, snapshot)
     except CaptainError as err:
         return {"error": err.as_json()}
+
+
+WORKERS = 4  # crews whose change is read at once: git's processes overlap python's waits
+
+
+def summaries_of(snapshots: list) -> list[dict | None]:
+    """``summary_of`` of each crew, in order, read by up to ``WORKERS`` threads at once
+    (``status`` with twenty crew in worktrees ran their hundred git processes one after
+    another). Each thread runs in a copy of the caller's context, so a memo the caller
+    holds (``git.one_look_per_directory``) is theirs too."""
+    found: list[dict | None] = [None] * len(snapshots)
+    if len(snapshots) <= 1:
+        return [summary_of(s) for s in snapshots]
+    import contextvars
+    import threading
+
+    context = contextvars.copy_context()
+    left = iter(range(len(snapshots)))
+    take = threading.Lock()
+
+    def work() -> None:
+        while True:
+            with take:
+                i = next(left, None)
+            if i is None:
+                return
+            found[i] = summary_of(snapshots[i])
+
+    threads = [
+        threading.Thread(target=context.copy().run, args=(work,), name=f"change-{n}", daemon=True)
+        for n in range(min(WORKERS, len(snapshots)))
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return found
