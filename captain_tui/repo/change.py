@@ -311,14 +311,18 @@ def summaries_of(snapshots: list) -> list[dict | None]:
     context = contextvars.copy_context()
     left = iter(range(len(snapshots)))
     take = threading.Lock()
+    failed: list[BaseException] = []  # raised in the caller, as if read one by one
 
     def work() -> None:
-        while True:
+        while not failed:
             with take:
                 i = next(left, None)
             if i is None:
                 return
-            found[i] = summary_of(snapshots[i])
+            try:
+                found[i] = summary_of(snapshots[i])
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller whole
+                failed.append(exc)
 
     threads = [
         threading.Thread(target=context.copy().run, args=(work,), name=f"change-{n}", daemon=True)
@@ -328,4 +332,6 @@ def summaries_of(snapshots: list) -> list[dict | None]:
         t.start()
     for t in threads:
         t.join()
+    if failed:
+        raise failed[0]
     return found

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -168,3 +169,21 @@ def test_status_reads_the_crews_changes_together_with_no_tree_written(run, proje
     assert not [line for line in said if "write-tree" in line], said
     # five git processes for a crew with commits, three for one still at its base
     assert len(said) == 3 * 5 + 3, said
+
+
+def test_a_crews_read_that_fails_in_its_thread_fails_the_caller_never_shows_no_change(
+    run, project, tmp_path, monkeypatch
+):
+    """A failure that is not git's (here: no temporary directory for the staged index)
+    reaches the caller of ``summaries_of`` as it would reading the crews one by one: a
+    crew's change is never shown as None ("no change") because its thread failed."""
+    gitrepo.init(project, {"src/a.py": "a = 1\n"})
+    for name in ("Ann", "Bo"):
+        (_recruit(run, name, f"src/{name.lower()}") / "src/new.py").write_text("n\n")
+    home = Home(project.parent / "home")
+    snapshots = [crewlog.load(home, key)[0] for key in ("ann", "bo")]
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "no-such-directory"))
+    with pytest.raises(FileNotFoundError):
+        change.summary_of(snapshots[0])
+    with pytest.raises(FileNotFoundError):
+        change.summaries_of(snapshots)
