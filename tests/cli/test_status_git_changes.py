@@ -2,9 +2,9 @@
 fewer git processes than the full change (no tree written: ``change.summarize``), the
 crews' git work runs concurrently, and the shape is always exactly what the full change
 (``change.compute``, which ``diff``, review and land use) says, over every kind of change
-an agent leaves: modified, added, deleted, binary, symlink, mode, untracked, ignored,
-staged, intent-to-add, outside the grant, commits, a commit reverted in the working tree,
-a history rewritten under the base, and nothing at all.
+an agent leaves: modified, added, deleted, binary, symlink, mode, a file become a symlink
+or a directory, untracked, ignored, staged, intent-to-add, outside the grant, commits, a
+commit reverted in the working tree, a history rewritten under the base, and nothing.
 
 Every call is ``main(argv)`` in this process (``support.cli.InProcess``); the repositories
 and git are real.
@@ -50,6 +50,11 @@ def _binary_symlink_mode(top: Path) -> None:
     (top / "src/a.py").chmod(0o755)
     (top / "src/dir").mkdir()
     (top / "src/dir/deep.txt").write_text("deep\n")
+    (top / "src/gone.py").unlink()  # a file become a symlink: a typechange
+    os.symlink("a.py", top / "src/gone.py")
+    (top / "README.md").unlink()  # a file become a directory
+    (top / "README.md").mkdir()
+    (top / "README.md/inside").write_text("i\n")
 
 
 def _commits(top: Path) -> None:  # committed, then more not committed, one reverted
@@ -112,7 +117,7 @@ def test_the_status_shape_is_exactly_the_full_changes_over_every_kind_of_change(
     # each kind really is what its crew left (so the equality above covers it)
     assert sorted(shapes["Ann"]["outside_grant"]) == ["README.md"]
     assert shapes["Ann"]["files_changed"] == 4 and shapes["Ann"]["commits"] == 0
-    assert shapes["Bo"]["files_changed"] == 4 and shapes["Bo"]["outside_grant_count"] == 4
+    assert shapes["Bo"]["files_changed"] == 7 and shapes["Bo"]["outside_grant_count"] == 7
     assert shapes["Cy"]["commits"] == 1 and shapes["Cy"]["uncommitted"] == ["src/c.py"]
     assert shapes["Di"]["history_rewritten"] is True
     assert shapes["Ed"]["uncommitted_count"] == 3  # staged.py, later.py, .gitignore
