@@ -210,13 +210,14 @@ def compute(where: Where, snapshot) -> Change:
     return Change(where, head, tree, commits, lost > 0, files)
 
 
-def summarize(where: Where, snapshot) -> dict:
+def summarize(where: Where, snapshot, known: tuple[str, str] | None = None) -> dict:
     """``compute(where, snapshot).summary()``, with fewer git processes (tests hold them
     equal): no tree is written, the staged index itself is compared with the base and
     with the branch's last commit (``diff-index --cached``, plumbing like ``diff-tree``:
-    no user's diff settings). Five git processes, three when the branch is at its base."""
+    no user's diff settings). Five git processes, three when the branch is at its base;
+    one fewer when ``known`` already holds its index and head (``_heads``)."""
     top = where.top
-    index, head = _head(top)
+    index, head = known or _head(top)
     listing = ["diff-index", "--cached", *_LISTING]
     with _staged(top, index) as env:
         fields = git.run([*listing, "--raw", "--numstat", where.base], cwd=top, env=env).fields()
@@ -282,16 +283,75 @@ def of_crew(snapshot) -> Change:
     return compute(where, snapshot)
 
 
-def summary_of(snapshot) -> dict | None:
+def summary_of(snapshot, known: tuple[str, str] | None = None) -> dict | None:
     """A crew's change shape for a notification or a status row; None when there is none
     to show (not a git project), and ``{"error": ...}`` when git could not say."""
     where = where_of(snapshot)
     if where is None:
         return None
     try:
-        return summarize(where, snapshot)
+        return summarize(where, snapshot, known)
     except CaptainError as err:
         return {"error": err.as_json()}
+
+
+def _linked(top: str) -> tuple[str, str, str] | None:
+    """(its repository's common git directory, its id there, its index file) of the linked
+    worktree at ``top``, read from its ``.git`` file as git reads it; None when it is not
+    plainly one (git itself is then asked, crew by crew)."""
+    try:
+        with open(os.path.join(top, ".git"), "rb") as f:
+            said = f.read(4097)
+        gitdir = said.removeprefix(b"gitdir: ").rstrip().decode("utf-8", "surrogateescape")
+        gitdir = os.path.join(top, gitdir)  # a relative one is relative to the worktree
+        with open(os.path.join(gitdir, "commondir"), "rb") as f:
+            common = f.read(4097).rstrip().decode("utf-8", "surrogateescape")
+    except (OSError, ValueError):  # no such file, a directory, a NUL in a path
+        return None
+    common = os.path.realpath(os.path.join(gitdir, common))
+    name = os.path.basename(os.path.normpath(gitdir))
+    plain = len(said) <= 4096 and said.startswith(b"gitdir: ") and "\n" not in gitdir
+    if not plain or os.path.realpath(os.path.join(common, "worktrees", name)) != (
+        os.path.realpath(gitdir)
+    ):
+        return None
+    return common, name, os.path.join(gitdir, "index")
+
+
+_SHA = frozenset("0123456789abcdef")
+
+
+def _heads(snapshots: list) -> dict[int, tuple[str, str]]:
+    """Index file and head commit of each crew (by position) whose worktree is a linked
+    worktree of a repository shared with other crews: one ``git rev-parse`` for all of a
+    repository's (``worktrees/<id>/HEAD``), not one each. A repository git will not
+    answer for all at once is left out (each crew then asks for itself)."""
+    shared: dict[str, list[tuple[int, str, str]]] = {}
+    for i, snapshot in enumerate(snapshots):
+        workspace = getattr(snapshot, "workspace", None)
+        linked = _linked(workspace.worktree) if workspace is not None else None
+        if linked is not None:
+            common, name, index = linked
+            shared.setdefault(common, []).append((i, name, index))
+    known: dict[int, tuple[str, str]] = {}
+    for common, crews in shared.items():
+        if len(crews) < 2:
+            continue
+        asked = [f"worktrees/{name}/HEAD^{{commit}}" for _, name, _ in crews]
+        try:
+            answer = git.run(["rev-parse", *asked], cwd=common, ok=(0, 128))
+        except CaptainError:
+            continue
+        said = answer.lines()
+        if (
+            answer.returncode != 0
+            or len(said) != len(crews)
+            or not all(len(h) >= 40 and set(h) <= _SHA for h in said)
+        ):
+            continue
+        for (i, _, index), head in zip(crews, said, strict=True):
+            known[i] = (index, head)
+    return known
 
 
 WORKERS = 4  # crews whose change is read at once: git's processes overlap python's waits
@@ -300,14 +360,16 @@ WORKERS = 4  # crews whose change is read at once: git's processes overlap pytho
 def summaries_of(snapshots: list) -> list[dict | None]:
     """``summary_of`` of each crew, in order, read by up to ``WORKERS`` threads at once
     (``status`` with twenty crew in worktrees ran their hundred git processes one after
-    another). Each thread runs in a copy of the caller's context, so a memo the caller
-    holds (``git.one_look_per_directory``) is theirs too."""
+    another), the heads of crews sharing a repository asked of git at once (``_heads``).
+    Each thread runs in a copy of the caller's context, so a memo the caller holds
+    (``git.one_look_per_directory``) is theirs too."""
     found: list[dict | None] = [None] * len(snapshots)
     if len(snapshots) <= 1:
         return [summary_of(s) for s in snapshots]
     import contextvars
     import threading
 
+    known = _heads(snapshots)
     context = contextvars.copy_context()
     left = iter(range(len(snapshots)))
     take = threading.Lock()
@@ -320,7 +382,7 @@ def summaries_of(snapshots: list) -> list[dict | None]:
             if i is None:
                 return
             try:
-                found[i] = summary_of(snapshots[i])
+                found[i] = summary_of(snapshots[i], known.get(i))
             except BaseException as exc:  # noqa: BLE001 - handed to the caller whole
                 failed.append(exc)
 

@@ -1,10 +1,11 @@
 """``captain status`` with crews in git worktrees (#28): each row's change shape is read with
-fewer git processes than the full change (no tree written: ``change.summarize``), the
-crews' git work runs concurrently, and the shape is always exactly what the full change
-(``change.compute``, which ``diff``, review and land use) says, over every kind of change
-an agent leaves: modified, added, deleted, binary, symlink, mode, a file become a symlink
-or a directory, untracked, ignored, staged, intent-to-add, outside the grant, commits, a
-commit reverted in the working tree, a history rewritten under the base, and nothing.
+fewer git processes than the full change (no tree written: ``change.summarize``; the heads
+of crews sharing a repository asked at once), the crews' git work runs concurrently, and
+the shape is always exactly what the full change (``change.compute``, which ``diff``,
+review and land use) says, over every kind of change an agent leaves: modified, added,
+deleted, binary, symlink, mode, a file become a symlink or a directory, untracked,
+ignored, staged, intent-to-add, outside the grant, commits, a commit reverted in the
+working tree, a history rewritten under the base, and nothing.
 
 Every call is ``main(argv)`` in this process (``support.cli.InProcess``); the repositories
 and git are real.
@@ -172,8 +173,11 @@ def test_status_reads_the_crews_changes_together_with_no_tree_written(run, proje
     said = log.read_text().splitlines()
     assert "alone" not in said, said  # two crews' git ran at once
     assert not [line for line in said if "write-tree" in line], said
-    # five git processes for a crew with commits, three for one still at its base
-    assert len(said) == 3 * 5 + 3, said
+    # one for the four crews' heads (they share a repository), then four git processes
+    # for a crew with commits and two for one still at its base
+    heads = [line for line in said if "rev-parse" in line]
+    assert len(heads) == 1 and heads[0].count("/HEAD^{commit}") == 4, said
+    assert len(said) == 1 + 3 * 4 + 2, said
 
 
 def test_a_crews_read_that_fails_in_its_thread_fails_the_caller_never_shows_no_change(
@@ -192,3 +196,23 @@ def test_a_crews_read_that_fails_in_its_thread_fails_the_caller_never_shows_no_c
         change.summary_of(snapshots[0])
     with pytest.raises(FileNotFoundError):
         change.summaries_of(snapshots)
+
+
+def test_a_crew_whose_head_git_cannot_read_spoils_only_its_own_row(run, project):
+    """The heads of crews sharing a repository are asked at once; when git cannot answer
+    for one (its branch deleted under it), each crew asks for itself: that crew's row says
+    git could not read its change, and the others' rows are whole."""
+    gitrepo.init(project, {"src/a.py": "a = 1\n"})
+    tops = {}
+    for name in ("Ann", "Bo", "Cy"):
+        tops[name] = _recruit(run, name, f"src/{name.lower()}")
+        (tops[name] / "src/new.py").write_text("n\n")
+    gitdir = gitrepo.git(tops["Bo"], "rev-parse", "--absolute-git-dir").strip()
+    Path(gitdir, "HEAD").write_text("ref: refs/heads/captain/no-such-branch\n")
+
+    rows = {r["name"]: r["change"] for r in ok(run("status", "--json"))["crew"]}
+    assert rows["Bo"]["error"]["code"] == "git_failed", rows
+    assert rows["Ann"]["files_changed"] == rows["Cy"]["files_changed"] == 1, rows
+    home = Home(project.parent / "home")
+    ann = crewlog.load(home, "ann")[0]
+    assert rows["Ann"] == change.compute(change.where_of(ann), ann).summary()
