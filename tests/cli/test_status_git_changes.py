@@ -210,9 +210,11 @@ def test_a_crew_whose_head_git_cannot_read_spoils_only_its_own_row(run, project)
     gitdir = gitrepo.git(tops["Bo"], "rev-parse", "--absolute-git-dir").strip()
     Path(gitdir, "HEAD").write_text("ref: refs/heads/captain/no-such-branch\n")
 
-    rows = {r["name"]: r["change"] for r in ok(run("status", "--json"))["crew"]}
-    assert rows["Bo"]["error"]["code"] == "git_failed", rows
-    assert rows["Ann"]["files_changed"] == rows["Cy"]["files_changed"] == 1, rows
     home = Home(project.parent / "home")
-    ann = crewlog.load(home, "ann")[0]
-    assert rows["Ann"] == change.compute(change.where_of(ann), ann).summary()
+    snapshots = [crewlog.load(home, key)[0] for key in ("ann", "bo", "cy")]
+    ann, bo, cy = change.summaries_of(snapshots)
+    assert bo["error"]["code"] == "git_failed", bo
+    assert ann == change.compute(change.where_of(snapshots[0]), snapshots[0]).summary()
+    assert ann["files_changed"] == cy["files_changed"] == 1, (ann, cy)
+    rows = {r["name"]: r["change"] for r in ok(run("status", "--json"))["crew"]}
+    assert rows == {"Ann": ann, "Bo": bo, "Cy": cy}
