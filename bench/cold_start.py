@@ -18,7 +18,11 @@ The captain's commands -- `status` with 20 crew, `tell`, `answer`, `wait --timeo
 (nothing waiting) and `work list` -- run the same way against a second throwaway home whose
 crew are recorded only (`--no-launch`: no pane to ring, and no tmux server on the default
 socket) in a project directory that is not a git repository (so `status` runs no git for
-their changes). `answer` answers a question the crew asked (untimed) just before.
+their changes). `answer` answers a question the crew asked (untimed) just before. `status`
+is measured once more on a third home whose crews each work in a worktree of their own of
+one real git repository (the default in a git project), each left as an agent leaves it:
+one commit on its branch, a modified file and an untracked one not committed, so the row
+shows every crew's change shape (read with git) as `captain status` does.
 
 The anchor is another program's `--version`: captain-barbossa (a PyPI package), installed
 once into a throwaway venv in the temp directory (its row says why not when it cannot be
@@ -328,7 +332,60 @@ def main() -> int:
     return 0
 
 
-CAPTAIN_SIDE = ("status", "tell", "answer", "wait --timeout 0", "work list")
+CAPTAIN_SIDE = (
+    "status",
+    "status (git worktrees)",
+    "tell",
+    "answer",
+    "wait --timeout 0",
+    "work list",
+)
+# git's identity for the crews' commits in the bench's repository (the user's config aside)
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Bench",
+    "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+    "GIT_COMMITTER_NAME": "Bench",
+    "GIT_COMMITTER_EMAIL": "bench@example.invalid",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "LC_ALL": "C",
+}
+
+
+def _git(cwd: Path, *args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")} | GIT_ENV
+    proc = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, (args, proc.stdout, proc.stderr)
+    return proc.stdout
+
+
+def _worktree_crews(captain: list[str], env: dict[str, str], tmp: Path, crews: int) -> None:
+    """A home whose ``crews`` crew each work in a worktree of their own of one git
+    repository (40 files), each with one commit on its branch (a file changed), one file
+    modified and one untracked file not committed: what an agent leaves."""
+    project = tmp / "repo"
+    for i in range(40):
+        path = project / "src" / f"m{i:02d}" / "code.py"
+        path.parent.mkdir(parents=True)
+        path.write_text("".join(f"line_{n} = {n}\n" for n in range(60)))
+    (project / "README.md").write_text("the bench's project\n")
+    _git(project, "init", "-q", "-b", "main")
+    _git(project, "add", "-A")
+    _git(project, "commit", "-q", "-m", "first")
+    for i in range(crews):
+        name = f"Tree{i:02d}"
+        _, proc = _run(
+            captain
+            + ["crew", name, "--task", f"bench {i}", "--owns", f"src/m{i % 40:02d}"]
+            + ["--allow", "edit", "--json", "--cwd", str(project), "--no-launch"],
+            env,
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        top = Path(json.loads(proc.stdout)["workspace"]["worktree"])
+        mine = top / "src" / f"m{i % 40:02d}" / "code.py"
+        mine.write_text(mine.read_text() + f"committed_{i} = {i}\n")
+        _git(top, "commit", "-q", "-am", f"crew {i}'s change")
+        mine.write_text(mine.read_text().replace("line_3 = 3", f"line_3 = {100 + i}"))
+        (mine.parent / "new.py").write_text(f"new_{i} = {i}\n")
 
 
 def _captain_side(
@@ -360,6 +417,10 @@ def _captain_side(
             recruits.append(json.loads(proc.stdout))
         first, second = recruits[0], recruits[-1]
         asker = {**env, **second["env"]}
+        trees = {**base, "CAPTAIN_HOME": str(Path(tmp) / "trees-home")}
+        has_git = shutil.which("git") is not None  # else its row says so; the rest run
+        if has_git:
+            _worktree_crews(captain, trees, Path(tmp), crews)
 
         def timed(name: str, argv: list[str], expect: str) -> None:
             ms, proc = _run(captain + argv, env)
@@ -391,6 +452,14 @@ def _captain_side(
                     timed(name, argv, expect)
                 else:
                     _run(captain + argv, env)
+            # status on the worktrees' home: every crew's row shows its change (two files,
+            # +3 -1, both uncommitted), read with git
+            if has_git:
+                ms, proc = _run(captain + ["status"], trees)
+                shown = proc.stdout.count("2f +3 -1 u2")
+                assert proc.returncode == 0 and shown == crews, (proc.stdout, proc.stderr)
+                if keep:
+                    results["status (git worktrees)"].append(ms)
             if keep:
                 baselines["python -c pass"].append(_run([sys.executable, "-c", "pass"], base)[0])
                 if anchor is not None:
@@ -430,6 +499,16 @@ def _captain_rows(
         )
     for name in CAPTAIN_SIDE:
         values = results[name]
+        if not values:  # status in git worktrees, with no git here
+            rows.append(
+                {
+                    "what": f"captain-side `captain {name}` cold start",
+                    "measured": "cannot run here: git is not installed",
+                    "budget": "—",
+                    "verdict": "not run",
+                }
+            )
+            continue
         median = statistics.median(values)
         x_pass = median / base_ms
         x_anchor = median / anchor_ms if anchor_ms else None
@@ -443,7 +522,10 @@ def _captain_rows(
             misses.append(f"x{x_pass:.1f} > x{CAPTAIN_BUDGET_X_PASS:.0f}")
         if x_anchor is not None and x_anchor > CAPTAIN_BUDGET_X_ANCHOR:
             misses.append(f"x{x_anchor:.2f} > x{CAPTAIN_BUDGET_X_ANCHOR}")
-        shown = f"status ({crews} crew)" if name == "status" else name
+        shown = {
+            "status": f"status ({crews} crew)",
+            "status (git worktrees)": f"status ({crews} crew, each in its own git worktree)",
+        }.get(name, name)
         rows.append(
             {
                 "what": f"captain-side `captain {shown}` cold start",

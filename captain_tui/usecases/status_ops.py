@@ -6,7 +6,6 @@ Read-only: a home that does not exist yet is said, never created.
 
 from __future__ import annotations
 
-from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -75,17 +74,27 @@ def _bell(stamp: Any, row: dict) -> dict:
     }
 
 
-def _change(snapshot: Any, looks: ExitStack, repos: dict[str, bool]) -> dict | None:
-    """The crew's change now (``captain_tui.repo.change``): None for a dismissed crew or
-    one whose project is not a git repository. ``looks`` holds git's memo of directories
-    for the whole ``status`` (entered at the first crew that needs git), ``repos`` the
-    projects known to be outside any repository."""
-    if snapshot.dismissed_at is not None or not discovery.may_have_change(snapshot, repos):
-        return None  # git and its module not even loaded (a project outside any repository)
+def _changes(snapshots: list) -> list[dict | None]:
+    """Each crew's change now (``captain_tui.repo.change``): None for a dismissed crew or
+    one whose project is not a git repository (git and its module not even loaded when no
+    crew's is). The rest are read together (``change.summaries_of``), with git's memo of
+    directories shared by all of them: crews share a project."""
+    repos: dict[str, bool] = {}  # projects known to be outside any repository, or not
+    wanted = [
+        i
+        for i, s in enumerate(snapshots)
+        if s.dismissed_at is None and discovery.may_have_change(s, repos)
+    ]
+    found: list[dict | None] = [None] * len(snapshots)
+    if not wanted:
+        return found
     from captain_tui.repo import change, git
 
-    looks.enter_context(git.one_look_per_directory())  # nested: the same memo for all
-    return change.summary_of(snapshot)
+    with git.one_look_per_directory():
+        read = change.summaries_of([snapshots[i] for i in wanted])
+    for i, summary in zip(wanted, read, strict=True):
+        found[i] = summary
+    return found
 
 
 def _spend_of(home: Home, row: dict) -> Spend:
@@ -128,13 +137,12 @@ def status(home: Home, *, ctx: Context = CAPTAIN, include_dismissed: bool = Fals
         found = [f for f in found if f.row["name"].lower() == own]
     rows = []
     sums = []
-    repos: dict[str, bool] = {}
-    with ExitStack() as looks:  # crews share a project: one look (and git process) for all
-        for row, snapshot, stamp in found:
-            row["doorbell"] = _bell(stamp, row)
-            row["change"] = _change(snapshot, looks, repos)
-            sums.append(_spend_of(home, row))
-            rows.append(row)
+    changes = _changes([snapshot for _, snapshot, _ in found])
+    for (row, _, stamp), change in zip(found, changes, strict=True):
+        row["doorbell"] = _bell(stamp, row)
+        row["change"] = change
+        sums.append(_spend_of(home, row))
+        rows.append(row)
     spent = spend.as_json(spend.total(sums))
     workspace = None
     if problem is None:
