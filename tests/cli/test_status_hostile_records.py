@@ -8,6 +8,9 @@ without that record; never ``internal_error``. Run in-process (``InProcess``).""
 
 from __future__ import annotations
 
+import json
+import os
+
 import pytest
 from support.cli import InProcess
 
@@ -74,3 +77,44 @@ def test_loads_json_says_too_deep_as_bad_json():
     with pytest.raises(ValueError, match="nested too deeply"):
         loads_json(DEEP["array"])
     assert loads_json(b"[[1]]") == [[1]]
+
+
+def test_a_landing_entry_or_journal_of_another_shape_is_reported_not_shown_or_fatal(cli):
+    """The landing queue has no model: its entries and journal are checked by hand. One whose
+    fields are not what a land writes (a number where a time goes, a NaN where a name goes,
+    a pid of ``"self"``) is reported and left in place by status, as any bad record, and the
+    real entry beside it is shown as before (was: ``internal_error``, or a land shown that
+    is not one)."""
+    from captain_tui.repo.landing_queue import start_time
+
+    cli = InProcess(cli)
+    _recruit(cli, "Jack")
+    queue = cli.home / "landing" / "0123456789abcdef" / "queue"
+    queue.mkdir(parents=True)
+    real = {
+        "project": "/p",
+        "crew": "Jack",
+        "assignment_id": "asg_1",
+        "base_branch": "main",
+        "queued_at": "2026-12-01T12:00:00Z",
+        "pid": os.getpid(),
+        "started": start_time(os.getpid()),
+        "state": "queued",
+    }
+    (queue / "lnd_1.json").write_text(json.dumps(real))
+    clean = _views(cli)
+    assert [q["crew"] for q in json.loads(clean["status --json"][1])["landing"]] == ["Jack"]
+    hostile = {
+        queue / "lnd_2.json": json.dumps({**real, "queued_at": 5}),
+        queue / "lnd_3.json": json.dumps({**real, "pid": "self", "started": None}),
+        queue / "lnd_4.json": json.dumps({**real, "state": ["landing"]}),
+        queue.parent / "journal.json": '{"crew": NaN, "base_branch": "main"}',
+    }
+    for path, text in hostile.items():
+        path.write_text(text)
+        views = _views(cli)
+        assert views == clean, (path.name, views["status --json"][1][:300])
+        warned = cli("status").err
+        assert f"{path.name} is not a landing queue entry or journal" in warned, warned
+        assert "left in place" in warned and path.read_text() == text
+        path.unlink()
