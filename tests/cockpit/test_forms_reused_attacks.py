@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from support.cockpit import Cockpit, crew, drive, select_row, toasts, type_text, until
-from textual.widgets import Input
+from textual.widgets import Input, TextArea
 
 from captain_tui.cockpit import command_table
 from state.home import Home
@@ -62,5 +62,12 @@ def test_a_send_that_lands_while_another_form_is_on_top_closes_only_its_own_form
         assert app.screen is recruit
         assert recruit.query_one("#name", Input).value == "Gibbs"
         assert not any(isinstance(s, FormScreen) and s.busy for s in app.screen_stack)
+        # and the Tell form, kept, opens again as a fresh one once Recruit is closed
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, FormScreen), what="Recruit closed")
+        await pilot.press("t")
+        again = await until(pilot, lambda: isinstance(app.screen, TellScreen) and app.screen)
+        assert again is tell and not again.busy
+        assert again.query_one("#message", TextArea).text == ""
 
     drive(app, scenario)
