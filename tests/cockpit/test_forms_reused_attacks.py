@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 from support.cockpit import Cockpit, crew, drive, select_row, toasts, type_text, until
-from textual.widgets import Input, TextArea
+from textual import events
+from textual.widgets import Input, Select, TextArea
 
 from captain_tui.cockpit import command_table
 from state.home import Home
@@ -51,7 +52,11 @@ def test_a_send_that_lands_while_another_form_is_on_top_closes_only_its_own_form
             await until(pilot, lambda: tell.busy, what="the Tell under way")
             app._invoke(command_table.BY_ID["recruit"])  # what the palette's Recruit runs
             recruit = await until(
-                pilot, lambda: isinstance(app.screen, RecruitScreen) and app.screen
+                pilot,
+                lambda: (
+                    isinstance(app.screen, RecruitScreen) and app.screen.is_mounted and app.screen
+                ),
+                what="Recruit",
             )
             await type_text(pilot, "Gibbs")
         finally:
@@ -71,3 +76,59 @@ def test_a_send_that_lands_while_another_form_is_on_top_closes_only_its_own_form
         assert again.query_one("#message", TextArea).text == ""
 
     drive(app, scenario)
+
+
+def _burst(app, *keys: str) -> None:
+    """Keys queued at once, as a fast typist or a slow machine delivers them: none is
+    handled before the last is queued."""
+    for key in keys:
+        event = events.Key(key, key if len(key) == 1 else None)
+        event.set_sender(app)
+        app._driver.send_message(event)
+
+
+def test_keys_typed_after_escape_act_after_it_and_never_on_the_closed_form(
+    home: Home, project: Path
+):
+    """Escape then ctrl+s, typed faster than the cockpit handles them: the form is
+    cancelled (nothing sent, the text kept), and ctrl+s no longer reaches it (was: ctrl+s,
+    a priority key, was handled first and sent the message the person had just cancelled).
+    Escape then r: the Recruit form opens (was: the r was typed into the closed form). An
+    open option list still closes on escape, the form staying open."""
+    jack = crew(home, "Jack", "Fix the login bug", project=project)
+    mail = sorted(home.mail_dir("jack").iterdir())  # its task
+    app = Cockpit(home, run_doorbell=False)
+
+    async def scenario(pilot):
+        await select_row(pilot, "crew", "jack")
+        await pilot.press("t")
+        tell = await until(pilot, lambda: isinstance(app.screen, TellScreen) and app.screen)
+        await type_text(pilot, "not yet")
+        _burst(app, "escape", "ctrl+s")
+        await until(pilot, lambda: any("Nothing was sent" in t for t in toasts(app)))
+        await pilot.pause()
+        assert not any("Told Jack" in t for t in toasts(app)), toasts(app)
+        assert not tell.busy and tell not in app.screen_stack
+        assert app.drafts[f"tell:{jack.assignment_id}"]["message"] == "not yet"
+
+        await pilot.press("t")
+        await until(pilot, lambda: app.screen is tell)
+        _burst(app, "escape", "r")
+        recruit = await until(
+            pilot,
+            lambda: isinstance(app.screen, RecruitScreen) and app.screen.is_mounted and app.screen,
+            what="Recruit",
+        )
+        assert tell.query_one("#message", TextArea).text == "not yet"  # no stray r in it
+        agent = recruit.query_one("#agent", Select)
+        agent.focus()
+        await pilot.press("enter")
+        await until(pilot, lambda: agent.expanded, what="the agent list open")
+        await pilot.press("escape")
+        await until(pilot, lambda: not agent.expanded, what="the agent list closed")
+        assert app.screen is recruit  # the form stays
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, FormScreen), what="form closed")
+
+    drive(app, scenario)
+    assert sorted(home.mail_dir("jack").iterdir()) == mail  # nothing was sent

@@ -129,7 +129,10 @@ class FormScreen(ModalScreen[Any]):
     DEFAULT_CSS = FORM_CSS
     BINDINGS: ClassVar = [
         Binding("ctrl+s", "submit", "Send", priority=True),
-        Binding("escape", "cancel", "Cancel"),
+        # priority, as ctrl+s: the two are handled in the order they were typed (a
+        # widget's key waits its turn in the widget's queue, a priority one does not, so
+        # escape then ctrl+s typed fast sent what the person had just cancelled)
+        Binding("escape", "cancel", "Cancel", priority=True),
     ]
     AUTO_FOCUS = "#fields Input, #fields TextArea"
     title_text: ClassVar[str] = ""
@@ -260,6 +263,11 @@ class FormScreen(ModalScreen[Any]):
     def action_cancel(self) -> None:
         if self.busy:
             return  # the work is under way; its outcome closes the form
+        for select in self.query(Select):
+            if select.expanded:  # escape closes an open option list first, as before
+                select.expanded = False
+                select.focus()
+                return
         # to the app directly: this screen is going away and takes its queue with it
         self.app.post_message(self.Cancelled(self, self.draft()))
         self.dismiss(None)
