@@ -60,6 +60,17 @@ class Quarantined(Exception):
     """Raised inside the store when a file is unreadable; never escapes ``read``."""
 
 
+def loads_json(text: str | bytes, **kwargs: Any) -> Any:
+    """``json.loads`` for text captain did not necessarily write (a record, a hook's input, a
+    transcript line): JSON nested deeper than Python's parser goes (~100 KB of ``[``) is a
+    ``ValueError`` like any other bad JSON, not the ``RecursionError`` json raises (which
+    took ``status`` down with ``internal_error``). The models' own parser refuses it too."""
+    try:
+        return json.loads(text, **kwargs)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+
+
 def _fsync_dir(directory: Path) -> None:
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     try:
@@ -332,7 +343,7 @@ class Store:
             if data is None:
                 return None
             try:
-                value = json.loads(data.decode("utf-8"))
+                value = loads_json(data.decode("utf-8"))
             except (UnicodeDecodeError, ValueError):
                 raise Quarantined("is not UTF-8 JSON") from None
             if not isinstance(value, dict):

@@ -79,6 +79,7 @@ from state.crew.guards import Context
 from state.crew_side import gate
 from state.errors import CaptainError
 from state.home import Home
+from state.store import loads_json
 from state.vocab import counted
 
 if TYPE_CHECKING:
@@ -206,7 +207,7 @@ def _input(call: Call) -> dict:
     if len(raw) > MAX_INPUT:
         raise FailOpen(f"stdin holds more than {MAX_INPUT} characters of hook input")
     try:
-        data = json.loads(raw)
+        data = loads_json(raw)
     except (TypeError, ValueError) as exc:
         raise FailOpen(f"stdin is not JSON ({exc})") from None
     if not isinstance(data, dict):
@@ -537,7 +538,7 @@ def _codex_notify(call: Call) -> None:
     if call.payload is None:
         raise FailOpen("codex notify passes its event as one JSON argument; none was given")
     try:
-        data = json.loads(call.payload)
+        data = loads_json(call.payload)
     except ValueError as exc:
         raise FailOpen(f"the notify argument is not JSON ({exc})") from None
     if not isinstance(data, dict) or data.get("type") != CODEX_TURN_COMPLETE:

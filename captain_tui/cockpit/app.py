@@ -996,8 +996,21 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
         form, said = message.form, message.said
         self._jobs.pop(form, None)
         self.drafts.pop(form.draft_key, None)
-        form.dismiss(None)
+        self._close_form(form)
         self.notify(said, markup=False)
+
+    def _close_form(self, form: FormScreen) -> None:
+        """A sent form goes, wherever it is on the stack. Textual's ``dismiss`` pops the top
+        screen, whichever it is: a form sent while another was opened above it (from the
+        command palette) would close that one, losing what was typed there, and itself stay
+        on the stack saying "sending…", escape refused. One below the top is taken out of
+        the stack as ``pop_screen`` takes the top (a kept form stays installed)."""
+        if form is self.screen:
+            form.dismiss(None)
+        elif form in self.screen_stack:
+            self._screen_stack.remove(form)
+            form._pop_result_callback()
+            self.call_later(self._replace_screen, form)
 
     @work(thread=True, group="actions", exit_on_error=False)
     def _in_worker(self, job: Callable[[], str | jobs.Said]) -> None:

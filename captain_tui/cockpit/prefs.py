@@ -13,6 +13,8 @@ import os
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
+from state.store import loads_json
+
 FILE_NAME = "cockpit.json"
 DEFAULT_THEME = "textual-dark"
 
@@ -36,7 +38,7 @@ def config_dir() -> Path:
 
 def load() -> Settings:
     try:
-        raw = json.loads((config_dir() / FILE_NAME).read_text(encoding="utf-8"))
+        raw = loads_json((config_dir() / FILE_NAME).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return Settings()
     if not isinstance(raw, dict):

@@ -7,6 +7,8 @@ without importing the land's machinery (git, the ledger), which ``status`` does 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from pathlib import Path
 
 from state.home import Home
 
@@ -42,7 +44,7 @@ def queue(home: Home) -> list[dict]:
         where = root / repo
         if not where.is_dir() or where.is_symlink():
             continue
-        journal = home.store.read_json(where / "journal.json")
+        journal = _read(home, where / "journal.json", _JOURNAL)
         if journal is not None:
             rows.append({**_public(journal, repo), "state": "interrupted"})
         queued = where / "queue"
@@ -50,12 +52,49 @@ def queue(home: Home) -> list[dict]:
         for name in names:
             if not name.endswith(".json"):
                 continue
-            entry = home.store.read_json(queued / name)
-            if entry is None or not alive(entry.get("pid", 0), entry.get("started")):
+            entry = _read(home, queued / name, _ENTRY)
+            if entry is None or not alive(entry["pid"], entry.get("started")):
                 continue
             rows.append({**_public(entry, repo), "state": entry.get("state", "queued")})
     rows.sort(key=lambda r: r["queued_at"] or "")
     return rows
+
+
+_TEXT = ("project", "crew", "assignment_id", "base_branch", "queued_at")  # text or null
+
+
+def _pid(value: object) -> bool:
+    return type(value) is int and value > 0
+
+
+_JOURNAL: dict[
+    str, Callable[[object], bool]
+] = {}  # a journal: only the fields shown (_TEXT) are read here
+_ENTRY: dict[str, Callable[[object], bool]] = {
+    "pid": _pid,
+    "started": lambda v: v is None or type(v) is str,
+    "state": lambda v: v in (None, "queued", "landing"),
+}
+
+
+def _read(home: Home, path: Path, checks: dict[str, Callable[[object], bool]]) -> dict | None:
+    """A queue entry or a journal as ``captain_tui.repo.landing`` writes it, or None: absent,
+    or not one (the fields shown not text or null; an entry's pid not a process ID, its
+    start time not text, its state not one a land writes), which the store reports and
+    sets aside as any bad record (``Store.quarantine``). An entry of another shape made
+    ``status`` fail with ``internal_error`` (a ``queued_at`` that is a number, sorted
+    against text; a NaN where a name goes) or showed a land that is not one (a pid of
+    ``"self"`` read ``/proc/self``)."""
+    found = home.store.read_json(path)
+    if found is None:
+        return None
+    fine = all(found.get(k) is None or type(found.get(k)) is str for k in _TEXT) and all(
+        check(found.get(k)) for k, check in checks.items()
+    )
+    if fine:
+        return found
+    home.store.quarantine(path, "is not a landing queue entry or journal")
+    return None
 
 
 def _public(entry: dict, repo: str) -> dict:

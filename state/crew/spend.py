@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from state.home import Home
+from state.store import loads_json
 
 __all__ = [
     "PRICES",
@@ -469,8 +470,8 @@ def _turns(reader: Reader, line: bytes, carry: dict[str, Any]) -> list[Turn]:
     if not any(word in line for word in _WORTH_PARSING):
         return []  # most lines are tool output: never parsed
     try:
-        data = json.loads(line)
-    except (ValueError, RecursionError):
+        data = loads_json(line)
+    except ValueError:
         return []
     if not isinstance(data, dict):
         return []

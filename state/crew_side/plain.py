@@ -21,7 +21,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from state.crew_side.shapes import EVENTS, SHAPES
-from state.store import Quarantined, Store
+from state.store import Quarantined, Store, loads_json
 
 # The models write UTC as Z, other offsets as +HH:MM, microseconds only when not zero.
 _DATETIME = re.compile(
@@ -144,7 +144,7 @@ def read(store: Store, path: Path, shape: str) -> Rec | None:
     if b"\\u" in data:
         raise Unsure("escaped characters (the models judge lone surrogates)")
     try:
-        value = json.loads(data.decode("utf-8"), object_pairs_hook=_pairs)
+        value = loads_json(data.decode("utf-8"), object_pairs_hook=_pairs)
     except (UnicodeDecodeError, ValueError) as exc:
         raise Unsure(f"not UTF-8 JSON ({exc})") from None
     return parse_event(value) if shape == "event" else parse(value, shape)

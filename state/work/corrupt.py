@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from state.errors import CaptainError
-from state.store import MAX_RECORD_BYTES, Reports
+from state.store import MAX_RECORD_BYTES, Reports, loads_json
 
 CODE = "ledger_corrupt"
 MAX_BYTES = MAX_RECORD_BYTES  # the files' bound: a larger row is not one captain wrote
@@ -96,7 +96,7 @@ def loads(data: bytes, *, what: str, ident: str) -> Any:
     if len(data) > MAX_BYTES:
         raise error(what, ident, f"is {len(data)} bytes, larger than any record")
     try:
-        return json.loads(data)
+        return loads_json(data)
     except (ValueError, TypeError) as exc:  # JSONDecodeError and UnicodeDecodeError too
         raise error(what, ident, _why(exc)) from None
 

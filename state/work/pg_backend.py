@@ -795,15 +795,23 @@ class PostgresBackend:
             return None
         # never prepared: preparing is a round trip more, and saves next to nothing here
         if hook is None:
-            return self._answer(self.run(sql, params, fetch="one", prepare=False), detail)
+            return self._answer(sql, self.run(sql, params, fetch="one", prepare=False), detail)
         with self.transaction():
-            answer = self._answer(self.run(sql, params, fetch="one", prepare=False), detail)
+            answer = self._answer(sql, self.run(sql, params, fetch="one", prepare=False), detail)
             if answer is not None and answer.item is not None:
                 hook(answer)
             return answer
 
-    def _answer(self, row: Row | None, detail: str | None) -> AtOnce | None:
-        assert row is not None  # the functions return one row, always
+    def _answer(self, sql: str, row: Row | None, detail: str | None) -> AtOnce | None:
+        if row is None or len(row) != 6:  # captain's functions return one row of six, always
+            name = "captain_claim" if sql is _CLAIM else "captain_report"
+            raise CaptainError(
+                "ledger_error",
+                f"the ledger's database at {self.location.shown} answered {name} with "
+                f"{'no row' if row is None else f'a row of {len(row)} columns'}: the function "
+                "is not the one captain's schema made (changed in the database by hand).",
+                url=self.location.shown,
+            )
         outcome, state, third, work_id, item_doc, event_doc = row
         if outcome == "general":
             return None

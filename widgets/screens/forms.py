@@ -128,7 +128,11 @@ class FormScreen(ModalScreen[Any]):
 
     DEFAULT_CSS = FORM_CSS
     BINDINGS: ClassVar = [
-        Binding("ctrl+s", "submit", "Send", priority=True),
+        # neither is a priority key: a priority key is handled as it arrives, ahead of the
+        # keys before it still waiting in the focused field's queue, so escape then ctrl+s
+        # typed fast sent what the person had just cancelled, and the last letters typed
+        # before either would be left out of what is sent or kept
+        Binding("ctrl+s", "submit", "Send"),
         Binding("escape", "cancel", "Cancel"),
     ]
     AUTO_FOCUS = "#fields Input, #fields TextArea"
@@ -245,8 +249,10 @@ class FormScreen(ModalScreen[Any]):
     # -- keys ------------------------------------------------------------------------------
 
     def action_submit(self) -> None:
-        if self.busy:
-            return  # already sent; a second ctrl+s must not send twice
+        if self.busy or not self.is_current:
+            # already sent (a second ctrl+s must not send twice), or this form was closed
+            # (cancelled) with keys typed after it still in its fields' queues
+            return
         try:
             values = self.values()
         except FormError as err:
@@ -258,8 +264,8 @@ class FormScreen(ModalScreen[Any]):
         self.post_message(self.Submitted(self, values))
 
     def action_cancel(self) -> None:
-        if self.busy:
-            return  # the work is under way; its outcome closes the form
+        if self.busy or not self.is_current:
+            return  # the work is under way (its outcome closes the form), or it is closed
         # to the app directly: this screen is going away and takes its queue with it
         self.app.post_message(self.Cancelled(self, self.draft()))
         self.dismiss(None)
