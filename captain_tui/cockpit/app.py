@@ -1000,17 +1000,16 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
         self.notify(said, markup=False)
 
     def _close_form(self, form: FormScreen) -> None:
-        """A sent form goes, wherever it is on the stack. Textual's ``dismiss`` pops the top
-        screen, whichever it is: a form sent while another was opened above it (from the
-        command palette) would close that one, losing what was typed there, and itself stay
-        on the stack saying "sending…", escape refused. One below the top is taken out of
-        the stack as ``pop_screen`` takes the top (a kept form stays installed)."""
+        """A sent form goes, and only it. Textual's ``dismiss`` pops the top screen,
+        whichever it is: a form sent while another was opened above it (from the command
+        palette) would close that one, losing what was typed there, and itself stay on the
+        stack saying "sending…". One below the top is told it was sent: it says so, takes
+        no key, and closes itself the moment it is shown again (Textual has no public way
+        to take a screen out from under another)."""
         if form is self.screen:
             form.dismiss(None)
         elif form in self.screen_stack:
-            self._screen_stack.remove(form)
-            form._pop_result_callback()
-            self.call_later(self._replace_screen, form)
+            form.close_when_shown()
 
     @work(thread=True, group="actions", exit_on_error=False)
     def _in_worker(self, job: Callable[[], str | jobs.Said]) -> None:

@@ -63,13 +63,15 @@ def test_a_send_that_lands_while_another_form_is_on_top_closes_only_its_own_form
             for fd in held:
                 os.close(fd)
         await until(pilot, lambda: any("Jack" in t for t in toasts(app)), what="sent")
-        await until(pilot, lambda: tell not in app.screen_stack, what="the Tell form gone")
+        await until(pilot, lambda: tell.sent_beneath, what="the Tell form told it was sent")
         assert app.screen is recruit
         assert recruit.query_one("#name", Input).value == "Gibbs"
-        assert not any(isinstance(s, FormScreen) and s.busy for s in app.screen_stack)
-        # and the Tell form, kept, opens again as a fresh one once Recruit is closed
+        assert not recruit.busy
+        # Recruit closed: the sent Tell form goes as it is shown, never waiting "sending…"
         await pilot.press("escape")
-        await until(pilot, lambda: not isinstance(app.screen, FormScreen), what="Recruit closed")
+        await until(pilot, lambda: not isinstance(app.screen, FormScreen), what="both closed")
+        assert tell not in app.screen_stack and not tell.busy
+        # and the Tell form, kept, opens again as a fresh one
         await pilot.press("t")
         again = await until(pilot, lambda: isinstance(app.screen, TellScreen) and app.screen)
         assert again is tell and not again.busy
@@ -84,7 +86,7 @@ def _burst(app, *keys: str) -> None:
     for key in keys:
         event = events.Key(key, {"space": " "}.get(key, key if len(key) == 1 else None))
         event.set_sender(app)
-        app._driver.send_message(event)
+        app.post_message(event)
 
 
 def test_keys_act_on_a_form_in_the_order_typed_and_never_after_it_closed(home: Home, project: Path):

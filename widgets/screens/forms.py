@@ -158,6 +158,7 @@ class FormScreen(ModalScreen[Any]):
         self.draft_key = ""  # the app keeps a cancelled form's text under this
         self.initial: dict[str, Any] = {}
         self.busy = False
+        self.sent_beneath = False  # sent while another screen was on top: see close_when_shown
         self.styled_under: tuple[Any, ...] | None = None  # see update_node_styles
         self.shown: dict[str, str] = {}  # what each text widget says (show_text), by its id
         self.prepare(*subject, draft_key=draft_key, draft=draft)
@@ -169,9 +170,22 @@ class FormScreen(ModalScreen[Any]):
         self.draft_key = draft_key
         self.initial = draft or {}
         self.busy = False
+        self.sent_beneath = False
         self.about(*subject)
         if self.is_mounted:
             self.fill_all()
+
+    def close_when_shown(self) -> None:
+        """This form's work is done while another screen is above it: it stays busy (no
+        key sends or cancels it again), says it was sent, and goes as soon as it is shown."""
+        self.sent_beneath = True
+        self.show_text("hint", "sent")
+
+    def on_screen_resume(self) -> None:
+        if self.sent_beneath:
+            self.sent_beneath = False
+            self.busy = False
+            self.dismiss(None)
 
     def about(self, *subject: Any) -> None:
         """Keep what this open of the form is about (a form about nothing: nothing)."""
