@@ -1,0 +1,144 @@
+"""An ages tick costs what is on screen, not what the panel holds: when the clock moves, only
+the rows on screen whose age reads differently are rendered again (the big home's ~1,000
+rows were all rendered every tick: a UI-thread stall a keystroke waited behind), and every
+age still reads right — on screen at once, and off screen as soon as it is read or scrolled
+into view.
+
+A real Textual app (headless) with the real Notifications panel; the rows' cells are counted
+on their way through the panel's own ``row_cells``. What "right" looks like is a fresh panel
+shown at the same time: its lines must be the ticked panel's, line for line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from textual.app import App
+from textual.geometry import Region
+
+from widgets.cells import age
+from widgets.panels.notifications_panel import NotificationsPanel
+from widgets.view import NotificationRow
+
+pytestmark = pytest.mark.usefixtures("private_config")  # support/cockpit_env.py
+
+NOW = datetime(2026, 11, 29, 14, 30, 0, tzinfo=timezone.utc)
+ROWS = 60  # far more than the panel shows (about ten)
+SIZE = (90, 14)
+
+
+def note(n: int) -> NotificationRow:
+    return NotificationRow(
+        key="jack",
+        crew="Jack",
+        delivery_id=f"dlv_{n:04d}",
+        status="working",
+        assignment_id="asg_1",
+        summary=f"Report {n}",
+        created_at=NOW
+        - timedelta(minutes=n + 1, seconds=30),  # "1m".."1h": the minutes turn at +30s
+    )
+
+
+class Counted(NotificationsPanel):
+    """The real panel, noting each row whose cells it renders."""
+
+    rendered: list[str]
+
+    def row_cells(self, row, now, flex):
+        self.rendered.append(row.delivery_id)
+        return super().row_cells(row, now, flex)
+
+
+class OnePanel(App):
+    def compose(self):
+        yield Counted(id="notifications")
+
+
+def tick(panel: NotificationsPanel, now: datetime) -> None:
+    panel.show_ages(now)  # what the cockpit's ages timer does for each panel
+
+
+def lines(panel: NotificationsPanel) -> list:
+    table = panel.table
+    return [
+        list(strip)
+        for strip in table.render_lines(Region(0, 0, table.size.width, table.size.height))
+    ]
+
+
+def screens(steps, *, bottom: bool) -> tuple[list, list[str], str]:
+    """Show the rows at NOW, then move the clock by each step in turn; the table's lines
+    (after going to the last row if ``bottom``), the rows rendered by the last tick, and the
+    age the last row's cells say when read."""
+    app = OnePanel()
+    out: dict = {}
+
+    async def main() -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            panel = app.query_one(Counted)
+            panel.rendered = []
+            rows = [note(n) for n in range(ROWS)]
+            panel.show(rows, NOW)
+            await pilot.pause()
+            at = NOW
+            for step in steps:
+                at += step
+                panel.rendered = []
+                tick(panel, at)
+                await pilot.pause()
+            out["rendered"] = panel.rendered
+            out["last"] = panel.table.get_row_at(ROWS - 1)[0].plain
+            if bottom:
+                panel.table.focus()
+                await pilot.press("G")
+                await pilot.pause()
+            out["lines"] = lines(panel)
+
+    asyncio.run(main())
+    return out["lines"], out["rendered"], out["last"]
+
+
+def fresh(at: datetime, *, bottom: bool) -> list:
+    """The lines of a panel shown once at ``at``: what the ticked one must show."""
+    app = OnePanel()
+    out: dict = {}
+
+    async def main() -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            panel = app.query_one(Counted)
+            panel.rendered = []
+            panel.show([note(n) for n in range(ROWS)], at)
+            await pilot.pause()
+            if bottom:
+                panel.table.focus()
+                await pilot.press("G")
+                await pilot.pause()
+            out["lines"] = lines(panel)
+
+    asyncio.run(main())
+    return out["lines"]
+
+
+def test_an_ages_tick_renders_only_the_rows_on_screen_and_every_age_reads_right():
+    minute = timedelta(minutes=1)
+    later = NOW + 2 * minute
+    ticked, rendered, last = screens([minute, minute], bottom=False)
+    # the minutes turned ("1m" -> "3m" ...), but only those on screen were rendered
+    assert 0 < len(rendered) <= SIZE[1], rendered
+    assert len(set(rendered)) == len(rendered)
+    assert "dlv_0059" not in rendered
+    # the ages on screen read as a fresh panel shown at the new time reads them
+    assert ticked == fresh(later, bottom=False)
+    # a row off screen says its right age when read ...
+    assert last == age(note(ROWS - 1).created_at, later)
+    # ... and when scrolled into view
+    scrolled, _, _ = screens([minute, minute], bottom=True)
+    assert scrolled == fresh(later, bottom=True)
+
+
+def test_a_tick_when_no_age_reads_differently_renders_nothing():
+    _, rendered, _ = screens([timedelta(seconds=5)], bottom=False)
+    assert rendered == []  # "4m" is "4m" for a minute
