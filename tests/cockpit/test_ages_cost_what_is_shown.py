@@ -18,7 +18,7 @@ import pytest
 from textual.app import App
 from textual.geometry import Region
 
-from widgets.cells import age
+from widgets.cells import AgeWatch, age
 from widgets.panels.notifications_panel import NotificationsPanel
 from widgets.view import NotificationRow
 
@@ -142,3 +142,48 @@ def test_an_ages_tick_renders_only_the_rows_on_screen_and_every_age_reads_right(
 def test_a_tick_when_no_age_reads_differently_renders_nothing():
     _, rendered, _ = screens([timedelta(seconds=5)], bottom=False)
     assert rendered == []  # "4m" is "4m" for a minute
+
+
+def test_a_row_scrolled_into_view_whose_age_turns_sooner_wakes_the_next_tick_sooner():
+    """Rows off screen are rendered when scrolled into view, at the last tick's time: one
+    whose age turns sooner than any on screen must bring the next tick to then (the app's
+    watch is told: ``AgeWatch.wake``), or it would read "3m" for up to a minute."""
+    hours = [
+        NotificationRow(
+            key="jack",
+            crew="Jack",
+            delivery_id=f"old_{n:04d}",
+            status="working",
+            assignment_id="asg_1",
+            summary=f"Old report {n}",
+            created_at=NOW - timedelta(hours=2, minutes=n),  # "2h": turns in ~an hour
+        )
+        for n in range(12)
+    ]
+    minutes = [note(n) for n in range(48)]  # below them, off screen: turn at +30 s
+    heard: list[datetime] = []
+    told = AgeWatch(wake=heard.append)
+
+    class Told(App):
+        def compose(self):
+            yield NotificationsPanel(id="notifications", ages=told)
+
+    app = Told()
+    later = NOW + timedelta(minutes=2)
+
+    async def main() -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            panel = app.query_one(NotificationsPanel)
+            panel.show(hours + minutes, NOW)
+            await pilot.pause()
+            panel.show_ages(later)  # the minutes turned, off screen: none rendered
+            told.soonest = panel.next_due()  # what the app's tick leaves it at
+            assert told.soonest is not None and told.soonest > later + timedelta(minutes=30)
+            heard.clear()
+            panel.table.focus()
+            await pilot.press("G")
+            await pilot.pause()
+
+    asyncio.run(main())
+    # the rows drawn at the bottom read "Nm" as of the tick and turn 30 s after it
+    assert heard and heard[0] == later + timedelta(seconds=30), heard
