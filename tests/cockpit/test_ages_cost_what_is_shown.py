@@ -12,12 +12,16 @@ shown at the same time: its lines must be the ticked panel's, line for line.
 from __future__ import annotations
 
 import asyncio
+import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from support.cockpit import crew, drive, until
 from textual.app import App
 from textual.geometry import Region
 
+from captain_tui.cockpit.app import CaptainApp
+from captain_tui.cockpit.feed import home_feed
 from widgets.cells import AgeWatch, age
 from widgets.panels.notifications_panel import NotificationsPanel
 from widgets.view import NotificationRow
@@ -187,3 +191,63 @@ def test_a_row_scrolled_into_view_whose_age_turns_sooner_wakes_the_next_tick_soo
     asyncio.run(main())
     # the rows drawn at the bottom read "Nm" as of the tick and turn 30 s after it
     assert heard and heard[0] == later + timedelta(seconds=30), heard
+
+
+def test_in_the_cockpit_a_row_drawn_between_ticks_has_its_age_turn_on_time(
+    home, project, monkeypatch
+):
+    """The real cockpit, its next ages tick a minute away (the crew's age reads in minutes):
+    a row drawn between two ticks that reads "0s" must read "2s" two seconds later, not
+    when the minute is up. The row is put in the panel as a feed update puts one, but not
+    through the feed (whose update brings the next tick near anyway): only the row's own
+    age can bring it near."""
+    crew(home, "Jack", project=project)
+    offset = timedelta(minutes=3)  # Jack's age reads "3m": the next tick is a minute away
+
+    def clock() -> datetime:
+        return datetime.now().astimezone() + offset
+
+    app = CaptainApp(home, run_doorbell=False, clock=clock)
+    app.ages_every = 0.05
+    rescans: list[datetime] = []  # when each ended
+    real_rescan = home_feed.Feed.rescan
+
+    def rescan(feed, progress=None):
+        update = real_rescan(feed, progress)
+        rescans.append(clock())
+        return update
+
+    monkeypatch.setattr(home_feed.Feed, "rescan", rescan)
+
+    def settled() -> bool:
+        shown = app.last_refresh
+        return len(rescans) >= 2 and shown is not None and shown > rescans[-1]
+
+    async def scenario(pilot):
+        # the watcher's own rescan is over and shown: the next is 30 s away, so nothing
+        # re-shows the panel from the view, or brings the next tick near, meanwhile
+        await until(pilot, settled, what="the watcher's rescan, shown")
+        # ... and the tick that update brought near is over: the next is ~a minute away
+        await until(
+            pilot,
+            lambda: app._ages_due - time.monotonic() > 20,
+            what="the next ages tick a minute away",
+        )
+        panel = app.query_one(NotificationsPanel)
+        fresh = NotificationRow(
+            key="jack",
+            crew="Jack",
+            delivery_id="dlv_between",
+            status="working",
+            assignment_id="asg_1",
+            summary="Between two ticks",
+            created_at=clock() - timedelta(seconds=0.2),
+        )
+        panel.show([fresh], clock(), every_row=False)
+        await pilot.pause()
+        assert panel.table.get_row_at(0)[0].plain == "0s"
+        await until(
+            pilot, lambda: panel.table.get_row_at(0)[0].plain == "2s", timeout=8, what='"2s"'
+        )
+
+    drive(app, scenario)
