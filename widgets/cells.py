@@ -15,6 +15,7 @@ here.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from rich.style import Style
@@ -76,10 +77,14 @@ def plain(text: str, style: str = "", limit: int | None = None) -> Text:
 class AgeWatch:
     """When the soonest age drawn since ``clear`` reads differently: the cockpit redraws
     ages when one will have changed, not on a clock that mostly finds none did ("4m" is
-    "4m" for a minute). One per app (its panels draw on its UI thread only)."""
+    "4m" for a minute). Each panel keeps one for the row it is drawing (when that row's
+    ages next read differently); the app keeps one that ``wake`` tells of an age that
+    reads differently sooner than any noted before (a row drawn between two ages ticks).
+    UI thread only: panels draw on the app's."""
 
-    def __init__(self) -> None:
+    def __init__(self, wake: Callable[[datetime], None] | None = None) -> None:
         self.soonest: datetime | None = None
+        self.wake = wake
 
     def clear(self) -> None:
         self.soonest = None
@@ -87,6 +92,8 @@ class AgeWatch:
     def note(self, when: datetime) -> None:
         if self.soonest is None or when < self.soonest:
             self.soonest = when
+            if self.wake is not None:
+                self.wake(when)
 
 
 def age(then: datetime | None, now: datetime, watch: AgeWatch | None = None) -> str:

@@ -191,7 +191,8 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
         self._active_at = 0.0
         self._ages_timer: Timer | None = None  # the next ages redraw (_show_ages)
         self._ages_due = 0.0  # ... at this time.monotonic()
-        self._ages_watch = AgeWatch()  # when the soonest age on screen reads differently
+        # when the soonest age drawn reads differently; told of a sooner one (_age_sooner)
+        self._ages_watch = AgeWatch(wake=self._age_sooner)
         self.alert_batch = AlertBatch(self, closing=lambda: self._closing_down)
         self._doorbell_wake: Any = None  # what the doorbell worker sleeps on (runner.Wake)
         self.doorbell_ticks = 0  # rounds the doorbell worker ran (tests, benchmarks)
@@ -359,19 +360,31 @@ class CaptainApp(WorkCommands, ReviewCommands, App):
             self._ages_in(self.ages_every)
             return
         now = self.clock()
-        self._ages_watch.clear()
+        soonest: datetime | None = None
         for panel in self.query(Panel):
-            if panel.loaded:
-                panel.show(panel.rows(), now)
+            panel.show_ages(now)  # only the rows on screen whose ages read differently
+            due = panel.next_due()
+            if due is not None and (soonest is None or due < soonest):
+                soonest = due
+        self._ages_watch.soonest = soonest
         self._show_status(now)
         self._refresh_footer()  # a webhook body's expiry dims Replay with no event
-        soonest = self._ages_watch.soonest
         wait = AGES_LONGEST if soonest is None else (soonest - now).total_seconds()
         if self.last_change is not None:  # the header says "N ago" from a minute on
             quiet = (now - self.last_change).total_seconds()
             if quiet < 60:
                 wait = min(wait, 60 - quiet)
         self._ages_in(min(max(wait, self.ages_every), AGES_LONGEST))
+
+    def _age_sooner(self, when: datetime) -> None:
+        """A row drawn between two ages ticks (a new row, one scrolled into view) has an
+        age that reads differently at ``when``, sooner than any before: the next tick is
+        moved to then (never sooner than ``ages_every`` from now)."""
+        if self._ages_timer is None:
+            return  # in a tick (it works out the next), or not started
+        wait = max((when - self.clock()).total_seconds(), self.ages_every)
+        if time.monotonic() + wait < self._ages_due:
+            self._ages_in(wait)
 
     def _ages_soon(self) -> None:
         """The rows changed: a new row's age ("0s") reads differently soon."""

@@ -8,6 +8,7 @@ the record it was on, so what you are about to act on never changes under you.
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar
@@ -75,7 +76,12 @@ class Panel(Vertical):
         super().__init__(**kwargs)
         # command id -> key, from the app's registry: empty texts name the real keys
         self.keys = keys or {}
-        self.ages = ages  # the app's: told when each age drawn next reads differently
+        # the row being drawn: when its ages next read differently (``row_cells`` passes it
+        # to ``age``); each row's time is kept (``_due``) and the app's watch told of it
+        self.ages = AgeWatch()
+        self._told = ages
+        self._due: dict[str, datetime] = {}  # row key -> when its cells next read differently
+        self._dues: list[tuple[datetime, str]] = []  # the same as a heap (stale entries skipped)
         self._rows: dict[str, Any] = {}
         self._keys: list[str] = []
         self._cells: dict[str, tuple] = {}  # the cells the table holds, by row key
@@ -88,6 +94,7 @@ class Panel(Vertical):
         # kept: they live as long as the panel, and a DOM query on every update adds up
         self._table = PanelTable()
         self._table.display = False
+        self._table.freshen = self._freshen
         self._empty = Static(self.LOADING_TEXT, classes="empty loading", markup=False)
         yield self._table
         yield self._empty
@@ -138,6 +145,8 @@ class Panel(Vertical):
         keys = [self.row_key(r) for r in rows]
         held = self._patch(table, dict(zip(keys, rows)), now, every_row)
         if keys != self._keys:
+            for k in self._due.keys() - held.keys():
+                del self._due[k]  # gone: its heap entry is skipped
             self._move_rows(table, keys, held, keep or self.current_key)
         self._rows = dict(zip(keys, rows))
         self._keys = keys
@@ -156,7 +165,7 @@ class Panel(Vertical):
             if old is not None and not every_row and self._rows.get(k) == row:
                 held[k] = old
                 continue
-            cells = self.row_cells(row, now, self._flex)
+            cells = self._cells_at(k, row, now)
             if old is None:
                 held[k] = cells
                 continue
@@ -173,6 +182,73 @@ class Panel(Vertical):
             held[k] = tuple(now_held)
         table.patch_rows(changes)
         return held
+
+    # -- ages: a tick costs the rows on screen whose age reads differently -----------------
+
+    def _cells_at(self, key: str, row: Any, now: datetime) -> tuple:
+        """The row's cells at ``now``, noting when they next read differently."""
+        self.ages.clear()
+        cells = self.row_cells(row, now, self._flex)
+        when = self.ages.soonest
+        if when is None:
+            self._due.pop(key, None)
+        elif self._due.get(key) != when:
+            self._due[key] = when
+            heapq.heappush(self._dues, (when, key))
+            if len(self._dues) > 2 * len(self._due) + 64:  # mostly skipped entries: rebuild
+                self._dues = [(w, k) for k, w in self._due.items()]
+                heapq.heapify(self._dues)
+        if when is not None and self._told is not None:
+            self._told.note(when)
+        return cells
+
+    def next_due(self) -> datetime | None:
+        """When the soonest row's cells read differently (None: no row has an age)."""
+        dues = self._dues
+        while dues and self._due.get(dues[0][1]) != dues[0][0]:
+            heapq.heappop(dues)
+        return dues[0][0] if dues else None
+
+    def show_ages(self, now: datetime) -> None:
+        """The clock moved to ``now``: the rows whose ages read differently by now are drawn
+        again if they are on screen; the others are marked stale and freshened (at the time
+        of the last tick) when they are read or scrolled into view. Every other row is not
+        looked at: an ages tick costs what it changes on screen, not what the panel holds."""
+        if not self._loaded:
+            return
+        self._now = now
+        dues, due = self._dues, self._due
+        turned: list[str] = []
+        while dues and dues[0][0] <= now:
+            when, key = heapq.heappop(dues)
+            if due.get(key) == when:
+                del due[key]
+                turned.append(key)
+        if not turned:
+            return
+        table = self.table
+        shown = table.rows_shown()
+        changes: dict[str, dict[str, Any]] = {}
+        for key in turned:
+            if table.row_index(key) not in shown:
+                table.mark_stale(key)
+                continue
+            old = self._cells[key]
+            cells = self._cells_at(key, self._rows[key], now)
+            changed = {c.key: v for c, v, b in zip(self.columns, cells, old) if _sig(v) != _sig(b)}
+            self._cells[key] = tuple(cells)
+            if changed:
+                changes[key] = changed
+        table.patch_rows(changes)
+
+    def _freshen(self, key: str) -> tuple | None:
+        """A stale row's cells, for the table that is about to read or draw them."""
+        row = self._rows.get(key)
+        if row is None or self._now is None:
+            return None
+        cells = self._cells_at(key, row, self._now)
+        self._cells[key] = cells
+        return cells
 
     def _move_rows(
         self, table: PanelTable, keys: list[str], cells: dict[str, tuple], keep: str | None
@@ -252,6 +328,7 @@ class Panel(Vertical):
         for c in self.columns:
             table.add_column(Text(c.label), key=c.key, width=c.width or max(self._flex, 12))
         self._keys, self._cells = [], {}
+        self._due, self._dues = {}, []
 
 
 def _sig(value: Any) -> tuple:

@@ -16,7 +16,7 @@ sensible): the panels never need more.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from itertools import count
 from typing import Any, ClassVar
@@ -159,6 +159,11 @@ class PanelTable(ScrollView, can_focus=True):
         self._drawn: LRUCache[tuple, Strip] = LRUCache(KEPT_SCREENS * 20)
         self._drawn_columns = 0  # bumped when the columns change: every line is stale
         self._look: Look | None = None
+        # rows whose cells are out of date (an age that reads differently now) and were
+        # off screen when that was found: ``freshen`` gives their cells when they are read
+        # or drawn, so an ages tick costs the rows on screen, not every row in the list
+        self._stale: set[str] = set()
+        self.freshen: Callable[[str], Iterable[Any] | None] | None = None
 
     # -- what callers read -------------------------------------------------------------------
 
@@ -182,7 +187,7 @@ class PanelTable(ScrollView, can_focus=True):
         return 0 <= index < len(self._row_keys)
 
     def get_row(self, key: str) -> list[Any]:
-        return list(self._row_cells[key])
+        return list(self._cells_of(key))
 
     def get_row_at(self, index: int) -> list[Any]:
         if not self.is_valid_row_index(index):
@@ -190,7 +195,36 @@ class PanelTable(ScrollView, can_focus=True):
         return self.get_row(self._row_keys[index])
 
     def get_cell(self, key: str, column: str) -> Any:
-        return self._row_cells[key][self._column_index(column)]
+        return self._cells_of(key)[self._column_index(column)]
+
+    def row_index(self, key: str) -> int:
+        return self._row_index[key]
+
+    def rows_shown(self) -> range:
+        """The indices of the rows on screen now (none while the list is not laid out)."""
+        if not self.is_mounted or not self.display:
+            return range(0)
+        top = max(round(self.scroll_offset.y), 0)
+        shown = max(self.scrollable_content_region.height - 1, 0)  # under the header
+        return range(top, min(top + shown, len(self._row_keys)))
+
+    def mark_stale(self, key: str) -> None:
+        """This row's cells are out of date: ``freshen`` gives them when it is next read or
+        drawn (a row off screen is not drawn: nothing is painted now)."""
+        if key in self._row_index:
+            self._stale.add(key)
+
+    def _cells_of(self, key: str) -> list[Any]:
+        """A row's cells, brought up to date first if they were marked stale."""
+        if key in self._stale:
+            self._stale.discard(key)
+            fresh = self.freshen(key) if self.freshen is not None else None
+            if fresh is not None:
+                cells = list(fresh)
+                cells += [Text("")] * (len(self._list_columns) - len(cells))
+                self._row_cells[key] = cells
+                self._row_stamps[key] = next(self._stamper)
+        return self._row_cells[key]
 
     def get_cell_at(self, coordinate: tuple[int, int]) -> Any:
         row, column = coordinate
@@ -214,6 +248,7 @@ class PanelTable(ScrollView, can_focus=True):
     def clear(self, columns: bool = False) -> None:
         """No rows (and, with ``columns``, no columns); the cursor back on the first row."""
         self._row_keys, self._row_index, self._row_cells, self._row_stamps = [], {}, {}, {}
+        self._stale = set()
         self._cursor_at, self._hover_at = 0, None
         if columns:
             self._list_columns = []
@@ -241,6 +276,7 @@ class PanelTable(ScrollView, can_focus=True):
         del self._row_keys[index]
         del self._row_cells[key]
         del self._row_stamps[key]
+        self._stale.discard(key)
         for i in range(index, len(self._row_keys)):
             self._row_index[self._row_keys[i]] = i
         self._resize_virtual()
@@ -251,8 +287,10 @@ class PanelTable(ScrollView, can_focus=True):
 
     def patch_rows(self, changes: dict[str, dict[str, Any]]) -> None:
         """New values for some cells of some rows (row key -> column key -> value); each
-        changed row's line is drawn again, nothing else."""
+        changed row's line is drawn again, nothing else. The caller gives every cell that
+        differs from what the list holds: a row marked stale is up to date after it."""
         for key, values in changes.items():
+            self._stale.discard(key)
             cells = self._row_cells[key]
             for column, value in values.items():
                 cells[self._column_index(column)] = value
@@ -450,6 +488,8 @@ class PanelTable(ScrollView, can_focus=True):
 
     def _row_line(self, index: int, look: Look, width: int) -> Strip:
         row_key = self._row_keys[index]
+        if row_key in self._stale:
+            self._cells_of(row_key)  # its cells (and stamp) brought up to date first
         cursor = index == self._cursor_at
         hover = index == self._hover_at
         key = (row_key, self._row_stamps[row_key], self._drawn_columns, width, cursor, hover, look)
