@@ -779,7 +779,7 @@ class _WorkReads:
     """Counts what a Work panel rescan (or an idle cockpit) asks of the ledger, going
     through to the real backend: item reads, listings of every work ID (``all_ids``: the
     files' ``work/`` listing), directory entries read (every ``os.scandir`` in this
-    process: the store's listings) and, on PostgreSQL, SQL statements."""
+    process, and every ``os.listdir``: the store's listings) and, on PostgreSQL, SQL statements."""
 
     def __init__(self) -> None:
         from state.work import ledger
@@ -789,8 +789,17 @@ class _WorkReads:
         self.counts = {"item": 0, "all_ids": 0, "sql": 0, "entries": 0}
         # the name the ledger calls, wrapped below (not an export of the ledger's)
         counts, real_for = self.counts, ledger.backend_for  # type: ignore[attr-defined]
-        self._undo = [(ledger, "backend_for", real_for), (os, "scandir", os.scandir)]
-        real_scandir = os.scandir
+        self._undo = [
+            (ledger, "backend_for", real_for),
+            (os, "scandir", os.scandir),
+            (os, "listdir", os.listdir),
+        ]
+        real_scandir, real_listdir = os.scandir, os.listdir
+
+        def listdir(path=".") -> list:
+            names = real_listdir(path)  # the store lists a folder in one pass this way too
+            counts["entries"] += len(names)
+            return names
 
         class Entries:
             def __init__(self, path=".") -> None:
@@ -811,6 +820,7 @@ class _WorkReads:
                 self.it.close()
 
         os.scandir = Entries  # type: ignore[assignment]  # counts what a rescan lists
+        os.listdir = listdir  # type: ignore[assignment]
 
         class Counting:
             def __init__(self, real) -> None:
