@@ -820,7 +820,7 @@ class _WorkReads:
                 self.it.close()
 
         os.scandir = Entries  # type: ignore[assignment]  # counts what a rescan lists
-        os.listdir = listdir  # type: ignore[assignment]
+        os.listdir = listdir
 
         class Counting:
             def __init__(self, real) -> None:

@@ -511,10 +511,55 @@ def _finish(home: Home, req: Request, where: Path, j: dict, *, killed: bool = Fa
     )
 
 
+def _sha(value: object) -> bool:
+    return type(value) is str and len(value) in (40, 64) and value.isalnum() and value.islower()
+
+
+def _text(value: object) -> bool:
+    return type(value) is str
+
+
+def _maybe(check: Callable[[object], bool]) -> Callable[[object], bool]:
+    return lambda value: value is None or check(value)
+
+
+# what a journal holds as _land writes it: anything else is not one (a hand edit, a bad
+# restore), and is set aside as any bad record rather than handed to git or the ledger
+_JOURNAL: dict[str, Callable[[object], bool]] = {
+    "old": _sha,
+    "new": _sha,
+    "tip": _maybe(_sha),
+    "crew_commit": _maybe(_sha),
+    "mode": lambda v: v in MODES,
+    "branch": _text,
+    "base_branch": _text,
+    "crew": _text,
+    "assignment_id": _text,
+    "work_id": _text,
+    "worktree": _maybe(_text),
+    "operator": _maybe(_text),
+    "reason": _maybe(_text),
+    "outside_grant": _maybe(lambda v: type(v) is list and all(type(p) is str for p in v)),
+    "files": lambda v: v is None or (type(v) is int and v >= 0),
+    "tested": lambda v: v is None or type(v) is bool,
+}
+
+
+def _journal(home: Home, where: Path) -> dict | None:
+    """The journal of a killed land, or None: absent, or not one as a land writes it (the
+    store reports and sets it aside, as any bad record: a field of another type reached
+    git or the ledger and failed the land with ``internal_error``)."""
+    journal = home.store.read_json(_journal_path(where))
+    if journal is None or all(check(journal.get(k)) for k, check in _JOURNAL.items()):
+        return journal
+    home.store.quarantine(_journal_path(where), "is not a landing journal")
+    return None
+
+
 def recover(home: Home, req: Request, where: Path) -> Landed | None:
     """A journal left by a killed land of this repository: finished when its base moved
     (returned when it was this assignment's), forgotten when it did not."""
-    journal = home.store.read_json(_journal_path(where))
+    journal = _journal(home, where)
     if journal is None:
         _drop_landing_tree(req, where)  # a land killed before its journal made one
         return None

@@ -8,6 +8,7 @@ step are in tests/cli/test_land_cli.py.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -343,3 +344,60 @@ def test_a_link_where_the_landing_worktree_goes_is_never_followed(scene: Scene, 
     assert (kim / "a" / "one.txt").read_text() == "kim's uncommitted work\n"
     assert str(kim) in worktrees(scene.project)
     assert not os.path.lexists(where / "tree")
+
+
+def _a_journal(scene: Scene, req: landing.Request, **fields) -> dict:
+    """A journal as a land killed after writing it leaves one (base not yet moved)."""
+    journal = {
+        "project": req.project,
+        "worktree": req.worktree,
+        "crew": req.crew,
+        "assignment_id": req.assignment_id,
+        "work_id": req.work_id,
+        "branch": req.branch,
+        "base_branch": "main",
+        "queued_at": "2026-12-02T00:00:00Z",
+        "mode": "merge",
+        "old": scene.base,
+        "new": scene.base,
+        "tip": scene.base,
+        "crew_commit": None,
+        "outside_grant": [],
+        "reason": None,
+        "operator": "captain",
+        "files": 1,
+        "tested": False,
+    }
+    journal.update(fields)
+    return {k: v for k, v in journal.items() if v is not ...}
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"old": ...},  # a field missing
+        {"work_id": 7},  # a number where an ID goes
+        {"new": "--output=/tmp/x", "old": "0" * 40},  # an option where a commit goes
+        {"mode": "sideways", "old": "0" * 40},  # a mode no land writes
+        {"outside_grant": "a"},
+    ],
+    ids=["missing", "number", "option", "mode", "grant"],
+)
+def test_a_journal_not_as_a_land_writes_it_is_set_aside_and_the_land_goes_on(
+    scene: Scene, fields: dict
+) -> None:
+    """A journal of a killed land, edited by hand or restored damaged, is reported and set
+    aside as any bad record (the quarantine, with its reason), never handed to git or the
+    ledger: the next land goes on and lands (it was an internal_error, or git was handed
+    an option where a commit goes)."""
+    alpha = scene.crew("alpha", {"a/one.txt": "alpha\n"})
+    journal = landing._dir(scene.home, alpha.project) / "journal.json"
+    journal.write_text(json.dumps(_a_journal(scene, alpha, **fields)))
+
+    landed = landing.land(scene.home, alpha)
+
+    assert head(scene.project, "main") == landed.commit != scene.base
+    assert not journal.exists()
+    reasons = [p.read_text() for p in (scene.home.root / "quarantine").glob("*.reason")]
+    assert any("is not a landing journal" in r for r in reasons), reasons
+    assert ledger.get(scene.home, alpha.work_id).landing.commit == landed.commit
