@@ -67,7 +67,9 @@ only what it declines (and the signals) imports the protocol.
 from __future__ import annotations
 
 import json
+import os
 import sys
+import time
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
@@ -605,7 +607,9 @@ def _pi_idle(call: Call, data: dict) -> None:
 # -- budgets (docs/budgets.md): every agent's pre-tool gate, one rule ----------------------
 
 
-def _over_budget(call: Call, source: object) -> str | None:
+def _over_budget(
+    call: Call, source: object, before: Callable[[], None] | None = None
+) -> str | None:
     """The refusal for this tool call when the crew's assignment is at its budget, else
     None (no budget, or under it). The spend is measured first, from ``source`` (the
     transcript or session record the agent named, None when it names none):
@@ -614,6 +618,8 @@ def _over_budget(call: Call, source: object) -> str | None:
     key, snapshot = _current(home, ctx)
     if getattr(snapshot, "budget_usd", None) is None:
         return None  # no budget: nothing to measure against here
+    if before is not None:
+        before()
     from state.crew import budget, spend
 
     path = source if isinstance(source, str) and source else None
@@ -621,10 +627,39 @@ def _over_budget(call: Call, source: object) -> str | None:
     return budget.review(home, key, snapshot, measured)
 
 
+TRANSCRIPT_WAIT = 2.0  # seconds the gate waits for the answer that asked for the call
+TRANSCRIPT_TAIL = 1024 * 1024  # how much of the transcript's end is searched for it
+
+
+def _answer_written(call: Call, data: dict) -> None:
+    """Claude Code may run PreToolUse before the answer that asked for the call (and its
+    usage) is in the transcript: under load the gate measured the spend without it and let
+    the call that crossed the budget run. Wait, briefly and bounded, until the call's
+    ``tool_use_id`` is in the transcript's tail; after that, measure what is there."""
+    path, tool = data.get("transcript_path"), data.get("tool_use_id")
+    if call.agent != "claude" or not isinstance(path, str) or not path:
+        return
+    if not isinstance(tool, str) or not 0 < len(tool) <= 256:
+        return
+    token = tool.encode("utf-8", "replace")
+    deadline = time.monotonic() + TRANSCRIPT_WAIT
+    while True:
+        try:
+            with open(path, "rb") as f:
+                f.seek(max(0, os.fstat(f.fileno()).st_size - TRANSCRIPT_TAIL))
+                if token in f.read(TRANSCRIPT_TAIL):
+                    return
+        except OSError:
+            return  # the measure says what is wrong with it
+        if time.monotonic() >= deadline:
+            return
+        time.sleep(0.02)
+
+
 def _pre_tool_use(call: Call) -> None:
     """PreToolUse (Claude Code, Codex): refuse the call at the budget, else say nothing."""
     data = _input(call)
-    reason = _over_budget(call, data.get("transcript_path"))
+    reason = _over_budget(call, data.get("transcript_path"), lambda: _answer_written(call, data))
     if reason is not None:
         _emit(
             call.stdout,

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import io
 import json
+import threading
+import time
 from datetime import datetime
 from pathlib import Path
 
@@ -284,3 +286,26 @@ def test_a_crew_dismissed_mid_turn_has_its_last_turn_counted(home: Home, jack, g
     assert spend.assignment_spend(home, "jack", jack.assignment_id).input_tokens == 300_000
     attempt = ledger.get(home, jack.work_id).attempts[-1]
     assert (attempt.input_tokens, attempt.turns) == (300_000, 2)
+
+
+def test_the_gate_waits_for_the_answer_that_asked_for_the_call(home: Home, jack, gate: Gate):
+    """Claude Code may run PreToolUse before the answer that asked for the call is in its
+    transcript (seen under load in the live test): the gate waits, bounded, until the
+    call's ``tool_use_id`` is there, so the answer that crosses the budget is counted and
+    its call refused (it ran: the spend was measured without it)."""
+    gate.add(turn("m1", 300_000))  # $0.90
+    assert gate(tool_use_id="toolu_01") == ""
+    crossing = json.loads(turn("m2", 100_000))  # $1.20 with it
+    crossing["message"]["content"] = [{"type": "tool_use", "id": "toolu_02", "name": "Bash"}]
+
+    def later() -> None:
+        time.sleep(0.3)
+        gate.add(json.dumps(crossing))
+
+    writer = threading.Thread(target=later)
+    writer.start()
+    try:
+        reason = denied(gate(tool_use_id="toolu_02"))
+    finally:
+        writer.join()
+    assert "budget" in reason and "$1.20 spent" in reason
